@@ -1,0 +1,38 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { ServiceKitModule } from '@switchboard/service-kit';
+import { ApiKeysModule } from './api-keys/api-keys.module';
+import { AUTH_CONNECT_ENV, type AuthConnectEnv } from './config/env';
+import { ConnectPageModule } from './connect-page/connect-page.module';
+import { ConnectSessionsModule } from './connect-sessions/connect-sessions.module';
+import { DatabaseModule } from './database/database.module';
+import { EnvironmentVariablesModule } from './environment-variables/environment-variables.module';
+import { EnvironmentsModule } from './environments/environments.module';
+import { FlowsModule } from './flows/flows.module';
+import { IntegrationsModule } from './integrations/integrations.module';
+import { ProvidersModule } from './providers/providers.module';
+import { TokenRefreshModule } from './token-refresh/token-refresh.module';
+
+@Module({})
+export class AppModule {
+  static forRoot(env: AuthConnectEnv): DynamicModule {
+    return {
+      module: AppModule,
+      global: true,
+      imports: [
+        ServiceKitModule.forRoot({ name: 'auth-connect', natsUrl: env.NATS_URL }),
+        DatabaseModule,
+        ProvidersModule,
+        ApiKeysModule,
+        IntegrationsModule,
+        EnvironmentVariablesModule,
+        EnvironmentsModule,
+        TokenRefreshModule,
+        ConnectSessionsModule,
+        FlowsModule,
+        ConnectPageModule,
+      ],
+      providers: [{ provide: AUTH_CONNECT_ENV, useValue: env }],
+      exports: [AUTH_CONNECT_ENV],
+    };
+  }
+}

@@ -1,0 +1,4 @@
+import { SwitchboardError } from '@switchboard/contracts';
+
+/** Coded errors of the auth-connect context. */
+export class AuthConnectError extends SwitchboardError {}

@@ -1,0 +1,20 @@
+import { envFragments, parseEnv } from '@switchboard/config';
+import { z } from 'zod';
+
+export const envSchema = z.object({
+  PORT: envFragments.port(3010),
+  ...envFragments.nats,
+  ...envFragments.database,
+  ...envFragments.logging,
+  ...envFragments.publicUrls,
+  ...envFragments.masterKeys,
+  /** An operator's YAML file of extra or replaced providers (same schema as the built-in catalog). */
+  SWITCHBOARD_PROVIDERS_FILE: z.string().optional(),
+  /** The connect page (what SWITCHBOARD_CONNECT_URL points at) is served on its own port; 0 = any free one (tests). */
+  CONNECT_PORT: z.coerce.number().int().min(0).max(65535).default(3009),
+  CONNECT_HOST: z.string().default('0.0.0.0'),
+});
+export type AuthConnectEnv = z.infer<typeof envSchema>;
+
+export const AUTH_CONNECT_ENV = Symbol('AUTH_CONNECT_ENV');
+export const loadEnv = (): AuthConnectEnv => parseEnv(envSchema);

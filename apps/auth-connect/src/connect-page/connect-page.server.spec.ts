@@ -1,0 +1,32 @@
+import type { AuthConnectEnv } from '../config/env';
+import { ConnectPageServer } from './connect-page.server';
+
+const env = { SWITCHBOARD_SERVER_URL: 'https://api.example.com/', SWITCHBOARD_CONNECT_URL: 'https://connect.example.com', CONNECT_PORT: 0 } as AuthConnectEnv;
+
+describe('ConnectPageServer', () => {
+  const app = new ConnectPageServer(env).build();
+  afterAll(() => app.close());
+
+  it('serves the page with the API URL, a strict CSP limited to that API, and no referrer', async () => {
+    const res = await app.inject({ method: 'GET', url: '/?session_token=nango_connect_session_x' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.body).toContain('<meta name="switchboard-api-url" content="https://api.example.com" />');
+    expect(res.headers['referrer-policy']).toBe('no-referrer');
+    expect(res.headers['cache-control']).toBe('no-store');
+    const csp = String(res.headers['content-security-policy']);
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain('connect-src https://api.example.com');
+    expect(csp).not.toContain('unsafe-inline');
+  });
+
+  it('serves its script and styles, and nothing else', async () => {
+    const js = await app.inject({ method: 'GET', url: '/assets/connect.js' });
+    expect(js.statusCode).toBe(200);
+    expect(js.headers['content-type']).toMatch(/^text\/javascript/);
+    expect(js.body).toContain('session_token');
+    expect((await app.inject({ method: 'GET', url: '/assets/connect.css' })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'GET', url: '/assets/..%2Fconnect-page.server.ts' })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/assets/index.html' })).statusCode).toBe(404);
+  });
+});

@@ -1,0 +1,24 @@
+import { Controller } from '@nestjs/common';
+import {
+  ENVIRONMENT_VARIABLE_SUBJECTS,
+  listEnvironmentVariablesRequestSchema,
+  replaceEnvironmentVariablesRequestSchema,
+} from '@switchboard/contracts';
+import { NatsHandler } from '@switchboard/messaging';
+import type { z } from 'zod';
+import { EnvironmentVariablesService } from './environment-variables.service';
+
+@Controller()
+export class EnvironmentVariablesHandlers {
+  constructor(private readonly variables: EnvironmentVariablesService) {}
+
+  @NatsHandler(ENVIRONMENT_VARIABLE_SUBJECTS.list, listEnvironmentVariablesRequestSchema)
+  async list(req: z.infer<typeof listEnvironmentVariablesRequestSchema>) {
+    return this.variables.list(req.caller);
+  }
+
+  @NatsHandler(ENVIRONMENT_VARIABLE_SUBJECTS.replace, replaceEnvironmentVariablesRequestSchema)
+  async replace(req: z.infer<typeof replaceEnvironmentVariablesRequestSchema>) {
+    return this.variables.replace(req.caller, req.body.variables);
+  }
+}

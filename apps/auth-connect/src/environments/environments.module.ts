@@ -1,0 +1,5 @@
+import { Module } from '@nestjs/common';
+import { EnvironmentsHandlers } from './environments.handlers';
+
+@Module({ controllers: [EnvironmentsHandlers] })
+export class EnvironmentsModule {}

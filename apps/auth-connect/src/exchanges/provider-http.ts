@@ -1,0 +1,188 @@
+import { ProviderExchangeError, redactSecrets, type ExchangeStage } from './exchange.errors';
+
+/** Token endpoints answer in well under this; a hung provider must not hold a connect flow or a refresh lock. */
+export const DEFAULT_PROVIDER_TIMEOUT_MS = 15_000;
+// Token responses are a few hundred bytes; this only bounds what a hostile endpoint can make us buffer.
+const MAX_RESPONSE_BYTES = 1024 * 1024;
+const MAX_DETAIL_CHARS = 300;
+
+const STAGE_LABEL: Record<ExchangeStage, string> = {
+  authorization_code: 'authorization code exchange',
+  refresh: 'token refresh',
+  client_credentials: 'client credentials grant',
+  oauth1_request_token: 'OAuth 1.0a request token',
+  oauth1_access_token: 'OAuth 1.0a access token',
+  app_installation_token: 'app installation token',
+};
+
+export interface ProviderRequest {
+  stage: ExchangeStage;
+  /** The provider's catalog key, for messages. */
+  provider: string;
+  method: 'POST' | 'GET';
+  url: URL;
+  headers: Record<string, string>;
+  body?: string;
+  /** Everything secret in this request; removed from any text that goes into an error. */
+  secrets: (string | undefined | null)[];
+  timeoutMs?: number;
+}
+
+export interface ProviderResponse {
+  status: number;
+  /** The answer parsed as JSON or as a form (`a=1&b=2`, what some OAuth 1.0a and older OAuth 2 servers send). */
+  body: Record<string, unknown>;
+}
+
+/**
+ * One call to a provider's token endpoint. A 2xx with a usable body is returned; anything else throws a
+ * ProviderExchangeError whose message carries the provider's own error code and description, redacted.
+ * Redirects are not followed: a token endpoint that redirects would get our client secret re-sent to
+ * wherever it points.
+ */
+export async function callProvider(request: ProviderRequest): Promise<ProviderResponse> {
+  const label = `${request.provider} ${STAGE_LABEL[request.stage]}`;
+  const fail = (
+    failure: 'rejected' | 'unreachable' | 'invalid_response',
+    message: string,
+    extra: { status?: number; error?: string } = {},
+  ) =>
+    new ProviderExchangeError(redactSecrets(message, request.secrets), {
+      stage: request.stage,
+      failure,
+      provider: request.provider,
+      ...(extra.status !== undefined ? { providerStatus: extra.status } : {}),
+      ...(extra.error !== undefined ? { providerError: redactSecrets(extra.error, request.secrets) } : {}),
+    });
+
+  let response: Response;
+  try {
+    response = await fetch(request.url, {
+      method: request.method,
+      headers: { 'user-agent': 'Switchboard', accept: 'application/json', ...request.headers },
+      ...(request.body !== undefined ? { body: request.body } : {}),
+      redirect: 'manual',
+      signal: AbortSignal.timeout(request.timeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS),
+    });
+  } catch (error) {
+    throw fail('unreachable', `${label} failed: ${networkReason(error)} (${request.url.host})`);
+  }
+
+  let text: string;
+  try {
+    text = await readCapped(response);
+  } catch (error) {
+    throw fail('invalid_response', `${label} failed: ${networkReason(error)} while reading the answer`);
+  }
+  const body = parseBody(text, response.headers.get('content-type'));
+  const providerError = body ? errorCodeOf(body) : undefined;
+  const detail = body ? errorDescriptionOf(body) : text.trim().slice(0, MAX_DETAIL_CHARS);
+  const describe = (prefix: string) =>
+    `${label} failed: ${prefix}${providerError ? ` ${providerError}` : ''}${detail ? ` (${detail})` : ''}`;
+
+  if (response.status >= 300 && response.status < 400) {
+    throw fail(
+      'invalid_response',
+      `${label} failed: the token endpoint redirected (HTTP ${response.status})`,
+      { status: response.status },
+    );
+  }
+  if (response.status >= 500) {
+    throw fail('unreachable', describe(`HTTP ${response.status}`), {
+      status: response.status,
+      ...(providerError ? { error: providerError } : {}),
+    });
+  }
+  if (response.status >= 400) {
+    throw fail('rejected', describe(`HTTP ${response.status}`), {
+      status: response.status,
+      ...(providerError ? { error: providerError } : {}),
+    });
+  }
+  if (!body) {
+    throw fail(
+      'invalid_response',
+      `${label} failed: the answer is neither JSON nor a form (HTTP ${response.status})`,
+      { status: response.status },
+    );
+  }
+  // Some servers (GitHub's OAuth among them) answer 200 with an `error` body.
+  if (providerError && !('access_token' in body) && !('token' in body) && !('oauth_token' in body)) {
+    throw fail('rejected', describe(`HTTP ${response.status}`), {
+      status: response.status,
+      error: providerError,
+    });
+  }
+  return { status: response.status, body };
+}
+
+async function readCapped(response: Response): Promise<string> {
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_RESPONSE_BYTES) {
+      await reader.cancel();
+      throw new Error('the answer is larger than 1 MiB');
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function parseBody(text: string, contentType: string | null): Record<string, unknown> | undefined {
+  const trimmed = text.trim();
+  if (trimmed === '') return undefined;
+  const looksJson = trimmed.startsWith('{') || (contentType ?? '').includes('json');
+  if (looksJson) {
+    try {
+      const parsed: unknown = JSON.parse(trimmed);
+      return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+        ? (parsed as Record<string, unknown>)
+        : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  if (/^[^=&\s<]+=[^&]*(?:&[^=&\s]+=[^&]*)*$/.test(trimmed)) {
+    return Object.fromEntries(new URLSearchParams(trimmed));
+  }
+  return undefined;
+}
+
+function errorCodeOf(body: Record<string, unknown>): string | undefined {
+  const error = body['error'];
+  if (typeof error === 'string' && error !== '') return error.slice(0, 100);
+  if (typeof error === 'object' && error !== null) {
+    const code = (error as Record<string, unknown>)['code'] ?? (error as Record<string, unknown>)['type'];
+    if (typeof code === 'string') return code.slice(0, 100);
+  }
+  return undefined;
+}
+
+function errorDescriptionOf(body: Record<string, unknown>): string | undefined {
+  const error = body['error'];
+  const candidates = [
+    body['error_description'],
+    body['message'],
+    typeof error === 'object' && error !== null ? (error as Record<string, unknown>)['message'] : undefined,
+    body['oauth_problem'],
+  ];
+  const found = candidates.find((c): c is string => typeof c === 'string' && c !== '');
+  return found?.slice(0, MAX_DETAIL_CHARS);
+}
+
+function networkReason(error: unknown): string {
+  if (error instanceof Error) {
+    if (error.name === 'TimeoutError' || error.name === 'AbortError')
+      return 'the provider did not answer in time';
+    const cause = (error as Error & { cause?: { code?: unknown } }).cause;
+    if (cause && typeof cause.code === 'string') return `could not reach the provider (${cause.code})`;
+    return `could not reach the provider (${error.message})`;
+  }
+  return 'could not reach the provider';
+}

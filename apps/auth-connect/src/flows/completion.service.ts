@@ -1,0 +1,69 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { VAULT_SUBJECTS, type Credentials, type FlowResult, type StoredConnection } from '@switchboard/contracts';
+import { Prisma, type ConnectDb } from '@switchboard/db';
+import { NatsRequester } from '@switchboard/messaging';
+import { AUTH_DB } from '../database/database.module';
+import type { FlowContext } from './flow-context.service';
+
+/**
+ * The last step of every flow: the vault stores the connection (and publishes the auth event for the
+ * webhook relay), then the end user and the fact that a session created this connection are recorded
+ * here (the latter is what makes it eligible for a reconnect session).
+ */
+@Injectable()
+export class CompletionService {
+  private readonly logger = new Logger('ConnectFlows');
+
+  constructor(
+    @Inject(AUTH_DB) private readonly db: ConnectDb,
+    private readonly nats: NatsRequester,
+  ) {}
+
+  async complete(ctx: FlowContext, credentials: Credentials, connectionConfig: Record<string, unknown>): Promise<FlowResult> {
+    const { session } = ctx;
+    await this.nats.request<StoredConnection>(VAULT_SUBJECTS.store, {
+      environmentId: ctx.caller.environmentId,
+      providerConfigKey: ctx.providerConfigKey,
+      provider: ctx.provider.name,
+      connectionId: ctx.connectionId,
+      credentials,
+      connectionConfig,
+      tags: session.tags,
+      endUser: session.endUser,
+      // A new connection takes the session's override (or none); a reconnect keeps the current one unless
+      // its session names another.
+      ...(ctx.operation === 'creation' || session.webhookUrlOverride ? { webhookUrlOverride: session.webhookUrlOverride } : {}),
+      operation: ctx.operation,
+    });
+
+    const environmentId = ctx.caller.environmentId;
+    const endUser = session.endUser;
+    try {
+      if (endUser) {
+        const fields = {
+          email: endUser.email,
+          displayName: endUser.display_name,
+          tags: (endUser.tags as Prisma.InputJsonValue | null) ?? Prisma.DbNull,
+          organizationId: endUser.organization?.id ?? null,
+          organizationDisplayName: endUser.organization?.display_name ?? null,
+        };
+        await this.db.endUser.upsert({
+          where: { environmentId_endUserId: { environmentId, endUserId: endUser.id } },
+          create: { environmentId, endUserId: endUser.id, ...fields },
+          update: fields,
+        });
+      }
+      await this.db.sessionConnection.upsert({
+        where: {
+          environmentId_providerConfigKey_connectionId: { environmentId, providerConfigKey: ctx.providerConfigKey, connectionId: ctx.connectionId },
+        },
+        create: { environmentId, providerConfigKey: ctx.providerConfigKey, connectionId: ctx.connectionId, endUserId: endUser?.id ?? null },
+        update: { endUserId: endUser?.id ?? null },
+      });
+    } catch (error) {
+      // The connection exists and works; losing only the bookkeeping must not fail the end user's flow.
+      this.logger.error(`recording the session connection ${ctx.providerConfigKey}/${ctx.connectionId} failed: ${String(error)}`);
+    }
+    return { connectionId: ctx.connectionId, providerConfigKey: ctx.providerConfigKey };
+  }
+}

@@ -1,0 +1,29 @@
+import { Controller } from '@nestjs/common';
+import { callbackFlowRequestSchema, CONNECT_FLOW_SUBJECTS, startFlowRequestSchema, submitFlowRequestSchema } from '@switchboard/contracts';
+import { NatsHandler } from '@switchboard/messaging';
+import type { z } from 'zod';
+import { FormFlowsService } from './form-flows.service';
+import { RedirectFlowsService } from './redirect-flows.service';
+
+@Controller()
+export class FlowsHandlers {
+  constructor(
+    private readonly redirects: RedirectFlowsService,
+    private readonly forms: FormFlowsService,
+  ) {}
+
+  @NatsHandler(CONNECT_FLOW_SUBJECTS.start, startFlowRequestSchema)
+  async start(req: z.infer<typeof startFlowRequestSchema>) {
+    return this.redirects.start(req);
+  }
+
+  @NatsHandler(CONNECT_FLOW_SUBJECTS.callback, callbackFlowRequestSchema)
+  async callback(req: z.infer<typeof callbackFlowRequestSchema>) {
+    return this.redirects.callback(req.query);
+  }
+
+  @NatsHandler(CONNECT_FLOW_SUBJECTS.submit, submitFlowRequestSchema)
+  async submit(req: z.infer<typeof submitFlowRequestSchema>) {
+    return this.forms.submit(req);
+  }
+}

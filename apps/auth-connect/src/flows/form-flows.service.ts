@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import type { Credentials, FlowResult, SubmitFlowRequest } from '@switchboard/contracts';
+import type { AuthMode } from '@switchboard/providers';
+import { AuthConnectError } from '../auth-connect.errors';
+import { CompletionService } from './completion.service';
+import { buildTbaCredentials, requestClientCredentialsToken } from '../exchanges';
+import { checkCredentials } from './credential-check';
+import { FlowContextService, type FlowContext } from './flow-context.service';
+
+const MODES: Record<SubmitFlowRequest['mode'], readonly AuthMode[]> = {
+  API_KEY: ['API_KEY'],
+  BASIC: ['BASIC'],
+  OAUTH2_CC: ['OAUTH2_CC'],
+  TBA: ['TBA'],
+};
+
+/**
+ * Flows where the end user types credentials into a form: API key, basic, OAuth 2 client credentials and
+ * NetSuite-style token-based auth. Each posts them once; the connection is stored only when they work.
+ */
+@Injectable()
+export class FormFlowsService {
+  constructor(
+    private readonly contexts: FlowContextService,
+    private readonly completion: CompletionService,
+  ) {}
+
+  async submit(req: SubmitFlowRequest): Promise<FlowResult> {
+    const ctx = await this.contexts.open(req.caller, req.sessionId, req.providerConfigKey, MODES[req.mode]);
+    const connectionConfig = this.contexts.connectionConfig(ctx, req.params);
+    const { credentials, extraConfig } = await this.credentialsFor(ctx, req, connectionConfig);
+    return this.completion.complete(ctx, credentials, { ...connectionConfig, ...extraConfig });
+  }
+
+  private async credentialsFor(
+    ctx: FlowContext,
+    req: SubmitFlowRequest,
+    connectionConfig: Record<string, unknown>,
+  ): Promise<{ credentials: Credentials; extraConfig: Record<string, unknown> }> {
+    switch (req.mode) {
+      case 'API_KEY': {
+        const typed = { type: 'API_KEY' as const, apiKey: req.body.apiKey };
+        await checkCredentials(ctx.provider, typed, connectionConfig);
+        return { credentials: typed, extraConfig: {} };
+      }
+      case 'BASIC': {
+        const typed = { type: 'BASIC' as const, username: req.body.username, password: req.body.password };
+        await checkCredentials(ctx.provider, typed, connectionConfig);
+        return { credentials: typed, extraConfig: {} };
+      }
+      case 'OAUTH2_CC': {
+        const scopes = ctx.defaults?.connection_config?.oauth_scopes_override;
+        const result = await requestClientCredentialsToken({
+          provider: ctx.provider,
+          client: { clientId: req.body.client_id, clientSecret: req.body.client_secret ?? '' },
+          connectionConfig,
+          ...(scopes ? { scopes: scopes.split(/[\s,]+/).filter(Boolean) } : {}),
+        });
+        return { credentials: result.credentials as Credentials, extraConfig: result.connectionConfig };
+      }
+      case 'TBA': {
+        const credentials = buildTbaCredentials(ctx.provider, req.body, connectionConfig);
+        if (!credentials.config_override) {
+          const integration = await this.contexts.integrationSecrets(ctx);
+          if (!integration.clientId || !integration.clientSecret) {
+            throw new AuthConnectError('invalid_connection', `Integration "${ctx.providerConfigKey}" has no consumer key and secret yet`);
+          }
+        }
+        return { credentials: credentials as unknown as Credentials, extraConfig: {} };
+      }
+    }
+  }
+}

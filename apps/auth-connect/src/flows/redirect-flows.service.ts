@@ -1,0 +1,325 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { SwitchboardError, type CallbackOutcome, type Credentials, type StartFlowRequest } from '@switchboard/contracts';
+import { EnvelopeCipher } from '@switchboard/crypto';
+import { Prisma, type ConnectDb } from '@switchboard/db';
+import type { AuthMode } from '@switchboard/providers';
+import { AuthConnectError } from '../auth-connect.errors';
+import { AUTH_CONNECT_ENV, type AuthConnectEnv } from '../config/env';
+import { ConnectSessionsService } from '../connect-sessions/connect-sessions.service';
+import { AUTH_DB } from '../database/database.module';
+import {
+  buildOAuth1AuthorizeUrl,
+  exchangeAuthorizationCode,
+  exchangeGithubAppOAuth,
+  exchangeOAuth1Verifier,
+  fetchInstallationToken,
+  interpolateParams,
+  interpolateUrl,
+  ProviderExchangeError,
+  requestOAuth1RequestToken,
+} from '../exchanges';
+import { CompletionService } from './completion.service';
+import { FlowContextService, type FlowContext, type OAuthClient } from './flow-context.service';
+
+export const REDIRECT_MODES: readonly AuthMode[] = ['OAUTH2', 'OAUTH1', 'APP', 'CUSTOM'];
+
+/** How long an end user may take at the provider's consent screen. */
+const STATE_TTL_MS = 15 * 60 * 1000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What a pending flow keeps encrypted until the provider sends the browser back. */
+interface StateSecrets {
+  codeVerifier?: string;
+  /** Only an override client is kept; the integration's own is looked up again at the callback. */
+  client?: OAuthClient;
+  requestToken?: { key: string; secret: string };
+}
+
+const stateAad = (id: string) => `auth.oauth_states:${id}:secrets`;
+
+class CallbackError extends Error {
+  constructor(
+    readonly errorType: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Flows that send the browser to the provider and get it back: OAuth 2 authorization code (PKCE S256,
+ * single-use state), OAuth 1.0a, GitHub App installation (APP) and GitHub App OAuth (CUSTOM).
+ */
+@Injectable()
+export class RedirectFlowsService {
+  private readonly logger = new Logger('ConnectFlows');
+
+  constructor(
+    @Inject(AUTH_DB) private readonly db: ConnectDb,
+    @Inject(AUTH_CONNECT_ENV) private readonly env: AuthConnectEnv,
+    private readonly cipher: EnvelopeCipher,
+    private readonly contexts: FlowContextService,
+    private readonly sessions: ConnectSessionsService,
+    private readonly completion: CompletionService,
+  ) {}
+
+  get callbackUrl(): string {
+    return `${this.env.SWITCHBOARD_SERVER_URL.replace(/\/$/, '')}/oauth/callback`;
+  }
+
+  async start(req: StartFlowRequest): Promise<{ url: string }> {
+    const ctx = await this.contexts.open(req.caller, req.sessionId, req.providerConfigKey, REDIRECT_MODES);
+    const connectionConfig = this.contexts.connectionConfig(ctx, req.params);
+    const state = randomUUID();
+    const secrets: StateSecrets = {};
+    let url: string;
+
+    switch (ctx.provider.auth_mode) {
+      case 'OAUTH2': {
+        const client = await this.contexts.oauthClient(ctx, req.clientOverride);
+        if (client.isOverride) secrets.client = client;
+        if (!ctx.provider.disable_pkce) secrets.codeVerifier = randomBytes(32).toString('base64url');
+        url = await this.oauth2AuthorizationUrl(ctx, req, connectionConfig, client, state, secrets.codeVerifier);
+        break;
+      }
+      case 'OAUTH1': {
+        const client = await this.contexts.oauthClient(ctx, req.clientOverride);
+        if (client.isOverride) secrets.client = client;
+        const callback = new URL(this.callbackUrl);
+        callback.searchParams.set('state', state);
+        const requestToken = await requestOAuth1RequestToken({
+          provider: ctx.provider,
+          consumer: { key: client.clientId, secret: client.clientSecret },
+          callbackUrl: callback.toString(),
+          connectionConfig,
+        });
+        secrets.requestToken = { key: requestToken.key, secret: requestToken.secret };
+        const scopes = await this.scopes(ctx);
+        url = buildOAuth1AuthorizeUrl({
+          provider: ctx.provider,
+          requestToken: requestToken.key,
+          scopes,
+          authorizationParams: ctx.defaults?.authorization_params ?? req.authorizationParams,
+          connectionConfig,
+        });
+        break;
+      }
+      case 'APP':
+      case 'CUSTOM': {
+        const integration = await this.contexts.integrationSecrets(ctx);
+        if (!integration.appLink || !integration.appId || !integration.privateKey) {
+          throw new AuthConnectError('invalid_connection', `Integration "${ctx.providerConfigKey}" has no GitHub App configured yet`);
+        }
+        connectionConfig['appPublicLink'] = integration.appLink.replace(/\/$/, '');
+        const template = ctx.provider.authorization_url ?? '${connectionConfig.appPublicLink}/installations/new';
+        const target = interpolateUrl(template, connectionConfig);
+        target.searchParams.set('state', state);
+        url = target.toString();
+        break;
+      }
+      default:
+        throw new AuthConnectError('invalid_auth_mode', `${ctx.provider.auth_mode} is not a redirect flow`);
+    }
+
+    const now = Date.now();
+    await this.db.oAuthState.deleteMany({ where: { environmentId: ctx.caller.environmentId, expiresAt: { lt: new Date(now) } } });
+    await this.db.oAuthState.create({
+      data: {
+        id: state,
+        environmentId: ctx.caller.environmentId,
+        connectSessionId: ctx.session.id,
+        providerConfigKey: ctx.providerConfigKey,
+        provider: ctx.provider.name,
+        authMode: ctx.provider.auth_mode,
+        connectionId: ctx.connectionId,
+        connectionConfig: connectionConfig as Prisma.InputJsonValue,
+        secrets: this.cipher.encryptJson(secrets, stateAad(state)),
+        expiresAt: new Date(now + STATE_TTL_MS),
+      },
+    });
+    return { url };
+  }
+
+  /**
+   * The provider sent the browser back. The state is consumed first (deleted, so a replayed callback finds
+   * nothing), then the code or installation is exchanged and the connection stored. Failures come back as
+   * an outcome for the result page, never as a thrown error: the page must tell the end user what happened.
+   */
+  async callback(query: Record<string, string>): Promise<CallbackOutcome> {
+    let pending: Prisma.OAuthStateGetPayload<object> | undefined;
+    try {
+      pending = await this.consumeState(query['state']);
+      const opened = await this.sessions.loadForCallback(pending.connectSessionId);
+      if (!opened) throw new CallbackError('state_err', 'The connect session of this authorization no longer exists');
+      const ctx: FlowContext = {
+        ...(await this.contexts.openFor(opened.caller, opened.session, pending.providerConfigKey, [pending.authMode as AuthMode])),
+        connectionId: pending.connectionId,
+      };
+      if (query['error']) {
+        const description = query['error_description'] ? `: ${query['error_description'].slice(0, 300)}` : '';
+        throw new CallbackError('callback_err', `${ctx.provider.display_name} declined the authorization (${query['error'].slice(0, 100)})${description}`);
+      }
+      const secrets = this.cipher.decryptJson<StateSecrets>(pending.secrets, stateAad(pending.id));
+      const connectionConfig = pending.connectionConfig as Record<string, unknown>;
+      const { credentials, extraConfig } = await this.exchange(ctx, query, secrets, connectionConfig);
+      const result = await this.completion.complete(ctx, credentials, { ...connectionConfig, ...extraConfig });
+      return { ok: true, ...result, isPending: false };
+    } catch (error) {
+      return this.failure(error, pending);
+    }
+  }
+
+  private async consumeState(state: string | undefined): Promise<Prisma.OAuthStateGetPayload<object>> {
+    if (!state || !UUID.test(state)) throw new CallbackError('state_err', 'The authorization came back without a valid state');
+    let row: Prisma.OAuthStateGetPayload<object>;
+    try {
+      row = await this.db.oAuthState.delete({ where: { id: state } });
+    } catch (error) {
+      if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2025') {
+        throw new CallbackError('state_err', 'This authorization was already used or is unknown; start again from the connect page');
+      }
+      throw error;
+    }
+    if (row.expiresAt.getTime() <= Date.now()) {
+      throw new CallbackError('state_err', 'This authorization took too long and expired; start again from the connect page');
+    }
+    return row;
+  }
+
+  private async exchange(
+    ctx: FlowContext,
+    query: Record<string, string>,
+    secrets: StateSecrets,
+    connectionConfig: Record<string, unknown>,
+  ): Promise<{ credentials: Credentials; extraConfig: Record<string, unknown> }> {
+    const client = async () => secrets.client ?? (await this.contexts.oauthClient(ctx, {}));
+    switch (ctx.provider.auth_mode) {
+      case 'OAUTH2': {
+        const code = query['code'];
+        if (!code) throw new CallbackError('callback_err', 'The provider sent no authorization code back');
+        const oauthClient = await client();
+        const result = await exchangeAuthorizationCode({
+          provider: ctx.provider,
+          client: oauthClient,
+          code,
+          redirectUri: this.callbackUrl,
+          ...(secrets.codeVerifier ? { codeVerifier: secrets.codeVerifier } : {}),
+          connectionConfig,
+          clientIsOverride: oauthClient.isOverride,
+        });
+        return { credentials: result.credentials as unknown as Credentials, extraConfig: result.connectionConfig };
+      }
+      case 'OAUTH1': {
+        const verifier = query['oauth_verifier'];
+        if (!verifier || !secrets.requestToken) throw new CallbackError('callback_err', 'The provider sent no OAuth verifier back');
+        if (query['oauth_token'] && query['oauth_token'] !== secrets.requestToken.key) {
+          throw new CallbackError('callback_err', 'The provider sent back a different request token');
+        }
+        const oauthClient = await client();
+        const credentials = await exchangeOAuth1Verifier({
+          provider: ctx.provider,
+          consumer: { key: oauthClient.clientId, secret: oauthClient.clientSecret },
+          requestToken: secrets.requestToken,
+          verifier,
+          connectionConfig,
+        });
+        return { credentials: credentials as unknown as Credentials, extraConfig: {} };
+      }
+      case 'APP':
+      case 'CUSTOM': {
+        const installationId = query['installation_id'];
+        if (!installationId || !/^\d+$/.test(installationId)) {
+          throw new CallbackError('callback_err', 'GitHub sent no installation back (was the installation approved?)');
+        }
+        const integration = await this.contexts.integrationSecrets(ctx);
+        if (!integration.appId || !integration.privateKey) {
+          throw new AuthConnectError('invalid_connection', `Integration "${ctx.providerConfigKey}" has no GitHub App configured`);
+        }
+        const config = { ...connectionConfig, installation_id: installationId };
+        const app = { appId: integration.appId, privateKey: integration.privateKey };
+        if (ctx.provider.auth_mode === 'APP') {
+          const result = await fetchInstallationToken({ ...app, provider: ctx.provider, connectionConfig: config });
+          return { credentials: result.credentials as unknown as Credentials, extraConfig: { installation_id: installationId, ...result.connectionConfig } };
+        }
+        const code = query['code'];
+        if (!code) throw new CallbackError('callback_err', 'GitHub sent no authorization code back');
+        const oauthClient = await client();
+        const result = await exchangeGithubAppOAuth({
+          ...app,
+          provider: ctx.provider,
+          client: oauthClient,
+          code,
+          redirectUri: this.callbackUrl,
+          connectionConfig: config,
+        });
+        return { credentials: result.credentials as unknown as Credentials, extraConfig: { installation_id: installationId, ...result.connectionConfig } };
+      }
+      default:
+        throw new AuthConnectError('invalid_auth_mode', `${ctx.provider.auth_mode} is not a redirect flow`);
+    }
+  }
+
+  private async oauth2AuthorizationUrl(
+    ctx: FlowContext,
+    req: StartFlowRequest,
+    connectionConfig: Record<string, unknown>,
+    client: OAuthClient,
+    state: string,
+    codeVerifier: string | undefined,
+  ): Promise<string> {
+    const { provider } = ctx;
+    if (!provider.authorization_url) throw new AuthConnectError('invalid_connection', `${provider.name} has no authorization_url`);
+    const target = interpolateUrl(provider.authorization_url, connectionConfig);
+    const params = new Map<string, string>([['response_type', 'code']]);
+    const scopes = await this.scopes(ctx);
+    if (scopes.length > 0) params.set('scope', scopes.join(provider.scope_separator ?? ' '));
+    for (const [key, value] of Object.entries(interpolateParams(provider.authorization_params, connectionConfig))) params.set(key, value);
+    // The session's authorization_params replace the page's (the customer's backend decides).
+    for (const [key, value] of Object.entries(ctx.defaults?.authorization_params ?? req.authorizationParams)) {
+      if (!PROTECTED_AUTHORIZATION_PARAMS.has(key)) params.set(key, value);
+    }
+    const userScope = ctx.defaults?.user_scopes ?? req.userScope;
+    if (userScope) params.set('user_scope', userScope);
+    params.set('client_id', client.clientId);
+    params.set('redirect_uri', this.callbackUrl);
+    params.set('state', state);
+    if (codeVerifier) {
+      params.set('code_challenge', createHash('sha256').update(codeVerifier).digest('base64url'));
+      params.set('code_challenge_method', 'S256');
+    }
+    for (const key of params.keys()) target.searchParams.delete(key);
+    // Encoded by hand: URLSearchParams writes spaces as "+", which some providers do not read as a space in scopes.
+    const added = [...params].map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(value)}`).join('&');
+    target.search = target.search ? `${target.search.slice(1)}&${added}` : added;
+    return target.toString();
+  }
+
+  /** The session's `oauth_scopes_override`, else the integration's scopes, else the provider's defaults. */
+  private async scopes(ctx: FlowContext): Promise<string[]> {
+    const split = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
+    const override = ctx.defaults?.connection_config?.oauth_scopes_override;
+    if (override !== undefined) return split(override);
+    const integration = await this.db.integration.findUnique({
+      where: { environmentId_uniqueKey: { environmentId: ctx.caller.environmentId, uniqueKey: ctx.providerConfigKey } },
+      select: { scopes: true },
+    });
+    if (integration?.scopes) return split(integration.scopes);
+    return ctx.provider.default_scopes ?? [];
+  }
+
+  private failure(error: unknown, pending: { providerConfigKey: string; connectionId: string } | undefined): CallbackOutcome {
+    const where = { providerConfigKey: pending?.providerConfigKey ?? null, connectionId: pending?.connectionId ?? null };
+    if (error instanceof CallbackError) return { ok: false, ...where, errorType: error.errorType, message: error.message };
+    if (error instanceof ProviderExchangeError) return { ok: false, ...where, errorType: 'token_err', message: error.message };
+    if (error instanceof SwitchboardError) {
+      const errorType = error.code === 'invalid_connection' ? 'connection_validation_failed' : error.code === 'unknown_provider_config' ? 'unknown_config_key' : 'unknown_err';
+      return { ok: false, ...where, errorType, message: error.message };
+    }
+    this.logger.error(`OAuth callback failed: ${(error as Error)?.stack ?? String(error)}`);
+    return { ok: false, ...where, errorType: 'unknown_err', message: 'An unexpected error occurred; please try again' };
+  }
+}
+
+/** Parameters a page or session must not replace: they carry the flow's own security. */
+const PROTECTED_AUTHORIZATION_PARAMS = new Set(['client_id', 'redirect_uri', 'state', 'code_challenge', 'code_challenge_method']);

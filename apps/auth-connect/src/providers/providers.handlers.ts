@@ -1,0 +1,20 @@
+import { Controller } from '@nestjs/common';
+import { getProviderRequestSchema, listProvidersRequestSchema, PROVIDER_SUBJECTS } from '@switchboard/contracts';
+import { NatsHandler } from '@switchboard/messaging';
+import type { z } from 'zod';
+import { ProvidersService } from './providers.service';
+
+@Controller()
+export class ProvidersHandlers {
+  constructor(private readonly providers: ProvidersService) {}
+
+  @NatsHandler(PROVIDER_SUBJECTS.list, listProvidersRequestSchema)
+  async list(req: z.infer<typeof listProvidersRequestSchema>) {
+    return this.providers.list(req.search);
+  }
+
+  @NatsHandler(PROVIDER_SUBJECTS.get, getProviderRequestSchema)
+  async get(req: z.infer<typeof getProviderRequestSchema>) {
+    return this.providers.get(req.name);
+  }
+}

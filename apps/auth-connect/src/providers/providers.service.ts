@@ -1,0 +1,36 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { ApiProvider } from '@switchboard/contracts';
+import { loadCatalog, type ProviderCatalog, type ResolvedProvider } from '@switchboard/providers';
+import { AuthConnectError } from '../auth-connect.errors';
+import { AUTH_CONNECT_ENV, type AuthConnectEnv } from '../config/env';
+
+export const logoUrl = (serverUrl: string, provider: string): string =>
+  `${serverUrl.replace(/\/$/, '')}/images/template-logos/${encodeURIComponent(provider)}.svg`;
+
+/** The provider catalog: built in, plus the operator's own file; loaded once at boot, a bad file fails boot. */
+@Injectable()
+export class ProvidersService {
+  private readonly catalog: ProviderCatalog;
+
+  constructor(@Inject(AUTH_CONNECT_ENV) private readonly env: AuthConnectEnv) {
+    this.catalog = loadCatalog({ overridesFile: env.SWITCHBOARD_PROVIDERS_FILE });
+  }
+
+  find(name: string): ResolvedProvider | undefined {
+    return this.catalog.get(name);
+  }
+
+  list(search?: string): ApiProvider[] {
+    return this.catalog.list(search).map((p) => this.toApi(p));
+  }
+
+  get(name: string): ApiProvider {
+    const provider = this.catalog.get(name);
+    if (!provider) throw new AuthConnectError('not_found', `Provider "${name}" does not exist`);
+    return this.toApi(provider);
+  }
+
+  private toApi(provider: ResolvedProvider): ApiProvider {
+    return { ...provider, logo_url: logoUrl(this.env.SWITCHBOARD_SERVER_URL, provider.name) } as ApiProvider;
+  }
+}

@@ -1,0 +1,120 @@
+import { Controller } from '@nestjs/common';
+import {
+  CONNECTIONS_API_SUBJECTS,
+  connectionMetadataRequestSchema,
+  deleteConnectionRequestSchema,
+  getConnectionRequestSchema,
+  importConnectionRequestSchema,
+  INTEGRATION_SUBJECTS,
+  listConnectionsRequestSchema,
+  patchConnectionRequestSchema,
+  SwitchboardError,
+  type ApiPublicConnection,
+  type ApiPublicConnectionFull,
+  type Caller,
+  type ConnectionMetadataRequest,
+  type DeleteConnectionRequest,
+  type GetConnectionRequest,
+  type ImportConnectionRequest,
+  type ListConnectionsRequest,
+  type PatchConnectionRequest,
+} from '@switchboard/contracts';
+import { NatsHandler, NatsRequester } from '@switchboard/messaging';
+import { VaultError } from '../vault.errors';
+import { endUserFromInput, toFullConnection, toPublicConnection } from './connection-view';
+import { ConnectionsRepository } from './connections.repository';
+import { ImportConnection } from './use-cases/import-connection';
+import { ReadConnection } from './use-cases/read-connection';
+
+/** The public connections API, asked by the gateway after it validated the request and the key's scopes. */
+@Controller()
+export class ConnectionsApiHandlers {
+  constructor(
+    private readonly repository: ConnectionsRepository,
+    private readonly read: ReadConnection,
+    private readonly importer: ImportConnection,
+    private readonly nats: NatsRequester,
+  ) {}
+
+  @NatsHandler(CONNECTIONS_API_SUBJECTS.list, listConnectionsRequestSchema)
+  async list(req: ListConnectionsRequest): Promise<{ connections: ApiPublicConnection[] }> {
+    const rows = await this.repository.list(req.caller.environmentId, req.filters);
+    return { connections: rows.map(toPublicConnection) };
+  }
+
+  @NatsHandler(CONNECTIONS_API_SUBJECTS.get, getConnectionRequestSchema)
+  async get(req: GetConnectionRequest): Promise<ApiPublicConnectionFull> {
+    const key = { environmentId: req.caller.environmentId, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId };
+    const found = await this.read.execute(key, req.includeCredentials, { force: req.forceRefresh, githubAppJwt: req.refreshGithubAppJwtToken });
+    if (!found) throw await this.missing(req.caller, req.providerConfigKey);
+    return toFullConnection(found.row, req.includeCredentials ? found.credentials : undefined, req.includeRefreshToken);
+  }
+
+  @NatsHandler(CONNECTIONS_API_SUBJECTS.patch, patchConnectionRequestSchema)
+  async patch(req: PatchConnectionRequest): Promise<{ success: true }> {
+    const key = { environmentId: req.caller.environmentId, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId };
+    const { body } = req;
+    const updated = await this.repository.patch(key, {
+      ...(body.tags !== undefined ? { tags: body.tags } : {}),
+      ...(body.end_user !== undefined ? { endUser: endUserFromInput(body.end_user) } : {}),
+      ...(body.webhook_url_override !== undefined ? { webhookUrlOverride: body.webhook_url_override || null } : {}),
+    });
+    if (!updated) throw await this.missing(req.caller, req.providerConfigKey);
+    return { success: true };
+  }
+
+  @NatsHandler(CONNECTIONS_API_SUBJECTS.delete, deleteConnectionRequestSchema)
+  async delete(req: DeleteConnectionRequest): Promise<{ success: true }> {
+    const deleted = await this.repository.delete({
+      environmentId: req.caller.environmentId,
+      providerConfigKey: req.providerConfigKey,
+      connectionId: req.connectionId,
+    });
+    if (!deleted) {
+      throw new VaultError('unknown_connection', `No connection "${req.connectionId}" for integration "${req.providerConfigKey}"`);
+    }
+    return { success: true };
+  }
+
+  @NatsHandler(CONNECTIONS_API_SUBJECTS.import, importConnectionRequestSchema)
+  async import(req: ImportConnectionRequest): Promise<ApiPublicConnectionFull> {
+    return this.importer.execute(req);
+  }
+
+  @NatsHandler(CONNECTIONS_API_SUBJECTS.setMetadata, connectionMetadataRequestSchema)
+  async setMetadata(req: ConnectionMetadataRequest): Promise<{ success: true }> {
+    await this.writeMetadata(req, 'replace');
+    return { success: true };
+  }
+
+  @NatsHandler(CONNECTIONS_API_SUBJECTS.updateMetadata, connectionMetadataRequestSchema)
+  async updateMetadata(req: ConnectionMetadataRequest): Promise<{ success: true }> {
+    await this.writeMetadata(req, 'merge');
+    return { success: true };
+  }
+
+  private async writeMetadata(req: ConnectionMetadataRequest, mode: 'replace' | 'merge'): Promise<void> {
+    const { connection_id: ids, provider_config_key: providerConfigKey, metadata } = req.body;
+    const list = Array.isArray(ids) ? ids : [ids];
+    const missing = await this.repository.writeMetadata(req.caller.environmentId, providerConfigKey, list, metadata, mode);
+    if (missing.length > 0) {
+      const which = missing.map((id) => `"${id}"`).join(', ');
+      throw new VaultError(
+        'unknown_connection',
+        `No connection ${which} for integration "${providerConfigKey}"${list.length > 1 ? '; no metadata was written to any of the connections' : ''}`,
+      );
+    }
+  }
+
+  /** Nango tells an unknown integration (`unknown_provider_config`) apart from an unknown connection (`not_found`). */
+  private async missing(caller: Caller, providerConfigKey: string): Promise<SwitchboardError> {
+    try {
+      await this.nats.request(INTEGRATION_SUBJECTS.get, { caller, uniqueKey: providerConfigKey, include: { webhook: false, credentials: false } });
+    } catch (error) {
+      if (error instanceof SwitchboardError && (error.code === 'not_found' || error.code === 'unknown_provider_config')) {
+        return new VaultError('unknown_provider_config', `Integration "${providerConfigKey}" does not exist`);
+      }
+    }
+    return new VaultError('not_found', 'No connection with this id for this integration');
+  }
+}

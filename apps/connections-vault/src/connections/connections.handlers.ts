@@ -1,0 +1,86 @@
+import { Controller } from '@nestjs/common';
+import {
+  CONNECTION_SUBJECTS,
+  connectionCredentialsRequestSchema,
+  integrationRefSchema,
+  matchConnectionsRequestSchema,
+  storeConnectionRequestSchema,
+  VAULT_SUBJECTS,
+  type ConnectionCredentials,
+  type EndUser,
+  type StoreConnectionRequest,
+  type StoredConnection,
+} from '@switchboard/contracts';
+import { NatsHandler } from '@switchboard/messaging';
+import type { z } from 'zod';
+import { VaultError } from '../vault.errors';
+import { ConnectionsRepository } from './connections.repository';
+import { ReadConnection } from './use-cases/read-connection';
+import { StoreConnection } from './use-cases/store-connection';
+
+type IntegrationRef = z.infer<typeof integrationRefSchema>;
+
+/** What the other services ask the vault for (never exposed as is through the public API). */
+@Controller()
+export class ConnectionsHandlers {
+  constructor(
+    private readonly repository: ConnectionsRepository,
+    private readonly store: StoreConnection,
+    private readonly read: ReadConnection,
+  ) {}
+
+  @NatsHandler(CONNECTION_SUBJECTS.countForIntegration, integrationRefSchema)
+  async countForIntegration(ref: IntegrationRef): Promise<number> {
+    return this.repository.countForIntegration(ref.environmentId, ref.providerConfigKey);
+  }
+
+  /** Called when an integration is deleted: its connections go with it. */
+  @NatsHandler(CONNECTION_SUBJECTS.deleteForIntegration, integrationRefSchema)
+  async deleteForIntegration(ref: IntegrationRef): Promise<number> {
+    return this.repository.deleteForIntegration(ref.environmentId, ref.providerConfigKey);
+  }
+
+  /** auth-connect finished a flow: create or override the connection and announce it. */
+  @NatsHandler(VAULT_SUBJECTS.store, storeConnectionRequestSchema)
+  async storeConnection(req: StoreConnectionRequest): Promise<StoredConnection> {
+    const { row, operation } = await this.store.execute({
+      key: { environmentId: req.environmentId, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId },
+      provider: req.provider,
+      credentials: req.credentials,
+      connectionConfig: req.connectionConfig,
+      metadata: req.metadata,
+      tags: req.tags,
+      endUser: req.endUser,
+      webhookUrlOverride: req.webhookUrlOverride,
+    });
+    return { id: row.id, connectionId: row.connectionId, providerConfigKey: row.providerConfigKey, operation };
+  }
+
+  /** A connection's credentials for the proxy, the relay and functions; refreshed first when they expire soon. */
+  @NatsHandler(VAULT_SUBJECTS.credentials, connectionCredentialsRequestSchema)
+  async credentials(req: z.infer<typeof connectionCredentialsRequestSchema>): Promise<ConnectionCredentials> {
+    const key = { environmentId: req.environmentId, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId };
+    const found = await this.read.execute(key, true, { force: req.forceRefresh, githubAppJwt: false });
+    if (!found?.credentials) throw new VaultError('unknown_connection', `No connection "${req.connectionId}" for integration "${req.providerConfigKey}"`);
+    return {
+      connectionId: found.row.connectionId,
+      providerConfigKey: found.row.providerConfigKey,
+      provider: found.row.provider,
+      credentials: found.credentials,
+      connectionConfig: (found.row.connectionConfig as Record<string, unknown> | null) ?? {},
+      metadata: (found.row.metadata as Record<string, unknown> | null) ?? null,
+    };
+  }
+
+  /** webhook-relay: which connections a provider webhook belongs to. */
+  @NatsHandler(VAULT_SUBJECTS.match, matchConnectionsRequestSchema)
+  async match(req: z.infer<typeof matchConnectionsRequestSchema>) {
+    const rows = await this.repository.match(req.environmentId, req.providerConfigKey, req.field, req.value);
+    return rows.map((row) => ({
+      connectionId: row.connectionId,
+      webhookUrlOverride: row.webhookUrlOverride,
+      tags: (row.tags as Record<string, string> | null) ?? {},
+      endUser: (row.endUser as EndUser | null) ?? null,
+    }));
+  }
+}

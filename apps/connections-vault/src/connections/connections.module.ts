@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { CredentialsCipher } from '../credentials/credentials-cipher';
+import { OutboxPublisher } from '../events/outbox';
+import { RefreshCoordinator } from '../refresh/refresh-coordinator';
+import { ConnectionsApiHandlers } from './connections-api.handlers';
+import { ConnectionsHandlers } from './connections.handlers';
+import { ConnectionsRepository } from './connections.repository';
+import { ImportConnection } from './use-cases/import-connection';
+import { ReadConnection } from './use-cases/read-connection';
+import { StoreConnection } from './use-cases/store-connection';
+
+@Module({
+  controllers: [ConnectionsHandlers, ConnectionsApiHandlers],
+  providers: [ConnectionsRepository, CredentialsCipher, OutboxPublisher, RefreshCoordinator, StoreConnection, ReadConnection, ImportConnection],
+})
+export class ConnectionsModule {}

@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import {
+  AUTH_INTERNAL_SUBJECTS,
+  INTEGRATION_SUBJECTS,
+  PROVIDER_SUBJECTS,
+  refreshTokenResultSchema,
+  type ApiProvider,
+  type ApiPublicConnectionFull,
+  type Credentials,
+  type ImportConnectionRequest,
+  type ImportCredentials,
+  type Integration,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { VaultError } from '../../vault.errors';
+import { endUserFromInput, toFullConnection } from '../connection-view';
+import { StoreConnection } from './store-connection';
+
+/**
+ * `POST /connections`: stores a connection whose credentials the caller already has (a migration from
+ * another platform). The integration must exist and its provider's auth mode must match the credentials.
+ * GitHub App connections (APP, CUSTOM) carry only the installation; auth-connect mints their token.
+ */
+@Injectable()
+export class ImportConnection {
+  constructor(
+    private readonly nats: NatsRequester,
+    private readonly store: StoreConnection,
+  ) {}
+
+  async execute(req: ImportConnectionRequest): Promise<ApiPublicConnectionFull> {
+    const { caller, body } = req;
+    const integration = await this.nats.request<Integration>(INTEGRATION_SUBJECTS.get, {
+      caller,
+      uniqueKey: body.provider_config_key,
+      include: { webhook: false, credentials: false },
+    });
+    const provider = await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: integration.provider });
+    if (provider.auth_mode !== body.credentials.type) {
+      throw new VaultError('invalid_body', `Provider ${integration.provider} uses ${provider.auth_mode} auth; it does not accept ${body.credentials.type} credentials`, [
+        { code: 'invalid_value', message: `must be ${provider.auth_mode}`, path: ['credentials', 'type'] },
+      ]);
+    }
+
+    const connectionId = body.connection_id ?? randomUUID();
+    let connectionConfig: Record<string, unknown> = { ...(body.connection_config ?? {}) };
+    let credentials: Credentials;
+    const input = body.credentials;
+    if (input.type === 'APP' || input.type === 'CUSTOM') {
+      connectionConfig = { ...connectionConfig, app_id: input.app_id, installation_id: input.installation_id };
+      credentials = await this.mintAppCredentials(caller.environmentId, body.provider_config_key, connectionId, input.type, connectionConfig);
+    } else {
+      if (input.type === 'TBA' && !connectionConfig['accountId']) {
+        throw new VaultError('invalid_body', 'Missing accountId in connection_config; a TBA connection needs it', [
+          { code: 'invalid_type', message: 'Required for TBA connections', path: ['connection_config', 'accountId'] },
+        ]);
+      }
+      credentials = storedCredentials(input);
+    }
+
+    const { row } = await this.store.execute({
+      key: { environmentId: caller.environmentId, providerConfigKey: body.provider_config_key, connectionId },
+      provider: integration.provider,
+      credentials,
+      connectionConfig,
+      metadata: body.metadata,
+      tags: body.tags,
+      endUser: body.end_user ? endUserFromInput(body.end_user) : undefined,
+      webhookUrlOverride: body.webhook_url_override === undefined ? undefined : body.webhook_url_override || null,
+    });
+    return toFullConnection(row, req.includeCredentials ? credentials : undefined, false);
+  }
+
+  private async mintAppCredentials(
+    environmentId: number,
+    providerConfigKey: string,
+    connectionId: string,
+    type: 'APP' | 'CUSTOM',
+    connectionConfig: Record<string, unknown>,
+  ): Promise<Credentials> {
+    const answer = await this.nats.request<unknown>(AUTH_INTERNAL_SUBJECTS.refresh, {
+      environmentId,
+      providerConfigKey,
+      connectionId,
+      credentials: { type },
+      connectionConfig,
+    });
+    const parsed = refreshTokenResultSchema.safeParse(answer);
+    if (!parsed.success) throw new VaultError('server_error', 'Could not create the app installation token');
+    return parsed.data.credentials;
+  }
+}
+
+/** The stored shape (Nango's): OAuth credentials keep the provider-style `raw` answer. */
+function storedCredentials(input: Exclude<ImportCredentials, { type: 'APP' | 'CUSTOM' }>): Credentials {
+  switch (input.type) {
+    case 'OAUTH2':
+    case 'OAUTH2_CC':
+    case 'OAUTH1': {
+      const { raw, ...rest } = input;
+      const { type: _type, ...fields } = rest;
+      return { ...rest, raw: raw ?? fields };
+    }
+    case 'API_KEY':
+    case 'BASIC':
+    case 'TBA':
+    case 'NONE':
+      return { ...input };
+  }
+}

@@ -1,0 +1,152 @@
+import { Injectable } from '@nestjs/common';
+import {
+  CONNECT_SESSION_TOKEN_PATTERN,
+  CONNECT_SESSION_TOKEN_PREFIX,
+  type Caller,
+  type Scope,
+  type VerifiedConnectSession,
+  type VerifiedKey,
+} from '@switchboard/contracts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { SessionTokenResolver } from '../connect/session-token.resolver';
+import { sendError } from '../http/error-reply';
+import { ApiKeyResolver } from './api-key.resolver';
+import { AccountRateLimiter, type RateVerdict } from './rate-limiter';
+import type { RouteAccess } from './route-access';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller | null;
+    scopes: Scope[];
+    /** Set when a connect session token authenticated the request (then `scopes` is empty). */
+    connectSession: VerifiedConnectSession | null;
+  }
+}
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+/**
+ * Runs on every request before its body is parsed: authenticate the secret key, count the request
+ * against the account's window, then check the route's scope. Anything missing fails closed.
+ * Requests that fail authentication are counted per client address, so key guessing is throttled too.
+ */
+@Injectable()
+export class AccessHook {
+  constructor(
+    private readonly keys: ApiKeyResolver,
+    private readonly limiter: AccountRateLimiter,
+    private readonly sessions: SessionTokenResolver,
+  ) {}
+
+  register(fastify: FastifyInstance): void {
+    fastify.decorateRequest('caller', null);
+    fastify.decorateRequest('scopes', null as unknown as Scope[]);
+    fastify.decorateRequest('connectSession', null);
+    fastify.addHook('onRequest', (request, reply) => this.check(request, reply));
+  }
+
+  private async check(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const access = (request.routeOptions.config as { access?: RouteAccess } | undefined)?.access;
+    if (access && 'public' in access) return undefined;
+    // A CORS preflight carries no credentials by design; the CORS handler answers it.
+    if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) return undefined;
+
+    const session = access && 'session' in access ? access.session : undefined;
+    if (session === 'query') {
+      const token = (request.query as Record<string, unknown> | undefined)?.['connect_session_token'];
+      return this.checkSession(request, reply, typeof token === 'string' ? token : '');
+    }
+
+    const header = request.headers.authorization;
+    if (header === undefined) {
+      return this.refuse(request, reply, 'missing_auth_header', 'Authentication failed. The request is missing the Authorization header.');
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match?.[1]) {
+      return this.refuse(request, reply, 'malformed_auth_header', 'Authentication failed. Expected "Authorization: Bearer <secret key>".');
+    }
+    // A token with the session prefix is never tried as a secret key (as Nango does).
+    const sessionOnly = session === true && !(access && 'scope' in access);
+    if (session === true && (sessionOnly || match[1].startsWith(CONNECT_SESSION_TOKEN_PREFIX))) {
+      return this.checkSession(request, reply, match[1]);
+    }
+    if (!UUID_V4.test(match[1])) {
+      return this.refuse(request, reply, 'invalid_secret_key_format', 'Authentication failed. The secret key is not in the expected format.');
+    }
+    const verified = await this.keys.resolve(match[1]);
+    if (!verified) return this.refuse(request, reply, 'unknown_account', 'Authentication failed. The secret key is not valid.');
+
+    const verdict = await this.limiter.consume(`account:${verified.accountId}`);
+    this.setRateHeaders(reply, verdict);
+    if (verdict.limited) return this.tooMany(reply, verdict);
+
+    // An unknown route is answered with 404 by the router once the caller is known.
+    if (!request.is404) {
+      if (!access || !('scope' in access)) return sendError(reply, 'forbidden', 'This route is not available to API keys');
+      if (!verified.scopes.includes(access.scope)) {
+        return sendError(reply, 'forbidden', `Insufficient scope. Required: ${access.scope}`);
+      }
+    }
+    request.caller = toCaller(verified);
+    request.scopes = verified.scopes;
+    return undefined;
+  }
+
+  /** A connect session token: its format, then the session (unknown or expired is one answer), then the account's window. */
+  private async checkSession(request: FastifyRequest, reply: FastifyReply, token: string): Promise<FastifyReply | undefined> {
+    if (!CONNECT_SESSION_TOKEN_PATTERN.test(token)) {
+      const message = token === '' ? 'Authentication failed. The connect session token is missing.' : 'Authentication failed. The connect session token is not in the expected format.';
+      return this.refuse(request, reply, 'invalid_connect_session_token_format', message);
+    }
+    const verified = await this.sessions.resolve(token);
+    if (!verified) {
+      return this.refuse(request, reply, 'unknown_connect_session_token', 'Authentication failed. The connect session token is unknown or has expired.');
+    }
+    const verdict = await this.limiter.consume(`account:${verified.caller.accountId}`);
+    this.setRateHeaders(reply, verdict);
+    if (verdict.limited) return this.tooMany(reply, verdict);
+    request.caller = verified.caller;
+    request.scopes = [];
+    request.connectSession = verified;
+    return undefined;
+  }
+
+  private async refuse(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    code:
+      | 'missing_auth_header'
+      | 'malformed_auth_header'
+      | 'invalid_secret_key_format'
+      | 'unknown_account'
+      | 'invalid_connect_session_token_format'
+      | 'unknown_connect_session_token',
+    message: string,
+  ): Promise<FastifyReply> {
+    const verdict = await this.limiter.consume(`ip:${request.ip}`);
+    this.setRateHeaders(reply, verdict);
+    if (verdict.limited) return this.tooMany(reply, verdict);
+    return sendError(reply, code, message);
+  }
+
+  private setRateHeaders(reply: FastifyReply, verdict: RateVerdict): void {
+    reply.header('X-RateLimit-Limit', verdict.limit);
+    reply.header('X-RateLimit-Remaining', verdict.remaining);
+    reply.header('X-RateLimit-Reset', verdict.resetAt);
+  }
+
+  private tooMany(reply: FastifyReply, verdict: RateVerdict): FastifyReply {
+    reply.header('Retry-After', verdict.retryAfter);
+    return sendError(reply, 'too_many_request', `Rate limit exceeded; retry in ${verdict.retryAfter} s`);
+  }
+}
+
+function toCaller(key: VerifiedKey): Caller {
+  return {
+    accountId: key.accountId,
+    environmentId: key.environmentId,
+    environmentUuid: key.environmentUuid,
+    environmentName: key.environmentName,
+    keyId: key.keyId,
+  };
+}

@@ -1,0 +1,44 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { ServiceKitModule } from '@switchboard/service-kit';
+import { AccessModule } from './access/access.module';
+import { GATEWAY_ENV, type GatewayEnv } from './config/env';
+import { AuthFlowsController } from './connect/auth-flows.controller';
+import { ConnectSessionController } from './connect/connect-session.controller';
+import { ConnectSessionsController } from './connect/connect-sessions.controller';
+import { ConnectionMetadataController } from './connections/connection-metadata.controller';
+import { ConnectionsController } from './connections/connections.controller';
+import { EnvironmentController } from './environment/environment.controller';
+import { EnvironmentSettingsController } from './environment-settings/environment-settings.controller';
+import { ErrorsFilter } from './http/errors.filter';
+import { IntegrationsController } from './integrations/integrations.controller';
+import { OpenApiController } from './openapi/openapi.controller';
+import { LogosController } from './providers/logos.controller';
+import { ProvidersController } from './providers/providers.controller';
+import { ServicesHealth } from './readiness/services-health';
+import { WebhookDeliveriesController } from './webhooks/webhook-deliveries.controller';
+
+/** The public API's controllers; each one validates, then asks the owning service over NATS. */
+export const API_CONTROLLERS = [IntegrationsController, ProvidersController, EnvironmentController, ConnectionMetadataController, ConnectionsController, ConnectSessionsController, EnvironmentSettingsController, WebhookDeliveriesController];
+
+@Module({})
+export class AppModule {
+  static forRoot(env: GatewayEnv): DynamicModule {
+    return {
+      module: AppModule,
+      global: true,
+      imports: [
+        ServiceKitModule.forRoot({ name: 'gateway', natsUrl: env.NATS_URL, requestTimeoutMs: env.NATS_REQUEST_TIMEOUT_MS }),
+        AccessModule,
+      ],
+      // Session-token and browser routes (connect page, auth flows) are outside the key-scoped API list.
+      controllers: [...API_CONTROLLERS, ConnectSessionController, AuthFlowsController, LogosController, OpenApiController],
+      providers: [
+        { provide: GATEWAY_ENV, useValue: env },
+        { provide: APP_FILTER, useClass: ErrorsFilter },
+        ServicesHealth,
+      ],
+      exports: [GATEWAY_ENV],
+    };
+  }
+}

@@ -1,0 +1,27 @@
+import { envFragments, parseEnv } from '@switchboard/config';
+import { z } from 'zod';
+
+export const envSchema = z.object({
+  PORT: envFragments.port(3003),
+  HOST: z.string().default('0.0.0.0'),
+  ...envFragments.nats,
+  ...envFragments.redis,
+  ...envFragments.logging,
+  ...envFragments.publicUrls,
+  /** Requests per account per fixed 60-second window, shared by every gateway replica (Redis). */
+  SWITCHBOARD_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  /** Largest JSON body accepted on the management API, in bytes (the proxy streams and has its own limit). */
+  SWITCHBOARD_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  /** How long a verified key is trusted before it is checked again (revocation delay), in ms. */
+  SWITCHBOARD_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
+  NATS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** The proxy service `/proxy/*` is streamed to. */
+  SWITCHBOARD_PROXY_URL: z.url().default('http://127.0.0.1:3012'),
+  /** Signs the caller for the proxy service (same value there); derived from the master keys when unset. */
+  SWITCHBOARD_INTERNAL_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  SWITCHBOARD_MASTER_KEYS: envFragments.masterKeys.SWITCHBOARD_MASTER_KEYS.optional(),
+});
+export type GatewayEnv = z.infer<typeof envSchema>;
+
+export const GATEWAY_ENV = Symbol('GATEWAY_ENV');
+export const loadEnv = (): GatewayEnv => parseEnv(envSchema);

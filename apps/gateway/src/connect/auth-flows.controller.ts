@@ -1,0 +1,201 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  apiKeyFlowBodySchema,
+  basicFlowBodySchema,
+  CONNECT_FLOW_SUBJECTS,
+  clientCredentialsFlowBodySchema,
+  flowSubmitQuerySchema,
+  oauthConnectBodySchema,
+  oauthConnectQuerySchema,
+  SwitchboardError,
+  tbaFlowBodySchema,
+  uniqueKeySchema,
+  type CallbackOutcome,
+  type FlowResult,
+  type SubmitFlowMode,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { Public, RequireSessionQuery } from '../access/route-access';
+import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
+import { statusForCode } from '../http/error-status';
+import { parseBody, parseParams, parseQuery } from '../http/validation';
+import { renderCallbackPage } from './callback-page';
+import { sessionOf } from './session-of';
+
+const keyParams = z.object({ providerConfigKey: uniqueKeySchema });
+const tokenOnlyQuery = z.strictObject({ connect_session_token: z.string() });
+
+const FORM_BODIES = {
+  API_KEY: apiKeyFlowBodySchema,
+  BASIC: basicFlowBodySchema,
+  OAUTH2_CC: clientCredentialsFlowBodySchema,
+  TBA: tbaFlowBodySchema,
+} as const;
+
+/** Query values as plain strings (a provider may repeat a key; the first one counts). */
+function flatQuery(query: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries((query as Record<string, unknown>) ?? {})) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (typeof first === 'string') out[key] = first;
+  }
+  return out;
+}
+
+/**
+ * The routes `@nangohq/frontend` and Switchboard's connect page call with a connect session token:
+ * redirect flows start at `/oauth/connect/{key}` and come back to `/oauth/callback`; form flows post
+ * credentials in the body (never in the URL) and answer `{ connectionId, providerConfigKey }`.
+ */
+@Controller()
+export class AuthFlowsController {
+  constructor(
+    private readonly nats: NatsRequester,
+    @Inject(GATEWAY_ENV) private readonly env: GatewayEnv,
+  ) {}
+
+  /** Nango's popup route: 302 to the provider. Failures render the result page so a popup can report them. */
+  @Get('oauth/connect/:providerConfigKey')
+  @RequireSessionQuery()
+  async connect(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Param() params: unknown, @Query() query: unknown) {
+    let providerConfigKey: string | null = null;
+    try {
+      providerConfigKey = parseParams(keyParams, params).providerConfigKey;
+      const credentials = (query as { credentials?: Record<string, unknown> } | undefined)?.credentials;
+      if (credentials && typeof credentials === 'object' && 'oauth_client_secret_override' in credentials) {
+        throw new SwitchboardError('invalid_query_params', 'A client secret must not travel in a URL: send it in the body of POST /oauth/connect/{key}', [
+          { code: 'custom', message: 'not accepted in the query', path: ['credentials', 'oauth_client_secret_override'] },
+        ]);
+      }
+      const parsed = parseQuery(oauthConnectQuerySchema, query);
+      const { url } = await this.start(request, providerConfigKey, {
+        params: parsed.params ?? {},
+        authorizationParams: parsed.authorization_params ?? {},
+        userScope: parsed.user_scope,
+        clientOverride: { clientId: parsed.credentials?.oauth_client_id_override },
+      });
+      return reply.status(302).header('location', url).header('cache-control', 'no-store').send();
+    } catch (error) {
+      if (!(error instanceof SwitchboardError)) throw error;
+      // The page is all a popup shows: name the fields too, not only the summary.
+      const details = error.errors?.length ? `: ${error.errors.map((e) => e.message).join('; ')}` : '';
+      const message = `${error.message}${details}`;
+      return this.sendPage(reply, { ok: false, providerConfigKey, connectionId: null, errorType: error.code, message }, statusForCode(error.code));
+    }
+  }
+
+  /**
+   * The same start for pages that collect a client secret from the end user: it comes in the body, and the
+   * provider URL goes back as JSON for the page to open.
+   */
+  @Post('oauth/connect/:providerConfigKey')
+  @HttpCode(200)
+  @RequireSessionQuery()
+  async connectFromPage(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+    const { providerConfigKey } = parseParams(keyParams, params);
+    parseQuery(tokenOnlyQuery, query);
+    const parsed = parseBody(oauthConnectBodySchema, body ?? {});
+    return this.start(request, providerConfigKey, {
+      params: parsed.params ?? {},
+      authorizationParams: parsed.authorization_params ?? {},
+      userScope: parsed.user_scope,
+      clientOverride: {
+        clientId: parsed.credentials?.oauth_client_id_override,
+        clientSecret: parsed.credentials?.oauth_client_secret_override,
+      },
+    });
+  }
+
+  @Get('oauth/callback')
+  @Public()
+  async callback(@Res() reply: FastifyReply, @Query() query: unknown) {
+    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, { query: flatQuery(query) });
+    return this.sendPage(reply, outcome);
+  }
+
+  /** A GitHub App's "Setup URL": the installation comes back here with the state we sent. */
+  @Get('app-auth/connect')
+  @Public()
+  async appCallback(@Res() reply: FastifyReply, @Query() query: unknown) {
+    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, { query: flatQuery(query) });
+    return this.sendPage(reply, outcome);
+  }
+
+  @Post('api-auth/api-key/:providerConfigKey')
+  @HttpCode(200)
+  @RequireSessionQuery()
+  async apiKey(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+    return this.submit(request, 'API_KEY', params, query, body);
+  }
+
+  @Post('api-auth/basic/:providerConfigKey')
+  @HttpCode(200)
+  @RequireSessionQuery()
+  async basic(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+    return this.submit(request, 'BASIC', params, query, body);
+  }
+
+  @Post('oauth2/auth/:providerConfigKey')
+  @HttpCode(200)
+  @RequireSessionQuery()
+  async clientCredentials(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+    return this.submit(request, 'OAUTH2_CC', params, query, body);
+  }
+
+  @Post('auth/tba/:providerConfigKey')
+  @HttpCode(200)
+  @RequireSessionQuery()
+  async tba(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+    return this.submit(request, 'TBA', params, query, body);
+  }
+
+  private async start(
+    request: FastifyRequest,
+    providerConfigKey: string,
+    input: { params: Record<string, string>; authorizationParams: Record<string, string>; userScope: string | undefined; clientOverride: { clientId?: string | undefined; clientSecret?: string | undefined } },
+  ): Promise<{ url: string }> {
+    const { caller, sessionId } = sessionOf(request);
+    return this.nats.request<{ url: string }>(CONNECT_FLOW_SUBJECTS.start, {
+      caller,
+      sessionId,
+      providerConfigKey,
+      params: input.params,
+      authorizationParams: input.authorizationParams,
+      ...(input.userScope ? { userScope: input.userScope } : {}),
+      clientOverride: input.clientOverride,
+    });
+  }
+
+  private async submit(request: FastifyRequest, mode: SubmitFlowMode, params: unknown, query: unknown, body: unknown): Promise<FlowResult> {
+    const { providerConfigKey } = parseParams(keyParams, params);
+    const parsedQuery = parseQuery(flowSubmitQuerySchema, query);
+    if (parsedQuery.connection_id !== undefined) {
+      throw new SwitchboardError('invalid_query_params', 'connection_id is forbidden when using session token', [
+        { code: 'custom', message: 'connection_id is forbidden when using session token', path: ['connection_id'] },
+      ]);
+    }
+    const parsedBody = parseBody(FORM_BODIES[mode], body);
+    const { caller, sessionId } = sessionOf(request);
+    return this.nats.request<FlowResult>(CONNECT_FLOW_SUBJECTS.submit, {
+      caller,
+      sessionId,
+      providerConfigKey,
+      params: parsedQuery.params ?? {},
+      mode,
+      body: parsedBody,
+    });
+  }
+
+  private sendPage(reply: FastifyReply, outcome: CallbackOutcome, status?: number) {
+    const page = renderCallbackPage(outcome, this.env.SWITCHBOARD_CONNECT_URL);
+    return reply
+      .status(status ?? page.status)
+      .header('content-security-policy', page.csp)
+      .header('cache-control', 'no-store')
+      .header('referrer-policy', 'no-referrer')
+      .type('text/html; charset=utf-8')
+      .send(page.html);
+  }
+}

@@ -1,0 +1,39 @@
+import { Body, Controller, HttpCode, Post, Query } from '@nestjs/common';
+import {
+  CONNECT_SESSION_SUBJECTS,
+  createConnectSessionBodySchema,
+  reconnectConnectSessionBodySchema,
+  type Caller as CallerType,
+  type ConnectSessionCreated,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { Caller } from '../access/caller.decorator';
+import { RequireScope } from '../access/route-access';
+import { parseBody, parseQuery } from '../http/validation';
+
+const noQuery = z.object({}).strict();
+
+/** `POST /connect/sessions` and its reconnect variant: a customer's backend asks for a session token. */
+@Controller('connect/sessions')
+export class ConnectSessionsController {
+  constructor(private readonly nats: NatsRequester) {}
+
+  @Post()
+  @HttpCode(201)
+  @RequireScope('environment:connect_sessions:write')
+  async create(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<{ data: ConnectSessionCreated }> {
+    parseQuery(noQuery, query);
+    const parsed = parseBody(createConnectSessionBodySchema, body);
+    return { data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.create, { caller, body: parsed }) };
+  }
+
+  @Post('reconnect')
+  @HttpCode(201)
+  @RequireScope('environment:connect_sessions:write')
+  async reconnect(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<{ data: ConnectSessionCreated }> {
+    parseQuery(noQuery, query);
+    const parsed = parseBody(reconnectConnectSessionBodySchema, body);
+    return { data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.reconnect, { caller, body: parsed }) };
+  }
+}

@@ -1,0 +1,40 @@
+import { Body, Controller, HttpCode, Patch, Post, Query } from '@nestjs/common';
+import { CONNECTIONS_API_SUBJECTS, connectionMetadataBodySchema, type Caller as CallerType } from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { Caller } from '../access/caller.decorator';
+import { RequireScope } from '../access/route-access';
+import { parseBody, parseQuery } from '../http/validation';
+
+const noQuery = z.object({}).strict();
+
+/**
+ * Connection metadata, for one connection or many at once (all or nothing). Both answer with the
+ * request body as sent, which is what the official client hands back to its caller.
+ */
+@Controller('connections/metadata')
+export class ConnectionMetadataController {
+  constructor(private readonly nats: NatsRequester) {}
+
+  /** Replaces the metadata. */
+  @Post()
+  @HttpCode(201)
+  @RequireScope('environment:connections:write')
+  async set(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<unknown> {
+    parseQuery(noQuery, query);
+    const parsed = parseBody(connectionMetadataBodySchema, body);
+    await this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, { caller, body: parsed });
+    return body;
+  }
+
+  /** Merges the given top-level keys into the metadata. */
+  @Patch()
+  @HttpCode(200)
+  @RequireScope('environment:connections:write')
+  async update(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<unknown> {
+    parseQuery(noQuery, query);
+    const parsed = parseBody(connectionMetadataBodySchema, body);
+    await this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, { caller, body: parsed });
+    return body;
+  }
+}

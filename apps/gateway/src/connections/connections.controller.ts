@@ -1,0 +1,109 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import {
+  CONNECTIONS_API_SUBJECTS,
+  connectionKeyQuerySchema,
+  connectionParamsSchema,
+  getConnectionQuerySchema,
+  importConnectionBodySchema,
+  listConnectionsQuerySchema,
+  patchConnectionBodySchema,
+  SwitchboardError,
+  type ApiPublicConnection,
+  type ApiPublicConnectionFull,
+  type Caller as CallerType,
+  type Scope,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { Caller, CallerScopes } from '../access/caller.decorator';
+import { RequireScope } from '../access/route-access';
+import { parseBody, parseParams, parseQuery } from '../http/validation';
+
+const READ_CREDENTIALS: Scope = 'environment:connections:read_credentials';
+/** Nango answers every connection when no limit is given. */
+const DEFAULT_LIST_LIMIT = 10_000;
+/**
+ * A credentials read may wait for a token refresh, possibly one another replica started and then lost
+ * (bounded by the vault's lease and refresh timeout), so it gets longer than the usual NATS timeout.
+ */
+const CREDENTIALS_READ_TIMEOUT_MS = 60_000;
+
+@Controller('connections')
+export class ConnectionsController {
+  constructor(private readonly nats: NatsRequester) {}
+
+  @Get()
+  @RequireScope('environment:connections:read')
+  async list(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ connections: ApiPublicConnection[] }> {
+    const q = parseQuery(listConnectionsQuerySchema, query);
+    return this.nats.request(CONNECTIONS_API_SUBJECTS.list, {
+      caller,
+      filters: {
+        connectionId: q.connectionId,
+        search: q.search,
+        endUserId: q.endUserId,
+        endUserOrganizationId: q.endUserOrganizationId,
+        integrationIds: q.integrationId,
+        tags: q.tags,
+        limit: q.limit ?? DEFAULT_LIST_LIMIT,
+        page: q.page ?? 0,
+      },
+    });
+  }
+
+  /** Imports a connection whose credentials the caller already holds. */
+  @Post()
+  @HttpCode(201)
+  @RequireScope('environment:connections:write')
+  async import(@Caller() caller: CallerType, @CallerScopes() scopes: Scope[], @Body() body: unknown): Promise<ApiPublicConnectionFull> {
+    const parsed = parseBody(importConnectionBodySchema, body);
+    return this.nats.request(CONNECTIONS_API_SUBJECTS.import, { caller, body: parsed, includeCredentials: scopes.includes(READ_CREDENTIALS) });
+  }
+
+  @Get(':connectionId')
+  @RequireScope('environment:connections:read')
+  async get(
+    @Caller() caller: CallerType,
+    @CallerScopes() scopes: Scope[],
+    @Param() params: unknown,
+    @Query() query: unknown,
+  ): Promise<ApiPublicConnectionFull> {
+    const { connectionId } = parseParams(connectionParamsSchema, params);
+    const q = parseQuery(getConnectionQuerySchema, query);
+    const includeCredentials = scopes.includes(READ_CREDENTIALS);
+    const asks = { force_refresh: q.force_refresh, refresh_token: q.refresh_token, refresh_github_app_jwt_token: q.refresh_github_app_jwt_token };
+    if (!includeCredentials && Object.values(asks).some(Boolean)) {
+      throw new SwitchboardError('forbidden', `Insufficient scope. Required: ${READ_CREDENTIALS}`);
+    }
+    return this.nats.request(
+      CONNECTIONS_API_SUBJECTS.get,
+      {
+        caller,
+        connectionId,
+        providerConfigKey: q.provider_config_key,
+        includeCredentials,
+        includeRefreshToken: q.refresh_token ?? false,
+        forceRefresh: q.force_refresh ?? false,
+        refreshGithubAppJwtToken: q.refresh_github_app_jwt_token ?? false,
+      },
+      includeCredentials ? { timeoutMs: CREDENTIALS_READ_TIMEOUT_MS } : {},
+    );
+  }
+
+  /** Tags, end user and webhook URL override; an empty `webhook_url_override` clears it. */
+  @Patch(':connectionId')
+  @RequireScope('environment:connections:write')
+  async patch(@Caller() caller: CallerType, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown): Promise<{ success: true }> {
+    const { connectionId } = parseParams(connectionParamsSchema, params);
+    const { provider_config_key } = parseQuery(connectionKeyQuerySchema, query);
+    const parsed = parseBody(patchConnectionBodySchema, body ?? {});
+    return this.nats.request(CONNECTIONS_API_SUBJECTS.patch, { caller, connectionId, providerConfigKey: provider_config_key, body: parsed });
+  }
+
+  @Delete(':connectionId')
+  @RequireScope('environment:connections:write')
+  async delete(@Caller() caller: CallerType, @Param() params: unknown, @Query() query: unknown): Promise<{ success: true }> {
+    const { connectionId } = parseParams(connectionParamsSchema, params);
+    const { provider_config_key } = parseQuery(connectionKeyQuerySchema, query);
+    return this.nats.request(CONNECTIONS_API_SUBJECTS.delete, { caller, connectionId, providerConfigKey: provider_config_key });
+  }
+}

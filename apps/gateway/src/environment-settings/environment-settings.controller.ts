@@ -1,0 +1,68 @@
+import { Body, Controller, Get, HttpCode, Patch, Post, Query } from '@nestjs/common';
+import {
+  patchEnvironmentBodySchema,
+  WEBHOOK_SUBJECTS,
+  type ApiEnvironment,
+  type Caller as CallerType,
+  type EnvironmentWebhookState,
+  type RotatedSigningKey,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { Caller } from '../access/caller.decorator';
+import { RequireScope } from '../access/route-access';
+import { parseBody, parseQuery } from '../http/validation';
+
+const noQuery = z.object({}).strict();
+
+/**
+ * The caller's environment: its identity (auth-connect's, already known from the key) and its webhook
+ * settings and signing key (webhook-relay's).
+ */
+@Controller('environment')
+export class EnvironmentSettingsController {
+  constructor(private readonly nats: NatsRequester) {}
+
+  @Get()
+  @RequireScope('environment:settings:read')
+  async get(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ data: ApiEnvironment }> {
+    parseQuery(noQuery, query);
+    const state = await this.nats.request<EnvironmentWebhookState>(WEBHOOK_SUBJECTS.getSettings, {
+      environmentId: caller.environmentId,
+    });
+    return { data: withIdentity(caller, state) };
+  }
+
+  @Patch()
+  @RequireScope('environment:settings:write')
+  async update(
+    @Caller() caller: CallerType,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ): Promise<{ data: ApiEnvironment }> {
+    parseQuery(noQuery, query);
+    const parsed = parseBody(patchEnvironmentBodySchema, body);
+    const state = await this.nats.request<EnvironmentWebhookState>(WEBHOOK_SUBJECTS.updateSettings, {
+      environmentId: caller.environmentId,
+      patch: parsed.webhook_settings,
+    });
+    return { data: withIdentity(caller, state) };
+  }
+
+  /** A new signing key at once; the previous one keeps signing (`webhook-signature`) for the grace period. */
+  @Post('webhook-signing-key/rotate')
+  @HttpCode(200)
+  @RequireScope('environment:settings:write')
+  async rotate(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ data: RotatedSigningKey }> {
+    parseQuery(noQuery, query);
+    return {
+      data: await this.nats.request<RotatedSigningKey>(WEBHOOK_SUBJECTS.rotateSigningKey, {
+        environmentId: caller.environmentId,
+      }),
+    };
+  }
+}
+
+function withIdentity(caller: CallerType, state: EnvironmentWebhookState): ApiEnvironment {
+  return { id: caller.environmentId, uuid: caller.environmentUuid, name: caller.environmentName, ...state };
+}

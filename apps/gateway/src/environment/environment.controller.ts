@@ -1,0 +1,62 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import {
+  API_KEY_SUBJECTS,
+  createApiKeyBodySchema,
+  ENVIRONMENT_VARIABLE_SUBJECTS,
+  replaceEnvironmentVariablesBodySchema,
+  SwitchboardError,
+  type Caller as CallerType,
+  type CreatedApiKey,
+  type EnvironmentVariable,
+  type Scope,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { Caller, CallerScopes } from '../access/caller.decorator';
+import { RequireScope } from '../access/route-access';
+import { parseBody, parseParams, parseQuery } from '../http/validation';
+
+const noQuery = z.object({}).strict();
+
+@Controller()
+export class EnvironmentController {
+  constructor(private readonly nats: NatsRequester) {}
+
+  /** A bare array, as the official client expects. */
+  @Get('environment-variables')
+  @RequireScope('environment:environment_variables:read')
+  async listVariables(@Caller() caller: CallerType, @Query() query: unknown): Promise<EnvironmentVariable[]> {
+    parseQuery(noQuery, query);
+    return this.nats.request<EnvironmentVariable[]>(ENVIRONMENT_VARIABLE_SUBJECTS.list, { caller });
+  }
+
+  /** Replaces the whole set; answers with the set now stored. */
+  @Put('environment-variables')
+  @RequireScope('environment:environment_variables:write')
+  async replaceVariables(@Caller() caller: CallerType, @Body() body: unknown): Promise<EnvironmentVariable[]> {
+    const parsed = parseBody(replaceEnvironmentVariablesBodySchema, body);
+    return this.nats.request<EnvironmentVariable[]>(ENVIRONMENT_VARIABLE_SUBJECTS.replace, { caller, body: parsed });
+  }
+
+  @Post('environment/api-keys')
+  @HttpCode(201)
+  @RequireScope('environment:api_keys:write')
+  async createKey(
+    @Caller() caller: CallerType,
+    @CallerScopes() scopes: Scope[],
+    @Body() body: unknown,
+  ): Promise<{ data: CreatedApiKey }> {
+    const parsed = parseBody(createApiKeyBodySchema, body);
+    // A key may only hand out what it holds itself, or `api_keys:write` alone would grant every scope.
+    const beyond = parsed.scopes.filter((scope) => !scopes.includes(scope));
+    if (beyond.length > 0) throw new SwitchboardError('forbidden', `Insufficient scope. Required: ${beyond.join(', ')}`);
+    return { data: await this.nats.request<CreatedApiKey>(API_KEY_SUBJECTS.create, { caller, body: parsed }) };
+  }
+
+  @Delete('environment/api-keys/:id')
+  @RequireScope('environment:api_keys:write')
+  async revokeKey(@Caller() caller: CallerType, @Param() params: unknown): Promise<{ success: true }> {
+    const { id } = parseParams(z.object({ id: z.coerce.number().int().positive() }), params);
+    return this.nats.request<{ success: true }>(API_KEY_SUBJECTS.revoke, { caller, id });
+  }
+}

@@ -1,0 +1,58 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { SwitchboardError, type FieldError } from '@switchboard/contracts';
+import type { FastifyInstance } from 'fastify';
+
+/** First place in a parsed JSON value holding a NUL character (Postgres text cannot store one). */
+export function findNul(value: unknown, path: (string | number)[] = []): (string | number)[] | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findNul(value[i], [...path, i]);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (value && typeof value === 'object') {
+    for (const [key, child] of Object.entries(value)) {
+      if (key.includes('\u0000')) return [...path, key];
+      const found = findNul(child, [...path, key]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+const nulError = (code: 'invalid_body' | 'invalid_query_params' | 'invalid_uri_params', path: (string | number)[]) => {
+  const errors: FieldError[] = [{ code: 'invalid_string', message: 'NUL characters are not allowed', path }];
+  return new SwitchboardError(code, 'NUL characters are not allowed', errors);
+};
+
+/**
+ * JSON-only parsing that tolerates what the official client sends (an empty body with
+ * `Content-Type: application/json` on GET and DELETE) and refuses NUL characters anywhere in the
+ * request before a handler can store them.
+ */
+export function configureHttp(app: NestFastifyApplication, bodyLimit: number): void {
+  const fastify = app.getHttpAdapter().getInstance() as FastifyInstance;
+  // Fastify would hand a text/plain body to handlers as a string; every management route takes JSON,
+  // so any other media type is a 415, as Nango answers.
+  fastify.removeContentTypeParser('text/plain');
+  fastify.addContentTypeParser(['application/json'], { parseAs: 'string', bodyLimit }, (_req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new SwitchboardError('invalid_json', 'The body is not valid JSON'), undefined);
+    }
+  });
+
+  fastify.addHook('preValidation', async (request) => {
+    const rawPath = request.url.split('?')[0] ?? '';
+    if (/%00|\u0000/.test(rawPath)) throw nulError('invalid_uri_params', []);
+    const queryNul = findNul(request.query);
+    if (queryNul) throw nulError('invalid_query_params', queryNul);
+    const bodyNul = findNul(request.body);
+    if (bodyNul) throw nulError('invalid_body', bodyNul);
+  });
+}

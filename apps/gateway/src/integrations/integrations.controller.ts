@@ -1,0 +1,81 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
+import {
+  createIntegrationBodySchema,
+  getIntegrationQuerySchema,
+  INTEGRATION_SUBJECTS,
+  SwitchboardError,
+  uniqueKeySchema,
+  updateIntegrationBodySchema,
+  type Caller as CallerType,
+  type Integration,
+  type Scope,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { Caller, CallerScopes } from '../access/caller.decorator';
+import type { FastifyRequest } from 'fastify';
+import { RequireScope, RequireScopeOrSession } from '../access/route-access';
+import { parseBody, parseParams, parseQuery } from '../http/validation';
+
+const paramsSchema = z.object({ uniqueKey: uniqueKeySchema });
+const noQuery = z.object({}).strict();
+
+@Controller('integrations')
+export class IntegrationsController {
+  constructor(private readonly nats: NatsRequester) {}
+
+  /** Also what the connect page reads with a session token: then only the session's allowed integrations. */
+  @Get()
+  @RequireScopeOrSession('environment:integrations:read')
+  async list(@Caller() caller: CallerType, @Req() request: FastifyRequest, @Query() query: unknown): Promise<{ data: Integration[] }> {
+    parseQuery(noQuery, query);
+    const data = await this.nats.request<Integration[]>(INTEGRATION_SUBJECTS.list, { caller });
+    const allowed = request.connectSession?.allowedIntegrations;
+    return { data: allowed ? data.filter((integration) => allowed.includes(integration.unique_key)) : data };
+  }
+
+  @Post()
+  @HttpCode(200)
+  @RequireScope('environment:integrations:write')
+  async create(@Caller() caller: CallerType, @Body() body: unknown): Promise<{ data: Integration }> {
+    const parsed = parseBody(createIntegrationBodySchema, body);
+    return { data: await this.nats.request<Integration>(INTEGRATION_SUBJECTS.create, { caller, body: parsed }) };
+  }
+
+  @Get(':uniqueKey')
+  @RequireScope('environment:integrations:read')
+  async get(
+    @Caller() caller: CallerType,
+    @CallerScopes() scopes: Scope[],
+    @Param() params: unknown,
+    @Query() query: unknown,
+  ): Promise<{ data: Integration }> {
+    const { uniqueKey } = parseParams(paramsSchema, params);
+    const include = parseQuery(getIntegrationQuerySchema, query).include ?? [];
+    const credentials = include.includes('credentials');
+    if (credentials && !scopes.includes('environment:integrations:read_credentials')) {
+      throw new SwitchboardError('forbidden', 'Insufficient scope. Required: environment:integrations:read_credentials');
+    }
+    const data = await this.nats.request<Integration>(INTEGRATION_SUBJECTS.get, {
+      caller,
+      uniqueKey,
+      include: { webhook: include.includes('webhook'), credentials },
+    });
+    return { data };
+  }
+
+  @Patch(':uniqueKey')
+  @RequireScope('environment:integrations:write')
+  async update(@Caller() caller: CallerType, @Param() params: unknown, @Body() body: unknown): Promise<{ data: Integration }> {
+    const { uniqueKey } = parseParams(paramsSchema, params);
+    const parsed = parseBody(updateIntegrationBodySchema, body);
+    return { data: await this.nats.request<Integration>(INTEGRATION_SUBJECTS.update, { caller, uniqueKey, body: parsed }) };
+  }
+
+  @Delete(':uniqueKey')
+  @RequireScope('environment:integrations:write')
+  async delete(@Caller() caller: CallerType, @Param() params: unknown): Promise<{ success: true }> {
+    const { uniqueKey } = parseParams(paramsSchema, params);
+    return this.nats.request<{ success: true }>(INTEGRATION_SUBJECTS.delete, { caller, uniqueKey });
+  }
+}

@@ -1,0 +1,53 @@
+import './tracing';
+import './openapi/zod-openapi';
+import { NatsRequester } from '@switchboard/messaging';
+import { bootstrapService } from '@switchboard/service-kit';
+import { parse as parseQueryString } from 'qs';
+import { AccessHook } from './access/access.hook';
+import { AppModule } from './app.module';
+import { loadEnv } from './config/env';
+import { configureHttp } from './http/http-setup';
+import { ProxyRelay } from './proxy/proxy-relay';
+import { ProviderWebhookRoute } from './webhooks/provider-webhook.route';
+
+async function main(): Promise<void> {
+  const env = loadEnv();
+  await bootstrapService({
+    name: 'gateway',
+    module: AppModule.forRoot(env),
+    port: env.PORT,
+    host: env.HOST,
+    natsUrl: env.NATS_URL,
+    logLevel: env.LOG_LEVEL,
+    logFormat: env.LOG_FORMAT,
+    bodyParser: false,
+    fastify: {
+      bodyLimit: env.SWITCHBOARD_BODY_LIMIT_BYTES,
+      routerOptions: {
+        ignoreTrailingSlash: true,
+        ignoreDuplicateSlashes: true,
+        maxParamLength: 500,
+        // `tags[end_user_id]=x` style parameters, as the official client sends them.
+        querystringParser: (str: string) => parseQueryString(str, { arrayLimit: 100, depth: 2, parameterLimit: 200 }),
+      },
+      trustProxy: true,
+    },
+    configure: (app) => {
+      configureHttp(app, env.SWITCHBOARD_BODY_LIMIT_BYTES);
+      app.get(AccessHook).register(app.getHttpAdapter().getInstance());
+      app.enableCors({
+        origin: '*',
+        exposedHeaders: ['Content-Type', 'Content-Length', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
+      });
+      // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
+      new ProxyRelay(env).register(app.getHttpAdapter().getInstance());
+      // Public, raw-bodied provider webhook ingress (its own scope and body parser).
+      new ProviderWebhookRoute(app.get(NatsRequester)).register(app.getHttpAdapter().getInstance());
+    },
+  });
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,36 @@
+import { Controller, Get, Param, Query } from '@nestjs/common';
+import { listProvidersQuerySchema, providerKeySchema, PROVIDER_SUBJECTS, type ApiProvider } from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { RequireScope, RequireScopeOrSession } from '../access/route-access';
+import { parseParams, parseQuery } from '../http/validation';
+
+const paramsSchema = z.object({ provider: providerKeySchema });
+
+@Controller('providers')
+export class ProvidersController {
+  constructor(private readonly nats: NatsRequester) {}
+
+  @Get()
+  @RequireScopeOrSession('environment:providers:read')
+  async list(@Query() query: unknown): Promise<{ data: ApiProvider[] }> {
+    const { search } = parseQuery(listProvidersQuerySchema, query);
+    return { data: await this.nats.request<ApiProvider[]>(PROVIDER_SUBJECTS.list, { search }) };
+  }
+
+  @Get(':provider')
+  @RequireScopeOrSession('environment:providers:read')
+  async get(@Param() params: unknown): Promise<{ data: ApiProvider }> {
+    const { provider } = parseParams(paramsSchema, params);
+    return { data: await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: provider }) };
+  }
+
+  /** Pre-built function templates; none exist until functions do, but an unknown provider is still a 404. */
+  @Get(':provider/templates')
+  @RequireScope('environment:providers:read')
+  async templates(@Param() params: unknown): Promise<{ data: unknown[] }> {
+    const { provider } = parseParams(paramsSchema, params);
+    await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: provider });
+    return { data: [] };
+  }
+}

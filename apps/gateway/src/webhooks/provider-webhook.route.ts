@@ -1,0 +1,104 @@
+import { isUtf8 } from 'node:buffer';
+import {
+  SwitchboardError,
+  uniqueKeySchema,
+  WEBHOOK_SUBJECTS,
+  type IngestReply,
+  type IngestRequest,
+} from '@switchboard/contracts';
+import type { NatsRequester } from '@switchboard/messaging';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { RouteAccess } from '../access/route-access';
+import { sendError } from '../http/error-reply';
+import { parseParams } from '../http/validation';
+
+/**
+ * The body travels to the relay inside one NATS message (1 MiB by default) and is stored on JetStream;
+ * this keeps room for the headers and the envelope. Larger webhooks get a 413.
+ */
+export const MAX_WEBHOOK_BODY_BYTES = 768 * 1024;
+
+const paramsSchema = z.object({ environmentUuid: z.string().uuid(), providerConfigKey: uniqueKeySchema });
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    webhookBody?: Buffer;
+  }
+}
+
+/**
+ * `POST /webhook/:environmentUuid/:providerConfigKey`, the `webhook_url` of an integration. Public (a
+ * provider has no API key; the relay checks the provider's own signature), and it needs the exact bytes
+ * the provider sent whatever their media type, so it lives in its own Fastify scope whose only body
+ * parser keeps the raw buffer. The relay answers with what the provider should get.
+ */
+export class ProviderWebhookRoute {
+  constructor(private readonly nats: NatsRequester) {}
+
+  /** Called from the gateway's configure step, after the access hook is registered. */
+  register(fastify: FastifyInstance): void {
+    void fastify.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser(
+        '*',
+        { parseAs: 'buffer', bodyLimit: MAX_WEBHOOK_BODY_BYTES },
+        (request, body, done) => {
+          // Kept beside the request rather than as its body, so generic body hooks never walk the bytes.
+          request.webhookBody = body as Buffer;
+          done(null, undefined);
+        },
+      );
+      // Fastify's own errors on this route (body too large, malformed length) in the public error shape.
+      scope.setErrorHandler((error: { code?: string }, _request, reply) => {
+        if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+          return sendError(
+            reply,
+            'payload_too_large',
+            `The webhook body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes`,
+          );
+        if (error.code?.startsWith('FST_ERR_CTP'))
+          return sendError(reply, 'invalid_body', 'The request body could not be read');
+        if (error instanceof SwitchboardError)
+          return sendError(reply, error.code, error.message, error.errors);
+        return sendError(reply, 'server_error', 'An unexpected error occurred');
+      });
+      const config = { access: { public: true } satisfies RouteAccess };
+      scope.route({
+        method: 'POST',
+        url: '/webhook/:environmentUuid/:providerConfigKey',
+        config,
+        bodyLimit: MAX_WEBHOOK_BODY_BYTES,
+        handler: (request, reply) => this.handle(request, reply),
+      });
+    });
+  }
+
+  private async handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    try {
+      const { environmentUuid, providerConfigKey } = parseParams(paramsSchema, request.params);
+      const raw = request.webhookBody ?? Buffer.alloc(0);
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(request.headers)) {
+        if (value === undefined) continue;
+        headers[name] = Array.isArray(value) ? value.join(', ') : value;
+      }
+      const utf8 = isUtf8(raw);
+      const ingest: IngestRequest = {
+        environmentUuid,
+        providerConfigKey,
+        url: request.raw.url ?? request.url,
+        headers,
+        body: raw.toString(utf8 ? 'utf8' : 'base64'),
+        bodyEncoding: utf8 ? 'utf8' : 'base64',
+      };
+      const answer = await this.nats.request<IngestReply>(WEBHOOK_SUBJECTS.ingest, ingest);
+      reply.status(answer.status);
+      if (answer.contentType) reply.type(answer.contentType);
+      return reply.send(answer.body ?? undefined);
+    } catch (error) {
+      if (error instanceof SwitchboardError) return sendError(reply, error.code, error.message, error.errors);
+      throw error;
+    }
+  }
+}

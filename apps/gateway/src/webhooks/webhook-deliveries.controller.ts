@@ -1,0 +1,69 @@
+import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  deliveryIdParamsSchema,
+  listDeliveriesQuerySchema,
+  WEBHOOK_SUBJECTS,
+  type Caller as CallerType,
+  type DeliveryPage,
+  type WebhookDelivery,
+  type WebhookDeliveryDetail,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { Caller } from '../access/caller.decorator';
+import { RequireScope } from '../access/route-access';
+import { parseParams, parseQuery } from '../http/validation';
+
+const noQuery = z.object({}).strict();
+
+/** The environment's webhook delivery log (newest first) and redelivery. */
+@Controller('environment/webhook-deliveries')
+export class WebhookDeliveriesController {
+  constructor(private readonly nats: NatsRequester) {}
+
+  @Get()
+  @RequireScope('environment:webhooks:read')
+  async list(@Caller() caller: CallerType, @Query() query: unknown): Promise<DeliveryPage> {
+    const parsed = parseQuery(listDeliveriesQuerySchema, query);
+    return this.nats.request<DeliveryPage>(WEBHOOK_SUBJECTS.listDeliveries, {
+      environmentId: caller.environmentId,
+      query: parsed,
+    });
+  }
+
+  @Get(':id')
+  @RequireScope('environment:webhooks:read')
+  async get(
+    @Caller() caller: CallerType,
+    @Param() params: unknown,
+    @Query() query: unknown,
+  ): Promise<{ data: WebhookDeliveryDetail }> {
+    const { id } = parseParams(deliveryIdParamsSchema, params);
+    parseQuery(noQuery, query);
+    return {
+      data: await this.nats.request<WebhookDeliveryDetail>(WEBHOOK_SUBJECTS.getDelivery, {
+        environmentId: caller.environmentId,
+        id,
+      }),
+    };
+  }
+
+  /** Queues the delivery again now (same `webhook-id`); answers 202 with its new state. */
+  @Post(':id/redeliver')
+  @HttpCode(202)
+  @RequireScope('environment:webhooks:write')
+  async redeliver(
+    @Caller() caller: CallerType,
+    @Param() params: unknown,
+    @Query() query: unknown,
+  ): Promise<{ data: WebhookDelivery }> {
+    const { id } = parseParams(deliveryIdParamsSchema, params);
+    parseQuery(noQuery, query);
+    return {
+      data: await this.nats.request<WebhookDelivery>(WEBHOOK_SUBJECTS.redeliver, {
+        environmentId: caller.environmentId,
+        id,
+      }),
+    };
+  }
+}

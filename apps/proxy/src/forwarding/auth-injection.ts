@@ -1,0 +1,172 @@
+import { createHmac, createSign } from 'node:crypto';
+import type { ConnectionCredentials, ResolvedIntegration } from '@switchboard/contracts';
+import OAuth from 'oauth-1.0a';
+import { ProxyError } from './proxy.errors';
+import { interpolate } from './templates';
+
+/** The part of a provider definition the proxy reads (the catalog's `proxy` block and OAuth 1 settings). */
+export interface ProviderProxySettings {
+  auth_mode: string;
+  signature_method?: 'HMAC-SHA1' | 'RSA-SHA1' | 'PLAINTEXT';
+  proxy?: {
+    base_url?: string;
+    headers?: Record<string, string>;
+    query?: Record<string, string>;
+    body?: Record<string, string>;
+    retry?: { at?: string[]; after?: string[]; remaining?: string; error_code?: string[] };
+    decompress?: boolean;
+  };
+}
+
+/**
+ * How one connection's credentials go onto a request: headers and query parameters that do not depend
+ * on the URL, JSON body fields, and for OAuth 1.0a / TBA a signer run for every URL (each retry and
+ * each followed redirect is signed again, with a fresh nonce).
+ */
+export interface AuthPlan {
+  headers: Record<string, string>;
+  query: [string, string][];
+  bodyFields: Record<string, string> | undefined;
+  /** Returns the Authorization header for this exact request; form fields join the signature base. */
+  sign: ((method: string, url: string, form: Record<string, string | string[]> | undefined) => string) | undefined;
+  /** True when the vault can produce a new token (so a provider 401 is worth one refresh). */
+  refreshable: boolean;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined);
+
+export function templateVars(integration: ResolvedIntegration, connection: ConnectionCredentials): Map<string, string> {
+  const vars = new Map<string, string>();
+  const credentials = connection.credentials as Record<string, unknown>;
+  for (const [key, value] of Object.entries(credentials)) {
+    const s = str(value);
+    if (s === undefined) continue;
+    vars.set(key, s);
+    vars.set(`credentials.${key}`, s);
+  }
+  for (const [key, value] of Object.entries(connection.connectionConfig)) {
+    const s = str(value);
+    if (s !== undefined) vars.set(`connectionConfig.${key}`, s);
+  }
+  const accessToken = str(credentials.access_token) ?? str(credentials.token);
+  if (accessToken) vars.set('accessToken', accessToken);
+  if (integration.clientId) vars.set('clientId', integration.clientId);
+  if (integration.clientSecret) vars.set('clientSecret', integration.clientSecret);
+  return vars;
+}
+
+/** Header values may not be bent into a second header by a stored value. */
+function headerValue(name: string, value: string): string {
+  if (/[\r\n\0]/.test(value)) throw new ProxyError('invalid_connection', `The provider header "${name}" would contain a line break`);
+  return value;
+}
+
+export function planAuth(provider: ProviderProxySettings, integration: ResolvedIntegration, connection: ConnectionCredentials): AuthPlan {
+  const credentials = connection.credentials as Record<string, unknown>;
+  const type = String(credentials.type ?? provider.auth_mode).toUpperCase();
+  const vars = templateVars(integration, connection);
+  const headers: Record<string, string> = {};
+  let sign: AuthPlan['sign'];
+  let refreshable = false;
+
+  const template = provider.proxy?.headers ?? {};
+  const templateUsesToken = Object.values(template).some((v) => v.includes('${accessToken}'));
+
+  switch (type) {
+    case 'BASIC': {
+      const user = str(credentials.username) ?? '';
+      const pass = str(credentials.password) ?? '';
+      headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+      break;
+    }
+    case 'OAUTH2':
+    case 'APP':
+    case 'CUSTOM': {
+      const token = str(credentials.access_token);
+      if (token) headers.authorization = `Bearer ${token}`;
+      refreshable = type !== 'OAUTH2' || str(credentials.refresh_token) !== undefined;
+      break;
+    }
+    case 'OAUTH2_CC':
+    case 'JWT':
+    case 'SIGNATURE': {
+      const token = str(credentials.token);
+      if (token) headers.authorization = `Bearer ${token}`;
+      refreshable = true;
+      break;
+    }
+    case 'TWO_STEP': {
+      const token = str(credentials.token);
+      if (token && !templateUsesToken) headers.authorization = `Bearer ${token}`;
+      refreshable = true;
+      break;
+    }
+    case 'OAUTH1':
+      sign = oauth1Signer(provider, integration, credentials);
+      break;
+    case 'TBA':
+      sign = tbaSigner(integration, credentials, connection.connectionConfig);
+      break;
+    default:
+      // API_KEY and the rest: the provider's templates below say where the credential goes.
+      break;
+  }
+
+  for (const [name, value] of Object.entries(template)) {
+    const resolved = interpolate(value, vars);
+    if (resolved !== undefined) headers[name.toLowerCase()] = headerValue(name, resolved);
+  }
+  const query: [string, string][] = [];
+  for (const [name, value] of Object.entries(provider.proxy?.query ?? {})) {
+    const resolved = interpolate(value, vars);
+    if (resolved !== undefined) query.push([name, resolved]);
+  }
+  let bodyFields: Record<string, string> | undefined;
+  for (const [name, value] of Object.entries(provider.proxy?.body ?? {})) {
+    const resolved = interpolate(value, vars);
+    if (resolved !== undefined) (bodyFields ??= {})[name] = resolved;
+  }
+  return { headers, query, bodyFields, sign, refreshable };
+}
+
+function oauth1Signer(provider: ProviderProxySettings, integration: ResolvedIntegration, credentials: Record<string, unknown>): AuthPlan['sign'] {
+  const key = integration.clientId;
+  const secret = integration.clientSecret;
+  if (!key || !secret) {
+    throw new ProxyError('invalid_connection', 'OAuth 1.0a signing needs the integration\'s client_id and client_secret');
+  }
+  const method = provider.signature_method ?? 'HMAC-SHA1';
+  const privateKey = integration.privateKey;
+  if (method === 'RSA-SHA1' && !privateKey) {
+    throw new ProxyError('invalid_connection', 'RSA-SHA1 signing needs the integration\'s private key');
+  }
+  const oauth = new OAuth({
+    consumer: { key, secret },
+    signature_method: method,
+    hash_function: (base, signingKey) =>
+      method === 'RSA-SHA1'
+        ? createSign('RSA-SHA1').update(base).sign(privateKey!, 'base64')
+        : method === 'PLAINTEXT'
+          ? signingKey
+          : createHmac('sha1', signingKey).update(base).digest('base64'),
+  });
+  const token = { key: str(credentials.oauth_token) ?? '', secret: str(credentials.oauth_token_secret) ?? '' };
+  return (httpMethod, url, form) => oauth.toHeader(oauth.authorize({ url, method: httpMethod, data: form ?? {} }, token)).Authorization;
+}
+
+/** NetSuite token-based auth: OAuth 1.0a with HMAC-SHA256 and the account id as realm. */
+function tbaSigner(integration: ResolvedIntegration, credentials: Record<string, unknown>, config: Record<string, unknown>): AuthPlan['sign'] {
+  const override = (credentials.config_override ?? {}) as Record<string, unknown>;
+  const key = str(override.client_id) ?? integration.clientId ?? str(config.oauth_client_id);
+  const secret = str(override.client_secret) ?? integration.clientSecret ?? str(config.oauth_client_secret);
+  if (!key || !secret) throw new ProxyError('invalid_connection', 'TBA signing needs a client_id and client_secret');
+  const account = str(config.accountId);
+  const oauth = new OAuth({
+    consumer: { key, secret },
+    signature_method: 'HMAC-SHA256',
+    hash_function: (base, signingKey) => createHmac('sha256', signingKey).update(base).digest('base64'),
+    ...(account ? { realm: account.replace(/-/g, '_').toUpperCase() } : {}),
+  });
+  const token = { key: str(credentials.token_id) ?? '', secret: str(credentials.token_secret) ?? '' };
+  return (httpMethod, url, form) => oauth.toHeader(oauth.authorize({ url, method: httpMethod, data: form ?? {} }, token)).Authorization;
+}

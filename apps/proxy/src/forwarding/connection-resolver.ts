@@ -1,0 +1,85 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  AUTH_INTERNAL_SUBJECTS,
+  VAULT_SUBJECTS,
+  type ConnectionCredentials,
+  type ResolvedIntegration,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { LRUCache } from 'lru-cache';
+import { PROXY_ENV, type ProxyEnv } from '../config/env';
+
+/** Never trust cached credentials this close to their expiry: the vault must get the chance to refresh. */
+const EXPIRY_MARGIN_MS = 60_000;
+
+/**
+ * The integration (with its provider definition and client secret, from auth-connect) and the
+ * connection's credentials (from the vault, which refreshes them when they expire soon). Both are kept
+ * for a few seconds so the hot path costs no NATS round trip; that TTL is also how long a deleted
+ * connection or a rotated secret may still be used by this replica. Concurrent misses share one request.
+ */
+@Injectable()
+export class ConnectionResolver {
+  private readonly integrations: LRUCache<string, ResolvedIntegration> | undefined;
+  private readonly credentials: LRUCache<string, ConnectionCredentials> | undefined;
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly nats: NatsRequester,
+    @Inject(PROXY_ENV) env: ProxyEnv,
+  ) {
+    const ttl = env.SWITCHBOARD_PROXY_CREDENTIALS_TTL_MS;
+    this.integrations = ttl > 0 ? new LRUCache({ max: 10_000, ttl }) : undefined;
+    this.credentials = ttl > 0 ? new LRUCache({ max: 50_000, ttl }) : undefined;
+  }
+
+  integration(environmentId: number, uniqueKey: string): Promise<ResolvedIntegration> {
+    const key = `${environmentId}\u0000${uniqueKey}`;
+    const cached = this.integrations?.get(key);
+    if (cached) return Promise.resolve(cached);
+    return this.once(`i\u0000${key}`, async () => {
+      const integration = await this.nats.request<ResolvedIntegration>(AUTH_INTERNAL_SUBJECTS.resolveIntegration, { environmentId, uniqueKey });
+      this.integrations?.set(key, integration);
+      return integration;
+    });
+  }
+
+  connection(environmentId: number, providerConfigKey: string, connectionId: string, forceRefresh = false): Promise<ConnectionCredentials> {
+    const key = `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}`;
+    if (!forceRefresh) {
+      const cached = this.credentials?.get(key);
+      if (cached) return Promise.resolve(cached);
+    } else {
+      this.credentials?.delete(key);
+    }
+    return this.once(`c\u0000${forceRefresh ? 'f' : ''}\u0000${key}`, async () => {
+      const connection = await this.nats.request<ConnectionCredentials>(VAULT_SUBJECTS.credentials, {
+        environmentId,
+        providerConfigKey,
+        connectionId,
+        forceRefresh,
+      });
+      const cache = this.credentials;
+      const ttl = cacheTtl(connection);
+      if (cache && ttl > 0) cache.set(key, connection, { ttl: Math.min(ttl, cache.ttl) });
+      return connection;
+    });
+  }
+
+  private once<T>(key: string, load: () => Promise<T>): Promise<T> {
+    let pending = this.inFlight.get(key) as Promise<T> | undefined;
+    if (!pending) {
+      pending = load().finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, pending);
+    }
+    return pending;
+  }
+}
+
+function cacheTtl(connection: ConnectionCredentials): number {
+  const expiresAt = (connection.credentials as { expires_at?: unknown }).expires_at;
+  if (expiresAt === undefined || expiresAt === null) return Number.POSITIVE_INFINITY;
+  const at = typeof expiresAt === 'number' ? expiresAt : Date.parse(String(expiresAt));
+  if (Number.isNaN(at)) return Number.POSITIVE_INFINITY;
+  return at - Date.now() - EXPIRY_MARGIN_MS;
+}

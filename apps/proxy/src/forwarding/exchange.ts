@@ -1,0 +1,98 @@
+import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import type { EgressPolicy } from '@switchboard/egress';
+import type { AuthPlan } from './auth-injection';
+import { EgressRefusedError, ProxyError } from './proxy.errors';
+import type { Target } from './target';
+
+export interface ExchangeTimeouts {
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+}
+
+export interface ExchangeRequest {
+  method: string;
+  target: Target;
+  /** Headers from the caller (Nango-Proxy-* and the body's own headers); they override injected ones. */
+  headers: Record<string, string>;
+  body: Buffer | Readable | undefined;
+  /** Form fields of a urlencoded body, which OAuth 1.0a signs too. */
+  form: Record<string, string | string[]> | undefined;
+  auth: AuthPlan;
+  /** Send credentials to a redirect target on another origin too (Forward-Headers-On-Redirect: true). */
+  forwardAuthOnRedirect: boolean;
+  signal: AbortSignal;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding'];
+
+/**
+ * One attempt against the provider: credentials applied for the exact URL, redirects followed hop by
+ * hop (at most `maxRedirects`), every hop going through the egress policy again, and credentials only
+ * sent to another origin when the caller asked for it. A redirect that cannot be replayed (a streamed
+ * body on 307/308) or one past the limit is returned to the caller as it is.
+ */
+export class Exchange {
+  constructor(
+    private readonly dispatcher: Dispatcher,
+    private readonly policy: EgressPolicy,
+    private readonly timeouts: ExchangeTimeouts,
+    private readonly maxRedirects: number,
+  ) {}
+
+  async send(request: ExchangeRequest): Promise<Dispatcher.ResponseData> {
+    let { method, target, body, headers } = request;
+    const firstOrigin = target.origin;
+    for (let hop = 0; ; hop++) {
+      const url = new URL(target.origin);
+      const verdict = this.policy.checkHost(url.hostname);
+      if (!verdict.allowed) throw new EgressRefusedError(verdict.reason);
+
+      const withAuth = target.origin === firstOrigin || request.forwardAuthOnRedirect;
+      const outgoing: Record<string, string> = withAuth ? { ...request.auth.headers } : {};
+      if (withAuth && request.auth.sign) outgoing.authorization = request.auth.sign(method, `${target.origin}${target.path}`, request.form);
+      Object.assign(outgoing, headers);
+
+      const response = await this.dispatcher.request({
+        origin: target.origin,
+        path: target.path,
+        method: method as Dispatcher.HttpMethod,
+        headers: outgoing,
+        body: body ?? null,
+        signal: request.signal,
+        headersTimeout: this.timeouts.headersTimeoutMs,
+        bodyTimeout: this.timeouts.bodyTimeoutMs,
+      });
+
+      const location = response.headers.location;
+      if (!REDIRECTS.has(response.statusCode) || typeof location !== 'string' || hop >= this.maxRedirects) return response;
+      const keepsBody = response.statusCode === 307 || response.statusCode === 308;
+      if (keepsBody && body !== undefined && !Buffer.isBuffer(body)) return response;
+
+      let next: URL;
+      try {
+        next = new URL(location, `${target.origin}${target.path}`);
+      } catch {
+        return response;
+      }
+      if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+        await response.body.dump();
+        throw new EgressRefusedError(`a redirect to a ${next.protocol} URL`);
+      }
+      if (next.username || next.password) {
+        await response.body.dump();
+        throw new ProxyError('bad_gateway', 'The provider redirected to a URL with credentials in it');
+      }
+      await response.body.dump();
+      if (!keepsBody && (response.statusCode === 303 || method === 'POST')) {
+        if (method !== 'HEAD') method = 'GET';
+        body = undefined;
+        headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !BODY_HEADERS.includes(name)));
+      }
+      const authQuery = next.origin === firstOrigin || request.forwardAuthOnRedirect ? request.auth.query : [];
+      for (const [name, value] of authQuery) next.searchParams.set(name, value);
+      target = { origin: next.origin, path: `${next.pathname}${next.search}` };
+    }
+  }
+}

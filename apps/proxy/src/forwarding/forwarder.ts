@@ -1,0 +1,270 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import {
+  fieldErrorsFromZod,
+  PROXY_RATE_LIMIT_GOVERNANCE_KEY,
+  proxyRequestHeadersSchema,
+  type Caller,
+  type ProxyRequestHeaders,
+} from '@switchboard/contracts';
+import type { Dispatcher } from 'undici';
+import type { ProxyEnv } from '../config/env';
+import { planAuth, templateVars, type AuthPlan, type ProviderProxySettings } from './auth-injection';
+import type { ConnectionResolver } from './connection-resolver';
+import type { Exchange } from './exchange';
+import { forwardedRequestHeaders, forwardedResponseHeaders } from './headers';
+import { ProxyError } from './proxy.errors';
+import type { RateLimitGovernor } from './rate-limit-governor';
+import { readRequestBody, type RequestBody } from './request-body';
+import { relay } from './relay';
+import { backoffMs, errorCode, providerWaitMs, quotaExhausted, retryableError, retryableStatus, type RetrySettings } from './retry-policy';
+import { buildTarget, splitEndpoint } from './target';
+import { resolveBaseUrl } from './templates';
+
+export interface ProxyCall {
+  caller: Caller;
+  method: string;
+  /** The request URL as received, `/proxy/...?...`. */
+  url: string;
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Aborted when the caller goes away: every upstream request and wait stops with it. */
+  signal: AbortSignal;
+}
+
+const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
+  gzip: createGunzip,
+  'x-gzip': createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
+};
+
+/** Status codes that never carry a body (and HEAD answers, which never do either). */
+const BODILESS = new Set([204, 304]);
+
+/**
+ * One proxied call from start to finish: validate the Nango headers, find the integration and the
+ * connection's credentials, wait for the connection's provider rate limit if one is known, then send
+ * and (as configured) retry, refresh once on a 401, and stream the provider's answer back unchanged.
+ */
+export class ProxyForwarder {
+  constructor(
+    private readonly env: ProxyEnv,
+    private readonly connections: ConnectionResolver,
+    private readonly exchange: Exchange,
+    private readonly governor: RateLimitGovernor,
+  ) {}
+
+  async forward(call: ProxyCall): Promise<void> {
+    const options = parseHeaders(call.req.headers);
+    const environmentId = call.caller.environmentId;
+    const providerConfigKey = options['provider-config-key'];
+    const connectionId = options['connection-id'];
+
+    // Both lookups run at once; an unknown integration is reported before an unknown connection.
+    const [integrationResult, connectionResult] = await Promise.allSettled([
+      this.connections.integration(environmentId, providerConfigKey),
+      this.connections.connection(environmentId, providerConfigKey, connectionId),
+    ]);
+    if (integrationResult.status === 'rejected') throw integrationResult.reason;
+    if (connectionResult.status === 'rejected') throw connectionResult.reason;
+    const integration = integrationResult.value;
+    let connection = connectionResult.value;
+    const provider = integration.providerDefinition as unknown as ProviderProxySettings;
+
+    const governed = this.env.SWITCHBOARD_PROXY_RATE_LIMIT_GOVERNANCE && integration.integrationConfig?.[PROXY_RATE_LIMIT_GOVERNANCE_KEY] !== false;
+    const governorKey = `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}`;
+    if (governed) await this.governor.awaitTurn(governorKey, call.signal);
+
+    const override = options['base-url-override'];
+    const baseTemplate = provider.proxy?.base_url;
+    if (!override && !baseTemplate) {
+      throw new ProxyError('invalid_headers', 'This provider has no proxy base URL: send Base-Url-Override');
+    }
+    const { path, query } = splitEndpoint(call.url);
+    const targetFor = (auth: AuthPlan) =>
+      buildTarget(override ? override : resolveBaseUrl(baseTemplate!, templateVars(integration, connection)), override ? 'override' : 'provider', path, query, auth.query);
+
+    let auth = planAuth(provider, integration, connection);
+    let target = targetFor(auth);
+
+    const clientHeaders = forwardedRequestHeaders(call.req.headers);
+    const requestBody = await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES);
+    let { body, form } = prepareBody(call.method, requestBody, clientHeaders, auth.bodyFields);
+    const replayable = requestBody.kind !== 'stream';
+
+    const retries = Math.min(options.retries ?? 0, this.env.SWITCHBOARD_PROXY_MAX_RETRIES);
+    const retrySettings: RetrySettings = {
+      retryOn: new Set((options['retry-on'] ?? '').split(',').filter(Boolean).map(Number)),
+      providerCodes: provider.proxy?.retry?.error_code ?? [],
+    };
+    const decompress = options.decompress === 'true' || provider.proxy?.decompress === true;
+
+    let attempt = 0;
+    let refreshed = false;
+    for (;;) {
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await this.exchange.send({
+          method: call.method,
+          target,
+          headers: clientHeaders,
+          body,
+          form,
+          auth,
+          forwardAuthOnRedirect: options['forward-headers-on-redirect'] === 'true',
+          signal: call.signal,
+        });
+      } catch (error) {
+        if (call.signal.aborted) throw error;
+        if (replayable && attempt < retries && retryableError(error, call.method)) {
+          await sleep(this.backoff(attempt), undefined, { signal: call.signal });
+          attempt++;
+          continue;
+        }
+        throw upstreamFailure(error);
+      }
+
+      if (governed) this.observeRateLimit(governorKey, response, provider);
+
+      if (response.statusCode === 401 && auth.refreshable && !refreshed && replayable) {
+        refreshed = true;
+        const fresh = await this.connections.connection(environmentId, providerConfigKey, connectionId, true).catch(async (error: unknown) => {
+          await response.body.dump().catch(() => undefined);
+          throw error;
+        });
+        if (!isDeepStrictEqual(fresh.credentials, connection.credentials)) {
+          await response.body.dump();
+          connection = fresh;
+          // A refresh may also change connection config (an instance URL), hence the base URL.
+          auth = planAuth(provider, integration, connection);
+          target = targetFor(auth);
+          ({ body, form } = prepareBody(call.method, requestBody, clientHeaders, auth.bodyFields));
+          continue;
+        }
+      }
+
+      if (replayable && attempt < retries && retryableStatus(response.statusCode, call.method, retrySettings)) {
+        const wait = providerWaitMs(response.headers, provider.proxy?.retry) ?? this.backoff(attempt);
+        if (wait <= this.env.SWITCHBOARD_PROXY_MAX_RETRY_WAIT_MS) {
+          await response.body.dump();
+          await sleep(wait, undefined, { signal: call.signal });
+          attempt++;
+          continue;
+        }
+      }
+      return sendResponse(call, response, decompress);
+    }
+  }
+
+  private backoff(attempt: number): number {
+    return backoffMs(attempt, this.env.SWITCHBOARD_PROXY_RETRY_BASE_MS, this.env.SWITCHBOARD_PROXY_RETRY_MAX_DELAY_MS);
+  }
+
+  private observeRateLimit(key: string, response: Dispatcher.ResponseData, provider: ProviderProxySettings): void {
+    const retry = provider.proxy?.retry;
+    if (response.statusCode === 429 || quotaExhausted(response.headers, retry)) {
+      const wait = providerWaitMs(response.headers, retry);
+      if (wait !== undefined) this.governor.block(key, wait);
+    }
+  }
+}
+
+function parseHeaders(headers: IncomingMessage['headers']): ProxyRequestHeaders {
+  const picked: Record<string, unknown> = {};
+  for (const name of Object.keys(proxyRequestHeadersSchema.shape)) {
+    const value = headers[name];
+    if (value !== undefined) picked[name] = Array.isArray(value) ? value[0] : value;
+  }
+  const parsed = proxyRequestHeadersSchema.safeParse(picked);
+  if (!parsed.success) {
+    const missing = parsed.error.issues.some((i) => i.code === 'invalid_type');
+    throw new ProxyError(
+      'invalid_headers',
+      missing ? 'Provider-Config-Key and Connection-Id headers are required' : 'Invalid proxy headers',
+      {},
+      fieldErrorsFromZod(parsed.error, ['headers']),
+    );
+  }
+  return parsed.data;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/**
+ * What goes upstream: the caller's bytes unchanged, except when the provider template puts the
+ * credential into a JSON body (then the object gets those fields). Urlencoded fields are parsed for
+ * OAuth 1.0a signing only.
+ */
+function prepareBody(
+  method: string,
+  requestBody: RequestBody,
+  headers: Record<string, string>,
+  bodyFields: AuthPlan['bodyFields'],
+): { body: Buffer | Readable | undefined; form: Record<string, string | string[]> | undefined } {
+  const type = headers['content-type']?.toLowerCase() ?? '';
+  if (requestBody.kind === 'stream') {
+    if (requestBody.length !== undefined) headers['content-length'] = String(requestBody.length);
+    return { body: requestBody.stream, form: undefined };
+  }
+  delete headers['content-length'];
+  let data = requestBody.kind === 'buffer' ? requestBody.data : undefined;
+  if (bodyFields) {
+    if (data === undefined && BODY_METHODS.has(method)) {
+      data = Buffer.from(JSON.stringify(bodyFields));
+      headers['content-type'] ??= 'application/json';
+    } else if (data !== undefined && type.includes('json')) {
+      const parsed = tryJson(data);
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) data = Buffer.from(JSON.stringify({ ...parsed, ...bodyFields }));
+    }
+  }
+  let form: Record<string, string | string[]> | undefined;
+  if (data !== undefined && type.startsWith('application/x-www-form-urlencoded')) {
+    form = {};
+    for (const [key, value] of new URLSearchParams(data.toString('utf8'))) {
+      const existing = form[key];
+      form[key] = existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
+    }
+  }
+  return { body: data, form };
+}
+
+function tryJson(data: Buffer): unknown {
+  try {
+    return JSON.parse(data.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a failed attempt means for the caller (exported for the egress tests, which assert the same mapping). */
+export function upstreamFailure(error: unknown): Error {
+  if (error instanceof ProxyError) return error;
+  const code = errorCode(error);
+  if (code === 'SWITCHBOARD_EGRESS_REFUSED') {
+    return new ProxyError('egress_refused', `The destination is not allowed by the egress policy: ${(error as { reason?: string }).reason ?? ''}`.trim());
+  }
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') {
+    return new ProxyError('gateway_timeout', 'The provider did not answer in time');
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ProxyError('bad_gateway', 'The provider host name does not resolve');
+  return new ProxyError('bad_gateway', 'Could not reach the provider');
+}
+
+async function sendResponse(call: ProxyCall, response: Dispatcher.ResponseData, decompress: boolean): Promise<void> {
+  const headers = forwardedResponseHeaders(response.headers);
+  const encoding = typeof headers['content-encoding'] === 'string' ? headers['content-encoding'].trim().toLowerCase() : undefined;
+  const hasBody = call.method !== 'HEAD' && !BODILESS.has(response.statusCode);
+  const decoder = decompress && hasBody && encoding ? DECODERS[encoding] : undefined;
+  if (decoder) {
+    delete headers['content-encoding'];
+    delete headers['content-length'];
+  }
+  call.res.writeHead(response.statusCode, headers);
+  // If the caller leaves or the provider breaks off mid-body, relay tears both sockets down.
+  if (decoder) await relay(response.body, call.res, decoder());
+  else await relay(response.body, call.res);
+}

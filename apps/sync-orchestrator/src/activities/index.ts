@@ -1,0 +1,2 @@
+// Everything exported here is registered on the worker; workflows see it as types only.
+export * from './ping.activities';

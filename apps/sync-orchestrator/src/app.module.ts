@@ -1,0 +1,20 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { ServiceKitModule } from '@switchboard/service-kit';
+import { ORCHESTRATOR_ENV, type OrchestratorEnv } from './config/env';
+import { TemporalModule } from './temporal/temporal.module';
+
+@Module({})
+export class AppModule {
+  static forRoot(env: OrchestratorEnv): DynamicModule {
+    return {
+      module: AppModule,
+      global: true,
+      imports: [
+        ServiceKitModule.forRoot({ name: 'sync-orchestrator', natsUrl: env.NATS_URL }),
+        TemporalModule,
+      ],
+      providers: [{ provide: ORCHESTRATOR_ENV, useValue: env }],
+      exports: [ORCHESTRATOR_ENV],
+    };
+  }
+}

@@ -1,0 +1,23 @@
+import { envFragments, parseEnv } from '@switchboard/config';
+import { z } from 'zod';
+
+export const envSchema = z.object({
+  PORT: envFragments.port(3014),
+  ...envFragments.nats,
+  ...envFragments.logging,
+  /** host:port of the Temporal frontend (gRPC). */
+  TEMPORAL_ADDRESS: z
+    .string()
+    .regex(
+      /^(\[[0-9A-Fa-f:.]+\]|[^\s:/[\]]+):\d{1,5}$/,
+      'must be "host:port" (no scheme; IPv6 as [addr]:port)',
+    )
+    .default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  /** Shared by the service (which starts workflows) and worker.ts (which runs them); both must agree. */
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchboard-syncs'),
+});
+export type OrchestratorEnv = z.infer<typeof envSchema>;
+
+export const ORCHESTRATOR_ENV = Symbol('ORCHESTRATOR_ENV');
+export const loadEnv = (): OrchestratorEnv => parseEnv(envSchema);

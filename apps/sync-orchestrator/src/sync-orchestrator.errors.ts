@@ -1,0 +1,4 @@
+import { SwitchboardError } from '@switchboard/contracts';
+
+/** Coded errors of the sync-orchestrator context. */
+export class OrchestratorError extends SwitchboardError {}

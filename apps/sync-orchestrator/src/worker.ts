@@ -1,0 +1,119 @@
+import './tracing';
+import { stopTracing } from '@switchboard/observability';
+import {
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type LogEntry,
+  type LogLevel,
+} from '@temporalio/worker';
+import * as activities from './activities';
+import { loadEnv, type OrchestratorEnv } from './config/env';
+
+/**
+ * The Temporal worker: a process of its own (`node dist/worker.js`) beside the service (`dist/main.js`),
+ * so workflow replay and activity load never compete with NATS request handling, and each scales on its
+ * own. It polls TEMPORAL_TASK_QUEUE, runs `workflows/` in Temporal's sandbox and `activities/` natively.
+ */
+async function main(): Promise<void> {
+  const env = loadEnv();
+  // Our own signal handling (below) instead of the Runtime's, so a signal during start-up stops cleanly too.
+  Runtime.install({ logger: workerLogger(env), shutdownSignals: [] });
+  const log = Runtime.instance().logger;
+
+  const stopping = new AbortController();
+  let worker: Worker | undefined;
+  const shutdown = (signal: string) => {
+    if (stopping.signal.aborted) return;
+    log.info(`${signal} received, shutting down`);
+    stopping.abort();
+    // Past the grace time in-flight activities are cancelled; past this, something hangs.
+    setTimeout(() => process.exit(1), 15_000).unref();
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+
+  const connection = await connectWithRetry(env.TEMPORAL_ADDRESS, stopping.signal, log);
+  if (!connection) return;
+  try {
+    worker = await Worker.create({
+      connection,
+      namespace: env.TEMPORAL_NAMESPACE,
+      taskQueue: env.TEMPORAL_TASK_QUEUE,
+      // From dist/ this is dist/workflows/index.js; the SDK bundles it (and only it) for the sandbox.
+      workflowsPath: require.resolve('./workflows'),
+      activities,
+      shutdownGraceTime: '10 seconds',
+    });
+    // run() marks the worker RUNNING synchronously; a worker created but never run would keep the
+    // process alive, so one that a signal caught while bundling is run and stopped at once.
+    const running = worker.run(); // resolves once shutdown() was called and in-flight tasks are done
+    if (stopping.signal.aborted) worker.shutdown();
+    else
+      log.info(
+        `worker polling task queue "${env.TEMPORAL_TASK_QUEUE}" in namespace "${env.TEMPORAL_NAMESPACE}"`,
+      );
+    await running;
+  } finally {
+    await connection.close().catch(() => undefined);
+    await stopTracing();
+  }
+}
+
+/** Temporal may still be starting next to us (`npm start`); wait for it a while instead of crash-looping. */
+async function connectWithRetry(
+  address: string,
+  stopping: AbortSignal,
+  log: Runtime['logger'],
+  timeoutMs = 60_000,
+): Promise<NativeConnection | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await NativeConnection.connect({ address });
+    } catch (error) {
+      const reason = (error as Error).message;
+      if (Date.now() >= deadline) {
+        throw new Error(`Temporal at ${address} not reachable after ${timeoutMs} ms: ${reason}`);
+      }
+      log.warn(`Temporal at ${address} not reachable yet, retrying: ${reason}`);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      if (stopping.aborted) return undefined;
+    }
+  }
+}
+
+const LEVELS: Record<OrchestratorEnv['LOG_LEVEL'], LogLevel> = {
+  error: 'ERROR',
+  warn: 'WARN',
+  log: 'INFO',
+  debug: 'DEBUG',
+  verbose: 'TRACE',
+};
+
+/** The SDK's logger at our LOG_LEVEL, writing one JSON object a line when LOG_FORMAT=json (as the service does). */
+function workerLogger(env: OrchestratorEnv): DefaultLogger {
+  if (env.LOG_FORMAT === 'pretty') return new DefaultLogger(LEVELS[env.LOG_LEVEL]);
+  return new DefaultLogger(LEVELS[env.LOG_LEVEL], (entry: LogEntry) => {
+    const record = {
+      level: entry.level.toLowerCase(),
+      pid: process.pid,
+      timestamp: Number(entry.timestampNanos / 1_000_000n),
+      message: entry.message,
+      context: 'sync-orchestrator-worker',
+      ...entry.meta,
+    };
+    // The SDK's metadata may hold errors and bigints, which JSON.stringify drops or throws on.
+    const line = JSON.stringify(record, (_key, value: unknown) =>
+      typeof value === 'bigint' ? value.toString() : value instanceof Error ? value.message : value,
+    );
+    process.stdout.write(`${line}\n`);
+  });
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,42 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { EgressPolicy } from '@switchboard/egress';
+import { ServiceKitModule } from '@switchboard/service-kit';
+import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from './config/env';
+import { DatabaseModule } from './database/database.module';
+import { DeliveriesHandlers } from './deliveries/deliveries.handlers';
+import { DeliveriesRepository } from './delivery/deliveries.repository';
+import { Dispatcher } from './delivery/dispatcher';
+import { EnvironmentDirectory } from './environments/environment-directory';
+import { EventPlanner } from './events/event-planner';
+import { EventsConsumer } from './events/events.consumer';
+import { IngressHandlers } from './ingress/ingress.handlers';
+import { IngressService } from './ingress/ingress.service';
+import { SettingsHandlers } from './settings/settings.handlers';
+import { SettingsService } from './settings/settings.service';
+
+@Module({})
+export class AppModule {
+  static forRoot(env: WebhookRelayEnv): DynamicModule {
+    return {
+      module: AppModule,
+      global: true,
+      imports: [ServiceKitModule.forRoot({ name: 'webhook-relay', natsUrl: env.NATS_URL }), DatabaseModule],
+      controllers: [SettingsHandlers, IngressHandlers, DeliveriesHandlers],
+      providers: [
+        { provide: WEBHOOK_RELAY_ENV, useValue: env },
+        {
+          provide: EgressPolicy,
+          useValue: new EgressPolicy([env.SWITCHBOARD_EGRESS_ALLOW, env.SWITCHBOARD_EGRESS_ALLOWED_CIDRS].join(',')),
+        },
+        EnvironmentDirectory,
+        SettingsService,
+        IngressService,
+        DeliveriesRepository,
+        Dispatcher,
+        EventPlanner,
+        EventsConsumer,
+      ],
+      exports: [WEBHOOK_RELAY_ENV],
+    };
+  }
+}

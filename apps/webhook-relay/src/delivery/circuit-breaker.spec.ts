@@ -1,0 +1,45 @@
+import { CircuitBreakers } from './circuit-breaker';
+
+describe('CircuitBreakers', () => {
+  let now = 0;
+  const breakers = () => new CircuitBreakers(5, 10_000, 60_000, () => now);
+
+  beforeEach(() => {
+    now = 1_000_000;
+  });
+
+  it('opens after 5 failures within 10 s, for one endpoint only', () => {
+    const b = breakers();
+    for (let i = 0; i < 4; i++) b.failure('http://dead');
+    expect(b.tryPass('http://dead')).toBe(true);
+    b.failure('http://dead');
+    expect(b.tryPass('http://dead')).toBe(false);
+    expect(b.tryPass('http://alive')).toBe(true);
+    expect(b.openUrls()).toEqual(['http://dead']);
+    expect(b.openUntil('http://dead')).toBe(now + 60_000);
+  });
+
+  it('does not open for failures spread beyond the window', () => {
+    const b = breakers();
+    for (let i = 0; i < 10; i++) {
+      b.failure('http://flaky');
+      now += 3_000;
+    }
+    expect(b.tryPass('http://flaky')).toBe(true);
+  });
+
+  it('lets exactly one probe through after the cooldown; its outcome closes or re-opens the breaker', () => {
+    const b = breakers();
+    for (let i = 0; i < 5; i++) b.failure('http://dead');
+    now += 60_000;
+    expect(b.tryPass('http://dead')).toBe(true);
+    expect(b.tryPass('http://dead')).toBe(false);
+    b.failure('http://dead');
+    expect(b.tryPass('http://dead')).toBe(false);
+    now += 60_000;
+    expect(b.tryPass('http://dead')).toBe(true);
+    b.success('http://dead');
+    expect(b.tryPass('http://dead')).toBe(true);
+    expect(b.openUrls()).toEqual([]);
+  });
+});

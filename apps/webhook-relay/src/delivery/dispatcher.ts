@@ -1,0 +1,280 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { CryptoError } from '@switchboard/crypto';
+import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
+import { EgressPolicy } from '@switchboard/egress';
+import { SettingsService } from '../settings/settings.service';
+import { signDelivery } from '../signing/webhook-signer';
+import { CircuitBreakers } from './circuit-breaker';
+import { DeliveriesRepository, type ClaimedDelivery } from './deliveries.repository';
+import { HttpSender, type SendOutcome } from './http-sender';
+import { nextAttempt, parseRetryAfter } from './retry-schedule';
+
+const USER_AGENT = 'Switchboard-Webhooks/0.1 (+https://www.standardwebhooks.com)';
+const PRUNE_EVERY_MS = 10 * 60_000;
+
+/**
+ * Sends deliveries: the ones the event consumer just stored (at once, leased to this process) and the due
+ * retries it finds by polling Postgres. Each attempt's outcome is written before the lease is released,
+ * so a process killed at any moment leaves either a recorded attempt or a lease that expires and lets
+ * any replica send again (same `webhook-id`: receivers dedupe on it).
+ */
+@Injectable()
+export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Dispatcher');
+  private readonly sender: HttpSender;
+  private readonly breakers: CircuitBreakers;
+  private readonly perEndpoint = new Map<string, number>();
+  private inFlight = 0;
+  private reserved = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private polling = false;
+  private backlog = false;
+  private pollAgain = false;
+  private stopped = false;
+  readonly leaseMs: number;
+
+  constructor(
+    private readonly repository: DeliveriesRepository,
+    private readonly settings: SettingsService,
+    egress: EgressPolicy,
+    @Inject(WEBHOOK_RELAY_ENV) private readonly env: WebhookRelayEnv,
+  ) {
+    this.sender = new HttpSender(egress, env.SWITCHBOARD_WEBHOOK_TIMEOUT);
+    this.breakers = new CircuitBreakers(
+      env.SWITCHBOARD_WEBHOOK_BREAKER_FAILURES,
+      env.SWITCHBOARD_WEBHOOK_BREAKER_WINDOW,
+      env.SWITCHBOARD_WEBHOOK_BREAKER_COOLDOWN,
+    );
+    // Long enough for one attempt to finish and be recorded; short enough that a killed process's
+    // deliveries are retaken quickly.
+    this.leaseMs = env.SWITCHBOARD_WEBHOOK_TIMEOUT + Math.min(env.SWITCHBOARD_WEBHOOK_TIMEOUT, 5_000);
+  }
+
+  onApplicationBootstrap(): void {
+    this.schedulePoll(0);
+    this.pruneTimer = setInterval(() => void this.prune(), PRUNE_EVERY_MS);
+    this.pruneTimer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    await this.sender.close();
+  }
+
+  /** Reserves capacity for deliveries about to be stored; false when this process is busy. */
+  reserve(count: number): boolean {
+    if (this.inFlight + this.reserved + count > this.env.SWITCHBOARD_WEBHOOK_CONCURRENCY) return false;
+    this.reserved += count;
+    return true;
+  }
+
+  /** Sends deliveries stored with a lease for this process (after `reserve`). */
+  dispatchLeased(deliveries: ClaimedDelivery[], reservedCount: number): void {
+    this.reserved -= reservedCount;
+    for (const delivery of deliveries) this.start(delivery);
+  }
+
+  cancelReservation(count: number): void {
+    this.reserved -= count;
+  }
+
+  /** Looks for due work now (after a redelivery request, or deliveries stored without a lease). */
+  kick(): void {
+    this.backlog = true;
+    this.schedulePoll(0);
+  }
+
+  private schedulePoll(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.poll(), delayMs);
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = true;
+    try {
+      const free = this.env.SWITCHBOARD_WEBHOOK_CONCURRENCY - this.inFlight - this.reserved;
+      if (free > 0) {
+        const saturated = [...this.perEndpoint.entries()]
+          .filter(([, count]) => count >= this.env.SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY)
+          .map(([url]) => url);
+        const claimed = await this.repository.claimDue(free, this.leaseMs, [
+          ...saturated,
+          ...this.breakers.openUrls(),
+        ]);
+        for (const delivery of claimed) this.start(delivery);
+        // A full batch means more is probably due: look again as soon as capacity frees up.
+        this.backlog = claimed.length === free;
+      } else {
+        this.backlog = true;
+      }
+    } catch (error) {
+      this.logger.warn(`polling for due deliveries failed: ${(error as Error).message}`);
+    } finally {
+      this.polling = false;
+      const again = this.pollAgain;
+      this.pollAgain = false;
+      this.schedulePoll(again ? 0 : this.env.SWITCHBOARD_WEBHOOK_POLL_INTERVAL);
+    }
+  }
+
+  private start(delivery: ClaimedDelivery): void {
+    this.inFlight += 1;
+    this.perEndpoint.set(delivery.url, (this.perEndpoint.get(delivery.url) ?? 0) + 1);
+    void this.attempt(delivery)
+      .catch((error: unknown) => {
+        // The lease expires and the delivery is retried; nothing is lost.
+        this.logger.error(`delivery ${delivery.id} could not be processed: ${(error as Error).message}`);
+      })
+      .finally(() => {
+        this.inFlight -= 1;
+        const left = (this.perEndpoint.get(delivery.url) ?? 1) - 1;
+        if (left <= 0) this.perEndpoint.delete(delivery.url);
+        else this.perEndpoint.set(delivery.url, left);
+        // Only a known backlog is worth a query per finished attempt; otherwise the interval finds new work.
+        if (this.backlog) {
+          if (!this.polling) this.schedulePoll(0);
+          else this.pollAgain = true;
+        }
+      });
+  }
+
+  private async attempt(delivery: ClaimedDelivery): Promise<void> {
+    if (delivery.endpointDisabled) {
+      await this.repository.skipDisabled(delivery);
+      return;
+    }
+    if (!this.breakers.tryPass(delivery.url)) {
+      await this.repository.release(
+        delivery.id,
+        new Date(Math.max(this.breakers.openUntil(delivery.url), Date.now() + 100)),
+      );
+      return;
+    }
+    let outcome: SendOutcome;
+    const startedAt = new Date();
+    try {
+      const settings = await this.settings.forDelivery(delivery.environmentId, true);
+      if (!settings) throw new Error('webhook settings vanished');
+      const signed = signDelivery(delivery.body, delivery.eventId, settings.keys, startedAt);
+      outcome = await this.sender.send(delivery.url, delivery.body, {
+        ...delivery.headers,
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        ...signed,
+      });
+    } catch (error) {
+      if (error instanceof CryptoError) {
+        this.breakers.success(delivery.url);
+        const message = 'the signing key cannot be decrypted with the configured master keys';
+        this.logger.error(`delivery ${delivery.id} failed: ${message}`);
+        await this.repository.recordAttempt(
+          delivery,
+          { startedAt, durationMs: 0, statusCode: null, error: message },
+          { status: 'failed' },
+        );
+        return;
+      }
+      // Never leave a half-open breaker waiting for a probe that will not report.
+      this.breakers.failure(delivery.url);
+      throw error;
+    }
+    await this.settle(delivery, startedAt, outcome);
+  }
+
+  private async settle(delivery: ClaimedDelivery, startedAt: Date, outcome: SendOutcome): Promise<void> {
+    const now = Date.now();
+    const base = { startedAt, durationMs: outcome.durationMs };
+    const retryOrFail = async (statusCode: number | null, error: string | null, retryAfterMs?: number) => {
+      const decision = nextAttempt(
+        this.env.SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE,
+        delivery.attempts + 1,
+        now,
+        retryAfterMs,
+      );
+      await this.repository.recordAttempt(
+        delivery,
+        { ...base, statusCode, error },
+        decision.retry ? { status: 'pending', nextAttemptAt: decision.at } : { status: 'failed' },
+      );
+    };
+
+    switch (outcome.kind) {
+      case 'response': {
+        const { status } = outcome;
+        if (status >= 200 && status < 300) {
+          this.breakers.success(delivery.url);
+          await this.repository.recordAttempt(
+            delivery,
+            { ...base, statusCode: status, error: null },
+            { status: 'delivered' },
+          );
+          return;
+        }
+        if (status === 410) {
+          this.breakers.success(delivery.url);
+          await this.repository.markEndpointDisabled(delivery, 'the endpoint answered 410 Gone');
+          await this.repository.recordAttempt(
+            delivery,
+            { ...base, statusCode: status, error: 'the endpoint answered 410 Gone and is now disabled' },
+            { status: 'endpoint_disabled' },
+          );
+          return;
+        }
+        if (status >= 500 || status === 429 || status === 408) {
+          this.breakers.failure(delivery.url);
+          await retryOrFail(status, `HTTP ${status}`, parseRetryAfter(outcome.retryAfter, now));
+          return;
+        }
+        // 3xx (redirects are not followed) and other 4xx: the receiver refused this message.
+        this.breakers.success(delivery.url);
+        await this.repository.recordAttempt(
+          delivery,
+          { ...base, statusCode: status, error: `HTTP ${status}` },
+          { status: 'failed' },
+        );
+        return;
+      }
+      case 'timeout':
+        this.breakers.failure(delivery.url);
+        await retryOrFail(null, `timed out after ${this.env.SWITCHBOARD_WEBHOOK_TIMEOUT} ms`);
+        return;
+      case 'network_error':
+        this.breakers.failure(delivery.url);
+        await retryOrFail(null, outcome.error);
+        return;
+      case 'refused':
+        this.breakers.success(delivery.url);
+        await this.repository.recordAttempt(
+          delivery,
+          { ...base, statusCode: null, error: outcome.error },
+          { status: 'failed' },
+        );
+        return;
+    }
+  }
+
+  private async prune(): Promise<void> {
+    try {
+      const removed = await this.repository.prune(
+        new Date(Date.now() - this.env.SWITCHBOARD_WEBHOOK_LOG_RETENTION),
+      );
+      if (removed > 0) this.logger.log(`pruned ${removed} finished deliveries from the log`);
+    } catch (error) {
+      this.logger.warn(`pruning the delivery log failed: ${(error as Error).message}`);
+    }
+  }
+}

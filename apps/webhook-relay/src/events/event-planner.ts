@@ -1,0 +1,311 @@
+import { createHash } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  VAULT_SUBJECTS,
+  type AsyncActionEvent,
+  type AuthEvent,
+  type AuthWebhookBody,
+  type ForwardWebhookBody,
+  type matchedConnectionSchema,
+  type ProviderWebhookEvent,
+  type SyncEvent,
+  type WebhookEventType,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { loadCatalog, type ProviderCatalog, type WebhookRoutingRule, WebhookRoutingRuleSchema } from '@switchboard/providers';
+import type { z } from 'zod';
+import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
+import type { NewDelivery } from '../delivery/deliveries.repository';
+import { EnvironmentDirectory } from '../environments/environment-directory';
+import { parseBody, routingLookups } from '../ingress/provider-webhook';
+import { SettingsService, type DeliverySettings } from '../settings/settings.service';
+import { serializeBody } from '../signing/webhook-signer';
+
+type MatchedConnection = z.infer<typeof matchedConnectionSchema>;
+
+/**
+ * The `webhook-id` of one message: derived from the event (and the connection, for a forward that fans
+ * out), so processing an event twice yields the same ids and the same rows.
+ */
+export function webhookIdFor(environmentId: number, ...parts: string[]): string {
+  const digest = createHash('sha256')
+    .update([String(environmentId), ...parts].join('\u0000'))
+    .digest('base64url');
+  return `msg_${digest.slice(0, 27)}`;
+}
+
+/**
+ * Turns one stored event into the deliveries it causes: which payload (Nango's shapes), to which URLs
+ * (the connection's override alone, else the environment's primary and secondary), under which toggle.
+ */
+@Injectable()
+export class EventPlanner {
+  private readonly logger = new Logger('EventPlanner');
+  private readonly catalog: ProviderCatalog;
+  private readonly parsedRouting = new Map<string, WebhookRoutingRule[]>();
+
+  constructor(
+    private readonly settings: SettingsService,
+    private readonly environments: EnvironmentDirectory,
+    private readonly nats: NatsRequester,
+    @Inject(WEBHOOK_RELAY_ENV) env: WebhookRelayEnv,
+  ) {
+    this.catalog = loadCatalog({ overridesFile: env.SWITCHBOARD_PROVIDERS_FILE });
+  }
+
+  async planAuth(event: AuthEvent): Promise<NewDelivery[]> {
+    const settings = await this.settings.forDelivery(event.environmentId, event.webhookUrlOverride !== null);
+    if (!settings) return [];
+    const toggle =
+      event.operation === 'creation'
+        ? settings.settings.on_auth_creation
+        : event.operation === 'refresh'
+          ? settings.settings.on_auth_refresh_error
+          : true; // Nango has no toggle for overrides
+    if (!toggle) return [];
+    const urls = destinations(settings, event.webhookUrlOverride);
+    if (urls.length === 0) return [];
+
+    const environment = await this.environments.byEnvironmentId(event.environmentId);
+    if (!environment) {
+      // Deleted since the event was published: nobody is left to tell.
+      this.logger.warn(
+        `dropping an auth event of environment ${event.environmentId}, which no longer exists`,
+      );
+      return [];
+    }
+    const body: AuthWebhookBody = {
+      from: 'nango',
+      type: 'auth',
+      connectionId: event.connectionId,
+      providerConfigKey: event.providerConfigKey,
+      authMode: this.catalog.get(event.provider)?.auth_mode ?? 'OAUTH2',
+      provider: event.provider,
+      environment: environment.name,
+      operation: event.operation,
+      success: event.success,
+      ...(Object.keys(event.tags).length > 0 ? { tags: event.tags } : {}),
+      ...(event.endUser
+        ? {
+            endUser: {
+              endUserId: event.endUser.id,
+              endUserEmail: event.endUser.email,
+              ...(event.endUser.organization ? { organizationId: event.endUser.organization.id } : {}),
+              tags: event.endUser.tags ?? {},
+            },
+          }
+        : {}),
+      ...(!event.success && event.error ? { error: event.error } : {}),
+    };
+    return this.deliveries(
+      'auth',
+      event.environmentId,
+      webhookIdFor(event.environmentId, 'auth', event.id),
+      urls,
+      body,
+      {
+        connectionId: event.connectionId,
+        providerConfigKey: event.providerConfigKey,
+      },
+    );
+  }
+
+  async planProviderWebhook(event: ProviderWebhookEvent): Promise<NewDelivery[]> {
+    if (!event.forward) return [];
+    const raw = Buffer.from(event.body, event.bodyEncoding);
+    const parsed = parseBody(raw, event.contentType ?? undefined);
+    const rules = this.routingRules(event.routing);
+    const lookups = routingLookups(rules, { headers: event.headers, query: new URLSearchParams(), parsed });
+
+    const matched = new Map<string, MatchedConnection>();
+    for (const lookup of lookups) {
+      const found = await this.nats.request<MatchedConnection[]>(VAULT_SUBJECTS.match, {
+        environmentId: event.environmentId,
+        providerConfigKey: event.providerConfigKey,
+        field: lookup.field,
+        value: lookup.value,
+      });
+      for (const connection of found) matched.set(connection.connectionId, connection);
+    }
+
+    const settings = await this.settings.forDelivery(
+      event.environmentId,
+      [...matched.values()].some((c) => c.webhookUrlOverride),
+    );
+    if (!settings) return [];
+    const headers = event.headers;
+
+    if (matched.size === 0) {
+      // Nango forwards a webhook it cannot attribute as the provider's raw payload, unwrapped.
+      const urls = destinations(settings, null);
+      return this.deliveries(
+        'forward',
+        event.environmentId,
+        webhookIdFor(event.environmentId, 'forward', event.id),
+        urls,
+        parsed ?? null,
+        {
+          connectionId: null,
+          providerConfigKey: event.providerConfigKey,
+          headers,
+        },
+      );
+    }
+    const out: NewDelivery[] = [];
+    for (const connection of matched.values()) {
+      const body: ForwardWebhookBody = {
+        from: event.provider,
+        type: 'forward',
+        providerConfigKey: event.providerConfigKey,
+        connectionId: connection.connectionId,
+        payload: parsed ?? null,
+      };
+      const id = webhookIdFor(event.environmentId, 'forward', event.id, connection.connectionId);
+      out.push(
+        ...this.deliveries(
+          'forward',
+          event.environmentId,
+          id,
+          destinations(settings, connection.webhookUrlOverride),
+          body,
+          {
+            connectionId: connection.connectionId,
+            providerConfigKey: event.providerConfigKey,
+            headers,
+          },
+        ),
+      );
+    }
+    return out;
+  }
+
+  async planSync(event: SyncEvent): Promise<NewDelivery[]> {
+    const override = await this.overrideOf(event.environmentId, event.providerConfigKey, event.connectionId);
+    const settings = await this.settings.forDelivery(event.environmentId, override !== null);
+    if (!settings) return [];
+    const { result } = event;
+    if (!result.success && !settings.settings.on_sync_error) return [];
+    const r = result.success ? result.responseResults : undefined;
+    if (r && r.added + r.updated + r.deleted === 0 && !settings.settings.on_sync_completion_always) return [];
+    const base = {
+      from: 'nango',
+      type: 'sync',
+      connectionId: event.connectionId,
+      providerConfigKey: event.providerConfigKey,
+      syncName: event.syncName,
+      syncVariant: event.syncVariant,
+      model: event.model,
+      syncType: event.syncType,
+      ...(event.checkpoints ? { checkpoints: event.checkpoints } : {}),
+    };
+    const body = result.success
+      ? {
+          ...base,
+          success: true,
+          modifiedAfter: result.modifiedAfter,
+          queryTimeStamp: result.modifiedAfter,
+          responseResults: result.responseResults,
+        }
+      : {
+          ...base,
+          success: false,
+          error: result.error,
+          startedAt: result.startedAt,
+          failedAt: result.failedAt,
+        };
+    return this.deliveries(
+      'sync',
+      event.environmentId,
+      webhookIdFor(event.environmentId, 'sync', event.id),
+      destinations(settings, override),
+      body,
+      {
+        connectionId: event.connectionId,
+        providerConfigKey: event.providerConfigKey,
+      },
+    );
+  }
+
+  async planAsyncAction(event: AsyncActionEvent): Promise<NewDelivery[]> {
+    const override = await this.overrideOf(event.environmentId, event.providerConfigKey, event.connectionId);
+    const settings = await this.settings.forDelivery(event.environmentId, override !== null);
+    if (!settings || !settings.settings.on_async_action_completion) return [];
+    const body = {
+      from: 'nango',
+      type: 'async_action',
+      connectionId: event.connectionId,
+      providerConfigKey: event.providerConfigKey,
+      payload: { id: event.actionId, statusUrl: `/action/${event.actionId}` },
+    };
+    return this.deliveries(
+      'async_action',
+      event.environmentId,
+      webhookIdFor(event.environmentId, 'async_action', event.id),
+      destinations(settings, override),
+      body,
+      { connectionId: event.connectionId, providerConfigKey: event.providerConfigKey },
+    );
+  }
+
+  /** Parsed routing rules, memoised: every webhook of a provider carries the same few rules. */
+  private routingRules(raw: Record<string, unknown>[]): WebhookRoutingRule[] {
+    const key = JSON.stringify(raw);
+    let rules = this.parsedRouting.get(key);
+    if (!rules) {
+      rules = raw.flatMap((rule) => {
+        const result = WebhookRoutingRuleSchema.safeParse(rule);
+        return result.success ? [result.data] : [];
+      });
+      if (this.parsedRouting.size > 1000) this.parsedRouting.clear();
+      this.parsedRouting.set(key, rules);
+    }
+    return rules;
+  }
+
+  /** A connection's `webhook_url_override`, asked of the vault (sync and action events do not carry it). */
+  private async overrideOf(
+    environmentId: number,
+    providerConfigKey: string,
+    connectionId: string,
+  ): Promise<string | null> {
+    const found = await this.nats.request<MatchedConnection[]>(VAULT_SUBJECTS.match, {
+      environmentId,
+      providerConfigKey,
+      field: 'connection_id',
+      value: connectionId,
+    });
+    return found[0]?.webhookUrlOverride ?? null;
+  }
+
+  private deliveries(
+    type: WebhookEventType,
+    environmentId: number,
+    eventId: string,
+    urls: string[],
+    payload: unknown,
+    meta: { connectionId: string | null; providerConfigKey: string | null; headers?: Record<string, string> },
+  ): NewDelivery[] {
+    const body = serializeBody(payload);
+    if (urls.length === 0)
+      this.logger.debug(`no webhook URL for a ${type} event of environment ${environmentId}`);
+    return urls.map((url) => ({
+      environmentId,
+      eventId,
+      type,
+      url,
+      connectionId: meta.connectionId,
+      providerConfigKey: meta.providerConfigKey,
+      body,
+      headers: meta.headers ?? {},
+    }));
+  }
+}
+
+/** A connection's override replaces both environment URLs (so its webhooks never reach a shared endpoint). */
+function destinations(settings: DeliverySettings, override: string | null): string[] {
+  if (override) return [override];
+  const urls = [settings.settings.primary_url, settings.settings.secondary_url].filter(
+    (u): u is string => !!u,
+  );
+  return [...new Set(urls)];
+}

@@ -1,0 +1,206 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import {
+  asyncActionEventSchema,
+  authEventSchema,
+  EVENT_STREAM,
+  EVENT_SUBJECTS,
+  providerWebhookEventSchema,
+  syncEventSchema,
+} from '@switchboard/contracts';
+import { CryptoError } from '@switchboard/crypto';
+import { ensureEventStream, NATS_CONNECTION } from '@switchboard/messaging';
+import { HealthRegistry } from '@switchboard/service-kit';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  nanos,
+  type ConsumerMessages,
+  type JsMsg,
+  type NatsConnection,
+} from 'nats';
+import type { z } from 'zod';
+import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
+import { DeliveriesRepository, type NewDelivery } from '../delivery/deliveries.repository';
+import { Dispatcher } from '../delivery/dispatcher';
+import { EventPlanner } from './event-planner';
+
+interface Subscription<S extends z.ZodType> {
+  durable: string;
+  subject: string;
+  schema: S;
+  plan: (event: z.infer<S>) => Promise<NewDelivery[]>;
+}
+
+const MAX_IN_FLIGHT = 64;
+
+/**
+ * Reads the events the relay turns into deliveries, one durable JetStream consumer per subject (shared by
+ * every relay replica). A message is acknowledged only after its deliveries are committed to Postgres:
+ * a relay killed before that leaves the message unacknowledged, and JetStream hands it out again after
+ * the ack wait. Re-processing is harmless because a delivery is stored once per (webhook id, URL).
+ */
+@Injectable()
+export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('EventsConsumer');
+  private readonly running: ConsumerMessages[] = [];
+  private ready = false;
+  private inFlight = 0;
+  private readonly waiters: (() => void)[] = [];
+
+  constructor(
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly planner: EventPlanner,
+    private readonly repository: DeliveriesRepository,
+    private readonly dispatcher: Dispatcher,
+    private readonly health: HealthRegistry,
+    @Inject(WEBHOOK_RELAY_ENV) private readonly env: WebhookRelayEnv,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.health.register({
+      name: 'event-consumers',
+      readinessOnly: true,
+      check: async () =>
+        this.ready ? { ok: true } : { ok: false, detail: 'JetStream consumers not started' },
+    });
+    await ensureEventStream(this.nc);
+    const subscriptions: Subscription<z.ZodType>[] = [
+      this.subscription('webhook-relay-auth', EVENT_SUBJECTS.auth, authEventSchema, (e) =>
+        this.planner.planAuth(e),
+      ),
+      this.subscription(
+        'webhook-relay-provider-webhook',
+        EVENT_SUBJECTS.providerWebhook,
+        providerWebhookEventSchema,
+        (e) => this.planner.planProviderWebhook(e),
+      ),
+      this.subscription('webhook-relay-sync', EVENT_SUBJECTS.sync, syncEventSchema, (e) =>
+        this.planner.planSync(e),
+      ),
+      this.subscription(
+        'webhook-relay-async-action',
+        EVENT_SUBJECTS.asyncAction,
+        asyncActionEventSchema,
+        (e) => this.planner.planAsyncAction(e),
+      ),
+    ];
+    for (const subscription of subscriptions) await this.start(subscription);
+    this.ready = true;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    for (const messages of this.running) messages.stop();
+  }
+
+  /** Erases the event type once the schema and its handler are known to agree. */
+  private subscription<S extends z.ZodType>(
+    durable: string,
+    subject: string,
+    schema: S,
+    plan: (event: z.infer<S>) => Promise<NewDelivery[]>,
+  ): Subscription<z.ZodType> {
+    return { durable, subject, schema, plan: plan as (event: unknown) => Promise<NewDelivery[]> };
+  }
+
+  private async start<S extends z.ZodType>(subscription: Subscription<S>): Promise<void> {
+    const jsm = await this.nc.jetstreamManager();
+    const config = {
+      ack_policy: AckPolicy.Explicit,
+      ack_wait: nanos(this.env.SWITCHBOARD_WEBHOOK_ACK_WAIT),
+      // Messages waiting out a retry delay count as pending; keep room so they never starve new ones.
+      max_ack_pending: 20_000,
+    };
+    try {
+      const info = await jsm.consumers.info(EVENT_STREAM.name, subscription.durable);
+      if (info.config.ack_wait !== config.ack_wait)
+        await jsm.consumers.update(EVENT_STREAM.name, subscription.durable, config);
+    } catch {
+      try {
+        await jsm.consumers.add(EVENT_STREAM.name, {
+          ...config,
+          durable_name: subscription.durable,
+          filter_subject: subscription.subject,
+          // Events stored before the first relay ever started are delivered too.
+          deliver_policy: DeliverPolicy.All,
+        });
+      } catch (error) {
+        // Another replica created it meanwhile.
+        if (!/already (exists|in use)/i.test((error as Error).message)) throw error;
+      }
+    }
+    const consumer = await this.nc.jetstream().consumers.get(EVENT_STREAM.name, subscription.durable);
+    const messages = await consumer.consume({ max_messages: 256 });
+    this.running.push(messages);
+    void (async () => {
+      for await (const message of messages) {
+        await this.slot();
+        void this.handle(subscription, message).finally(() => this.release());
+      }
+    })().catch((error: unknown) =>
+      this.logger.error(`consumer ${subscription.durable} stopped: ${(error as Error).message}`),
+    );
+  }
+
+  private async handle<S extends z.ZodType>(subscription: Subscription<S>, message: JsMsg): Promise<void> {
+    let event: z.infer<S>;
+    try {
+      const parsed = subscription.schema.safeParse(message.json());
+      if (!parsed.success) throw new Error(parsed.error.message);
+      event = parsed.data;
+    } catch (error) {
+      // A malformed event will never become valid: drop it loudly rather than block the consumer.
+      this.logger.error(
+        `dropping a malformed ${subscription.subject} event: ${(error as Error).message.slice(0, 500)}`,
+      );
+      message.term();
+      return;
+    }
+    let reserved = 0;
+    try {
+      const deliveries = await subscription.plan(event);
+      reserved = this.dispatcher.reserve(deliveries.length) ? deliveries.length : 0;
+      const leased = await this.repository.insert(deliveries, reserved > 0 ? this.dispatcher.leaseMs : null);
+      message.ack();
+      this.dispatcher.dispatchLeased(leased, reserved);
+      reserved = 0;
+      if (leased.length < deliveries.length) this.dispatcher.kick();
+    } catch (error) {
+      if (reserved > 0) this.dispatcher.cancelReservation(reserved);
+      if (error instanceof CryptoError) {
+        // The environment's signing key cannot be read with this deployment's master keys: retrying
+        // cannot help, and waiting messages would hold back everyone else's.
+        this.logger.error(
+          `dropping a ${subscription.subject} event: its environment's signing key cannot be decrypted`,
+        );
+        message.term();
+        return;
+      }
+      const attempt = message.info.redeliveryCount;
+      const delay = Math.min(300_000, 1000 * 2 ** Math.min(attempt, 9));
+      this.logger.warn(
+        `${subscription.subject} event not processed (try ${attempt}), retrying in ${delay} ms: ${(error as Error).message}`,
+      );
+      message.nak(delay);
+    }
+  }
+
+  private async slot(): Promise<void> {
+    if (this.inFlight < MAX_IN_FLIGHT) {
+      this.inFlight += 1;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiters.push(resolve));
+    this.inFlight += 1;
+  }
+
+  private release(): void {
+    this.inFlight -= 1;
+    this.waiters.shift()?.();
+  }
+}

@@ -1,0 +1,373 @@
+import { createHmac } from 'node:crypto';
+import { loadCatalog, type WebhookDefinition } from '@switchboard/providers';
+import {
+  findHandshake,
+  handshakeReply,
+  parseBody,
+  routingLookups,
+  verifySignature,
+  type WebhookRequest,
+} from './provider-webhook';
+
+const catalog = loadCatalog();
+const webhookOf = (provider: string): WebhookDefinition => {
+  const definition = catalog.get(provider)?.webhook;
+  if (!definition) throw new Error(`${provider} has no webhook section`);
+  return definition;
+};
+
+function request(
+  body: string | Buffer,
+  headers: Record<string, string> = {},
+  url = 'https://sb.example/webhook/e/k',
+): WebhookRequest {
+  const rawBody = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+  return {
+    rawBody,
+    headers,
+    query: new URL(url).searchParams,
+    method: 'POST',
+    url,
+    parsed: parseBody(rawBody, headers['content-type']),
+  };
+}
+
+const hmac = (
+  algorithm: 'sha256' | 'sha1',
+  secret: string,
+  message: string | Buffer,
+  encoding: 'hex' | 'base64' = 'hex',
+) => createHmac(algorithm, secret).update(message).digest(encoding);
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+describe('verifySignature with the catalog recipes', () => {
+  it("accepts GitHub's documented test vector and refuses a one-byte change", () => {
+    const recipe = webhookOf('github').signature!;
+    const signature = 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17';
+    expect(
+      verifySignature(
+        recipe,
+        request('Hello, World!', { 'x-hub-signature-256': signature }),
+        "It's a Secret to Everybody",
+      ),
+    ).toEqual({ ok: true });
+    expect(
+      verifySignature(
+        recipe,
+        request('Hello, World?', { 'x-hub-signature-256': signature }),
+        "It's a Secret to Everybody",
+      ).ok,
+    ).toBe(false);
+    expect(verifySignature(recipe, request('Hello, World!', {}), "It's a Secret to Everybody")).toEqual({
+      ok: false,
+      reason: 'missing x-hub-signature-256 header',
+    });
+  });
+
+  it('checks the raw bytes: the same JSON re-serialised does not verify', () => {
+    const recipe = webhookOf('github').signature!;
+    const raw = '{ "action": "opened",  "number": 1 }';
+    const signature = `sha256=${hmac('sha256', 's3cret', raw)}`;
+    expect(verifySignature(recipe, request(raw, { 'x-hub-signature-256': signature }), 's3cret').ok).toBe(
+      true,
+    );
+    const reserialised = JSON.stringify(JSON.parse(raw));
+    expect(
+      verifySignature(recipe, request(reserialised, { 'x-hub-signature-256': signature }), 's3cret').ok,
+    ).toBe(false);
+  });
+
+  it('verifies non-UTF-8 bodies byte for byte', () => {
+    const recipe = webhookOf('github').signature!;
+    const raw = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x41]);
+    const signature = `sha256=${hmac('sha256', 's3cret', raw)}`;
+    expect(verifySignature(recipe, request(raw, { 'x-hub-signature-256': signature }), 's3cret').ok).toBe(
+      true,
+    );
+  });
+
+  it("checks Slack's v0 signature over v0:{timestamp}:{body} within five minutes", () => {
+    const recipe = webhookOf('slack').signature!;
+    const body = 'token=x&team_id=T1&event=y';
+    const sign = (ts: number) => `v0=${hmac('sha256', 'slack-signing', `v0:${ts}:${body}`)}`;
+    const at = nowSeconds();
+    const headers = (ts: number) => ({
+      'x-slack-request-timestamp': String(ts),
+      'x-slack-signature': sign(ts),
+    });
+    expect(verifySignature(recipe, request(body, headers(at)), 'slack-signing')).toEqual({ ok: true });
+    expect(verifySignature(recipe, request(body, headers(at - 301)), 'slack-signing')).toEqual({
+      ok: false,
+      reason: 'signature timestamp outside the tolerance',
+    });
+    // The timestamp is part of what is signed: moving it breaks the signature.
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'x-slack-request-timestamp': String(at - 1), 'x-slack-signature': sign(at) }),
+        'slack-signing',
+      ).ok,
+    ).toBe(false);
+  });
+
+  it("checks Stripe's t=,v1= header with a 300 s tolerance and accepts any one valid v1", () => {
+    const recipe = webhookOf('stripe').signature!;
+    const body = '{"id":"evt_1","type":"charge.succeeded","account":"acct_9"}';
+    const v1 = (t: number, secret = 'whsec_stripe') => hmac('sha256', secret, `${t}.${body}`);
+    const t = nowSeconds();
+    const ok = verifySignature(
+      recipe,
+      request(body, { 'stripe-signature': `t=${t},v1=${v1(t, 'old')},v1=${v1(t)},v0=zzz` }),
+      'whsec_stripe',
+    );
+    expect(ok).toEqual({ ok: true });
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'stripe-signature': `t=${t - 301},v1=${v1(t - 301)}` }),
+        'whsec_stripe',
+      ).ok,
+    ).toBe(false);
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'stripe-signature': `t=${t + 301},v1=${v1(t + 301)}` }),
+        'whsec_stripe',
+      ).ok,
+    ).toBe(false);
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'stripe-signature': `t=${t - 299},v1=${v1(t - 299)}` }),
+        'whsec_stripe',
+      ).ok,
+    ).toBe(true);
+    expect(verifySignature(recipe, request(body, { 'stripe-signature': `t=${t}` }), 'whsec_stripe')).toEqual({
+      ok: false,
+      reason: 'no signature in the header',
+    });
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'stripe-signature': `t=${t},v1=${v1(t).slice(0, 40)}` }),
+        'whsec_stripe',
+      ).ok,
+    ).toBe(false);
+  });
+
+  it("checks Shopify's base64 HMAC", () => {
+    const recipe = webhookOf('shopify').signature!;
+    const body = '{"id":1}';
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'x-shopify-hmac-sha256': hmac('sha256', 'shp', body, 'base64') }),
+        'shp',
+      ).ok,
+    ).toBe(true);
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'x-shopify-hmac-sha256': hmac('sha256', 'other', body, 'base64') }),
+        'shp',
+      ).ok,
+    ).toBe(false);
+  });
+
+  it("checks HubSpot's v3 signature over method, URL, body and millisecond timestamp", () => {
+    const recipe = webhookOf('hubspot').signature!;
+    const body = '[{"portalId":62515,"subscriptionType":"contact.creation"}]';
+    const url = 'https://sb.example/webhook/3f1c/hubspot?x=1';
+    const ts = String(Date.now());
+    const signature = hmac('sha256', 'client-secret', `POST${url}${body}${ts}`, 'base64');
+    const headers = { 'x-hubspot-signature-v3': signature, 'x-hubspot-request-timestamp': ts };
+    expect(verifySignature(recipe, request(body, headers, url), 'client-secret').ok).toBe(true);
+    expect(
+      verifySignature(
+        recipe,
+        request(body, headers, 'https://sb.example/webhook/3f1c/hubspot'),
+        'client-secret',
+      ).ok,
+    ).toBe(false);
+    const stale = String(Date.now() - 301_000);
+    const staleHeaders = {
+      'x-hubspot-signature-v3': hmac('sha256', 'client-secret', `POST${url}${body}${stale}`, 'base64'),
+      'x-hubspot-request-timestamp': stale,
+    };
+    expect(verifySignature(recipe, request(body, staleHeaders, url), 'client-secret').ok).toBe(false);
+  });
+
+  it("checks Zendesk's base64 HMAC over timestamp + body with an ISO timestamp", () => {
+    const recipe = webhookOf('zendesk').signature!;
+    const body = '{"type":"zen:event-type:ticket.created"}';
+    const ts = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const headers = {
+      'x-zendesk-webhook-signature': hmac('sha256', 'zd', `${ts}${body}`, 'base64'),
+      'x-zendesk-webhook-signature-timestamp': ts,
+    };
+    expect(verifySignature(recipe, request(body, headers), 'zd').ok).toBe(true);
+    expect(verifySignature(recipe, request(`${body} `, headers), 'zd').ok).toBe(false);
+  });
+
+  it("checks Intercom's sha1 signature with the client secret recipe", () => {
+    const recipe = webhookOf('intercom').signature!;
+    expect(recipe.secret).toBe('client_secret');
+    const body = '{"type":"notification_event","app_id":"abc"}';
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'x-hub-signature': `sha1=${hmac('sha1', 'ics', body)}` }),
+        'ics',
+      ).ok,
+    ).toBe(true);
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'x-hub-signature': `sha1=${hmac('sha256', 'ics', body)}` }),
+        'ics',
+      ).ok,
+    ).toBe(false);
+  });
+
+  it("checks Linear's signature and its body timestamp (one minute)", () => {
+    const recipe = webhookOf('linear').signature!;
+    const fresh = JSON.stringify({ action: 'create', organizationId: 'org-1', webhookTimestamp: Date.now() });
+    expect(
+      verifySignature(recipe, request(fresh, { 'linear-signature': hmac('sha256', 'lin', fresh) }), 'lin').ok,
+    ).toBe(true);
+    const old = JSON.stringify({
+      action: 'create',
+      organizationId: 'org-1',
+      webhookTimestamp: Date.now() - 61_000,
+    });
+    expect(
+      verifySignature(recipe, request(old, { 'linear-signature': hmac('sha256', 'lin', old) }), 'lin').ok,
+    ).toBe(false);
+  });
+
+  it('checks Jira and Notion sha256= signatures', () => {
+    const body = '{"webhookEvent":"jira:issue_created","user":{"accountId":"5b10"}}';
+    expect(
+      verifySignature(
+        webhookOf('jira').signature!,
+        request(body, { 'x-hub-signature': `sha256=${hmac('sha256', 'j', body)}` }),
+        'j',
+      ).ok,
+    ).toBe(true);
+    const notion = '{"type":"page.created","workspace_id":"ws-1"}';
+    expect(
+      verifySignature(
+        webhookOf('notion').signature!,
+        request(notion, { 'x-notion-signature': `sha256=${hmac('sha256', 'n', notion)}` }),
+        'n',
+      ).ok,
+    ).toBe(true);
+  });
+});
+
+describe('handshakes', () => {
+  it("answers Slack's url_verification with the challenge", () => {
+    const body = JSON.stringify({
+      token: 't',
+      challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P',
+      type: 'url_verification',
+    });
+    const req = request(body, { 'content-type': 'application/json' });
+    const handshake = findHandshake(webhookOf('slack'), req);
+    expect(handshake?.verify_signature).toBe(true);
+    expect(handshakeReply(handshake!, req)).toEqual({
+      status: 200,
+      contentType: 'text/plain; charset=utf-8',
+      body: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P',
+    });
+    expect(
+      findHandshake(webhookOf('slack'), request('{"type":"event_callback","team_id":"T1"}')),
+    ).toBeUndefined();
+  });
+
+  it("recognises Notion's unsigned verification request only when the token is the sole key", () => {
+    const handshake = findHandshake(webhookOf('notion'), request('{"verification_token":"secret_abc"}'));
+    expect(handshake).toMatchObject({ verify_signature: false, forward: true });
+    expect(
+      findHandshake(webhookOf('notion'), request('{"verification_token":"x","type":"page.created"}')),
+    ).toBeUndefined();
+  });
+});
+
+describe('routing lookups from the catalog', () => {
+  const lookups = (provider: string, body: string, headers: Record<string, string> = {}) =>
+    routingLookups(webhookOf(provider).routing ?? [], request(body, headers));
+
+  it.each([
+    [
+      'github-app',
+      '{"action":"opened","installation":{"id":4242}}',
+      {},
+      [{ field: 'connection_config.installation_id', value: '4242' }],
+    ],
+    [
+      'slack',
+      '{"type":"event_callback","team_id":"T0001"}',
+      {},
+      [{ field: 'connection_config.team.id', value: 'T0001' }],
+    ],
+    [
+      'slack',
+      `payload=${encodeURIComponent('{"type":"block_actions","team":{"id":"T0002"}}')}`,
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      [{ field: 'connection_config.team.id', value: 'T0002' }],
+    ],
+    [
+      'hubspot',
+      '[{"portalId":62515,"objectId":1},{"portalId":62515,"objectId":2},{"portalId":777,"objectId":3}]',
+      {},
+      [
+        { field: 'connection_config.portalId', value: '62515' },
+        { field: 'connection_config.portalId', value: '777' },
+      ],
+    ],
+    [
+      'stripe',
+      '{"id":"evt_1","account":"acct_123"}',
+      {},
+      [{ field: 'connection_config.stripe_user_id', value: 'acct_123' }],
+    ],
+    [
+      'linear',
+      '{"organizationId":"org-9"}',
+      {},
+      [{ field: 'connection_config.organizationId', value: 'org-9' }],
+    ],
+    [
+      'jira',
+      '{"webhookEvent":"jira:issue_updated","user":{"accountId":"5b10a"}}',
+      {},
+      [{ field: 'connection_config.accountId', value: '5b10a' }],
+    ],
+    [
+      'shopify',
+      '{"id":1}',
+      { 'x-shopify-shop-domain': 'acme-store.myshopify.com' },
+      [{ field: 'connection_config.subdomain', value: 'acme-store' }],
+    ],
+    [
+      'zendesk',
+      '{"type":"zen:event-type:ticket.created"}',
+      { 'x-zendesk-account-id': '123456' },
+      [
+        { field: 'connection_config.account_id', value: '123456' },
+        { field: 'metadata.account_id', value: '123456' },
+      ],
+    ],
+    ['intercom', '{"app_id":"ab12cd"}', {}, [{ field: 'connection_config.appId', value: 'ab12cd' }]],
+    ['notion', '{"workspace_id":"ws-7"}', {}, [{ field: 'connection_config.workspace_id', value: 'ws-7' }]],
+  ])('%s: %s', (provider, body, headers, expected) => {
+    expect(lookups(provider, body, headers)).toEqual(expected);
+  });
+
+  it('finds nothing to route by when the account id is absent (the webhook is then forwarded raw)', () => {
+    expect(lookups('github-app', '{"zen":"Design for failure."}')).toEqual([]);
+    expect(lookups('github', '{"zen":"Design for failure."}')).toEqual([]);
+  });
+});

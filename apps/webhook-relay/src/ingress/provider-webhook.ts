@@ -1,0 +1,235 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type {
+  WebhookDefinition,
+  WebhookHandshake,
+  WebhookRoutingRule,
+  WebhookSignature,
+  WebhookValueSource,
+} from '@switchboard/providers';
+
+/**
+ * The generic engine behind every provider's `webhook` catalog section: parse, locate values, verify a
+ * signature, recognise a handshake, find the routing values. Pure functions over one request.
+ */
+
+export interface WebhookRequest {
+  /** The exact bytes the provider sent: signatures are over these, never over re-serialised JSON. */
+  rawBody: Buffer;
+  /** Lower-case names. */
+  headers: Record<string, string>;
+  query: URLSearchParams;
+  method: string;
+  /** The public URL the provider called, with its query. */
+  url: string;
+  /** The parsed body (see parseBody). */
+  parsed: unknown;
+}
+
+/**
+ * JSON bodies become values; form bodies become an object of fields, and a field holding a JSON object or
+ * array is parsed too (Slack's interactivity sends `payload=<json>`). Anything else stays a string.
+ */
+export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
+  const text = raw.toString('utf8');
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  if (type === 'application/x-www-form-urlencoded') {
+    const fields: Record<string, unknown> = {};
+    for (const [key, value] of new URLSearchParams(text)) {
+      fields[key] = /^\s*[[{]/.test(value) ? (tryJson(value) ?? value) : value;
+    }
+    return fields;
+  }
+  if (text.trim() === '') return undefined;
+  // Providers are loose about the media type of JSON (text/plain, none at all): try JSON first.
+  const json = tryJson(text);
+  return json === undefined ? text : json;
+}
+
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every value at a source: several when a body path walks an array with `*`. Only scalars count. */
+export function valuesAt(
+  source: WebhookValueSource,
+  request: Pick<WebhookRequest, 'headers' | 'query' | 'parsed'>,
+): string[] {
+  if (source.from === 'header') {
+    const value = request.headers[source.path];
+    return value === undefined ? [] : [value];
+  }
+  if (source.from === 'query') return request.query.getAll(source.path);
+  let current: unknown[] = [request.parsed];
+  for (const segment of source.path.split('.')) {
+    const next: unknown[] = [];
+    for (const node of current) {
+      if (segment === '*') {
+        if (Array.isArray(node)) next.push(...(node as unknown[]));
+      } else if (node !== null && typeof node === 'object' && !Array.isArray(node)) {
+        if (Object.prototype.hasOwnProperty.call(node, segment))
+          next.push((node as Record<string, unknown>)[segment]);
+      } else if (Array.isArray(node) && /^\d+$/.test(segment)) {
+        const element = (node as unknown[])[Number(segment)];
+        if (element !== undefined) next.push(element);
+      }
+    }
+    current = next;
+  }
+  return current.flatMap((value) =>
+    typeof value === 'string'
+      ? [value]
+      : typeof value === 'number' || typeof value === 'boolean'
+        ? [String(value)]
+        : [],
+  );
+}
+
+export type SignatureVerdict = { ok: true } | { ok: false; reason: string };
+
+/** Checks the provider's signature with the integration's secret, in constant time, on the raw bytes. */
+export function verifySignature(
+  recipe: WebhookSignature,
+  request: WebhookRequest,
+  secret: string,
+  now: number = Date.now(),
+): SignatureVerdict {
+  const header = request.headers[recipe.header];
+  if (!header) return { ok: false, reason: `missing ${recipe.header} header` };
+
+  let received: string[];
+  let signatureParams: Map<string, string[]> | undefined;
+  if (recipe.scheme === 'key-value') {
+    signatureParams = new Map();
+    for (const part of header.split(',')) {
+      const eq = part.indexOf('=');
+      if (eq <= 0) continue;
+      const key = part.slice(0, eq).trim();
+      signatureParams.set(key, [...(signatureParams.get(key) ?? []), part.slice(eq + 1).trim()]);
+    }
+    received = signatureParams.get(recipe.signature_key ?? '') ?? [];
+  } else {
+    received = [header.trim()];
+  }
+  if (recipe.prefix) {
+    const prefix = recipe.prefix;
+    received = received.map((value) => (value.startsWith(prefix) ? value.slice(prefix.length) : value));
+  }
+  if (received.length === 0) return { ok: false, reason: 'no signature in the header' };
+
+  let timestamp = '';
+  if (recipe.timestamp) {
+    const ts = recipe.timestamp;
+    const raw =
+      ts.from === 'header'
+        ? request.headers[ts.name]
+        : ts.from === 'signature'
+          ? signatureParams?.get(ts.name)?.[0]
+          : valuesAt({ from: 'body', path: ts.name }, request)[0];
+    if (!raw) return { ok: false, reason: 'missing signature timestamp' };
+    const at =
+      ts.format === 'unix' ? Number(raw) * 1000 : ts.format === 'unix_ms' ? Number(raw) : Date.parse(raw);
+    if (!Number.isFinite(at)) return { ok: false, reason: 'malformed signature timestamp' };
+    if (Math.abs(now - at) > ts.tolerance_seconds * 1000)
+      return { ok: false, reason: 'signature timestamp outside the tolerance' };
+    timestamp = raw;
+  }
+
+  const message = signedPayload(recipe.payload, request, timestamp);
+  const expected = createHmac(recipe.algorithm === 'hmac-sha1' ? 'sha1' : 'sha256', secret)
+    .update(message)
+    .digest();
+  const matches = received.some((candidate) => {
+    const decoded = decodeDigest(candidate, recipe.encoding);
+    return decoded !== undefined && decoded.length === expected.length && timingSafeEqual(decoded, expected);
+  });
+  return matches ? { ok: true } : { ok: false, reason: 'signature mismatch' };
+}
+
+function decodeDigest(value: string, encoding: 'hex' | 'base64'): Buffer | undefined {
+  if (encoding === 'hex')
+    return /^[0-9a-fA-F]+$/.test(value) && value.length % 2 === 0 ? Buffer.from(value, 'hex') : undefined;
+  return /^[A-Za-z0-9+/_-]+={0,2}$/.test(value) ? Buffer.from(value, 'base64') : undefined;
+}
+
+/** The bytes a provider signed: the template with `{body}` as the raw bytes (never re-encoded). */
+export function signedPayload(template: string, request: WebhookRequest, timestamp: string): Buffer {
+  const parts: Buffer[] = [];
+  let last = 0;
+  for (const match of template.matchAll(/\{([^{}]*)\}/g)) {
+    parts.push(Buffer.from(template.slice(last, match.index), 'utf8'));
+    const token = match[1] ?? '';
+    if (token === 'body') parts.push(request.rawBody);
+    else if (token === 'timestamp') parts.push(Buffer.from(timestamp, 'utf8'));
+    else if (token === 'method') parts.push(Buffer.from(request.method, 'utf8'));
+    else if (token === 'url') parts.push(Buffer.from(request.url, 'utf8'));
+    else if (token.startsWith('header:'))
+      parts.push(Buffer.from(request.headers[token.slice('header:'.length)] ?? '', 'utf8'));
+    last = (match.index ?? 0) + match[0].length;
+  }
+  parts.push(Buffer.from(template.slice(last), 'utf8'));
+  return Buffer.concat(parts);
+}
+
+/** The first handshake whose condition holds. */
+export function findHandshake(
+  definition: WebhookDefinition | undefined,
+  request: WebhookRequest,
+): WebhookHandshake | undefined {
+  return definition?.handshakes?.find((handshake) => {
+    const values = valuesAt(handshake.when.value, request);
+    if (values.length === 0) return false;
+    if (handshake.when.equals !== undefined && !values.includes(handshake.when.equals)) return false;
+    if (handshake.when.sole_key) {
+      const parsed = request.parsed;
+      if (
+        parsed === null ||
+        typeof parsed !== 'object' ||
+        Array.isArray(parsed) ||
+        Object.keys(parsed).length !== 1
+      )
+        return false;
+    }
+    return true;
+  });
+}
+
+/** The answer to a handshake: status, media type and body. */
+export function handshakeReply(
+  handshake: WebhookHandshake,
+  request: WebhookRequest,
+): { status: number; contentType: string; body: string } {
+  const { respond } = handshake;
+  const echoed = respond.echo ? valuesAt(respond.echo, request)[0] : undefined;
+  if (respond.content_type === 'application/json') {
+    const body = echoed === undefined ? {} : respond.json_key ? { [respond.json_key]: echoed } : echoed;
+    return { status: respond.status, contentType: 'application/json', body: JSON.stringify(body) };
+  }
+  return { status: respond.status, contentType: 'text/plain; charset=utf-8', body: echoed ?? '' };
+}
+
+/** `{ field, value }` pairs to look connections up by; duplicates removed. */
+export function routingLookups(
+  rules: readonly WebhookRoutingRule[],
+  request: Pick<WebhookRequest, 'headers' | 'query' | 'parsed'>,
+) {
+  const seen = new Set<string>();
+  const lookups: { field: string; value: string }[] = [];
+  for (const rule of rules) {
+    for (let value of valuesAt(rule.value, request)) {
+      if (rule.strip_prefix && value.startsWith(rule.strip_prefix))
+        value = value.slice(rule.strip_prefix.length);
+      if (rule.strip_suffix && value.endsWith(rule.strip_suffix))
+        value = value.slice(0, -rule.strip_suffix.length);
+      if (value === '') continue;
+      const key = `${rule.match}\u0000${value}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      lookups.push({ field: rule.match, value });
+    }
+  }
+  return lookups;
+}

@@ -1,0 +1,387 @@
+/**
+ * `pnpm --filter bench run proxy`: one run, on this machine, of
+ *   1. a loopback upstream called directly,
+ *   2. a bare undici reverse proxy (hop-by-hop strip + credential header, nothing else),
+ *   3. the gateway + Switchboard proxy with a real integration and connection (key check, rate limit,
+ *      scope, signed caller, credential lookup, egress policy, header filtering),
+ * measuring latency at one request at a time, throughput at a fixed concurrency, and the memory growth
+ * of each proxy process during a 100 MB download. Prints the figures, the ratios and the targets.
+ *
+ * Needs the built services (`pnpm build`) and the same infrastructure variables as the tests
+ * (TEST_DATABASE_URL, TEST_NATS_URL, TEST_TEMPORAL_ADDRESS, TEST_REDIS_URL); see bench/README.md.
+ */
+import { execSync, fork, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import { join } from 'node:path';
+import { Pool, type Dispatcher } from 'undici';
+
+const args = new Map(
+  process.argv
+    .slice(2)
+    .filter((a) => a.startsWith('--'))
+    .map((a) => {
+      const [k, v] = a.slice(2).split('=');
+      return [k ?? '', v ?? 'true'] as const;
+    }),
+);
+const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const SETTINGS = {
+  reps: num('reps', 3),
+  warmupMs: num('warmup-ms', 2000),
+  latencyRequests: num('latency-requests', 10_000),
+  throughputMs: num('throughput-ms', 10_000),
+  concurrency: num('concurrency', 50),
+  bigBytes: num('big-mb', 100) * 1024 * 1024,
+  /** `--otel=off` runs gateway and proxy with OpenTelemetry disabled, to show what tracing costs. */
+  otel: args.get('otel') !== 'off',
+};
+
+const JSON_1KB = Buffer.from(
+  JSON.stringify({ data: Array.from({ length: 12 }, (_, i) => ({ id: i, name: `item-${i}`, email: `user${i}@example.com` })) }).padEnd(1024, ' '),
+);
+const PER_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+
+// ---- child roles ---------------------------------------------------------------------------
+
+function listen(server: ReturnType<typeof createServer>): void {
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => process.send?.({ port: (server.address() as AddressInfo).port }));
+}
+
+/** The provider: 1 KB JSON, or a 100 MB stream. */
+function runUpstream(): void {
+  const chunk = Buffer.alloc(64 * 1024, 0x61);
+  listen(
+    createServer((req, res) => {
+      if (req.url?.startsWith('/big')) {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(SETTINGS.bigBytes) });
+        let sent = 0;
+        const pump = () => {
+          while (sent < SETTINGS.bigBytes) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        return pump();
+      }
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(JSON_1KB.length), etag: '"b1"' });
+      res.end(JSON_1KB);
+    }),
+  );
+}
+
+/** The floor: what any reverse proxy must do (strip per-hop headers, add a credential, stream both ways). */
+function runBareProxy(upstream: string): void {
+  const pool = new Pool(upstream, { connections: 256, keepAliveTimeout: 60_000 });
+  const strip = (headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>) => {
+    const out: OutgoingHttpHeaders = {};
+    for (const [k, v] of Object.entries(headers)) if (v !== undefined && !PER_HOP.has(k)) out[k] = v;
+    return out;
+  };
+  listen(
+    createServer(async (req, res) => {
+      try {
+        const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+        const response = await pool.request({
+          path: req.url ?? '/',
+          method: req.method as Dispatcher.HttpMethod,
+          headers: { ...(strip(req.headers) as Record<string, string>), authorization: 'Bearer bench-token' },
+          body: hasBody ? req : null,
+        });
+        res.writeHead(response.statusCode, strip(response.headers));
+        // Plain pipe, as the Switchboard proxy does (stream.pipeline costs an AbortController per call).
+        response.body.on('error', () => res.destroy());
+        res.on('close', () => response.body.destroy());
+        response.body.pipe(res);
+      } catch {
+        if (!res.headersSent) res.writeHead(502);
+        res.end();
+      }
+    }),
+  );
+}
+
+// ---- measurement ---------------------------------------------------------------------------
+
+interface Target {
+  name: string;
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  /** Processes whose memory a 100 MB download must not grow much, and whose CPU is counted. */
+  pids: number[];
+  labels?: string[];
+}
+
+interface LatencyResult {
+  p50: number;
+  p90: number;
+  p99: number;
+  p999: number;
+  max: number;
+  errors: number;
+}
+
+const percentile = (sorted: Float64Array, p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+
+async function once(pool: Pool, target: Target, path = target.path): Promise<number> {
+  const response = await pool.request({ path, method: 'GET', headers: target.headers });
+  for await (const _ of response.body) {
+    // read the whole body, as a client would
+  }
+  return response.statusCode;
+}
+
+/** One request at a time; latency in microseconds. */
+async function latency(target: Target, requests: number): Promise<LatencyResult> {
+  const pool = new Pool(target.origin, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 });
+  const samples = new Float64Array(requests);
+  let errors = 0;
+  for (let i = 0; i < requests; i++) {
+    const start = process.hrtime.bigint();
+    const status = await once(pool, target);
+    samples[i] = Number(process.hrtime.bigint() - start) / 1000;
+    if (status !== 200) errors++;
+  }
+  await pool.close();
+  samples.sort();
+  return { p50: percentile(samples, 50), p90: percentile(samples, 90), p99: percentile(samples, 99), p999: percentile(samples, 99.9), max: samples[samples.length - 1] ?? 0, errors };
+}
+
+/** `concurrency` requests in flight for `durationMs`; requests per second and latency. */
+async function throughput(target: Target, concurrency: number, durationMs: number): Promise<{ rps: number; cpuPerRequest: number; cpuSplit: string } & LatencyResult> {
+  const pool = new Pool(target.origin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
+  const perPidBefore = target.pids.map(cpuMicros);
+  const cpuBefore = perPidBefore.reduce((n, v) => n + v, 0);
+  const samples: number[] = [];
+  let errors = 0;
+  const started = Date.now();
+  const stopAt = started + durationMs;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (Date.now() < stopAt) {
+        const t0 = process.hrtime.bigint();
+        const status = await once(pool, target).catch(() => 0);
+        samples.push(Number(process.hrtime.bigint() - t0) / 1000);
+        if (status !== 200) errors++;
+      }
+    }),
+  );
+  const elapsed = Date.now() - started;
+  const cpuUsed = target.pids.reduce((n, pid) => n + cpuMicros(pid), 0) - cpuBefore;
+  const split = target.pids.map((pid, i) => `${target.labels?.[i] ?? pid} ${((cpuMicros(pid) - (perPidBefore[i] ?? 0)) / Math.max(1, samples.length)).toFixed(0)} µs`).join(', ');
+  await pool.close();
+  const sorted = Float64Array.from(samples).sort();
+  return {
+    rps: (samples.length / elapsed) * 1000,
+    cpuPerRequest: cpuUsed / Math.max(1, samples.length),
+    cpuSplit: split,
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    p999: percentile(sorted, 99.9),
+    max: sorted[sorted.length - 1] ?? 0,
+    errors,
+  };
+}
+
+/** CPU time (user + system) a process has used so far, in microseconds (Linux, 100 ticks/s). */
+const cpuMicros = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+};
+
+const rss = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+
+/** Downloads the big body through the target while sampling the RSS of its processes. */
+async function download(target: Target): Promise<{ seconds: number; growthMb: Record<number, number> }> {
+  const pool = new Pool(target.origin, { connections: 1 });
+  const base = new Map(target.pids.map((pid) => [pid, rss(pid)]));
+  const peak = new Map(base);
+  const sampler = setInterval(() => {
+    for (const pid of target.pids) peak.set(pid, Math.max(peak.get(pid) ?? 0, rss(pid)));
+  }, 20);
+  const started = Date.now();
+  const status = await once(pool, target, target.path.replace(/json$/, 'big'));
+  clearInterval(sampler);
+  await pool.close();
+  if (status !== 200) throw new Error(`download through ${target.name} answered ${status}`);
+  const growthMb: Record<number, number> = {};
+  for (const pid of target.pids) growthMb[pid] = ((peak.get(pid) ?? 0) - (base.get(pid) ?? 0)) / 1024 / 1024;
+  return { seconds: (Date.now() - started) / 1000, growthMb };
+}
+
+// ---- orchestration -------------------------------------------------------------------------
+
+function child(role: string, ...extra: string[]): Promise<{ process: ChildProcess; port: number }> {
+  return new Promise((resolve, reject) => {
+    const proc = fork(__filename, [role, ...extra, `--big-mb=${SETTINGS.bigBytes / 1024 / 1024}`], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    proc.once('message', (m: { port: number }) => resolve({ process: proc, port: m.port }));
+    proc.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
+  });
+}
+
+async function api(base: string, key: string, method: string, path: string, body: unknown): Promise<void> {
+  const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (res.status >= 300) throw new Error(`${method} ${path} answered ${res.status}: ${await res.text()}`);
+}
+
+const median = (values: number[]) => {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? 0;
+};
+const us = (v: number) => `${v.toFixed(0)} µs`;
+
+async function main(): Promise<void> {
+  const { startStack, freePort } = await import('@switchboard/testing');
+  const upstream = await child('upstream');
+  const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+  const bare = await child('bare', upstreamUrl);
+
+  const providersFile = join(os.tmpdir(), `switchboard-bench-providers-${process.pid}.json`);
+  writeFileSync(
+    providersFile,
+    JSON.stringify({
+      'bench-upstream': {
+        display_name: 'Bench upstream',
+        categories: ['dev-tools'],
+        docs: 'https://example.com/docs',
+        auth_mode: 'OAUTH2',
+        authorization_url: '${connectionConfig.origin}/authorize',
+        token_url: '${connectionConfig.origin}/token',
+        proxy: { base_url: '${connectionConfig.origin}' },
+        connection_config: { origin: { type: 'string', title: 'Origin' } },
+      },
+    }),
+  );
+  console.log('starting the Switchboard stack...');
+  const stack = await startStack({
+    env: { SWITCHBOARD_PROVIDERS_FILE: providersFile, SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000', LOG_LEVEL: 'warn' },
+    serviceEnv: {
+      proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1', ...(SETTINGS.otel ? {} : { OTEL_SDK_DISABLED: 'true' }) },
+      gateway: SETTINGS.otel ? {} : { OTEL_SDK_DISABLED: 'true' },
+      'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
+    },
+    readyTimeoutMs: 180_000,
+  });
+  const results: Record<string, { latency: LatencyResult[]; throughput: ({ rps: number; cpuPerRequest: number; cpuSplit: string } & LatencyResult)[] }> = {};
+  try {
+    await api(stack.gatewayUrl, stack.secretKey, 'POST', '/integrations', {
+      provider: 'bench-upstream',
+      unique_key: 'bench',
+      credentials: { type: 'OAUTH2', client_id: 'bench', client_secret: 'bench-secret' },
+    });
+    await api(stack.gatewayUrl, stack.secretKey, 'POST', '/connections', {
+      provider_config_key: 'bench',
+      connection_id: 'bench-1',
+      credentials: { type: 'OAUTH2', access_token: 'bench-token' },
+      connection_config: { origin: upstreamUrl },
+    });
+
+    const targets: Target[] = [
+      { name: 'direct', origin: upstreamUrl, path: '/json', headers: {}, pids: [upstream.process.pid!] },
+      { name: 'bare undici proxy', origin: `http://127.0.0.1:${bare.port}`, path: '/json', headers: {}, pids: [bare.process.pid!] },
+      {
+        name: 'gateway + Switchboard proxy',
+        origin: stack.gatewayUrl,
+        path: '/proxy/json',
+        headers: { authorization: `Bearer ${stack.secretKey}`, 'provider-config-key': 'bench', 'connection-id': 'bench-1' },
+        pids: [stack.services.gateway.process.pid!, stack.services.proxy.process.pid!],
+        labels: ['gateway', 'proxy'],
+      },
+    ];
+    for (const t of targets) results[t.name] = { latency: [], throughput: [] };
+
+    for (let rep = 1; rep <= SETTINGS.reps; rep++) {
+      for (const target of targets) {
+        const warmEnd = Date.now() + SETTINGS.warmupMs;
+        const warm = new Pool(target.origin, { connections: SETTINGS.concurrency });
+        while (Date.now() < warmEnd) await Promise.all(Array.from({ length: 10 }, () => once(warm, target)));
+        await warm.close();
+        const lat = await latency(target, SETTINGS.latencyRequests);
+        const thr = await throughput(target, SETTINGS.concurrency, SETTINGS.throughputMs);
+        results[target.name]!.latency.push(lat);
+        results[target.name]!.throughput.push(thr);
+        console.log(
+          `rep ${rep} ${target.name.padEnd(28)} c=1 p50 ${us(lat.p50)} p99 ${us(lat.p99)} | c=${SETTINGS.concurrency} ${thr.rps.toFixed(0)} req/s p99 ${us(thr.p99)} cpu/req ${us(thr.cpuPerRequest)} (${thr.cpuSplit})` +
+            (lat.errors + thr.errors ? ` | ${lat.errors + thr.errors} errors` : ''),
+        );
+      }
+    }
+
+    const summary = Object.fromEntries(
+      targets.map((t) => {
+        const r = results[t.name]!;
+        return [
+          t.name,
+          {
+            p50: median(r.latency.map((l) => l.p50)),
+            p99: Math.max(...r.latency.map((l) => l.p99)),
+            p999: Math.max(...r.latency.map((l) => l.p999)),
+            rps: median(r.throughput.map((x) => x.rps)),
+            loadP99: Math.max(...r.throughput.map((x) => x.p99)),
+            cpu: median(r.throughput.map((x) => x.cpuPerRequest)),
+            errors: [...r.latency, ...r.throughput].reduce((n, x) => n + x.errors, 0),
+          },
+        ];
+      }),
+    );
+    const direct = summary['direct']!;
+    const bareS = summary['bare undici proxy']!;
+    const sb = summary['gateway + Switchboard proxy']!;
+
+    const downloads: string[] = [];
+    for (const target of targets.slice(1)) {
+      const d = await download(target);
+      const growth = Object.entries(d.growthMb).map(([pid, mb]) => `${pid === String(stack.services.gateway.process.pid) ? 'gateway' : pid === String(stack.services.proxy.process.pid) ? 'proxy' : 'bare'} +${mb.toFixed(1)} MB`);
+      downloads.push(`${target.name}: ${SETTINGS.bigBytes / 1024 / 1024} MB in ${d.seconds.toFixed(2)} s, RSS ${growth.join(', ')}`);
+      if (target.name.startsWith('gateway')) (sb as Record<string, unknown>).growth = Math.max(...Object.values(d.growthMb));
+    }
+
+    let sha = 'unknown';
+    try {
+      sha = execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
+    } catch {
+      // not a git checkout
+    }
+    const lines = [
+      '',
+      `date ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? 'cpu'} × ${os.cpus().length} | ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB | node ${process.version} | ${os.platform()} ${os.release()} | git ${sha}`,
+      `settings: ${SETTINGS.reps} reps, warm-up ${SETTINGS.warmupMs} ms, ${SETTINGS.latencyRequests} requests at c=1, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency}, 1 KB JSON, OpenTelemetry ${SETTINGS.otel ? 'on (no exporter)' : 'off'}`,
+      '',
+      '| target | c=1 p50 | c=1 p99 | c=1 p99.9 | req/s at c=' + SETTINGS.concurrency + ' | p99 at c=' + SETTINGS.concurrency + ' | CPU per request (its processes) | errors |',
+      '|---|---|---|---|---|---|---|---|',
+      ...targets.map((t) => {
+        const s = summary[t.name]!;
+        return `| ${t.name} | ${us(s.p50)} | ${us(s.p99)} | ${us(s.p999)} | ${s.rps.toFixed(0)} | ${us(s.loadP99)} | ${us(s.cpu)} | ${s.errors} |`;
+      }),
+      '',
+      `added latency vs direct: p50 +${us(sb.p50 - direct.p50)} (target ≤ +500 µs: ${sb.p50 - direct.p50 <= 500 ? 'met' : 'MISSED'}), p99 +${us(sb.p99 - direct.p99)} (target ≤ +3000 µs: ${sb.p99 - direct.p99 <= 3000 ? 'met' : 'MISSED'})`,
+      `added latency vs bare proxy: p50 +${us(sb.p50 - bareS.p50)}, p99 +${us(sb.p99 - bareS.p99)}; bare proxy vs direct: p50 +${us(bareS.p50 - direct.p50)}`,
+      `throughput: Switchboard / bare = ${(sb.rps / bareS.rps).toFixed(2)} (target ≥ 0.70: ${sb.rps / bareS.rps >= 0.7 ? 'met' : 'MISSED'}); bare / direct = ${(bareS.rps / direct.rps).toFixed(2)}`,
+      ...downloads,
+      `memory growth through gateway + proxy: ${((sb as Record<string, unknown>).growth as number).toFixed(1)} MB max per process (target ≤ 50 MB: ${((sb as Record<string, unknown>).growth as number) <= 50 ? 'met' : 'MISSED'})`,
+    ];
+    console.log(lines.join('\n'));
+  } finally {
+    await stack.stop();
+    upstream.process.kill();
+    bare.process.kill();
+  }
+}
+
+const role = process.argv[2];
+if (role === 'upstream') runUpstream();
+else if (role === 'bare') runBareProxy(process.argv[3] ?? '');
+else
+  main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );

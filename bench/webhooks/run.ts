@@ -1,0 +1,196 @@
+/**
+ * `pnpm --filter bench run webhooks`: provider webhook in → signed delivery out, end to end, on this
+ * machine. A Linear webhook (signed with the integration's secret, routed to a connection by its
+ * `organizationId`) is POSTed to the gateway at a fixed open-loop rate; a receiver on loopback checks
+ * each delivery's `X-Nango-Hmac-Sha256` and records when it arrived. Prints p50/p90/p99/max of
+ * (delivery received − webhook sent) and of the provider's own 2xx, against the targets of
+ * reliability.md §2.4 (p50 ≤ 10 ms, p99 ≤ 50 ms at 200 events/s).
+ *
+ * Needs the built services (`pnpm build`) and the test infrastructure variables (TEST_DATABASE_URL,
+ * TEST_NATS_URL, TEST_TEMPORAL_ADDRESS, TEST_REDIS_URL); see bench/README.md.
+ * Flags: --rate=200 --seconds=20 --warmup-seconds=3
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import { execSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import { startStack } from '@switchboard/testing';
+import { Pool } from 'undici';
+
+const args = new Map(
+  process.argv
+    .slice(2)
+    .filter((a) => a.startsWith('--'))
+    .map((a) => {
+      const [k, v] = a.slice(2).split('=');
+      return [k ?? '', v ?? 'true'] as const;
+    }),
+);
+const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const RATE = num('rate', 200);
+const SECONDS = num('seconds', 20);
+const WARMUP_SECONDS = num('warmup-seconds', 3);
+const SECRET = `bench-${randomUUID()}`;
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+
+async function main(): Promise<void> {
+  // ---- receiver: verifies and timestamps every delivery ----
+  let signingKey = '';
+  const arrivals = new Map<string, number>();
+  let badSignatures = 0;
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = performance.now();
+      const body = Buffer.concat(chunks).toString('utf8');
+      const expected = createHmac('sha256', signingKey).update(body).digest('hex');
+      if (req.headers['x-nango-hmac-sha256'] !== expected) badSignatures++;
+      const parsed = JSON.parse(body) as { type?: string; payload?: { data?: { benchId?: string } } };
+      const id = parsed.payload?.data?.benchId;
+      if (parsed.type === 'forward' && id && !arrivals.has(id)) arrivals.set(id, at);
+      res.writeHead(200).end();
+    });
+  });
+  receiver.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+
+  const stack = await startStack({
+    env: { LOG_LEVEL: 'warn', SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000' },
+    serviceEnv: {
+      'webhook-relay': {
+        SWITCHBOARD_EGRESS_ALLOWED_CIDRS: '127.0.0.1/32',
+        ...(process.env.BENCH_RELAY_NODE_OPTIONS
+          ? { NODE_OPTIONS: process.env.BENCH_RELAY_NODE_OPTIONS }
+          : {}),
+      },
+    },
+  });
+  const gateway = new Pool(stack.gatewayUrl, { connections: 64, keepAliveTimeout: 60_000 });
+  const api = async (method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown) => {
+    const res = await gateway.request({
+      method,
+      path,
+      headers: { authorization: `Bearer ${stack.secretKey}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await res.body.json()) as Record<string, unknown>;
+    if (res.statusCode >= 300)
+      throw new Error(`${method} ${path}: ${res.statusCode} ${JSON.stringify(json)}`);
+    return json;
+  };
+
+  try {
+    const env = (await api('PATCH', '/environment', {
+      webhook_settings: { primary_url: `${receiverUrl}/hook` },
+    })) as {
+      data: { webhook_signing_key: string };
+    };
+    signingKey = env.data.webhook_signing_key;
+    await api('POST', '/integrations', {
+      provider: 'linear',
+      unique_key: 'linear',
+      credentials: { type: 'OAUTH2', client_id: 'bench', client_secret: 'bench', webhook_secret: SECRET },
+    });
+    await api('POST', '/connections', {
+      provider_config_key: 'linear',
+      connection_id: 'bench-connection',
+      credentials: { type: 'OAUTH2', access_token: 'bench' },
+      connection_config: { organizationId: 'org-bench' },
+    });
+
+    const sent = new Map<string, number>();
+    const acks: number[] = [];
+    let non2xx = 0;
+    const send = async (benchId: string) => {
+      const body = JSON.stringify({
+        action: 'update',
+        type: 'Issue',
+        organizationId: 'org-bench',
+        webhookTimestamp: Date.now(),
+        data: { benchId, title: 'Benchmark issue', description: 'x'.repeat(600) },
+      });
+      const started = performance.now();
+      sent.set(benchId, started);
+      const res = await gateway.request({
+        method: 'POST',
+        path: `/webhook/${stack.environmentUuid}/linear`,
+        headers: {
+          'content-type': 'application/json',
+          'linear-signature': createHmac('sha256', SECRET).update(body).digest('hex'),
+          'linear-delivery': benchId,
+        },
+        body,
+      });
+      await res.body.dump();
+      acks.push(performance.now() - started);
+      if (res.statusCode !== 200) non2xx++;
+    };
+
+    const run = async (seconds: number, label: string) => {
+      const total = Math.round(RATE * seconds);
+      const ids: string[] = [];
+      const start = performance.now();
+      const inflight: Promise<void>[] = [];
+      for (let i = 0; i < total; i++) {
+        const due = start + (i * 1000) / RATE;
+        const wait = due - performance.now();
+        if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+        const id = `${label}-${i}`;
+        ids.push(id);
+        inflight.push(send(id));
+      }
+      await Promise.all(inflight);
+      const deadline = performance.now() + 30_000;
+      while (ids.some((id) => !arrivals.has(id)) && performance.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      return ids;
+    };
+
+    await run(WARMUP_SECONDS, 'warmup');
+    acks.length = 0;
+    non2xx = 0;
+    const ids = await run(SECONDS, 'measure');
+    const latencies = ids.flatMap((id) => {
+      const at = arrivals.get(id);
+      const from = sent.get(id);
+      return at !== undefined && from !== undefined ? [at - from] : [];
+    });
+    latencies.sort((a, b) => a - b);
+    acks.sort((a, b) => a - b);
+
+    let sha = 'unknown';
+    try {
+      sha = execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
+    } catch {
+      // not a git checkout
+    }
+    const p50 = percentile(latencies, 50);
+    const p99 = percentile(latencies, 99);
+    const lines = [
+      `webhooks bench — ${new Date().toISOString()}, git ${sha}, node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'})`,
+      `rate ${RATE} events/s for ${SECONDS} s (after ${WARMUP_SECONDS} s warm-up): ${ids.length} sent, ${latencies.length} delivered, ${non2xx} non-200 answers, ${badSignatures} bad signatures`,
+      `provider webhook in → signed delivery at the receiver: p50 ${fmt(p50)}, p90 ${fmt(percentile(latencies, 90))}, p99 ${fmt(p99)}, max ${fmt(latencies.at(-1) ?? NaN)}`,
+      `provider's 2xx (stored on JetStream): p50 ${fmt(percentile(acks, 50))}, p99 ${fmt(percentile(acks, 99))}`,
+      `targets p50 ≤ 10 ms: ${p50 <= 10 ? 'met' : 'MISSED'}; p99 ≤ 50 ms: ${p99 <= 50 ? 'met' : 'MISSED'}`,
+    ];
+    for (const line of lines) process.stdout.write(`${line}\n`);
+    if (latencies.length !== ids.length) process.exitCode = 1;
+  } finally {
+    await gateway.close();
+    await stack.stop();
+    receiver.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

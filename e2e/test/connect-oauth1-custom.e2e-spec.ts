@@ -1,0 +1,563 @@
+import {
+  createHmac,
+  generateKeyPairSync,
+  randomBytes,
+  randomUUID,
+  timingSafeEqual,
+  verify,
+} from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, request as httpsRequest, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Nango } from '@nangohq/node';
+import { startStack, type Stack } from '@switchboard/testing';
+import { makeLoopbackCertificate } from './support/connect-fakes';
+import { call } from './support/http';
+
+/**
+ * The two redirect flows that need more than one provider call, through the real connect flow:
+ * OAuth 1.0a three-legged (request token → authorize → access token) and GitHub App OAuth (CUSTOM: a user
+ * token from the OAuth code plus an installation token from a signed app JWT). The fake provider checks
+ * every OAuth 1.0a signature itself from RFC 5849 §3.4 and every app JWT with the app's public key, so a
+ * signing mistake on our side cannot be mirrored by the fake.
+ */
+
+const enc = (value: string) =>
+  encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+function parseOAuthHeader(value: string | undefined): Record<string, string> | undefined {
+  if (!value?.startsWith('OAuth ')) return undefined;
+  const out: Record<string, string> = {};
+  for (const part of value.slice('OAuth '.length).split(',')) {
+    const match = /^\s*([^=\s]+)="([^"]*)"\s*$/.exec(part);
+    if (!match) return undefined;
+    out[decodeURIComponent(match[1]!)] = decodeURIComponent(match[2]!);
+  }
+  return out;
+}
+
+interface Fake {
+  url: string;
+  caFile: string;
+  consumerKey: string;
+  consumerSecret: string;
+  clientId: string;
+  clientSecret: string;
+  appId: string;
+  installationId: string;
+  /** Every signed OAuth 1.0a call: the path and whether its signature verified. */
+  oauth1Calls: { path: string; signature: 'valid' | string; outcome: string }[];
+  /** The oauth_callback each request-token call asked for. */
+  oauth1Callbacks: string[];
+  oauth1AccessTokens: { token: string; secret: string }[];
+  userTokens: string[];
+  installationTokens: string[];
+  /** Problems found with app JWTs or user-token requests (empty when everything was signed right). */
+  rejected: string[];
+  setGatewayCallback(url: string, appPublicKey: string): void;
+  get(url: URL): Promise<{ status: number; location: string | undefined }>;
+  stop(): Promise<void>;
+}
+
+async function startFake(): Promise<Fake> {
+  const { keyFile, certFile } = makeLoopbackCertificate();
+  const consumerKey = `ck-${randomBytes(4).toString('hex')}`;
+  const consumerSecret = `cs-${randomBytes(12).toString('hex')}`;
+  const clientId = `Iv1.${randomBytes(6).toString('hex')}`;
+  const clientSecret = `ghsecret-${randomBytes(12).toString('hex')}`;
+  const appId = String(100_000 + Math.floor(Math.random() * 800_000));
+  const installationId = '777001';
+  const temporary = new Map<string, { secret: string; callback: string; verifier?: string }>();
+  const nonces = new Set<string>();
+  const codes = new Map<string, string>();
+  const fake = {
+    oauth1Calls: [] as Fake['oauth1Calls'],
+    oauth1Callbacks: [] as string[],
+    oauth1AccessTokens: [] as Fake['oauth1AccessTokens'],
+    userTokens: [] as string[],
+    installationTokens: [] as string[],
+    rejected: [] as string[],
+  };
+  let gatewayCallback = '';
+  let appPublicKey = '';
+
+  const send = (res: ServerResponse, status: number, type: string, body: string) => {
+    res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+    res.end(body);
+  };
+  const form = (res: ServerResponse, status: number, body: string) =>
+    send(res, status, 'application/x-www-form-urlencoded', body);
+  const json = (res: ServerResponse, status: number, body: unknown) =>
+    send(res, status, 'application/json', JSON.stringify(body));
+
+  /** RFC 5849 §3.4.1 base string and §3.4.2 HMAC-SHA1, plus timestamp and nonce (§3.3). */
+  const checkSignature = (
+    method: string,
+    url: URL,
+    header: Record<string, string>,
+    tokenSecret: string,
+  ): string | undefined => {
+    if (header['oauth_consumer_key'] !== consumerKey) return 'consumer_key_unknown';
+    if (header['oauth_signature_method'] !== 'HMAC-SHA1') return 'signature_method_rejected';
+    if (header['oauth_version'] !== undefined && header['oauth_version'] !== '1.0') return 'version_rejected';
+    const timestamp = Number(header['oauth_timestamp']);
+    if (!Number.isInteger(timestamp) || Math.abs(Date.now() / 1000 - timestamp) > 300)
+      return 'timestamp_refused';
+    const nonce = `${header['oauth_timestamp']}:${header['oauth_nonce']}`;
+    if (!header['oauth_nonce'] || nonces.has(nonce)) return 'nonce_used';
+    nonces.add(nonce);
+    const params = [
+      ...url.searchParams,
+      ...Object.entries(header).filter(([key]) => key !== 'oauth_signature' && key !== 'realm'),
+    ]
+      .map(([k, v]) => [enc(k), enc(v)] as const)
+      .sort(([ak, av], [bk, bv]) => (ak === bk ? (av < bv ? -1 : av > bv ? 1 : 0) : ak < bk ? -1 : 1))
+      .map(([k, v]) => `${k}=${v}`)
+      .join('&');
+    const base = `${method.toUpperCase()}&${enc(`${url.protocol}//${url.host.toLowerCase()}${url.pathname}`)}&${enc(params)}`;
+    const expected = createHmac('sha1', `${enc(consumerSecret)}&${enc(tokenSecret)}`)
+      .update(base)
+      .digest('base64');
+    const got = header['oauth_signature'] ?? '';
+    return expected.length === got.length && timingSafeEqual(Buffer.from(expected), Buffer.from(got))
+      ? undefined
+      : 'signature_invalid';
+  };
+
+  /** An RS256 app JWT signed by the app's private key, issued by the app, valid now and for at most 10 minutes. */
+  const jwtProblem = (authorization: string | undefined): string | undefined => {
+    const jwt = /^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '';
+    const [header, payload, signature] = jwt.split('.');
+    if (!header || !payload || !signature) return 'not a JWT';
+    if (
+      !verify(
+        'sha256',
+        Buffer.from(`${header}.${payload}`),
+        appPublicKey,
+        Buffer.from(signature, 'base64url'),
+      )
+    )
+      return 'bad JWT signature';
+    const head = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { alg?: string };
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
+      iss?: unknown;
+      iat?: number;
+      exp?: number;
+    };
+    const now = Date.now() / 1000;
+    if (head.alg !== 'RS256') return `alg ${head.alg}`;
+    if (String(claims.iss) !== appId) return `iss ${String(claims.iss)}`;
+    if (
+      !claims.exp ||
+      !claims.iat ||
+      claims.exp <= now ||
+      claims.iat > now + 5 ||
+      claims.exp - claims.iat > 11 * 60
+    )
+      return 'JWT times';
+    return undefined;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', `https://${req.headers.host ?? '127.0.0.1'}`);
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+
+    // OAuth 1.0a: the end user "approves" at once, and the browser goes back with a verifier.
+    if (req.method === 'GET' && url.pathname === '/o1/authorize') {
+      const pending = temporary.get(url.searchParams.get('oauth_token') ?? '');
+      if (!pending) return form(res, 400, 'oauth_problem=token_rejected');
+      pending.verifier = `v-${randomBytes(8).toString('hex')}`;
+      const back = new URL(pending.callback);
+      back.searchParams.set('oauth_token', url.searchParams.get('oauth_token')!);
+      back.searchParams.set('oauth_verifier', pending.verifier);
+      res.writeHead(302, { location: back.toString() });
+      return res.end();
+    }
+    if (
+      req.method === 'POST' &&
+      (url.pathname === '/o1/request_token' || url.pathname === '/o1/access_token')
+    ) {
+      const header = parseOAuthHeader(req.headers.authorization);
+      if (!header) {
+        fake.oauth1Calls.push({ path: url.pathname, signature: 'absent', outcome: 'refused' });
+        return form(res, 401, 'oauth_problem=parameter_absent');
+      }
+      const token = header['oauth_token'];
+      const tokenSecret = token ? temporary.get(token)?.secret : '';
+      if (tokenSecret === undefined) {
+        fake.oauth1Calls.push({ path: url.pathname, signature: 'token_rejected', outcome: 'refused' });
+        return form(res, 401, 'oauth_problem=token_rejected');
+      }
+      const problem = checkSignature(req.method, url, header, tokenSecret);
+      const record = (outcome: string) =>
+        fake.oauth1Calls.push({ path: url.pathname, signature: problem ?? 'valid', outcome });
+      if (problem) {
+        record('refused');
+        return form(res, 401, `oauth_problem=${problem}`);
+      }
+      if (url.pathname === '/o1/request_token') {
+        if (token) {
+          record('refused');
+          return form(res, 400, 'oauth_problem=token_not_expected');
+        }
+        const key = `rt-${randomBytes(6).toString('hex')}`;
+        const secret = `rts-${randomBytes(6).toString('hex')}`;
+        temporary.set(key, { secret, callback: header['oauth_callback'] ?? '' });
+        fake.oauth1Callbacks.push(header['oauth_callback'] ?? '');
+        record('issued');
+        return form(
+          res,
+          200,
+          `oauth_token=${key}&oauth_token_secret=${secret}&oauth_callback_confirmed=true`,
+        );
+      }
+      const pending = token ? temporary.get(token) : undefined;
+      if (!pending?.verifier || pending.verifier !== header['oauth_verifier']) {
+        record('verifier_invalid');
+        return form(res, 401, 'oauth_problem=verifier_invalid');
+      }
+      temporary.delete(token!);
+      const issued = {
+        token: `at-${randomBytes(8).toString('hex')}`,
+        secret: `ats-${randomBytes(8).toString('hex')}`,
+      };
+      fake.oauth1AccessTokens.push(issued);
+      record('issued');
+      return form(res, 200, `oauth_token=${issued.token}&oauth_token_secret=${issued.secret}&user_id=42`);
+    }
+
+    // GitHub App with "request user authorization during installation": installing sends the browser to
+    // the OAuth callback with both the installation and an authorization code.
+    if (req.method === 'GET' && url.pathname === '/gh/apps/oauth-app/installations/new') {
+      const state = url.searchParams.get('state');
+      if (!gatewayCallback || !state) return json(res, 400, { error: 'no callback or state' });
+      const code = `ghcode-${randomBytes(8).toString('hex')}`;
+      codes.set(code, gatewayCallback);
+      const back = new URL(gatewayCallback);
+      back.searchParams.set('code', code);
+      back.searchParams.set('installation_id', installationId);
+      back.searchParams.set('setup_action', 'install');
+      back.searchParams.set('state', state);
+      res.writeHead(302, { location: back.toString() });
+      return res.end();
+    }
+    if (req.method === 'POST' && url.pathname === '/gh/login/oauth/access_token') {
+      const params = new URLSearchParams(
+        text.trim().startsWith('{') ? (JSON.parse(text) as Record<string, string>) : text,
+      );
+      const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+      const [basicId, basicSecret] = basic
+        ? Buffer.from(basic, 'base64').toString('utf8').split(':').map(decodeURIComponent)
+        : [];
+      const code = params.get('code') ?? '';
+      const redirectUri = codes.get(code);
+      codes.delete(code);
+      const problem =
+        (params.get('client_id') ?? basicId) !== clientId ||
+        (params.get('client_secret') ?? basicSecret) !== clientSecret
+          ? 'invalid_client'
+          : !redirectUri
+            ? 'bad_verification_code'
+            : params.get('redirect_uri') !== redirectUri
+              ? 'redirect_uri_mismatch'
+              : undefined;
+      if (problem) {
+        fake.rejected.push(`user token: ${problem}`);
+        return json(res, 400, { error: problem });
+      }
+      const issued = `ghu_${randomBytes(12).toString('hex')}`;
+      fake.userTokens.push(issued);
+      return json(res, 200, {
+        access_token: issued,
+        token_type: 'bearer',
+        scope: '',
+        refresh_token: `ghr_${randomBytes(12).toString('hex')}`,
+        expires_in: 28800,
+      });
+    }
+    const installation = /^\/gh\/api\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
+    if (req.method === 'POST' && installation) {
+      const problem =
+        installation[1] !== installationId ? 'unknown installation' : jwtProblem(req.headers.authorization);
+      if (problem) {
+        fake.rejected.push(`installation token: ${problem}`);
+        return json(res, 401, { message: 'A JSON web token could not be decoded' });
+      }
+      const issued = `ghs_${randomBytes(12).toString('hex')}`;
+      fake.installationTokens.push(issued);
+      return json(res, 201, { token: issued, expires_at: new Date(Date.now() + 3600_000).toISOString() });
+    }
+    return json(res, 404, { error: 'not_found' });
+  };
+
+  const server: Server = createServer(
+    { key: readFileSync(keyFile), cert: readFileSync(certFile) },
+    (req, res) => {
+      handle(req, res).catch(() => json(res, 500, { error: 'server_error' }));
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `https://127.0.0.1:${port}`,
+    caFile: certFile,
+    consumerKey,
+    consumerSecret,
+    clientId,
+    clientSecret,
+    appId,
+    installationId,
+    ...fake,
+    setGatewayCallback: (callback, publicKey) => {
+      gatewayCallback = callback;
+      appPublicKey = publicKey;
+    },
+    get: (target) =>
+      new Promise((resolve, reject) => {
+        const req = httpsRequest(target, { method: 'GET', ca: readFileSync(certFile) }, (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, location: res.headers.location });
+        });
+        req.on('error', reject);
+        req.end();
+      }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function writeProvidersFile(providerUrl: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'oauth1-custom-providers-')), 'providers.yaml');
+  writeFileSync(
+    file,
+    `fake-oauth1:
+  display_name: Fake OAuth1
+  categories: [other]
+  auth_mode: OAUTH1
+  request_url: ${providerUrl}/o1/request_token
+  authorization_url: ${providerUrl}/o1/authorize
+  token_url: ${providerUrl}/o1/access_token
+  signature_method: HMAC-SHA1
+  proxy:
+    base_url: ${providerUrl}/o1/api
+  docs: https://docs.example.com/fake-oauth1
+
+fake-github-app-oauth:
+  display_name: Fake GitHub App OAuth
+  categories: [dev-tools]
+  auth_mode: CUSTOM
+  authorization_url: \${connectionConfig.appPublicLink}/installations/new
+  token_url: ${providerUrl}/gh/login/oauth/access_token
+  proxy:
+    base_url: ${providerUrl}/gh/api
+  docs: https://docs.example.com/fake-github-app-oauth
+  connection_config:
+    appPublicLink:
+      type: string
+      title: App public link
+      format: uri
+      automated: true
+    installation_id:
+      type: string
+      title: Installation ID
+      pattern: '^[0-9]+$'
+      automated: true
+`,
+  );
+  return file;
+}
+
+describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
+  let stack: Stack;
+  let nango: Nango;
+  let fake: Fake;
+  const run = randomUUID().slice(0, 8);
+  const oauth1Integration = `oauth1-${run}`;
+  const customIntegration = `ghapp-oauth-${run}`;
+  const appKeys = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+  });
+
+  const session = async (body: Record<string, unknown>) => {
+    const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', { key: stack.secretKey, body });
+    expect(res.status).toBe(201);
+    return (res.body as { data: { token: string } }).data.token;
+  };
+  const startFlow = async (integration: string, token: string) => {
+    const res = await fetch(
+      `${stack.gatewayUrl}/oauth/connect/${integration}?connect_session_token=${encodeURIComponent(token)}`,
+      { redirect: 'manual' },
+    );
+    expect(res.status).toBe(302);
+    return new URL(res.headers.get('location')!);
+  };
+  /** The browser at the provider: it sends the browser straight back to us. */
+  const atProvider = async (target: URL) => {
+    const res = await fake.get(target);
+    expect(res.status).toBe(302);
+    return new URL(res.location!);
+  };
+  const resultPage = async (callback: URL) => {
+    const page = await fetch(callback);
+    return { status: page.status, html: await page.text() };
+  };
+
+  beforeAll(async () => {
+    fake = await startFake();
+    stack = await startStack({
+      env: { SWITCHBOARD_PROVIDERS_FILE: writeProvidersFile(fake.url), NODE_EXTRA_CA_CERTS: fake.caFile },
+    });
+    nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
+    fake.setGatewayCallback(`${stack.gatewayUrl}/oauth/callback`, appKeys.publicKey);
+    await nango.createIntegration({
+      provider: 'fake-oauth1',
+      unique_key: oauth1Integration,
+      credentials: { type: 'OAUTH1', client_id: fake.consumerKey, client_secret: fake.consumerSecret },
+    });
+    await nango.createIntegration({
+      provider: 'fake-github-app-oauth',
+      unique_key: customIntegration,
+      credentials: {
+        type: 'CUSTOM',
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+        app_id: fake.appId,
+        app_link: `${fake.url}/gh/apps/oauth-app`,
+        private_key: appKeys.privateKey,
+      },
+    } as Parameters<Nango['createIntegration']>[0]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await fake?.stop();
+  });
+
+  describe('OAuth 1.0a', () => {
+    it('gets a signed request token, sends the user to authorize, trades the verifier for signed access tokens', async () => {
+      const userId = `o1-user-${run}`;
+      const token = await session({ end_user: { id: userId }, allowed_integrations: [oauth1Integration] });
+      const authorize = await startFlow(oauth1Integration, token);
+      expect(authorize.origin + authorize.pathname).toBe(`${fake.url}/o1/authorize`);
+      expect(fake.oauth1Calls).toEqual([
+        { path: '/o1/request_token', signature: 'valid', outcome: 'issued' },
+      ]);
+      const oauthCallback = new URL(fake.oauth1Callbacks.at(-1)!);
+      expect(oauthCallback.origin + oauthCallback.pathname).toBe(`${stack.gatewayUrl}/oauth/callback`);
+      expect(oauthCallback.searchParams.get('state')).toMatch(/^[0-9a-f-]{36}$/);
+
+      const callback = await atProvider(authorize);
+      expect(callback.origin + callback.pathname).toBe(`${stack.gatewayUrl}/oauth/callback`);
+      expect(callback.searchParams.get('oauth_token')).toBe(authorize.searchParams.get('oauth_token'));
+      const page = await resultPage(callback);
+      expect(page.status).toBe(200);
+      expect(page.html).toContain('nango_oauth_callback_success');
+      expect(fake.oauth1Calls).toEqual([
+        { path: '/o1/request_token', signature: 'valid', outcome: 'issued' },
+        { path: '/o1/access_token', signature: 'valid', outcome: 'issued' },
+      ]);
+
+      const connectionId = /"connectionId":"([^"]+)"/.exec(page.html)![1]!;
+      const connection = await nango.getConnection(oauth1Integration, connectionId);
+      const issued = fake.oauth1AccessTokens.at(-1)!;
+      expect(connection.credentials).toMatchObject({
+        type: 'OAUTH1',
+        oauth_token: issued.token,
+        oauth_token_secret: issued.secret,
+      });
+      expect(connection.end_user).toMatchObject({ id: userId });
+      // The secrets of the flow never reach the result page.
+      expect(page.html).not.toContain(issued.secret);
+      expect(page.html).not.toContain(fake.consumerSecret);
+    });
+
+    it('a forged verifier ends on an error page, and no connection is stored', async () => {
+      const userId = `o1-forged-${run}`;
+      const before = fake.oauth1Calls.length;
+      const token = await session({ end_user: { id: userId }, allowed_integrations: [oauth1Integration] });
+      const callback = await atProvider(await startFlow(oauth1Integration, token));
+      const genuine = new URL(callback);
+      const forged = `v-${randomBytes(8).toString('hex')}`;
+      callback.searchParams.set('oauth_verifier', forged);
+      const page = await resultPage(callback);
+      expect(page.html).toContain('nango_oauth_callback_error');
+      expect(page.html).not.toContain('nango_oauth_callback_success');
+      expect(page.html).not.toContain(forged);
+      // Our access-token call was signed correctly; the provider refused it for the verifier alone.
+      expect(fake.oauth1Calls.slice(before)).toEqual([
+        { path: '/o1/request_token', signature: 'valid', outcome: 'issued' },
+        { path: '/o1/access_token', signature: 'valid', outcome: 'verifier_invalid' },
+      ]);
+      expect((await nango.listConnections({ userId })).connections).toEqual([]);
+
+      // The failed attempt consumed the state: the genuine verifier cannot be played on it afterwards.
+      const replay = await resultPage(genuine);
+      expect(replay.html).toContain('nango_oauth_callback_error');
+      expect((await nango.listConnections({ userId })).connections).toEqual([]);
+    });
+  });
+
+  describe('GitHub App OAuth (CUSTOM)', () => {
+    it('installs with user authorization: stores the user OAuth token and an installation token from a signed app JWT', async () => {
+      const userId = `gh-user-${run}`;
+      const token = await session({ end_user: { id: userId }, allowed_integrations: [customIntegration] });
+      const install = await startFlow(customIntegration, token);
+      expect(install.origin + install.pathname).toBe(`${fake.url}/gh/apps/oauth-app/installations/new`);
+      expect(install.searchParams.get('state')).toMatch(/^[0-9a-f-]{36}$/);
+
+      const callback = await atProvider(install);
+      expect(callback.origin + callback.pathname).toBe(`${stack.gatewayUrl}/oauth/callback`);
+      const page = await resultPage(callback);
+      expect(fake.rejected).toEqual([]);
+      expect(page.status).toBe(200);
+      expect(page.html).toContain('nango_oauth_callback_success');
+      expect(fake.userTokens).toHaveLength(1);
+      expect(fake.installationTokens).toHaveLength(1);
+
+      const connectionId = /"connectionId":"([^"]+)"/.exec(page.html)![1]!;
+      const connection = await nango.getConnection(customIntegration, connectionId);
+      expect(connection.credentials).toMatchObject({
+        type: 'CUSTOM',
+        app: { access_token: fake.installationTokens[0] },
+        user: { access_token: fake.userTokens[0] },
+      });
+      // As with OAuth 2, the user's refresh token is shown only when asked for.
+      expect((connection.credentials as { user: Record<string, unknown> }).user).not.toHaveProperty(
+        'refresh_token',
+      );
+      const withRefresh = await nango.getConnection(customIntegration, connectionId, false, true);
+      expect(withRefresh.credentials).toMatchObject({
+        user: { access_token: fake.userTokens[0], refresh_token: expect.stringMatching(/^ghr_/) },
+      });
+      expect(connection.connection_config).toMatchObject({
+        installation_id: fake.installationId,
+        appPublicLink: `${fake.url}/gh/apps/oauth-app`,
+      });
+      expect(connection.end_user).toMatchObject({ id: userId });
+      expect(page.html).not.toContain(fake.userTokens[0]!);
+      expect(page.html).not.toContain(fake.installationTokens[0]!);
+    });
+
+    it('an installation that comes back without a code (no user authorization) ends on an error page, nothing stored', async () => {
+      const userId = `gh-nocode-${run}`;
+      const token = await session({ end_user: { id: userId }, allowed_integrations: [customIntegration] });
+      const callback = await atProvider(await startFlow(customIntegration, token));
+      callback.searchParams.delete('code');
+      const issuedBefore = fake.installationTokens.length;
+      const page = await resultPage(callback);
+      expect(page.html).toContain('nango_oauth_callback_error');
+      expect(fake.installationTokens).toHaveLength(issuedBefore);
+      expect((await nango.listConnections({ userId })).connections).toEqual([]);
+    });
+  });
+});

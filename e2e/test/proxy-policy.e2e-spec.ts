@@ -1,0 +1,313 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { freePort, startStack, type Stack } from '@switchboard/testing';
+import { call, createKey, expectError, type ApiResponse } from './support/http';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { raw, startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
+
+/**
+ * What the proxy adds and refuses: each auth mode's credential on the provider request (and never the
+ * caller's own key), our own errors in the compat shape, the egress policy on loopback addresses outside
+ * the allow-list, timeouts, the 401 refresh, per-connection rate-limit governance, and the trust
+ * boundary between gateway and proxy service.
+ */
+
+const HEADERS_TIMEOUT_MS = 1500;
+
+interface Echo {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A listener on a loopback address outside the allow-list: it must never see a connection. */
+async function canary(host: string): Promise<{ port: number; hits: number; close(): Promise<void> }> {
+  let hits = 0;
+  const server: Server = createServer((_req, res) => res.end('leaked'));
+  server.on('connection', () => hits++);
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    get hits() {
+      return hits;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('proxy: credentials, errors and policies', () => {
+  let stack: Stack;
+  let fake: FakeProvider;
+  let canary4: Awaited<ReturnType<typeof canary>>;
+  let canary6: Awaited<ReturnType<typeof canary>>;
+
+  const proxy = (method: string, path: string, key: string, providerConfigKey: string, connectionId: string, headers: Record<string, string> = {}, body?: unknown) =>
+    call(stack.gatewayUrl, method, `/proxy${path}`, {
+      key,
+      headers: { 'provider-config-key': providerConfigKey, 'connection-id': connectionId, ...headers },
+      ...(body === undefined ? {} : { body }),
+    });
+  const echo = (res: ApiResponse) => {
+    expect(res.status).toBe(200);
+    return res.body as Echo;
+  };
+
+  async function integration(provider: string, uniqueKey: string, extra: Record<string, unknown> = {}) {
+    const res = await call(stack.gatewayUrl, 'POST', '/integrations', { key: stack.secretKey, body: { provider, unique_key: uniqueKey, ...extra } });
+    expect(res.status).toBe(200);
+  }
+  async function connection(providerConfigKey: string, connectionId: string, credentials: Record<string, unknown>, config: Record<string, unknown> = {}) {
+    const res = await call(stack.gatewayUrl, 'POST', '/connections', {
+      key: stack.secretKey,
+      body: { provider_config_key: providerConfigKey, connection_id: connectionId, credentials, connection_config: { origin: fake.url, ...config } },
+    });
+    expect([200, 201]).toContain(res.status);
+  }
+
+  beforeAll(async () => {
+    [fake, canary4, canary6] = await Promise.all([startFakeProvider('a'), canary('127.0.0.2'), canary('::1')]);
+    stack = await startStack({
+      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
+      serviceEnv: {
+        'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
+        proxy: {
+          SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
+          SWITCHBOARD_PROXY_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+          SWITCHBOARD_PROXY_RETRY_BASE_MS: '20',
+          SWITCHBOARD_PROXY_RATE_LIMIT_MAX_WAIT_MS: '5000',
+        },
+      },
+      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
+    });
+    const oauth = { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' };
+    await integration('fake-oauth2', 'oauth2', { credentials: oauth });
+    await integration('fake-oauth2', 'oauth2-ungoverned', { credentials: oauth, integration_config: { proxy_rate_limit_governance: false } });
+    await integration('fake-api-key', 'api-key');
+    await integration('fake-api-key-query', 'api-key-query');
+    await integration('fake-api-key-body', 'api-key-body');
+    await integration('fake-basic', 'basic');
+    await integration('fake-oauth1', 'oauth1', { credentials: { type: 'OAUTH1', client_id: 'consumer-key', client_secret: 'oauth1-consumer-secret' } });
+    await integration('fake-tba', 'tba');
+    await integration('fake-no-base', 'no-base');
+
+    await connection('oauth2', 'c1', { type: 'OAUTH2', access_token: 'at-1', refresh_token: 'rt-0' });
+    await connection('oauth2-ungoverned', 'c1', { type: 'OAUTH2', access_token: 'at-1' });
+    await connection('oauth2', 'expired', { type: 'OAUTH2', access_token: 'at-old', refresh_token: 'rt-old', expires_at: new Date(Date.now() - 60_000).toISOString() });
+    await connection('api-key', 'c1', { type: 'API_KEY', apiKey: 'key-header' }, { account: 'acme' });
+    await connection('api-key-query', 'c1', { type: 'API_KEY', apiKey: 'key query&=' });
+    await connection('api-key-body', 'c1', { type: 'API_KEY', apiKey: 'key-body' });
+    await connection('basic', 'c1', { type: 'BASIC', username: 'ada', password: 'l0velace:' });
+    await connection('oauth1', 'c1', { type: 'OAUTH1', oauth_token: 'token-1', oauth_token_secret: 'oauth1-token-secret' });
+    await connection('tba', 'c1', { type: 'TBA', token_id: 'tid', token_secret: 'oauth1-token-secret', config_override: { client_id: 'ck', client_secret: 'oauth1-consumer-secret' } }, { accountId: '1234-sb1' });
+    await connection('no-base', 'c1', { type: 'API_KEY', apiKey: 'k' });
+  }, START_HOOK_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await Promise.all([fake?.close(), canary4?.close(), canary6?.close()]);
+  });
+
+  describe('credential injection', () => {
+    it('sends the connection\'s token, forwards Nango-Proxy-* headers and never the caller\'s key or internal headers', async () => {
+      const seen = echo(
+        await proxy('GET', '/echo?a=1&b=%2F&c=x+y&d&e=%E2%9C%93&e=2', stack.secretKey, 'oauth2', 'c1', {
+          'nango-proxy-x-custom': 'hello',
+          'nango-proxy-accept': 'application/vnd.fake+json',
+          'x-switchboard-caller': 'forged',
+          'nango-proxy-x-switchboard-caller': 'forged',
+          'base-url-override': '',
+          'nango-activity-log-id': '',
+          'x-forwarded-for': '10.9.9.9',
+        }),
+      );
+      expect(seen.url).toBe('/echo?a=1&b=%2F&c=x+y&d&e=%E2%9C%93&e=2');
+      expect(seen.headers).toMatchObject({ authorization: 'Bearer at-1', 'x-custom': 'hello', accept: 'application/vnd.fake+json', host: `127.0.0.1:${fake.port}` });
+      const names = Object.keys(seen.headers);
+      expect(names.filter((n) => /^(nango-|x-switchboard-|provider-config-key|connection-id|base-url-override|x-forwarded)/.test(n))).toEqual([]);
+      expect(JSON.stringify(seen.headers)).not.toContain(stack.secretKey);
+    });
+
+    it('puts an API key into the provider\'s header, query or JSON body template', async () => {
+      const header = echo(await proxy('GET', '/echo', stack.secretKey, 'api-key', 'c1'));
+      expect(header.url).toBe('/v2/echo');
+      expect(header.headers).toMatchObject({ 'x-api-key': 'key-header', 'x-account': 'acme' });
+      expect(header.headers.authorization).toBeUndefined();
+
+      const query = echo(await proxy('GET', '/echo?q=1&api_key=caller-value', stack.secretKey, 'api-key-query', 'c1'));
+      expect(query.url).toBe('/echo?q=1&api_key=key%20query%26%3D');
+
+      const body = echo(await proxy('POST', '/echo', stack.secretKey, 'api-key-body', 'c1', {}, { name: 'x' }));
+      expect(JSON.parse(body.body)).toEqual({ name: 'x', api_token: 'key-body' });
+    });
+
+    it('sends basic auth', async () => {
+      const seen = echo(await proxy('GET', '/echo', stack.secretKey, 'basic', 'c1'));
+      expect(seen.headers.authorization).toBe(`Basic ${Buffer.from('ada:l0velace:').toString('base64')}`);
+    });
+
+    it('signs OAuth 1.0a (query and form fields included) and TBA requests the provider can verify', async () => {
+      const get = await proxy('GET', '/oauth1/resource?include=all&q=a%20b', stack.secretKey, 'oauth1', 'c1');
+      expect(get.body).toMatchObject({ valid: true });
+      const form = await raw(stack.gatewayUrl, 'POST', '/proxy/oauth1/status', {
+        authorization: `Bearer ${stack.secretKey}`,
+        'provider-config-key': 'oauth1',
+        'connection-id': 'c1',
+        'content-type': 'application/x-www-form-urlencoded',
+      }, Buffer.from('status=Hello%20Ladies%20%2b%20Gentlemen&x=1'));
+      expect(JSON.parse(form.body.toString('utf8'))).toMatchObject({ valid: true });
+
+      const tba = await proxy('GET', '/oauth1/record?algo=sha256&limit=5', stack.secretKey, 'tba', 'c1');
+      expect(tba.body).toMatchObject({ valid: true, authorization: expect.stringMatching(/^OAuth realm="1234_SB1", /) });
+    });
+
+    it('needs Base-Url-Override for a provider without a base URL; an empty one means unset', async () => {
+      expectError(await proxy('GET', '/echo', stack.secretKey, 'no-base', 'c1', { 'base-url-override': '' }), 400, 'invalid_headers');
+      const seen = echo(await proxy('GET', '/echo', stack.secretKey, 'no-base', 'c1', { 'base-url-override': `${fake.url}/api` }));
+      expect(seen.url).toBe('/api/echo');
+    });
+  });
+
+  describe('our own errors', () => {
+    it('uses the compat codes for an unknown integration, an unknown connection and missing headers', async () => {
+      expectError(await proxy('GET', '/echo', stack.secretKey, 'no-such-integration', 'c1'), 404, 'unknown_provider_config');
+      expectError(await proxy('GET', '/echo', stack.secretKey, 'oauth2', 'no-such-connection'), 404, 'unknown_connection');
+      const missing = await call(stack.gatewayUrl, 'GET', '/proxy/echo', { key: stack.secretKey, headers: { 'provider-config-key': 'oauth2' } });
+      expectError(missing, 400, 'invalid_headers');
+      expectError(await proxy('GET', '/echo', stack.secretKey, 'oauth2', 'c1', { retries: 'many' }), 400, 'invalid_headers');
+    });
+
+    it('needs a key with environment:proxy', async () => {
+      const key = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:connections:read']);
+      const error = expectError(await proxy('GET', '/echo', key, 'oauth2', 'c1'), 403, 'forbidden');
+      expect(error.message).toContain('environment:proxy');
+      expectError(await call(stack.gatewayUrl, 'GET', '/proxy/echo', {}), 401, 'missing_auth_header');
+    });
+
+    it('answers a browser\'s CORS preflight itself, without a key and without calling the provider', async () => {
+      const before = fake.seen.length;
+      const preflight = await raw(stack.gatewayUrl, 'OPTIONS', '/proxy/echo', { origin: 'https://app.example.com', 'access-control-request-method': 'POST' });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers['access-control-allow-origin']).toBe('*');
+      expect(fake.seen.length).toBe(before);
+    });
+
+    it('refuses a request sent straight to the proxy service, even with forged caller headers', async () => {
+      const direct = await raw(`http://127.0.0.1:${stack.services.proxy.port}`, 'GET', '/proxy/echo', {
+        'provider-config-key': 'oauth2',
+        'connection-id': 'c1',
+        'x-switchboard-caller': Buffer.from(JSON.stringify({ accountId: 1, environmentId: 1, environmentUuid: '00000000-0000-4000-8000-000000000000', environmentName: 'dev' })).toString('base64url'),
+        'x-switchboard-timestamp': String(Date.now()),
+        'x-switchboard-signature': 'AAAA',
+      });
+      expect(direct.status).toBe(403);
+      expect(JSON.parse(direct.body.toString('utf8'))).toMatchObject({ error: { code: 'forbidden' } });
+    });
+
+    it('answers a hung provider with 504 in our shape at the configured time, and frees the socket', async () => {
+      const closedBefore = fake.hangClosed;
+      const started = Date.now();
+      const res = await proxy('GET', '/hang', stack.secretKey, 'oauth2', 'c1');
+      const elapsed = Date.now() - started;
+      expectError(res, 504, 'gateway_timeout');
+      expect(elapsed).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
+      expect(elapsed).toBeLessThan(HEADERS_TIMEOUT_MS + 1500);
+      const deadline = Date.now() + 2000;
+      while (fake.hangClosed === closedBefore && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(fake.hangClosed).toBe(closedBefore + 1);
+    });
+  });
+
+  describe('egress policy (loopback addresses outside the allow-list stand in for private ones)', () => {
+    const hosts = (port: number, port6: number) => [
+      `http://127.0.0.2:${port}`,
+      `http://0x7f.0.0.2:${port}`,
+      `http://2130706434:${port}`,
+      `http://127.2:${port}`,
+      `http://[::1]:${port6}`,
+      `http://[::ffff:127.0.0.2]:${port}`,
+      `http://localhost:${port6}`,
+    ];
+
+    it('refuses every Base-Url-Override that resolves outside the allow-list, and nothing reaches it', async () => {
+      for (const base of hosts(canary4.port, canary6.port)) {
+        const res = await proxy('GET', '/x', stack.secretKey, 'oauth2', 'c1', { 'base-url-override': base });
+        expectError(res, 403, 'egress_refused');
+      }
+      expectError(await proxy('GET', '/x', stack.secretKey, 'oauth2', 'c1', { 'base-url-override': 'file:///etc/passwd' }), 400, 'invalid_headers');
+      expect({ v4: canary4.hits, v6: canary6.hits }).toEqual({ v4: 0, v6: 0 });
+    });
+
+    it('refuses a provider redirect to such an address', async () => {
+      for (const to of hosts(canary4.port, canary6.port)) {
+        const res = await proxy('GET', `/redirect?to=${encodeURIComponent(`${to}/steal`)}`, stack.secretKey, 'oauth2', 'c1');
+        expectError(res, 403, 'egress_refused');
+      }
+      expect({ v4: canary4.hits, v6: canary6.hits }).toEqual({ v4: 0, v6: 0 });
+    });
+
+    it.each(['//evil.example/x', '/\\evil.example/x', '/http://evil.example/x'])('refuses the endpoint %s with 400', async (endpoint) => {
+      expectError(await proxy('GET', endpoint, stack.secretKey, 'oauth2', 'c1'), 400, 'invalid_uri_params');
+    });
+  });
+
+  describe('refresh and rate limits', () => {
+    it('a provider 401 triggers one refresh through the vault and one retry', async () => {
+      const before = fake.tokenRequests;
+      const res = await proxy('GET', '/needs-fresh-token', stack.secretKey, 'oauth2', 'c1');
+      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { ok: true } });
+      expect(fake.tokenRequests).toBe(before + 1);
+      const calls = fake.seen.filter((s) => s.url === '/needs-fresh-token');
+      expect(calls.map((s) => s.headers.authorization)).toEqual(['Bearer at-1', `Bearer ${fake.freshToken}`]);
+    });
+
+    it('an expired token is refreshed through the vault before the call', async () => {
+      const before = fake.tokenRequests;
+      const calls = fake.seen.filter((s) => s.url === '/needs-fresh-token').length;
+      const res = await proxy('GET', '/needs-fresh-token', stack.secretKey, 'oauth2', 'expired');
+      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { ok: true } });
+      expect(fake.tokenRequests).toBe(before + 1);
+      expect(fake.seen.filter((s) => s.url === '/needs-fresh-token').length).toBe(calls + 1);
+    });
+
+    it('a 401 on a connection that cannot be refreshed comes back unchanged, after one call', async () => {
+      const before = fake.seen.length;
+      const res = await proxy('GET', '/needs-fresh-token', stack.secretKey, 'oauth2-ungoverned', 'c1');
+      expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { error: 'expired' } });
+      expect(fake.seen.length).toBe(before + 1);
+    });
+
+    it('after a provider reports its quota spent, the next call for that connection waits for the reset', async () => {
+      const first = await proxy('GET', '/quota/governed', stack.secretKey, 'oauth2', 'c1');
+      expect(first.headers.get('x-ratelimit-remaining')).toBe('0');
+      const reset = Number(first.headers.get('x-ratelimit-reset')) * 1000;
+      const second = await proxy('GET', '/quota/governed', stack.secretKey, 'oauth2', 'c1');
+      expect(second.status).toBe(200);
+      const [, arrived] = fake.calls('quota/governed');
+      expect(arrived!).toBeGreaterThanOrEqual(reset - 50);
+    });
+
+    it('a 429 with Retry-After holds back later calls of that connection; the integration switch turns it off', async () => {
+      const limited = await proxy('GET', '/rate-limited/governed?after=2', stack.secretKey, 'oauth2', 'c1');
+      expect(limited.status).toBe(429);
+      await proxy('GET', '/rate-limited/governed', stack.secretKey, 'oauth2', 'c1');
+      const [first, second] = fake.calls('rate-limited/governed');
+      expect(second! - first!).toBeGreaterThanOrEqual(1900);
+
+      await proxy('GET', '/rate-limited/ungoverned?after=2', stack.secretKey, 'oauth2-ungoverned', 'c1');
+      await proxy('GET', '/rate-limited/ungoverned', stack.secretKey, 'oauth2-ungoverned', 'c1');
+      const [a, b] = fake.calls('rate-limited/ungoverned');
+      expect(b! - a!).toBeLessThan(1000);
+    });
+
+    it('answers 429 at once when the known reset is further away than the configured wait', async () => {
+      await proxy('GET', '/rate-limited/far?after=30', stack.secretKey, 'oauth2', 'c1');
+      const started = Date.now();
+      const res = await proxy('GET', '/rate-limited/far', stack.secretKey, 'oauth2', 'c1');
+      expectError(res, 429, 'too_many_request');
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(25);
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(fake.calls('rate-limited/far')).toHaveLength(1);
+    });
+  });
+});

@@ -1,0 +1,345 @@
+import { spawnSync } from 'node:child_process';
+import { createHash, createVerify, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, request as httpsRequest, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * A fake third-party provider for the connect flows, on loopback over HTTPS (the catalog accepts only
+ * https:// URLs; services trust its throwaway certificate through NODE_EXTRA_CA_CERTS):
+ *
+ * - OAuth 2 authorization code with PKCE: `GET /{tenant}/authorize` checks the client, the redirect URI,
+ *   an S256 challenge and a state, then redirects straight back (no consent screen: it "auto-approves").
+ *   `POST /{tenant}/token` accepts each code once, only with the client's secret, the same redirect URI and
+ *   a `code_verifier` whose SHA-256 is the challenge.
+ * - An API-key verification endpoint, `GET /v1/me`, that answers 200 only to `x-api-key: <the good key>`.
+ */
+export interface ConnectFakeProvider {
+  url: string;
+  caFile: string;
+  clientId: string;
+  clientSecret: string;
+  goodApiKey: string;
+  /** Every authorization request, as the provider received its query. */
+  authorizeRequests: URLSearchParams[];
+  /** Token requests and what the provider decided about each. */
+  tokenRequests: { params: URLSearchParams; outcome: 'issued' | string }[];
+  /** API keys presented to the verification endpoint. */
+  verificationKeys: string[];
+  /** Access tokens issued, in order. */
+  accessTokens: string[];
+  /** Client-credentials tokens issued. */
+  clientCredentialTokens: string[];
+  /** Installation tokens issued to a correctly signed app JWT. */
+  installationTokens: string[];
+  /** Where the fake GitHub-style app install sends the browser back (the app's "Setup URL"). */
+  setAppSetupUrl(url: string, appPublicKey: string): void;
+  /** A GET to the fake from the test itself (trusting its certificate): the status and the redirect target. */
+  get(url: URL | string): Promise<{ status: number; location: string | undefined }>;
+  stop(): Promise<void>;
+}
+
+interface PendingCode {
+  challenge: string;
+  redirectUri: string;
+  tenant: string;
+}
+
+export function makeLoopbackCertificate(): { keyFile: string; certFile: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'connect-fake-'));
+  const keyFile = join(dir, 'key.pem');
+  const certFile = join(dir, 'cert.pem');
+  const openssl = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { encoding: 'utf8' },
+  );
+  if (openssl.status !== 0)
+    throw new Error(`openssl could not make a test certificate: ${openssl.error?.message ?? openssl.stderr}`);
+  return { keyFile, certFile };
+}
+
+export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
+  const { keyFile, certFile } = makeLoopbackCertificate();
+  const clientId = `client-${randomBytes(4).toString('hex')}`;
+  const clientSecret = `secret-${randomBytes(12).toString('hex')}`;
+  const goodApiKey = `key-${randomBytes(12).toString('hex')}`;
+  const codes = new Map<string, PendingCode>();
+  const authorizeRequests: URLSearchParams[] = [];
+  const tokenRequests: { params: URLSearchParams; outcome: string }[] = [];
+  const verificationKeys: string[] = [];
+  const accessTokens: string[] = [];
+  const clientCredentialTokens: string[] = [];
+  const installationTokens: string[] = [];
+  let appSetupUrl: string | undefined;
+  let appPublicKey: string | undefined;
+
+  const json = (res: ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    res.end(JSON.stringify(body));
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'https://127.0.0.1');
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+
+    if (req.method === 'GET' && url.pathname === '/v1/me') {
+      const key = String(req.headers['x-api-key'] ?? '');
+      verificationKeys.push(key);
+      return key === goodApiKey ? json(res, 200, { id: 'me' }) : json(res, 401, { error: 'invalid api key' });
+    }
+
+    const authorize = /^\/([a-z0-9-]+)\/authorize$/.exec(url.pathname);
+    if (req.method === 'GET' && authorize) {
+      const q = url.searchParams;
+      authorizeRequests.push(new URLSearchParams(q));
+      const redirectUri = q.get('redirect_uri');
+      const problem =
+        q.get('client_id') !== clientId
+          ? 'unknown client'
+          : q.get('response_type') !== 'code'
+            ? 'response_type must be code'
+            : !redirectUri
+              ? 'redirect_uri missing'
+              : !q.get('state')
+                ? 'state missing'
+                : q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge')
+                  ? 'PKCE S256 required'
+                  : undefined;
+      if (problem || !redirectUri) {
+        res.writeHead(400, { 'content-type': 'text/plain' });
+        return res.end(problem);
+      }
+      const code = `code_${randomBytes(12).toString('hex')}`;
+      codes.set(code, { challenge: q.get('code_challenge')!, redirectUri, tenant: authorize[1]! });
+      const back = new URL(redirectUri);
+      back.searchParams.set('code', code);
+      back.searchParams.set('state', q.get('state')!);
+      res.writeHead(302, { location: back.toString() });
+      return res.end();
+    }
+
+    if (req.method === 'POST' && url.pathname === '/cc/token') {
+      const params = new URLSearchParams(text);
+      if (params.get('grant_type') !== 'client_credentials') return json(res, 400, { error: 'unsupported_grant_type' });
+      if (params.get('client_id') !== clientId || params.get('client_secret') !== clientSecret) return json(res, 401, { error: 'invalid_client' });
+      const issued = `cc_${randomBytes(12).toString('hex')}`;
+      clientCredentialTokens.push(issued);
+      return json(res, 200, { access_token: issued, token_type: 'bearer', expires_in: 3600 });
+    }
+
+    // A GitHub-style app: installing it sends the browser to the app's setup URL with the installation.
+    if (req.method === 'GET' && url.pathname === '/apps/test-app/installations/new') {
+      if (!appSetupUrl || !url.searchParams.get('state')) return json(res, 400, { error: 'no setup url or state' });
+      const back = new URL(appSetupUrl);
+      back.searchParams.set('installation_id', '4242');
+      back.searchParams.set('setup_action', 'install');
+      back.searchParams.set('state', url.searchParams.get('state')!);
+      res.writeHead(302, { location: back.toString() });
+      return res.end();
+    }
+    if (req.method === 'POST' && url.pathname === '/app/installations/4242/access_tokens') {
+      const jwt = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      const [header, payload, signature] = jwt.split('.');
+      const valid =
+        !!appPublicKey &&
+        !!signature &&
+        createVerify('RSA-SHA256').update(`${header}.${payload}`).verify(appPublicKey, Buffer.from(signature, 'base64url'));
+      if (!valid) return json(res, 401, { message: 'A JSON web token could not be decoded' });
+      const issued = `ghs_${randomBytes(12).toString('hex')}`;
+      installationTokens.push(issued);
+      return json(res, 201, { token: issued, expires_at: new Date(Date.now() + 3600_000).toISOString() });
+    }
+
+    const token = /^\/([a-z0-9-]+)\/token$/.exec(url.pathname);
+    if (req.method === 'POST' && token) {
+      const params = new URLSearchParams(text);
+      const record = (outcome: string) => tokenRequests.push({ params, outcome });
+      const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+      const [basicId, basicSecret] = basic
+        ? Buffer.from(basic, 'base64').toString('utf8').split(':').map(decodeURIComponent)
+        : [];
+      if (
+        (params.get('client_id') ?? basicId) !== clientId ||
+        (params.get('client_secret') ?? basicSecret) !== clientSecret
+      ) {
+        record('invalid_client');
+        return json(res, 401, { error: 'invalid_client' });
+      }
+      if (params.get('grant_type') !== 'authorization_code') {
+        record('unsupported_grant_type');
+        return json(res, 400, { error: 'unsupported_grant_type' });
+      }
+      const code = params.get('code') ?? '';
+      const pending = codes.get(code);
+      codes.delete(code); // single use, whatever happens next
+      if (!pending || pending.tenant !== token[1]) {
+        record('invalid_grant');
+        return json(res, 400, { error: 'invalid_grant', error_description: 'unknown or used code' });
+      }
+      if (params.get('redirect_uri') !== pending.redirectUri) {
+        record('redirect_uri_mismatch');
+        return json(res, 400, { error: 'invalid_grant', error_description: 'redirect_uri mismatch' });
+      }
+      const verifier = params.get('code_verifier') ?? '';
+      if (createHash('sha256').update(verifier).digest('base64url') !== pending.challenge) {
+        record('pkce_mismatch');
+        return json(res, 400, { error: 'invalid_grant', error_description: 'PKCE verification failed' });
+      }
+      const accessToken = `at_${randomBytes(16).toString('hex')}`;
+      accessTokens.push(accessToken);
+      record('issued');
+      return json(res, 200, {
+        access_token: accessToken,
+        refresh_token: `rt_${randomBytes(16).toString('hex')}`,
+        token_type: 'bearer',
+        expires_in: 3600,
+        team: 'acme',
+      });
+    }
+    return json(res, 404, { error: 'not_found' });
+  };
+
+  const server: Server = createServer(
+    { key: readFileSync(keyFile), cert: readFileSync(certFile) },
+    (req, res) => {
+      handle(req, res).catch(() => json(res, 500, { error: 'server_error' }));
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `https://127.0.0.1:${port}`,
+    caFile: certFile,
+    clientId,
+    clientSecret,
+    goodApiKey,
+    authorizeRequests,
+    tokenRequests,
+    verificationKeys,
+    accessTokens,
+    clientCredentialTokens,
+    installationTokens,
+    setAppSetupUrl: (setupUrl, publicKey) => {
+      appSetupUrl = setupUrl;
+      appPublicKey = publicKey;
+    },
+    get: (target) =>
+      new Promise((resolve, reject) => {
+        const req = httpsRequest(target, { method: 'GET', ca: readFileSync(certFile) }, (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, location: res.headers.location });
+        });
+        req.on('error', reject);
+        req.end();
+      }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A providers file (SWITCHBOARD_PROVIDERS_FILE) whose providers (OAuth 2, API key, basic, client credentials, app) point at the fake. */
+export function writeConnectProvidersFile(providerUrl: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'connect-providers-')), 'providers.yaml');
+  writeFileSync(
+    file,
+    `fake-oauth:
+  display_name: Fake OAuth
+  categories: [other]
+  auth_mode: OAUTH2
+  authorization_url: ${providerUrl}/\${connectionConfig.tenant}/authorize
+  token_url: ${providerUrl}/\${connectionConfig.tenant}/token
+  scope_separator: ','
+  authorization_params:
+    prompt: consent
+  token_response_metadata: [team]
+  docs: https://docs.example.com/fake-oauth
+  connection_config:
+    tenant:
+      type: string
+      title: Tenant
+      description: The part of your Fake OAuth address before .fake.example.
+      pattern: '^[a-z0-9-]+$'
+      example: acme
+
+fake-key:
+  display_name: Fake Key
+  categories: [other]
+  auth_mode: API_KEY
+  proxy:
+    base_url: ${providerUrl}
+    headers:
+      x-api-key: \${apiKey}
+    verification:
+      method: GET
+      endpoints: [/v1/me]
+  docs: https://docs.example.com/fake-key
+  docs_connect: https://docs.example.com/fake-key/connect
+  credentials:
+    apiKey:
+      type: string
+      title: API key
+      description: Found under Settings → API.
+      secret: true
+
+fake-basic:
+  display_name: Fake Basic
+  categories: [other]
+  auth_mode: BASIC
+  docs: https://docs.example.com/fake-basic
+
+fake-cc:
+  display_name: Fake Machine
+  categories: [other]
+  auth_mode: OAUTH2_CC
+  token_url: ${providerUrl}/cc/token
+  docs: https://docs.example.com/fake-cc
+
+fake-app:
+  display_name: Fake App
+  categories: [other]
+  auth_mode: APP
+  authorization_url: \${connectionConfig.appPublicLink}/installations/new
+  token_url: ${providerUrl}/app/installations/\${connectionConfig.installation_id}/access_tokens
+  docs: https://docs.example.com/fake-app
+  connection_config:
+    appPublicLink:
+      type: string
+      title: App public link
+      format: uri
+      automated: true
+    installation_id:
+      type: string
+      title: Installation ID
+      pattern: '^[0-9]+$'
+      automated: true
+`,
+  );
+  return file;
+}

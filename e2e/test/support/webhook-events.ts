@@ -1,0 +1,44 @@
+import { randomUUID } from 'node:crypto';
+import { EVENT_SUBJECTS, type AuthEvent } from '@switchboard/contracts';
+import { connect, headers as natsHeaders, type NatsConnection } from 'nats';
+
+/**
+ * Publishes auth events on JetStream exactly as the vault does (its outbox publishes the same schema to
+ * the same subject, with the event id as `Nats-Msg-Id`), for tests that need many events quickly.
+ */
+export class AuthEventPublisher {
+  private constructor(private readonly nc: NatsConnection) {}
+
+  static async connect(natsUrl: string): Promise<AuthEventPublisher> {
+    return new AuthEventPublisher(await connect({ servers: natsUrl }));
+  }
+
+  event(environmentId: number, connectionId: string, overrides: Partial<AuthEvent> = {}): AuthEvent {
+    return {
+      id: `auth-${randomUUID()}`,
+      environmentId,
+      connectionId,
+      providerConfigKey: 'github',
+      provider: 'github',
+      operation: 'creation',
+      success: true,
+      tags: { test: 'durability' },
+      endUser: null,
+      webhookUrlOverride: null,
+      error: null,
+      occurredAt: new Date().toISOString(),
+      ...overrides,
+    };
+  }
+
+  async publish(event: AuthEvent): Promise<void> {
+    const h = natsHeaders();
+    await this.nc
+      .jetstream()
+      .publish(EVENT_SUBJECTS.auth, Buffer.from(JSON.stringify(event)), { msgID: event.id, headers: h });
+  }
+
+  async close(): Promise<void> {
+    await this.nc.drain();
+  }
+}

@@ -1,0 +1,621 @@
+import { execFile } from 'node:child_process';
+import { createHmac, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Nango } from '@nangohq/node';
+import { repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { Webhook } from 'standardwebhooks';
+import { call, createKey, expectError } from './support/http';
+import { AuthEventPublisher } from './support/webhook-events';
+import { headerRecord, WebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
+
+/**
+ * The webhook relay through the public API: environment webhook settings and signing key, a provider
+ * webhook in (signature checked on the raw bytes) and a signed `forward` out to a receiver on loopback,
+ * an `auth` webhook for a connection made through a connect session, and the delivery log.
+ */
+
+const LINEAR_SECRET = `lin-${randomUUID()}`;
+const SLACK_SECRET = `slack-${randomUUID()}`;
+
+describe('webhook relay', () => {
+  let stack: Stack;
+  let receiver: WebhookReceiver;
+  let signingKey: string;
+
+  const api = (method: string, path: string, body?: unknown, key?: string) =>
+    call(stack.gatewayUrl, method, path, {
+      key: key ?? stack.secretKey,
+      ...(body !== undefined ? { body } : {}),
+    });
+
+  /** Checks a delivery the way a customer would: Nango's client and a Standard Webhooks library. */
+  const expectSigned = (hook: ReceivedWebhook) => {
+    const headers = headerRecord(hook.headers);
+    expect(
+      new Nango({ secretKey: stack.secretKey, webhookSigningKey: signingKey }).verifyIncomingWebhookRequest(
+        hook.body,
+        headers,
+      ),
+    ).toBe(true);
+    expect(() => new Webhook(signingKey).verify(hook.body, headers)).not.toThrow();
+    expect(headers['content-type']).toBe('application/json');
+    expect(headers['webhook-id']).toMatch(/^msg_/);
+  };
+
+  const linearWebhook = (body: unknown, secret = LINEAR_SECRET) => {
+    const text = JSON.stringify(body);
+    return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/linear`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'linear-signature': createHmac('sha256', secret).update(text).digest('hex'),
+        'linear-delivery': randomUUID(),
+        'linear-event': 'Issue',
+      },
+      body: text,
+    });
+  };
+
+  beforeAll(async () => {
+    receiver = await new WebhookReceiver().start();
+    stack = await startStack({
+      serviceEnv: {
+        'webhook-relay': {
+          SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
+          SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,300ms,600ms',
+          SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
+        },
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await receiver?.stop();
+  });
+
+  describe('settings', () => {
+    it('shows the environment, default toggles and a Standard Webhooks signing key separate from the secret key', async () => {
+      const res = await api('GET', '/environment');
+      expect(res.status).toBe(200);
+      const data = (res.body as { data: Record<string, unknown> }).data;
+      expect(data).toMatchObject({
+        uuid: stack.environmentUuid,
+        webhook_settings: {
+          primary_url: null,
+          secondary_url: null,
+          on_auth_creation: true,
+          on_auth_refresh_error: true,
+          on_sync_error: true,
+          on_sync_completion_always: false,
+          on_async_action_completion: true,
+        },
+        previous_webhook_signing_key_expires_at: null,
+        disabled_webhook_urls: [],
+      });
+      signingKey = data.webhook_signing_key as string;
+      expect(signingKey).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      expect(signingKey).not.toContain(stack.secretKey);
+      // Stable: a second read shows the same key.
+      expect(
+        ((await api('GET', '/environment')).body as { data: { webhook_signing_key: string } }).data
+          .webhook_signing_key,
+      ).toBe(signingKey);
+    });
+
+    it('needs environment:settings:read to read and environment:settings:write to change', async () => {
+      const reader = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:settings:read']);
+      expect((await api('GET', '/environment', undefined, reader)).status).toBe(200);
+      expectError(
+        await api('PATCH', '/environment', { webhook_settings: { on_sync_error: false } }, reader),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await api('POST', '/environment/webhook-signing-key/rotate', undefined, reader),
+        403,
+        'forbidden',
+      );
+      const writer = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:settings:write']);
+      expectError(await api('GET', '/environment', undefined, writer), 403, 'forbidden');
+    });
+
+    it('changes only the fields passed and refuses URLs the egress policy blocks, storing nothing', async () => {
+      const res = await api('PATCH', '/environment', {
+        webhook_settings: {
+          primary_url: `${receiver.url}/primary`,
+          secondary_url: `${receiver.url}/secondary`,
+          on_sync_completion_always: true,
+        },
+      });
+      expect(res.status).toBe(200);
+      expect((res.body as { data: { webhook_settings: unknown } }).data.webhook_settings).toMatchObject({
+        primary_url: `${receiver.url}/primary`,
+        secondary_url: `${receiver.url}/secondary`,
+        on_sync_completion_always: true,
+        on_auth_creation: true,
+      });
+
+      // No request is made: the address is judged from the URL alone.
+      const refused = expectError(
+        await api('PATCH', '/environment', {
+          webhook_settings: { secondary_url: 'http://169.254.169.254/latest/meta-data' },
+        }),
+        400,
+        'invalid_body',
+      );
+      expect(refused.errors?.[0]?.path).toEqual(['webhook_settings', 'secondary_url']);
+      expectError(
+        await api('PATCH', '/environment', { webhook_settings: { primary_url: 'ftp://example.com/x' } }),
+        400,
+        'invalid_body',
+      );
+      expectError(
+        await api('PATCH', '/environment', { webhook_settings: { unknown: true } }),
+        400,
+        'invalid_body',
+      );
+      const after = (await api('GET', '/environment')).body as {
+        data: { webhook_settings: { secondary_url: string } };
+      };
+      expect(after.data.webhook_settings.secondary_url).toBe(`${receiver.url}/secondary`);
+
+      await api('PATCH', '/environment', { webhook_settings: { secondary_url: null } });
+    });
+  });
+
+  describe('the CLI', () => {
+    it('shows and changes the webhook settings', async () => {
+      const cli = (...args: string[]) =>
+        promisify(execFile)(process.execPath, [
+          join(repoRoot(), 'packages/cli/dist/main.js'),
+          '--host',
+          stack.gatewayUrl,
+          '--key',
+          stack.secretKey,
+          ...args,
+        ]);
+      const set = await cli('webhooks', 'set', '--on-sync-error', 'false');
+      expect(set.stdout).toContain('on_sync_error: false');
+      const shown = await cli('webhooks', 'show');
+      expect(shown.stdout).toContain(`primary_url: ${receiver.url}/primary`);
+      expect(shown.stdout).toContain(`webhook_signing_key: ${signingKey}`);
+      await expect(cli('webhooks', 'set', '--primary-url', 'http://10.0.0.1/x')).rejects.toThrow(
+        /400 invalid_body/,
+      );
+      await cli('webhooks', 'set', '--on-sync-error', 'true');
+    });
+  });
+
+  describe('provider webhooks in', () => {
+    beforeAll(async () => {
+      const linear = await api('POST', '/integrations', {
+        provider: 'linear',
+        unique_key: 'linear',
+        credentials: {
+          type: 'OAUTH2',
+          client_id: 'lin-client',
+          client_secret: 'lin-client-secret',
+          webhook_secret: LINEAR_SECRET,
+        },
+      });
+      expect(linear.status).toBe(200);
+      const slack = await api('POST', '/integrations', {
+        provider: 'slack',
+        unique_key: 'slack',
+        credentials: {
+          type: 'OAUTH2',
+          client_id: 'sl-client',
+          client_secret: 'sl-client-secret',
+          webhook_secret: SLACK_SECRET,
+        },
+      });
+      expect(slack.status).toBe(200);
+      for (const [id, override] of [
+        ['conn-org-1', undefined],
+        ['conn-org-1-override', `${receiver.url}/override`],
+      ] as const) {
+        const res = await api('POST', '/connections', {
+          provider_config_key: 'linear',
+          connection_id: id,
+          credentials: { type: 'OAUTH2', access_token: `tok-${id}` },
+          connection_config: { organizationId: 'org-1' },
+          ...(override ? { webhook_url_override: override } : {}),
+        });
+        expect(res.status).toBe(201);
+      }
+    });
+
+    it('forwards a verified webhook to each matched connection, signed, and to the override alone when set', async () => {
+      const event = {
+        action: 'create',
+        type: 'Issue',
+        organizationId: 'org-1',
+        data: { id: 'iss-1', title: 'Hello' },
+        webhookTimestamp: Date.now(),
+      };
+      const res = await linearWebhook(event);
+      expect(res.status).toBe(200);
+
+      const forwards = () =>
+        receiver.received.filter((r) => (JSON.parse(r.body) as { type?: string }).type === 'forward');
+      await waitUntil(() => forwards().length >= 2);
+      await new Promise((r) => setTimeout(r, 300));
+      const got = forwards();
+      expect(
+        got.map((r) => [r.path, (JSON.parse(r.body) as { connectionId: string }).connectionId]).sort(),
+      ).toEqual([
+        ['/override', 'conn-org-1-override'],
+        ['/primary', 'conn-org-1'],
+      ]);
+      for (const hook of got) {
+        expectSigned(hook);
+        expect(JSON.parse(hook.body)).toEqual({
+          from: 'linear',
+          type: 'forward',
+          providerConfigKey: 'linear',
+          connectionId: expect.any(String),
+          payload: event,
+        });
+        // Compact JSON with sorted keys, and the provider's own headers come along.
+        expect(hook.body).toBe(JSON.stringify(sortKeys(JSON.parse(hook.body))));
+        expect(hook.headers['linear-event']).toBe('Issue');
+        expect(hook.headers.authorization).toBeUndefined();
+      }
+    });
+
+    it('forwards a webhook no connection matches as the raw provider payload', async () => {
+      const before = receiver.on('/primary').length;
+      const event = {
+        action: 'remove',
+        type: 'Comment',
+        organizationId: 'org-nobody',
+        webhookTimestamp: Date.now(),
+      };
+      expect((await linearWebhook(event)).status).toBe(200);
+      const [hook] = (await receiver.waitFor(before + 1, '/primary')).slice(before);
+      expectSigned(hook!);
+      expect(JSON.parse(hook!.body)).toEqual(event);
+    });
+
+    it('refuses a bad signature with 401 and forwards nothing', async () => {
+      const before = receiver.received.length;
+      const res = await linearWebhook(
+        { action: 'create', organizationId: 'org-1', webhookTimestamp: Date.now() },
+        'not-the-secret',
+      );
+      expect(res.status).toBe(401);
+      expect(await res.json()).toEqual({ error: { code: 'invalid_signature', message: expect.any(String) } });
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(receiver.received.length).toBe(before);
+    });
+
+    it("answers Slack's url_verification handshake with the challenge, only when it is signed", async () => {
+      const body = JSON.stringify({ token: 'x', challenge: 'c-' + randomUUID(), type: 'url_verification' });
+      const ts = String(Math.floor(Date.now() / 1000));
+      const sig = `v0=${createHmac('sha256', SLACK_SECRET).update(`v0:${ts}:${body}`).digest('hex')}`;
+      const url = `${stack.gatewayUrl}/webhook/${stack.environmentUuid}/slack`;
+      const ok = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-slack-request-timestamp': ts,
+          'x-slack-signature': sig,
+        },
+        body,
+      });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toBe((JSON.parse(body) as { challenge: string }).challenge);
+      const unsigned = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      expect(unsigned.status).toBe(401);
+    });
+
+    it('answers unknown environments and integrations with 404 and a malformed UUID with 400', async () => {
+      const post = (path: string) =>
+        fetch(`${stack.gatewayUrl}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        });
+      const codeOf = async (res: Response) => ({
+        status: res.status,
+        code: ((await res.json()) as { error: { code: string } }).error.code,
+      });
+      expect(await codeOf(await post(`/webhook/${randomUUID()}/linear`))).toEqual({
+        status: 404,
+        code: 'unknown_environment',
+      });
+      expect(await codeOf(await post(`/webhook/${stack.environmentUuid}/nope`))).toEqual({
+        status: 404,
+        code: 'unknown_provider_config',
+      });
+      expect(await codeOf(await post('/webhook/not-a-uuid/linear'))).toEqual({
+        status: 400,
+        code: 'invalid_uri_params',
+      });
+    });
+  });
+
+  describe('auth webhooks', () => {
+    it('sends a signed auth creation webhook with the tags of the connect session the connection came from', async () => {
+      const integration = await api('POST', '/integrations', {
+        provider: 'airtable-pat',
+        unique_key: 'airtable-pat',
+      });
+      expect(integration.status).toBe(200);
+      const session = await api('POST', '/connect/sessions', {
+        end_user: { id: 'user-42', email: 'ada@example.com', display_name: 'Ada' },
+        tags: { project: 'apollo' },
+      });
+      expect(session.status).toBe(201);
+      const token = (session.body as { data: { token: string } }).data.token;
+      const connected = await call(
+        stack.gatewayUrl,
+        'POST',
+        `/api-auth/api-key/airtable-pat?connect_session_token=${token}`,
+        { body: { apiKey: 'pat-123' } },
+      );
+      expect(connected.status).toBe(200);
+      const connectionId = (connected.body as { connectionId: string }).connectionId;
+
+      const [hook] = await waitForHook(receiver, (b) => b.type === 'auth' && b.connectionId === connectionId);
+      expectSigned(hook!);
+      expect(JSON.parse(hook!.body)).toEqual({
+        from: 'nango',
+        type: 'auth',
+        connectionId,
+        providerConfigKey: 'airtable-pat',
+        authMode: 'API_KEY',
+        provider: 'airtable-pat',
+        environment: expect.any(String),
+        operation: 'creation',
+        success: true,
+        tags: expect.objectContaining({
+          project: 'apollo',
+          end_user_id: 'user-42',
+          end_user_email: 'ada@example.com',
+        }),
+        endUser: expect.objectContaining({ endUserId: 'user-42', endUserEmail: 'ada@example.com' }),
+      });
+    });
+  });
+
+  describe('delivery log', () => {
+    it('lists deliveries with status, attempts and response code, shows one with its attempts, and redelivers it with the same id', async () => {
+      const list = await api('GET', '/environment/webhook-deliveries?type=forward&limit=2');
+      expect(list.status).toBe(200);
+      const page = list.body as {
+        data: {
+          id: number;
+          webhook_id: string;
+          status: string;
+          attempts: number;
+          last_status_code: number;
+          url: string;
+        }[];
+        next_cursor: number | null;
+      };
+      expect(page.data).toHaveLength(2);
+      expect(page.next_cursor).toEqual(expect.any(Number));
+      for (const d of page.data)
+        expect(d).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 200 });
+      const next = (
+        await api('GET', `/environment/webhook-deliveries?type=forward&cursor=${page.next_cursor}`)
+      ).body as { data: { id: number }[] };
+      expect(next.data.every((d) => d.id < page.data[1]!.id)).toBe(true);
+
+      const first = page.data[0]!;
+      const detail = (await api('GET', `/environment/webhook-deliveries/${first.id}`)).body as {
+        data: { body: string; attempt_log: { status_code: number }[] };
+      };
+      expect(detail.data.attempt_log).toEqual([expect.objectContaining({ attempt: 1, status_code: 200 })]);
+
+      const before = receiver.received.filter((r) => r.headers['webhook-id'] === first.webhook_id).length;
+      const redelivered = await api('POST', `/environment/webhook-deliveries/${first.id}/redeliver`);
+      expect(redelivered.status).toBe(202);
+      await waitUntil(
+        () =>
+          receiver.received.filter((r) => r.headers['webhook-id'] === first.webhook_id).length === before + 1,
+      );
+      const again = receiver.received.filter((r) => r.headers['webhook-id'] === first.webhook_id).at(-1)!;
+      expect(again.body).toBe(detail.data.body);
+      expectSigned(again);
+
+      expectError(await api('GET', '/environment/webhook-deliveries/999999999'), 404, 'not_found');
+      expectError(
+        await api('GET', '/environment/webhook-deliveries?status=bogus'),
+        400,
+        'invalid_query_params',
+      );
+      const reader = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:webhooks:read']);
+      expect((await api('GET', '/environment/webhook-deliveries', undefined, reader)).status).toBe(200);
+      expectError(
+        await api('POST', `/environment/webhook-deliveries/${first.id}/redeliver`, undefined, reader),
+        403,
+        'forbidden',
+      );
+    });
+  });
+
+  describe('delivery rules', () => {
+    let publisher: AuthEventPublisher;
+    let environmentId: number;
+    /** An auth event whose connection overrides the URL: each case gets an endpoint of its own. */
+    const sendTo = async (path: string) => {
+      const event = publisher.event(environmentId, `conn-${path.slice(1)}`, {
+        webhookUrlOverride: `${receiver.url}${path}`,
+      });
+      await publisher.publish(event);
+      return event;
+    };
+    const deliveriesTo = async (path: string) => {
+      const res = await api('GET', `/environment/webhook-deliveries?connection_id=conn-${path.slice(1)}`);
+      return (
+        res.body as {
+          data: {
+            id: number;
+            status: string;
+            attempts: number;
+            last_status_code: number | null;
+            url: string;
+          }[];
+        }
+      ).data;
+    };
+    const attemptsOf = async (id: number) =>
+      (
+        (await api('GET', `/environment/webhook-deliveries/${id}`)).body as {
+          data: { attempt_log: { status_code: number | null; started_at: string }[] };
+        }
+      ).data.attempt_log;
+    const settled = async (path: string, status: string) => {
+      let found: Awaited<ReturnType<typeof deliveriesTo>> = [];
+      await waitUntilAsync(async () => {
+        found = await deliveriesTo(path);
+        return found.length > 0 && found.every((d) => d.status === status);
+      });
+      return found;
+    };
+
+    beforeAll(async () => {
+      publisher = await AuthEventPublisher.connect(stack.natsUrl);
+      environmentId = ((await api('GET', '/environment')).body as { data: { id: number } }).data.id;
+    });
+    afterAll(async () => publisher?.close());
+
+    it('retries 5xx on the schedule until it is accepted', async () => {
+      receiver.script.set('/flaky', [{ status: 503 }, { status: 502 }]);
+      await sendTo('/flaky');
+      const [delivery] = await settled('/flaky', 'delivered');
+      expect(delivery).toMatchObject({ attempts: 3, last_status_code: 200 });
+      expect((await attemptsOf(delivery!.id)).map((a) => a.status_code)).toEqual([503, 502, 200]);
+      const ids = receiver.on('/flaky').map((r) => r.headers['webhook-id']);
+      expect(new Set(ids).size).toBe(1);
+    });
+
+    it('waits as long as a 429 Retry-After asks', async () => {
+      receiver.script.set('/busy', [{ status: 429, headers: { 'retry-after': '2' } }]);
+      await sendTo('/busy');
+      await settled('/busy', 'delivered');
+      const [first, second] = receiver.on('/busy');
+      expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(1_900);
+    });
+
+    it('does not retry a 4xx refusal, nor a schedule that ran out', async () => {
+      receiver.script.set('/reject', [{ status: 400 }]);
+      await sendTo('/reject');
+      const [refused] = await settled('/reject', 'failed');
+      expect(refused).toMatchObject({ attempts: 1, last_status_code: 400 });
+
+      receiver.script.set('/down', [{ status: 500 }, { status: 500 }, { status: 500 }, { status: 500 }]);
+      await sendTo('/down');
+      const [exhausted] = await settled('/down', 'failed');
+      expect(exhausted).toMatchObject({ attempts: 3, last_status_code: 500 });
+    });
+
+    it('disables an endpoint that answers 410 Gone until a redelivery brings it back', async () => {
+      receiver.script.set('/gone', [{ status: 410 }]);
+      await sendTo('/gone');
+      const [gone] = await settled('/gone', 'endpoint_disabled');
+      const env = (await api('GET', '/environment')).body as {
+        data: { disabled_webhook_urls: { url: string }[] };
+      };
+      expect(env.data.disabled_webhook_urls.map((d) => d.url)).toContain(`${receiver.url}/gone`);
+
+      await sendTo('/gone');
+      await settled('/gone', 'endpoint_disabled');
+      expect(receiver.on('/gone')).toHaveLength(1);
+
+      expect((await api('POST', `/environment/webhook-deliveries/${gone!.id}/redeliver`)).status).toBe(202);
+      await receiver.waitFor(2, '/gone');
+      const after = (await api('GET', '/environment')).body as {
+        data: { disabled_webhook_urls: { url: string }[] };
+      };
+      expect(after.data.disabled_webhook_urls.map((d) => d.url)).not.toContain(`${receiver.url}/gone`);
+    });
+  });
+
+  describe('signing key rotation', () => {
+    it('signs with the new key at once and with both keys in webhook-signature during the grace period', async () => {
+      const rotated = await api('POST', '/environment/webhook-signing-key/rotate');
+      expect(rotated.status).toBe(200);
+      const data = (
+        rotated.body as {
+          data: { webhook_signing_key: string; previous_webhook_signing_key_expires_at: string };
+        }
+      ).data;
+      expect(data.webhook_signing_key).not.toBe(signingKey);
+      expect(Date.parse(data.previous_webhook_signing_key_expires_at)).toBeGreaterThan(Date.now());
+      const oldKey = signingKey;
+
+      const before = receiver.on('/primary').length;
+      expect(
+        (
+          await linearWebhook({
+            action: 'update',
+            organizationId: 'org-nobody',
+            webhookTimestamp: Date.now(),
+          })
+        ).status,
+      ).toBe(200);
+      // The settings cache of the relay lives a second at most.
+      const hook = (await receiver.waitFor(before + 1, '/primary')).at(-1)!;
+      const headers = headerRecord(hook.headers);
+      expect(() => new Webhook(data.webhook_signing_key).verify(hook.body, headers)).not.toThrow();
+      expect(() => new Webhook(oldKey).verify(hook.body, headers)).not.toThrow();
+      expect(
+        new Nango({
+          secretKey: stack.secretKey,
+          webhookSigningKey: data.webhook_signing_key,
+        }).verifyIncomingWebhookRequest(hook.body, headers),
+      ).toBe(true);
+      signingKey = data.webhook_signing_key;
+    });
+  });
+});
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}
+
+async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function waitUntilAsync(condition: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function waitForHook(
+  receiver: WebhookReceiver,
+  match: (body: Record<string, unknown>) => boolean,
+  timeoutMs = 15_000,
+) {
+  let found: ReceivedWebhook[] = [];
+  await waitUntil(() => {
+    found = receiver.received.filter((r) => match(JSON.parse(r.body) as Record<string, unknown>));
+    return found.length > 0;
+  }, timeoutMs);
+  return found;
+}

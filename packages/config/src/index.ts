@@ -1,0 +1,59 @@
+import { z } from 'zod';
+
+/**
+ * Parses `env` against a zod object schema once, at boot. Every problem is listed in one error so an
+ * operator fixes a bad deployment in one pass instead of one variable per restart.
+ */
+export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  // Empty strings mean "unset" for optional variables, which is what shells and compose files produce.
+  const cleaned: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) if (value !== undefined && value !== '') cleaned[key] = value;
+  const result = schema.safeParse(cleaned);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  - ${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return result.data;
+}
+
+const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
+const booleanish = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .default(fallback ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/** Fragments composed by each app's own `src/config/env.ts`. */
+export const envFragments = {
+  port,
+  booleanish,
+  nats: {
+    NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  },
+  database: {
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL')
+      .default('postgresql://postgres@127.0.0.1:5432/switchboard'),
+  },
+  redis: {
+    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').default('redis://127.0.0.1:6379'),
+  },
+  logging: {
+    LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+    LOG_FORMAT: z.enum(['pretty', 'json']).default('pretty'),
+  },
+  publicUrls: {
+    SWITCHBOARD_SERVER_URL: z.url().default('http://localhost:3003'),
+    SWITCHBOARD_CONNECT_URL: z.url().default('http://localhost:3009'),
+  },
+  /** Versioned master keys: `1:<base64 32 bytes>,2:<base64 32 bytes>`; the highest version encrypts. */
+  masterKeys: {
+    SWITCHBOARD_MASTER_KEYS: z
+      .string()
+      .regex(
+        /^\d+:[A-Za-z0-9+/=_-]{43,44}(,\d+:[A-Za-z0-9+/=_-]{43,44})*$/,
+        'must be "<version>:<base64 of 32 bytes>" entries separated by commas',
+      ),
+  },
+} as const;

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+/**
+ * Events that must not be lost travel on one JetStream stream. Publishers set a stable `id`, sent as
+ * `Nats-Msg-Id` so a retried publish is stored once; consumers ack explicitly.
+ */
+export const EVENT_STREAM = {
+  name: 'SWITCHBOARD_EVENTS',
+  subjects: ['events.>'],
+} as const;
+
+export const EVENT_SUBJECTS = {
+  /** A connection was authorized (creation, override) or its refresh failed. Published by auth-connect / vault. */
+  auth: 'events.v1.auth',
+  /** A provider webhook was received and stored; the relay routes and forwards it. */
+  providerWebhook: 'events.v1.provider-webhook',
+  /** A sync run finished (later issue). */
+  sync: 'events.v1.sync',
+  /** An async action finished (later issue). */
+  asyncAction: 'events.v1.async-action',
+} as const;
+
+export const endUserSchema = z.object({
+  id: z.string(),
+  display_name: z.string().nullable(),
+  email: z.string().nullable(),
+  tags: z.record(z.string(), z.string()).nullable(),
+  organization: z.object({ id: z.string(), display_name: z.string().nullable() }).nullable(),
+});
+export type EndUser = z.infer<typeof endUserSchema>;
+
+export const authEventSchema = z.object({
+  /** Stable id: the delivery id customers see, and the JetStream de-duplication key. */
+  id: z.string().min(1).max(200),
+  environmentId: z.number().int(),
+  connectionId: z.string(),
+  providerConfigKey: z.string(),
+  provider: z.string(),
+  operation: z.enum(['creation', 'override', 'refresh']),
+  success: z.boolean(),
+  tags: z.record(z.string(), z.string()).default({}),
+  endUser: endUserSchema.nullable().default(null),
+  /** When the connection's webhooks must go only to this URL. */
+  webhookUrlOverride: z.string().nullable().default(null),
+  error: z.object({ type: z.string(), description: z.string() }).nullable().default(null),
+  occurredAt: z.string(),
+});
+export type AuthEvent = z.infer<typeof authEventSchema>;

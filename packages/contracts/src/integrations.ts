@@ -1,0 +1,138 @@
+import { z } from 'zod';
+import { callerSchema } from './context';
+
+export const INTEGRATION_SUBJECTS = {
+  list: 'auth.v1.integrations.list',
+  get: 'auth.v1.integration.get',
+  create: 'auth.v1.integration.create',
+  update: 'auth.v1.integration.update',
+  delete: 'auth.v1.integration.delete',
+} as const;
+
+export const uniqueKeySchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[a-zA-Z0-9~:.@ _-]+$/, 'may hold only letters, digits and ~ : . @ space _ -');
+export const providerKeySchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[a-zA-Z0-9_-]+$/, 'may hold only letters, digits, _ and -');
+
+const scopesListSchema = z
+  .string()
+  .max(4096)
+  .regex(/^$|^[0-9a-zA-Z:/_.*-]+(,[0-9a-zA-Z:/_.*-]+)*$/, 'must be a comma-separated list of scopes');
+
+const privateKeySchema = z
+  .string()
+  .max(16384)
+  .regex(/-----BEGIN (RSA )?PRIVATE KEY-----/, 'must be a PEM private key ("BEGIN RSA PRIVATE KEY")');
+
+const oauthCredentialsFields = {
+  client_id: z.string().min(1).max(255),
+  client_secret: z.string().min(1).max(4096),
+  scopes: scopesListSchema.optional(),
+  webhook_secret: z.string().max(1024).optional(),
+};
+const appCredentialsFields = {
+  app_id: z.string().min(1).max(255),
+  app_link: z.string().url().max(2048),
+  private_key: privateKeySchema,
+};
+
+export const integrationCredentialsInputSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('OAUTH1'), ...oauthCredentialsFields }).strict(),
+  z.object({ type: z.literal('OAUTH2'), ...oauthCredentialsFields }).strict(),
+  z.object({ type: z.literal('TBA'), ...oauthCredentialsFields }).strict(),
+  z.object({ type: z.literal('APP'), ...appCredentialsFields }).strict(),
+  z.object({ type: z.literal('CUSTOM'), ...oauthCredentialsFields, ...appCredentialsFields }).strict(),
+]);
+export type IntegrationCredentialsInput = z.infer<typeof integrationCredentialsInputSchema>;
+export type IntegrationCredentialsType = IntegrationCredentialsInput['type'];
+
+const integrationConfigSchema = z.record(z.string().min(1).max(255), z.unknown());
+
+export const createIntegrationBodySchema = z
+  .object({
+    provider: providerKeySchema,
+    unique_key: uniqueKeySchema,
+    display_name: z.string().min(1).max(255).optional(),
+    credentials: integrationCredentialsInputSchema.optional(),
+    integration_config: integrationConfigSchema.optional(),
+    forward_webhooks: z.boolean().optional(),
+    custom: z.record(z.string().max(255), z.string().max(4096)).optional(),
+  })
+  .strict()
+  .meta({ id: 'CreateIntegrationBody' });
+export type CreateIntegrationBody = z.infer<typeof createIntegrationBodySchema>;
+
+export const updateIntegrationBodySchema = z
+  .object({
+    unique_key: uniqueKeySchema.optional(),
+    display_name: z.string().min(1).max(255).optional(),
+    credentials: integrationCredentialsInputSchema.optional(),
+    integration_config: integrationConfigSchema.optional(),
+    forward_webhooks: z.boolean().optional(),
+    custom: z.record(z.string().max(255), z.string().max(4096)).optional(),
+  })
+  .strict()
+  .meta({ id: 'UpdateIntegrationBody' });
+export type UpdateIntegrationBody = z.infer<typeof updateIntegrationBodySchema>;
+
+export const integrationCredentialsOutputSchema = z.union([
+  z.object({
+    type: z.enum(['OAUTH1', 'OAUTH2', 'TBA']),
+    client_id: z.string(),
+    client_secret: z.string(),
+    scopes: z.string().nullable(),
+    webhook_secret: z.string().nullable(),
+  }),
+  z.object({ type: z.literal('APP'), app_id: z.string(), private_key: z.string(), app_link: z.string() }),
+  z.object({
+    type: z.literal('CUSTOM'),
+    client_id: z.string(),
+    client_secret: z.string(),
+    app_id: z.string(),
+    app_link: z.string(),
+    private_key: z.string(),
+  }),
+]);
+
+export const integrationSchema = z
+  .object({
+    unique_key: z.string(),
+    provider: z.string(),
+    display_name: z.string(),
+    logo: z.string(),
+    forward_webhooks: z.boolean(),
+    integration_config: z.record(z.string(), z.unknown()).nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    webhook_url: z.string().optional(),
+    credentials: integrationCredentialsOutputSchema.nullable().optional(),
+  })
+  .meta({ id: 'Integration' });
+export type Integration = z.infer<typeof integrationSchema>;
+
+/** `include` accepts one value or several (the official client sends only the last of several). */
+export const integrationIncludeSchema = z
+  .union([z.enum(['webhook', 'credentials']), z.array(z.enum(['webhook', 'credentials'])).max(2)])
+  .transform((v) => (Array.isArray(v) ? v : [v]));
+
+export const getIntegrationQuerySchema = z.object({ include: integrationIncludeSchema.optional() }).strict();
+
+export const listIntegrationsRequestSchema = z.object({ caller: callerSchema });
+export const getIntegrationRequestSchema = z.object({
+  caller: callerSchema,
+  uniqueKey: z.string(),
+  include: z.object({ webhook: z.boolean(), credentials: z.boolean() }),
+});
+export const createIntegrationRequestSchema = z.object({ caller: callerSchema, body: createIntegrationBodySchema });
+export const updateIntegrationRequestSchema = z.object({
+  caller: callerSchema,
+  uniqueKey: z.string(),
+  body: updateIntegrationBodySchema,
+});
+export const deleteIntegrationRequestSchema = z.object({ caller: callerSchema, uniqueKey: z.string() });

@@ -1,0 +1,143 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+const FORMAT = 'sb1';
+const NONCE_BYTES = 12;
+const KEY_BYTES = 32;
+
+export class CryptoError extends Error {
+  override name = 'CryptoError';
+}
+
+/**
+ * Versioned master keys from configuration (`1:<base64>,2:<base64>`). The highest version wraps new data
+ * keys; older versions stay only so existing rows can be read until they are rewrapped.
+ */
+export class MasterKeyring {
+  private readonly keys = new Map<number, Buffer>();
+  readonly currentVersion: number;
+
+  constructor(spec: string) {
+    for (const entry of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+      const [versionText, material] = entry.split(':');
+      const version = Number(versionText);
+      if (!Number.isInteger(version) || version < 1 || !material) throw new CryptoError('master key entries must be "<version>:<base64>"');
+      const key = Buffer.from(material, 'base64');
+      if (key.length !== KEY_BYTES) throw new CryptoError(`master key version ${version} must be 32 bytes of base64`);
+      if (this.keys.has(version)) throw new CryptoError(`master key version ${version} is given twice`);
+      this.keys.set(version, key);
+    }
+    if (this.keys.size === 0) throw new CryptoError('no master key configured');
+    this.currentVersion = Math.max(...this.keys.keys());
+  }
+
+  versions(): number[] {
+    return [...this.keys.keys()].sort((a, b) => a - b);
+  }
+
+  key(version: number): Buffer {
+    const key = this.keys.get(version);
+    if (!key) throw new CryptoError(`master key version ${version} is not configured`);
+    return key;
+  }
+
+  static generateKeyMaterial(): string {
+    return randomBytes(KEY_BYTES).toString('base64');
+  }
+}
+
+function seal(key: Buffer, plaintext: Buffer, aad: Buffer): { nonce: Buffer; ciphertext: Buffer; tag: Buffer } {
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  cipher.setAAD(aad);
+  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return { nonce, ciphertext, tag: cipher.getAuthTag() };
+}
+
+function open(key: Buffer, nonce: Buffer, ciphertext: Buffer, tag: Buffer, aad: Buffer): Buffer {
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, nonce);
+    decipher.setAAD(aad);
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(ciphertext), decipher.final()]);
+  } catch {
+    // Never echo key material or plaintext; the row identity is enough to investigate.
+    throw new CryptoError('decryption failed: wrong key, tampered data or ciphertext from another row');
+  }
+}
+
+const b64 = (b: Buffer) => b.toString('base64url');
+const unb64 = (s: string | undefined) => {
+  if (s === undefined) throw new CryptoError('malformed ciphertext');
+  return Buffer.from(s, 'base64url');
+};
+
+/**
+ * Envelope encryption: each value gets its own random data key (AES-256-GCM), and that data key is
+ * wrapped by the current master key. `aad` must name the row (e.g. `vault.connection:42:credentials`),
+ * so a ciphertext copied into another row fails to decrypt. Rotation rewraps only the data key.
+ *
+ * Format: `sb1.<masterVersion>.<wrapNonce>.<wrappedKey>.<wrapTag>.<nonce>.<ciphertext>.<tag>` (base64url).
+ */
+export class EnvelopeCipher {
+  constructor(private readonly keyring: MasterKeyring) {}
+
+  encrypt(plaintext: string, aad: string): string {
+    const dataKey = randomBytes(KEY_BYTES);
+    const aadBytes = Buffer.from(aad, 'utf8');
+    const version = this.keyring.currentVersion;
+    const wrapped = seal(this.keyring.key(version), dataKey, wrapAad(version, aadBytes));
+    const sealed = seal(dataKey, Buffer.from(plaintext, 'utf8'), aadBytes);
+    return [FORMAT, String(version), b64(wrapped.nonce), b64(wrapped.ciphertext), b64(wrapped.tag), b64(sealed.nonce), b64(sealed.ciphertext), b64(sealed.tag)].join('.');
+  }
+
+  decrypt(blob: string, aad: string): string {
+    const parts = parse(blob);
+    const aadBytes = Buffer.from(aad, 'utf8');
+    const dataKey = open(this.keyring.key(parts.version), parts.wrapNonce, parts.wrappedKey, parts.wrapTag, wrapAad(parts.version, aadBytes));
+    return open(dataKey, parts.nonce, parts.ciphertext, parts.tag, aadBytes).toString('utf8');
+  }
+
+  encryptJson(value: unknown, aad: string): string {
+    return this.encrypt(JSON.stringify(value), aad);
+  }
+
+  decryptJson<T>(blob: string, aad: string): T {
+    return JSON.parse(this.decrypt(blob, aad)) as T;
+  }
+
+  /** Master key version a blob's data key is wrapped with. */
+  versionOf(blob: string): number {
+    return parse(blob).version;
+  }
+
+  /** Re-wraps the data key under the current master key; the data ciphertext is untouched. */
+  rewrap(blob: string, aad: string): string {
+    const parts = parse(blob);
+    const current = this.keyring.currentVersion;
+    if (parts.version === current) return blob;
+    const aadBytes = Buffer.from(aad, 'utf8');
+    const dataKey = open(this.keyring.key(parts.version), parts.wrapNonce, parts.wrappedKey, parts.wrapTag, wrapAad(parts.version, aadBytes));
+    const wrapped = seal(this.keyring.key(current), dataKey, wrapAad(current, aadBytes));
+    return [FORMAT, String(current), b64(wrapped.nonce), b64(wrapped.ciphertext), b64(wrapped.tag), b64(parts.nonce), b64(parts.ciphertext), b64(parts.tag)].join('.');
+  }
+}
+
+function wrapAad(version: number, aad: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`dek:v${version}:`, 'utf8'), aad]);
+}
+
+function parse(blob: string) {
+  const parts = blob.split('.');
+  if (parts.length !== 8 || parts[0] !== FORMAT) throw new CryptoError('malformed ciphertext');
+  const version = Number(parts[1]);
+  if (!Number.isInteger(version)) throw new CryptoError('malformed ciphertext');
+  return {
+    version,
+    wrapNonce: unb64(parts[2]),
+    wrappedKey: unb64(parts[3]),
+    wrapTag: unb64(parts[4]),
+    nonce: unb64(parts[5]),
+    ciphertext: unb64(parts[6]),
+    tag: unb64(parts[7]),
+  };
+}

@@ -1,0 +1,29 @@
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from './generated/prisma/client';
+
+export { Prisma, PrismaClient } from './generated/prisma/client';
+export type * from './generated/prisma/models';
+
+/** One client per process, over node-postgres (Prisma 7 needs no query-engine binary with an adapter). */
+export function createPrismaClient(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
+  return new PrismaClient({
+    adapter: new PrismaPg({ connectionString: databaseUrl, max: options.poolSize ?? 10 }),
+  });
+}
+
+type Common = '$transaction' | '$queryRaw' | '$executeRaw' | '$disconnect' | '$connect';
+
+/** What auth-connect may touch: the `auth` schema only. */
+export type AuthDb = Pick<PrismaClient, Common | 'account' | 'environment' | 'apiKey' | 'integration' | 'environmentVariable'>;
+
+/** What connections-vault may touch: the `vault` schema only. */
+export type VaultDb = Pick<PrismaClient, Common | 'connection' | 'outboxEvent'>;
+
+/** auth-connect's connect sessions, end users and pending redirect flows (the `auth` schema too). */
+export type ConnectDb = Pick<PrismaClient, Common | 'integration' | 'environment' | 'connectSession' | 'endUser' | 'sessionConnection' | 'oAuthState'>;
+
+/** What webhook-relay may touch: the `relay` schema only. */
+export type RelayDb = Pick<
+  PrismaClient,
+  Common | 'webhookSettings' | 'webhookDisabledEndpoint' | 'webhookDelivery' | 'webhookAttempt'
+>;

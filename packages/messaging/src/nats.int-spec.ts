@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { Controller, type INestMicroservice } from '@nestjs/common';
+import { Transport } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { SwitchboardError } from '@switchboard/contracts';
+import { testInfrastructure } from '@switchboard/testing';
+import { connect, type NatsConnection } from 'nats';
+import { z } from 'zod';
+import { NatsHandler } from './nats-handler.decorator';
+import { NatsRequester } from './nats-requester';
+
+const prefix = `test.${randomUUID().slice(0, 8)}`;
+
+@Controller()
+class EchoHandlers {
+  @NatsHandler(`${prefix}.echo`, z.object({ text: z.string().max(5) }))
+  async echo(req: { text: string }) {
+    return { echoed: req.text };
+  }
+
+  @NatsHandler(`${prefix}.domain-error`, z.object({}))
+  async domainError(): Promise<never> {
+    throw new SwitchboardError('not_found', 'no such thing');
+  }
+
+  @NatsHandler(`${prefix}.crash`, z.object({}))
+  async crash(): Promise<never> {
+    throw new Error('password=hunter2 leaked in a stack');
+  }
+}
+
+describe('NATS request/reply between services', () => {
+  let server: INestMicroservice;
+  let nc: NatsConnection;
+  let requester: NatsRequester;
+
+  beforeAll(async () => {
+    const { natsUrl } = await testInfrastructure();
+    const moduleRef = await Test.createTestingModule({ controllers: [EchoHandlers] }).compile();
+    server = moduleRef.createNestMicroservice({ transport: Transport.NATS, options: { servers: [natsUrl], queue: 'test' } });
+    await server.listen();
+    nc = await connect({ servers: natsUrl });
+    requester = new NatsRequester(nc, 2000);
+  });
+
+  afterAll(async () => {
+    await nc?.close();
+    await server?.close();
+  });
+
+  it('delivers a validated payload and returns the handler result', async () => {
+    await expect(requester.request(`${prefix}.echo`, { text: 'hi' })).resolves.toEqual({ echoed: 'hi' });
+  });
+
+  it('refuses an invalid payload with per-field errors before the handler runs', async () => {
+    const error = await requester.request(`${prefix}.echo`, { text: 'too long' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SwitchboardError);
+    expect(error).toMatchObject({ code: 'invalid_body', errors: [expect.objectContaining({ path: ['text'] })] });
+  });
+
+  it('keeps the code of a domain error across the wire', async () => {
+    await expect(requester.request(`${prefix}.domain-error`, {})).rejects.toMatchObject({ code: 'not_found', message: 'no such thing' });
+  });
+
+  it('turns an unexpected failure into a generic server_error without its details', async () => {
+    const error = (await requester.request(`${prefix}.crash`, {}).catch((e: unknown) => e)) as SwitchboardError;
+    expect(error.code).toBe('server_error');
+    expect(error.message).not.toContain('hunter2');
+  });
+
+  it('answers service_unavailable at once when no service listens', async () => {
+    const started = Date.now();
+    await expect(requester.request(`${prefix}.nobody`, {})).rejects.toMatchObject({ code: 'service_unavailable' });
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});

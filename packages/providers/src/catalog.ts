@@ -1,0 +1,260 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { type CatalogProblem, ProviderCatalogError } from './catalog.errors';
+import {
+  PROVIDER_KEY_PATTERN,
+  type ProviderDefinition,
+  ProviderDefinitionSchema,
+  type ProviderEntry,
+  ProviderEntrySchema,
+} from './schema';
+
+/**
+ * The catalog shipped with the package. Resolved from this file's directory, which is `src/` under jest
+ * and `dist/` once built; both sit next to `catalog/`.
+ */
+export const BUILT_IN_CATALOG_PATH = path.resolve(__dirname, '..', 'catalog', 'providers.yaml');
+
+/** The variable apps read (in their own env schema) to find an operator's overrides file. */
+export const PROVIDERS_FILE_ENV = 'SWITCHBOARD_PROVIDERS_FILE';
+
+export type ResolvedProvider = ProviderDefinition & { name: string };
+
+export interface ProviderCatalog {
+  get(name: string): ResolvedProvider | undefined;
+  /** Sorted by key. `search` matches key or display name, case-insensitively, as plain text. */
+  list(search?: string): ResolvedProvider[];
+  names(): string[];
+  readonly size: number;
+}
+
+export interface LoadCatalogOptions {
+  /** An operator's catalog file: same schema; an existing key is replaced, a new key is added. */
+  overridesFile?: string;
+}
+
+// A catalog is small; this only stops a hostile file from expanding anchors into gigabytes.
+const MAX_YAML_ALIASES = 200;
+
+export function loadCatalog(opts: LoadCatalogOptions = {}): ProviderCatalog {
+  const builtInFile = BUILT_IN_CATALOG_PATH;
+  const builtIn = readCatalogFile(builtInFile);
+  const providers = resolveFile(builtIn, () => undefined, '');
+
+  if (opts.overridesFile !== undefined) {
+    const overrides = readCatalogFile(path.resolve(opts.overridesFile));
+    const resolved = resolveFile(
+      overrides,
+      (key) =>
+        builtIn.entries.has(key)
+          ? { file: builtInFile, entry: builtIn.entries.get(key) as ProviderEntry }
+          : undefined,
+      ' nor in the built-in catalog',
+    );
+    for (const [name, definition] of resolved) providers.set(name, definition);
+  }
+
+  return new InMemoryProviderCatalog(providers);
+}
+
+interface CatalogFile {
+  file: string;
+  /** Entries that passed the per-entry schema. */
+  entries: Map<string, ProviderEntry>;
+  /** Keys present in the file whose entry failed; their problems are already in `problems`. */
+  rejected: Set<string>;
+  problems: CatalogProblem[];
+}
+
+function readCatalogFile(file: string): CatalogFile {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ProviderCatalogError('catalog_unreadable', [
+      { file, path: '', message: `cannot be read: ${reason}` },
+    ]);
+  }
+
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new ProviderCatalogError(
+      'catalog_invalid',
+      doc.errors.map((error) => ({ file, path: '', message: `is not valid YAML: ${error.message}` })),
+    );
+  }
+  let raw: unknown;
+  try {
+    raw = doc.toJS({ maxAliasCount: MAX_YAML_ALIASES }) ?? {};
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ProviderCatalogError('catalog_invalid', [
+      { file, path: '', message: `is not valid YAML: ${reason}` },
+    ]);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ProviderCatalogError('catalog_invalid', [
+      { file, path: '', message: 'must be a mapping of provider key to provider entry' },
+    ]);
+  }
+
+  // Each entry is checked on its own so that one broken entry does not hide the problems of the others.
+  const catalog: CatalogFile = { file, entries: new Map(), rejected: new Set(), problems: [] };
+  for (const [key, value] of Object.entries(raw)) {
+    if (!PROVIDER_KEY_PATTERN.test(key)) {
+      catalog.rejected.add(key);
+      catalog.problems.push({
+        file,
+        provider: key,
+        path: '',
+        message: 'provider keys are lowercase words joined by "-"',
+      });
+      continue;
+    }
+    const parsed = ProviderEntrySchema.safeParse(value);
+    if (parsed.success) {
+      catalog.entries.set(key, parsed.data);
+    } else {
+      catalog.rejected.add(key);
+      catalog.problems.push(...toProblems(file, key, parsed.error.issues));
+    }
+  }
+  return catalog;
+}
+
+interface SourcedEntry {
+  file: string;
+  entry: ProviderEntry;
+}
+
+/**
+ * Resolves aliases (shallow merge, `{...target, ...entry}`) and validates every merged entry. A target
+ * is looked up in the same file first, then through `fallback` (the built-in catalog, for overrides).
+ * Chains are refused: the merge would otherwise depend on resolution order.
+ */
+function resolveFile(
+  catalog: CatalogFile,
+  fallback: (key: string) => SourcedEntry | undefined,
+  fallbackLabel: string,
+): Map<string, ProviderDefinition> {
+  const { file, entries, rejected } = catalog;
+  const problems = [...catalog.problems];
+  const resolved = new Map<string, ProviderDefinition>();
+  const failed = new Set(rejected);
+
+  const validate = (name: string, candidate: unknown, context: string): void => {
+    const parsed = ProviderDefinitionSchema.safeParse(candidate);
+    if (parsed.success) {
+      resolved.set(name, parsed.data);
+      return;
+    }
+    failed.add(name);
+    for (const problem of toProblems(file, name, parsed.error.issues)) {
+      problems.push({ ...problem, message: problem.message + context });
+    }
+  };
+
+  for (const [name, entry] of entries) {
+    if (entry.alias === undefined) validate(name, entry, '');
+  }
+  for (const [name, entry] of entries) {
+    const alias = entry.alias;
+    if (alias === undefined) continue;
+    // The target's own problems are already reported; repeating them for every alias adds only noise.
+    if (alias !== name && failed.has(alias)) continue;
+    const inFile = alias !== name ? entries.get(alias) : undefined;
+    const target = inFile === undefined ? fallback(alias) : { file, entry: inFile };
+    if (target === undefined) {
+      const where =
+        alias === name
+          ? 'its own key, which only patches a built-in provider of that name (there is none)'
+          : `"${alias}", which is not a provider in ${file}${fallbackLabel}`;
+      problems.push({ file, provider: name, path: 'alias', message: `refers to ${where}` });
+      continue;
+    }
+    if (target.entry.alias !== undefined) {
+      problems.push({
+        file,
+        provider: name,
+        path: 'alias',
+        message: `refers to "${alias}", which is itself an alias of "${target.entry.alias}"; alias chains are not supported, point at "${target.entry.alias}" instead`,
+      });
+      continue;
+    }
+    const merged: Record<string, unknown> = { ...target.entry, ...entry };
+    // `x: { alias: x }` in an overrides file means "patch the built-in x"; the result is not an alias.
+    if (alias === name) delete merged['alias'];
+    validate(name, merged, ` (after merging "${name}" over alias "${alias}")`);
+  }
+
+  if (problems.length > 0) throw new ProviderCatalogError('catalog_invalid', problems);
+  return resolved;
+}
+
+function formatPath(segments: readonly PropertyKey[]): string {
+  let out = '';
+  for (const segment of segments) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return out;
+}
+
+function issueMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_key') return issue.issues.map((inner) => inner.message).join('; ');
+  return issue.message;
+}
+
+/** Turns zod issues about one provider entry into problems located by field path. */
+function toProblems(file: string, provider: string, issues: readonly z.core.$ZodIssue[]): CatalogProblem[] {
+  return issues.map((issue) => {
+    const segments = [...issue.path];
+    if (issue.code === 'unrecognized_keys' && issue.keys.length === 1) segments.push(issue.keys[0] as string);
+    return { file, provider, path: formatPath(segments), message: issueMessage(issue) };
+  });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+class InMemoryProviderCatalog implements ProviderCatalog {
+  private readonly byName: ReadonlyMap<string, ResolvedProvider>;
+  private readonly sorted: readonly ResolvedProvider[];
+
+  constructor(definitions: ReadonlyMap<string, ProviderDefinition>) {
+    const entries = [...definitions.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, definition]): [string, ResolvedProvider] => [name, deepFreeze({ name, ...definition })]);
+    this.byName = new Map(entries);
+    this.sorted = entries.map(([, provider]) => provider);
+  }
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  get(name: string): ResolvedProvider | undefined {
+    return this.byName.get(name);
+  }
+
+  list(search?: string): ResolvedProvider[] {
+    const needle = search?.trim().toLowerCase();
+    if (!needle) return [...this.sorted];
+    return this.sorted.filter(
+      (provider) =>
+        provider.name.toLowerCase().includes(needle) || provider.display_name.toLowerCase().includes(needle),
+    );
+  }
+
+  names(): string[] {
+    return this.sorted.map((provider) => provider.name);
+  }
+}

@@ -1,0 +1,38 @@
+export {
+  BUILT_IN_CATALOG_PATH,
+  PROVIDERS_FILE_ENV,
+  loadCatalog,
+  type LoadCatalogOptions,
+  type ProviderCatalog,
+  type ResolvedProvider,
+} from './catalog';
+export {
+  CATALOG_ERROR_CODES,
+  type CatalogErrorCode,
+  type CatalogProblem,
+  ProviderCatalogError,
+  formatProblem,
+} from './catalog.errors';
+export { CORE_PROVIDERS, MIN_PROVIDER_COUNT, coverageProblems } from './coverage';
+export {
+  AUTH_MODES,
+  type AuthMode,
+  type FormField,
+  FormFieldSchema,
+  type ProviderCatalogFile,
+  ProviderCatalogFileSchema,
+  type ProviderDefinition,
+  ProviderDefinitionSchema,
+  type ProviderEntry,
+  ProviderEntrySchema,
+  urlTemplateProblem,
+} from './schema';
+export {
+  type WebhookDefinition,
+  type WebhookHandshake,
+  type WebhookRoutingRule,
+  type WebhookSignature,
+  type WebhookValueSource,
+  WebhookRoutingRuleSchema,
+  WebhookSchema,
+} from './webhook-schema';

@@ -1,0 +1,65 @@
+import { FormFieldSchema, ProviderDefinitionSchema, ProviderEntrySchema, urlTemplateProblem } from './schema';
+
+describe('urlTemplateProblem', () => {
+  it.each([
+    'https://api.github.com',
+    'https://${connectionConfig.subdomain}.zendesk.com/oauth/tokens',
+    'https://api.${connectionConfig.siteParameter}/api',
+    '${connectionConfig.instance_url}',
+    '${connectionConfig.api_domain}/api',
+    'https://${connectionConfig.hostname}/x || https://login.salesforce.com/x',
+    'https://api.telegram.org/bot${apiKey}',
+  ])('accepts %s', (url) => {
+    expect(urlTemplateProblem(url)).toBeUndefined();
+  });
+
+  it.each([
+    ['http://api.example.com', 'must start with https://'],
+    ['ftp://files.example.com', 'must start with https://'],
+    ['https://${connectionConfig.subdomain.example.com', 'unbalanced'],
+    ['https://${}.example.com', 'malformed'],
+    ['https://a.example.com || ', 'empty alternative'],
+    ['https://a.example.com/some path', 'whitespace'],
+  ])('rejects %s', (url, reason) => {
+    expect(urlTemplateProblem(url)).toContain(reason);
+  });
+});
+
+describe('ProviderEntrySchema', () => {
+  const base = { display_name: 'Acme', categories: ['other'], docs: 'https://acme.example/docs' };
+
+  it('lets an alias entry be a partial overlay', () => {
+    expect(ProviderEntrySchema.safeParse({ alias: 'google', display_name: 'Acme' }).success).toBe(true);
+  });
+
+  it('requires the core fields of a standalone entry', () => {
+    const result = ProviderEntrySchema.safeParse({ display_name: 'Acme' });
+    expect(result.success).toBe(false);
+    const paths = result.error?.issues.map((issue) => issue.path.join('.'));
+    expect(paths).toEqual(expect.arrayContaining(['categories', 'docs', 'auth_mode']));
+  });
+
+  it('rejects an unknown auth mode and unknown fields', () => {
+    expect(ProviderEntrySchema.safeParse({ ...base, auth_mode: 'MAGIC' }).success).toBe(false);
+    const result = ProviderEntrySchema.safeParse({
+      ...base,
+      auth_mode: 'NONE',
+      homepage: 'https://acme.example',
+    });
+    expect(result.error?.issues[0]?.message).toContain('unknown field "homepage"');
+  });
+
+  it('requires a token URL for client credentials', () => {
+    const result = ProviderDefinitionSchema.safeParse({ ...base, auth_mode: 'OAUTH2_CC' });
+    expect(result.error?.issues.map((issue) => issue.path.join('.'))).toEqual(['token_url']);
+  });
+});
+
+describe('FormFieldSchema', () => {
+  it('rejects a pattern that is not a regular expression', () => {
+    expect(FormFieldSchema.safeParse({ type: 'string', title: 'Key', pattern: '([a-z' }).success).toBe(false);
+    expect(FormFieldSchema.safeParse({ type: 'string', title: 'Key', pattern: '^[a-z]+$' }).success).toBe(
+      true,
+    );
+  });
+});

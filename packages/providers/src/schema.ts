@@ -1,0 +1,316 @@
+import { z } from 'zod';
+import { WebhookSchema } from './webhook-schema';
+
+/**
+ * The YAML schema of the provider catalog. Field names are Nango's (so `GET /providers` stays
+ * wire-compatible); the shape is our own and deliberately smaller: a field is only here once some part of
+ * Switchboard reads it.
+ */
+
+export const AUTH_MODES = [
+  'OAUTH2',
+  'OAUTH1',
+  'OAUTH2_CC',
+  'API_KEY',
+  'BASIC',
+  'APP',
+  'CUSTOM',
+  'TBA',
+  'NONE',
+  'JWT',
+  'TWO_STEP',
+] as const;
+export type AuthMode = (typeof AUTH_MODES)[number];
+
+/** Modes that run a browser redirect and therefore need both ends of the dance. */
+export const REDIRECT_AUTH_MODES: readonly AuthMode[] = ['OAUTH2', 'OAUTH1'];
+
+export const PROVIDER_KEY_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+const PLACEHOLDER = /\$\{([^{}]*)\}/g;
+const PLACEHOLDER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+
+/**
+ * Checks one URL template: `https://…` with `${name}` placeholders anywhere, or a template that starts
+ * with a placeholder (the whole origin comes from connection data, e.g. Salesforce's instance URL).
+ * `A || B` gives a fallback, each side checked on its own. Returns a problem, or undefined.
+ */
+export function urlTemplateProblem(value: string): string | undefined {
+  const alternatives = value.split('||').map((part) => part.trim());
+  for (const alternative of alternatives) {
+    if (alternative === '') return 'empty alternative around "||"';
+    if (/\s/.test(alternative)) return `"${alternative}" contains whitespace`;
+    const withoutPlaceholders = alternative.replace(PLACEHOLDER, (_match, name: string) =>
+      PLACEHOLDER_NAME.test(name) ? 'placeholder' : '\u0000',
+    );
+    if (withoutPlaceholders.includes('\u0000'))
+      return `"${alternative}" has an empty or malformed \${…} placeholder`;
+    if (/[${}]/.test(withoutPlaceholders)) return `"${alternative}" has an unbalanced \${…} placeholder`;
+    if (alternative.startsWith('${')) continue;
+    if (!alternative.startsWith('https://'))
+      return `"${alternative}" must start with https:// (or a \${…} placeholder)`;
+    try {
+      new URL(withoutPlaceholders);
+    } catch {
+      return `"${alternative}" is not a valid URL`;
+    }
+  }
+  return undefined;
+}
+
+/** Every `${connectionConfig.x}` a string refers to. */
+export function connectionConfigReferences(value: string): string[] {
+  const names: string[] = [];
+  for (const match of value.matchAll(PLACEHOLDER)) {
+    const name = match[1] ?? '';
+    if (name.startsWith('connectionConfig.')) names.push(name.slice('connectionConfig.'.length));
+  }
+  return names;
+}
+
+const urlTemplate = z.string().superRefine((value, ctx) => {
+  const problem = urlTemplateProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+const httpsUrl = z.string().superRefine((value, ctx) => {
+  let ok = false;
+  try {
+    ok = value.startsWith('https://') && !/[\s{}]/.test(value) && new URL(value).protocol === 'https:';
+  } catch {
+    ok = false;
+  }
+  if (!ok) ctx.addIssue({ code: 'custom', message: `"${value}" must be a plain https:// URL` });
+});
+
+const nonEmpty = z.string().min(1, 'must not be empty');
+const stringMap = z.record(nonEmpty, z.string());
+const paramMap = z.record(nonEmpty, z.union([z.string(), z.number(), z.boolean()]));
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+const headerMap = z.record(z.string().regex(HEADER_NAME, 'is not a valid HTTP header name'), z.string());
+
+const regexSource = z.string().superRefine((value, ctx) => {
+  try {
+    new RegExp(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'is not a valid regular expression' });
+  }
+});
+
+/** One field of the connect form (`connection_config` or `credentials`). */
+export const FormFieldSchema = z.strictObject({
+  type: z.literal('string'),
+  title: z.string(),
+  description: z.string().optional(),
+  example: z.string().optional(),
+  pattern: regexSource.optional(),
+  format: z.enum(['hostname', 'uri', 'uuid', 'email']).optional(),
+  optional: z.boolean().optional(),
+  secret: z.boolean().optional(),
+  doc_section: z.string().optional(),
+  prefix: z.string().optional(),
+  suffix: z.string().optional(),
+  enum: z.array(nonEmpty).min(1).optional(),
+  default_value: z.string().optional(),
+  hidden: z.boolean().optional(),
+  automated: z.boolean().optional(),
+  order: z.number().int().optional(),
+});
+export type FormField = z.infer<typeof FormFieldSchema>;
+
+const FORM_FIELD_KEY = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+const formFields = z.record(z.string().regex(FORM_FIELD_KEY, 'is not a valid field name'), FormFieldSchema);
+
+export const ProxyVerificationSchema = z.strictObject({
+  method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']).default('GET'),
+  endpoints: z.array(nonEmpty).min(1),
+  base_url_override: urlTemplate.optional(),
+  headers: headerMap.optional(),
+});
+
+export const ProxyRetrySchema = z.strictObject({
+  at: z.array(nonEmpty).optional(),
+  after: z.array(nonEmpty).optional(),
+  remaining: nonEmpty.optional(),
+  error_code: z
+    .array(z.string().regex(/^(?:[1-5][0-9]{2}|[1-5]xx)$/, 'must be a status code or "5xx"'))
+    .optional(),
+});
+
+export const ProxyPaginateSchema = z.strictObject({
+  type: z.enum(['cursor', 'link', 'offset']),
+  cursor_path_in_response: nonEmpty.optional(),
+  cursor_name_in_request: nonEmpty.optional(),
+  limit_name_in_request: nonEmpty.optional(),
+  response_path: nonEmpty.optional(),
+  link_rel_in_response_header: nonEmpty.optional(),
+  link_path_in_response_body: nonEmpty.optional(),
+  offset_name_in_request: nonEmpty.optional(),
+  offset_start_value: z.number().int().optional(),
+  offset_calculation_method: z.enum(['per-page', 'by-response-size']).optional(),
+});
+
+export const ProxySchema = z.strictObject({
+  base_url: urlTemplate,
+  headers: headerMap.optional(),
+  query: stringMap.optional(),
+  /** Top-level fields the proxy sets in a JSON request body (an API key some providers want there). */
+  body: stringMap.optional(),
+  verification: ProxyVerificationSchema.optional(),
+  retry: ProxyRetrySchema.optional(),
+  paginate: ProxyPaginateSchema.optional(),
+  decompress: z.boolean().optional(),
+});
+
+/** Every field an entry may carry; which ones are required depends on `auth_mode` and `alias`. */
+const entryFields = {
+  display_name: nonEmpty,
+  categories: z.array(nonEmpty).min(1),
+  docs: httpsUrl,
+  docs_connect: httpsUrl.optional(),
+  setup_guide_url: httpsUrl.optional(),
+  auth_mode: z.enum(AUTH_MODES),
+  alias: z.string().regex(PROVIDER_KEY_PATTERN, 'is not a valid provider key').optional(),
+
+  authorization_url: urlTemplate.optional(),
+  token_url: urlTemplate.optional(),
+  refresh_url: urlTemplate.optional(),
+  scope_separator: z.string().min(1).optional(),
+  default_scopes: z.array(nonEmpty).optional(),
+  authorization_params: paramMap.optional(),
+  token_params: paramMap.optional(),
+  refresh_params: paramMap.optional(),
+  disable_pkce: z.boolean().optional(),
+  token_request_auth_method: z.enum(['basic', 'custom']).optional(),
+  authorization_method: z.enum(['header', 'body']).optional(),
+  body_format: z.enum(['form', 'json', 'query', 'xml']).optional(),
+  token_response_metadata: z.array(nonEmpty).optional(),
+  redirect_uri_metadata: z.array(nonEmpty).optional(),
+  alternate_access_token_response_path: nonEmpty.optional(),
+
+  request_url: urlTemplate.optional(),
+  signature_method: z.enum(['HMAC-SHA1', 'RSA-SHA1', 'PLAINTEXT']).optional(),
+
+  proxy: ProxySchema.optional(),
+  connection_config: formFields.optional(),
+  credentials: formFields.optional(),
+  // How provider webhooks are verified, answered and routed (src/webhook-schema.ts).
+  webhook: WebhookSchema.optional(),
+};
+
+const ALLOWED_FIELDS = Object.keys(entryFields);
+
+function unknownFieldMessage(keys: readonly string[]): string {
+  const list = keys.map((key) => `"${key}"`).join(', ');
+  return `unknown field ${list}; a provider entry may only use: ${ALLOWED_FIELDS.join(', ')}`;
+}
+
+type EntryShape = {
+  auth_mode?: AuthMode | undefined;
+  alias?: string | undefined;
+  authorization_url?: string | undefined;
+  token_url?: string | undefined;
+  request_url?: string | undefined;
+};
+
+function checkAuthRequirements(entry: EntryShape, ctx: z.RefinementCtx): void {
+  const missing = (field: keyof EntryShape, why: string): void => {
+    if (entry[field] === undefined)
+      ctx.addIssue({ code: 'custom', path: [field], message: `is required ${why}` });
+  };
+  switch (entry.auth_mode) {
+    case 'OAUTH2':
+      missing('authorization_url', 'for auth_mode OAUTH2');
+      missing('token_url', 'for auth_mode OAUTH2');
+      break;
+    case 'OAUTH1':
+      missing('request_url', 'for auth_mode OAUTH1');
+      missing('authorization_url', 'for auth_mode OAUTH1');
+      missing('token_url', 'for auth_mode OAUTH1');
+      break;
+    case 'OAUTH2_CC':
+      missing('token_url', 'for auth_mode OAUTH2_CC');
+      break;
+    default:
+      break;
+  }
+}
+
+/**
+ * One entry as written in a catalog file. An entry with `alias` is a partial overlay on its target, so
+ * nothing is required of it until the merge; every other entry must stand on its own.
+ */
+export const ProviderEntrySchema = z
+  .strictObject(
+    Object.fromEntries(Object.entries(entryFields).map(([key, schema]) => [key, schema.optional()])) as {
+      [K in keyof typeof entryFields]: z.ZodOptional<(typeof entryFields)[K]>;
+    },
+    {
+      error: (issue) => (issue.code === 'unrecognized_keys' ? unknownFieldMessage(issue.keys) : undefined),
+    },
+  )
+  .superRefine((entry, ctx) => {
+    if (entry.alias !== undefined) return;
+    for (const field of ['display_name', 'categories', 'docs', 'auth_mode'] as const) {
+      if (entry[field] === undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'is required' });
+    }
+    checkAuthRequirements(entry, ctx);
+  });
+export type ProviderEntry = z.infer<typeof ProviderEntrySchema>;
+
+/** Where a `${connectionConfig.x}` may appear; each one must name a declared field or token metadata. */
+function collectTemplates(entry: ProviderDefinitionShape): { path: (string | number)[]; value: string }[] {
+  const out: { path: (string | number)[]; value: string }[] = [];
+  const add = (path: (string | number)[], value: string | number | boolean | undefined): void => {
+    if (typeof value === 'string') out.push({ path, value });
+  };
+  for (const field of ['authorization_url', 'token_url', 'refresh_url', 'request_url'] as const)
+    add([field], entry[field]);
+  for (const field of ['authorization_params', 'token_params', 'refresh_params'] as const) {
+    for (const [key, value] of Object.entries(entry[field] ?? {})) add([field, key], value);
+  }
+  if (entry.proxy) {
+    add(['proxy', 'base_url'], entry.proxy.base_url);
+    for (const [key, value] of Object.entries(entry.proxy.headers ?? {}))
+      add(['proxy', 'headers', key], value);
+    for (const [key, value] of Object.entries(entry.proxy.query ?? {})) add(['proxy', 'query', key], value);
+    for (const [key, value] of Object.entries(entry.proxy.body ?? {})) add(['proxy', 'body', key], value);
+    add(['proxy', 'verification', 'base_url_override'], entry.proxy.verification?.base_url_override);
+  }
+  return out;
+}
+
+type ProviderDefinitionShape = z.infer<typeof ProviderDefinitionBase>;
+
+const ProviderDefinitionBase = z.strictObject(entryFields, {
+  error: (issue) => (issue.code === 'unrecognized_keys' ? unknownFieldMessage(issue.keys) : undefined),
+});
+
+/** A complete provider (after any alias merge): what the rest of Switchboard reads. */
+export const ProviderDefinitionSchema = ProviderDefinitionBase.superRefine((entry, ctx) => {
+  checkAuthRequirements(entry, ctx);
+  const declared = new Set([
+    ...Object.keys(entry.connection_config ?? {}),
+    ...(entry.token_response_metadata ?? []),
+    ...(entry.redirect_uri_metadata ?? []),
+  ]);
+  for (const { path, value } of collectTemplates(entry)) {
+    for (const name of connectionConfigReferences(value)) {
+      if (!declared.has(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path,
+          message: `uses \${connectionConfig.${name}} but "${name}" is not declared in connection_config (nor in token_response_metadata / redirect_uri_metadata)`,
+        });
+      }
+    }
+  }
+});
+export type ProviderDefinition = z.infer<typeof ProviderDefinitionSchema>;
+
+/** A catalog file: provider key → entry. The built-in catalog and an operator's overrides share it. */
+export const ProviderCatalogFileSchema = z.record(
+  z.string().regex(PROVIDER_KEY_PATTERN, 'provider keys are lowercase words joined by "-"'),
+  ProviderEntrySchema,
+);
+export type ProviderCatalogFile = z.infer<typeof ProviderCatalogFileSchema>;

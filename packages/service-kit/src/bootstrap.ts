@@ -1,0 +1,67 @@
+import { ConsoleLogger, type DynamicModule, type INestApplication, type LogLevel, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { ServiceName } from '@switchboard/contracts';
+import { stopTracing } from '@switchboard/observability';
+import type { FastifyServerOptions } from 'fastify';
+
+const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
+
+export interface BootstrapOptions {
+  name: ServiceName;
+  module: Type<unknown> | DynamicModule;
+  port: number;
+  host?: string;
+  natsUrl: string;
+  logLevel: 'error' | 'warn' | 'log' | 'debug' | 'verbose';
+  logFormat: 'pretty' | 'json';
+  fastify?: FastifyServerOptions;
+  /** Set false when the service registers its own body parsers in `configure`. */
+  bodyParser?: boolean;
+  /** Runs after the app is created and before it listens (routes, hooks, body parsers). */
+  configure?: (app: NestFastifyApplication) => void | Promise<void>;
+}
+
+/**
+ * Starts a service: its HTTP server (health, readiness and whatever routes it has) and its NATS
+ * microservice in the queue group named after the service, so replicas share the work.
+ */
+export async function bootstrapService(options: BootstrapOptions): Promise<INestApplication> {
+  const logger = new ConsoleLogger(options.name, {
+    json: options.logFormat === 'json',
+    colors: options.logFormat === 'pretty' && process.stdout.isTTY,
+    logLevels: LEVELS.slice(0, LEVELS.indexOf(options.logLevel) + 1),
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    options.module,
+    new FastifyAdapter({ ...options.fastify }),
+    { logger, bufferLogs: false, bodyParser: options.bodyParser ?? true },
+  );
+  app.connectMicroservice<MicroserviceOptions>(
+    {
+      transport: Transport.NATS,
+      options: { servers: options.natsUrl.split(','), queue: options.name, name: `${options.name}-server`, maxReconnectAttempts: -1 },
+    },
+    { inheritAppConfig: true },
+  );
+  await options.configure?.(app);
+  await app.startAllMicroservices();
+  await app.listen(options.port, options.host ?? '0.0.0.0');
+  logger.log(`listening on :${options.port}, NATS queue group "${options.name}"`);
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.log(`${signal} received, shutting down`);
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    await app.close().catch((e: unknown) => logger.error(`shutdown error: ${String(e)}`));
+    await stopTracing();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  return app;
+}

@@ -1,0 +1,72 @@
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { RouteConfig } from '@nestjs/platform-fastify';
+import type { FastifyReply } from 'fastify';
+import { healthSubject, type HealthReport, type ServiceName } from '@switchboard/contracts';
+import { NatsHandler } from '@switchboard/messaging';
+import { z } from 'zod';
+import { HealthRegistry } from './health.registry';
+
+export const SERVICE_IDENTITY = Symbol('SERVICE_IDENTITY');
+export interface ServiceIdentity {
+  name: ServiceName;
+  version: string;
+  startedAt: number;
+}
+
+export async function buildReport(identity: ServiceIdentity, registry: HealthRegistry): Promise<HealthReport> {
+  const checks = await registry.run();
+  return {
+    service: identity.name,
+    status: checks.every((c) => c.ok) ? 'ready' : 'not_ready',
+    version: identity.version,
+    uptime_s: Math.round((Date.now() - identity.startedAt) / 1000),
+    checks,
+  };
+}
+
+/**
+ * Fastify route config marking a route as open without credentials; an access layer (the gateway's)
+ * must let such routes through. Probes must never need a key.
+ */
+export const PublicRoute = () => RouteConfig({ access: { public: true } });
+
+/** `GET /health`: alive and connected to NATS. `GET /ready`: every registered dependency answers. */
+@Controller()
+export class HealthController {
+  constructor(
+    private readonly registry: HealthRegistry,
+    @Inject(SERVICE_IDENTITY) private readonly identity: ServiceIdentity,
+  ) {}
+
+  @Get('health')
+  @PublicRoute()
+  async health(@Res() reply: FastifyReply): Promise<void> {
+    const checks = await this.registry.run((c) => !c.readinessOnly);
+    const ok = checks.every((c) => c.ok);
+    await reply.status(ok ? 200 : 503).send(ok ? { result: 'ok' } : { result: 'unavailable', checks });
+  }
+
+  @Get('ready')
+  @PublicRoute()
+  async ready(@Res() reply: FastifyReply): Promise<void> {
+    const report = await buildReport(this.identity, this.registry);
+    await reply.status(report.status === 'ready' ? 200 : 503).send(report);
+  }
+}
+
+/** The same readiness report over NATS, so the gateway can list every service. */
+export function createHealthHandler(name: ServiceName) {
+  @Controller()
+  class NatsHealthHandler {
+    constructor(
+      readonly registry: HealthRegistry,
+      @Inject(SERVICE_IDENTITY) readonly identity: ServiceIdentity,
+    ) {}
+
+    @NatsHandler(healthSubject(name), z.object({}).passthrough())
+    async check(): Promise<HealthReport> {
+      return buildReport(this.identity, this.registry);
+    }
+  }
+  return NatsHealthHandler;
+}

@@ -1,0 +1,5 @@
+export * from './bootstrap';
+export * from './health.registry';
+export * from './health.controller';
+export * from './service-kit.module';
+export * from './database-lifecycle';

@@ -1,0 +1,59 @@
+import { Global, Inject, Module, type DynamicModule, type OnModuleInit } from '@nestjs/common';
+import type { ServiceName } from '@switchboard/contracts';
+import { MessagingModule, NATS_CONNECTION } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
+import { createHealthHandler, HealthController, SERVICE_IDENTITY } from './health.controller';
+import { HealthRegistry } from './health.registry';
+
+export interface ServiceKitOptions {
+  name: ServiceName;
+  natsUrl: string;
+  version?: string;
+  requestTimeoutMs?: number;
+}
+
+class NatsHealthCheck implements OnModuleInit {
+  constructor(
+    private readonly registry: HealthRegistry,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+  ) {}
+  onModuleInit(): void {
+    this.registry.register({
+      name: 'nats',
+      check: async () => {
+        if (this.nc.isClosed()) return { ok: false, detail: 'connection closed' };
+        // A round trip to the server, bounded by the registry's timeout.
+        await this.nc.flush();
+        return { ok: true };
+      },
+    });
+  }
+}
+
+/** Messaging, health endpoints and the NATS health subject every service has. */
+@Global()
+@Module({})
+export class ServiceKitModule {
+  static forRoot(options: ServiceKitOptions): DynamicModule {
+    return {
+      module: ServiceKitModule,
+      imports: [
+        MessagingModule.forRoot({
+          natsUrl: options.natsUrl,
+          clientName: options.name,
+          requestTimeoutMs: options.requestTimeoutMs,
+        }),
+      ],
+      controllers: [HealthController, createHealthHandler(options.name)],
+      providers: [
+        HealthRegistry,
+        NatsHealthCheck,
+        {
+          provide: SERVICE_IDENTITY,
+          useValue: { name: options.name, version: options.version ?? '0.1.0', startedAt: Date.now() },
+        },
+      ],
+      exports: [HealthRegistry, SERVICE_IDENTITY],
+    };
+  }
+}

@@ -1,0 +1,4 @@
+export * from './infrastructure';
+export * from './ports';
+export * from './repo';
+export * from './stack';

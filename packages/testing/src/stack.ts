@@ -1,0 +1,232 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { testInfrastructure } from './infrastructure';
+import { freePort } from './ports';
+import { repoRoot } from './repo';
+
+export const ALL_SERVICES = [
+  'auth-connect',
+  'connections-vault',
+  'proxy',
+  'functions-runtime',
+  'sync-orchestrator',
+  'webhook-relay',
+  'gateway',
+] as const;
+export type StackService = (typeof ALL_SERVICES)[number];
+
+export interface StackOptions {
+  /** Extra variables for every service (e.g. a low SWITCHBOARD_RATE_LIMIT_PER_MIN). */
+  env?: Record<string, string>;
+  /** Extra variables for one service. */
+  serviceEnv?: Partial<Record<StackService, Record<string, string>>>;
+  readyTimeoutMs?: number;
+  /** How many processes to start of a service (default 1 each), e.g. `{ 'connections-vault': 2 }`. */
+  replicas?: Partial<Record<StackService, number>>;
+}
+
+export interface RunningService {
+  name: StackService;
+  port: number;
+  process: ChildProcess;
+  output: string[];
+}
+
+export interface Stack {
+  gatewayUrl: string;
+  secretKey: string;
+  accountName: string;
+  environmentUuid: string;
+  databaseUrl: string;
+  natsUrl: string;
+  /** The first process of each service. */
+  services: Record<StackService, RunningService>;
+  /** Every running process of each service: `services[name]` first, then extra replicas. */
+  replicas: Record<StackService, RunningService[]>;
+  /** What a service printed so far, all its processes together (for assertions on logs and for failure reports). */
+  logs(service: StackService): string;
+  /** Stops every process of a service. */
+  stopService(service: StackService, signal?: NodeJS.Signals): Promise<number | null>;
+  /** The environment the stack starts a service's processes with (to start another one like them). */
+  envOf(service: StackService): Record<string, string>;
+  /**
+   * Starts one more process of a service with the stack's environment plus `env`, on a port of its own,
+   * and waits for its liveness probe. It is stopped with the stack.
+   */
+  startReplica(service: StackService, env?: Record<string, string>): Promise<RunningService>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts every service from its build (`dist/`) as its own process, against the test infrastructure,
+ * with a fresh account and secret key, and waits until the gateway's readiness view lists all of them as
+ * ready. Each stack gets its own account so tests never see each other's data or rate-limit windows.
+ */
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  // A port found free can be taken by another process before the service binds it (outgoing
+  // connections draw from the same range); such a start is retried with new ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startStackOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || !/EADDRINUSE/.test((error as Error).message)) throw error;
+    }
+  }
+}
+
+async function startStackOnce(options: StackOptions): Promise<Stack> {
+  const infra = await testInfrastructure();
+  const root = repoRoot();
+  if (infra.source === 'testcontainers') migrate(root, infra.databaseUrl);
+
+  const secretKey = randomUUID();
+  const accountName = `test-${randomUUID()}`;
+  const seed = spawnSync(process.execPath, [join(root, 'apps/auth-connect/dist/seed-cli.js')], {
+    env: { ...process.env, DATABASE_URL: infra.databaseUrl, SWITCHBOARD_SECRET_KEY: secretKey, SEED_ACCOUNT_NAME: accountName },
+    encoding: 'utf8',
+  });
+  if (seed.status !== 0) throw new Error(`seed failed: ${seed.stderr}`);
+  const seeded = JSON.parse(seed.stdout.trim().split('\n').pop() ?? '{}') as { environmentUuid: string };
+
+  const ports = Object.fromEntries(
+    await Promise.all(ALL_SERVICES.map(async (s) => [s, await freePort()] as const)),
+  ) as Record<StackService, number>;
+  const gatewayUrl = `http://127.0.0.1:${ports.gateway}`;
+  const common: Record<string, string> = {
+    NATS_URL: infra.natsUrl,
+    DATABASE_URL: infra.databaseUrl,
+    REDIS_URL: infra.redisUrl,
+    TEMPORAL_ADDRESS: infra.temporalAddress,
+    SWITCHBOARD_MASTER_KEYS: `1:${randomBytes(32).toString('base64')}`,
+    SWITCHBOARD_SERVER_URL: gatewayUrl,
+    SWITCHBOARD_PROXY_URL: `http://127.0.0.1:${ports.proxy}`,
+    LOG_FORMAT: 'json',
+    OTEL_TRACES_EXPORTER: 'none',
+    // The connect page listens on a port of its own; any free one, unless a test names it (serviceEnv).
+    CONNECT_PORT: '0',
+    ...options.env,
+  };
+  // Master keys must be the same in every service of one stack.
+  const masterKeys = process.env.TEST_MASTER_KEYS ?? common.SWITCHBOARD_MASTER_KEYS!;
+
+  const envOf = (name: StackService): Record<string, string> => ({
+    ...common,
+    SWITCHBOARD_MASTER_KEYS: masterKeys,
+    PORT: String(ports[name]),
+    ...options.serviceEnv?.[name],
+  });
+  const launch = (name: StackService, env: Record<string, string>, label: string): RunningService => {
+    const output: string[] = [];
+    const child = spawn(process.execPath, [join(root, 'apps', name, 'dist/main.js')], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const collect = (chunk: Buffer) => {
+      output.push(chunk.toString('utf8'));
+      if (process.env.SWITCHBOARD_TEST_LOGS) process.stderr.write(`[${label}] ${chunk.toString('utf8')}`);
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    return { name, port: Number(env.PORT), process: child, output };
+  };
+
+  const services = {} as Record<StackService, RunningService>;
+  const replicas = {} as Record<StackService, RunningService[]>;
+  for (const name of ALL_SERVICES) {
+    services[name] = launch(name, envOf(name), name);
+    replicas[name] = [services[name]];
+    for (let i = 1; i < (options.replicas?.[name] ?? 1); i++) {
+      replicas[name].push(launch(name, { ...envOf(name), PORT: String(await freePort()) }, `${name}#${i + 1}`));
+    }
+  }
+
+  const stopProcess = (child: ChildProcess, signal: NodeJS.Signals) =>
+    new Promise<number | null>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+      child.once('exit', (code) => resolve(code));
+      child.kill(signal);
+    });
+  const stopService = async (service: StackService, signal: NodeJS.Signals = 'SIGTERM') => {
+    const codes = await Promise.all(replicas[service].map((r) => stopProcess(r.process, signal)));
+    return codes[0] ?? null;
+  };
+  const startReplica = async (service: StackService, env: Record<string, string> = {}) => {
+    const replica = launch(service, { ...envOf(service), PORT: String(await freePort()), ...env }, `${service}#${replicas[service].length + 1}`);
+    replicas[service].push(replica);
+    await waitUntilLive(replica, 30_000);
+    return replica;
+  };
+  const stack: Stack = {
+    gatewayUrl,
+    secretKey,
+    accountName,
+    environmentUuid: seeded.environmentUuid,
+    databaseUrl: infra.databaseUrl,
+    natsUrl: infra.natsUrl,
+    services,
+    replicas,
+    logs: (service) => replicas[service].map((r) => r.output.join('')).join(''),
+    stopService,
+    envOf,
+    startReplica,
+    stop: async () => {
+      await Promise.all(ALL_SERVICES.map((s) => stopService(s)));
+    },
+  };
+
+  try {
+    await waitUntilReady(gatewayUrl, replicas, options.readyTimeoutMs ?? 60_000);
+    // The gateway's readiness sees one process per service; extra replicas must be up too.
+    await Promise.all(Object.values(replicas).flatMap((list) => list.slice(1)).map((r) => waitUntilLive(r, options.readyTimeoutMs ?? 60_000)));
+  } catch (error) {
+    await stack.stop();
+    const logs = ALL_SERVICES.map((s) => `--- ${s} ---\n${stack.logs(s).slice(-3000)}`).join('\n');
+    throw new Error(`${(error as Error).message}\n${logs}`);
+  }
+  return stack;
+}
+
+async function waitUntilLive(service: RunningService, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (service.process.exitCode !== null) {
+      throw new Error(`${service.name} exited with code ${service.process.exitCode} during start-up:\n${service.output.join('').slice(-3000)}`);
+    }
+    try {
+      if ((await fetch(`http://127.0.0.1:${service.port}/health`)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${service.name} replica not live after ${timeoutMs} ms`);
+}
+
+async function waitUntilReady(gatewayUrl: string, replicas: Record<StackService, RunningService[]>, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    const dead = Object.values(replicas).flat().find((s) => s.process.exitCode !== null);
+    if (dead) throw new Error(`${dead.name} exited with code ${dead.process.exitCode} during start-up`);
+    try {
+      const res = await fetch(`${gatewayUrl}/ready`);
+      last = await res.text();
+      if (res.status === 200) return;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`stack not ready after ${timeoutMs} ms; last readiness answer: ${last}`);
+}
+
+/** Applies the migrations to a database (used when testcontainers provided a blank one). */
+export function migrate(root: string, databaseUrl: string): void {
+  const result = spawnSync('pnpm', ['--filter', '@switchboard/db', 'run', 'migrate:deploy'], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: databaseUrl },
+    encoding: 'utf8',
+  });
+  if (result.status !== 0) throw new Error(`migrations failed: ${result.stderr || result.stdout}`);
+}

@@ -1,0 +1,120 @@
+# Shared by setup.sh, start.sh and test.sh. Idempotent: every step checks before it acts.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+DATA_DIR="$ROOT/.data"
+TOOLS_DIR="${SWITCHBOARD_TOOLS_DIR:-$HOME/.cache/switchboard/tools}"
+PNPM_VERSION=10.34.9
+TEMPORAL_VERSION=v1.5.1
+TEMPORAL_BIN="$TOOLS_DIR/temporal-$TEMPORAL_VERSION/temporal"
+
+export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1 CHECKPOINT_DISABLE=1 PRISMA_HIDE_UPDATE_MESSAGE=1
+export npm_config_nodedir="${npm_config_nodedir:-/usr}"
+export PATH="/usr/local/go/bin:$PATH"
+
+log() { printf '\033[1;36m[switchboard]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31m[switchboard]\033[0m %s\n' "$*" >&2; exit 1; }
+
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+wait_port() { # host port seconds what
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do port_open "$1" "$2" && return 0; sleep 0.1; done
+  die "$4 did not start listening on $1:$2 within $3 s"
+}
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+  log "installing Debian packages: $*"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+ensure_toolchain() {
+  command -v node >/dev/null || die "Node.js 20 is required"
+  if ! command -v pnpm >/dev/null || [ "$(pnpm --version)" != "$PNPM_VERSION" ]; then
+    log "installing pnpm $PNPM_VERSION"
+    npm install -g "pnpm@$PNPM_VERSION" >/dev/null 2>&1 || die "could not install pnpm"
+  fi
+  local need=()
+  command -v pg_ctlcluster >/dev/null || need+=(postgresql)
+  [ -x /usr/sbin/nats-server ] || command -v nats-server >/dev/null || need+=(nats-server)
+  command -v redis-server >/dev/null || need+=(redis-server)
+  # Tests serve fake providers over HTTPS with throwaway certificates made by the openssl CLI.
+  command -v openssl >/dev/null || need+=(openssl)
+  if [ ${#need[@]} -gt 0 ]; then apt_install "${need[@]}"; fi
+}
+
+ensure_dependencies() {
+  log "installing dependencies (pnpm install --frozen-lockfile)"
+  (cd "$ROOT" && pnpm install --frozen-lockfile --reporter=silent) || die "pnpm install failed"
+}
+
+ensure_postgres() {
+  if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+    local version
+    version="$(ls /etc/postgresql | sort -V | tail -1)"
+    log "starting PostgreSQL $version"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start
+    wait_port 127.0.0.1 5432 20 PostgreSQL
+  fi
+}
+
+nats_server_bin() { if [ -x /usr/sbin/nats-server ]; then echo /usr/sbin/nats-server; else command -v nats-server; fi; }
+
+# NATS on 4222 must have JetStream; start one if nothing listens there.
+ensure_nats() {
+  if ! port_open 127.0.0.1 4222; then
+    log "starting NATS with JetStream on 127.0.0.1:4222"
+    mkdir -p "$DATA_DIR/nats"
+    nohup "$(nats_server_bin)" -a 127.0.0.1 -p 4222 -js -sd "$DATA_DIR/nats" -l "$DATA_DIR/nats/nats.log" >/dev/null 2>&1 &
+    wait_port 127.0.0.1 4222 10 NATS
+  fi
+  node "$ROOT/scripts/lib/check-nats.cjs" nats://127.0.0.1:4222 || die "NATS on 127.0.0.1:4222 has no JetStream; restart it with -js"
+}
+
+ensure_redis() {
+  if ! port_open 127.0.0.1 6379; then
+    log "starting Redis on 127.0.0.1:6379"
+    mkdir -p "$DATA_DIR/redis"
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --dir "$DATA_DIR/redis" --logfile "$DATA_DIR/redis/redis.log" >/dev/null
+    wait_port 127.0.0.1 6379 10 Redis
+  fi
+}
+
+# The Temporal dev server cannot be downloaded here; it is built from source once and kept.
+ensure_temporal_cli() {
+  if [ ! -x "$TEMPORAL_BIN" ]; then
+    command -v go >/dev/null || die "Go is required to build the Temporal CLI (go install)"
+    log "building the Temporal CLI $TEMPORAL_VERSION with go install (several minutes, once)"
+    mkdir -p "$(dirname "$TEMPORAL_BIN")"
+    (cd /tmp && GOBIN="$(dirname "$TEMPORAL_BIN")" GOFLAGS=-mod=mod go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION") ||
+      die "go install of the Temporal CLI failed"
+  fi
+}
+
+# The connect page's browser tests drive Debian's Chromium (playwright-core downloads no browser).
+ensure_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then apt_install chromium; fi
+  [ -x /usr/bin/chromium ] || die "chromium could not be installed (apt-get install -y chromium)"
+}
+
+build_all() {
+  log "building every package and service (turbo)"
+  (cd "$ROOT" && pnpm turbo run build --output-logs=errors-only) || die "build failed"
+}
+
+migrate() { # database url
+  log "applying migrations to $(printf '%s' "$1" | sed -E 's#//[^@]*@#//#')"
+  (cd "$ROOT/packages/db" && DATABASE_URL="$1" pnpm exec prisma migrate deploy >/dev/null) || die "migrations failed"
+}
+
+setup_all() {
+  ensure_toolchain
+  ensure_dependencies
+  ensure_postgres
+  ensure_nats
+  ensure_redis
+  ensure_temporal_cli
+  ensure_chromium
+  build_all
+}

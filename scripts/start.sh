@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `npm start`: set up what is missing, migrate, seed, then run every service in the foreground.
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+setup_all
+
+mkdir -p "$DATA_DIR/temporal"
+# Secrets generated once and kept in a git-ignored file, so a second start reuses the same key.
+SECRETS="$DATA_DIR/dev.env"
+if [ ! -f "$SECRETS" ]; then
+  log "generating development secrets in .data/dev.env"
+  umask 077
+  {
+    echo "SWITCHBOARD_MASTER_KEYS=1:$(node -e "process.stdout.write(require('crypto').randomBytes(32).toString('base64'))")"
+    echo "GENERATED_SECRET_KEY=$(node -e "process.stdout.write(require('crypto').randomUUID())")"
+  } >"$SECRETS"
+fi
+# shellcheck disable=SC1090
+source "$SECRETS"
+export SWITCHBOARD_MASTER_KEYS="${SWITCHBOARD_MASTER_KEYS_OVERRIDE:-$SWITCHBOARD_MASTER_KEYS}"
+export SWITCHBOARD_SECRET_KEY="${SWITCHBOARD_SECRET_KEY:-$GENERATED_SECRET_KEY}"
+export DATABASE_URL="${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/switchboard}"
+export NATS_URL="${NATS_URL:-nats://127.0.0.1:4222}"
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
+export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:7233}"
+export PORT="${PORT:-3003}"
+export SWITCHBOARD_SERVER_URL="${SWITCHBOARD_SERVER_URL:-http://localhost:$PORT}"
+export SWITCHBOARD_CONNECT_URL="${SWITCHBOARD_CONNECT_URL:-http://localhost:3009}"
+export SWITCHBOARD_PROXY_URL="${SWITCHBOARD_PROXY_URL:-http://127.0.0.1:3012}"
+# Traces go nowhere unless an OTLP endpoint (or another exporter) is configured.
+if [ -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-}" ]; then
+  export OTEL_TRACES_EXPORTER="${OTEL_TRACES_EXPORTER:-none}"
+fi
+
+port_open 127.0.0.1 "$PORT" && die "port $PORT is already in use (is Switchboard already running?)"
+
+migrate "$DATABASE_URL"
+log "seeding the development account"
+node "$ROOT/apps/auth-connect/dist/seed-cli.js" >/dev/null || die "seed failed"
+
+export SWITCHBOARD_START_TEMPORAL=0 SWITCHBOARD_TEMPORAL_BIN="$TEMPORAL_BIN" SWITCHBOARD_ROOT="$ROOT"
+if port_open "${TEMPORAL_ADDRESS%:*}" "${TEMPORAL_ADDRESS##*:}"; then
+  log "reusing the Temporal server at $TEMPORAL_ADDRESS"
+else
+  export SWITCHBOARD_START_TEMPORAL=1
+fi
+exec node "$ROOT/scripts/lib/run-services.mjs"

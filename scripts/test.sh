@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `npm test`: the same setup as `npm start`, then every test of every app and package against a private
+# NATS, a private Temporal dev server, a fresh test database and Redis database 1.
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+setup_all
+
+free_port() { node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})"; }
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+TEST_DIR="$DATA_DIR/test"
+rm -rf "$TEST_DIR" && mkdir -p "$TEST_DIR/nats"
+
+NATS_PORT="$(free_port)"
+"$(nats_server_bin)" -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$TEST_DIR/nats" -l "$TEST_DIR/nats.log" &
+PIDS+=($!)
+TEMPORAL_PORT="$(free_port)"
+"$TEMPORAL_BIN" server start-dev --headless --ip 127.0.0.1 --port "$TEMPORAL_PORT" --log-level error >"$TEST_DIR/temporal.log" 2>&1 &
+PIDS+=($!)
+
+export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/switchboard_test}"
+log "recreating the test database"
+psql -q "$(printf '%s' "$TEST_DATABASE_URL" | sed -E 's#/[^/?]+(\?.*)?$#/postgres#')" \
+  -c "DROP DATABASE IF EXISTS \"$(printf '%s' "$TEST_DATABASE_URL" | sed -E 's#.*/([^/?]+)(\?.*)?$#\1#')\" WITH (FORCE)" >/dev/null
+migrate "$TEST_DATABASE_URL"
+
+export TEST_REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/1}"
+redis-cli -u "$TEST_REDIS_URL" FLUSHDB >/dev/null
+
+wait_port 127.0.0.1 "$NATS_PORT" 10 "test NATS"
+wait_port 127.0.0.1 "$TEMPORAL_PORT" 60 "test Temporal"
+export TEST_NATS_URL="nats://127.0.0.1:$NATS_PORT"
+export TEST_TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
+export OTEL_TRACES_EXPORTER=none OTEL_METRICS_EXPORTER=none OTEL_LOGS_EXPORTER=none
+# One master key for every service a test starts: any instance joining a queue group can decrypt.
+export TEST_MASTER_KEYS="1:$(node -e "process.stdout.write(require('crypto').randomBytes(32).toString('base64'))")"
+
+cd "$ROOT"
+log "checking docker-compose.yml against the apps and their Dockerfiles"
+node infra/validate-compose.mjs >/dev/null || die "infra/validate-compose.mjs failed (run it for details)"
+
+log "running every test (unit, integration, end-to-end)"
+pnpm turbo run test --concurrency=1 --continue "$@"
