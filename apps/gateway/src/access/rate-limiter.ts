@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { HealthRegistry } from '@switchboard/service-kit';
 import Redis from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { LRUCache } from 'lru-cache';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 
 export interface RateVerdict {
@@ -14,41 +14,89 @@ export interface RateVerdict {
   retryAfter: number;
 }
 
-const WINDOW_S = 60;
+const WINDOW_MS = 60_000;
+const KEY_PREFIX = 'switchboard:rl';
 
 /**
- * Fixed 60-second windows per account, counted in Redis so every gateway replica shares them.
- * If Redis is unreachable each replica falls back to an in-memory window of the same size (fail-open
- * per replica rather than refusing all traffic); readiness reports Redis as down meanwhile.
- * A fixed window lets up to twice the limit through across a window edge.
+ * Takes up to ARGV[2] requests from the window's allowance in one step, never more than what is left.
+ * The window starts with its first request and lasts ARGV[3] ms (the key's time to live).
+ * Returns { granted, used after the grant, ms left in the window }.
+ */
+const LEASE_SCRIPT = `
+local limit = tonumber(ARGV[1])
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local grant = math.min(tonumber(ARGV[2]), limit - used)
+if grant > 0 then
+  used = redis.call('INCRBY', KEYS[1], grant)
+  if used == grant then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+else
+  grant = 0
+end
+return {grant, used, redis.call('PTTL', KEYS[1])}
+`;
+
+interface Bucket {
+  /** When the window ends (epoch ms, as Redis reported it; 0 until the first lease). */
+  endsAt: number;
+  /** Requests this replica may still let through in the window without asking Redis. */
+  left: number;
+  /** The window's total handed out to every replica, as of this replica's last lease. */
+  used: number;
+  /** Redis said the window is spent: refuse locally until it ends. */
+  spent: boolean;
+  pending: Promise<void> | null;
+}
+
+type RedisWithLease = Redis & { switchboardLease(key: string, limit: number, want: number, windowMs: number): Promise<[number, number, number]> };
+
+/**
+ * Fixed 60-second windows per account (starting with the window's first request), shared by every gateway replica through
+ * Redis. Asking Redis on every request would put a round trip on every proxied call, so a replica leases
+ * a small slice of the window's allowance at a time (at most `limit × SWITCHBOARD_RATE_LIMIT_LEASE_FRACTION`,
+ * 1 for small limits, so those stay exact) and spends it locally. Redis never hands out more than the
+ * limit, so the limit holds across replicas; the price is that slices leased but unused by one replica
+ * (at most one slice each) are not available to the others, and `X-RateLimit-Remaining` counts them as
+ * spent. (rate-limiter-flexible asks Redis on every request and has no such leasing.)
+ *
+ * If Redis is unreachable each replica counts alone in memory (fail-open per replica rather than
+ * refusing all traffic); readiness reports Redis as down meanwhile. A fixed window lets up to twice the
+ * limit through across a window edge.
  */
 @Injectable()
 export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
-  private readonly redis: Redis;
-  private readonly limiter: RateLimiterRedis;
+  private readonly redis: RedisWithLease;
+  private readonly buckets = new LRUCache<string, Bucket>({ max: 100_000 });
+  private readonly fallback = new LRUCache<string, { endsAt: number; count: number }>({ max: 100_000 });
   readonly points: number;
+  private readonly slice: number;
 
   constructor(
     @Inject(GATEWAY_ENV) env: GatewayEnv,
     private readonly health: HealthRegistry,
   ) {
     this.points = env.SWITCHBOARD_RATE_LIMIT_PER_MIN;
-    this.redis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: 'switchboard-gateway' });
+    this.slice = Math.max(1, Math.floor(this.points * env.SWITCHBOARD_RATE_LIMIT_LEASE_FRACTION));
+    this.redis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: 'switchboard-gateway' }) as RedisWithLease;
     this.redis.on('error', () => undefined); // reported through readiness, not as unhandled errors
-    this.limiter = new RateLimiterRedis({
-      storeClient: this.redis,
-      points: this.points,
-      duration: WINDOW_S,
-      keyPrefix: 'switchboard:rl',
-      insuranceLimiter: new RateLimiterMemory({ points: this.points, duration: WINDOW_S }),
-    });
+    this.redis.defineCommand('switchboardLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
   }
 
-  onModuleInit(): void {
+  /** Waits (briefly) for Redis, so the first requests after boot are counted in the shared window. */
+  async onModuleInit(): Promise<void> {
     this.health.register({
       name: 'redis',
       readinessOnly: true,
       check: async () => ({ ok: this.redis.status === 'ready', detail: this.redis.status }),
+    });
+    if (this.redis.status === 'ready') return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.redis.off('ready', done);
+        resolve();
+      };
+      const timer = setTimeout(done, 2_000);
+      this.redis.once('ready', done);
     });
   }
 
@@ -57,21 +105,60 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
   }
 
   async consume(key: string): Promise<RateVerdict> {
-    try {
-      return this.verdict(await this.limiter.consume(key, 1), false);
-    } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) return this.verdict(rejection, true);
-      throw rejection;
+    let bucket = this.buckets.get(key);
+    if (!bucket || (bucket.endsAt !== 0 && bucket.endsAt <= Date.now())) {
+      bucket = { endsAt: 0, left: 0, used: 0, spent: false, pending: null };
+      this.buckets.set(key, bucket);
+    }
+    for (;;) {
+      if (bucket.left > 0) {
+        bucket.left -= 1;
+        return this.verdict(bucket.endsAt, false, this.points - bucket.used + bucket.left);
+      }
+      if (bucket.spent) return this.verdict(bucket.endsAt, true, 0);
+      if (!bucket.pending) {
+        const leasing = bucket;
+        leasing.pending = this.lease(key, leasing).finally(() => {
+          leasing.pending = null;
+        });
+      }
+      try {
+        await bucket.pending;
+      } catch {
+        return this.consumeLocally(key);
+      }
     }
   }
 
-  private verdict(res: RateLimiterRes, limited: boolean): RateVerdict {
+  private async lease(key: string, bucket: Bucket): Promise<void> {
+    const [granted, used, ttlMs] = await this.redis.switchboardLease(`${KEY_PREFIX}:${key}`, this.points, this.slice, WINDOW_MS);
+    bucket.left += granted;
+    bucket.used = used;
+    // Measured after the round trip, so this replica's view of the window ends slightly early, never late.
+    bucket.endsAt = Date.now() + Math.max(0, ttlMs);
+    if (granted === 0) bucket.spent = true;
+  }
+
+  private consumeLocally(key: string): RateVerdict {
+    const now = Date.now();
+    let entry = this.fallback.get(key);
+    if (!entry || entry.endsAt <= now) {
+      entry = { endsAt: now + WINDOW_MS, count: 0 };
+      this.fallback.set(key, entry);
+    }
+    if (entry.count >= this.points) return this.verdict(entry.endsAt, true, 0);
+    entry.count += 1;
+    return this.verdict(entry.endsAt, false, this.points - entry.count);
+  }
+
+  private verdict(endsAt: number, limited: boolean, remaining: number): RateVerdict {
+    const msBeforeNext = Math.max(0, endsAt - Date.now());
     return {
       limited,
       limit: this.points,
-      remaining: Math.max(0, res.remainingPoints),
-      resetAt: Math.ceil((Date.now() + res.msBeforeNext) / 1000),
-      retryAfter: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+      remaining: Math.max(0, remaining),
+      resetAt: Math.ceil(endsAt / 1000),
+      retryAfter: Math.max(1, Math.ceil(msBeforeNext / 1000)),
     };
   }
 }

@@ -10,6 +10,11 @@ export const envSchema = z.object({
   ...envFragments.publicUrls,
   /** Requests per account per fixed 60-second window, shared by every gateway replica (Redis). */
   SWITCHBOARD_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  /**
+   * Largest share of the window's allowance one replica takes from Redis at a time (spent locally, so most
+   * requests cost no Redis round trip). Limits under 1 / fraction stay exact; 0 asks Redis on every request.
+   */
+  SWITCHBOARD_RATE_LIMIT_LEASE_FRACTION: z.coerce.number().min(0).max(0.1).default(0.005),
   /** Largest JSON body accepted on the management API, in bytes (the proxy streams and has its own limit). */
   SWITCHBOARD_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
   /** How long a verified key is trusted before it is checked again (revocation delay), in ms. */
