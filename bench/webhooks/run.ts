@@ -8,13 +8,15 @@
  *
  * Needs the built services (`pnpm build`) and the test infrastructure variables (TEST_DATABASE_URL,
  * TEST_NATS_URL, TEST_TEMPORAL_ADDRESS, TEST_REDIS_URL); see bench/README.md.
- * Flags: --rate=200 --seconds=20 --warmup-seconds=3
+ * Flags: --rate=200 --seconds=20 --warmup-seconds=3. BENCH_PROFILE=<service,...> writes CPU profiles.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { execSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import { join } from 'node:path';
 import { startStack } from '@switchboard/testing';
 import { Pool } from 'undici';
 
@@ -38,6 +40,38 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+
+/** CPU time (user + system, µs) of every process on the machine, grouped by what it is. */
+function cpuByGroup(labels: Map<number, string>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    let stat: string;
+    let cmdline: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const micros = ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+    const group =
+      labels.get(pid) ??
+      (pid === process.pid
+        ? 'bench (sender + receiver)'
+        : cmdline.startsWith('postgres')
+          ? 'postgres'
+          : cmdline.includes('nats-server')
+            ? 'nats-server'
+            : cmdline.includes('redis-server')
+              ? 'redis'
+              : 'other');
+    out.set(group, (out.get(group) ?? 0) + micros);
+  }
+  return out;
+}
 
 async function main(): Promise<void> {
   // ---- receiver: verifies and timestamps every delivery ----
@@ -63,15 +97,29 @@ async function main(): Promise<void> {
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
   const stack = await startStack({
-    env: { LOG_LEVEL: 'warn', SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000' },
-    serviceEnv: {
-      'webhook-relay': {
-        SWITCHBOARD_EGRESS_ALLOWED_CIDRS: '127.0.0.1/32',
-        ...(process.env.BENCH_RELAY_NODE_OPTIONS
-          ? { NODE_OPTIONS: process.env.BENCH_RELAY_NODE_OPTIONS }
-          : {}),
-      },
+    env: {
+      LOG_LEVEL: 'warn',
+      SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
+      SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
+      // `--otel=off` runs every service without OpenTelemetry, to show what tracing costs.
+      ...(args.get('otel') === 'off' ? { OTEL_SDK_DISABLED: 'true' } : {}),
     },
+    // BENCH_PROFILE=gateway,webhook-relay writes a V8 CPU profile of each named service (during the
+    // measured run) to /tmp/bench-prof/<name>/; open it in Chrome DevTools.
+    serviceEnv: Object.fromEntries(
+      (process.env.BENCH_PROFILE ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((name) => [
+          name,
+          {
+            NODE_OPTIONS: `--require ${join(__dirname, '../../tools/cpu-profile.cjs')}`,
+            BENCH_PROFILE_DIR: `/tmp/bench-prof/${name}`,
+            BENCH_PROFILE_DELAY_MS: String(15_000 + WARMUP_SECONDS * 1000),
+            BENCH_PROFILE_MS: String(SECONDS * 1000),
+          },
+        ]),
+    ),
   });
   const gateway = new Pool(stack.gatewayUrl, { connections: 64, keepAliveTimeout: 60_000 });
   const api = async (method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown) => {
@@ -157,7 +205,14 @@ async function main(): Promise<void> {
     await run(WARMUP_SECONDS, 'warmup');
     acks.length = 0;
     non2xx = 0;
+    const labels = new Map(Object.entries(stack.services).map(([name, service]) => [service.process.pid!, name]));
+    const cpuBefore = cpuByGroup(labels);
     const ids = await run(SECONDS, 'measure');
+    const cpuAfter = cpuByGroup(labels);
+    const cpuPerEvent = [...cpuAfter.entries()]
+      .map(([group, micros]) => [group, (micros - (cpuBefore.get(group) ?? 0)) / ids.length] as const)
+      .filter(([, micros]) => micros >= 10)
+      .sort((a, b) => b[1] - a[1]);
     const latencies = ids.flatMap((id) => {
       const at = arrivals.get(id);
       const from = sent.get(id);
@@ -180,6 +235,7 @@ async function main(): Promise<void> {
       `provider webhook in → signed delivery at the receiver: p50 ${fmt(p50)}, p90 ${fmt(percentile(latencies, 90))}, p99 ${fmt(p99)}, max ${fmt(latencies.at(-1) ?? NaN)}`,
       `provider's 2xx (stored on JetStream): p50 ${fmt(percentile(acks, 50))}, p99 ${fmt(percentile(acks, 99))}`,
       `targets p50 ≤ 10 ms: ${p50 <= 10 ? 'met' : 'MISSED'}; p99 ≤ 50 ms: ${p99 <= 50 ? 'met' : 'MISSED'}`,
+      `CPU per event (whole machine, measured run incl. its drain): ${cpuPerEvent.map(([group, micros]) => `${group} ${micros.toFixed(0)} µs`).join(', ')}`,
     ];
     for (const line of lines) process.stdout.write(`${line}\n`);
     if (latencies.length !== ids.length) process.exitCode = 1;

@@ -17,7 +17,18 @@ export const VAULT_SUBJECTS = {
   credentials: 'vault.v1.connection.credentials',
   /** webhook-relay → vault: connections whose config or metadata field equals a value (webhook routing). */
   match: 'vault.v1.connections.match',
+  /**
+   * vault → everyone (core NATS broadcast, no reply, may be missed): connections of an integration were
+   * created, changed or deleted. Lets other services drop what they cached about them before its TTL.
+   */
+  changed: 'vault.v1.connections.changed',
 } as const;
+
+export const connectionsChangedSchema = z.object({
+  environmentId: z.number().int(),
+  providerConfigKey: z.string(),
+});
+export type ConnectionsChanged = z.infer<typeof connectionsChangedSchema>;
 
 export const storeConnectionRequestSchema = z.object({
   environmentId: z.number().int(),

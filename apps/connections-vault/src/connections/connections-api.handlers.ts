@@ -1,3 +1,4 @@
+import { ConnectionChanges } from '../events/connection-changes';
 import { Controller } from '@nestjs/common';
 import {
   CONNECTIONS_API_SUBJECTS,
@@ -34,6 +35,7 @@ export class ConnectionsApiHandlers {
     private readonly read: ReadConnection,
     private readonly importer: ImportConnection,
     private readonly nats: NatsRequester,
+    private readonly changes: ConnectionChanges,
   ) {}
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.list, listConnectionsRequestSchema)
@@ -60,6 +62,7 @@ export class ConnectionsApiHandlers {
       ...(body.webhook_url_override !== undefined ? { webhookUrlOverride: body.webhook_url_override || null } : {}),
     });
     if (!updated) throw await this.missing(req.caller, req.providerConfigKey);
+    this.changes.announce(key.environmentId, key.providerConfigKey);
     return { success: true };
   }
 
@@ -73,12 +76,15 @@ export class ConnectionsApiHandlers {
     if (!deleted) {
       throw new VaultError('unknown_connection', `No connection "${req.connectionId}" for integration "${req.providerConfigKey}"`);
     }
+    this.changes.announce(req.caller.environmentId, req.providerConfigKey);
     return { success: true };
   }
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.import, importConnectionRequestSchema)
   async import(req: ImportConnectionRequest): Promise<ApiPublicConnectionFull> {
-    return this.importer.execute(req);
+    const imported = await this.importer.execute(req);
+    this.changes.announce(req.caller.environmentId, req.body.provider_config_key);
+    return imported;
   }
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.setMetadata, connectionMetadataRequestSchema)
@@ -97,6 +103,7 @@ export class ConnectionsApiHandlers {
     const { connection_id: ids, provider_config_key: providerConfigKey, metadata } = req.body;
     const list = Array.isArray(ids) ? ids : [ids];
     const missing = await this.repository.writeMetadata(req.caller.environmentId, providerConfigKey, list, metadata, mode);
+    this.changes.announce(req.caller.environmentId, providerConfigKey);
     if (missing.length > 0) {
       const which = missing.map((id) => `"${id}"`).join(', ');
       throw new VaultError(

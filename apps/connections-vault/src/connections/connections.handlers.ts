@@ -1,3 +1,4 @@
+import { ConnectionChanges } from '../events/connection-changes';
 import { Controller } from '@nestjs/common';
 import {
   CONNECTION_SUBJECTS,
@@ -27,6 +28,7 @@ export class ConnectionsHandlers {
     private readonly repository: ConnectionsRepository,
     private readonly store: StoreConnection,
     private readonly read: ReadConnection,
+    private readonly changes: ConnectionChanges,
   ) {}
 
   @NatsHandler(CONNECTION_SUBJECTS.countForIntegration, integrationRefSchema)
@@ -37,7 +39,9 @@ export class ConnectionsHandlers {
   /** Called when an integration is deleted: its connections go with it. */
   @NatsHandler(CONNECTION_SUBJECTS.deleteForIntegration, integrationRefSchema)
   async deleteForIntegration(ref: IntegrationRef): Promise<number> {
-    return this.repository.deleteForIntegration(ref.environmentId, ref.providerConfigKey);
+    const deleted = await this.repository.deleteForIntegration(ref.environmentId, ref.providerConfigKey);
+    this.changes.announce(ref.environmentId, ref.providerConfigKey);
+    return deleted;
   }
 
   /** auth-connect finished a flow: create or override the connection and announce it. */
@@ -53,6 +57,7 @@ export class ConnectionsHandlers {
       endUser: req.endUser,
       webhookUrlOverride: req.webhookUrlOverride,
     });
+    this.changes.announce(req.environmentId, req.providerConfigKey);
     return { id: row.id, connectionId: row.connectionId, providerConfigKey: row.providerConfigKey, operation };
   }
 

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CredentialsCipher } from '../credentials/credentials-cipher';
+import { ConnectionChanges } from '../events/connection-changes';
 import { OutboxPublisher } from '../events/outbox';
 import { RefreshCoordinator } from '../refresh/refresh-coordinator';
 import { ConnectionsApiHandlers } from './connections-api.handlers';
@@ -11,6 +12,6 @@ import { StoreConnection } from './use-cases/store-connection';
 
 @Module({
   controllers: [ConnectionsHandlers, ConnectionsApiHandlers],
-  providers: [ConnectionsRepository, CredentialsCipher, OutboxPublisher, RefreshCoordinator, StoreConnection, ReadConnection, ImportConnection],
+  providers: [ConnectionChanges, ConnectionsRepository, CredentialsCipher, OutboxPublisher, RefreshCoordinator, StoreConnection, ReadConnection, ImportConnection],
 })
 export class ConnectionsModule {}

@@ -113,6 +113,7 @@ export class DeliveriesHandlers {
         },
       }),
     ]);
+    this.dispatcher.endpointEnabled(request.environmentId, [row.url]);
     this.dispatcher.kick();
     return toApi(updated);
   }

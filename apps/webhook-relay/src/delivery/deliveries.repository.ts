@@ -26,6 +26,18 @@ export interface ClaimedDelivery {
   endpointDisabled: boolean;
 }
 
+export interface AttemptRecord {
+  startedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+}
+
+export interface NextState {
+  status: 'delivered' | 'failed' | 'pending' | 'endpoint_disabled';
+  nextAttemptAt?: Date;
+}
+
 interface ClaimedRow {
   id: bigint;
   environment_id: number;
@@ -40,6 +52,18 @@ interface ClaimedRow {
 // Columns are `timestamp` holding UTC (Prisma's convention); `now()` is converted explicitly so the
 // comparison never depends on the session's time zone.
 const UTC_NOW = Prisma.raw(`(now() AT TIME ZONE 'UTC')`);
+
+/** A new delivery as the columns of `relay.webhook_deliveries`, for `jsonb_to_recordset`. */
+const columnsOf = (d: NewDelivery) => ({
+  environment_id: d.environmentId,
+  event_id: d.eventId,
+  type: d.type,
+  url: d.url,
+  connection_id: d.connectionId,
+  provider_config_key: d.providerConfigKey,
+  body: d.body,
+  headers: d.headers,
+});
 
 const toClaimed = (row: ClaimedRow): ClaimedDelivery => ({
   id: row.id,
@@ -75,23 +99,59 @@ export class DeliveriesRepository {
          next_attempt_at, created_at, updated_at)
       SELECT d.environment_id, d.event_id, d.type, d.url, d.connection_id, d.provider_config_key, d.body, d.headers, ${lease}::timestamp,
         ${UTC_NOW}, ${UTC_NOW}, ${UTC_NOW}
-      FROM jsonb_to_recordset(${JSON.stringify(
-        deliveries.map((d) => ({
-          environment_id: d.environmentId,
-          event_id: d.eventId,
-          type: d.type,
-          url: d.url,
-          connection_id: d.connectionId,
-          provider_config_key: d.providerConfigKey,
-          body: d.body,
-          headers: d.headers,
-        })),
-      )}::jsonb) AS d(environment_id int, event_id text, type text, url text, connection_id text, provider_config_key text, body text, headers jsonb)
+      FROM jsonb_to_recordset(${JSON.stringify(deliveries.map(columnsOf))}::jsonb) AS d(environment_id int, event_id text, type text, url text, connection_id text, provider_config_key text, body text, headers jsonb)
       ON CONFLICT (event_id, url) DO NOTHING
       RETURNING id, environment_id, event_id, url, body, headers, attempts,
         EXISTS (SELECT 1 FROM relay.webhook_disabled_endpoints e
                 WHERE e.environment_id = webhook_deliveries.environment_id AND e.url = webhook_deliveries.url) AS disabled`;
     return rows.map(toClaimed);
+  }
+
+  /**
+   * Stores deliveries whose first attempt was already made (straight from their event), with that
+   * attempt, in one statement for the whole batch. A row that already exists (the event was processed
+   * before) is left as it is.
+   */
+  async insertAttempted(
+    rows: { delivery: NewDelivery; attempt: AttemptRecord; next: NextState }[],
+  ): Promise<void> {
+    if (rows.length === 0) return;
+    const payload = JSON.stringify(
+      rows.map(({ delivery, attempt: a, next: n }) => ({
+        ...columnsOf(delivery),
+        status: n.status,
+        next_attempt_at: n.nextAttemptAt?.toISOString() ?? null,
+        started_at: a.startedAt.toISOString(),
+        duration_ms: a.durationMs,
+        status_code: a.statusCode,
+        error: a.error,
+      })),
+    );
+    // Timestamps travel as ISO strings (UTC) and are stored as UTC `timestamp`s, like Prisma's.
+    await this.db.$executeRaw`
+      WITH input AS (
+        SELECT * FROM jsonb_to_recordset(${payload}::jsonb) AS d(environment_id int, event_id text, type text,
+          url text, connection_id text, provider_config_key text, body text, headers jsonb, status text,
+          next_attempt_at timestamptz, started_at timestamptz, duration_ms int, status_code int, error text)
+      ), stored AS (
+        INSERT INTO relay.webhook_deliveries
+          (environment_id, event_id, type, url, connection_id, provider_config_key, body, headers, status, attempts,
+           next_attempt_at, last_status_code, last_error, delivered_at, created_at, updated_at)
+        SELECT environment_id, event_id, type, url, connection_id, provider_config_key, body, headers, status, 1,
+          COALESCE(next_attempt_at AT TIME ZONE 'UTC', ${UTC_NOW}), status_code, error,
+          CASE WHEN status = 'delivered' THEN ${UTC_NOW} END, started_at AT TIME ZONE 'UTC', ${UTC_NOW}
+        FROM input
+        ON CONFLICT (event_id, url) DO NOTHING
+        RETURNING id, event_id, url
+      )
+      INSERT INTO relay.webhook_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error)
+      SELECT stored.id, 1, input.started_at AT TIME ZONE 'UTC', input.duration_ms, input.status_code, input.error
+      FROM stored JOIN input ON input.event_id = stored.event_id AND input.url = stored.url`;
+  }
+
+  async disabledEndpoints(): Promise<{ environmentId: number; url: string }[]> {
+    const rows = await this.db.webhookDisabledEndpoint.findMany({ select: { environmentId: true, url: true } });
+    return rows;
   }
 
   /** Leases up to `limit` due deliveries, skipping the URLs given (saturated or behind an open breaker). */
@@ -119,11 +179,7 @@ export class DeliveriesRepository {
    * Records one attempt and moves the delivery to its next state, releasing the lease: one statement
    * (a data-modifying CTE), because it runs once per attempt on the hot path.
    */
-  async recordAttempt(
-    delivery: ClaimedDelivery,
-    attempt: { startedAt: Date; durationMs: number; statusCode: number | null; error: string | null },
-    next: { status: 'delivered' | 'failed' | 'pending' | 'endpoint_disabled'; nextAttemptAt?: Date },
-  ): Promise<void> {
+  async recordAttempt(delivery: ClaimedDelivery, attempt: AttemptRecord, next: NextState): Promise<void> {
     const attemptNumber = delivery.attempts + 1;
     await this.db.$executeRaw`
       WITH logged AS (
@@ -147,7 +203,7 @@ export class DeliveriesRepository {
     await this.db.webhookDelivery.update({ where: { id }, data: { lockedUntil: null, nextAttemptAt: at } });
   }
 
-  async markEndpointDisabled(delivery: ClaimedDelivery, reason: string): Promise<void> {
+  async markEndpointDisabled(delivery: { environmentId: number; url: string }, reason: string): Promise<void> {
     await this.db.$transaction([
       this.db.webhookDisabledEndpoint.upsert({
         where: { environmentId_url: { environmentId: delivery.environmentId, url: delivery.url } },

@@ -11,12 +11,43 @@ import { EgressPolicy } from '@switchboard/egress';
 import { SettingsService } from '../settings/settings.service';
 import { signDelivery } from '../signing/webhook-signer';
 import { CircuitBreakers } from './circuit-breaker';
-import { DeliveriesRepository, type ClaimedDelivery } from './deliveries.repository';
+import { DeliveriesRepository, type AttemptRecord, type ClaimedDelivery, type NewDelivery, type NextState } from './deliveries.repository';
 import { HttpSender, type SendOutcome } from './http-sender';
 import { nextAttempt, parseRetryAfter } from './retry-schedule';
 
 const USER_AGENT = 'Switchboard-Webhooks/0.1 (+https://www.standardwebhooks.com)';
 const PRUNE_EVERY_MS = 10 * 60_000;
+/** How often the list of endpoints disabled (by any replica) is read again. */
+const DISABLED_REFRESH_MS = 5_000;
+
+interface AttemptDecision {
+  attempt: AttemptRecord;
+  next: NextState;
+  /** Set when the answer disables the endpoint (410). */
+  disableEndpoint?: string;
+}
+
+/** A first attempt made straight from an event, with the row to store for it. */
+export interface FirstAttempt extends AttemptDecision {
+  delivery: NewDelivery;
+}
+
+/** Endpoints that answered 410, per environment: nothing more is sent to them. */
+class DisabledEndpoints {
+  private keys = new Set<string>();
+  has(environmentId: number, url: string): boolean {
+    return this.keys.size > 0 && this.keys.has(`${environmentId} ${url}`);
+  }
+  add(environmentId: number, url: string): void {
+    this.keys.add(`${environmentId} ${url}`);
+  }
+  delete(environmentId: number, url: string): void {
+    this.keys.delete(`${environmentId} ${url}`);
+  }
+  replace(rows: { environmentId: number; url: string }[]): void {
+    this.keys = new Set(rows.map((row) => `${row.environmentId} ${row.url}`));
+  }
+}
 
 /**
  * Sends deliveries: the ones the event consumer just stored (at once, leased to this process) and the due
@@ -30,6 +61,8 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly sender: HttpSender;
   private readonly breakers: CircuitBreakers;
   private readonly perEndpoint = new Map<string, number>();
+  private readonly disabled = new DisabledEndpoints();
+  private disabledReadAt = 0;
   private inFlight = 0;
   private reserved = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -55,6 +88,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
     // Long enough for one attempt to finish and be recorded; short enough that a killed process's
     // deliveries are retaken quickly.
     this.leaseMs = env.SWITCHBOARD_WEBHOOK_TIMEOUT + Math.min(env.SWITCHBOARD_WEBHOOK_TIMEOUT, 5_000);
+    settings.onEndpointsEnabled((environmentId, urls) => this.endpointEnabled(environmentId, urls));
   }
 
   onApplicationBootstrap(): void {
@@ -87,6 +121,11 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
     this.reserved -= count;
   }
 
+  /** An endpoint disabled by a 410 was enabled again (redelivery, or its URL set again). */
+  endpointEnabled(environmentId: number, urls: string[]): void {
+    for (const url of urls) this.disabled.delete(environmentId, url);
+  }
+
   /** Looks for due work now (after a redelivery request, or deliveries stored without a lease). */
   kick(): void {
     this.backlog = true;
@@ -106,6 +145,10 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
     }
     this.polling = true;
     try {
+      if (Date.now() - this.disabledReadAt > DISABLED_REFRESH_MS) {
+        this.disabled.replace(await this.repository.disabledEndpoints());
+        this.disabledReadAt = Date.now();
+      }
       const free = this.env.SWITCHBOARD_WEBHOOK_CONCURRENCY - this.inFlight - this.reserved;
       if (free > 0) {
         const saturated = [...this.perEndpoint.entries()]
@@ -132,24 +175,29 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
   }
 
   private start(delivery: ClaimedDelivery): void {
-    this.inFlight += 1;
-    this.perEndpoint.set(delivery.url, (this.perEndpoint.get(delivery.url) ?? 0) + 1);
+    this.track(delivery.url, +1);
     void this.attempt(delivery)
       .catch((error: unknown) => {
         // The lease expires and the delivery is retried; nothing is lost.
         this.logger.error(`delivery ${delivery.id} could not be processed: ${(error as Error).message}`);
       })
-      .finally(() => {
-        this.inFlight -= 1;
-        const left = (this.perEndpoint.get(delivery.url) ?? 1) - 1;
-        if (left <= 0) this.perEndpoint.delete(delivery.url);
-        else this.perEndpoint.set(delivery.url, left);
-        // Only a known backlog is worth a query per finished attempt; otherwise the interval finds new work.
-        if (this.backlog) {
-          if (!this.polling) this.schedulePoll(0);
-          else this.pollAgain = true;
-        }
-      });
+      .finally(() => this.finished(delivery.url));
+  }
+
+  private track(url: string, delta: number): void {
+    this.inFlight += delta;
+    const count = (this.perEndpoint.get(url) ?? 0) + delta;
+    if (count <= 0) this.perEndpoint.delete(url);
+    else this.perEndpoint.set(url, count);
+  }
+
+  private finished(url: string): void {
+    this.track(url, -1);
+    // Only a known backlog is worth a query per finished attempt; otherwise the interval finds new work.
+    if (this.backlog) {
+      if (!this.polling) this.schedulePoll(0);
+      else this.pollAgain = true;
+    }
   }
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
@@ -164,6 +212,38 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
       );
       return;
     }
+    const decision = await this.sendAndDecide(delivery, delivery.attempts + 1);
+    if (decision.disableEndpoint) await this.disableEndpoint(delivery, decision.disableEndpoint);
+    await this.repository.recordAttempt(delivery, decision.attempt, decision.next);
+  }
+
+  /**
+   * The first attempt of a delivery that is not stored yet, sent straight from its event: the receiver
+   * gets it without waiting for Postgres, and the outcome is stored afterwards, in a batch, before the
+   * event is acknowledged (a process killed meanwhile leaves the event unacknowledged; it is processed
+   * again and the receiver may get the same `webhook-id` twice). Resolves with `null`, sending nothing,
+   * when the delivery should rather wait in Postgres: this process is busy, the endpoint is saturated,
+   * behind an open breaker or disabled.
+   */
+  sendFirst(delivery: NewDelivery): Promise<FirstAttempt> | null {
+    if (this.disabled.has(delivery.environmentId, delivery.url)) return null;
+    if (this.inFlight + this.reserved >= this.env.SWITCHBOARD_WEBHOOK_CONCURRENCY) return null;
+    if ((this.perEndpoint.get(delivery.url) ?? 0) >= this.env.SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY) return null;
+    if (!this.breakers.tryPass(delivery.url)) return null;
+    this.track(delivery.url, +1);
+    return this.sendAndDecide({ ...delivery, attempts: 0 }, 1)
+      .then(async (decision) => {
+        if (decision.disableEndpoint) await this.disableEndpoint(delivery, decision.disableEndpoint);
+        return { delivery, ...decision };
+      })
+      .finally(() => this.finished(delivery.url));
+  }
+
+  /** Signs and sends one attempt and decides what follows from the answer; writes nothing. */
+  private async sendAndDecide(
+    delivery: Pick<ClaimedDelivery, 'environmentId' | 'eventId' | 'url' | 'body' | 'headers' | 'attempts'>,
+    attemptNumber: number,
+  ): Promise<AttemptDecision> {
     let outcome: SendOutcome;
     const startedAt = new Date();
     try {
@@ -180,91 +260,65 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
       if (error instanceof CryptoError) {
         this.breakers.success(delivery.url);
         const message = 'the signing key cannot be decrypted with the configured master keys';
-        this.logger.error(`delivery ${delivery.id} failed: ${message}`);
-        await this.repository.recordAttempt(
-          delivery,
-          { startedAt, durationMs: 0, statusCode: null, error: message },
-          { status: 'failed' },
-        );
-        return;
+        this.logger.error(`a delivery of event ${delivery.eventId} failed: ${message}`);
+        return { attempt: { startedAt, durationMs: 0, statusCode: null, error: message }, next: { status: 'failed' } };
       }
       // Never leave a half-open breaker waiting for a probe that will not report.
       this.breakers.failure(delivery.url);
       throw error;
     }
-    await this.settle(delivery, startedAt, outcome);
+    return this.decide(attemptNumber, startedAt, delivery.url, outcome);
   }
 
-  private async settle(delivery: ClaimedDelivery, startedAt: Date, outcome: SendOutcome): Promise<void> {
+  private decide(attemptNumber: number, startedAt: Date, url: string, outcome: SendOutcome): AttemptDecision {
     const now = Date.now();
     const base = { startedAt, durationMs: outcome.durationMs };
-    const retryOrFail = async (statusCode: number | null, error: string | null, retryAfterMs?: number) => {
-      const decision = nextAttempt(
-        this.env.SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE,
-        delivery.attempts + 1,
-        now,
-        retryAfterMs,
-      );
-      await this.repository.recordAttempt(
-        delivery,
-        { ...base, statusCode, error },
-        decision.retry ? { status: 'pending', nextAttemptAt: decision.at } : { status: 'failed' },
-      );
+    const retryOrFail = (statusCode: number | null, error: string | null, retryAfterMs?: number): AttemptDecision => {
+      const decision = nextAttempt(this.env.SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE, attemptNumber, now, retryAfterMs);
+      return {
+        attempt: { ...base, statusCode, error },
+        next: decision.retry ? { status: 'pending', nextAttemptAt: decision.at } : { status: 'failed' },
+      };
     };
 
     switch (outcome.kind) {
       case 'response': {
         const { status } = outcome;
         if (status >= 200 && status < 300) {
-          this.breakers.success(delivery.url);
-          await this.repository.recordAttempt(
-            delivery,
-            { ...base, statusCode: status, error: null },
-            { status: 'delivered' },
-          );
-          return;
+          this.breakers.success(url);
+          return { attempt: { ...base, statusCode: status, error: null }, next: { status: 'delivered' } };
         }
         if (status === 410) {
-          this.breakers.success(delivery.url);
-          await this.repository.markEndpointDisabled(delivery, 'the endpoint answered 410 Gone');
-          await this.repository.recordAttempt(
-            delivery,
-            { ...base, statusCode: status, error: 'the endpoint answered 410 Gone and is now disabled' },
-            { status: 'endpoint_disabled' },
-          );
-          return;
+          this.breakers.success(url);
+          return {
+            attempt: { ...base, statusCode: status, error: 'the endpoint answered 410 Gone and is now disabled' },
+            next: { status: 'endpoint_disabled' },
+            disableEndpoint: 'the endpoint answered 410 Gone',
+          };
         }
         if (status >= 500 || status === 429 || status === 408) {
-          this.breakers.failure(delivery.url);
-          await retryOrFail(status, `HTTP ${status}`, parseRetryAfter(outcome.retryAfter, now));
-          return;
+          this.breakers.failure(url);
+          return retryOrFail(status, `HTTP ${status}`, parseRetryAfter(outcome.retryAfter, now));
         }
         // 3xx (redirects are not followed) and other 4xx: the receiver refused this message.
-        this.breakers.success(delivery.url);
-        await this.repository.recordAttempt(
-          delivery,
-          { ...base, statusCode: status, error: `HTTP ${status}` },
-          { status: 'failed' },
-        );
-        return;
+        this.breakers.success(url);
+        return { attempt: { ...base, statusCode: status, error: `HTTP ${status}` }, next: { status: 'failed' } };
       }
       case 'timeout':
-        this.breakers.failure(delivery.url);
-        await retryOrFail(null, `timed out after ${this.env.SWITCHBOARD_WEBHOOK_TIMEOUT} ms`);
-        return;
+        this.breakers.failure(url);
+        return retryOrFail(null, `timed out after ${this.env.SWITCHBOARD_WEBHOOK_TIMEOUT} ms`);
       case 'network_error':
-        this.breakers.failure(delivery.url);
-        await retryOrFail(null, outcome.error);
-        return;
+        this.breakers.failure(url);
+        return retryOrFail(null, outcome.error);
       case 'refused':
-        this.breakers.success(delivery.url);
-        await this.repository.recordAttempt(
-          delivery,
-          { ...base, statusCode: null, error: outcome.error },
-          { status: 'failed' },
-        );
-        return;
+        this.breakers.success(url);
+        return { attempt: { ...base, statusCode: null, error: outcome.error }, next: { status: 'failed' } };
     }
+  }
+
+  private async disableEndpoint(delivery: { environmentId: number; url: string }, reason: string): Promise<void> {
+    this.disabled.add(delivery.environmentId, delivery.url);
+    await this.repository.markEndpointDisabled(delivery, reason);
   }
 
   private async prune(): Promise<void> {

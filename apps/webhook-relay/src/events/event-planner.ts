@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  connectionsChangedSchema,
   VAULT_SUBJECTS,
   type AsyncActionEvent,
   type AuthEvent,
@@ -11,7 +12,8 @@ import {
   type SyncEvent,
   type WebhookEventType,
 } from '@switchboard/contracts';
-import { NatsRequester } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
 import { loadCatalog, type ProviderCatalog, type WebhookRoutingRule, WebhookRoutingRuleSchema } from '@switchboard/providers';
 import type { z } from 'zod';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
@@ -22,6 +24,17 @@ import { SettingsService, type DeliverySettings } from '../settings/settings.ser
 import { serializeBody } from '../signing/webhook-signer';
 
 type MatchedConnection = z.infer<typeof matchedConnectionSchema>;
+
+/**
+ * How long the vault's answer to "which connections have this account id" is reused: webhooks of one
+ * account come in bursts. The vault announces changes to an integration's connections (created,
+ * patched, deleted, metadata) and every replica drops those entries at once; this bounds the staleness
+ * if an announcement is missed.
+ */
+const MATCH_TTL_MS = 5_000;
+/** A miss is kept shorter: the connection may be about to be created. */
+const MISS_TTL_MS = 1_000;
+const MATCH_CACHE_MAX = 10_000;
 
 /**
  * The `webhook-id` of one message: derived from the event (and the connection, for a forward that fans
@@ -43,18 +56,31 @@ export class EventPlanner {
   private readonly logger = new Logger('EventPlanner');
   private readonly catalog: ProviderCatalog;
   private readonly parsedRouting = new Map<string, WebhookRoutingRule[]>();
+  private readonly matches = new Map<string, { value: MatchedConnection[]; until: number }>();
 
   constructor(
     private readonly settings: SettingsService,
     private readonly environments: EnvironmentDirectory,
     private readonly nats: NatsRequester,
+    @Inject(NATS_CONNECTION) nc: NatsConnection,
     @Inject(WEBHOOK_RELAY_ENV) env: WebhookRelayEnv,
   ) {
     this.catalog = loadCatalog({ overridesFile: env.SWITCHBOARD_PROVIDERS_FILE });
+    // Every replica listens (no queue group): each keeps its own cache.
+    nc.subscribe(VAULT_SUBJECTS.changed, {
+      callback: (error, message) => {
+        if (error) return;
+        try {
+          const change = connectionsChangedSchema.parse(message.json());
+          this.forgetMatches(change.environmentId, change.providerConfigKey);
+        } catch {
+          // Not ours to fail on; the TTL covers it.
+        }
+      },
+    });
   }
 
-  async planAuth(event: AuthEvent): Promise<NewDelivery[]> {
-    const settings = await this.settings.forDelivery(event.environmentId, event.webhookUrlOverride !== null);
+  async planAuth(event: AuthEvent): Promise<NewDelivery[]> {    const settings = await this.settings.forDelivery(event.environmentId, event.webhookUrlOverride !== null);
     if (!settings) return [];
     const toggle =
       event.operation === 'creation'
@@ -119,12 +145,7 @@ export class EventPlanner {
 
     const matched = new Map<string, MatchedConnection>();
     for (const lookup of lookups) {
-      const found = await this.nats.request<MatchedConnection[]>(VAULT_SUBJECTS.match, {
-        environmentId: event.environmentId,
-        providerConfigKey: event.providerConfigKey,
-        field: lookup.field,
-        value: lookup.value,
-      });
+      const found = await this.match(event.environmentId, event.providerConfigKey, lookup.field, lookup.value);
       for (const connection of found) matched.set(connection.connectionId, connection);
     }
 
@@ -260,6 +281,21 @@ export class EventPlanner {
       this.parsedRouting.set(key, rules);
     }
     return rules;
+  }
+
+  private async match(environmentId: number, providerConfigKey: string, field: string, value: string): Promise<MatchedConnection[]> {
+    const key = `${environmentId}\u0000${providerConfigKey}\u0000${field}\u0000${value}`;
+    const cached = this.matches.get(key);
+    if (cached && cached.until > Date.now()) return cached.value;
+    const found = await this.nats.request<MatchedConnection[]>(VAULT_SUBJECTS.match, { environmentId, providerConfigKey, field, value });
+    if (this.matches.size >= MATCH_CACHE_MAX) this.matches.clear();
+    this.matches.set(key, { value: found, until: Date.now() + (found.length > 0 ? MATCH_TTL_MS : MISS_TTL_MS) });
+    return found;
+  }
+
+  private forgetMatches(environmentId: number, providerConfigKey: string): void {
+    const prefix = `${environmentId}\u0000${providerConfigKey}\u0000`;
+    for (const key of this.matches.keys()) if (key.startsWith(prefix)) this.matches.delete(key);
   }
 
   /** A connection's `webhook_url_override`, asked of the vault (sync and action events do not carry it). */

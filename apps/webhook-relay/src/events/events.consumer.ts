@@ -27,7 +27,8 @@ import {
 import type { z } from 'zod';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
 import { DeliveriesRepository, type NewDelivery } from '../delivery/deliveries.repository';
-import { Dispatcher } from '../delivery/dispatcher';
+import { AttemptLog } from '../delivery/attempt-log';
+import { Dispatcher, type FirstAttempt } from '../delivery/dispatcher';
 import { EventPlanner } from './event-planner';
 
 interface Subscription<S extends z.ZodType> {
@@ -52,6 +53,10 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
   private ready = false;
   private inFlight = 0;
   private readonly waiters: (() => void)[] = [];
+  private readonly attemptLog: AttemptLog;
+  /** Events whose first attempts are still out, with when that began (kept alive towards JetStream). */
+  private readonly outstanding = new Map<JsMsg, number>();
+  private keepAlive: NodeJS.Timeout | undefined;
 
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
@@ -60,7 +65,9 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
     private readonly dispatcher: Dispatcher,
     private readonly health: HealthRegistry,
     @Inject(WEBHOOK_RELAY_ENV) private readonly env: WebhookRelayEnv,
-  ) {}
+  ) {
+    this.attemptLog = new AttemptLog(repository);
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     this.health.register({
@@ -91,10 +98,18 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
       ),
     ];
     for (const subscription of subscriptions) await this.start(subscription);
+    // A receiver may take longer to answer than JetStream waits for an ack: say we are still working.
+    const every = Math.max(100, Math.floor(this.env.SWITCHBOARD_WEBHOOK_ACK_WAIT / 3));
+    this.keepAlive = setInterval(() => {
+      const due = Date.now() - every;
+      for (const [message, since] of this.outstanding) if (since <= due) message.working();
+    }, every);
+    this.keepAlive.unref();
     this.ready = true;
   }
 
   async onApplicationShutdown(): Promise<void> {
+    if (this.keepAlive) clearInterval(this.keepAlive);
     for (const messages of this.running) messages.stop();
   }
 
@@ -161,9 +176,74 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
       message.term();
       return;
     }
+    let deliveries: NewDelivery[];
+    try {
+      deliveries = await subscription.plan(event);
+    } catch (error) {
+      this.failed(subscription, message, error);
+      return;
+    }
+    if (deliveries.length === 0) {
+      message.ack();
+      return;
+    }
+    // First time this event is seen: send at once, store the outcomes after. Seen before (a crash or a
+    // failed write meanwhile): rows may exist already, so go through Postgres, which sends a stored
+    // delivery only while it is due.
+    if (message.info.redeliveryCount <= 1) {
+      const attempts: { delivery: NewDelivery; result: Promise<FirstAttempt> }[] = [];
+      const waiting: NewDelivery[] = [];
+      for (const delivery of deliveries) {
+        const result = this.dispatcher.sendFirst(delivery);
+        if (result) attempts.push({ delivery, result });
+        else waiting.push(delivery);
+      }
+      if (attempts.length > 0) {
+        // The consumer slot is not held while receivers answer: a slow one must not stall the stream.
+        void this.finishFirstAttempts(subscription, message, attempts, waiting);
+        return;
+      }
+    }
+    await this.storeAndSend(subscription, message, deliveries);
+  }
+
+  /** Waits for the first attempts, stores them with the deliveries that could not be sent, then acks. */
+  private async finishFirstAttempts(
+    subscription: Subscription<z.ZodType>,
+    message: JsMsg,
+    attempts: { delivery: NewDelivery; result: Promise<FirstAttempt> }[],
+    waiting: NewDelivery[],
+  ): Promise<void> {
+    this.outstanding.set(message, Date.now());
+    try {
+      const outcomes = await Promise.allSettled(attempts.map((a) => a.result));
+      const attempted: FirstAttempt[] = [];
+      const unsent = [...waiting];
+      outcomes.forEach((outcome, i) => {
+        if (outcome.status === 'fulfilled') attempted.push(outcome.value);
+        else {
+          // Unexpected (settings unreadable, …): store it for the poller, which will try again.
+          this.logger.warn(`a first delivery attempt failed: ${(outcome.reason as Error)?.message ?? String(outcome.reason)}`);
+          unsent.push(attempts[i]!.delivery);
+        }
+      });
+      await Promise.all([
+        this.attemptLog.store(attempted),
+        unsent.length > 0 ? this.repository.insert(unsent, null) : Promise.resolve([]),
+      ]);
+      message.ack();
+      if (unsent.length > 0) this.dispatcher.kick();
+    } catch (error) {
+      this.failed(subscription, message, error);
+    } finally {
+      this.outstanding.delete(message);
+    }
+  }
+
+  /** Stores the deliveries, leased to this process when it has room, acks, then sends the leased ones. */
+  private async storeAndSend(subscription: Subscription<z.ZodType>, message: JsMsg, deliveries: NewDelivery[]): Promise<void> {
     let reserved = 0;
     try {
-      const deliveries = await subscription.plan(event);
       reserved = this.dispatcher.reserve(deliveries.length) ? deliveries.length : 0;
       const leased = await this.repository.insert(deliveries, reserved > 0 ? this.dispatcher.leaseMs : null);
       message.ack();
@@ -172,22 +252,26 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
       if (leased.length < deliveries.length) this.dispatcher.kick();
     } catch (error) {
       if (reserved > 0) this.dispatcher.cancelReservation(reserved);
-      if (error instanceof CryptoError) {
-        // The environment's signing key cannot be read with this deployment's master keys: retrying
-        // cannot help, and waiting messages would hold back everyone else's.
-        this.logger.error(
-          `dropping a ${subscription.subject} event: its environment's signing key cannot be decrypted`,
-        );
-        message.term();
-        return;
-      }
-      const attempt = message.info.redeliveryCount;
-      const delay = Math.min(300_000, 1000 * 2 ** Math.min(attempt, 9));
-      this.logger.warn(
-        `${subscription.subject} event not processed (try ${attempt}), retrying in ${delay} ms: ${(error as Error).message}`,
-      );
-      message.nak(delay);
+      this.failed(subscription, message, error);
     }
+  }
+
+  private failed(subscription: Subscription<z.ZodType>, message: JsMsg, error: unknown): void {
+    if (error instanceof CryptoError) {
+      // The environment's signing key cannot be read with this deployment's master keys: retrying
+      // cannot help, and waiting messages would hold back everyone else's.
+      this.logger.error(
+        `dropping a ${subscription.subject} event: its environment's signing key cannot be decrypted`,
+      );
+      message.term();
+      return;
+    }
+    const attempt = message.info.redeliveryCount;
+    const delay = Math.min(300_000, 1000 * 2 ** Math.min(attempt, 9));
+    this.logger.warn(
+      `${subscription.subject} event not processed (try ${attempt}), retrying in ${delay} ms: ${(error as Error).message}`,
+    );
+    message.nak(delay);
   }
 
   private async slot(): Promise<void> {

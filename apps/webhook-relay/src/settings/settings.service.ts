@@ -30,12 +30,19 @@ const keyAad = (environmentId: number) => `relay.webhook_signing_key:${environme
 export class SettingsService {
   private readonly cache = new Map<number, { value: DeliverySettings; until: number }>();
 
+  private readonly enabledListeners: ((environmentId: number, urls: string[]) => void)[] = [];
+
   constructor(
     @Inject(RELAY_DB) private readonly db: RelayDb,
     private readonly cipher: EnvelopeCipher,
     private readonly egress: EgressPolicy,
     @Inject(WEBHOOK_RELAY_ENV) private readonly env: WebhookRelayEnv,
   ) {}
+
+  /** Tells `listener` when endpoints disabled by a 410 are enabled again by setting their URL. */
+  onEndpointsEnabled(listener: (environmentId: number, urls: string[]) => void): void {
+    this.enabledListeners.push(listener);
+  }
 
   async state(environmentId: number): Promise<EnvironmentWebhookState> {
     const row = await this.ensure(environmentId);
@@ -83,6 +90,7 @@ export class SettingsService {
     );
     if (urls.length > 0) {
       await this.db.webhookDisabledEndpoint.deleteMany({ where: { environmentId, url: { in: urls } } });
+      for (const listener of this.enabledListeners) listener(environmentId, urls);
     }
     return this.toState(row, environmentId);
   }
