@@ -34,10 +34,13 @@ function connectionTokens(value: string | string[] | undefined): Set<string> {
   return new Set(joined.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
 }
 
-/** A provider's response headers minus per-hop ones and any that imitate our internal headers. */
-export function forwardedResponseHeaders(headers: Record<string, string | string[] | undefined>): OutgoingHttpHeaders {
+/**
+ * A provider's response headers minus per-hop ones and any that imitate our internal headers, written
+ * over `into` (headers of our own for the same answer, which lose on a clash).
+ */
+export function forwardedResponseHeaders(headers: Record<string, string | string[] | undefined>, into: OutgoingHttpHeaders = {}): OutgoingHttpHeaders {
   const listed = connectionTokens(headers.connection);
-  const out: OutgoingHttpHeaders = {};
+  const out = into;
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP_BY_HOP_HEADERS.has(name) || listed.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX)) continue;
     out[name] = value;
