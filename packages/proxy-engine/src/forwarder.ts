@@ -1,4 +1,4 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
@@ -17,7 +17,7 @@ import type { Dispatcher } from 'undici';
 import { planAuth, templateVars, type AuthPlan, type ProviderProxySettings } from './auth-injection';
 import type { ConnectionResolver } from './connection-resolver';
 import type { Exchange } from './exchange';
-import { forwardedRequestHeaders, forwardedResponseHeaders } from './headers';
+import { forwardedRequestHeaders, forwardedResponseHeaders, type ReplyHeaders } from './headers';
 import { ProxyError } from './proxy.errors';
 import type { ProxyEngineEnv } from './proxy-engine.env';
 import type { RateLimitGovernor } from './rate-limit-governor';
@@ -38,7 +38,7 @@ export interface ProxyCall {
    * Headers to send with the provider's answer (the gateway's rate-limit and CORS headers); the
    * provider's own header wins on a clash. The object is written into, not copied.
    */
-  replyHeaders?: OutgoingHttpHeaders;
+  replyHeaders?: ReplyHeaders;
 }
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {

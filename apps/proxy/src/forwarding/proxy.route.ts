@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { PROXY_METHODS, ProxyError, ProxyForwarder, writeProxyError } from '@switchboard/proxy-engine';
+import { ProxyError, ProxyForwarder, registerProxyRoutes, writeProxyError } from '@switchboard/proxy-engine';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PROXY_ENV, type ProxyEnv } from '../config/env';
 import { internalSigningKey, verifyGatewayCaller } from '../internal/internal-token';
@@ -20,18 +20,7 @@ export class ProxyRoute {
   }
 
   register(fastify: FastifyInstance): void {
-    for (const method of ['PROPFIND', 'REPORT']) {
-      if (!fastify.supportedMethods.includes(method)) fastify.addHttpMethod(method, { hasBody: true });
-    }
-    void fastify.register(async (scope) => {
-      // Leave the body unread: the handler streams it.
-      scope.removeAllContentTypeParsers();
-      scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-      const handler = (request: FastifyRequest, reply: FastifyReply) => this.handle(request, reply);
-      for (const url of ['/proxy', '/proxy/*']) {
-        scope.route({ method: PROXY_METHODS, url, exposeHeadRoute: false, handler });
-      }
-    });
+    registerProxyRoutes(fastify, (request, reply) => this.handle(request, reply));
   }
 
   private async handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
