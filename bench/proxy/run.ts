@@ -3,7 +3,8 @@
  *   1. a loopback upstream called directly,
  *   2. a bare undici reverse proxy (hop-by-hop strip + credential header, nothing else),
  *   3. the gateway + Switchboard proxy with a real integration and connection (key check, rate limit,
- *      scope, signed caller, credential lookup, egress policy, header filtering),
+ *      scope, credential lookup, egress policy, header filtering), in the gateway's default embedded
+ *      proxy mode or, with `--proxy-mode=remote`, through the proxy service (plus the signed caller),
  * measuring latency at one request at a time, throughput at a fixed concurrency, and the memory growth
  * of each proxy process during a 100 MB download. Prints the figures, the ratios and the targets.
  *
@@ -37,6 +38,8 @@ const SETTINGS = {
   bigBytes: num('big-mb', 100) * 1024 * 1024,
   /** `--otel=off` runs gateway and proxy with OpenTelemetry disabled, to show what tracing costs. */
   otel: args.get('otel') !== 'off',
+  /** `--proxy-mode=remote` measures the gateway streaming to the proxy service instead of the embedded engine. */
+  proxyMode: args.get('proxy-mode') === 'remote' ? 'remote' : 'embedded',
 };
 
 const JSON_1KB = Buffer.from(
@@ -259,11 +262,13 @@ async function main(): Promise<void> {
     }),
   );
   console.log('starting the Switchboard stack...');
+  // The engine runs in the gateway (embedded) or in the proxy service (remote); both get its settings.
+  const engineEnv = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1', ...(SETTINGS.otel ? {} : { OTEL_SDK_DISABLED: 'true' }) };
   const stack = await startStack({
     env: { SWITCHBOARD_PROVIDERS_FILE: providersFile, SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000', LOG_LEVEL: 'warn' },
     serviceEnv: {
-      proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1', ...(SETTINGS.otel ? {} : { OTEL_SDK_DISABLED: 'true' }) },
-      gateway: SETTINGS.otel ? {} : { OTEL_SDK_DISABLED: 'true' },
+      proxy: engineEnv,
+      gateway: { ...engineEnv, SWITCHBOARD_PROXY_MODE: SETTINGS.proxyMode },
       'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
     },
     readyTimeoutMs: 180_000,
@@ -282,16 +287,18 @@ async function main(): Promise<void> {
       connection_config: { origin: upstreamUrl },
     });
 
+    const switchboard = `gateway + Switchboard proxy (${SETTINGS.proxyMode})`;
     const targets: Target[] = [
       { name: 'direct', origin: upstreamUrl, path: '/json', headers: {}, pids: [upstream.process.pid!] },
       { name: 'bare undici proxy', origin: `http://127.0.0.1:${bare.port}`, path: '/json', headers: {}, pids: [bare.process.pid!] },
       {
-        name: 'gateway + Switchboard proxy',
+        name: switchboard,
         origin: stack.gatewayUrl,
         path: '/proxy/json',
         headers: { authorization: `Bearer ${stack.secretKey}`, 'provider-config-key': 'bench', 'connection-id': 'bench-1' },
-        pids: [stack.services.gateway.process.pid!, stack.services.proxy.process.pid!],
-        labels: ['gateway', 'proxy'],
+        ...(SETTINGS.proxyMode === 'remote'
+          ? { pids: [stack.services.gateway.process.pid!, stack.services.proxy.process.pid!], labels: ['gateway', 'proxy'] }
+          : { pids: [stack.services.gateway.process.pid!], labels: ['gateway'] }),
       },
     ];
     for (const t of targets) results[t.name] = { latency: [], throughput: [] };
@@ -332,7 +339,7 @@ async function main(): Promise<void> {
     );
     const direct = summary['direct']!;
     const bareS = summary['bare undici proxy']!;
-    const sb = summary['gateway + Switchboard proxy']!;
+    const sb = summary[switchboard]!;
 
     const downloads: string[] = [];
     for (const target of targets.slice(1)) {
@@ -351,7 +358,7 @@ async function main(): Promise<void> {
     const lines = [
       '',
       `date ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? 'cpu'} × ${os.cpus().length} | ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB | node ${process.version} | ${os.platform()} ${os.release()} | git ${sha}`,
-      `settings: ${SETTINGS.reps} reps, warm-up ${SETTINGS.warmupMs} ms, ${SETTINGS.latencyRequests} requests at c=1, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency}, 1 KB JSON, OpenTelemetry ${SETTINGS.otel ? 'on (no exporter)' : 'off'}`,
+      `settings: ${SETTINGS.reps} reps, warm-up ${SETTINGS.warmupMs} ms, ${SETTINGS.latencyRequests} requests at c=1, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency}, 1 KB JSON, OpenTelemetry ${SETTINGS.otel ? 'on (no exporter)' : 'off'}, proxy mode ${SETTINGS.proxyMode}`,
       '',
       '| target | c=1 p50 | c=1 p99 | c=1 p99.9 | req/s at c=' + SETTINGS.concurrency + ' | p99 at c=' + SETTINGS.concurrency + ' | CPU per request (its processes) | errors |',
       '|---|---|---|---|---|---|---|---|',

@@ -46,20 +46,20 @@ describe('gateway edge', () => {
       expect(res.text).toBe('{"result":"ok"}');
     });
 
-    it('GET /ready lists every service as ok', async () => {
+    it('GET /ready lists every service it depends on as ok; not the proxy service, the proxy is embedded', async () => {
       const res = await call(stack.gatewayUrl, 'GET', '/ready');
       expect(res.status).toBe(200);
       const checks = (res.body as { checks: { name: string; ok: boolean }[] }).checks;
       for (const service of [
         'auth-connect',
         'connections-vault',
-        'proxy',
         'functions-runtime',
         'sync-orchestrator',
         'webhook-relay',
       ]) {
         expect(checks).toContainEqual(expect.objectContaining({ name: service, ok: true }));
       }
+      expect(checks.map((c) => c.name)).not.toContain('proxy');
     });
   });
 

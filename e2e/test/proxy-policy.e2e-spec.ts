@@ -9,10 +9,18 @@ import { raw, startFakeProvider, writeProxyProvidersFile, type FakeProvider } fr
  * What the proxy adds and refuses: each auth mode's credential on the provider request (and never the
  * caller's own key), our own errors in the compat shape, the egress policy on loopback addresses outside
  * the allow-list, timeouts, the 401 refresh, per-connection rate-limit governance, and the trust
- * boundary between gateway and proxy service.
+ * boundary between gateway and proxy service. Through the gateway's default (embedded) mode; the proxy
+ * service runs beside it for the trust-boundary test.
  */
 
 const HEADERS_TIMEOUT_MS = 1500;
+/** The engine's settings, for the gateway (it runs the engine: embedded mode, the default) and the proxy service. */
+const ENGINE_ENV = {
+  SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
+  SWITCHBOARD_PROXY_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+  SWITCHBOARD_PROXY_RETRY_BASE_MS: '20',
+  SWITCHBOARD_PROXY_RATE_LIMIT_MAX_WAIT_MS: '5000',
+};
 
 interface Echo {
   method: string;
@@ -71,12 +79,8 @@ describe('proxy: credentials, errors and policies', () => {
       env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
       serviceEnv: {
         'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
-        proxy: {
-          SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
-          SWITCHBOARD_PROXY_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-          SWITCHBOARD_PROXY_RETRY_BASE_MS: '20',
-          SWITCHBOARD_PROXY_RATE_LIMIT_MAX_WAIT_MS: '5000',
-        },
+        gateway: ENGINE_ENV,
+        proxy: ENGINE_ENV,
       },
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,
     });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Nango } from '@nangohq/node';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
+import { freePort, startStack, type RunningService, type Stack } from '@switchboard/testing';
 import { call } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import {
@@ -24,20 +24,29 @@ import {
 /**
  * The proxy as a migrating Nango user sees it: for each upstream behaviour the proxied answer is the
  * provider's, byte for byte (status, end-to-end headers, body), and the unmodified @nangohq/node client's
- * proxy helpers and options work against it.
+ * proxy helpers and options work against it. The byte-for-byte table runs through both gateway modes: the
+ * stack's gateway (embedded engine, the default) and one more gateway process in remote mode, which
+ * streams to the proxy service.
  */
 
 const RETRY_BASE_MS = 40;
+/** The engine's settings, for whichever process runs it: the gateway (embedded) and the proxy service (remote). */
+const ENGINE_ENV = {
+  SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
+  SWITCHBOARD_PROXY_RETRY_BASE_MS: String(RETRY_BASE_MS),
+  SWITCHBOARD_PROXY_RETRY_MAX_DELAY_MS: '2000',
+};
 
 describe('proxy: responses pass through unchanged', () => {
   let stack: Stack;
+  let remoteGateway: RunningService;
   let fake: FakeProvider;
   let other: FakeProvider;
   let nango: Nango;
   const connection = { providerConfigKey: 'fake-oauth2', connectionId: 'conn-oauth2' };
 
-  const proxied = (method: string, path: string, headers: Record<string, string> = {}, body?: Buffer) =>
-    raw(stack.gatewayUrl, method, `/proxy${path}`, {
+  const proxied = (gatewayUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer) =>
+    raw(gatewayUrl, method, `/proxy${path}`, {
       authorization: `Bearer ${stack.secretKey}`,
       'provider-config-key': connection.providerConfigKey,
       'connection-id': connection.connectionId,
@@ -50,14 +59,12 @@ describe('proxy: responses pass through unchanged', () => {
       env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
       serviceEnv: {
         'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
-        proxy: {
-          SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
-          SWITCHBOARD_PROXY_RETRY_BASE_MS: String(RETRY_BASE_MS),
-          SWITCHBOARD_PROXY_RETRY_MAX_DELAY_MS: '2000',
-        },
+        gateway: ENGINE_ENV,
+        proxy: ENGINE_ENV,
       },
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,
     });
+    remoteGateway = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_MODE: 'remote' });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     const integration = await call(stack.gatewayUrl, 'POST', '/integrations', {
       key: stack.secretKey,
@@ -81,7 +88,12 @@ describe('proxy: responses pass through unchanged', () => {
     await Promise.all([fake?.close(), other?.close()]);
   });
 
-  describe('byte-for-byte against a direct call', () => {
+  const modes = [
+    { mode: 'embedded', gatewayUrl: () => stack.gatewayUrl, processes: () => [stack.services.gateway] },
+    { mode: 'remote', gatewayUrl: () => `http://127.0.0.1:${remoteGateway.port}`, processes: () => [remoteGateway, stack.services.proxy] },
+  ];
+
+  describe.each(modes)('byte-for-byte against a direct call, $mode mode', ({ mode, gatewayUrl, processes }) => {
     const multipartBoundary = '----switchboard-e2e-boundary';
     const multipart = Buffer.concat([
       Buffer.from(`--${multipartBoundary}\r\nContent-Disposition: form-data; name="title"\r\n\r\nquarterly report ✓\r\n`),
@@ -102,40 +114,47 @@ describe('proxy: responses pass through unchanged', () => {
       { name: 'binary download', method: 'GET', direct: '/binary' },
       { name: 'provider 404, not wrapped', method: 'GET', direct: '/missing' },
       // The proxy remembers this 429 for the connection: the next row waits out its 1 s Retry-After.
-      { name: '429 with Retry-After (no retries asked)', method: 'GET', direct: '/rate-limited/direct-1', proxied: '/rate-limited/proxied-1' },
-      { name: '503 (no retries asked)', method: 'GET', direct: '/flaky/direct-2?fails=1', proxied: '/flaky/proxied-2?fails=1' },
+      // The fake counts calls per path, so each mode gets paths of its own.
+      { name: '429 with Retry-After (no retries asked)', method: 'GET', direct: `/rate-limited/direct-1-${mode}`, proxied: `/rate-limited/proxied-1-${mode}` },
+      { name: '503 (no retries asked)', method: 'GET', direct: `/flaky/direct-2-${mode}?fails=1`, proxied: `/flaky/proxied-2-${mode}?fails=1` },
       { name: '10 MB binary upload', method: 'POST', direct: '/upload', headers: { 'content-type': 'application/octet-stream' }, body: upload },
       { name: 'multipart upload', method: 'POST', direct: '/upload', headers: { 'content-type': `multipart/form-data; boundary=${multipartBoundary}` }, body: multipart },
     ];
 
     it.each(rows)('$name', async (row) => {
       const direct: RawResponse = await raw(fake.url, row.method, row.direct, row.headers ?? {}, row.body);
-      const through: RawResponse = await proxied(row.method, row.proxied ?? row.direct, row.proxiedHeaders ?? row.headers ?? {}, row.body);
+      const through: RawResponse = await proxied(gatewayUrl(), row.method, row.proxied ?? row.direct, row.proxiedHeaders ?? row.headers ?? {}, row.body);
       expect(through.status).toBe(direct.status);
       expect(headerDifferences(direct.headers, through.headers)).toEqual([]);
       expect(through.body.equals(direct.body)).toBe(true);
     });
 
+    it('adds the gateway\'s rate-limit and CORS headers to the provider\'s answer', async () => {
+      const res = await proxied(gatewayUrl(), 'GET', '/json', { origin: 'https://app.example.com' });
+      expect(res.status).toBe(200);
+      expect(res.headers['x-ratelimit-limit']).toMatch(/^\d+$/);
+      expect(res.headers['access-control-allow-origin']).toBe('*');
+    });
+
     it('gzip bytes are the provider\'s compressed bytes unless Decompress: true', async () => {
-      const plain = await proxied('GET', '/gzip');
+      const plain = await proxied(gatewayUrl(), 'GET', '/gzip');
       expect(plain.headers['content-encoding']).toBe('gzip');
       expect(plain.body.equals(GZIP_BODY)).toBe(true);
-      const decompressed = await proxied('GET', '/gzip', { decompress: 'true' });
+      const decompressed = await proxied(gatewayUrl(), 'GET', '/gzip', { decompress: 'true' });
       expect(decompressed.status).toBe(200);
       expect(decompressed.headers['content-encoding']).toBeUndefined();
       expect(decompressed.body.equals(JSON_BODY)).toBe(true);
     });
 
-    it('streams a chunked 100 MB download unchanged, without either hop holding it in memory', async () => {
+    it('streams a chunked 100 MB download unchanged, without any hop holding it in memory', async () => {
       const direct = await rawDigest(fake.url, '/big');
-      const pids = { proxy: stack.services.proxy.process.pid!, gateway: stack.services.gateway.process.pid! };
-      const base = { proxy: rssBytes(pids.proxy), gateway: rssBytes(pids.gateway) };
-      const peak = { ...base };
+      const pids = processes().map((p) => p.process.pid!);
+      const base = pids.map(rssBytes);
+      const peak = [...base];
       const sampler = setInterval(() => {
-        peak.proxy = Math.max(peak.proxy, rssBytes(pids.proxy));
-        peak.gateway = Math.max(peak.gateway, rssBytes(pids.gateway));
+        pids.forEach((pid, i) => (peak[i] = Math.max(peak[i]!, rssBytes(pid))));
       }, 25);
-      const through = await rawDigest(stack.gatewayUrl, '/proxy/big', {
+      const through = await rawDigest(gatewayUrl(), '/proxy/big', {
         authorization: `Bearer ${stack.secretKey}`,
         'provider-config-key': connection.providerConfigKey,
         'connection-id': connection.connectionId,
@@ -143,8 +162,7 @@ describe('proxy: responses pass through unchanged', () => {
       expect(direct.bytes).toBe(BIG_BYTES);
       expect({ status: through.status, bytes: through.bytes, sha256: through.sha256 }).toEqual({ status: 200, bytes: direct.bytes, sha256: direct.sha256 });
       expect(headerDifferences(direct.headers, through.headers)).toEqual([]);
-      expect(peak.proxy - base.proxy).toBeLessThanOrEqual(50 * 1024 * 1024);
-      expect(peak.gateway - base.gateway).toBeLessThanOrEqual(50 * 1024 * 1024);
+      for (const [i, start] of base.entries()) expect(peak[i]! - start).toBeLessThanOrEqual(50 * 1024 * 1024);
     });
   });
 
@@ -248,6 +266,23 @@ describe('proxy: responses pass through unchanged', () => {
       const decompressed = await nango.get({ ...connection, endpoint: '/gzip', decompress: true, responseType: 'arraybuffer' });
       expect(Buffer.from(decompressed.data as ArrayBuffer).equals(JSON_BODY)).toBe(true);
       expect(decompressed.headers['content-length']).toBeUndefined();
+    });
+  });
+
+  // Last: it stops the proxy service.
+  describe('without the proxy service', () => {
+    it('the embedded gateway stays ready and keeps proxying; a remote one answers 503', async () => {
+      await stack.stopService('proxy');
+      const ready = await raw(stack.gatewayUrl, 'GET', '/ready');
+      expect(ready.status).toBe(200);
+      const embedded = await proxied(stack.gatewayUrl, 'GET', '/json');
+      expect(embedded.status).toBe(200);
+      expect(embedded.body.equals(JSON_BODY)).toBe(true);
+      const remote = await proxied(`http://127.0.0.1:${remoteGateway.port}`, 'GET', '/json');
+      expect({ status: remote.status, body: JSON.parse(remote.body.toString('utf8')) }).toEqual({
+        status: 503,
+        body: { error: { code: 'service_unavailable', message: 'The proxy service is not available' } },
+      });
     });
   });
 });

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startStack, type Stack } from '@switchboard/testing';
+import { startStack, type RunningService, type Stack } from '@switchboard/testing';
+import { call } from './support/http';
+import { startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
 
 interface CollectedSpan {
   service: string;
@@ -9,7 +11,22 @@ interface CollectedSpan {
   spanId: string;
   parentSpanId: string;
   name: string;
-  attributes: unknown;
+  /** OTLP span kind: 2 server, 3 client. */
+  kind: number;
+  attributes: { key: string; value: { stringValue?: string } }[];
+}
+
+const SERVER = 2;
+const CLIENT = 3;
+const attribute = (span: CollectedSpan, key: string) => span.attributes.find((a) => a.key === key)?.value.stringValue;
+
+/** The span and its parents within `spans`, innermost first. */
+function ancestry(span: CollectedSpan, spans: CollectedSpan[]): CollectedSpan[] {
+  const chain = [span];
+  for (let parent = spans.find((s) => s.spanId === span.parentSpanId); parent; parent = spans.find((s) => s.spanId === parent!.parentSpanId)) {
+    chain.push(parent);
+  }
+  return chain;
 }
 
 /** A loopback OTLP/HTTP (JSON) collector: the services export to it exactly as they would to a real one. */
@@ -42,22 +59,82 @@ function startCollector(): Promise<{ server: Server; url: string; spans: Collect
 describe('tracing across services', () => {
   let stack: Stack;
   let collector: Awaited<ReturnType<typeof startCollector>>;
+  let fake: FakeProvider;
+  /** One more gateway, in remote mode: it streams /proxy/* to the proxy service. */
+  let remoteGateway: RunningService;
+  const apiKey = `provider-key-${randomBytes(8).toString('hex')}`;
 
   beforeAll(async () => {
-    collector = await startCollector();
+    [collector, fake] = await Promise.all([startCollector(), startFakeProvider('a')]);
+    const engineEnv = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' };
     stack = await startStack({
       env: {
         OTEL_TRACES_EXPORTER: 'otlp',
         OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
         OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`,
         OTEL_BSP_SCHEDULE_DELAY: '100',
+        SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile(),
       },
+      serviceEnv: { gateway: engineEnv, proxy: engineEnv },
     });
+    remoteGateway = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_MODE: 'remote' });
+    // The provider puts the connection's API key into the query: it must never reach a span.
+    const integration = await call(stack.gatewayUrl, 'POST', '/integrations', { key: stack.secretKey, body: { provider: 'fake-api-key-query', unique_key: 'traced' } });
+    expect(integration.status).toBe(200);
+    const connection = await call(stack.gatewayUrl, 'POST', '/connections', {
+      key: stack.secretKey,
+      body: { provider_config_key: 'traced', connection_id: 'c1', credentials: { type: 'API_KEY', apiKey }, connection_config: { origin: fake.url } },
+    });
+    expect([200, 201]).toContain(connection.status);
   });
 
   afterAll(async () => {
     await stack?.stop();
     collector?.server.close();
+    await fake?.close();
+  });
+
+  /** Proxies GET /echo through `gatewayUrl` in a trace of our own; resolves with the trace's provider call span and its parents. */
+  async function tracedProxyCall(gatewayUrl: string): Promise<{ chain: CollectedSpan[]; spans: CollectedSpan[] }> {
+    const traceId = randomBytes(16).toString('hex');
+    const res = await fetch(`${gatewayUrl}/proxy/echo?page=2`, {
+      headers: {
+        Authorization: `Bearer ${stack.secretKey}`,
+        'provider-config-key': 'traced',
+        'connection-id': 'c1',
+        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+      },
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+
+    const ours = () => collector.spans.filter((s) => s.traceId === traceId);
+    const providerCall = () => ours().find((s) => s.kind === CLIENT && attribute(s, 'url.full') === `${fake.url}/echo`);
+    // Spans arrive in batches per process; wait until the provider call reaches up to the gateway's server span.
+    const complete = () => {
+      const call = providerCall();
+      return call && ancestry(call, ours()).some((s) => s.service === 'gateway' && s.kind === SERVER);
+    };
+    const deadline = Date.now() + 15_000;
+    while (!complete() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(providerCall()).toBeDefined();
+    return { chain: ancestry(providerCall()!, ours()), spans: ours() };
+  }
+
+  it('makes a proxied call one trace: the gateway\'s server span holds the provider call (embedded, the default)', async () => {
+    const { chain, spans } = await tracedProxyCall(stack.gatewayUrl);
+    expect(chain[0]).toMatchObject({ service: 'gateway', kind: CLIENT });
+    expect(chain.some((s) => s.service === 'gateway' && s.kind === SERVER)).toBe(true);
+    // One hop fewer: the proxy service takes no part.
+    expect(spans.some((s) => s.service === 'proxy')).toBe(false);
+  });
+
+  it('in remote mode the same trace runs gateway → proxy service → provider', async () => {
+    const { chain } = await tracedProxyCall(`http://127.0.0.1:${remoteGateway.port}`);
+    expect(chain.map((s) => `${s.service}:${s.kind === SERVER ? 'server' : s.kind === CLIENT ? 'client' : s.kind}`)).toEqual(
+      expect.arrayContaining(['proxy:client', 'proxy:server', 'gateway:client', 'gateway:server']),
+    );
+    expect(chain[0]).toMatchObject({ service: 'proxy', kind: CLIENT });
   });
 
   it('makes one public request one trace, from the gateway into the owning service', async () => {
@@ -73,7 +150,9 @@ describe('tracing across services', () => {
     const deadline = Date.now() + 15_000;
     const ours = () => collector.spans.filter((s) => s.traceId === traceId);
     const handled = () => ours().find((s) => s.service === 'auth-connect' && s.name === 'auth.v1.integrations.list process');
-    while (!handled() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    // Each process exports its own batches: wait for the gateway's too (its HTTP span ends last).
+    const gatewayServer = () => ours().some((s) => s.service === 'gateway' && s.kind === SERVER);
+    while (!(handled() && gatewayServer()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
 
     const spans = ours();
     const services = new Set(spans.map((s) => s.service));
@@ -97,5 +176,7 @@ describe('tracing across services', () => {
     const recorded = JSON.stringify(collector.spans);
     expect(recorded).not.toContain(stack.secretKey);
     expect(recorded).not.toContain(sentinel);
+    // The provider credential the proxy put into the provider URL's query (calls above).
+    expect(recorded).not.toContain(apiKey);
   });
 });

@@ -15,6 +15,7 @@ import { IntegrationsController } from './integrations/integrations.controller';
 import { OpenApiController } from './openapi/openapi.controller';
 import { LogosController } from './providers/logos.controller';
 import { ProvidersController } from './providers/providers.controller';
+import { ProxyModule } from './proxy/proxy.module';
 import { ServicesHealth } from './readiness/services-health';
 import { WebhookDeliveriesController } from './webhooks/webhook-deliveries.controller';
 
@@ -30,6 +31,7 @@ export class AppModule {
       imports: [
         ServiceKitModule.forRoot({ name: 'gateway', natsUrl: env.NATS_URL, requestTimeoutMs: env.NATS_REQUEST_TIMEOUT_MS }),
         AccessModule,
+        ProxyModule.forRoot(env),
       ],
       // Session-token and browser routes (connect page, auth flows) are outside the key-scoped API list.
       controllers: [...API_CONTROLLERS, ConnectSessionController, AuthFlowsController, LogosController, OpenApiController],

@@ -7,7 +7,7 @@ import { AccessHook } from './access/access.hook';
 import { AppModule } from './app.module';
 import { loadEnv } from './config/env';
 import { configureHttp } from './http/http-setup';
-import { ProxyRelay } from './proxy/proxy-relay';
+import { ProxyRoute } from './proxy/proxy-route';
 import { ProviderWebhookRoute } from './webhooks/provider-webhook.route';
 
 async function main(): Promise<void> {
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
         exposedHeaders: ['Content-Type', 'Content-Length', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
       });
       // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
-      new ProxyRelay(env).register(app.getHttpAdapter().getInstance());
+      app.get(ProxyRoute).register(app.getHttpAdapter().getInstance());
       // Public, raw-bodied provider webhook ingress (its own scope and body parser).
       new ProviderWebhookRoute(app.get(NatsRequester)).register(app.getHttpAdapter().getInstance());
     },

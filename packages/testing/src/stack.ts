@@ -60,8 +60,9 @@ export interface Stack {
 
 /**
  * Starts every service from its build (`dist/`) as its own process, against the test infrastructure,
- * with a fresh account and secret key, and waits until the gateway's readiness view lists all of them as
- * ready. Each stack gets its own account so tests never see each other's data or rate-limit windows.
+ * with a fresh account and secret key, and waits until the gateway's readiness view lists all it depends
+ * on as ready and every process answers its liveness probe. Each stack gets its own account so tests
+ * never see each other's data or rate-limit windows.
  */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   // A port found free can be taken by another process before the service binds it (outgoing
@@ -177,8 +178,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
 
   try {
     await waitUntilReady(gatewayUrl, replicas, options.readyTimeoutMs ?? 60_000);
-    // The gateway's readiness sees one process per service; extra replicas must be up too.
-    await Promise.all(Object.values(replicas).flatMap((list) => list.slice(1)).map((r) => waitUntilLive(r, options.readyTimeoutMs ?? 60_000)));
+    // The gateway's readiness sees one process per service, and not the proxy service when the proxy is
+    // embedded in the gateway; every process (extra replicas too) must be up as well.
+    await Promise.all(Object.values(replicas).flat().map((r) => waitUntilLive(r, options.readyTimeoutMs ?? 60_000)));
   } catch (error) {
     await stack.stop();
     const logs = ALL_SERVICES.map((s) => `--- ${s} ---\n${stack.logs(s).slice(-3000)}`).join('\n');

@@ -1,4 +1,5 @@
 import { envFragments, parseEnv } from '@switchboard/config';
+import { proxyEngineEnv } from '@switchboard/proxy-engine';
 import { z } from 'zod';
 
 export const envSchema = z.object({
@@ -20,11 +21,18 @@ export const envSchema = z.object({
   /** How long a verified key is trusted before it is checked again (revocation delay), in ms. */
   SWITCHBOARD_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
   NATS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  /** The proxy service `/proxy/*` is streamed to. */
+  /**
+   * `embedded`: `/proxy/*` runs the forwarding engine in this process (one hop fewer). `remote`: it is
+   * streamed to the proxy service at SWITCHBOARD_PROXY_URL, which then scales on its own.
+   */
+  SWITCHBOARD_PROXY_MODE: z.enum(['embedded', 'remote']).default('embedded'),
+  /** Remote mode: the proxy service `/proxy/*` is streamed to. */
   SWITCHBOARD_PROXY_URL: z.url().default('http://127.0.0.1:3012'),
-  /** Signs the caller for the proxy service (same value there); derived from the master keys when unset. */
+  /** Remote mode: signs the caller for the proxy service (same value there); derived from the master keys when unset. */
   SWITCHBOARD_INTERNAL_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
   SWITCHBOARD_MASTER_KEYS: envFragments.masterKeys.SWITCHBOARD_MASTER_KEYS.optional(),
+  /** Embedded mode: timeouts, retries, egress allow-list, … with the proxy service's names and defaults. */
+  ...proxyEngineEnv,
 });
 export type GatewayEnv = z.infer<typeof envSchema>;
 

@@ -1,23 +1,21 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { Logger } from '@nestjs/common';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import {
   ERROR_CODES,
   HOP_BY_HOP_HEADERS,
   INTERNAL_HEADER_PREFIX,
   PROXY_INTERNAL_HEADERS,
+  type Caller,
   type ErrorCode,
   type FieldError,
 } from '@switchboard/contracts';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { forwardedResponseHeaders, relay } from '@switchboard/proxy-engine';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Pool, type Dispatcher } from 'undici';
-import type { RouteAccess } from '../access/route-access';
-import type { GatewayEnv } from '../config/env';
+import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { sendError } from '../http/error-reply';
 import { internalSigningKey, signCaller } from './internal-token';
-import { relay } from './relay';
-
-/** Every method the official client can send on `/proxy`, plus HEAD and OPTIONS. */
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'PROPFIND', 'REPORT'];
+import { ProxyRoute } from './proxy-route';
 
 /** Request headers that must not reach the proxy service: per-hop ones, the caller's key, trace headers (re-injected for our hop). */
 const DROPPED_REQUEST = new Set(['host', 'authorization', 'expect', 'traceparent', 'tracestate', 'baggage']);
@@ -39,69 +37,35 @@ function relayedRequestHeaders(headers: IncomingHttpHeaders): Record<string, str
   return out;
 }
 
-function relayedResponseHeaders(headers: Record<string, string | string[] | undefined>): OutgoingHttpHeaders {
-  const listed = tokens(headers.connection);
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP_HEADERS.has(name) || listed.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX)) continue;
-    out[name] = value;
-  }
-  return out;
-}
-
 const hasBody = (headers: IncomingHttpHeaders): boolean =>
   headers['content-length'] !== undefined ? Number(headers['content-length']) > 0 : headers['transfer-encoding'] !== undefined;
 
 const isErrorCode = (code: string): code is ErrorCode => (ERROR_CODES as readonly string[]).includes(code);
 
 /**
- * `/proxy/*` on the public edge. The access hook has already authenticated the key, counted the request
- * and checked `environment:proxy`; this route streams the request to the proxy service (no body parser,
+ * Remote mode (`SWITCHBOARD_PROXY_MODE=remote`): streams the request to the proxy service (no body parser,
  * no buffering), signing which environment is calling, and streams the answer back. The proxy's own
  * errors come back marked and are re-emitted here with the status of the gateway's one status table.
  */
-export class ProxyRelay {
+@Injectable()
+export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
   private readonly logger = new Logger('ProxyRelay');
   private readonly pool: Pool;
   private readonly key: Buffer | undefined;
 
-  constructor(env: GatewayEnv) {
+  constructor(@Inject(GATEWAY_ENV) env: GatewayEnv) {
+    super();
     // No timeouts on this hop: the proxy service enforces the provider's, and may legitimately wait out retries.
     this.pool = new Pool(env.SWITCHBOARD_PROXY_URL, { headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 30_000 });
     this.key = internalSigningKey(env);
     if (!this.key) this.logger.warn('neither SWITCHBOARD_INTERNAL_TOKEN nor SWITCHBOARD_MASTER_KEYS is set: /proxy answers 503');
   }
 
-  /** Called from the gateway's configure step, after the access hook and CORS are registered. */
-  register(fastify: FastifyInstance): void {
-    fastify.addHook('onClose', async () => {
-      await this.pool.close().catch(() => undefined);
-    });
-    for (const method of ['PROPFIND', 'REPORT']) {
-      if (!fastify.supportedMethods.includes(method)) fastify.addHttpMethod(method, { hasBody: true });
-    }
-    void fastify.register(async (scope) => {
-      // The body is the provider's business: leave it unread so it can be streamed on.
-      scope.removeAllContentTypeParsers();
-      scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-      const config = {
-        access: { scope: 'environment:proxy' } satisfies RouteAccess,
-        // A plain OPTIONS is a provider call like any other; only a real preflight is answered here (below).
-        cors: { strictPreflight: false, preflightContinue: true },
-      };
-      for (const url of ['/proxy', '/proxy/*']) {
-        scope.route({ method: METHODS, url, exposeHeadRoute: false, config, handler: (request, reply) => this.handle(request, reply) });
-      }
-    });
+  async onApplicationShutdown(): Promise<void> {
+    await this.pool.close().catch(() => undefined);
   }
 
-  private async handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    const caller = request.caller;
-    // A browser's CORS preflight carries no key; the CORS hook has put its answer headers on the reply.
-    if (!caller && request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
-      return reply.code(204).header('content-length', '0').send();
-    }
-    if (!caller) return sendError(reply, 'forbidden', 'This route requires a secret key');
+  protected async forward(request: FastifyRequest, reply: FastifyReply, caller: Caller): Promise<FastifyReply | undefined> {
     if (!this.key) return sendError(reply, 'service_unavailable', 'The proxy is not configured on this gateway');
 
     const url = request.raw.url ?? request.url;
@@ -140,9 +104,7 @@ export class ProxyRelay {
     reply.hijack();
     const res = reply.raw;
     // Hooks put rate-limit and CORS headers on the Fastify reply; on a clash the provider's own header wins.
-    const merged: OutgoingHttpHeaders = {};
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) merged[name] = value;
-    res.writeHead(response.statusCode, Object.assign(merged, relayedResponseHeaders(response.headers)));
+    res.writeHead(response.statusCode, forwardedResponseHeaders(response.headers, reply.getHeaders()));
     await relay(response.body, res);
     return undefined;
   }

@@ -1,18 +1,25 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { healthSubject, SERVICE_NAMES, type HealthReport } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
+import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 
-/** The gateway's readiness view lists every service, as each one reports itself over NATS. */
+/**
+ * The gateway's readiness view lists every service, as each one reports itself over NATS. With the
+ * proxy embedded, the proxy service is not on the gateway's path, so it is left out: the gateway is
+ * ready (and serves /proxy) without it.
+ */
 @Injectable()
 export class ServicesHealth implements OnModuleInit {
   constructor(
     private readonly registry: HealthRegistry,
     private readonly nats: NatsRequester,
+    @Inject(GATEWAY_ENV) private readonly env: GatewayEnv,
   ) {}
 
   onModuleInit(): void {
-    for (const service of SERVICE_NAMES.filter((s) => s !== 'gateway')) {
+    const skipped = new Set(['gateway', ...(this.env.SWITCHBOARD_PROXY_MODE === 'embedded' ? ['proxy'] : [])]);
+    for (const service of SERVICE_NAMES.filter((s) => !skipped.has(s))) {
       this.registry.register({
         name: service,
         readinessOnly: true,

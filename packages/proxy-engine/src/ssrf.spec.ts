@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { SwitchboardError } from '@switchboard/contracts';
 import { createEgressAgent, EgressPolicy, type Resolver } from '@switchboard/egress';
 import { buildConnector } from 'undici';
-import type { AuthPlan } from '../forwarding/auth-injection';
-import { Exchange } from '../forwarding/exchange';
-import { upstreamFailure } from '../forwarding/forwarder';
-import { buildTarget, splitEndpoint } from '../forwarding/target';
+import type { AuthPlan } from './auth-injection';
+import { Exchange } from './exchange';
+import { upstreamFailure } from './forwarder';
+import { buildTarget, splitEndpoint } from './target';
 
 /**
  * The SSRF table of reliability.md §2.6, run through the real URL builder, redirect follower and egress

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeader, OutgoingHttpHeaders } from 'node:http';
 import { HOP_BY_HOP_HEADERS, INTERNAL_HEADER_PREFIX, PROXY_FORWARD_PREFIX } from '@switchboard/contracts';
 
 /**
@@ -28,16 +28,23 @@ export function forwardedRequestHeaders(headers: IncomingHttpHeaders): Record<st
   return out;
 }
 
+/** Headers an app already set for the answer (rate-limit, CORS), by lower-case name. */
+export type ReplyHeaders = Record<string, OutgoingHttpHeader | undefined>;
+
 /** Headers named in `Connection` are per-hop too (RFC 9110 §7.6.1). */
 function connectionTokens(value: string | string[] | undefined): Set<string> {
   const joined = Array.isArray(value) ? value.join(',') : (value ?? '');
   return new Set(joined.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
 }
 
-/** A provider's response headers minus per-hop ones and any that imitate our internal headers. */
-export function forwardedResponseHeaders(headers: Record<string, string | string[] | undefined>): OutgoingHttpHeaders {
+/**
+ * A provider's response headers minus per-hop ones and any that imitate our internal headers, written
+ * over `into` (headers of our own for the same answer, which lose on a clash).
+ */
+export function forwardedResponseHeaders(headers: Record<string, string | string[] | undefined>, into: ReplyHeaders = {}): OutgoingHttpHeaders {
   const listed = connectionTokens(headers.connection);
-  const out: OutgoingHttpHeaders = {};
+  // Loosely typed on purpose: what frameworks hand out (Fastify's `reply.getHeaders()`) fits it.
+  const out = into as OutgoingHttpHeaders;
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP_BY_HOP_HEADERS.has(name) || listed.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX)) continue;
     out[name] = value;

@@ -3,20 +3,23 @@ import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { Logger } from '@nestjs/common';
 import {
   fieldErrorsFromZod,
   PROXY_RATE_LIMIT_GOVERNANCE_KEY,
   proxyRequestHeadersSchema,
+  SwitchboardError,
   type Caller,
   type ProxyRequestHeaders,
 } from '@switchboard/contracts';
+import { currentTraceId, trace } from '@switchboard/observability';
 import type { Dispatcher } from 'undici';
-import type { ProxyEnv } from '../config/env';
 import { planAuth, templateVars, type AuthPlan, type ProviderProxySettings } from './auth-injection';
 import type { ConnectionResolver } from './connection-resolver';
 import type { Exchange } from './exchange';
-import { forwardedRequestHeaders, forwardedResponseHeaders } from './headers';
+import { forwardedRequestHeaders, forwardedResponseHeaders, type ReplyHeaders } from './headers';
 import { ProxyError } from './proxy.errors';
+import type { ProxyEngineEnv } from './proxy-engine.env';
 import type { RateLimitGovernor } from './rate-limit-governor';
 import { readRequestBody, type RequestBody } from './request-body';
 import { relay } from './relay';
@@ -31,8 +34,11 @@ export interface ProxyCall {
   url: string;
   req: IncomingMessage;
   res: ServerResponse;
-  /** Aborted when the caller goes away: every upstream request and wait stops with it. */
-  signal: AbortSignal;
+  /**
+   * Headers to send with the provider's answer (the gateway's rate-limit and CORS headers); the
+   * provider's own header wins on a clash. The object is written into, not copied.
+   */
+  replyHeaders?: ReplyHeaders;
 }
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
@@ -51,14 +57,41 @@ const BODILESS = new Set([204, 304]);
  * and (as configured) retry, refresh once on a 401, and stream the provider's answer back unchanged.
  */
 export class ProxyForwarder {
+  private readonly logger = new Logger('Proxy');
+
   constructor(
-    private readonly env: ProxyEnv,
+    private readonly env: ProxyEngineEnv,
     private readonly connections: ConnectionResolver,
     private readonly exchange: Exchange,
     private readonly governor: RateLimitGovernor,
   ) {}
 
-  async forward(call: ProxyCall): Promise<void> {
+  /**
+   * Runs one call to its end and never rejects. Resolves undefined once the answer is written (or the
+   * caller left), else with the error the caller must get: a coded one as thrown, anything else logged
+   * here and replaced by a bare `server_error` (its details may hold secrets). When the caller goes away,
+   * every upstream request and wait stops with it.
+   */
+  async handle(call: ProxyCall): Promise<SwitchboardError | undefined> {
+    const res = call.res;
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+    try {
+      await this.forward(call, controller.signal);
+      return undefined;
+    } catch (error) {
+      if (controller.signal.aborted) return undefined;
+      const failure = error instanceof SwitchboardError ? error : this.unexpected(error);
+      if (!res.headersSent) return failure;
+      // Too late for an error reply: cutting the connection is how the caller learns the body is incomplete.
+      res.destroy();
+      return undefined;
+    }
+  }
+
+  private async forward(call: ProxyCall, signal: AbortSignal): Promise<void> {
     const options = parseHeaders(call.req.headers);
     const environmentId = call.caller.environmentId;
     const providerConfigKey = options['provider-config-key'];
@@ -77,7 +110,7 @@ export class ProxyForwarder {
 
     const governed = this.env.SWITCHBOARD_PROXY_RATE_LIMIT_GOVERNANCE && integration.integrationConfig?.[PROXY_RATE_LIMIT_GOVERNANCE_KEY] !== false;
     const governorKey = `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}`;
-    if (governed) await this.governor.awaitTurn(governorKey, call.signal);
+    if (governed) await this.governor.awaitTurn(governorKey, signal);
 
     const override = options['base-url-override'];
     const baseTemplate = provider.proxy?.base_url;
@@ -116,12 +149,12 @@ export class ProxyForwarder {
           form,
           auth,
           forwardAuthOnRedirect: options['forward-headers-on-redirect'] === 'true',
-          signal: call.signal,
+          signal,
         });
       } catch (error) {
-        if (call.signal.aborted) throw error;
+        if (signal.aborted) throw error;
         if (replayable && attempt < retries && retryableError(error, call.method)) {
-          await sleep(this.backoff(attempt), undefined, { signal: call.signal });
+          await sleep(this.backoff(attempt), undefined, { signal });
           attempt++;
           continue;
         }
@@ -151,13 +184,19 @@ export class ProxyForwarder {
         const wait = providerWaitMs(response.headers, provider.proxy?.retry) ?? this.backoff(attempt);
         if (wait <= this.env.SWITCHBOARD_PROXY_MAX_RETRY_WAIT_MS) {
           await response.body.dump();
-          await sleep(wait, undefined, { signal: call.signal });
+          await sleep(wait, undefined, { signal });
           attempt++;
           continue;
         }
       }
       return sendResponse(call, response, decompress);
     }
+  }
+
+  private unexpected(error: unknown): ProxyError {
+    this.logger.error(`proxy call failed (trace ${currentTraceId() ?? '-'}): ${(error as Error)?.stack ?? String(error)}`);
+    trace.getActiveSpan()?.recordException(error as Error);
+    return new ProxyError('server_error', 'An unexpected error occurred in the proxy');
   }
 
   private backoff(attempt: number): number {
@@ -255,7 +294,7 @@ export function upstreamFailure(error: unknown): Error {
 }
 
 async function sendResponse(call: ProxyCall, response: Dispatcher.ResponseData, decompress: boolean): Promise<void> {
-  const headers = forwardedResponseHeaders(response.headers);
+  const headers = forwardedResponseHeaders(response.headers, call.replyHeaders);
   const encoding = typeof headers['content-encoding'] === 'string' ? headers['content-encoding'].trim().toLowerCase() : undefined;
   const hasBody = call.method !== 'HEAD' && !BODILESS.has(response.statusCode);
   const decoder = decompress && hasBody && encoding ? DECODERS[encoding] : undefined;

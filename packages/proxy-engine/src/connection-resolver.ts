@@ -7,7 +7,7 @@ import {
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
-import { PROXY_ENV, type ProxyEnv } from '../config/env';
+import { PROXY_ENGINE_ENV, type ProxyEngineEnv } from './proxy-engine.env';
 
 /** Never trust cached credentials this close to their expiry: the vault must get the chance to refresh. */
 const EXPIRY_MARGIN_MS = 60_000;
@@ -26,7 +26,7 @@ export class ConnectionResolver {
 
   constructor(
     private readonly nats: NatsRequester,
-    @Inject(PROXY_ENV) env: ProxyEnv,
+    @Inject(PROXY_ENGINE_ENV) env: ProxyEngineEnv,
   ) {
     const ttl = env.SWITCHBOARD_PROXY_CREDENTIALS_TTL_MS;
     this.integrations = ttl > 0 ? new LRUCache({ max: 10_000, ttl }) : undefined;
