@@ -268,7 +268,20 @@ async function main(): Promise<void> {
     env: { SWITCHBOARD_PROVIDERS_FILE: providersFile, SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000', LOG_LEVEL: 'warn' },
     serviceEnv: {
       proxy: engineEnv,
-      gateway: { ...engineEnv, SWITCHBOARD_PROXY_MODE: SETTINGS.proxyMode },
+      gateway: {
+        ...engineEnv,
+        SWITCHBOARD_PROXY_MODE: SETTINGS.proxyMode,
+        // BENCH_PROFILE_GATEWAY_MS=<ms>: a V8 CPU profile of the gateway for that long after BENCH_PROFILE_DELAY_MS,
+        // into /tmp/bench-prof/gateway/ (open it in Chrome DevTools).
+        ...(process.env.BENCH_PROFILE_GATEWAY_MS
+          ? {
+              NODE_OPTIONS: `--require ${join(__dirname, '../../tools/cpu-profile.cjs')}`,
+              BENCH_PROFILE_DIR: '/tmp/bench-prof/gateway',
+              BENCH_PROFILE_MS: process.env.BENCH_PROFILE_GATEWAY_MS,
+              BENCH_PROFILE_DELAY_MS: process.env.BENCH_PROFILE_DELAY_MS ?? '0',
+            }
+          : {}),
+      },
       'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
     },
     readyTimeoutMs: 180_000,
@@ -287,6 +300,11 @@ async function main(): Promise<void> {
       connection_config: { origin: upstreamUrl },
     });
 
+    if (process.env.BENCH_HOLD) {
+      // For poking at the running stack by hand (strace, perf, curl): continues on SIGUSR2.
+      console.log(`holding: gateway pid ${stack.services.gateway.process.pid} at ${stack.gatewayUrl}, key ${stack.secretKey}, upstream ${upstreamUrl}`);
+      await new Promise((resolve) => process.once('SIGUSR2', resolve));
+    }
     const switchboard = `gateway + Switchboard proxy (${SETTINGS.proxyMode})`;
     const targets: Target[] = [
       { name: 'direct', origin: upstreamUrl, path: '/json', headers: {}, pids: [upstream.process.pid!] },

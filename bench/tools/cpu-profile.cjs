@@ -1,25 +1,34 @@
-// Preloaded with `--require` (BENCH_PROFILE): records a V8 CPU profile of this process from
-// BENCH_PROFILE_DELAY_MS after start for BENCH_PROFILE_MS, into BENCH_PROFILE_DIR.
+// Preloaded with `--require` by the benches: records a V8 CPU profile of this process, starting
+// BENCH_PROFILE_DELAY_MS after start, for BENCH_PROFILE_MS (or until the process exits), into
+// BENCH_PROFILE_DIR/<pid>.cpuprofile.
 const { Session } = require('node:inspector');
 const { mkdirSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 
 const dir = process.env.BENCH_PROFILE_DIR;
 const delay = Number(process.env.BENCH_PROFILE_DELAY_MS ?? 0);
-const duration = Number(process.env.BENCH_PROFILE_MS ?? 20000);
+const duration = Number(process.env.BENCH_PROFILE_MS ?? 0);
 const session = new Session();
 session.connect();
+let running = false;
+
+// The in-process inspector session answers synchronously, so this also works from an `exit` handler.
+function stop() {
+  if (!running) return;
+  running = false;
+  session.post('Profiler.stop', (error, result) => {
+    if (error) return;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+  });
+}
+
 setTimeout(() => {
   session.post('Profiler.enable', () =>
     session.post('Profiler.start', () => {
-      setTimeout(() => {
-        session.post('Profiler.stop', (error, result) => {
-          if (!error) {
-            mkdirSync(dir, { recursive: true });
-            writeFileSync(join(dir, `${process.pid}.cpuprofile`), JSON.stringify(result.profile));
-          }
-        });
-      }, duration).unref();
+      running = true;
+      if (duration > 0) setTimeout(stop, duration).unref();
     }),
   );
 }, delay).unref();
+process.on('exit', stop);

@@ -101,6 +101,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
       SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
       SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
+      ...(process.env.BENCH_RELAY_ENDPOINT_CONCURRENCY ? { SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY: process.env.BENCH_RELAY_ENDPOINT_CONCURRENCY } : {}),
       // `--otel=off` runs every service without OpenTelemetry, to show what tracing costs.
       ...(args.get('otel') === 'off' ? { OTEL_SDK_DISABLED: 'true' } : {}),
     },

@@ -45,8 +45,13 @@ export const envSchema = z.object({
   /** Attempts in flight per relay process, and per destination URL (one slow endpoint never takes them all). */
   SWITCHBOARD_WEBHOOK_CONCURRENCY: positiveInt(64),
   SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt(16),
-  /** How often due retries are looked for. */
+  /** How often due retries are looked for while there are some (the shortest wait between two looks). */
   SWITCHBOARD_WEBHOOK_POLL_INTERVAL: duration('500ms'),
+  /**
+   * The longest wait between two looks when nothing is due (the relay sleeps until its own next retry; a
+   * retry stored by another replica is picked up within this time).
+   */
+  SWITCHBOARD_WEBHOOK_IDLE_POLL_INTERVAL: duration('5s'),
   /** JetStream redelivers an event this long after a relay took it without acknowledging it. */
   SWITCHBOARD_WEBHOOK_ACK_WAIT: duration('30s'),
   /** Circuit breaker per destination: this many failures within the window open it for the cooldown. */

@@ -149,6 +149,14 @@ export class DeliveriesRepository {
       FROM stored JOIN input ON input.event_id = stored.event_id AND input.url = stored.url`;
   }
 
+  /** When the earliest pending delivery becomes due (its retry time, or its lease's end), if any. */
+  async nextDueAt(): Promise<Date | null> {
+    const rows = await this.db.$queryRaw<{ at: Date | null }[]>`
+      SELECT min(GREATEST(next_attempt_at, COALESCE(locked_until, next_attempt_at))) AS at
+      FROM relay.webhook_deliveries WHERE status = 'pending'`;
+    return rows[0]?.at ?? null;
+  }
+
   async disabledEndpoints(): Promise<{ environmentId: number; url: string }[]> {
     const rows = await this.db.webhookDisabledEndpoint.findMany({ select: { environmentId: true, url: true } });
     return rows;

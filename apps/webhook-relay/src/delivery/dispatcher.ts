@@ -63,6 +63,9 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly perEndpoint = new Map<string, number>();
   private readonly disabled = new DisabledEndpoints();
   private disabledReadAt = 0;
+  private nextPollAt = 0;
+  /** Wake-up times asked for while a poll was running. */
+  private readonly wakeups: number[] = [];
   private inFlight = 0;
   private reserved = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -135,7 +138,35 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
   private schedulePoll(delayMs: number): void {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
+    this.nextPollAt = Date.now() + delayMs;
     this.timer = setTimeout(() => void this.poll(), delayMs);
+  }
+
+  /** Makes sure the poller looks again by `at` (a retry this process just scheduled, a lease given back). */
+  wakeAt(at: Date): void {
+    const due = at.getTime();
+    if (this.polling) {
+      if (due <= Date.now()) this.pollAgain = true;
+      else this.wakeups.push(due);
+      return;
+    }
+    if (due < this.nextPollAt) this.schedulePoll(Math.max(0, due - Date.now()));
+  }
+
+  /**
+   * How long to wait before the next poll when the last one found nothing: until the earliest stored
+   * retry or open breaker comes due, at least the poll interval and at most the idle interval. An idle
+   * relay then costs a query every few seconds rather than two a second; work this process creates
+   * wakes it at once (`kick`, `wakeAt`), and work other replicas store waits at most the idle interval.
+   */
+  private async idleDelay(): Promise<number> {
+    const now = Date.now();
+    const candidates = [now + this.env.SWITCHBOARD_WEBHOOK_IDLE_POLL_INTERVAL, ...this.wakeups.splice(0)];
+    const due = await this.repository.nextDueAt();
+    if (due) candidates.push(due.getTime());
+    for (const url of this.breakers.openUrls()) candidates.push(this.breakers.openUntil(url));
+    const next = Math.min(...candidates);
+    return Math.max(this.env.SWITCHBOARD_WEBHOOK_POLL_INTERVAL, next - now);
   }
 
   private async poll(): Promise<void> {
@@ -144,6 +175,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
       return;
     }
     this.polling = true;
+    let idle = false;
     try {
       if (Date.now() - this.disabledReadAt > DISABLED_REFRESH_MS) {
         this.disabled.replace(await this.repository.disabledEndpoints());
@@ -161,17 +193,26 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
         for (const delivery of claimed) this.start(delivery);
         // A full batch means more is probably due: look again as soon as capacity frees up.
         this.backlog = claimed.length === free;
+        idle = claimed.length === 0 && saturated.length === 0;
       } else {
         this.backlog = true;
       }
     } catch (error) {
       this.logger.warn(`polling for due deliveries failed: ${(error as Error).message}`);
-    } finally {
-      this.polling = false;
-      const again = this.pollAgain;
-      this.pollAgain = false;
-      this.schedulePoll(again ? 0 : this.env.SWITCHBOARD_WEBHOOK_POLL_INTERVAL);
     }
+    let delay = this.env.SWITCHBOARD_WEBHOOK_POLL_INTERVAL;
+    if (idle && !this.pollAgain) {
+      try {
+        delay = await this.idleDelay();
+      } catch (error) {
+        this.logger.warn(`looking for the next due delivery failed: ${(error as Error).message}`);
+      }
+    }
+    this.polling = false;
+    const again = this.pollAgain;
+    this.pollAgain = false;
+    const asked = Math.min(...this.wakeups.splice(0), Number.POSITIVE_INFINITY);
+    this.schedulePoll(again ? 0 : Math.max(0, Math.min(delay, asked - Date.now())));
   }
 
   private start(delivery: ClaimedDelivery): void {
@@ -206,15 +247,15 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
       return;
     }
     if (!this.breakers.tryPass(delivery.url)) {
-      await this.repository.release(
-        delivery.id,
-        new Date(Math.max(this.breakers.openUntil(delivery.url), Date.now() + 100)),
-      );
+      const at = new Date(Math.max(this.breakers.openUntil(delivery.url), Date.now() + 100));
+      await this.repository.release(delivery.id, at);
+      this.wakeAt(at);
       return;
     }
     const decision = await this.sendAndDecide(delivery, delivery.attempts + 1);
     if (decision.disableEndpoint) await this.disableEndpoint(delivery, decision.disableEndpoint);
     await this.repository.recordAttempt(delivery, decision.attempt, decision.next);
+    if (decision.next.nextAttemptAt) this.wakeAt(decision.next.nextAttemptAt);
   }
 
   /**

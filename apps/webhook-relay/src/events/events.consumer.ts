@@ -233,6 +233,7 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
       ]);
       message.ack();
       if (unsent.length > 0) this.dispatcher.kick();
+      for (const { next } of attempted) if (next.nextAttemptAt) this.dispatcher.wakeAt(next.nextAttemptAt);
     } catch (error) {
       this.failed(subscription, message, error);
     } finally {
