@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import { call, createKey, expectError, type ApiResponse } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
 import { raw, startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
 
 /**
@@ -312,6 +312,26 @@ describe('proxy: credentials, errors and policies', () => {
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(25);
       expect(Date.now() - started).toBeLessThan(1000);
       expect(fake.calls('rate-limited/far')).toHaveLength(1);
+    });
+  });
+
+  describe('cached credentials', () => {
+    it('a re-imported or deleted connection takes effect on the next calls, though credentials are cached for ten minutes', async () => {
+      // A gateway whose cache alone would serve the old key for ten minutes: only the vault's announcement can make it change.
+      const replica = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_CREDENTIALS_TTL_MS: '600000' });
+      const via = (path: string) =>
+        call(`http://127.0.0.1:${replica.port}`, 'GET', `/proxy${path}`, { key: stack.secretKey, headers: { 'provider-config-key': 'api-key', 'connection-id': 'cached' } });
+
+      await connection('api-key', 'cached', { type: 'API_KEY', apiKey: 'key-v1' });
+      expect(echo(await via('/echo')).headers['x-api-key']).toBe('key-v1');
+
+      await connection('api-key', 'cached', { type: 'API_KEY', apiKey: 'key-v2' });
+      await waitFor('the re-imported key', async () => ((await via('/echo')).body as Echo).headers['x-api-key'] === 'key-v2' || undefined, 3000, 50);
+
+      const deleted = await call(stack.gatewayUrl, 'DELETE', '/connections/cached?provider_config_key=api-key', { key: stack.secretKey });
+      expect(deleted.status).toBe(200);
+      await waitFor('the deletion', async () => (await via('/echo')).status === 404 || undefined, 3000, 50);
+      expectError(await via('/echo'), 404, 'unknown_connection');
     });
   });
 });

@@ -1,11 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   AUTH_INTERNAL_SUBJECTS,
+  connectionsChangedSchema,
   VAULT_SUBJECTS,
   type ConnectionCredentials,
   type ResolvedIntegration,
 } from '@switchboard/contracts';
-import { NatsRequester } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
 import { LRUCache } from 'lru-cache';
 import { PROXY_ENGINE_ENV, type ProxyEngineEnv } from './proxy-engine.env';
 
@@ -15,8 +17,10 @@ const EXPIRY_MARGIN_MS = 60_000;
 /**
  * The integration (with its provider definition and client secret, from auth-connect) and the
  * connection's credentials (from the vault, which refreshes them when they expire soon). Both are kept
- * for a few seconds so the hot path costs no NATS round trip; that TTL is also how long a deleted
- * connection or a rotated secret may still be used by this replica. Concurrent misses share one request.
+ * for a few seconds so the hot path costs no NATS round trip. The vault announces changes to an
+ * integration's connections (deleted, re-authorized, imported) and this replica drops their credentials at
+ * once; the TTL bounds the rest (a missed announcement, a rotated integration secret). Concurrent misses
+ * share one request.
  */
 @Injectable()
 export class ConnectionResolver {
@@ -26,11 +30,32 @@ export class ConnectionResolver {
 
   constructor(
     private readonly nats: NatsRequester,
+    @Inject(NATS_CONNECTION) nc: NatsConnection,
     @Inject(PROXY_ENGINE_ENV) env: ProxyEngineEnv,
   ) {
     const ttl = env.SWITCHBOARD_PROXY_CREDENTIALS_TTL_MS;
     this.integrations = ttl > 0 ? new LRUCache({ max: 10_000, ttl }) : undefined;
     this.credentials = ttl > 0 ? new LRUCache({ max: 50_000, ttl }) : undefined;
+    if (this.credentials) {
+      // Every replica listens (no queue group): each holds its own cache.
+      nc.subscribe(VAULT_SUBJECTS.changed, {
+        callback: (error, message) => {
+          if (error) return;
+          let change;
+          try {
+            change = connectionsChangedSchema.safeParse(message.json());
+          } catch {
+            return; // not JSON: nothing to act on, the TTL covers it
+          }
+          if (change.success) this.forget(change.data.environmentId, change.data.providerConfigKey);
+        },
+      });
+    }
+  }
+
+  private forget(environmentId: number, providerConfigKey: string): void {
+    const prefix = `${environmentId}\u0000${providerConfigKey}\u0000`;
+    for (const key of [...this.credentials!.keys()]) if (key.startsWith(prefix)) this.credentials!.delete(key);
   }
 
   integration(environmentId: number, uniqueKey: string): Promise<ResolvedIntegration> {
