@@ -167,6 +167,21 @@ describe('tracing across services', () => {
     expect(spans.some((s) => s.service === 'auth-connect' && s.name.startsWith('pg.'))).toBe(true);
   });
 
+  it('OTEL_SDK_DISABLED=true turns tracing off in a service: it still serves, and nothing of its requests is exported', async () => {
+    const untraced = await stack.startReplica('gateway', { OTEL_SDK_DISABLED: 'true' });
+    const traceId = randomBytes(16).toString('hex');
+    const headers = { Authorization: `Bearer ${stack.secretKey}`, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+    const listed = await fetch(`http://127.0.0.1:${untraced.port}/integrations`, { headers });
+    expect(listed.status).toBe(200);
+    const proxied = await fetch(`http://127.0.0.1:${untraced.port}/proxy/echo`, { headers: { ...headers, 'provider-config-key': 'traced', 'connection-id': 'c1' } });
+    expect(proxied.status).toBe(200);
+    await proxied.text();
+    // The traced services export within ~100 ms (OTEL_BSP_SCHEDULE_DELAY); give them ten times that.
+    await new Promise((r) => setTimeout(r, 1000));
+    // Not even auth-connect's span for the listing: without the SDK no trace context travels on NATS either.
+    expect(collector.spans.filter((s) => s.traceId === traceId)).toEqual([]);
+  });
+
   it('never records the secret key or a query string in a span', async () => {
     // Connect flows carry session tokens in the query; a sentinel stands in for one.
     const sentinel = `sentinel${randomBytes(8).toString('hex')}`;

@@ -17,6 +17,8 @@ let sdk: NodeSDK | undefined;
  */
 export function startTracing(serviceName: string, version = '0.1.0'): void {
   if (sdk) return;
+  // The specification's switch for the whole SDK: nothing is patched, so nothing is paid per request.
+  if (process.env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return;
   // NodeSDK also sets up metric and log exporters by default; they are not used yet, and they make
   // shutdown wait ~8 s for a collector that may not exist.
   process.env.OTEL_METRICS_EXPORTER ??= 'none';
@@ -33,7 +35,6 @@ export function startTracing(serviceName: string, version = '0.1.0'): void {
       new HttpInstrumentation({
         // Health probes would otherwise flood the trace store with one-span traces.
         ignoreIncomingRequestHook: (req) => /^\/(health|ready)\b/.test(req.url ?? ''),
-        // Never record query strings: they may carry connect-session tokens.
         // Never record query strings: connect flows carry session tokens there, some APIs take keys there.
         requestHook: (span, req) => {
           const withoutQuery = (path: string) => path.split('?')[0] ?? '';

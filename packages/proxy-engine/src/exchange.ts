@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { EgressPolicy } from '@switchboard/egress';
+import type { EgressPolicy, EgressVerdict } from '@switchboard/egress';
 import type { AuthPlan } from './auth-injection';
 import { EgressRefusedError, ProxyError } from './proxy.errors';
 import type { Target } from './target';
@@ -26,6 +26,7 @@ export interface ExchangeRequest {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding'];
+const VERDICTS_MAX = 1_000;
 
 /**
  * One attempt against the provider: credentials applied for the exact URL, redirects followed hop by
@@ -34,6 +35,8 @@ const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding'];
  * body on 307/308) or one past the limit is returned to the caller as it is.
  */
 export class Exchange {
+  private readonly verdicts = new Map<string, EgressVerdict>();
+
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly policy: EgressPolicy,
@@ -41,12 +44,22 @@ export class Exchange {
     private readonly maxRedirects: number,
   ) {}
 
+  /** The policy's verdict on an origin's host name (the policy is fixed configuration, so it is kept per origin). */
+  private verdictFor(origin: string): EgressVerdict {
+    let verdict = this.verdicts.get(origin);
+    if (!verdict) {
+      verdict = this.policy.checkHost(new URL(origin).hostname);
+      if (this.verdicts.size >= VERDICTS_MAX) this.verdicts.clear();
+      this.verdicts.set(origin, verdict);
+    }
+    return verdict;
+  }
+
   async send(request: ExchangeRequest): Promise<Dispatcher.ResponseData> {
     let { method, target, body, headers } = request;
     const firstOrigin = target.origin;
     for (let hop = 0; ; hop++) {
-      const url = new URL(target.origin);
-      const verdict = this.policy.checkHost(url.hostname);
+      const verdict = this.verdictFor(target.origin);
       if (!verdict.allowed) throw new EgressRefusedError(verdict.reason);
 
       const withAuth = target.origin === firstOrigin || request.forwardAuthOnRedirect;

@@ -10,7 +10,9 @@ import {
   proxyRequestHeadersSchema,
   SwitchboardError,
   type Caller,
+  type ConnectionCredentials,
   type ProxyRequestHeaders,
+  type ResolvedIntegration,
 } from '@switchboard/contracts';
 import { currentTraceId, trace } from '@switchboard/observability';
 import type { Dispatcher } from 'undici';
@@ -51,6 +53,13 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
 /** Status codes that never carry a body (and HEAD answers, which never do either). */
 const BODILESS = new Set([204, 304]);
 
+/** What a connection's calls share: the credentials to inject and (built on first use) the provider base URL. */
+interface ConnectionPlan {
+  integration: ResolvedIntegration;
+  auth: AuthPlan;
+  baseUrl(): string;
+}
+
 /**
  * One proxied call from start to finish: validate the Nango headers, find the integration and the
  * connection's credentials, wait for the connection's provider rate limit if one is known, then send
@@ -58,6 +67,7 @@ const BODILESS = new Set([204, 304]);
  */
 export class ProxyForwarder {
   private readonly logger = new Logger('Proxy');
+  private readonly plans = new WeakMap<ConnectionCredentials, ConnectionPlan>();
 
   constructor(
     private readonly env: ProxyEngineEnv,
@@ -118,11 +128,12 @@ export class ProxyForwarder {
       throw new ProxyError('invalid_headers', 'This provider has no proxy base URL: send Base-Url-Override');
     }
     const { path, query } = splitEndpoint(call.url);
-    const targetFor = (auth: AuthPlan) =>
-      buildTarget(override ? override : resolveBaseUrl(baseTemplate!, templateVars(integration, connection)), override ? 'override' : 'provider', path, query, auth.query);
+    const targetFor = (plan: ConnectionPlan) =>
+      buildTarget(override ? override : plan.baseUrl(), override ? 'override' : 'provider', path, query, plan.auth.query);
 
-    let auth = planAuth(provider, integration, connection);
-    let target = targetFor(auth);
+    let plan = this.planFor(provider, integration, connection);
+    let auth = plan.auth;
+    let target = targetFor(plan);
 
     const clientHeaders = forwardedRequestHeaders(call.req.headers);
     const requestBody = await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES);
@@ -173,8 +184,9 @@ export class ProxyForwarder {
           await response.body.dump();
           connection = fresh;
           // A refresh may also change connection config (an instance URL), hence the base URL.
-          auth = planAuth(provider, integration, connection);
-          target = targetFor(auth);
+          plan = this.planFor(provider, integration, connection);
+          auth = plan.auth;
+          target = targetFor(plan);
           ({ body, form } = prepareBody(call.method, requestBody, clientHeaders, auth.bodyFields));
           continue;
         }
@@ -191,6 +203,27 @@ export class ProxyForwarder {
       }
       return sendResponse(call, response, decompress);
     }
+  }
+
+  /**
+   * The credentials to inject and the provider base URL depend only on the integration and the
+   * connection, so they are worked out once per pair of cached objects (a new object from the resolver, as
+   * after a refresh or a change, gets a new plan). Nothing downstream mutates a plan.
+   */
+  private planFor(provider: ProviderProxySettings, integration: ResolvedIntegration, connection: ConnectionCredentials): ConnectionPlan {
+    const known = this.plans.get(connection);
+    if (known && known.integration === integration) return known;
+    const auth = planAuth(provider, integration, connection);
+    let baseUrl: string | undefined;
+    const template = provider.proxy?.base_url;
+    const plan: ConnectionPlan = {
+      integration,
+      auth,
+      // Only built when needed (no Base-Url-Override); a failure is thrown each time, never kept.
+      baseUrl: () => (baseUrl ??= resolveBaseUrl(template!, templateVars(integration, connection))),
+    };
+    this.plans.set(connection, plan);
+    return plan;
   }
 
   private unexpected(error: unknown): ProxyError {

@@ -55,7 +55,20 @@ export function buildTarget(
   return { origin: base.origin, path: query ? `${normalised.pathname}?${query}` : normalised.pathname };
 }
 
+/** Parsed base URLs (read only, never mutated): a few per integration, parsed once instead of per call. */
+const parsedBases = new Map<string, URL>();
+const PARSED_BASES_MAX = 1_000;
+
 function parseBase(baseUrl: string, source: BaseUrlSource): URL {
+  const known = parsedBases.get(baseUrl);
+  if (known) return known;
+  const url = parseBaseOnce(baseUrl, source);
+  if (parsedBases.size >= PARSED_BASES_MAX) parsedBases.clear();
+  parsedBases.set(baseUrl, url);
+  return url;
+}
+
+function parseBaseOnce(baseUrl: string, source: BaseUrlSource): URL {
   const code = source === 'override' ? 'invalid_headers' : 'invalid_connection';
   const label = source === 'override' ? 'Base-Url-Override' : "The provider's base URL";
   let url: URL;
