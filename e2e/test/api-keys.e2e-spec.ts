@@ -165,4 +165,31 @@ describe('API keys and scopes', () => {
       'not_found',
     );
   });
+  it('a key revokes only keys within its own scopes, and the last key that can manage keys is kept', async () => {
+    const idOf = async (secret: string) =>
+      Number((await db.query('select id from auth.api_keys where key_hash = $1', [createHash('sha256').update(secret).digest('hex')])).rows[0].id);
+    const revoke = (id: number, key: string) => call(stack.gatewayUrl, 'DELETE', `/environment/api-keys/${id}`, { key });
+    const seedId = await idOf(stack.secretKey);
+
+    const narrow = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:api_keys:write', 'environment:integrations:read']);
+    const refused = expectError(await revoke(seedId, narrow), 403, 'forbidden');
+    expect(refused.message).toContain('environment:integrations:write');
+    expect((await call(stack.gatewayUrl, 'GET', '/integrations', { key: stack.secretKey })).status).toBe(200);
+
+    const reader = await createKey(stack.gatewayUrl, narrow, ['environment:integrations:read']);
+    expect((await revoke(await idOf(reader), narrow)).status).toBe(200);
+
+    // Every other key that can manage keys goes; then the seed key is the environment's last one.
+    const { rows } = await db.query(
+      `select k.id from auth.api_keys k join auth.environments e on e.id = k.environment_id
+        where e.uuid = $1 and k.revoked_at is null and 'environment:api_keys:write' = any(k.scopes) and k.id <> $2`,
+      [stack.environmentUuid, seedId],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) expect((await revoke(Number(row.id), stack.secretKey)).status).toBe(200);
+    const last = expectError(await revoke(seedId, stack.secretKey), 409, 'conflict');
+    expect(last.message).toContain('environment:api_keys:write');
+    expect((await call(stack.gatewayUrl, 'GET', '/integrations', { key: stack.secretKey })).status).toBe(200);
+    expect((await db.query('select revoked_at from auth.api_keys where id = $1', [seedId])).rows[0].revoked_at).toBeNull();
+  });
 });

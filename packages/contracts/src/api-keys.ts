@@ -45,4 +45,5 @@ export const createdApiKeySchema = z
 export type CreatedApiKey = z.infer<typeof createdApiKeySchema>;
 
 export const createApiKeyRequestSchema = z.object({ caller: callerSchema, body: createApiKeyBodySchema });
-export const revokeApiKeyRequestSchema = z.object({ caller: callerSchema, id: z.number().int() });
+/** `scopes`: the revoking key's own, which must cover the revoked key's (as when creating one). */
+export const revokeApiKeyRequestSchema = z.object({ caller: callerSchema, scopes: z.array(scopeSchema), id: z.number().int() });

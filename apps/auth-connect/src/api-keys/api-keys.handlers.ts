@@ -25,6 +25,6 @@ export class ApiKeysHandlers {
 
   @NatsHandler(API_KEY_SUBJECTS.revoke, revokeApiKeyRequestSchema)
   async revoke(req: z.infer<typeof revokeApiKeyRequestSchema>) {
-    return this.keys.revoke(req.caller, req.id);
+    return this.keys.revoke(req.caller, req.scopes, req.id);
   }
 }

@@ -5,6 +5,8 @@ import { AuthConnectError } from '../auth-connect.errors';
 import { AUTH_DB } from '../database/database.module';
 import { generateApiKey, hashApiKey } from './api-key-hash';
 
+const KEY_MANAGER_SCOPE: Scope = 'environment:api_keys:write';
+
 @Injectable()
 export class ApiKeysService {
   constructor(@Inject(AUTH_DB) private readonly db: AuthDb) {}
@@ -45,12 +47,30 @@ export class ApiKeysService {
     };
   }
 
-  async revoke(caller: Caller, id: number): Promise<{ success: true }> {
-    const { count } = await this.db.apiKey.updateMany({
-      where: { id, environmentId: caller.environmentId, revokedAt: null },
-      data: { revokedAt: new Date() },
+  /**
+   * Revokes a key of the caller's environment. The caller must hold every scope of the key it revokes
+   * (the rule for creating one), so a narrow key cannot take out a broader one; and the environment's
+   * last key able to manage keys is kept, or nobody could create or revoke keys any more. Revocations in
+   * one environment run one at a time (the environment row is locked), so two concurrent revocations
+   * cannot each leave the other as "the last one".
+   */
+  async revoke(caller: Caller, callerScopes: Scope[], id: number): Promise<{ success: true }> {
+    return this.db.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT id FROM auth.environments WHERE id = ${caller.environmentId} FOR UPDATE`;
+      const key = await tx.apiKey.findFirst({ where: { id, environmentId: caller.environmentId, revokedAt: null } });
+      if (!key) throw new AuthConnectError('not_found', `No active API key ${id} in this environment`);
+      const beyond = key.scopes.filter((scope) => !callerScopes.includes(scope as Scope));
+      if (beyond.length > 0) throw new AuthConnectError('forbidden', `Insufficient scope. Revoking this key requires: ${beyond.join(', ')}`);
+      if (key.scopes.includes(KEY_MANAGER_SCOPE)) {
+        const managers = await tx.apiKey.count({
+          where: { environmentId: caller.environmentId, revokedAt: null, scopes: { has: KEY_MANAGER_SCOPE }, id: { not: id } },
+        });
+        if (managers === 0) {
+          throw new AuthConnectError('conflict', `This is the environment's last key with ${KEY_MANAGER_SCOPE}; create another one before revoking it`);
+        }
+      }
+      await tx.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
+      return { success: true as const };
     });
-    if (count === 0) throw new AuthConnectError('not_found', `No active API key ${id} in this environment`);
-    return { success: true };
   }
 }

@@ -55,8 +55,8 @@ export class EnvironmentController {
 
   @Delete('environment/api-keys/:id')
   @RequireScope('environment:api_keys:write')
-  async revokeKey(@Caller() caller: CallerType, @Param() params: unknown): Promise<{ success: true }> {
+  async revokeKey(@Caller() caller: CallerType, @CallerScopes() scopes: Scope[], @Param() params: unknown): Promise<{ success: true }> {
     const { id } = parseParams(z.object({ id: z.coerce.number().int().positive() }), params);
-    return this.nats.request<{ success: true }>(API_KEY_SUBJECTS.revoke, { caller, id });
+    return this.nats.request<{ success: true }>(API_KEY_SUBJECTS.revoke, { caller, scopes, id });
   }
 }

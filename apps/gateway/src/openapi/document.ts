@@ -100,7 +100,7 @@ export const DOCUMENTED_ROUTES: Documented[] = [
     ok: { status: 201, schema: z.object({ data: createdApiKeySchema }), description: 'The key (its secret is shown only here)' },
   },
   {
-    method: 'delete', path: '/environment/api-keys/{id}', summary: 'Revoke an API key', scope: 'environment:api_keys:write',
+    method: 'delete', path: '/environment/api-keys/{id}', summary: 'Revoke an API key (403 unless the caller holds all its scopes; 409 for the last key with environment:api_keys:write)', scope: 'environment:api_keys:write',
     request: { params: z.object({ id: z.coerce.number().int().positive() }) },
     ok: { status: 200, schema: z.object({ success: z.literal(true) }), description: 'Revoked' },
   },
