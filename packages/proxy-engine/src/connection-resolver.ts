@@ -27,6 +27,10 @@ export class ConnectionResolver {
   private readonly integrations: LRUCache<string, ResolvedIntegration> | undefined;
   private readonly credentials: LRUCache<string, ConnectionCredentials> | undefined;
   private readonly inFlight = new Map<string, Promise<unknown>>();
+  /** Cached credential keys per integration, so an announced change drops them without scanning the cache. */
+  private readonly keysByIntegration = new Map<string, Set<string>>();
+  /** Announcements received so far: a vault answer that overlapped one is not cached. */
+  private changes = 0;
 
   constructor(
     private readonly nats: NatsRequester,
@@ -35,7 +39,10 @@ export class ConnectionResolver {
   ) {
     const ttl = env.SWITCHBOARD_PROXY_CREDENTIALS_TTL_MS;
     this.integrations = ttl > 0 ? new LRUCache({ max: 10_000, ttl }) : undefined;
-    this.credentials = ttl > 0 ? new LRUCache({ max: 50_000, ttl }) : undefined;
+    this.credentials =
+      ttl > 0
+        ? new LRUCache({ max: 50_000, ttl, dispose: (_value, key) => this.unindex(key) })
+        : undefined;
     if (this.credentials) {
       // Every replica listens (no queue group): each holds its own cache.
       nc.subscribe(VAULT_SUBJECTS.changed, {
@@ -54,8 +61,22 @@ export class ConnectionResolver {
   }
 
   private forget(environmentId: number, providerConfigKey: string): void {
-    const prefix = `${environmentId}\u0000${providerConfigKey}\u0000`;
-    for (const key of [...this.credentials!.keys()]) if (key.startsWith(prefix)) this.credentials!.delete(key);
+    this.changes++;
+    const keys = this.keysByIntegration.get(integrationOf(environmentId, providerConfigKey));
+    if (keys) for (const key of [...keys]) this.credentials!.delete(key);
+  }
+
+  private index(key: string): void {
+    const group = key.slice(0, key.lastIndexOf('\u0000') + 1);
+    let keys = this.keysByIntegration.get(group);
+    if (!keys) this.keysByIntegration.set(group, (keys = new Set()));
+    keys.add(key);
+  }
+
+  private unindex(key: string): void {
+    const group = key.slice(0, key.lastIndexOf('\u0000') + 1);
+    const keys = this.keysByIntegration.get(group);
+    if (keys?.delete(key) && keys.size === 0) this.keysByIntegration.delete(group);
   }
 
   integration(environmentId: number, uniqueKey: string): Promise<ResolvedIntegration> {
@@ -78,6 +99,7 @@ export class ConnectionResolver {
       this.credentials?.delete(key);
     }
     return this.once(`c\u0000${forceRefresh ? 'f' : ''}\u0000${key}`, async () => {
+      const changesBefore = this.changes;
       const connection = await this.nats.request<ConnectionCredentials>(VAULT_SUBJECTS.credentials, {
         environmentId,
         providerConfigKey,
@@ -86,7 +108,11 @@ export class ConnectionResolver {
       });
       const cache = this.credentials;
       const ttl = cacheTtl(connection);
-      if (cache && ttl > 0) cache.set(key, connection, { ttl: Math.min(ttl, cache.ttl) });
+      // An answer that may predate a change announced meanwhile is used once, not kept.
+      if (cache && ttl > 0 && this.changes === changesBefore) {
+        cache.set(key, connection, { ttl: Math.min(ttl, cache.ttl) });
+        this.index(key);
+      }
       return connection;
     });
   }
@@ -99,6 +125,11 @@ export class ConnectionResolver {
     }
     return pending;
   }
+}
+
+/** The prefix of the credential keys of one integration: `${environmentId}\0${providerConfigKey}\0`. */
+function integrationOf(environmentId: number, providerConfigKey: string): string {
+  return `${environmentId}\u0000${providerConfigKey}\u0000`;
 }
 
 function cacheTtl(connection: ConnectionCredentials): number {
