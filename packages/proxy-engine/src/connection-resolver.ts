@@ -67,14 +67,14 @@ export class ConnectionResolver {
   }
 
   private index(key: string): void {
-    const group = key.slice(0, key.lastIndexOf('\u0000') + 1);
+    const group = integrationOfKey(key);
     let keys = this.keysByIntegration.get(group);
     if (!keys) this.keysByIntegration.set(group, (keys = new Set()));
     keys.add(key);
   }
 
   private unindex(key: string): void {
-    const group = key.slice(0, key.lastIndexOf('\u0000') + 1);
+    const group = integrationOfKey(key);
     const keys = this.keysByIntegration.get(group);
     if (keys?.delete(key) && keys.size === 0) this.keysByIntegration.delete(group);
   }
@@ -91,7 +91,7 @@ export class ConnectionResolver {
   }
 
   connection(environmentId: number, providerConfigKey: string, connectionId: string, forceRefresh = false): Promise<ConnectionCredentials> {
-    const key = `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}`;
+    const key = `${integrationOf(environmentId, providerConfigKey)}${connectionId}`;
     if (!forceRefresh) {
       const cached = this.credentials?.get(key);
       if (cached) return Promise.resolve(cached);
@@ -130,6 +130,11 @@ export class ConnectionResolver {
 /** The prefix of the credential keys of one integration: `${environmentId}\0${providerConfigKey}\0`. */
 function integrationOf(environmentId: number, providerConfigKey: string): string {
   return `${environmentId}\u0000${providerConfigKey}\u0000`;
+}
+
+/** The integration prefix of a credential key (a connection id never holds NUL: no header can carry one, and the gateway refuses it elsewhere). */
+function integrationOfKey(key: string): string {
+  return key.slice(0, key.lastIndexOf('\u0000') + 1);
 }
 
 function cacheTtl(connection: ConnectionCredentials): number {
