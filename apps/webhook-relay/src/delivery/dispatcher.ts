@@ -64,8 +64,8 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly disabled = new DisabledEndpoints();
   private disabledReadAt = 0;
   private nextPollAt = 0;
-  /** Wake-up times asked for while a poll was running. */
-  private readonly wakeups: number[] = [];
+  /** The earliest wake-up asked for while a poll was running (epoch ms; Infinity when none). */
+  private wakeupAt = Number.POSITIVE_INFINITY;
   private inFlight = 0;
   private reserved = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -147,10 +147,16 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
     const due = at.getTime();
     if (this.polling) {
       if (due <= Date.now()) this.pollAgain = true;
-      else this.wakeups.push(due);
+      else this.wakeupAt = Math.min(this.wakeupAt, due);
       return;
     }
     if (due < this.nextPollAt) this.schedulePoll(Math.max(0, due - Date.now()));
+  }
+
+  private takeWakeup(): number {
+    const at = this.wakeupAt;
+    this.wakeupAt = Number.POSITIVE_INFINITY;
+    return at;
   }
 
   /**
@@ -161,7 +167,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
    */
   private async idleDelay(): Promise<number> {
     const now = Date.now();
-    const candidates = [now + this.env.SWITCHBOARD_WEBHOOK_IDLE_POLL_INTERVAL, ...this.wakeups.splice(0)];
+    const candidates = [now + this.env.SWITCHBOARD_WEBHOOK_IDLE_POLL_INTERVAL, this.takeWakeup()];
     const due = await this.repository.nextDueAt();
     if (due) candidates.push(due.getTime());
     for (const url of this.breakers.openUrls()) candidates.push(this.breakers.openUntil(url));
@@ -211,7 +217,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
     this.polling = false;
     const again = this.pollAgain;
     this.pollAgain = false;
-    const asked = Math.min(...this.wakeups.splice(0), Number.POSITIVE_INFINITY);
+    const asked = this.takeWakeup();
     this.schedulePoll(again ? 0 : Math.max(0, Math.min(delay, asked - Date.now())));
   }
 
