@@ -4,18 +4,12 @@
  * paid around the clock and takes from every benchmark on a small machine).
  * Flags: --settle-seconds=10 --seconds=20
  */
-import { readFileSync } from 'node:fs';
 import { startStack } from '@switchboard/testing';
+import { cpuMicros } from '../tools/proc';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const SETTLE = Number(args.get('settle-seconds') ?? 10);
 const SECONDS = Number(args.get('seconds') ?? 20);
-
-const cpuMicros = (pid: number): number => {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
-};
 
 async function main(): Promise<void> {
   const stack = await startStack({ env: { LOG_LEVEL: 'warn' } });

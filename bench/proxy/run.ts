@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { Pool, type Dispatcher } from 'undici';
+import { cpuMicros } from '../tools/proc';
 
 const args = new Map(
   process.argv
@@ -191,12 +192,6 @@ async function throughput(target: Target, concurrency: number, durationMs: numbe
     errors,
   };
 }
-
-/** CPU time (user + system) a process has used so far, in microseconds (Linux, 100 ticks/s). */
-const cpuMicros = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-};
 
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
 

@@ -19,6 +19,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { startStack } from '@switchboard/testing';
 import { Pool } from 'undici';
+import { cpuMicrosOfStat } from '../tools/proc';
 
 const args = new Map(
   process.argv
@@ -55,8 +56,7 @@ function cpuByGroup(labels: Map<number, string>): Map<string, number> {
     } catch {
       continue; // exited meanwhile
     }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const micros = ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+    const micros = cpuMicrosOfStat(stat);
     const group =
       labels.get(pid) ??
       (pid === process.pid

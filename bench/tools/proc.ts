@@ -1,0 +1,16 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * CPU time (user + system) used so far by the process whose `/proc/<pid>/stat` text this is, in
+ * microseconds (Linux, 100 ticks per second). The command name may hold spaces and parentheses, so the
+ * fields are counted from the last `)`.
+ */
+export function cpuMicrosOfStat(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** CPU time (user + system) a process has used so far, in microseconds. */
+export function cpuMicros(pid: number): number {
+  return cpuMicrosOfStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+}
