@@ -132,12 +132,11 @@ export class ProxyForwarder {
       buildTarget(override ? override : plan.baseUrl(), override ? 'override' : 'provider', path, query, plan.auth.query);
 
     let plan = this.planFor(provider, integration, connection);
-    let auth = plan.auth;
     let target = targetFor(plan);
 
     const clientHeaders = forwardedRequestHeaders(call.req.headers);
     const requestBody = await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES);
-    let { body, form } = prepareBody(call.method, requestBody, clientHeaders, auth.bodyFields);
+    let { body, form } = prepareBody(call.method, requestBody, clientHeaders, plan.auth.bodyFields);
     const replayable = requestBody.kind !== 'stream';
 
     const retries = Math.min(options.retries ?? 0, this.env.SWITCHBOARD_PROXY_MAX_RETRIES);
@@ -158,7 +157,7 @@ export class ProxyForwarder {
           headers: clientHeaders,
           body,
           form,
-          auth,
+          auth: plan.auth,
           forwardAuthOnRedirect: options['forward-headers-on-redirect'] === 'true',
           signal,
         });
@@ -174,7 +173,7 @@ export class ProxyForwarder {
 
       if (governed) this.observeRateLimit(governorKey, response, provider);
 
-      if (response.statusCode === 401 && auth.refreshable && !refreshed && replayable) {
+      if (response.statusCode === 401 && plan.auth.refreshable && !refreshed && replayable) {
         refreshed = true;
         const fresh = await this.connections.connection(environmentId, providerConfigKey, connectionId, true).catch(async (error: unknown) => {
           await response.body.dump().catch(() => undefined);
@@ -185,9 +184,8 @@ export class ProxyForwarder {
           connection = fresh;
           // A refresh may also change connection config (an instance URL), hence the base URL.
           plan = this.planFor(provider, integration, connection);
-          auth = plan.auth;
           target = targetFor(plan);
-          ({ body, form } = prepareBody(call.method, requestBody, clientHeaders, auth.bodyFields));
+          ({ body, form } = prepareBody(call.method, requestBody, clientHeaders, plan.auth.bodyFields));
           continue;
         }
       }
