@@ -4,14 +4,20 @@ import { NatsRequester } from '@switchboard/messaging';
 import { bootstrapService } from '@switchboard/service-kit';
 import { parse as parseQueryString } from 'qs';
 import { AccessHook } from './access/access.hook';
+import { ApiKeyResolver } from './access/api-key.resolver';
+import { AccountRateLimiter } from './access/rate-limiter';
 import { AppModule } from './app.module';
 import { loadEnv } from './config/env';
+import { CORS_POLICY } from './http/cors';
+import { gatewayServerFactory } from './http/gateway-server';
 import { configureHttp } from './http/http-setup';
+import { ProxyFrontDoor } from './proxy/proxy-front-door';
 import { ProxyRoute } from './proxy/proxy-route';
 import { ProviderWebhookRoute } from './webhooks/provider-webhook.route';
 
 async function main(): Promise<void> {
   const env = loadEnv();
+  let frontDoor: ProxyFrontDoor | undefined;
   await bootstrapService({
     name: 'gateway',
     module: AppModule.forRoot(env),
@@ -31,16 +37,17 @@ async function main(): Promise<void> {
         querystringParser: (str: string) => parseQueryString(str, { arrayLimit: 100, depth: 2, parameterLimit: 200 }),
       },
       trustProxy: true,
+      // `/proxy` requests meet the front door before Fastify (see ProxyFrontDoor).
+      serverFactory: gatewayServerFactory(() => frontDoor),
     },
     configure: (app) => {
       configureHttp(app, env.SWITCHBOARD_BODY_LIMIT_BYTES);
       app.get(AccessHook).register(app.getHttpAdapter().getInstance());
-      app.enableCors({
-        origin: '*',
-        exposedHeaders: ['Content-Type', 'Content-Length', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
-      });
+      app.enableCors({ origin: CORS_POLICY.origin, exposedHeaders: [...CORS_POLICY.exposedHeaders] });
       // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
-      app.get(ProxyRoute).register(app.getHttpAdapter().getInstance());
+      const fastify = app.getHttpAdapter().getInstance();
+      app.get(ProxyRoute).register(fastify);
+      frontDoor = new ProxyFrontDoor(app.get(ApiKeyResolver), app.get(AccountRateLimiter), app.get(ProxyRoute), fastify);
       // Public, raw-bodied provider webhook ingress (its own scope and body parser).
       new ProviderWebhookRoute(app.get(NatsRequester)).register(app.getHttpAdapter().getInstance());
     },

@@ -1,4 +1,5 @@
 // Imported first by main.ts so http, Fastify and Nest are patched before they load.
 import { startTracing } from '@switchboard/observability';
 
-startTracing('gateway');
+// Its provider calls and its relay to the proxy service make their own client spans (startClientSpan).
+startTracing('gateway', { undici: false });

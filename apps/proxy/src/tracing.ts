@@ -1,4 +1,5 @@
 // Imported first by main.ts so http, pg and Nest are patched before they load.
 import { startTracing } from '@switchboard/observability';
 
-startTracing('proxy');
+// The engine's provider calls make their own client spans (startClientSpan).
+startTracing('proxy', { undici: false });

@@ -15,7 +15,17 @@ let sdk: NodeSDK | undefined;
  * variables (`OTEL_TRACES_EXPORTER`, `OTEL_EXPORTER_OTLP_ENDPOINT`, ...); `OTEL_SERVICE_NAME` wins over
  * the name given here.
  */
-export function startTracing(serviceName: string, version = '0.1.0'): void {
+export interface TracingOptions {
+  version?: string;
+  /**
+   * Install the undici instrumentation (default true). The gateway and the proxy service turn it off and
+   * record their undici calls themselves with `startClientSpan`: the instrumentation's listeners run on every
+   * request, even suppressed ones, and cost more than the spans.
+   */
+  undici?: boolean;
+}
+
+export function startTracing(serviceName: string, options: TracingOptions = {}): void {
   if (sdk) return;
   // The specification's switch for the whole SDK: nothing is patched, so nothing is paid per request.
   if (process.env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return;
@@ -26,7 +36,7 @@ export function startTracing(serviceName: string, version = '0.1.0'): void {
   sdk = new NodeSDK({
     resource: resourceFromAttributes({
       [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME ?? serviceName,
-      [ATTR_SERVICE_VERSION]: version,
+      [ATTR_SERVICE_VERSION]: options.version ?? '0.1.0',
     }),
     textMapPropagator: new CompositePropagator({
       propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
@@ -52,10 +62,14 @@ export function startTracing(serviceName: string, version = '0.1.0'): void {
           }
         },
       }),
-      new UndiciInstrumentation({
-        // Outgoing URLs (the proxy's provider calls) may carry credentials in the query: keep only the path.
-        startSpanHook: (request) => ({ 'url.full': `${request.origin}${request.path.split('?')[0] ?? ''}`, 'url.query': undefined }),
-      }),
+      ...(options.undici === false
+        ? []
+        : [
+            new UndiciInstrumentation({
+              // Outgoing URLs may carry credentials in the query: keep only the path.
+              startSpanHook: (request) => ({ 'url.full': `${request.origin}${request.path.split('?')[0] ?? ''}`, 'url.query': undefined }),
+            }),
+          ]),
       new PgInstrumentation({ enhancedDatabaseReporting: false }),
       // No Nest instrumentation: it records the full request URL, query string included, with no hook
       // to redact it; the HTTP server span and the NATS spans already show the request's path.
@@ -87,5 +101,5 @@ export function currentTraceId(): string | undefined {
   return id && id !== '00000000000000000000000000000000' ? id : undefined;
 }
 
-export { context, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
-export type { Span, Tracer, Context } from '@opentelemetry/api';
+export { context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+export type { Attributes, Span, Tracer, Context } from '@opentelemetry/api';

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { EgressPolicy, EgressVerdict } from '@switchboard/egress';
+import { endClientSpan, startClientSpan } from '@switchboard/observability';
 import type { AuthPlan } from './auth-injection';
 import { EgressRefusedError, ProxyError } from './proxy.errors';
 import type { Target } from './target';
@@ -67,16 +68,25 @@ export class Exchange {
       if (withAuth && request.auth.sign) outgoing.authorization = request.auth.sign(method, `${target.origin}${target.path}`, request.form);
       Object.assign(outgoing, headers);
 
-      const response = await this.dispatcher.request({
-        origin: target.origin,
-        path: target.path,
-        method: method as Dispatcher.HttpMethod,
-        headers: outgoing,
-        body: body ?? null,
-        signal: request.signal,
-        headersTimeout: this.timeouts.headersTimeoutMs,
-        bodyTimeout: this.timeouts.bodyTimeoutMs,
-      });
+      // The gateway and the proxy service run without the undici instrumentation: this is the call's span.
+      const span = startClientSpan(method, target.origin, target.path, outgoing);
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await this.dispatcher.request({
+          origin: target.origin,
+          path: target.path,
+          method: method as Dispatcher.HttpMethod,
+          headers: outgoing,
+          body: body ?? null,
+          signal: request.signal,
+          headersTimeout: this.timeouts.headersTimeoutMs,
+          bodyTimeout: this.timeouts.bodyTimeoutMs,
+        });
+      } catch (error) {
+        endClientSpan(span, undefined, error);
+        throw error;
+      }
+      endClientSpan(span, response);
 
       const location = response.headers.location;
       if (!REDIRECTS.has(response.statusCode) || typeof location !== 'string' || hop >= this.maxRedirects) return response;

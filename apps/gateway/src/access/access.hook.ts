@@ -23,7 +23,10 @@ declare module 'fastify' {
   }
 }
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+/** A secret key's format. */
+export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+/** `Authorization: Bearer <token>`; the token is the first group. */
+export const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /**
  * Runs on every request before its body is parsed: authenticate the secret key, count the request
@@ -61,7 +64,7 @@ export class AccessHook {
     if (header === undefined) {
       return this.refuse(request, reply, 'missing_auth_header', 'Authentication failed. The request is missing the Authorization header.');
     }
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    const match = BEARER.exec(header);
     if (!match?.[1]) {
       return this.refuse(request, reply, 'malformed_auth_header', 'Authentication failed. Expected "Authorization: Bearer <secret key>".');
     }
@@ -141,7 +144,7 @@ export class AccessHook {
   }
 }
 
-function toCaller(key: VerifiedKey): Caller {
+export function toCaller(key: VerifiedKey): Caller {
   return {
     accountId: key.accountId,
     environmentId: key.environmentId,

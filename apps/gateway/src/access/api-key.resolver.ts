@@ -22,8 +22,13 @@ export class ApiKeyResolver {
     this.cache = env.SWITCHBOARD_KEY_CACHE_TTL_MS > 0 ? new LRUCache({ max: 10_000, ttl: env.SWITCHBOARD_KEY_CACHE_TTL_MS }) : undefined;
   }
 
+  /** The key's verified record if this replica holds it (no round trip), else undefined. */
+  cached(key: string): VerifiedKey | undefined {
+    return this.cache?.get(hashOf(key));
+  }
+
   async resolve(key: string): Promise<VerifiedKey | null> {
-    const keyHash = createHash('sha256').update(key, 'utf8').digest('hex');
+    const keyHash = hashOf(key);
     const cached = this.cache?.get(keyHash);
     if (cached) return cached;
     let pending = this.inFlight.get(keyHash);
@@ -44,4 +49,8 @@ export class ApiKeyResolver {
       throw error;
     }
   }
+}
+
+function hashOf(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
 }

@@ -104,6 +104,17 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
     this.redis.disconnect();
   }
 
+  /**
+   * Counts one request from this replica's leased slice when that needs no round trip: the verdict (never a
+   * refusal), or undefined when the slice is empty, the window spent or Redis must be asked (then `consume`).
+   */
+  consumeLocal(key: string): RateVerdict | undefined {
+    const bucket = this.buckets.get(key);
+    if (!bucket || bucket.left <= 0 || bucket.endsAt <= Date.now()) return undefined;
+    bucket.left -= 1;
+    return this.verdict(bucket.endsAt, false, this.points - bucket.used + bucket.left);
+  }
+
   async consume(key: string): Promise<RateVerdict> {
     let bucket = this.buckets.get(key);
     if (!bucket || (bucket.endsAt !== 0 && bucket.endsAt <= Date.now())) {

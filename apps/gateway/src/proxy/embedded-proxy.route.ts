@@ -1,6 +1,7 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '@switchboard/contracts';
-import { ProxyError, ProxyForwarder } from '@switchboard/proxy-engine';
+import type { Caller, SwitchboardError } from '@switchboard/contracts';
+import { ProxyError, ProxyForwarder, type ReplyHeaders } from '@switchboard/proxy-engine';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sendError } from '../http/error-reply';
 import { ProxyRoute } from './proxy-route';
@@ -16,15 +17,12 @@ export class EmbeddedProxyRoute extends ProxyRoute {
     super();
   }
 
+  override direct(req: IncomingMessage, res: ServerResponse, caller: Caller, replyHeaders: ReplyHeaders): Promise<SwitchboardError | undefined> {
+    return this.forwarder.handle({ caller, method: req.method!, url: req.url!, req, res, replyHeaders });
+  }
+
   protected async forward(request: FastifyRequest, reply: FastifyReply, caller: Caller): Promise<FastifyReply | undefined> {
-    const error = await this.forwarder.handle({
-      caller,
-      method: request.method,
-      url: request.raw.url ?? request.url,
-      req: request.raw,
-      res: reply.raw,
-      replyHeaders: reply.getHeaders(),
-    });
+    const error = await this.direct(request.raw, reply.raw, caller, reply.getHeaders());
     if (!error) {
       // Answered on the socket (or the caller left): Fastify must not send anything itself.
       reply.hijack();

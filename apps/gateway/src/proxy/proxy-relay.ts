@@ -9,6 +9,7 @@ import {
   type ErrorCode,
   type FieldError,
 } from '@switchboard/contracts';
+import { endClientSpan, startClientSpan } from '@switchboard/observability';
 import { forwardedResponseHeaders, relay } from '@switchboard/proxy-engine';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Pool, type Dispatcher } from 'undici';
@@ -51,11 +52,13 @@ const isErrorCode = (code: string): code is ErrorCode => (ERROR_CODES as readonl
 export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
   private readonly logger = new Logger('ProxyRelay');
   private readonly pool: Pool;
+  private readonly origin: string;
   private readonly key: Buffer | undefined;
 
   constructor(@Inject(GATEWAY_ENV) env: GatewayEnv) {
     super();
     // No timeouts on this hop: the proxy service enforces the provider's, and may legitimately wait out retries.
+    this.origin = new URL(env.SWITCHBOARD_PROXY_URL).origin;
     this.pool = new Pool(env.SWITCHBOARD_PROXY_URL, { headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 30_000 });
     this.key = internalSigningKey(env);
     if (!this.key) this.logger.warn('neither SWITCHBOARD_INTERNAL_TOKEN nor SWITCHBOARD_MASTER_KEYS is set: /proxy answers 503');
@@ -75,6 +78,8 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
       if (!reply.raw.writableFinished) controller.abort();
     });
 
+    // No undici instrumentation in the gateway: this is the hop's span, and it carries the trace on.
+    const span = startClientSpan(request.method, this.origin, url, headers);
     let response: Dispatcher.ResponseData;
     try {
       response = await this.pool.request({
@@ -84,7 +89,9 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
         body: hasBody(request.headers) ? request.raw : null,
         signal: controller.signal,
       });
+      endClientSpan(span, response);
     } catch (error) {
+      endClientSpan(span, undefined, error);
       if (controller.signal.aborted) {
         reply.hijack();
         return undefined;

@@ -1,4 +1,6 @@
-import type { Caller } from '@switchboard/contracts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Caller, SwitchboardError } from '@switchboard/contracts';
+import type { ReplyHeaders } from '@switchboard/proxy-engine';
 import { registerProxyRoutes } from '@switchboard/proxy-engine';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteAccess } from '../access/route-access';
@@ -19,6 +21,12 @@ export abstract class ProxyRoute {
     };
     registerProxyRoutes(fastify, (request, reply) => this.handle(request, reply), config);
   }
+
+  /**
+   * Set where a call can be served from the raw request (embedded mode), for the front door's direct path:
+   * runs it to its end and resolves with the error the caller must get, if any (nothing written yet).
+   */
+  direct?(req: IncomingMessage, res: ServerResponse, caller: Caller, replyHeaders: ReplyHeaders): Promise<SwitchboardError | undefined>;
 
   /** Streams the call to the provider and its answer back, or answers with one of our errors. */
   protected abstract forward(request: FastifyRequest, reply: FastifyReply, caller: Caller): Promise<FastifyReply | undefined>;

@@ -1,0 +1,147 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { SwitchboardError } from '@switchboard/contracts';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@switchboard/observability';
+import { PROXY_METHODS, ProxyError } from '@switchboard/proxy-engine';
+import type { FastifyInstance } from 'fastify';
+import { BEARER, toCaller, UUID_V4 } from '../access/access.hook';
+import type { ApiKeyResolver } from '../access/api-key.resolver';
+import type { AccountRateLimiter } from '../access/rate-limiter';
+import { CORS_RESPONSE_HEADERS } from '../http/cors';
+import type { FrontDoor } from '../http/gateway-server';
+import { errorBody } from '../http/error-reply';
+import { statusForCode } from '../http/error-status';
+import { isProxyTarget } from './proxy-path';
+import type { ProxyRoute } from './proxy-route';
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+const METHODS = new Set(PROXY_METHODS);
+const tracer = trace.getTracer('@switchboard/gateway');
+
+/**
+ * Where `/proxy` requests enter the gateway, ahead of Fastify and of the HTTP instrumentation
+ * (`gatewayServerFactory`). Every one gets its server span here, much cheaper than the instrumentation's. A
+ * call that needs nothing but what this replica already holds — a cached secret key with
+ * `environment:proxy`, a rate-limit slice with room left, the engine in this process — goes straight to
+ * the engine: no Fastify request and reply, no hooks. Anything else (no key or an unknown one, a key to
+ * look up, a rate limit to lease or refuse, a preflight, a NUL in the target, the server closing, remote
+ * mode) is handed to Fastify unchanged, inside the span, where the access hook, CORS and the proxy route
+ * answer it as for any other route. Both ways give the same answer: the direct one writes the same CORS
+ * and rate-limit headers and the same error shape (e2e: proxy-front-door).
+ */
+export class ProxyFrontDoor implements FrontDoor {
+  private closing = false;
+
+  constructor(
+    private readonly keys: ApiKeyResolver,
+    private readonly limiter: AccountRateLimiter,
+    private readonly route: ProxyRoute,
+    fastify: FastifyInstance,
+  ) {
+    fastify.addHook('preClose', (done) => {
+      this.closing = true;
+      done();
+    });
+  }
+
+  takes(req: IncomingMessage): boolean {
+    return isProxyTarget(req.url);
+  }
+
+  /** Serves a request it takes; `next` is Fastify's request listener. */
+  handle(req: IncomingMessage, res: ServerResponse, next: Handler): void {
+    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    const span = startServerSpan(req, res, parent);
+    context.with(trace.setSpan(parent, span), () => {
+      const direct = this.admit(req);
+      span.setAttribute('switchboard.proxy.lane', direct ? 'direct' : 'framework');
+      if (direct) void this.serve(req, res, direct);
+      else next(req, res);
+    });
+  }
+
+  /** What the direct path needs, when every check passes without a round trip; undefined hands the request to Fastify. */
+  private admit(req: IncomingMessage): { caller: ReturnType<typeof toCaller>; headers: Record<string, string | number> } | undefined {
+    if (!this.route.direct || this.closing) return undefined;
+    const method = req.method ?? '';
+    if (!METHODS.has(method) || (method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined)) return undefined;
+    const url = req.url!;
+    if (url.includes('%00') || url.includes('\u0000')) return undefined;
+    const header = req.headers.authorization;
+    const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+    if (!token || !UUID_V4.test(token)) return undefined;
+    const key = this.keys.cached(token);
+    if (!key || !key.scopes.includes('environment:proxy')) return undefined;
+    const verdict = this.limiter.consumeLocal(`account:${key.accountId}`);
+    if (!verdict) return undefined;
+    return {
+      caller: toCaller(key),
+      // In the order and spelling the CORS hook and the access hook give them on the Fastify path.
+      headers: {
+        ...CORS_RESPONSE_HEADERS,
+        'x-ratelimit-limit': verdict.limit,
+        'x-ratelimit-remaining': verdict.remaining,
+        'x-ratelimit-reset': verdict.resetAt,
+      },
+    };
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse, admitted: NonNullable<ReturnType<ProxyFrontDoor['admit']>>): Promise<void> {
+    const error = await this.route.direct!(req, res, admitted.caller, admitted.headers);
+    if (error) writeError(res, error, admitted.headers);
+  }
+}
+
+/** One of our errors, as `sendError` writes it on the Fastify path (same status table, body and content type). */
+function writeError(res: ServerResponse, error: SwitchboardError, headers: Record<string, string | number>): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify(errorBody(error.code, error.message, error.errors));
+  res.writeHead(statusForCode(error.code), {
+    ...headers,
+    ...(error instanceof ProxyError ? error.headers : {}),
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+/**
+ * The request's server span, ended when the answer is (or the caller left). Attributes as the HTTP
+ * instrumentation names them for the gateway's other routes, so one query finds both; never the query
+ * string's values, which may hold a provider credential.
+ */
+function startServerSpan(req: IncomingMessage, res: ServerResponse, parent: Context): Span {
+  const url = req.url!;
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const method = req.method ?? 'GET';
+  const span = tracer.startSpan(
+    `${method} /proxy/*`,
+    {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'http.method': method,
+        'http.route': '/proxy/*',
+        'http.target': path,
+        'http.url': `http://${req.headers.host ?? 'localhost'}${path}`,
+        'http.flavor': req.httpVersion,
+        ...(q === -1 ? {} : { 'url.query': url.slice(q + 1).replace(/=[^&]*/g, '=REDACTED') }),
+      },
+    },
+    parent,
+  );
+  if (!span.isRecording()) return span;
+  res.once('close', () => {
+    if (res.headersSent) {
+      span.setAttribute('http.status_code', res.statusCode);
+      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    } else {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the caller left before an answer' });
+    }
+    span.end();
+  });
+  return span;
+}
