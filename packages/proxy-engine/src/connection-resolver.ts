@@ -79,6 +79,16 @@ export class ConnectionResolver {
     if (keys?.delete(key) && keys.size === 0) this.keysByIntegration.delete(group);
   }
 
+  /** The integration if this replica holds it, without a round trip. */
+  cachedIntegration(environmentId: number, uniqueKey: string): ResolvedIntegration | undefined {
+    return this.integrations?.get(`${environmentId}\u0000${uniqueKey}`);
+  }
+
+  /** The connection's credentials if this replica holds them, without a round trip. */
+  cachedConnection(environmentId: number, providerConfigKey: string, connectionId: string): ConnectionCredentials | undefined {
+    return this.credentials?.get(`${integrationOf(environmentId, providerConfigKey)}${connectionId}`);
+  }
+
   integration(environmentId: number, uniqueKey: string): Promise<ResolvedIntegration> {
     const key = `${environmentId}\u0000${uniqueKey}`;
     const cached = this.integrations?.get(key);

@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { EgressPolicy, EgressVerdict } from '@switchboard/egress';
 import { endClientSpan, startClientSpan } from '@switchboard/observability';
 import type { AuthPlan } from './auth-injection';
+import type { CallAbort } from './call-abort';
 import { EgressRefusedError, ProxyError } from './proxy.errors';
 import type { Target } from './target';
 
@@ -22,7 +23,7 @@ export interface ExchangeRequest {
   auth: AuthPlan;
   /** Send credentials to a redirect target on another origin too (Forward-Headers-On-Redirect: true). */
   forwardAuthOnRedirect: boolean;
-  signal: AbortSignal;
+  signal: CallAbort;
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Logger } from '@nestjs/common';
@@ -23,7 +22,8 @@ import { forwardedRequestHeaders, forwardedResponseHeaders, type ReplyHeaders } 
 import { ProxyError } from './proxy.errors';
 import type { ProxyEngineEnv } from './proxy-engine.env';
 import type { RateLimitGovernor } from './rate-limit-governor';
-import { readRequestBody, type RequestBody } from './request-body';
+import { CallAbort } from './call-abort';
+import { hasBody, readRequestBody, type RequestBody } from './request-body';
 import { relay } from './relay';
 import { backoffMs, errorCode, providerWaitMs, quotaExhausted, retryableError, retryableStatus, type RetrySettings } from './retry-policy';
 import { buildTarget, splitEndpoint } from './target';
@@ -49,6 +49,8 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
   deflate: createInflate,
   br: createBrotliDecompress,
 };
+
+const NO_BODY: RequestBody = { kind: 'none' };
 
 /** Status codes that never carry a body (and HEAD answers, which never do either). */
 const BODILESS = new Set([204, 304]);
@@ -84,15 +86,15 @@ export class ProxyForwarder {
    */
   async handle(call: ProxyCall): Promise<SwitchboardError | undefined> {
     const res = call.res;
-    const controller = new AbortController();
+    const abort = new CallAbort();
     res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
+      if (!res.writableFinished) abort.abort();
     });
     try {
-      await this.forward(call, controller.signal);
+      await this.forward(call, abort);
       return undefined;
     } catch (error) {
-      if (controller.signal.aborted) return undefined;
+      if (abort.aborted) return undefined;
       const failure = error instanceof SwitchboardError ? error : this.unexpected(error);
       if (!res.headersSent) return failure;
       // Too late for an error reply: cutting the connection is how the caller learns the body is incomplete.
@@ -101,26 +103,24 @@ export class ProxyForwarder {
     }
   }
 
-  private async forward(call: ProxyCall, signal: AbortSignal): Promise<void> {
+  private async forward(call: ProxyCall, signal: CallAbort): Promise<void> {
     const options = parseHeaders(call.req.headers);
     const environmentId = call.caller.environmentId;
     const providerConfigKey = options['provider-config-key'];
     const connectionId = options['connection-id'];
 
-    // Both lookups run at once; an unknown integration is reported before an unknown connection.
-    const [integrationResult, connectionResult] = await Promise.allSettled([
-      this.connections.integration(environmentId, providerConfigKey),
-      this.connections.connection(environmentId, providerConfigKey, connectionId),
-    ]);
-    if (integrationResult.status === 'rejected') throw integrationResult.reason;
-    if (connectionResult.status === 'rejected') throw connectionResult.reason;
-    const integration = integrationResult.value;
-    let connection = connectionResult.value;
+    // Usually both are held here; otherwise they are asked for.
+    let integration = this.connections.cachedIntegration(environmentId, providerConfigKey);
+    let connection = integration && this.connections.cachedConnection(environmentId, providerConfigKey, connectionId);
+    if (!integration || !connection) [integration, connection] = await this.lookUp(environmentId, providerConfigKey, connectionId);
     const provider = integration.providerDefinition as unknown as ProviderProxySettings;
 
     const governed = this.env.SWITCHBOARD_PROXY_RATE_LIMIT_GOVERNANCE && integration.integrationConfig?.[PROXY_RATE_LIMIT_GOVERNANCE_KEY] !== false;
-    const governorKey = `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}`;
-    if (governed) await this.governor.awaitTurn(governorKey, signal);
+    const governorKey = governed ? `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}` : '';
+    if (governed) {
+      const wait = this.governor.waitFor(governorKey);
+      if (wait > 0) await signal.pause(wait);
+    }
 
     const override = options['base-url-override'];
     const baseTemplate = provider.proxy?.base_url;
@@ -135,15 +135,15 @@ export class ProxyForwarder {
     let target = targetFor(plan);
 
     const clientHeaders = forwardedRequestHeaders(call.req.headers);
-    const requestBody = await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES);
+    const requestBody = hasBody(call.req.headers) ? await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES) : NO_BODY;
     let { body, form } = prepareBody(call.method, requestBody, clientHeaders, plan.auth.bodyFields);
     const replayable = requestBody.kind !== 'stream';
 
     const retries = Math.min(options.retries ?? 0, this.env.SWITCHBOARD_PROXY_MAX_RETRIES);
-    const retrySettings: RetrySettings = {
-      retryOn: new Set((options['retry-on'] ?? '').split(',').filter(Boolean).map(Number)),
-      providerCodes: provider.proxy?.retry?.error_code ?? [],
-    };
+    const retrySettings: RetrySettings | undefined =
+      retries > 0
+        ? { retryOn: new Set((options['retry-on'] ?? '').split(',').filter(Boolean).map(Number)), providerCodes: provider.proxy?.retry?.error_code ?? [] }
+        : undefined;
     const decompress = options.decompress === 'true' || provider.proxy?.decompress === true;
 
     let attempt = 0;
@@ -164,7 +164,7 @@ export class ProxyForwarder {
       } catch (error) {
         if (signal.aborted) throw error;
         if (replayable && attempt < retries && retryableError(error, call.method)) {
-          await sleep(this.backoff(attempt), undefined, { signal });
+          await signal.pause(this.backoff(attempt));
           attempt++;
           continue;
         }
@@ -190,17 +190,28 @@ export class ProxyForwarder {
         }
       }
 
-      if (replayable && attempt < retries && retryableStatus(response.statusCode, call.method, retrySettings)) {
+      if (retrySettings && replayable && attempt < retries && retryableStatus(response.statusCode, call.method, retrySettings)) {
         const wait = providerWaitMs(response.headers, provider.proxy?.retry) ?? this.backoff(attempt);
         if (wait <= this.env.SWITCHBOARD_PROXY_MAX_RETRY_WAIT_MS) {
           await response.body.dump();
-          await sleep(wait, undefined, { signal });
+          await signal.pause(wait);
           attempt++;
           continue;
         }
       }
       return sendResponse(call, response, decompress);
     }
+  }
+
+  /** Both lookups at once; an unknown integration is reported before an unknown connection. */
+  private async lookUp(environmentId: number, providerConfigKey: string, connectionId: string): Promise<[ResolvedIntegration, ConnectionCredentials]> {
+    const [integration, connection] = await Promise.allSettled([
+      this.connections.integration(environmentId, providerConfigKey),
+      this.connections.connection(environmentId, providerConfigKey, connectionId),
+    ]);
+    if (integration.status === 'rejected') throw integration.reason;
+    if (connection.status === 'rejected') throw connection.reason;
+    return [integration.value, connection.value];
   }
 
   /**

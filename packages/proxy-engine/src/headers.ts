@@ -19,8 +19,9 @@ export function forwardedRequestHeaders(headers: IncomingHttpHeaders): Record<st
     const value = headers[name];
     if (typeof value === 'string') out[name] = value;
   }
-  for (const [name, value] of Object.entries(headers)) {
-    if (!name.startsWith(PROXY_FORWARD_PREFIX) || value === undefined) continue;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || !name.startsWith(PROXY_FORWARD_PREFIX)) continue;
     const target = name.slice(PROXY_FORWARD_PREFIX.length);
     if (refused(target)) continue;
     out[target] = Array.isArray(value) ? value.join(', ') : value;
@@ -32,8 +33,9 @@ export function forwardedRequestHeaders(headers: IncomingHttpHeaders): Record<st
 export type ReplyHeaders = Record<string, OutgoingHttpHeader | undefined>;
 
 /** Headers named in `Connection` are per-hop too (RFC 9110 §7.6.1). */
-function connectionTokens(value: string | string[] | undefined): Set<string> {
-  const joined = Array.isArray(value) ? value.join(',') : (value ?? '');
+function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const joined = Array.isArray(value) ? value.join(',') : value;
   return new Set(joined.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
 }
 
@@ -45,8 +47,9 @@ export function forwardedResponseHeaders(headers: Record<string, string | string
   const listed = connectionTokens(headers.connection);
   // Loosely typed on purpose: what frameworks hand out (Fastify's `reply.getHeaders()`) fits it.
   const out = into as OutgoingHttpHeaders;
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP_HEADERS.has(name) || listed.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX)) continue;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || HOP_BY_HOP_HEADERS.has(name) || listed?.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX)) continue;
     out[name] = value;
   }
   return out;

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
 import { ProxyError } from './proxy.errors';
 
@@ -16,14 +15,14 @@ export class RateLimitGovernor {
 
   constructor(private readonly maxWaitMs: number) {}
 
-  /** Waits until the connection's known reset, or throws a 429 if that is too far away. */
-  async awaitTurn(key: string, signal: AbortSignal, now = Date.now()): Promise<void> {
+  /** How long to wait for the connection's known reset (0: go now); throws a 429 if that is too far away. */
+  waitFor(key: string, now = Date.now()): number {
     const resetAt = this.resets.get(key);
-    if (resetAt === undefined) return;
+    if (resetAt === undefined) return 0;
     const wait = resetAt - now;
     if (wait <= 0) {
       this.resets.delete(key);
-      return;
+      return 0;
     }
     if (wait > this.maxWaitMs) {
       const seconds = Math.max(1, Math.ceil(wait / 1000));
@@ -33,7 +32,7 @@ export class RateLimitGovernor {
         { 'retry-after': String(seconds) },
       );
     }
-    await sleep(wait, undefined, { signal });
+    return wait;
   }
 
   /** Records a reset announced by the provider (ms from now). */
