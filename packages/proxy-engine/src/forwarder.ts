@@ -254,9 +254,12 @@ export class ProxyForwarder {
   }
 }
 
+/** The headers the schema reads (zod builds `shape` on access). */
+const PROXY_HEADER_NAMES = Object.keys(proxyRequestHeadersSchema.shape);
+
 function parseHeaders(headers: IncomingMessage['headers']): ProxyRequestHeaders {
   const picked: Record<string, unknown> = {};
-  for (const name of Object.keys(proxyRequestHeadersSchema.shape)) {
+  for (const name of PROXY_HEADER_NAMES) {
     const value = headers[name];
     if (value !== undefined) picked[name] = Array.isArray(value) ? value[0] : value;
   }

@@ -40,6 +40,20 @@ describe('buildTarget', () => {
     expect(target('https://api.example.com/v3', '/proxy/%0d%0aHost:%20evil').path).toBe('/v3/%0d%0aHost:%20evil');
   });
 
+  it.each([
+    '/users/42',
+    "/a/b;c=d/e:f@g/h!$&'()*+,=~",
+    '/a//b',
+    '/a/.b/..c/.../d.',
+    '/a/./b',
+    '/a/b/..',
+    '/a/%2E%2e/b',
+    '/a/b c/ü/{x}/^/`/|',
+  ])('gives exactly the path the URL parser gives for %s', (endpoint) => {
+    const base = 'https://api.example.com/v3';
+    expect(target(base, `/proxy${endpoint}`).path).toBe(new URL(`${base}${endpoint}`).pathname);
+  });
+
   it('refuses a base URL that is not http(s) or carries user:password', () => {
     for (const base of ['ftp://x.example.com', 'file:///etc/passwd', 'not a url', 'https://u:p@api.example.com']) {
       expect(() => buildTarget(base, 'override', '/', undefined)).toThrow(expect.objectContaining({ code: 'invalid_headers' }));

@@ -36,15 +36,7 @@ export function buildTarget(
 
   const basePath = base.pathname.replace(/\/+$/, '');
   const joined = rest === '' ? basePath || '/' : `${basePath}/${rest}`;
-  let normalised: URL;
-  try {
-    normalised = new URL(`${base.origin}${joined}`);
-  } catch {
-    throw new ProxyError('invalid_uri_params', 'The provider endpoint is not a valid path');
-  }
-  if (normalised.origin !== base.origin) {
-    throw new ProxyError('invalid_uri_params', 'The provider endpoint would leave the provider host');
-  }
+  const pathname = PLAIN_PATH.test(joined) && !DOT_SEGMENT.test(joined) ? joined : normalisePath(base.origin, joined);
 
   const parts: string[] = [];
   const baseQuery = base.search.replace(/^\?/, '');
@@ -52,7 +44,28 @@ export function buildTarget(
   if (rawQuery) parts.push(withoutParams(rawQuery, extraQuery.map(([name]) => name)));
   for (const [name, value] of extraQuery) parts.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
   const query = parts.filter(Boolean).join('&');
-  return { origin: base.origin, path: query ? `${normalised.pathname}?${query}` : normalised.pathname };
+  return { origin: base.origin, path: query ? `${pathname}?${query}` : pathname };
+}
+
+/**
+ * Paths the URL parser would give back unchanged: only characters it never encodes, no `%` (so no
+ * encoded dots), no `.` or `..` segment. Most provider paths are; they skip the parse (~2 µs).
+ */
+const PLAIN_PATH = /^(?:\/[A-Za-z0-9\-._~!$&'()*+,;=:@]*)+$/;
+const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
+
+/** Dot segments resolved and characters encoded as the URL parser does; the origin must not move. */
+function normalisePath(origin: string, joined: string): string {
+  let normalised: URL;
+  try {
+    normalised = new URL(`${origin}${joined}`);
+  } catch {
+    throw new ProxyError('invalid_uri_params', 'The provider endpoint is not a valid path');
+  }
+  if (normalised.origin !== origin) {
+    throw new ProxyError('invalid_uri_params', 'The provider endpoint would leave the provider host');
+  }
+  return normalised.pathname;
 }
 
 /** Parsed base URLs (read only, never mutated): a few per integration, parsed once instead of per call. */

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SwitchboardError } from '@switchboard/contracts';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@switchboard/observability';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@switchboard/observability';
 import { PROXY_METHODS, ProxyError } from '@switchboard/proxy-engine';
 import type { FastifyInstance } from 'fastify';
 import { BEARER, toCaller, UUID_V4 } from '../access/access.hook';
@@ -76,9 +76,11 @@ export class ProxyFrontDoor implements FrontDoor {
     if (!verdict) return undefined;
     return {
       caller: toCaller(key),
-      // In the order and spelling the CORS hook and the access hook give them on the Fastify path.
+      // In the order and spelling the CORS hook and the access hook give them on the Fastify path. (A
+      // literal: spreading an object into one with more keys costs V8 ~2 µs.)
       headers: {
-        ...CORS_RESPONSE_HEADERS,
+        'access-control-allow-origin': CORS_RESPONSE_HEADERS['access-control-allow-origin']!,
+        'access-control-expose-headers': CORS_RESPONSE_HEADERS['access-control-expose-headers']!,
         'x-ratelimit-limit': verdict.limit,
         'x-ratelimit-remaining': verdict.remaining,
         'x-ratelimit-reset': verdict.resetAt,
@@ -118,21 +120,15 @@ function startServerSpan(req: IncomingMessage, res: ServerResponse, parent: Cont
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   const method = req.method ?? 'GET';
-  const span = tracer.startSpan(
-    `${method} /proxy/*`,
-    {
-      kind: SpanKind.SERVER,
-      attributes: {
-        'http.method': method,
-        'http.route': '/proxy/*',
-        'http.target': path,
-        'http.url': `http://${req.headers.host ?? 'localhost'}${path}`,
-        'http.flavor': req.httpVersion,
-        ...(q === -1 ? {} : { 'url.query': url.slice(q + 1).replace(/=[^&]*/g, '=REDACTED') }),
-      },
-    },
-    parent,
-  );
+  const attributes: Attributes = {
+    'http.method': method,
+    'http.route': '/proxy/*',
+    'http.target': path,
+    'http.url': `http://${req.headers.host ?? 'localhost'}${path}`,
+    'http.flavor': req.httpVersion,
+  };
+  if (q !== -1) attributes['url.query'] = url.slice(q + 1).replace(/=[^&]*/g, '=REDACTED');
+  const span = tracer.startSpan(`${method} /proxy/*`, { kind: SpanKind.SERVER, attributes }, parent);
   if (!span.isRecording()) return span;
   res.once('close', () => {
     if (res.headersSent) {
