@@ -10,6 +10,7 @@ import { AppModule } from './app.module';
 import { loadEnv } from './config/env';
 import { CORS_POLICY } from './http/cors';
 import { gatewayServerFactory } from './http/gateway-server';
+import { sendError } from './http/error-reply';
 import { configureHttp } from './http/http-setup';
 import { ProxyFrontDoor } from './proxy/proxy-front-door';
 import { ProxyRoute } from './proxy/proxy-route';
@@ -37,6 +38,11 @@ async function main(): Promise<void> {
         querystringParser: (str: string) => parseQueryString(str, { arrayLimit: 100, depth: 2, parameterLimit: 200 }),
       },
       trustProxy: true,
+      // A target the router cannot decode (malformed percent-encoding) gets our error shape, not Fastify's.
+      frameworkErrors: (error, _request, reply) =>
+        error.code === 'FST_ERR_BAD_URL'
+          ? sendError(reply, 'invalid_uri_params', 'The request URL is not valid (malformed percent-encoding)')
+          : sendError(reply, 'server_error', 'An unexpected error occurred'),
       // `/proxy` requests meet the front door before Fastify (see ProxyFrontDoor).
       serverFactory: gatewayServerFactory(() => frontDoor),
     },

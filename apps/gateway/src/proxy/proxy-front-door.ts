@@ -24,7 +24,7 @@ const tracer = trace.getTracer('@switchboard/gateway');
  * call that needs nothing but what this replica already holds — a cached secret key with
  * `environment:proxy`, a rate-limit slice with room left, the engine in this process — goes straight to
  * the engine: no Fastify request and reply, no hooks. Anything else (no key or an unknown one, a key to
- * look up, a rate limit to lease or refuse, a preflight, a NUL in the target, the server closing, remote
+ * look up, a rate limit to lease or refuse, an OPTIONS, a NUL in the target, the server closing, remote
  * mode) is handed to Fastify unchanged, inside the span, where the access hook, CORS and the proxy route
  * answer it as for any other route. Both ways give the same answer: the direct one writes the same CORS
  * and rate-limit headers and the same error shape (e2e: proxy-front-door).
@@ -64,9 +64,10 @@ export class ProxyFrontDoor implements FrontDoor {
   private admit(req: IncomingMessage): { caller: ReturnType<typeof toCaller>; headers: Record<string, string | number> } | undefined {
     if (!this.route.direct || this.closing) return undefined;
     const method = req.method ?? '';
-    if (!METHODS.has(method) || (method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined)) return undefined;
+    // OPTIONS, preflight or not, gets CORS preflight headers from the CORS hook: Fastify's.
+    if (!METHODS.has(method) || method === 'OPTIONS') return undefined;
     const url = req.url!;
-    if (url.includes('%00') || url.includes('\u0000')) return undefined;
+    if (url.includes('%00') || url.includes('\u0000') || !decodablePath(url)) return undefined;
     const header = req.headers.authorization;
     const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
     if (!token || !UUID_V4.test(token)) return undefined;
@@ -91,6 +92,19 @@ export class ProxyFrontDoor implements FrontDoor {
   private async serve(req: IncomingMessage, res: ServerResponse, admitted: NonNullable<ReturnType<ProxyFrontDoor['admit']>>): Promise<void> {
     const error = await this.route.direct!(req, res, admitted.caller, admitted.headers);
     if (error) writeError(res, error, admitted.headers);
+  }
+}
+
+/** Whether the router can decode the target's path (it refuses malformed percent-encoding). */
+function decodablePath(url: string): boolean {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  if (!path.includes('%')) return true;
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
   }
 }
 
