@@ -125,6 +125,12 @@ describe('tracing across services', () => {
     const { chain, spans } = await tracedProxyCall(stack.gatewayUrl);
     expect(chain[0]).toMatchObject({ service: 'gateway', kind: CLIENT });
     expect(chain.some((s) => s.service === 'gateway' && s.kind === SERVER)).toBe(true);
+    // The key is cached by now (beforeAll used it), so the front door served the call without Fastify.
+    const server = chain.find((s) => s.service === 'gateway' && s.kind === SERVER)!;
+    expect(server.name).toBe('GET /proxy/*');
+    expect(attribute(server, 'switchboard.proxy.lane')).toBe('direct');
+    expect(attribute(server, 'http.target')).toBe('/proxy/echo');
+    expect(attribute(server, 'url.query')).toBe('page=REDACTED');
     // One hop fewer: the proxy service takes no part.
     expect(spans.some((s) => s.service === 'proxy')).toBe(false);
   });
@@ -135,6 +141,9 @@ describe('tracing across services', () => {
       expect.arrayContaining(['proxy:client', 'proxy:server', 'gateway:client', 'gateway:server']),
     );
     expect(chain[0]).toMatchObject({ service: 'proxy', kind: CLIENT });
+    // Remote mode: the front door hands every call to Fastify, which relays it.
+    const server = chain.find((s) => s.service === 'gateway' && s.kind === SERVER)!;
+    expect(attribute(server, 'switchboard.proxy.lane')).toBe('framework');
   });
 
   it('makes one public request one trace, from the gateway into the owning service', async () => {
