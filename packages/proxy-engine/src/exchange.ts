@@ -4,6 +4,7 @@ import type { EgressPolicy, EgressVerdict } from '@switchboard/egress';
 import { endClientSpan, startClientSpan } from '@switchboard/observability';
 import type { AuthPlan } from './auth-injection';
 import type { CallAbort } from './call-abort';
+import { UpstreamBody, type UpstreamResponse } from './upstream';
 import { EgressRefusedError, ProxyError } from './proxy.errors';
 import type { Target } from './target';
 
@@ -57,7 +58,7 @@ export class Exchange {
     return verdict;
   }
 
-  async send(request: ExchangeRequest): Promise<Dispatcher.ResponseData> {
+  async send(request: ExchangeRequest): Promise<UpstreamResponse> {
     let { method, target, body, headers } = request;
     const firstOrigin = target.origin;
     for (let hop = 0; ; hop++) {
@@ -71,18 +72,21 @@ export class Exchange {
 
       // The gateway and the proxy service run without the undici instrumentation: this is the call's span.
       const span = startClientSpan(method, target.origin, target.path, outgoing);
-      let response: Dispatcher.ResponseData;
+      let response: UpstreamResponse;
       try {
-        response = await this.dispatcher.request({
-          origin: target.origin,
-          path: target.path,
-          method: method as Dispatcher.HttpMethod,
-          headers: outgoing,
-          body: body ?? null,
-          signal: request.signal,
-          headersTimeout: this.timeouts.headersTimeoutMs,
-          bodyTimeout: this.timeouts.bodyTimeoutMs,
-        });
+        response = await UpstreamBody.send(
+          this.dispatcher,
+          {
+            origin: target.origin,
+            path: target.path,
+            method: method as Dispatcher.HttpMethod,
+            headers: outgoing,
+            body: body ?? null,
+            headersTimeout: this.timeouts.headersTimeoutMs,
+            bodyTimeout: this.timeouts.bodyTimeoutMs,
+          },
+          request.signal,
+        );
       } catch (error) {
         endClientSpan(span, undefined, error);
         throw error;

@@ -14,17 +14,16 @@ import {
   type ResolvedIntegration,
 } from '@switchboard/contracts';
 import { currentTraceId, trace } from '@switchboard/observability';
-import type { Dispatcher } from 'undici';
 import { planAuth, templateVars, type AuthPlan, type ProviderProxySettings } from './auth-injection';
 import type { ConnectionResolver } from './connection-resolver';
 import type { Exchange } from './exchange';
 import { forwardedRequestHeaders, forwardedResponseHeaders, type ReplyHeaders } from './headers';
 import { ProxyError } from './proxy.errors';
 import type { ProxyEngineEnv } from './proxy-engine.env';
+import type { UpstreamResponse } from './upstream';
 import type { RateLimitGovernor } from './rate-limit-governor';
 import { CallAbort } from './call-abort';
 import { hasBody, readRequestBody, type RequestBody } from './request-body';
-import { relay } from './relay';
 import { backoffMs, errorCode, providerWaitMs, quotaExhausted, retryableError, retryableStatus, type RetrySettings } from './retry-policy';
 import { buildTarget, splitEndpoint } from './target';
 import { resolveBaseUrl } from './templates';
@@ -149,7 +148,7 @@ export class ProxyForwarder {
     let attempt = 0;
     let refreshed = false;
     for (;;) {
-      let response: Dispatcher.ResponseData;
+      let response: UpstreamResponse;
       try {
         response = await this.exchange.send({
           method: call.method,
@@ -245,7 +244,7 @@ export class ProxyForwarder {
     return backoffMs(attempt, this.env.SWITCHBOARD_PROXY_RETRY_BASE_MS, this.env.SWITCHBOARD_PROXY_RETRY_MAX_DELAY_MS);
   }
 
-  private observeRateLimit(key: string, response: Dispatcher.ResponseData, provider: ProviderProxySettings): void {
+  private observeRateLimit(key: string, response: UpstreamResponse, provider: ProviderProxySettings): void {
     const retry = provider.proxy?.retry;
     if (response.statusCode === 429 || quotaExhausted(response.headers, retry)) {
       const wait = providerWaitMs(response.headers, retry);
@@ -338,7 +337,7 @@ export function upstreamFailure(error: unknown): Error {
   return new ProxyError('bad_gateway', 'Could not reach the provider');
 }
 
-async function sendResponse(call: ProxyCall, response: Dispatcher.ResponseData, decompress: boolean): Promise<void> {
+async function sendResponse(call: ProxyCall, response: UpstreamResponse, decompress: boolean): Promise<void> {
   const headers = forwardedResponseHeaders(response.headers, call.replyHeaders);
   const encoding = typeof headers['content-encoding'] === 'string' ? headers['content-encoding'].trim().toLowerCase() : undefined;
   const hasBody = call.method !== 'HEAD' && !BODILESS.has(response.statusCode);
@@ -348,7 +347,6 @@ async function sendResponse(call: ProxyCall, response: Dispatcher.ResponseData, 
     delete headers['content-length'];
   }
   call.res.writeHead(response.statusCode, headers);
-  // If the caller leaves or the provider breaks off mid-body, relay tears both sockets down.
-  if (decoder) await relay(response.body, call.res, decoder());
-  else await relay(response.body, call.res);
+  // If the caller leaves or the provider breaks off mid-body, both connections are torn down.
+  await response.body.pipeTo(call.res, decoder?.());
 }
