@@ -4,6 +4,7 @@ import { SwitchboardError } from '@switchboard/contracts';
 import { createEgressAgent, EgressPolicy, type Resolver } from '@switchboard/egress';
 import { buildConnector } from 'undici';
 import type { AuthPlan } from './auth-injection';
+import { CallAbort } from './call-abort';
 import { Exchange } from './exchange';
 import { upstreamFailure } from './forwarder';
 import { buildTarget, splitEndpoint } from './target';
@@ -69,7 +70,7 @@ async function attempt(policy: EgressPolicy, base: string, endpoint = '/x'): Pro
       form: undefined,
       auth: noAuth,
       forwardAuthOnRedirect: false,
-      signal: new AbortController().signal,
+      signal: new CallAbort(),
     });
     await response.body.dump();
     return `status ${response.statusCode}`;
