@@ -32,7 +32,8 @@ const args = new Map(
 const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
 const SETTINGS = {
   reps: num('reps', 3),
-  warmupMs: num('warmup-ms', 2000),
+  // The gateway's JIT warm-up is longer than the bare proxy's (far more code): 5 s, for all three targets.
+  warmupMs: num('warmup-ms', 5000),
   latencyRequests: num('latency-requests', 10_000),
   throughputMs: num('throughput-ms', 10_000),
   concurrency: num('concurrency', 50),
