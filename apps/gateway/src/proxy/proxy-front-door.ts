@@ -55,7 +55,8 @@ export class ProxyFrontDoor implements FrontDoor {
     context.with(trace.setSpan(parent, span), () => {
       const direct = this.admit(req);
       span.setAttribute('switchboard.proxy.lane', direct ? 'direct' : 'framework');
-      if (direct) void this.serve(req, res, direct);
+      // `serve` does not reject (the engine resolves with its errors); should writing one fail, the socket goes.
+      if (direct) this.serve(req, res, direct).catch(() => res.destroy());
       else next(req, res);
     });
   }
