@@ -175,7 +175,7 @@ export class ProxyForwarder {
       if (response.statusCode === 401 && plan.auth.refreshable && !refreshed && replayable) {
         refreshed = true;
         const fresh = await this.connections.connection(environmentId, providerConfigKey, connectionId, true).catch(async (error: unknown) => {
-          await response.body.dump().catch(() => undefined);
+          await response.body.dump();
           throw error;
         });
         if (!isDeepStrictEqual(fresh.credentials, connection.credentials)) {

@@ -1,7 +1,4 @@
-/**
- * Whether a request target is one of the proxy routes (`/proxy`, `/proxy/...`, `/proxy?...`) as the front
- * door takes them. Kept free of imports: `tracing.ts` uses it before anything else loads.
- */
+/** Whether a request target is one of the proxy routes (`/proxy`, `/proxy/...`, `/proxy?...`) the front door takes. */
 export function isProxyTarget(url: string | undefined): boolean {
   if (url === undefined || !url.startsWith('/proxy')) return false;
   const next = url.charCodeAt(6);
