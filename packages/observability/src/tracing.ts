@@ -51,8 +51,7 @@ export function startTracing(serviceName: string, options: TracingOptions = {}):
           if ('url' in req && typeof req.url === 'string') {
             const path = withoutQuery(req.url);
             const query = req.url.slice(path.length + 1);
-            // Parameter names help debugging; their values are what may be secret.
-            if (query) span.setAttribute('url.query', query.replace(/=[^&]*/g, '=REDACTED'));
+            if (query) span.setAttribute('url.query', redactQuery(query));
             span.setAttribute('http.target', path);
             span.setAttribute('http.url', `http://${req.headers.host ?? 'localhost'}${path}`);
           } else if ('path' in req && typeof req.path === 'string') {
@@ -83,6 +82,11 @@ export async function stopTracing(): Promise<void> {
   const current = sdk;
   sdk = undefined;
   await current?.shutdown().catch(() => undefined);
+}
+
+/** A query string for a span: parameter names kept (they help debugging), values replaced (they may be secret). */
+export function redactQuery(query: string): string {
+  return query.replace(/=[^&]*/g, '=REDACTED');
 }
 
 /** Writes the active trace context (W3C `traceparent`/`tracestate`, baggage) into a header carrier. */

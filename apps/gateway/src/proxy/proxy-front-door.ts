@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SwitchboardError } from '@switchboard/contracts';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@switchboard/observability';
+import { context, propagation, redactQuery, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@switchboard/observability';
 import { PROXY_METHODS, ProxyError } from '@switchboard/proxy-engine';
 import type { FastifyInstance } from 'fastify';
 import { BEARER, toCaller, UUID_V4 } from '../access/access.hook';
@@ -142,7 +142,7 @@ function startServerSpan(req: IncomingMessage, res: ServerResponse, parent: Cont
     'http.url': `http://${req.headers.host ?? 'localhost'}${path}`,
     'http.flavor': req.httpVersion,
   };
-  if (q !== -1) attributes['url.query'] = url.slice(q + 1).replace(/=[^&]*/g, '=REDACTED');
+  if (q !== -1) attributes['url.query'] = redactQuery(url.slice(q + 1));
   const span = tracer.startSpan(`${method} /proxy/*`, { kind: SpanKind.SERVER, attributes }, parent);
   if (!span.isRecording()) return span;
   res.once('close', () => {
