@@ -37,6 +37,8 @@ const SETTINGS = {
   latencyRequests: num('latency-requests', 10_000),
   throughputMs: num('throughput-ms', 10_000),
   concurrency: num('concurrency', 50),
+  /** Throughput is measured in slices of this length, alternating between the targets. */
+  sliceMs: num('slice-ms', 1000),
   bigBytes: num('big-mb', 100) * 1024 * 1024,
   /** `--otel=off` runs gateway and proxy with OpenTelemetry disabled, to show what tracing costs. */
   otel: args.get('otel') !== 'off',
@@ -157,13 +159,20 @@ async function latency(target: Target, requests: number): Promise<LatencyResult>
   return { p50: percentile(samples, 50), p90: percentile(samples, 90), p99: percentile(samples, 99), p999: percentile(samples, 99.9), max: samples[samples.length - 1] ?? 0, errors };
 }
 
-/** `concurrency` requests in flight for `durationMs`; requests per second and latency. */
-async function throughput(target: Target, concurrency: number, durationMs: number): Promise<{ rps: number; cpuPerRequest: number; cpuSplit: string } & LatencyResult> {
-  const pool = new Pool(target.origin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
-  const perPidBefore = target.pids.map(cpuMicros);
-  const cpuBefore = perPidBefore.reduce((n, v) => n + v, 0);
-  const samples: number[] = [];
-  let errors = 0;
+type ThroughputResult = { rps: number; cpuPerRequest: number; cpuSplit: string } & LatencyResult;
+
+/** What one target did over its slices of a throughput phase. */
+interface Tally {
+  requests: number;
+  errors: number;
+  elapsedMs: number;
+  cpu: number[];
+  samples: number[];
+}
+
+/** `concurrency` requests in flight on `pool` for `durationMs`, added to `tally` (CPU of the target's processes too). */
+async function slice(pool: Pool, target: Target, concurrency: number, durationMs: number, tally: Tally): Promise<void> {
+  const cpuBefore = target.pids.map(cpuMicros);
   const started = Date.now();
   const stopAt = started + durationMs;
   await Promise.all(
@@ -171,27 +180,49 @@ async function throughput(target: Target, concurrency: number, durationMs: numbe
       while (Date.now() < stopAt) {
         const t0 = process.hrtime.bigint();
         const status = await once(pool, target).catch(() => 0);
-        samples.push(Number(process.hrtime.bigint() - t0) / 1000);
-        if (status !== 200) errors++;
+        tally.samples.push(Number(process.hrtime.bigint() - t0) / 1000);
+        tally.requests++;
+        if (status !== 200) tally.errors++;
       }
     }),
   );
-  const elapsed = Date.now() - started;
-  const cpuUsed = target.pids.reduce((n, pid) => n + cpuMicros(pid), 0) - cpuBefore;
-  const split = target.pids.map((pid, i) => `${target.labels?.[i] ?? pid} ${((cpuMicros(pid) - (perPidBefore[i] ?? 0)) / Math.max(1, samples.length)).toFixed(0)} µs`).join(', ');
-  await pool.close();
-  const sorted = Float64Array.from(samples).sort();
-  return {
-    rps: (samples.length / elapsed) * 1000,
-    cpuPerRequest: cpuUsed / Math.max(1, samples.length),
-    cpuSplit: split,
-    p50: percentile(sorted, 50),
-    p90: percentile(sorted, 90),
-    p99: percentile(sorted, 99),
-    p999: percentile(sorted, 99.9),
-    max: sorted[sorted.length - 1] ?? 0,
-    errors,
-  };
+  tally.elapsedMs += Date.now() - started;
+  target.pids.forEach((pid, i) => (tally.cpu[i] = (tally.cpu[i] ?? 0) + cpuMicros(pid) - (cpuBefore[i] ?? 0)));
+}
+
+/**
+ * Throughput of every target at `concurrency`, `durationMs` each, measured in interleaved slices of
+ * `sliceMs` (A B C, C B A, A B C, ...) so that the host's other load, which on these shared VMs swings by
+ * tens of percent over seconds, falls on all targets alike instead of on whichever ran in a bad minute.
+ * One untimed round first, so every pool holds its connections before the clock starts.
+ */
+async function interleavedThroughput(targets: Target[], concurrency: number, durationMs: number, sliceMs: number): Promise<ThroughputResult[]> {
+  const pools = targets.map((t) => new Pool(t.origin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 }));
+  const tallies: Tally[] = targets.map(() => ({ requests: 0, errors: 0, elapsedMs: 0, cpu: [], samples: [] }));
+  const scratch = (): Tally => ({ requests: 0, errors: 0, elapsedMs: 0, cpu: [], samples: [] });
+  for (let i = 0; i < targets.length; i++) await slice(pools[i]!, targets[i]!, concurrency, Math.min(sliceMs, 1000), scratch());
+  const rounds = Math.max(1, Math.round(durationMs / sliceMs));
+  for (let round = 0; round < rounds; round++) {
+    const order = targets.map((_, i) => (round % 2 === 0 ? i : targets.length - 1 - i));
+    for (const i of order) await slice(pools[i]!, targets[i]!, concurrency, sliceMs, tallies[i]!);
+  }
+  await Promise.all(pools.map((p) => p.close()));
+  return targets.map((target, i) => {
+    const tally = tallies[i]!;
+    const sorted = Float64Array.from(tally.samples).sort();
+    const perRequest = (cpu: number) => cpu / Math.max(1, tally.requests);
+    return {
+      rps: (tally.requests / tally.elapsedMs) * 1000,
+      cpuPerRequest: perRequest(tally.cpu.reduce((n, v) => n + v, 0)),
+      cpuSplit: target.pids.map((pid, j) => `${target.labels?.[j] ?? pid} ${perRequest(tally.cpu[j] ?? 0).toFixed(0)} µs`).join(', '),
+      p50: percentile(sorted, 50),
+      p90: percentile(sorted, 90),
+      p99: percentile(sorted, 99),
+      p999: percentile(sorted, 99.9),
+      max: sorted[sorted.length - 1] ?? 0,
+      errors: tally.errors,
+    };
+  });
 }
 
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
@@ -218,7 +249,18 @@ async function download(target: Target): Promise<{ seconds: number; growthMb: Re
 
 function child(role: string, ...extra: string[]): Promise<{ process: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const proc = fork(__filename, [role, ...extra, `--big-mb=${SETTINGS.bigBytes / 1024 / 1024}`], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // BENCH_PROFILE_BARE_MS: a CPU profile of the bare proxy, as BENCH_PROFILE_GATEWAY_MS gives of the gateway.
+    const profile = role === 'bare' && process.env.BENCH_PROFILE_BARE_MS;
+    const env = profile
+      ? {
+          ...process.env,
+          NODE_OPTIONS: `--require ${join(__dirname, '../../tools/cpu-profile.cjs')}`,
+          BENCH_PROFILE_DIR: '/tmp/bench-prof/bare',
+          BENCH_PROFILE_MS: profile,
+          BENCH_PROFILE_DELAY_MS: process.env.BENCH_PROFILE_DELAY_MS ?? '0',
+        }
+      : process.env;
+    const proc = fork(__filename, [role, ...extra, `--big-mb=${SETTINGS.bigBytes / 1024 / 1024}`], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
     proc.once('message', (m: { port: number }) => resolve({ process: proc, port: m.port }));
     proc.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
   });
@@ -234,6 +276,26 @@ const median = (values: number[]) => {
   return s[Math.floor(s.length / 2)] ?? 0;
 };
 const us = (v: number) => `${v.toFixed(0)} µs`;
+
+/**
+ * NODE_OPTIONS for the gateway: BENCH_GATEWAY_NODE_OPTIONS as given, plus, with BENCH_PROFILE_GATEWAY_MS=<ms>,
+ * a V8 CPU profile of the gateway for that long after BENCH_PROFILE_DELAY_MS, into /tmp/bench-prof/gateway/
+ * (open it in Chrome DevTools).
+ */
+function gatewayNodeOptions(): Record<string, string> {
+  const options = [process.env.BENCH_GATEWAY_NODE_OPTIONS ?? ''];
+  const env: Record<string, string> = {};
+  if (process.env.BENCH_PROFILE_GATEWAY_MS) {
+    options.push(`--require ${join(__dirname, '../../tools/cpu-profile.cjs')}`);
+    Object.assign(env, {
+      BENCH_PROFILE_DIR: '/tmp/bench-prof/gateway',
+      BENCH_PROFILE_MS: process.env.BENCH_PROFILE_GATEWAY_MS,
+      BENCH_PROFILE_DELAY_MS: process.env.BENCH_PROFILE_DELAY_MS ?? '0',
+    });
+  }
+  const joined = options.join(' ').trim();
+  return joined ? { ...env, NODE_OPTIONS: joined } : env;
+}
 
 async function main(): Promise<void> {
   const { startStack, freePort } = await import('@switchboard/testing');
@@ -267,22 +329,13 @@ async function main(): Promise<void> {
       gateway: {
         ...engineEnv,
         SWITCHBOARD_PROXY_MODE: SETTINGS.proxyMode,
-        // BENCH_PROFILE_GATEWAY_MS=<ms>: a V8 CPU profile of the gateway for that long after BENCH_PROFILE_DELAY_MS,
-        // into /tmp/bench-prof/gateway/ (open it in Chrome DevTools).
-        ...(process.env.BENCH_PROFILE_GATEWAY_MS
-          ? {
-              NODE_OPTIONS: `--require ${join(__dirname, '../../tools/cpu-profile.cjs')}`,
-              BENCH_PROFILE_DIR: '/tmp/bench-prof/gateway',
-              BENCH_PROFILE_MS: process.env.BENCH_PROFILE_GATEWAY_MS,
-              BENCH_PROFILE_DELAY_MS: process.env.BENCH_PROFILE_DELAY_MS ?? '0',
-            }
-          : {}),
+        ...gatewayNodeOptions(),
       },
       'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
     },
     readyTimeoutMs: 180_000,
   });
-  const results: Record<string, { latency: LatencyResult[]; throughput: ({ rps: number; cpuPerRequest: number; cpuSplit: string } & LatencyResult)[] }> = {};
+  const results: Record<string, { latency: LatencyResult[]; throughput: ThroughputResult[] }> = {};
   try {
     await api(stack.gatewayUrl, stack.secretKey, 'POST', '/integrations', {
       provider: 'bench-upstream',
@@ -317,21 +370,29 @@ async function main(): Promise<void> {
     ];
     for (const t of targets) results[t.name] = { latency: [], throughput: [] };
 
+    const ratios: number[] = [];
     for (let rep = 1; rep <= SETTINGS.reps; rep++) {
+      const latencies: LatencyResult[] = [];
       for (const target of targets) {
         const warmEnd = Date.now() + SETTINGS.warmupMs;
         const warm = new Pool(target.origin, { connections: SETTINGS.concurrency });
         while (Date.now() < warmEnd) await Promise.all(Array.from({ length: 10 }, () => once(warm, target)));
         await warm.close();
-        const lat = await latency(target, SETTINGS.latencyRequests);
-        const thr = await throughput(target, SETTINGS.concurrency, SETTINGS.throughputMs);
+        latencies.push(await latency(target, SETTINGS.latencyRequests));
+      }
+      const throughputs = await interleavedThroughput(targets, SETTINGS.concurrency, SETTINGS.throughputMs, SETTINGS.sliceMs);
+      targets.forEach((target, i) => {
+        const lat = latencies[i]!;
+        const thr = throughputs[i]!;
         results[target.name]!.latency.push(lat);
         results[target.name]!.throughput.push(thr);
         console.log(
           `rep ${rep} ${target.name.padEnd(28)} c=1 p50 ${us(lat.p50)} p99 ${us(lat.p99)} | c=${SETTINGS.concurrency} ${thr.rps.toFixed(0)} req/s p99 ${us(thr.p99)} cpu/req ${us(thr.cpuPerRequest)} (${thr.cpuSplit})` +
             (lat.errors + thr.errors ? ` | ${lat.errors + thr.errors} errors` : ''),
         );
-      }
+      });
+      ratios.push(throughputs[2]!.rps / throughputs[1]!.rps);
+      console.log(`rep ${rep} throughput Switchboard / bare = ${ratios[ratios.length - 1]!.toFixed(2)}`);
     }
 
     const summary = Object.fromEntries(
@@ -372,7 +433,7 @@ async function main(): Promise<void> {
     const lines = [
       '',
       `date ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? 'cpu'} × ${os.cpus().length} | ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB | node ${process.version} | ${os.platform()} ${os.release()} | git ${sha}`,
-      `settings: ${SETTINGS.reps} reps, warm-up ${SETTINGS.warmupMs} ms, ${SETTINGS.latencyRequests} requests at c=1, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency}, 1 KB JSON, OpenTelemetry ${SETTINGS.otel ? 'on (no exporter)' : 'off'}, proxy mode ${SETTINGS.proxyMode}`,
+      `settings: ${SETTINGS.reps} reps, warm-up ${SETTINGS.warmupMs} ms, ${SETTINGS.latencyRequests} requests at c=1, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency} in ${SETTINGS.sliceMs} ms slices interleaved between the targets, 1 KB JSON, OpenTelemetry ${SETTINGS.otel ? 'on (no exporter)' : 'off'}, proxy mode ${SETTINGS.proxyMode}`,
       '',
       '| target | c=1 p50 | c=1 p99 | c=1 p99.9 | req/s at c=' + SETTINGS.concurrency + ' | p99 at c=' + SETTINGS.concurrency + ' | CPU per request (its processes) | errors |',
       '|---|---|---|---|---|---|---|---|',
@@ -383,7 +444,7 @@ async function main(): Promise<void> {
       '',
       `added latency vs direct: p50 +${us(sb.p50 - direct.p50)} (target ≤ +500 µs: ${sb.p50 - direct.p50 <= 500 ? 'met' : 'MISSED'}), p99 +${us(sb.p99 - direct.p99)} (target ≤ +3000 µs: ${sb.p99 - direct.p99 <= 3000 ? 'met' : 'MISSED'})`,
       `added latency vs bare proxy: p50 +${us(sb.p50 - bareS.p50)}, p99 +${us(sb.p99 - bareS.p99)}; bare proxy vs direct: p50 +${us(bareS.p50 - direct.p50)}`,
-      `throughput: Switchboard / bare = ${(sb.rps / bareS.rps).toFixed(2)} (target ≥ 0.70: ${sb.rps / bareS.rps >= 0.7 ? 'met' : 'MISSED'}); bare / direct = ${(bareS.rps / direct.rps).toFixed(2)}`,
+      `throughput: Switchboard / bare = ${median(ratios).toFixed(2)}, median of the reps' ratios (${ratios.map((r) => r.toFixed(2)).join(', ')}) (target ≥ 0.70: ${median(ratios) >= 0.7 ? 'met' : 'MISSED'}); bare / direct = ${(bareS.rps / direct.rps).toFixed(2)}`,
       ...downloads,
       `memory growth through gateway + proxy: ${((sb as Record<string, unknown>).growth as number).toFixed(1)} MB max per process (target ≤ 50 MB: ${((sb as Record<string, unknown>).growth as number) <= 50 ? 'met' : 'MISSED'})`,
     ];

@@ -38,10 +38,11 @@ export class ConnectionResolver {
     @Inject(PROXY_ENGINE_ENV) env: ProxyEngineEnv,
   ) {
     const ttl = env.SWITCHBOARD_PROXY_CREDENTIALS_TTL_MS;
-    this.integrations = ttl > 0 ? new LRUCache({ max: 10_000, ttl }) : undefined;
+    // Ages read to 100 ms (lru-cache's default, 1 ms, arms a timer for nearly every busy millisecond).
+    this.integrations = ttl > 0 ? new LRUCache({ max: 10_000, ttl, ttlResolution: 100 }) : undefined;
     this.credentials =
       ttl > 0
-        ? new LRUCache({ max: 50_000, ttl, dispose: (_value, key) => this.unindex(key) })
+        ? new LRUCache({ max: 50_000, ttl, ttlResolution: 100, dispose: (_value, key) => this.unindex(key) })
         : undefined;
     if (this.credentials) {
       // Every replica listens (no queue group): each holds its own cache.

@@ -3,21 +3,12 @@ import type { Readable } from 'node:stream';
 import { isDeepStrictEqual } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Logger } from '@nestjs/common';
-import {
-  fieldErrorsFromZod,
-  PROXY_RATE_LIMIT_GOVERNANCE_KEY,
-  proxyRequestHeadersSchema,
-  SwitchboardError,
-  type Caller,
-  type ConnectionCredentials,
-  type ProxyRequestHeaders,
-  type ResolvedIntegration,
-} from '@switchboard/contracts';
+import { PROXY_RATE_LIMIT_GOVERNANCE_KEY, SwitchboardError, type Caller, type ConnectionCredentials, type ResolvedIntegration } from '@switchboard/contracts';
 import { currentTraceId, trace } from '@switchboard/observability';
 import { planAuth, templateVars, type AuthPlan, type ProviderProxySettings } from './auth-injection';
 import type { ConnectionResolver } from './connection-resolver';
 import type { Exchange } from './exchange';
-import { forwardedRequestHeaders, forwardedResponseHeaders, type ReplyHeaders } from './headers';
+import { forwardedRequestHeaders, forwardedResponseHeaders, parseProxyHeaders, type ReplyHeaders } from './headers';
 import { ProxyError } from './proxy.errors';
 import type { ProxyEngineEnv } from './proxy-engine.env';
 import type { UpstreamResponse } from './upstream';
@@ -103,7 +94,7 @@ export class ProxyForwarder {
   }
 
   private async forward(call: ProxyCall, signal: CallAbort): Promise<void> {
-    const options = parseHeaders(call.req.headers);
+    const options = parseProxyHeaders(call.req.headers);
     const environmentId = call.caller.environmentId;
     const providerConfigKey = options['provider-config-key'];
     const connectionId = options['connection-id'];
@@ -251,28 +242,6 @@ export class ProxyForwarder {
       if (wait !== undefined) this.governor.block(key, wait);
     }
   }
-}
-
-/** The headers the schema reads (zod builds `shape` on access). */
-const PROXY_HEADER_NAMES = Object.keys(proxyRequestHeadersSchema.shape);
-
-function parseHeaders(headers: IncomingMessage['headers']): ProxyRequestHeaders {
-  const picked: Record<string, unknown> = {};
-  for (const name of PROXY_HEADER_NAMES) {
-    const value = headers[name];
-    if (value !== undefined) picked[name] = Array.isArray(value) ? value[0] : value;
-  }
-  const parsed = proxyRequestHeadersSchema.safeParse(picked);
-  if (!parsed.success) {
-    const missing = parsed.error.issues.some((i) => i.code === 'invalid_type');
-    throw new ProxyError(
-      'invalid_headers',
-      missing ? 'Provider-Config-Key and Connection-Id headers are required' : 'Invalid proxy headers',
-      {},
-      fieldErrorsFromZod(parsed.error, ['headers']),
-    );
-  }
-  return parsed.data;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
