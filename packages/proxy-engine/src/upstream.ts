@@ -14,6 +14,9 @@ export interface UpstreamResponse {
 /** What is read of a body that is thrown away before the connection is dropped instead (as undici's `dump`). */
 const DUMP_LIMIT_BYTES = 128 * 1024;
 
+/** What is held of a body that arrives before `pipeTo` or `dump` says where it goes; past it, reading pauses. */
+const EARLY_LIMIT_BYTES = 64 * 1024;
+
 /**
  * One request to a provider as an undici dispatch handler whose body goes straight into the caller's
  * response: no intermediate Readable, no `pipe`, no promise per chunk. undici's `request()` builds a
@@ -21,7 +24,9 @@ const DUMP_LIMIT_BYTES = 128 * 1024;
  * handler keeps what that gave: backpressure (a full socket pauses the provider's), teardown of both
  * sides when either breaks off, and a body that can be thrown away instead (retries, redirects).
  *
- * Reading pauses when the headers arrive until `pipeTo` or `dump` says where the body goes. The body
+ * Between the headers and `pipeTo` or `dump` (a promise's turn later), the body that arrives is held, up
+ * to 64 KiB, and reading pauses after that: a short answer, which usually comes in the same packet as its
+ * headers, is read at once and its connection freed without a pause and resume of the parser. The body
  * emits `close` once, when it is over for whatever reason (for the client span).
  */
 export class UpstreamBody extends EventEmitter {
@@ -30,6 +35,9 @@ export class UpstreamBody extends EventEmitter {
   private sink: NodeJS.WritableStream | undefined;
   private res: ServerResponse | undefined;
   private discarded = -1;
+  /** Body chunks read before there was a sink. */
+  private early: Buffer[] | undefined;
+  private earlyBytes = 0;
   private ended = false;
   private failure: Error | undefined;
   private closed = false;
@@ -67,7 +75,7 @@ export class UpstreamBody extends EventEmitter {
     if (statusCode < 200) return true; // 1xx: the answer is still to come
     this.resumeUpstream = resume;
     this.resolveHeaders({ statusCode, headers: util.parseHeaders(rawHeaders) as UpstreamResponse['headers'], body: this });
-    return false;
+    return true;
   }
 
   onData(chunk: Buffer): boolean {
@@ -76,7 +84,10 @@ export class UpstreamBody extends EventEmitter {
       if (this.discarded > DUMP_LIMIT_BYTES) this.abortUpstream?.();
       return true;
     }
-    return this.sink ? this.sink.write(chunk) : true;
+    if (this.sink) return this.sink.write(chunk);
+    (this.early ??= []).push(chunk);
+    this.earlyBytes += chunk.length;
+    return this.earlyBytes < EARLY_LIMIT_BYTES;
   }
 
   onComplete(): void {
@@ -120,9 +131,12 @@ export class UpstreamBody extends EventEmitter {
       } else {
         this.sink = res;
       }
-      this.sink.on('drain', () => this.resumeUpstream?.());
+      this.sink.on('drain', () => this.resume());
+      let room = true;
+      if (this.early) for (const chunk of this.early) room = this.sink.write(chunk);
+      this.early = undefined;
       if (this.ended) this.sink.end();
-      else this.resumeUpstream!();
+      else if (room) this.resume();
     });
   }
 
@@ -131,10 +145,20 @@ export class UpstreamBody extends EventEmitter {
     if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       this.settle = resolve;
-      this.discarded = 0;
+      this.discarded = this.earlyBytes;
+      this.early = undefined;
       if (this.failure || this.ended) this.close();
-      else this.resumeUpstream!();
+      else if (this.discarded > DUMP_LIMIT_BYTES) this.abortUpstream?.();
+      else this.resume();
     });
+  }
+
+  /**
+   * Lets undici read on if it paused for this body. Never once the body is complete: the connection may then
+   * carry another request, whose pause is not ours to lift.
+   */
+  private resume(): void {
+    if (!this.ended) this.resumeUpstream?.();
   }
 
   private teardown(): void {
