@@ -189,7 +189,8 @@ export class ProxyForwarder {
           continue;
         }
       }
-      return sendResponse(call, response, decompress);
+      // `return await`: returning the promise from an async function costs two more turns and a promise.
+      return await sendResponse(call, response, decompress);
     }
   }
 
@@ -306,7 +307,8 @@ export function upstreamFailure(error: unknown): Error {
   return new ProxyError('bad_gateway', 'Could not reach the provider');
 }
 
-async function sendResponse(call: ProxyCall, response: UpstreamResponse, decompress: boolean): Promise<void> {
+/** Not async: the one promise is the body's (a synchronous throw rejects the caller, `forward`, all the same). */
+function sendResponse(call: ProxyCall, response: UpstreamResponse, decompress: boolean): Promise<void> {
   const headers = forwardedResponseHeaders(response.headers, call.replyHeaders);
   const encoding = typeof headers['content-encoding'] === 'string' ? headers['content-encoding'].trim().toLowerCase() : undefined;
   const hasBody = call.method !== 'HEAD' && !BODILESS.has(response.statusCode);
@@ -317,5 +319,5 @@ async function sendResponse(call: ProxyCall, response: UpstreamResponse, decompr
   }
   call.res.writeHead(response.statusCode, headers);
   // If the caller leaves or the provider breaks off mid-body, both connections are torn down.
-  await response.body.pipeTo(call.res, decoder?.());
+  return response.body.pipeTo(call.res, decoder?.());
 }

@@ -55,8 +55,7 @@ export class ProxyFrontDoor implements FrontDoor {
     context.with(trace.setSpan(parent, span), () => {
       const direct = this.admit(req);
       span.setAttribute('switchboard.proxy.lane', direct ? 'direct' : 'framework');
-      // `serve` does not reject (the engine resolves with its errors); should writing one fail, the socket goes.
-      if (direct) this.serve(req, res, direct).catch(() => res.destroy());
+      if (direct) this.serve(req, res, direct);
       else next(req, res);
     });
   }
@@ -90,9 +89,23 @@ export class ProxyFrontDoor implements FrontDoor {
     };
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse, admitted: NonNullable<ReturnType<ProxyFrontDoor['admit']>>): Promise<void> {
-    const error = await this.route.direct!(req, res, admitted.caller, admitted.headers);
-    if (error) writeError(res, error, admitted.headers);
+  /**
+   * The engine resolves with its errors rather than rejecting; should writing one fail (or the engine break
+   * that promise), the socket goes. One `then` with both handlers: each promise costs the async-hooks
+   * context a little on every call.
+   */
+  private serve(req: IncomingMessage, res: ServerResponse, admitted: NonNullable<ReturnType<ProxyFrontDoor['admit']>>): void {
+    void this.route.direct!(req, res, admitted.caller, admitted.headers).then(
+      (error) => {
+        if (!error) return;
+        try {
+          writeError(res, error, admitted.headers);
+        } catch {
+          res.destroy();
+        }
+      },
+      () => res.destroy(),
+    );
   }
 }
 
