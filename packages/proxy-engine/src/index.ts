@@ -6,3 +6,4 @@ export { writeProxyError } from './error-reply';
 export { forwardedResponseHeaders, type ReplyHeaders } from './headers';
 export { relay } from './relay';
 export { PROXY_METHODS, registerProxyRoutes } from './proxy-routes';
+export { hasBody } from './request-body';

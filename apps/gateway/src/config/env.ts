@@ -2,38 +2,58 @@ import { envFragments, parseEnv } from '@switchboard/config';
 import { proxyEngineEnv } from '@switchboard/proxy-engine';
 import { z } from 'zod';
 
-export const envSchema = z.object({
-  PORT: envFragments.port(3003),
-  HOST: z.string().default('0.0.0.0'),
-  ...envFragments.nats,
-  ...envFragments.redis,
-  ...envFragments.logging,
-  ...envFragments.publicUrls,
-  /** Requests per account per fixed 60-second window, shared by every gateway replica (Redis). */
-  SWITCHBOARD_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(1000),
-  /**
-   * Largest share of the window's allowance one replica takes from Redis at a time (spent locally, so most
-   * requests cost no Redis round trip). Limits under 1 / fraction stay exact; 0 asks Redis on every request.
-   */
-  SWITCHBOARD_RATE_LIMIT_LEASE_FRACTION: z.coerce.number().min(0).max(0.1).default(0.005),
-  /** Largest JSON body accepted on the management API, in bytes (the proxy streams and has its own limit). */
-  SWITCHBOARD_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
-  /** How long a verified key is trusted before it is checked again (revocation delay), in ms. */
-  SWITCHBOARD_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
-  NATS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  /**
-   * `embedded`: `/proxy/*` runs the forwarding engine in this process (one hop fewer). `remote`: it is
-   * streamed to the proxy service at SWITCHBOARD_PROXY_URL, which then scales on its own.
-   */
-  SWITCHBOARD_PROXY_MODE: z.enum(['embedded', 'remote']).default('embedded'),
-  /** Remote mode: the proxy service `/proxy/*` is streamed to. */
-  SWITCHBOARD_PROXY_URL: z.url().default('http://127.0.0.1:3012'),
-  /** Remote mode: signs the caller for the proxy service (same value there); derived from the master keys when unset. */
-  SWITCHBOARD_INTERNAL_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
-  SWITCHBOARD_MASTER_KEYS: envFragments.masterKeys.SWITCHBOARD_MASTER_KEYS.optional(),
-  /** Embedded mode: timeouts, retries, egress allow-list, … with the proxy service's names and defaults. */
-  ...proxyEngineEnv,
-});
+export const envSchema = z
+  .object({
+    PORT: envFragments.port(3003),
+    HOST: z.string().default('0.0.0.0'),
+    ...envFragments.nats,
+    ...envFragments.redis,
+    ...envFragments.logging,
+    ...envFragments.publicUrls,
+    /** Requests per account per fixed 60-second window, shared by every gateway replica (Redis). */
+    SWITCHBOARD_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+    /**
+     * Largest share of the window's allowance one replica takes from Redis at a time (spent locally, so most
+     * requests cost no Redis round trip). Limits under 1 / fraction stay exact; 0 asks Redis on every request.
+     */
+    SWITCHBOARD_RATE_LIMIT_LEASE_FRACTION: z.coerce.number().min(0).max(0.1).default(0.005),
+    /** Largest JSON body accepted on the management API, in bytes (the proxy streams and has its own limit). */
+    SWITCHBOARD_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+    /** How long a verified key is trusted before it is checked again (revocation delay), in ms. */
+    SWITCHBOARD_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
+    NATS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+    /**
+     * `embedded`: `/proxy/*` runs the forwarding engine in this process (one hop fewer). `remote`: it is
+     * streamed to the proxy service at SWITCHBOARD_PROXY_URL, which then scales on its own.
+     */
+    SWITCHBOARD_PROXY_MODE: z.enum(['embedded', 'remote']).default('embedded'),
+    /** Remote mode (required there): the proxy service `/proxy/*` is streamed to. */
+    SWITCHBOARD_PROXY_URL: z.url().optional(),
+    /** Remote mode: signs the caller for the proxy service (same value there); derived from the master keys when unset. */
+    SWITCHBOARD_INTERNAL_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+    SWITCHBOARD_MASTER_KEYS: envFragments.masterKeys.SWITCHBOARD_MASTER_KEYS.optional(),
+    /** Embedded mode: timeouts, retries, egress allow-list, … with the proxy service's names and defaults. */
+    ...proxyEngineEnv,
+  })
+  .superRefine((env, ctx) => {
+    // A remote-mode gateway that cannot reach or sign for the proxy service could only answer /proxy with errors.
+    if (env.SWITCHBOARD_PROXY_MODE !== 'remote') return;
+    if (!env.SWITCHBOARD_PROXY_URL) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SWITCHBOARD_PROXY_URL'],
+        message: 'required when SWITCHBOARD_PROXY_MODE=remote (the proxy service, e.g. http://proxy:3012)',
+      });
+    }
+    if (!env.SWITCHBOARD_INTERNAL_TOKEN && !env.SWITCHBOARD_MASTER_KEYS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SWITCHBOARD_INTERNAL_TOKEN'],
+        message:
+          'required when SWITCHBOARD_PROXY_MODE=remote: the same value as the proxy service (or SWITCHBOARD_MASTER_KEYS to derive it)',
+      });
+    }
+  });
 export type GatewayEnv = z.infer<typeof envSchema>;
 
 export const GATEWAY_ENV = Symbol('GATEWAY_ENV');

@@ -10,7 +10,7 @@ import {
   type FieldError,
 } from '@switchboard/contracts';
 import { endClientSpan, startClientSpan } from '@switchboard/observability';
-import { forwardedResponseHeaders, relay } from '@switchboard/proxy-engine';
+import { forwardedResponseHeaders, hasBody, relay } from '@switchboard/proxy-engine';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Pool, type Dispatcher } from 'undici';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
@@ -38,9 +38,6 @@ function relayedRequestHeaders(headers: IncomingHttpHeaders): Record<string, str
   return out;
 }
 
-const hasBody = (headers: IncomingHttpHeaders): boolean =>
-  headers['content-length'] !== undefined ? Number(headers['content-length']) > 0 : headers['transfer-encoding'] !== undefined;
-
 const isErrorCode = (code: string): code is ErrorCode => (ERROR_CODES as readonly string[]).includes(code);
 
 /**
@@ -53,15 +50,16 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
   private readonly logger = new Logger('ProxyRelay');
   private readonly pool: Pool;
   private readonly origin: string;
-  private readonly key: Buffer | undefined;
+  private readonly key: Buffer;
 
   constructor(@Inject(GATEWAY_ENV) env: GatewayEnv) {
     super();
     // No timeouts on this hop: the proxy service enforces the provider's, and may legitimately wait out retries.
-    this.origin = new URL(env.SWITCHBOARD_PROXY_URL).origin;
-    this.pool = new Pool(env.SWITCHBOARD_PROXY_URL, { headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 30_000 });
-    this.key = internalSigningKey(env);
-    if (!this.key) this.logger.warn('neither SWITCHBOARD_INTERNAL_TOKEN nor SWITCHBOARD_MASTER_KEYS is set: /proxy answers 503');
+    // The env schema requires both in remote mode; this class is only built there.
+    const url = env.SWITCHBOARD_PROXY_URL!;
+    this.origin = new URL(url).origin;
+    this.pool = new Pool(url, { headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 30_000 });
+    this.key = internalSigningKey(env)!;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -69,8 +67,6 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
   }
 
   protected async forward(request: FastifyRequest, reply: FastifyReply, caller: Caller): Promise<FastifyReply | undefined> {
-    if (!this.key) return sendError(reply, 'service_unavailable', 'The proxy is not configured on this gateway');
-
     const url = request.raw.url ?? request.url;
     const headers = { ...relayedRequestHeaders(request.headers), ...signCaller(this.key, request.method, url, caller) };
     const controller = new AbortController();

@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto';
+import { parseEnv } from '@switchboard/config';
+import { envSchema } from './env';
+
+const base = { NATS_URL: 'nats://127.0.0.1:4222', REDIS_URL: 'redis://127.0.0.1:6379' };
+const token = randomBytes(24).toString('base64url');
+
+describe('gateway configuration', () => {
+  it('needs neither the proxy service URL nor a signing secret in embedded mode (the default)', () => {
+    const env = parseEnv(envSchema, base);
+    expect(env.SWITCHBOARD_PROXY_MODE).toBe('embedded');
+    expect(env.SWITCHBOARD_PROXY_URL).toBeUndefined();
+  });
+
+  it('refuses to start in remote mode without the proxy service URL, naming the variable', () => {
+    expect(() => parseEnv(envSchema, { ...base, SWITCHBOARD_PROXY_MODE: 'remote', SWITCHBOARD_INTERNAL_TOKEN: token })).toThrow(
+      /SWITCHBOARD_PROXY_URL: required when SWITCHBOARD_PROXY_MODE=remote/,
+    );
+  });
+
+  it('refuses to start in remote mode with no way to sign for the proxy service', () => {
+    let message = '';
+    try {
+      parseEnv(envSchema, { ...base, SWITCHBOARD_PROXY_MODE: 'remote', SWITCHBOARD_PROXY_URL: 'http://127.0.0.1:3012' });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/SWITCHBOARD_INTERNAL_TOKEN: required when SWITCHBOARD_PROXY_MODE=remote/);
+  });
+
+  it('starts in remote mode with the URL and a shared token', () => {
+    const env = parseEnv(envSchema, { ...base, SWITCHBOARD_PROXY_MODE: 'remote', SWITCHBOARD_PROXY_URL: 'http://127.0.0.1:3012', SWITCHBOARD_INTERNAL_TOKEN: token });
+    expect(env.SWITCHBOARD_PROXY_URL).toBe('http://127.0.0.1:3012');
+  });
+});
