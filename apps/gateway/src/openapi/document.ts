@@ -30,6 +30,7 @@ import {
   reconnectConnectSessionBodySchema,
 } from '@switchboard/contracts';
 import { z } from 'zod';
+import { registerProxyPaths } from '../proxy/proxy.openapi';
 import { registerWebhookIngressPath, WEBHOOK_DOCUMENTED_ROUTES } from '../webhooks/webhooks.openapi';
 
 type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
@@ -186,6 +187,7 @@ export function buildOpenApiDocument(serverUrl = 'http://localhost:3003'): Retur
     responses: { 200: { description: 'OK', ...json(z.object({ result: z.literal('ok') })) } },
   });
   registerWebhookIngressPath(registry);
+  registerProxyPaths(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {

@@ -5,6 +5,8 @@ import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { RequestMethod } from '@nestjs/common';
 import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
 import { API_CONTROLLERS } from '../app.module';
+import { PROXY_DOCUMENTED_METHODS, PROXY_SCOPE } from '../proxy/proxy.openapi';
+import { PROXY_METHODS } from '@switchboard/proxy-engine';
 import { buildOpenApiDocument, DOCUMENTED_ROUTES } from './document';
 
 type Route = { method: string; path: string; scope?: string };
@@ -49,6 +51,22 @@ describe('OpenAPI document', () => {
     for (const route of DOCUMENTED_ROUTES) {
       const operation = (doc.paths as Record<string, Record<string, { security?: unknown[] }>>)[route.path]?.[route.method];
       expect(operation?.security).toEqual([{ secretKey: [route.scope] }]);
+    }
+  });
+
+  it('documents /proxy for every method the proxy serves, with its scope, its Nango headers and the provider\'s answer as the default', () => {
+    const doc = buildOpenApiDocument();
+    const path = (doc.paths as Record<string, Record<string, { description?: string; security?: unknown[]; parameters?: { in: string; name: string; required?: boolean }[]; responses: Record<string, unknown> }>>)['/proxy/{endpoint}'];
+    // OpenAPI has no PROPFIND or REPORT; the operations' description names them.
+    const expressible = PROXY_METHODS.map((m) => m.toLowerCase()).filter((m) => !['propfind', 'report'].includes(m));
+    expect(Object.keys(path ?? {}).sort()).toEqual(expressible.sort());
+    expect([...PROXY_DOCUMENTED_METHODS].sort()).toEqual(expressible.sort());
+    for (const operation of Object.values(path ?? {})) {
+      expect(operation.description).toContain('PROPFIND');
+      expect(operation.security).toEqual([{ secretKey: [PROXY_SCOPE] }]);
+      const required = (operation.parameters ?? []).filter((p) => p.in === 'header' && p.required).map((p) => p.name).sort();
+      expect(required).toEqual(['connection-id', 'provider-config-key']);
+      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['default', '400', '401', '403', '404', '429', '502', '504']));
     }
   });
 });
