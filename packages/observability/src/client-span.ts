@@ -46,11 +46,11 @@ export function startClientSpan(method: string, origin: string, path: string, he
 
 /**
  * Records the answer's status, or the failure (by its code only: messages may quote URLs), and ends the
- * span once the answer's body is read or dropped.
+ * span once the answer's body is read or dropped (at once if it already is).
  */
 export function endClientSpan(
   span: Span | undefined,
-  response: { statusCode: number; body: { once(event: 'close', listener: () => void): unknown } } | undefined,
+  response: { statusCode: number; body: { readonly closed: boolean; once(event: 'close', listener: () => void): unknown } } | undefined,
   error?: unknown,
 ): void {
   if (!span) return;
@@ -61,5 +61,7 @@ export function endClientSpan(
   }
   span.setAttribute('http.response.status_code', response.statusCode);
   if (response.statusCode >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
-  response.body.once('close', () => span.end());
+  // A short body may be over already (read with its headers).
+  if (response.body.closed) span.end();
+  else response.body.once('close', () => span.end());
 }

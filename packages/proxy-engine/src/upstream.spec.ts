@@ -78,4 +78,12 @@ describe('UpstreamBody', () => {
     const received = Buffer.from(await (await request(`${piping}/`)).body.arrayBuffer());
     expect(sha(received)).toBe(sha(bodies.get('/long')!));
   });
+
+  it('reports a short body as closed once it was read with its headers, before anyone took it', async () => {
+    const response = await UpstreamBody.send(agent, { origin: providerUrl, path: '/short', method: 'GET' }, new CallAbort());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // A 'close' listener added now would wait forever: `closed` is what a late listener checks first.
+    expect(response.body.closed).toBe(true);
+    await response.body.dump();
+  });
 });

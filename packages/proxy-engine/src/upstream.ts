@@ -40,7 +40,7 @@ export class UpstreamBody extends EventEmitter {
   private earlyBytes = 0;
   private ended = false;
   private failure: Error | undefined;
-  private closed = false;
+  private over = false;
   private tornDown = false;
   /** Resolves `dump`'s promise. */
   private settle: (() => void) | undefined;
@@ -53,6 +53,14 @@ export class UpstreamBody extends EventEmitter {
   ) {
     super();
     signal.once('abort', this.onAbort);
+  }
+
+  /**
+   * Whether `close` was emitted already: a short body can be over before its headers' promise continues
+   * (see the class comment), so a listener added then must look here first, as on a Readable.
+   */
+  get closed(): boolean {
+    return this.over;
   }
 
   /** Sends the request; resolves with the status and headers (the body waits), rejects if none come. */
@@ -113,7 +121,7 @@ export class UpstreamBody extends EventEmitter {
    * either side broke off, in which case both connections are torn down.
    */
   pipeTo(res: ServerResponse, transform?: NodeJS.ReadWriteStream): Promise<void> {
-    if (this.failure || this.tornDown || (this.closed && !this.ended)) {
+    if (this.failure || this.tornDown || (this.over && !this.ended)) {
       res.destroy();
       return Promise.resolve();
     }
@@ -142,7 +150,7 @@ export class UpstreamBody extends EventEmitter {
 
   /** Throws the body away: read to its end when short, else the connection is dropped. */
   dump(): Promise<void> {
-    if (this.closed) return Promise.resolve();
+    if (this.over) return Promise.resolve();
     return new Promise((resolve) => {
       this.settle = resolve;
       this.discarded = this.earlyBytes;
@@ -171,8 +179,8 @@ export class UpstreamBody extends EventEmitter {
   }
 
   private close(): void {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.over) return;
+    this.over = true;
     this.signal.off('abort', this.onAbort);
     this.emit('close');
     this.settle?.();
