@@ -1,10 +1,11 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { ServiceKitModule } from '@switchboard/service-kit';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AUTH_CONNECT_ENV, type AuthConnectEnv } from './config/env';
 import { ConnectPageModule } from './connect-page/connect-page.module';
 import { ConnectSessionsModule } from './connect-sessions/connect-sessions.module';
 import { DatabaseModule } from './database/database.module';
+import { closeProviderEgress, configureProviderEgress } from './exchanges/provider-egress';
 import { EnvironmentVariablesModule } from './environment-variables/environment-variables.module';
 import { EnvironmentsModule } from './environments/environments.module';
 import { FlowsModule } from './flows/flows.module';
@@ -13,8 +14,10 @@ import { ProvidersModule } from './providers/providers.module';
 import { TokenRefreshModule } from './token-refresh/token-refresh.module';
 
 @Module({})
-export class AppModule {
+export class AppModule implements OnApplicationShutdown {
   static forRoot(env: AuthConnectEnv): DynamicModule {
+    // Before any flow can run; a malformed allow-list entry fails the boot here.
+    configureProviderEgress(env.SWITCHBOARD_EGRESS_ALLOW);
     return {
       module: AppModule,
       global: true,
@@ -34,5 +37,9 @@ export class AppModule {
       providers: [{ provide: AUTH_CONNECT_ENV, useValue: env }],
       exports: [AUTH_CONNECT_ENV],
     };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await closeProviderEgress();
   }
 }

@@ -115,6 +115,8 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     ...common,
     SWITCHBOARD_MASTER_KEYS: masterKeys,
     PORT: String(ports[name]),
+    // The fake providers of the tests listen on loopback, which auth-connect's egress policy refuses otherwise.
+    ...(name === 'auth-connect' && common.SWITCHBOARD_EGRESS_ALLOW === undefined ? { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' } : {}),
     ...options.serviceEnv?.[name],
   });
   const launch = (name: StackService, env: Record<string, string>, label: string): RunningService => {

@@ -13,6 +13,11 @@ export const envSchema = z.object({
   /** The connect page (what SWITCHBOARD_CONNECT_URL points at) is served on its own port; 0 = any free one (tests). */
   CONNECT_PORT: z.coerce.number().int().min(0).max(65535).default(3009),
   CONNECT_HOST: z.string().default('0.0.0.0'),
+  /**
+   * Exceptions to the egress policy for calls to providers (token endpoints, credential checks), as for the
+   * proxy: comma list of fully qualified host names or IPs/CIDRs. Private and loopback addresses are refused otherwise.
+   */
+  SWITCHBOARD_EGRESS_ALLOW: z.string().default(''),
 });
 export type AuthConnectEnv = z.infer<typeof envSchema>;
 

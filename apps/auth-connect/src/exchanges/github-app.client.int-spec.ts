@@ -9,6 +9,7 @@ import {
   fetchInstallationToken,
   refreshGithubAppOAuth,
 } from './github-app.client';
+import { closeProviderEgress, configureProviderEgress } from './provider-egress';
 
 const unexpected = (): never => {
   throw new Error('expected the call to fail');
@@ -125,6 +126,7 @@ describe('GitHub App client against a fake GitHub', () => {
   let customProvider: ResolvedProvider;
 
   beforeAll(async () => {
+    configureProviderEgress('127.0.0.1'); // the fake provider listens on loopback
     await github.start();
     appProvider = {
       name: 'github-app',
@@ -145,7 +147,10 @@ describe('GitHub App client against a fake GitHub', () => {
       proxy: { base_url: github.url },
     } as ResolvedProvider;
   });
-  afterAll(() => github.stop());
+  afterAll(async () => {
+    await github.stop();
+    await closeProviderEgress();
+  });
 
   it('signs an app JWT that GitHub accepts: RS256, iss = app id, iat back-dated, exp within 10 minutes', async () => {
     const now = new Date();

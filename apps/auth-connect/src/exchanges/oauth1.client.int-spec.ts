@@ -17,6 +17,7 @@ import {
   signOAuth1Request,
   type OAuth1SignatureMethod,
 } from './oauth1.client';
+import { closeProviderEgress, configureProviderEgress } from './provider-egress';
 
 const unexpected = (): never => {
   throw new Error('expected the call to fail');
@@ -207,10 +208,14 @@ describe('OAuth 1.0a client against a fake provider that verifies signatures', (
   const callbackUrl = 'https://switchboard.example/oauth/callback';
 
   beforeAll(async () => {
+    configureProviderEgress('127.0.0.1'); // the fake provider listens on loopback
     await fake.start();
     fake.consumers.set(consumer.key, { secret: consumer.secret, method: 'HMAC-SHA1' });
   });
-  afterAll(() => fake.stop());
+  afterAll(async () => {
+    await fake.stop();
+    await closeProviderEgress();
+  });
 
   it('runs the three-legged flow with HMAC-SHA1 and signs API calls with the access token', async () => {
     const requestToken = await requestOAuth1RequestToken({ provider: provider(fake), consumer, callbackUrl });

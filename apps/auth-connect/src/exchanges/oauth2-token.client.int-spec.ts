@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { ResolvedProvider } from '@switchboard/providers';
 import { ProviderExchangeError } from './exchange.errors';
+import { closeProviderEgress, configureProviderEgress } from './provider-egress';
 import {
   exchangeAuthorizationCode,
   refreshOAuth2Token,
@@ -48,10 +49,10 @@ class FakeAuthServer {
   private server!: Server;
   url = '';
 
-  async start(): Promise<void> {
+  async start(host = '127.0.0.1'): Promise<void> {
     this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => this.server.listen(0, host, resolve));
+    this.url = `http://${host}:${(this.server.address() as AddressInfo).port}`;
   }
 
   async stop(): Promise<void> {
@@ -180,8 +181,15 @@ describe('OAuth 2 token client against a fake authorization server', () => {
   const server = new FakeAuthServer();
   const redirectUri = 'https://switchboard.example/oauth/callback';
 
-  beforeAll(() => server.start());
-  afterAll(() => server.stop());
+  beforeAll(async () => {
+    // As the service runs with SWITCHBOARD_EGRESS_ALLOW=127.0.0.1 in the tests: the fake server is on loopback.
+    configureProviderEgress('127.0.0.1');
+    await server.start();
+  });
+  afterAll(async () => {
+    await server.stop();
+    await closeProviderEgress();
+  });
   beforeEach(() => {
     server.expectedAuth = 'body';
     server.seen.length = 0;
@@ -459,5 +467,26 @@ describe('OAuth 2 token client against a fake authorization server', () => {
     expect(error.code).toBe('invalid_credentials');
     expect(error.details.providerError).toBe('invalid_client');
     expect(error.message).not.toContain('typed-wrong-secret');
+  });
+
+  it('refuses a token endpoint that the connection config points at a refused address, before a byte is sent', async () => {
+    // 127.0.0.2 is loopback but outside the allow-list: what a private or metadata address would get.
+    const outside = new FakeAuthServer();
+    await outside.start('127.0.0.2');
+    try {
+      const error = await failure(
+        requestClientCredentialsToken({
+          provider: provider(server, { auth_mode: 'OAUTH2_CC', token_url: 'http://${connectionConfig.host}/token' }),
+          client: CLIENT,
+          connectionConfig: { host: outside.url.replace('http://', '') },
+        }),
+      );
+      expect(error.details.failure).toBe('unreachable');
+      expect(error.message).toContain('refused by the egress policy');
+      expect(error.message).not.toContain(CLIENT.clientSecret);
+      expect(outside.seen).toHaveLength(0);
+    } finally {
+      await outside.stop();
+    }
   });
 });

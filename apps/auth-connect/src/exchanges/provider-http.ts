@@ -1,4 +1,6 @@
+import { fetch, type Response } from 'undici';
 import { ProviderExchangeError, redactSecrets, type ExchangeStage } from './exchange.errors';
+import { providerEgress } from './provider-egress';
 
 /** Token endpoints answer in well under this; a hung provider must not hold a connect flow or a refresh lock. */
 export const DEFAULT_PROVIDER_TIMEOUT_MS = 15_000;
@@ -63,6 +65,7 @@ export async function callProvider(request: ProviderRequest): Promise<ProviderRe
       ...(request.body !== undefined ? { body: request.body } : {}),
       redirect: 'manual',
       signal: AbortSignal.timeout(request.timeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS),
+      dispatcher: providerEgress(),
     });
   } catch (error) {
     throw fail('unreachable', `${label} failed: ${networkReason(error)} (${request.url.host})`);
@@ -180,7 +183,8 @@ function networkReason(error: unknown): string {
   if (error instanceof Error) {
     if (error.name === 'TimeoutError' || error.name === 'AbortError')
       return 'the provider did not answer in time';
-    const cause = (error as Error & { cause?: { code?: unknown } }).cause;
+    const cause = (error as Error & { cause?: { code?: unknown; reason?: unknown } }).cause;
+    if (cause?.code === 'SWITCHBOARD_EGRESS_REFUSED') return `the provider address is refused by the egress policy (${String(cause.reason)})`;
     if (cause && typeof cause.code === 'string') return `could not reach the provider (${cause.code})`;
     return `could not reach the provider (${error.message})`;
   }

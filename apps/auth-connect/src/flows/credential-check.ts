@@ -1,5 +1,7 @@
 import type { ResolvedProvider } from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
+import { fetch } from 'undici';
+import { providerEgress } from '../exchanges/provider-egress';
 import { interpolateUrl } from '../exchanges/templates';
 
 /** What an end user typed for an API_KEY or BASIC provider. */
@@ -65,6 +67,7 @@ export async function checkCredentials(
         headers: { 'user-agent': 'Switchboard', accept: 'application/json', ...headers },
         redirect: 'manual',
         signal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
+        dispatcher: providerEgress(),
       });
       await res.body?.cancel();
       if (res.status >= 200 && res.status < 300) return;

@@ -26,6 +26,7 @@ import { IntegrationsModule } from '../integrations/integrations.module';
 import { IntegrationsService } from '../integrations/integrations.service';
 import { ProvidersModule } from '../providers/providers.module';
 import { TokenRefreshModule } from './token-refresh.module';
+import { closeProviderEgress, configureProviderEgress } from '../exchanges/provider-egress';
 
 /**
  * The two internal subjects end to end: a real NATS, a real Postgres (integration secrets encrypted at
@@ -218,6 +219,7 @@ describe('auth-connect internal subjects: token refresh and integration resolve'
     );
 
   beforeAll(async () => {
+    configureProviderEgress('127.0.0.1'); // the fake provider listens on loopback
     const infra = await testInfrastructure();
     await fake.start();
     const providersFile = join(dir, 'providers.yaml');
@@ -283,6 +285,7 @@ describe('auth-connect internal subjects: token refresh and integration resolve'
   }, 60_000);
 
   afterAll(async () => {
+    await closeProviderEgress();
     if (caller) await db.account.delete({ where: { id: caller.accountId } });
     await nc?.close();
     await service?.close();

@@ -1,0 +1,32 @@
+import { createEgressAgent, EgressPolicy } from '@switchboard/egress';
+import type { Agent } from 'undici';
+
+/** A token endpoint or a verification endpoint that does not connect in this time is unreachable. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+let agent: Agent | undefined;
+
+/**
+ * The dispatcher every call auth-connect makes to a provider goes through (token exchanges, refreshes,
+ * OAuth 1.0a and app-installation tokens, credential checks). Their URLs are catalog templates filled with
+ * connection config an end user may have typed (`https://${connectionConfig.subdomain}.example.com`), so
+ * they get the proxy's egress policy: the host is resolved once, refused when any address is private,
+ * loopback, link-local or metadata, and the checked address is the one connected to. Until
+ * `configureProviderEgress` runs, nothing is excepted.
+ */
+export function providerEgress(): Agent {
+  return (agent ??= createEgressAgent({ policy: new EgressPolicy(''), connectTimeoutMs: CONNECT_TIMEOUT_MS }));
+}
+
+/** At boot, from SWITCHBOARD_EGRESS_ALLOW (tests: `127.0.0.1` for fake providers on loopback). Throws on a malformed entry. */
+export function configureProviderEgress(allow: string): void {
+  const previous = agent;
+  agent = createEgressAgent({ policy: new EgressPolicy(allow), connectTimeoutMs: CONNECT_TIMEOUT_MS });
+  void previous?.close().catch(() => undefined);
+}
+
+export async function closeProviderEgress(): Promise<void> {
+  const current = agent;
+  agent = undefined;
+  await current?.close().catch(() => undefined);
+}
