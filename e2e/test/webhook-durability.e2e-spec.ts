@@ -17,42 +17,60 @@ const OUTAGE_MS = 6_000;
 
 jest.setTimeout(120_000);
 
-describe('webhook delivery while the receiver is down', () => {
-  let stack: Stack;
-  let receiver: WebhookReceiver;
-  let publisher: AuthEventPublisher;
+interface Scenario {
+  stack: Stack;
+  receiver: WebhookReceiver;
+  publisher: AuthEventPublisher;
+}
 
+/** A receiver on loopback and a stack whose relay runs with `relayEnv` (plus loopback egress and a fast poll). */
+function relayScenario(relayEnv: Record<string, string>): { get: () => Scenario } {
+  let scenario: Partial<Scenario> = {};
   beforeAll(async () => {
-    receiver = await new WebhookReceiver().start();
-    stack = await startStack({
+    const receiver = await new WebhookReceiver().start();
+    scenario.receiver = receiver;
+    const stack = await startStack({
       serviceEnv: {
         'webhook-relay': {
           SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
-          SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,50ms,3s,18s,72s,180s,360s,360s',
           SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
           SWITCHBOARD_WEBHOOK_TIMEOUT: '2s',
-          SWITCHBOARD_WEBHOOK_BREAKER_COOLDOWN: '1s',
+          ...relayEnv,
         },
       },
     });
-    publisher = await AuthEventPublisher.connect(stack.natsUrl);
+    scenario.stack = stack;
+    scenario.publisher = await AuthEventPublisher.connect(stack.natsUrl);
   });
-
   afterAll(async () => {
-    await publisher?.close();
-    await stack?.stop();
-    await receiver?.stop();
+    await scenario.publisher?.close();
+    await scenario.stack?.stop();
+    await scenario.receiver?.stop();
+    scenario = {};
+  });
+  return { get: () => scenario as Scenario };
+}
+
+/** Points the environment's webhooks at the receiver; resolves with the environment id and signing key. */
+async function subscribe({ stack, receiver }: Scenario): Promise<{ environmentId: number; signingKey: string }> {
+  const settings = await call(stack.gatewayUrl, 'PATCH', '/environment', {
+    key: stack.secretKey,
+    body: { webhook_settings: { primary_url: `${receiver.url}/hook` } },
+  });
+  expect(settings.status).toBe(200);
+  const { id: environmentId, webhook_signing_key: signingKey } = (settings.body as { data: { id: number; webhook_signing_key: string } }).data;
+  return { environmentId, signingKey };
+}
+
+describe('webhook delivery while the receiver is down', () => {
+  const scenario = relayScenario({
+    SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,50ms,3s,18s,72s,180s,360s,360s',
+    SWITCHBOARD_WEBHOOK_BREAKER_COOLDOWN: '1s',
   });
 
   it('delivers 1000/1000 events after a compressed 10-minute outage, duplicates only under the same id', async () => {
-    const settings = await call(stack.gatewayUrl, 'PATCH', '/environment', {
-      key: stack.secretKey,
-      body: { webhook_settings: { primary_url: `${receiver.url}/hook` } },
-    });
-    expect(settings.status).toBe(200);
-    const { id: environmentId, webhook_signing_key: signingKey } = (
-      settings.body as { data: { id: number; webhook_signing_key: string } }
-    ).data;
+    const { stack, receiver, publisher } = scenario.get();
+    const { environmentId, signingKey } = await subscribe(scenario.get());
 
     await receiver.stop();
     const outageStarted = Date.now();
@@ -107,5 +125,48 @@ describe('webhook delivery while the receiver is down', () => {
     process.stdout.write(
       `receiver-down: 1000/1000 delivered ${recoveredIn} ms after recovery, ${duplicates} duplicates\n`,
     );
+  });
+});
+
+/**
+ * After an outage, deliveries that already failed sit at a backed-off retry step (minutes, in production).
+ * The first delivery that gets through the endpoint's breaker again makes all of them due at once.
+ */
+describe('webhook delivery when the receiver comes back', () => {
+  const scenario = relayScenario({
+    // A failed first attempt waits 60 s: far beyond this test's bound unless it is pulled forward.
+    SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,60s,60s',
+    SWITCHBOARD_WEBHOOK_BREAKER_FAILURES: '3',
+    SWITCHBOARD_WEBHOOK_BREAKER_COOLDOWN: '300ms',
+  });
+
+  it('delivers the backlog as soon as a delivery gets through again, not at its next retry step', async () => {
+    const { stack, receiver, publisher } = scenario.get();
+    const { environmentId } = await subscribe(scenario.get());
+
+    await receiver.stop();
+    const backlog = Array.from({ length: 20 }, (_, i) => publisher.event(environmentId, `conn-${i}`));
+    await Promise.all(backlog.map((e) => publisher.publish(e)));
+    // Every one of them fails once (refused connection, or the breaker's failing probe) and waits 60 s.
+    const failedOnce = async () => {
+      const page = await call(stack.gatewayUrl, 'GET', '/environment/webhook-deliveries?status=pending', { key: stack.secretKey });
+      const rows = (page.body as { data: { attempts: number }[] }).data;
+      return rows.length === backlog.length && rows.every((row) => row.attempts >= 1);
+    };
+    const until = Date.now() + 15_000;
+    while (!(await failedOnce()) && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
+    expect(await failedOnce()).toBe(true);
+
+    await receiver.restart();
+    const back = Date.now();
+    await new Promise((r) => setTimeout(r, 400)); // past the breaker's cooldown
+    await publisher.publish(publisher.event(environmentId, 'conn-after'));
+
+    const ids = () => new Set(receiver.received.map((r) => r.headers['webhook-id']));
+    const deadline = Date.now() + 20_000;
+    while (ids().size < backlog.length + 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(ids().size).toBe(backlog.length + 1);
+    // Without the pull-forward the backlog would arrive only at its 60 s retry.
+    expect(Date.now() - back).toBeLessThan(15_000);
   });
 });

@@ -38,8 +38,21 @@ describe('CircuitBreakers', () => {
     expect(b.tryPass('http://dead')).toBe(false);
     now += 60_000;
     expect(b.tryPass('http://dead')).toBe(true);
-    b.success('http://dead');
+    expect(b.success('http://dead')).toBe(true);
     expect(b.tryPass('http://dead')).toBe(true);
     expect(b.openUrls()).toEqual([]);
+  });
+
+  it('reports a success as a recovery only when the breaker had opened', () => {
+    const b = breakers();
+    expect(b.success('http://fine')).toBe(false);
+    for (let i = 0; i < 4; i++) b.failure('http://flaky');
+    // Failures that never opened the breaker: the endpoint was not considered down.
+    expect(b.success('http://flaky')).toBe(false);
+    for (let i = 0; i < 5; i++) b.failure('http://dead');
+    now += 60_000;
+    expect(b.tryPass('http://dead')).toBe(true);
+    expect(b.success('http://dead')).toBe(true);
+    expect(b.success('http://dead')).toBe(false);
   });
 });

@@ -44,8 +44,11 @@ export class CircuitBreakers {
       .map(([url]) => url);
   }
 
-  success(url: string): void {
+  /** Closes the endpoint's breaker; true when it had been open, i.e. the endpoint just came back. */
+  success(url: string): boolean {
+    const state = this.states.get(url);
     this.states.delete(url);
+    return state !== undefined && state.openUntil !== 0;
   }
 
   failure(url: string): void {

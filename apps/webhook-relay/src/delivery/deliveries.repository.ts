@@ -206,6 +206,14 @@ export class DeliveriesRepository {
       WHERE id = ${delivery.id}`;
   }
 
+  /** Makes every delivery waiting to retry `url` due now (its endpoint answered again); leased ones stay as they are. */
+  async pullForward(url: string): Promise<number> {
+    return this.db.$executeRaw`
+      UPDATE relay.webhook_deliveries SET next_attempt_at = ${UTC_NOW}, updated_at = ${UTC_NOW}
+      WHERE status = 'pending' AND url = ${url} AND next_attempt_at > ${UTC_NOW}
+        AND (locked_until IS NULL OR locked_until < ${UTC_NOW})`;
+  }
+
   /** Gives a lease back without an attempt (breaker open, no capacity), to be retried at `at`. */
   async release(id: bigint, at: Date): Promise<void> {
     await this.db.webhookDelivery.update({ where: { id }, data: { lockedUntil: null, nextAttemptAt: at } });

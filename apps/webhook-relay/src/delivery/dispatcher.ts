@@ -332,7 +332,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
       case 'response': {
         const { status } = outcome;
         if (status >= 200 && status < 300) {
-          this.breakers.success(url);
+          if (this.breakers.success(url)) this.recovered(url);
           return { attempt: { ...base, statusCode: status, error: null }, next: { status: 'delivered' } };
         }
         if (status === 410) {
@@ -361,6 +361,22 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
         this.breakers.success(url);
         return { attempt: { ...base, statusCode: null, error: outcome.error }, next: { status: 'failed' } };
     }
+  }
+
+  /**
+   * The endpoint answered after its breaker had opened: what waits for it is due now rather than at its
+   * backed-off retry time (minutes, after a long outage), so the backlog drains as soon as the receiver is
+   * back, at the endpoint's concurrency. A probe that fails keeps the schedule as it was.
+   */
+  private recovered(url: string): void {
+    void this.repository.pullForward(url).then(
+      (count) => {
+        if (count === 0) return;
+        this.logger.log(`an endpoint is reachable again: ${count} waiting deliveries are due now`);
+        this.kick();
+      },
+      (error: unknown) => this.logger.warn(`making the deliveries of a recovered endpoint due failed: ${(error as Error).message}`),
+    );
   }
 
   private async disableEndpoint(delivery: { environmentId: number; url: string }, reason: string): Promise<void> {
