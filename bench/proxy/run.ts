@@ -35,6 +35,8 @@ const SETTINGS = {
   // The gateway's JIT warm-up is longer than the bare proxy's (far more code): 5 s, for all three targets.
   warmupMs: num('warmup-ms', 5000),
   latencyRequests: num('latency-requests', 10_000),
+  /** Latency is measured in chunks of this many requests, alternating between the targets. */
+  latencyChunk: num('latency-chunk', 250),
   throughputMs: num('throughput-ms', 10_000),
   concurrency: num('concurrency', 50),
   /** Throughput is measured in slices of this length, alternating between the targets. */
@@ -143,20 +145,31 @@ async function once(pool: Pool, target: Target, path = target.path): Promise<num
   return response.statusCode;
 }
 
-/** One request at a time; latency in microseconds. */
-async function latency(target: Target, requests: number): Promise<LatencyResult> {
-  const pool = new Pool(target.origin, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 });
-  const samples = new Float64Array(requests);
-  let errors = 0;
-  for (let i = 0; i < requests; i++) {
-    const start = process.hrtime.bigint();
-    const status = await once(pool, target);
-    samples[i] = Number(process.hrtime.bigint() - start) / 1000;
-    if (status !== 200) errors++;
+/**
+ * One request at a time to each target, `requests` each, in chunks of `chunk` that alternate between the
+ * targets (as the throughput slices do), so a stall of the host lands on every target's percentiles alike
+ * rather than on whichever was being measured. Latency in microseconds.
+ */
+async function interleavedLatency(targets: Target[], requests: number, chunk: number): Promise<LatencyResult[]> {
+  const pools = targets.map((t) => new Pool(t.origin, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 }));
+  const samples = targets.map(() => new Float64Array(requests));
+  const errors = targets.map(() => 0);
+  for (let done = 0, round = 0; done < requests; done += chunk, round++) {
+    const order = targets.map((_, i) => (round % 2 === 0 ? i : targets.length - 1 - i));
+    for (const t of order) {
+      for (let i = done; i < Math.min(requests, done + chunk); i++) {
+        const start = process.hrtime.bigint();
+        const status = await once(pools[t]!, targets[t]!);
+        samples[t]![i] = Number(process.hrtime.bigint() - start) / 1000;
+        if (status !== 200) errors[t]!++;
+      }
+    }
   }
-  await pool.close();
-  samples.sort();
-  return { p50: percentile(samples, 50), p90: percentile(samples, 90), p99: percentile(samples, 99), p999: percentile(samples, 99.9), max: samples[samples.length - 1] ?? 0, errors };
+  await Promise.all(pools.map((p) => p.close()));
+  return samples.map((s, t) => {
+    s.sort();
+    return { p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), p999: percentile(s, 99.9), max: s[s.length - 1] ?? 0, errors: errors[t]! };
+  });
 }
 
 type ThroughputResult = { rps: number; cpuPerRequest: number; cpuSplit: string } & LatencyResult;
@@ -372,14 +385,13 @@ async function main(): Promise<void> {
 
     const ratios: number[] = [];
     for (let rep = 1; rep <= SETTINGS.reps; rep++) {
-      const latencies: LatencyResult[] = [];
       for (const target of targets) {
         const warmEnd = Date.now() + SETTINGS.warmupMs;
         const warm = new Pool(target.origin, { connections: SETTINGS.concurrency });
         while (Date.now() < warmEnd) await Promise.all(Array.from({ length: 10 }, () => once(warm, target)));
         await warm.close();
-        latencies.push(await latency(target, SETTINGS.latencyRequests));
       }
+      const latencies = await interleavedLatency(targets, SETTINGS.latencyRequests, SETTINGS.latencyChunk);
       const throughputs = await interleavedThroughput(targets, SETTINGS.concurrency, SETTINGS.throughputMs, SETTINGS.sliceMs);
       targets.forEach((target, i) => {
         const lat = latencies[i]!;
@@ -433,7 +445,7 @@ async function main(): Promise<void> {
     const lines = [
       '',
       `date ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? 'cpu'} × ${os.cpus().length} | ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB | node ${process.version} | ${os.platform()} ${os.release()} | git ${sha}`,
-      `settings: ${SETTINGS.reps} reps, warm-up ${SETTINGS.warmupMs} ms, ${SETTINGS.latencyRequests} requests at c=1, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency} in ${SETTINGS.sliceMs} ms slices interleaved between the targets, 1 KB JSON, OpenTelemetry ${SETTINGS.otel ? 'on (no exporter)' : 'off'}, proxy mode ${SETTINGS.proxyMode}`,
+      `settings: ${SETTINGS.reps} reps, warm-up ${SETTINGS.warmupMs} ms, ${SETTINGS.latencyRequests} requests at c=1 in chunks of ${SETTINGS.latencyChunk} interleaved, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency} in ${SETTINGS.sliceMs} ms slices interleaved between the targets, 1 KB JSON, OpenTelemetry ${SETTINGS.otel ? 'on (no exporter)' : 'off'}, proxy mode ${SETTINGS.proxyMode}`,
       '',
       '| target | c=1 p50 | c=1 p99 | c=1 p99.9 | req/s at c=' + SETTINGS.concurrency + ' | p99 at c=' + SETTINGS.concurrency + ' | CPU per request (its processes) | errors |',
       '|---|---|---|---|---|---|---|---|',
