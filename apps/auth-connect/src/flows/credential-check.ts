@@ -55,6 +55,7 @@ export async function checkCredentials(
 
   let lastStatus: number | undefined;
   let unreachable = false;
+  let refused: string | undefined;
   for (const endpoint of verification.endpoints) {
     const path = fillCredentialTemplate(endpoint, credentials, connectionConfig);
     const url = new URL(base.toString().replace(/\/$/, '') + (path.startsWith('/') ? path : `/${path}`));
@@ -72,14 +73,18 @@ export async function checkCredentials(
       await res.body?.cancel();
       if (res.status >= 200 && res.status < 300) return;
       lastStatus = res.status;
-    } catch {
-      unreachable = true;
+    } catch (error) {
+      const cause = (error as { cause?: { code?: unknown; reason?: unknown } }).cause;
+      if (cause?.code === 'SWITCHBOARD_EGRESS_REFUSED') refused = String(cause.reason);
+      else unreachable = true;
     }
   }
   const why =
     lastStatus !== undefined
       ? `${provider.display_name} refused the credentials (HTTP ${lastStatus})`
-      : unreachable
+      : refused !== undefined
+        ? `The connection config points ${provider.display_name} at an address that may not be called (${refused})`
+        : unreachable
         ? `${provider.display_name} could not be reached to check the credentials`
         : `${provider.display_name} did not accept the credentials`;
   throw new AuthConnectError('connection_test_failed', why);
