@@ -4,6 +4,7 @@
  * Roll the new keyring out to every vault replica first, run this, then drop the old version.
  * Prints one JSON report; exits 1 when a row could not be rewrapped.
  */
+import { rewrapCliArgs } from '@switchboard/config';
 import { EnvelopeCipher, MasterKeyring } from '@switchboard/crypto';
 import { createPrismaClient } from '@switchboard/db';
 import { loadRotateEnv } from './config/env';
@@ -12,13 +13,7 @@ import { rewrapAllCredentials } from './rotation/rewrap-credentials';
 
 async function main(): Promise<number> {
   const env = loadRotateEnv();
-  const flag = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
-  const unknown = process.argv.slice(2).filter((a) => !/^--(batch-size|environment-id)=/.test(a));
-  if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')}`);
-  const batchSize = Number(flag('batch-size') ?? 500);
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw new Error('--batch-size must be 1..10000');
-  const environmentId = flag('environment-id') === undefined ? undefined : Number(flag('environment-id'));
-  if (environmentId !== undefined && !Number.isInteger(environmentId)) throw new Error('--environment-id must be a number');
+  const { batchSize, environmentId } = rewrapCliArgs(process.argv.slice(2));
 
   const keyring = new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS);
   const db = createPrismaClient(env.DATABASE_URL, { poolSize: 2 });

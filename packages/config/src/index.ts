@@ -57,3 +57,20 @@ export const envFragments = {
       ),
   },
 } as const;
+
+/**
+ * The flags of the master-key rewrap commands (the vault's `rotate-cli`, auth-connect's `rewrap-cli`):
+ * `--batch-size=<1..10000>` (default 500) and `--environment-id=<id>`. Throws on anything else.
+ */
+export function rewrapCliArgs(argv: readonly string[]): { batchSize: number; environmentId?: number } {
+  const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+  const unknown = argv.filter((a) => !/^--(batch-size|environment-id)=/.test(a));
+  if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')}`);
+  const batchSize = Number(flag('batch-size') ?? 500);
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw new Error('--batch-size must be 1..10000');
+  const raw = flag('environment-id');
+  if (raw === undefined) return { batchSize };
+  const environmentId = Number(raw);
+  if (!Number.isInteger(environmentId)) throw new Error('--environment-id must be a number');
+  return { batchSize, environmentId };
+}

@@ -33,7 +33,8 @@ const CREDENTIALS_FOR_AUTH_MODE: Record<string, IntegrationCredentialsInput['typ
   CUSTOM: 'CUSTOM',
 };
 
-const secretsAad = (id: number) => `auth.integrations:${id}:secrets`;
+/** The associated data of an integration's sealed secrets (also used when they are rewrapped). */
+export const secretsAad = (id: number) => `auth.integrations:${id}:secrets`;
 const invalid = (message: string, errors: FieldError[]) => new AuthConnectError('invalid_body', message, errors);
 
 @Injectable()
