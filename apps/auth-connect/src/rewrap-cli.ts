@@ -4,7 +4,7 @@
  * Roll the new keyring out to every auth-connect replica first, run this, then drop the old version.
  * Prints one JSON report; exits 1 when a value could not be rewrapped or one is still on an old version.
  */
-import { envFragments, parseEnv, rewrapCliArgs } from '@switchboard/config';
+import { envFragments, parseEnv, rewrapCliArgs, runCommand } from '@switchboard/config';
 import { EnvelopeCipher, MasterKeyring } from '@switchboard/crypto';
 import { createPrismaClient } from '@switchboard/db';
 import { z } from 'zod';
@@ -25,10 +25,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
-    process.exit(1);
-  },
-);
+runCommand(main);

@@ -4,7 +4,7 @@
  * Roll the new keyring out to every vault replica first, run this, then drop the old version.
  * Prints one JSON report; exits 1 when a row could not be rewrapped.
  */
-import { rewrapCliArgs } from '@switchboard/config';
+import { rewrapCliArgs, runCommand } from '@switchboard/config';
 import { EnvelopeCipher, MasterKeyring } from '@switchboard/crypto';
 import { createPrismaClient } from '@switchboard/db';
 import { loadRotateEnv } from './config/env';
@@ -30,10 +30,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
-    process.exit(1);
-  },
-);
+runCommand(main);

@@ -74,3 +74,17 @@ export function rewrapCliArgs(argv: readonly string[]): { batchSize: number; env
   if (!Number.isInteger(environmentId)) throw new Error('--environment-id must be a number');
   return { batchSize, environmentId };
 }
+
+/**
+ * Runs a one-shot command (the rewrap CLIs): exits with the code `main` resolves with, or prints the
+ * error's message (never its stack, which may quote configuration) and exits 1.
+ */
+export function runCommand(main: () => Promise<number>): void {
+  main().then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(error instanceof Error ? error.message : error);
+      process.exit(1);
+    },
+  );
+}
