@@ -51,6 +51,12 @@ const columns = (db: PrismaClient, environmentId: number | undefined): SealedCol
   },
 ];
 
+export interface RewrapOptions {
+  batchSize?: number;
+  /** Only this environment's values (to rotate a large installation piece by piece). */
+  environmentId?: number;
+}
+
 /**
  * Rewraps what auth-connect seals with the master keys and keeps (integration secrets, environment
  * variables) under the current, highest version, so the old version can be dropped from
@@ -59,42 +65,38 @@ const columns = (db: PrismaClient, environmentId: number | undefined): SealedCol
  * is); only the wrapped data key changes. Safe to run again. OAuth flow states and connect-session defaults
  * are sealed too but live 30 minutes at most: they are not rewrapped, they expire.
  */
-export interface RewrapOptions {
-  batchSize?: number;
-  /** Only this environment's values (to rotate a large installation piece by piece). */
-  environmentId?: number;
-}
-
 export async function rewrapAuthSecrets(db: PrismaClient, cipher: EnvelopeCipher, currentVersion: number, options: RewrapOptions = {}): Promise<RewrapReport> {
   const batchSize = options.batchSize ?? 500;
   const report: RewrapReport = { currentVersion, scanned: 0, rewrapped: 0, changedConcurrently: 0, failed: [], remaining: 0 };
   for (const column of columns(db, options.environmentId)) {
-    for (let afterId = 0; ; ) {
-      const rows = await column.page(afterId, batchSize);
-      if (rows.length === 0) break;
-      afterId = rows[rows.length - 1]!.id;
-      for (const row of rows) {
-        if (row.sealed === null || versionOf(cipher, row.sealed) === currentVersion) continue;
-        report.scanned++;
-        let next: string;
-        try {
-          next = cipher.rewrap(row.sealed, row.aad);
-        } catch {
-          report.failed.push(`${column.kind}:${row.id}`);
-          continue;
-        }
-        if (await column.swap(row.id, row.sealed, next)) report.rewrapped++;
-        else report.changedConcurrently++;
+    for await (const row of rowsOf(column, batchSize)) {
+      if (row.sealed === null || versionOf(cipher, row.sealed) === currentVersion) continue;
+      report.scanned++;
+      let next: string;
+      try {
+        next = cipher.rewrap(row.sealed, row.aad);
+      } catch {
+        report.failed.push(`${column.kind}:${row.id}`);
+        continue;
       }
+      if (await column.swap(row.id, row.sealed, next)) report.rewrapped++;
+      else report.changedConcurrently++;
     }
-    for (let afterId = 0; ; ) {
-      const rows = await column.page(afterId, batchSize);
-      if (rows.length === 0) break;
-      afterId = rows[rows.length - 1]!.id;
-      report.remaining += rows.filter((r) => r.sealed !== null && versionOf(cipher, r.sealed) !== currentVersion).length;
+    for await (const row of rowsOf(column, batchSize)) {
+      if (row.sealed !== null && versionOf(cipher, row.sealed) !== currentVersion) report.remaining++;
     }
   }
   return report;
+}
+
+/** Every row of the column, in id order, read `batchSize` at a time. */
+async function* rowsOf(column: SealedColumn, batchSize: number): AsyncGenerator<{ id: number; sealed: string | null; aad: string }> {
+  for (let afterId = 0; ; ) {
+    const rows = await column.page(afterId, batchSize);
+    if (rows.length === 0) return;
+    afterId = rows[rows.length - 1]!.id;
+    yield* rows;
+  }
 }
 
 /** The master key version a value is wrapped with; undefined when it is not one of our envelopes. */
