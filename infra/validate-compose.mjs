@@ -13,7 +13,7 @@
 // daemon): `config --quiet` on docker-compose.yml, alone and with infra/compose.providers.yml,
 // and every app is in `config --services`. Otherwise it prints
 // "skipped: docker compose not available" for that part.
-// Exits non-zero when a check fails. Plain Node 20, no dependencies.
+// Exits non-zero when a check fails. Plain Node, no dependencies.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';

@@ -41,5 +41,10 @@ cd "$ROOT"
 log "checking docker-compose.yml against the apps and their Dockerfiles"
 node infra/validate-compose.mjs >/dev/null || die "infra/validate-compose.mjs failed (run it for details)"
 
+log "linting (typescript-eslint, type-aware), checking the format (Prettier) and type-checking every workspace"
+pnpm lint || die "lint failed (pnpm lint)"
+pnpm format:check >/dev/null || die "files not formatted as Prettier would (pnpm format:check lists them; pnpm format rewrites)"
+pnpm turbo run typecheck --output-logs=errors-only || die "type check failed (pnpm typecheck)"
+
 log "running every test (unit, integration, end-to-end)"
 pnpm turbo run test --concurrency=1 --continue "$@"

@@ -18,7 +18,10 @@ async function main(): Promise<void> {
     const services = Object.entries(stack.services).map(([name, s]) => ({ name, pid: s.process.pid! }));
     const before = services.map((s) => cpuMicros(s.pid));
     await new Promise((r) => setTimeout(r, SECONDS * 1000));
-    const lines = services.map((s, i) => `${s.name.padEnd(18)} ${((100 * (cpuMicros(s.pid) - before[i]!)) / (SECONDS * 1_000_000)).toFixed(1)} % of a core`);
+    const lines = services.map(
+      (s, i) =>
+        `${s.name.padEnd(18)} ${((100 * (cpuMicros(s.pid) - before[i]!)) / (SECONDS * 1_000_000)).toFixed(1)} % of a core`,
+    );
     process.stdout.write(`idle CPU over ${SECONDS} s (after ${SETTLE} s to settle):\n${lines.join('\n')}\n`);
   } finally {
     await stack.stop();

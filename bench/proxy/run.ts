@@ -13,7 +13,13 @@
  */
 import { execSync, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -49,9 +55,20 @@ const SETTINGS = {
 };
 
 const JSON_1KB = Buffer.from(
-  JSON.stringify({ data: Array.from({ length: 12 }, (_, i) => ({ id: i, name: `item-${i}`, email: `user${i}@example.com` })) }).padEnd(1024, ' '),
+  JSON.stringify({
+    data: Array.from({ length: 12 }, (_, i) => ({ id: i, name: `item-${i}`, email: `user${i}@example.com` })),
+  }).padEnd(1024, ' '),
 );
-const PER_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+const PER_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
 
 // ---- child roles ---------------------------------------------------------------------------
 
@@ -66,7 +83,10 @@ function runUpstream(): void {
   listen(
     createServer((req, res) => {
       if (req.url?.startsWith('/big')) {
-        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(SETTINGS.bigBytes) });
+        res.writeHead(200, {
+          'content-type': 'application/octet-stream',
+          'content-length': String(SETTINGS.bigBytes),
+        });
         let sent = 0;
         const pump = () => {
           while (sent < SETTINGS.bigBytes) {
@@ -77,7 +97,11 @@ function runUpstream(): void {
         };
         return pump();
       }
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(JSON_1KB.length), etag: '"b1"' });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': String(JSON_1KB.length),
+        etag: '"b1"',
+      });
       res.end(JSON_1KB);
     }),
   );
@@ -91,27 +115,27 @@ function runBareProxy(upstream: string): void {
     for (const [k, v] of Object.entries(headers)) if (v !== undefined && !PER_HOP.has(k)) out[k] = v;
     return out;
   };
-  listen(
-    createServer(async (req, res) => {
-      try {
-        const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-        const response = await pool.request({
-          path: req.url ?? '/',
-          method: req.method as Dispatcher.HttpMethod,
-          headers: { ...(strip(req.headers) as Record<string, string>), authorization: 'Bearer bench-token' },
-          body: hasBody ? req : null,
-        });
-        res.writeHead(response.statusCode, strip(response.headers));
-        // Plain pipe, as the Switchboard proxy does (stream.pipeline costs an AbortController per call).
-        response.body.on('error', () => res.destroy());
-        res.on('close', () => response.body.destroy());
-        response.body.pipe(res);
-      } catch {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      }
-    }),
-  );
+  listen(createServer((req, res) => void forward(req, res)));
+  async function forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const hasBody =
+        req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+      const response = await pool.request({
+        path: req.url ?? '/',
+        method: req.method as Dispatcher.HttpMethod,
+        headers: { ...(strip(req.headers) as Record<string, string>), authorization: 'Bearer bench-token' },
+        body: hasBody ? req : null,
+      });
+      res.writeHead(response.statusCode, strip(response.headers));
+      // Plain pipe, as the Switchboard proxy does (stream.pipeline costs an AbortController per call).
+      response.body.on('error', () => res.destroy());
+      res.on('close', () => response.body.destroy());
+      response.body.pipe(res);
+    } catch {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    }
+  }
 }
 
 // ---- measurement ---------------------------------------------------------------------------
@@ -135,7 +159,8 @@ interface LatencyResult {
   errors: number;
 }
 
-const percentile = (sorted: Float64Array, p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+const percentile = (sorted: Float64Array, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
 async function once(pool: Pool, target: Target, path = target.path): Promise<number> {
   const response = await pool.request({ path, method: 'GET', headers: target.headers });
@@ -150,8 +175,14 @@ async function once(pool: Pool, target: Target, path = target.path): Promise<num
  * targets (as the throughput slices do), so a stall of the host lands on every target's percentiles alike
  * rather than on whichever was being measured. Latency in microseconds.
  */
-async function interleavedLatency(targets: Target[], requests: number, chunk: number): Promise<LatencyResult[]> {
-  const pools = targets.map((t) => new Pool(t.origin, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 }));
+async function interleavedLatency(
+  targets: Target[],
+  requests: number,
+  chunk: number,
+): Promise<LatencyResult[]> {
+  const pools = targets.map(
+    (t) => new Pool(t.origin, { connections: 1, pipelining: 1, keepAliveTimeout: 60_000 }),
+  );
   const samples = targets.map(() => new Float64Array(requests));
   const errors = targets.map(() => 0);
   for (let done = 0, round = 0; done < requests; done += chunk, round++) {
@@ -168,7 +199,14 @@ async function interleavedLatency(targets: Target[], requests: number, chunk: nu
   await Promise.all(pools.map((p) => p.close()));
   return samples.map((s, t) => {
     s.sort();
-    return { p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), p999: percentile(s, 99.9), max: s[s.length - 1] ?? 0, errors: errors[t]! };
+    return {
+      p50: percentile(s, 50),
+      p90: percentile(s, 90),
+      p99: percentile(s, 99),
+      p999: percentile(s, 99.9),
+      max: s[s.length - 1] ?? 0,
+      errors: errors[t]!,
+    };
   });
 }
 
@@ -184,7 +222,13 @@ interface Tally {
 }
 
 /** `concurrency` requests in flight on `pool` for `durationMs`, added to `tally` (CPU of the target's processes too). */
-async function slice(pool: Pool, target: Target, concurrency: number, durationMs: number, tally: Tally): Promise<void> {
+async function slice(
+  pool: Pool,
+  target: Target,
+  concurrency: number,
+  durationMs: number,
+  tally: Tally,
+): Promise<void> {
   const cpuBefore = target.pids.map(cpuMicros);
   const started = Date.now();
   const stopAt = started + durationMs;
@@ -200,7 +244,9 @@ async function slice(pool: Pool, target: Target, concurrency: number, durationMs
     }),
   );
   tally.elapsedMs += Date.now() - started;
-  target.pids.forEach((pid, i) => (tally.cpu[i] = (tally.cpu[i] ?? 0) + cpuMicros(pid) - (cpuBefore[i] ?? 0)));
+  target.pids.forEach(
+    (pid, i) => (tally.cpu[i] = (tally.cpu[i] ?? 0) + cpuMicros(pid) - (cpuBefore[i] ?? 0)),
+  );
 }
 
 /**
@@ -209,11 +255,25 @@ async function slice(pool: Pool, target: Target, concurrency: number, durationMs
  * tens of percent over seconds, falls on all targets alike instead of on whichever ran in a bad minute.
  * One untimed round first, so every pool holds its connections before the clock starts.
  */
-async function interleavedThroughput(targets: Target[], concurrency: number, durationMs: number, sliceMs: number): Promise<ThroughputResult[]> {
-  const pools = targets.map((t) => new Pool(t.origin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 }));
-  const tallies: Tally[] = targets.map(() => ({ requests: 0, errors: 0, elapsedMs: 0, cpu: [], samples: [] }));
+async function interleavedThroughput(
+  targets: Target[],
+  concurrency: number,
+  durationMs: number,
+  sliceMs: number,
+): Promise<ThroughputResult[]> {
+  const pools = targets.map(
+    (t) => new Pool(t.origin, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 }),
+  );
+  const tallies: Tally[] = targets.map(() => ({
+    requests: 0,
+    errors: 0,
+    elapsedMs: 0,
+    cpu: [],
+    samples: [],
+  }));
   const scratch = (): Tally => ({ requests: 0, errors: 0, elapsedMs: 0, cpu: [], samples: [] });
-  for (let i = 0; i < targets.length; i++) await slice(pools[i]!, targets[i]!, concurrency, Math.min(sliceMs, 1000), scratch());
+  for (let i = 0; i < targets.length; i++)
+    await slice(pools[i]!, targets[i]!, concurrency, Math.min(sliceMs, 1000), scratch());
   const rounds = Math.max(1, Math.round(durationMs / sliceMs));
   for (let round = 0; round < rounds; round++) {
     const order = targets.map((_, i) => (round % 2 === 0 ? i : targets.length - 1 - i));
@@ -227,7 +287,9 @@ async function interleavedThroughput(targets: Target[], concurrency: number, dur
     return {
       rps: (tally.requests / tally.elapsedMs) * 1000,
       cpuPerRequest: perRequest(tally.cpu.reduce((n, v) => n + v, 0)),
-      cpuSplit: target.pids.map((pid, j) => `${target.labels?.[j] ?? pid} ${perRequest(tally.cpu[j] ?? 0).toFixed(0)} µs`).join(', '),
+      cpuSplit: target.pids
+        .map((pid, j) => `${target.labels?.[j] ?? pid} ${perRequest(tally.cpu[j] ?? 0).toFixed(0)} µs`)
+        .join(', '),
       p50: percentile(sorted, 50),
       p90: percentile(sorted, 90),
       p99: percentile(sorted, 99),
@@ -238,7 +300,8 @@ async function interleavedThroughput(targets: Target[], concurrency: number, dur
   });
 }
 
-const rss = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+const rss = (pid: number) =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
 
 /** Downloads the big body through the target while sampling the RSS of its processes. */
 async function download(target: Target): Promise<{ seconds: number; growthMb: Record<number, number> }> {
@@ -273,14 +336,21 @@ function child(role: string, ...extra: string[]): Promise<{ process: ChildProces
           BENCH_PROFILE_DELAY_MS: process.env.BENCH_PROFILE_DELAY_MS ?? '0',
         }
       : process.env;
-    const proc = fork(__filename, [role, ...extra, `--big-mb=${SETTINGS.bigBytes / 1024 / 1024}`], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
+    const proc = fork(__filename, [role, ...extra, `--big-mb=${SETTINGS.bigBytes / 1024 / 1024}`], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env,
+    });
     proc.once('message', (m: { port: number }) => resolve({ process: proc, port: m.port }));
     proc.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
   });
 }
 
 async function api(base: string, key: string, method: string, path: string, body: unknown): Promise<void> {
-  const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (res.status >= 300) throw new Error(`${method} ${path} answered ${res.status}: ${await res.text()}`);
 }
 
@@ -334,9 +404,16 @@ async function main(): Promise<void> {
   );
   console.log('starting the Switchboard stack...');
   // The engine runs in the gateway (embedded) or in the proxy service (remote); both get its settings.
-  const engineEnv = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1', ...(SETTINGS.otel ? {} : { OTEL_SDK_DISABLED: 'true' }) };
+  const engineEnv = {
+    SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
+    ...(SETTINGS.otel ? {} : { OTEL_SDK_DISABLED: 'true' }),
+  };
   const stack = await startStack({
-    env: { SWITCHBOARD_PROVIDERS_FILE: providersFile, SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000', LOG_LEVEL: 'warn' },
+    env: {
+      SWITCHBOARD_PROVIDERS_FILE: providersFile,
+      SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
+      LOG_LEVEL: 'warn',
+    },
     serviceEnv: {
       proxy: engineEnv,
       gateway: {
@@ -364,20 +441,35 @@ async function main(): Promise<void> {
 
     if (process.env.BENCH_HOLD) {
       // For poking at the running stack by hand (strace, perf, curl): continues on SIGUSR2.
-      console.log(`holding: gateway pid ${stack.services.gateway.process.pid} at ${stack.gatewayUrl}, key ${stack.secretKey}, upstream ${upstreamUrl}`);
+      console.log(
+        `holding: gateway pid ${stack.services.gateway.process.pid} at ${stack.gatewayUrl}, key ${stack.secretKey}, upstream ${upstreamUrl}`,
+      );
       await new Promise((resolve) => process.once('SIGUSR2', resolve));
     }
     const switchboard = `gateway + Switchboard proxy (${SETTINGS.proxyMode})`;
     const targets: Target[] = [
       { name: 'direct', origin: upstreamUrl, path: '/json', headers: {}, pids: [upstream.process.pid!] },
-      { name: 'bare undici proxy', origin: `http://127.0.0.1:${bare.port}`, path: '/json', headers: {}, pids: [bare.process.pid!] },
+      {
+        name: 'bare undici proxy',
+        origin: `http://127.0.0.1:${bare.port}`,
+        path: '/json',
+        headers: {},
+        pids: [bare.process.pid!],
+      },
       {
         name: switchboard,
         origin: stack.gatewayUrl,
         path: '/proxy/json',
-        headers: { authorization: `Bearer ${stack.secretKey}`, 'provider-config-key': 'bench', 'connection-id': 'bench-1' },
+        headers: {
+          authorization: `Bearer ${stack.secretKey}`,
+          'provider-config-key': 'bench',
+          'connection-id': 'bench-1',
+        },
         ...(SETTINGS.proxyMode === 'remote'
-          ? { pids: [stack.services.gateway.process.pid!, stack.services.proxy.process.pid!], labels: ['gateway', 'proxy'] }
+          ? {
+              pids: [stack.services.gateway.process.pid!, stack.services.proxy.process.pid!],
+              labels: ['gateway', 'proxy'],
+            }
           : { pids: [stack.services.gateway.process.pid!], labels: ['gateway'] }),
       },
     ];
@@ -392,7 +484,12 @@ async function main(): Promise<void> {
         await warm.close();
       }
       const latencies = await interleavedLatency(targets, SETTINGS.latencyRequests, SETTINGS.latencyChunk);
-      const throughputs = await interleavedThroughput(targets, SETTINGS.concurrency, SETTINGS.throughputMs, SETTINGS.sliceMs);
+      const throughputs = await interleavedThroughput(
+        targets,
+        SETTINGS.concurrency,
+        SETTINGS.throughputMs,
+        SETTINGS.sliceMs,
+      );
       targets.forEach((target, i) => {
         const lat = latencies[i]!;
         const thr = throughputs[i]!;
@@ -431,9 +528,15 @@ async function main(): Promise<void> {
     const downloads: string[] = [];
     for (const target of targets.slice(1)) {
       const d = await download(target);
-      const growth = Object.entries(d.growthMb).map(([pid, mb]) => `${pid === String(stack.services.gateway.process.pid) ? 'gateway' : pid === String(stack.services.proxy.process.pid) ? 'proxy' : 'bare'} +${mb.toFixed(1)} MB`);
-      downloads.push(`${target.name}: ${SETTINGS.bigBytes / 1024 / 1024} MB in ${d.seconds.toFixed(2)} s, RSS ${growth.join(', ')}`);
-      if (target.name.startsWith('gateway')) (sb as Record<string, unknown>).growth = Math.max(...Object.values(d.growthMb));
+      const growth = Object.entries(d.growthMb).map(
+        ([pid, mb]) =>
+          `${pid === String(stack.services.gateway.process.pid) ? 'gateway' : pid === String(stack.services.proxy.process.pid) ? 'proxy' : 'bare'} +${mb.toFixed(1)} MB`,
+      );
+      downloads.push(
+        `${target.name}: ${SETTINGS.bigBytes / 1024 / 1024} MB in ${d.seconds.toFixed(2)} s, RSS ${growth.join(', ')}`,
+      );
+      if (target.name.startsWith('gateway'))
+        (sb as Record<string, unknown>).growth = Math.max(...Object.values(d.growthMb));
     }
 
     let sha = 'unknown';
@@ -447,7 +550,11 @@ async function main(): Promise<void> {
       `date ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? 'cpu'} × ${os.cpus().length} | ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB | node ${process.version} | ${os.platform()} ${os.release()} | git ${sha}`,
       `settings: ${SETTINGS.reps} reps, warm-up ${SETTINGS.warmupMs} ms, ${SETTINGS.latencyRequests} requests at c=1 in chunks of ${SETTINGS.latencyChunk} interleaved, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency} in ${SETTINGS.sliceMs} ms slices interleaved between the targets, 1 KB JSON, OpenTelemetry ${SETTINGS.otel ? 'on (no exporter)' : 'off'}, proxy mode ${SETTINGS.proxyMode}`,
       '',
-      '| target | c=1 p50 | c=1 p99 | c=1 p99.9 | req/s at c=' + SETTINGS.concurrency + ' | p99 at c=' + SETTINGS.concurrency + ' | CPU per request (its processes) | errors |',
+      '| target | c=1 p50 | c=1 p99 | c=1 p99.9 | req/s at c=' +
+        SETTINGS.concurrency +
+        ' | p99 at c=' +
+        SETTINGS.concurrency +
+        ' | CPU per request (its processes) | errors |',
       '|---|---|---|---|---|---|---|---|',
       ...targets.map((t) => {
         const s = summary[t.name]!;

@@ -101,7 +101,9 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
       SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
       SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
-      ...(process.env.BENCH_RELAY_ENDPOINT_CONCURRENCY ? { SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY: process.env.BENCH_RELAY_ENDPOINT_CONCURRENCY } : {}),
+      ...(process.env.BENCH_RELAY_ENDPOINT_CONCURRENCY
+        ? { SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY: process.env.BENCH_RELAY_ENDPOINT_CONCURRENCY }
+        : {}),
       // `--otel=off` runs every service without OpenTelemetry, to show what tracing costs.
       ...(args.get('otel') === 'off' ? { OTEL_SDK_DISABLED: 'true' } : {}),
     },
@@ -206,7 +208,9 @@ async function main(): Promise<void> {
     await run(WARMUP_SECONDS, 'warmup');
     acks.length = 0;
     non2xx = 0;
-    const labels = new Map(Object.entries(stack.services).map(([name, service]) => [service.process.pid!, name]));
+    const labels = new Map(
+      Object.entries(stack.services).map(([name, service]) => [service.process.pid!, name]),
+    );
     const cpuBefore = cpuByGroup(labels);
     const ids = await run(SECONDS, 'measure');
     const cpuAfter = cpuByGroup(labels);

@@ -167,11 +167,21 @@ describe('API keys and scopes', () => {
   });
   it('a key revokes only keys within its own scopes, and the last key that can manage keys is kept', async () => {
     const idOf = async (secret: string) =>
-      Number((await db.query('select id from auth.api_keys where key_hash = $1', [createHash('sha256').update(secret).digest('hex')])).rows[0].id);
-    const revoke = (id: number, key: string) => call(stack.gatewayUrl, 'DELETE', `/environment/api-keys/${id}`, { key });
+      Number(
+        (
+          await db.query('select id from auth.api_keys where key_hash = $1', [
+            createHash('sha256').update(secret).digest('hex'),
+          ])
+        ).rows[0].id,
+      );
+    const revoke = (id: number, key: string) =>
+      call(stack.gatewayUrl, 'DELETE', `/environment/api-keys/${id}`, { key });
     const seedId = await idOf(stack.secretKey);
 
-    const narrow = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:api_keys:write', 'environment:integrations:read']);
+    const narrow = await createKey(stack.gatewayUrl, stack.secretKey, [
+      'environment:api_keys:write',
+      'environment:integrations:read',
+    ]);
     const refused = expectError(await revoke(seedId, narrow), 403, 'forbidden');
     expect(refused.message).toContain('environment:integrations:write');
     expect((await call(stack.gatewayUrl, 'GET', '/integrations', { key: stack.secretKey })).status).toBe(200);
@@ -190,6 +200,8 @@ describe('API keys and scopes', () => {
     const last = expectError(await revoke(seedId, stack.secretKey), 409, 'conflict');
     expect(last.message).toContain('environment:api_keys:write');
     expect((await call(stack.gatewayUrl, 'GET', '/integrations', { key: stack.secretKey })).status).toBe(200);
-    expect((await db.query('select revoked_at from auth.api_keys where id = $1', [seedId])).rows[0].revoked_at).toBeNull();
+    expect(
+      (await db.query('select revoked_at from auth.api_keys where id = $1', [seedId])).rows[0].revoked_at,
+    ).toBeNull();
   });
 });

@@ -3,7 +3,11 @@ import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { startConnectFakeProvider, writeConnectProvidersFile, type ConnectFakeProvider } from './support/connect-fakes';
+import {
+  startConnectFakeProvider,
+  writeConnectProvidersFile,
+  type ConnectFakeProvider,
+} from './support/connect-fakes';
 
 /**
  * The connect page in a real browser (Debian's Chromium driven by playwright-core): an end user opens
@@ -20,7 +24,10 @@ declare const window: {
   addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void;
   open: (url?: string, target?: string, features?: string) => unknown;
 };
-declare const document: { activeElement: BrowserElement | null; querySelectorAll(selector: string): ArrayLike<{ naturalWidth: number }> };
+declare const document: {
+  activeElement: BrowserElement | null;
+  querySelectorAll(selector: string): ArrayLike<{ naturalWidth: number }>;
+};
 
 const CHROMIUM = process.env.SWITCHBOARD_CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(repoRoot(), 'e2e', 'artifacts', 'connect-page');
@@ -35,7 +42,8 @@ describe('the connect page in Chromium', () => {
   const keyIntegration = `key-${run}`;
   const oauthIntegration = `oauth-${run}`;
 
-  const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const shot = (page: Page, name: string) =>
+    page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
   const heading = (page: Page) => page.locator('h1');
 
   beforeAll(async () => {
@@ -61,12 +69,24 @@ describe('the connect page in Chromium', () => {
     await nango.createIntegration({
       provider: 'fake-oauth',
       unique_key: oauthIntegration,
-      credentials: { type: 'OAUTH2', client_id: fake.clientId, client_secret: fake.clientSecret, scopes: 'read' },
+      credentials: {
+        type: 'OAUTH2',
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+        scopes: 'read',
+      },
     });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run',
+      ],
     });
     // The fake provider's certificate is a throwaway self-signed one.
     context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 900, height: 800 } });
@@ -94,26 +114,50 @@ describe('the connect page in Chromium', () => {
       window.events = [];
       window.addEventListener('message', (event) => window.events.push(event.data));
     });
-    const [page] = await Promise.all([context.waitForEvent('page'), host.evaluate((link) => void window.open(link, 'connect', 'popup,width=600,height=800'), data.connect_link)]);
+    const [page] = await Promise.all([
+      context.waitForEvent('page'),
+      host.evaluate(
+        (link) => void window.open(link, 'connect', 'popup,width=600,height=800'),
+        data.connect_link,
+      ),
+    ]);
 
     await page.waitForSelector('h1:has-text("Connect an account")');
     const buttons = page.locator('button.integration');
-    await expect(buttons.allTextContents()).resolves.toEqual([expect.stringContaining('Fake Key'), expect.stringContaining('Fake OAuth')]);
+    await expect(buttons.allTextContents()).resolves.toEqual([
+      expect.stringContaining('Fake Key'),
+      expect.stringContaining('Fake OAuth'),
+    ]);
     // Logos come from the gateway and actually load.
-    await page.waitForFunction(() => Array.from(document.querySelectorAll('button.integration img')).every((img) => img.naturalWidth > 0));
-    const logos = await page.locator('button.integration img').evaluateAll((imgs) => imgs.map((img) => (img as unknown as { src: string }).src));
-    expect(logos).toEqual([`${stack.gatewayUrl}/images/template-logos/fake-key.svg`, `${stack.gatewayUrl}/images/template-logos/fake-oauth.svg`]);
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll('button.integration img')).every((img) => img.naturalWidth > 0),
+    );
+    const logos = await page
+      .locator('button.integration img')
+      .evaluateAll((imgs) => imgs.map((img) => (img as unknown as { src: string }).src));
+    expect(logos).toEqual([
+      `${stack.gatewayUrl}/images/template-logos/fake-key.svg`,
+      `${stack.gatewayUrl}/images/template-logos/fake-oauth.svg`,
+    ]);
     await shot(page, '01-integrations');
 
     // Tab to the API-key integration and open it with Enter.
     for (let i = 0; i < 10; i++) {
-      if ((await page.evaluate(() => document.activeElement?.getAttribute('data-integration'))) === keyIntegration) break;
+      if (
+        (await page.evaluate(() => document.activeElement?.getAttribute('data-integration'))) ===
+        keyIntegration
+      )
+        break;
       await page.keyboard.press('Tab');
     }
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-integration'))).toBe(keyIntegration);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-integration'))).toBe(
+      keyIntegration,
+    );
     await page.keyboard.press('Enter');
     await page.waitForSelector('h1:has-text("Connect Fake Key")');
-    expect(await page.getByRole('link', { name: /How to connect Fake Key/ }).getAttribute('href')).toBe('https://docs.example.com/our-api-key-guide');
+    expect(await page.getByRole('link', { name: /How to connect Fake Key/ }).getAttribute('href')).toBe(
+      'https://docs.example.com/our-api-key-guide',
+    );
     // The key field has a real label and already has the focus.
     const keyField = page.getByLabel('API key');
     await expect(keyField.evaluate((el) => (el as unknown) === document.activeElement)).resolves.toBe(true);
@@ -146,14 +190,20 @@ describe('the connect page in Chromium', () => {
 
     // The opener heard the Connect UI "connect" event, with the new connection.
     const events = (await host.evaluate(() => window.events)) as { type: string; payload?: unknown }[];
-    expect(events).toContainEqual({ type: 'connect', payload: { providerConfigKey: keyIntegration, connectionId: connections[0]!.connection_id } });
+    expect(events).toContainEqual({
+      type: 'connect',
+      payload: { providerConfigKey: keyIntegration, connectionId: connections[0]!.connection_id },
+    });
     await page.close();
     await host.close();
   });
 
   it('completes OAuth 2 through the provider in a popup, asking for the tenant first', async () => {
     const userId = `browser-oauth-${run}`;
-    const { data } = await nango.createConnectSession({ end_user: { id: userId }, allowed_integrations: [oauthIntegration] });
+    const { data } = await nango.createConnectSession({
+      end_user: { id: userId },
+      allowed_integrations: [oauthIntegration],
+    });
     const page = await context.newPage();
     await page.goto(data.connect_link);
     // One allowed integration: the page opens it directly.
@@ -179,7 +229,10 @@ describe('the connect page in Chromium', () => {
 
   it('falls back to a full-page redirect when popups are blocked, and comes back to show the result', async () => {
     const userId = `browser-redirect-${run}`;
-    const { data } = await nango.createConnectSession({ end_user: { id: userId }, allowed_integrations: [oauthIntegration] });
+    const { data } = await nango.createConnectSession({
+      end_user: { id: userId },
+      allowed_integrations: [oauthIntegration],
+    });
     const page = await context.newPage();
     await page.addInitScript(() => {
       window.open = () => null;
@@ -201,7 +254,10 @@ describe('the connect page in Chromium', () => {
   it('explains an expired link instead of showing an empty page', async () => {
     const page = await context.newPage();
     const { data } = await nango.createConnectSession({ end_user: { id: `deleted-${run}` } });
-    await fetch(`${stack.gatewayUrl}/connect/session`, { method: 'DELETE', headers: { authorization: `Bearer ${data.token}` } });
+    await fetch(`${stack.gatewayUrl}/connect/session`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${data.token}` },
+    });
     await page.goto(data.connect_link);
     await page.waitForSelector('h1:has-text("This link has expired")');
     await expect(page.getByRole('alert').textContent()).resolves.toContain('Ask for a new link');

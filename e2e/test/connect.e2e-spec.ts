@@ -4,7 +4,11 @@ import { freePort, startStack, type Stack } from '@switchboard/testing';
 import { connect, type NatsConnection } from 'nats';
 import { Client } from 'pg';
 import { waitForAuthEvents } from './support/auth-events';
-import { startConnectFakeProvider, writeConnectProvidersFile, type ConnectFakeProvider } from './support/connect-fakes';
+import {
+  startConnectFakeProvider,
+  writeConnectProvidersFile,
+  type ConnectFakeProvider,
+} from './support/connect-fakes';
 import { call, createKey, expectError, failure } from './support/http';
 
 /**
@@ -15,7 +19,6 @@ import { call, createKey, expectError, failure } from './support/http';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const TOKEN = /^nango_connect_session_[0-9a-f]{64}$/;
-
 
 describe('connect sessions and auth flows', () => {
   let stack: Stack;
@@ -45,14 +48,23 @@ describe('connect sessions and auth flows', () => {
     return (res.body as { data: { token: string } }).data.token;
   };
   const flow = (method: string, path: string, token: string, body?: unknown) =>
-    call(stack.gatewayUrl, method, `${path}${path.includes('?') ? '&' : '?'}connect_session_token=${encodeURIComponent(token)}`, { body });
+    call(
+      stack.gatewayUrl,
+      method,
+      `${path}${path.includes('?') ? '&' : '?'}connect_session_token=${encodeURIComponent(token)}`,
+      { body },
+    );
 
   beforeAll(async () => {
     fake = await startConnectFakeProvider();
     const connectPort = await freePort();
     connectUrl = `http://127.0.0.1:${connectPort}`;
     stack = await startStack({
-      env: { SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url), NODE_EXTRA_CA_CERTS: fake.caFile, SWITCHBOARD_CONNECT_URL: connectUrl },
+      env: {
+        SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
+        NODE_EXTRA_CA_CERTS: fake.caFile,
+        SWITCHBOARD_CONNECT_URL: connectUrl,
+      },
       serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
@@ -65,14 +77,28 @@ describe('connect sessions and auth flows', () => {
     await nango.createIntegration({
       provider: 'fake-oauth',
       unique_key: oauthIntegration,
-      credentials: { type: 'OAUTH2', client_id: fake.clientId, client_secret: fake.clientSecret, scopes: 'read,write' },
+      credentials: {
+        type: 'OAUTH2',
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+        scopes: 'read,write',
+      },
     });
     await nango.createIntegration({ provider: 'fake-cc', unique_key: ccIntegration });
-    await nango.createIntegration({ provider: 'netsuite-tba', unique_key: tbaIntegration, credentials: { type: 'TBA', client_id: 'consumer-key', client_secret: 'consumer-secret' } });
+    await nango.createIntegration({
+      provider: 'netsuite-tba',
+      unique_key: tbaIntegration,
+      credentials: { type: 'TBA', client_id: 'consumer-key', client_secret: 'consumer-secret' },
+    });
     await nango.createIntegration({
       provider: 'fake-app',
       unique_key: appIntegration,
-      credentials: { type: 'APP', app_id: '99', app_link: `${fake.url}/apps/test-app`, private_key: appKeys.privateKey },
+      credentials: {
+        type: 'APP',
+        app_id: '99',
+        app_link: `${fake.url}/apps/test-app`,
+        private_key: appKeys.privateKey,
+      },
     });
     fake.setAppSetupUrl(`${stack.gatewayUrl}/app-auth/connect`, appKeys.publicKey);
   }, 120_000);
@@ -115,12 +141,20 @@ describe('connect sessions and auth flows', () => {
         },
       });
       const error = expectError(res, 400, 'invalid_body');
-      expect(error.errors?.map((e) => e.path)).toEqual([['allowed_integrations', 1], ['integrations_config_defaults', 'nope-2'], ['overrides', 'nope-3']]);
+      expect(error.errors?.map((e) => e.path)).toEqual([
+        ['allowed_integrations', 1],
+        ['integrations_config_defaults', 'nope-2'],
+        ['overrides', 'nope-3'],
+      ]);
     });
 
     it('checks tags, the end user, the webhook URL override and docs links', async () => {
       const bad = async (body: Record<string, unknown>, path: (string | number)[]) => {
-        const error = expectError(await call(stack.gatewayUrl, 'POST', '/connect/sessions', { key: stack.secretKey, body }), 400, 'invalid_body');
+        const error = expectError(
+          await call(stack.gatewayUrl, 'POST', '/connect/sessions', { key: stack.secretKey, body }),
+          400,
+          'invalid_body',
+        );
         expect(error.errors?.map((e) => e.path)).toContainEqual(path);
       };
       const eleven = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, 'v']));
@@ -130,14 +164,22 @@ describe('connect sessions and auth flows', () => {
       await bad({ tags: { ok: 'x'.repeat(256) } }, ['tags', 'ok']);
       await bad({ allowed_integrations: [keyIntegration] }, ['end_user']);
       await bad({ end_user: { id: 'u', email: 'not-an-email' } }, ['end_user', 'email']);
-      await bad({ tags: { a: 'b' }, webhook_url_override: 'ftp://example.com/hook' }, ['webhook_url_override']);
-      await bad({ tags: { a: 'b' }, overrides: { [keyIntegration]: { docs_connect: 'javascript:alert(1)' } } }, ['overrides', keyIntegration, 'docs_connect']);
+      await bad({ tags: { a: 'b' }, webhook_url_override: 'ftp://example.com/hook' }, [
+        'webhook_url_override',
+      ]);
+      await bad(
+        { tags: { a: 'b' }, overrides: { [keyIntegration]: { docs_connect: 'javascript:alert(1)' } } },
+        ['overrides', keyIntegration, 'docs_connect'],
+      );
       await bad({ tags: { a: 'b' }, unknown_field: true }, ['unknown_field']);
     });
 
     it('needs the connect_sessions:write scope', async () => {
       const readOnly = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:integrations:read']);
-      const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', { key: readOnly, body: { tags: { a: 'b' } } });
+      const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
+        key: readOnly,
+        body: { tags: { a: 'b' } },
+      });
       expect(expectError(res, 403, 'forbidden').message).toContain('environment:connect_sessions:write');
     });
   });
@@ -145,16 +187,32 @@ describe('connect sessions and auth flows', () => {
   describe('the session token as a bearer', () => {
     it('GET /connect/session shows the end user, allowed integrations, defaults (without a preset client secret) and overrides', async () => {
       const token = await session({
-        end_user: { id: `viewer-${run}`, email: 'grace@example.com', display_name: 'Grace', tags: { plan: 'pro' } },
+        end_user: {
+          id: `viewer-${run}`,
+          email: 'grace@example.com',
+          display_name: 'Grace',
+          tags: { plan: 'pro' },
+        },
         organization: { id: 'org-1', display_name: 'Org One' },
         allowed_integrations: [keyIntegration, oauthIntegration],
         integrations_config_defaults: {
-          [oauthIntegration]: { connection_config: { tenant: 'acme', oauth_client_id_override: 'preset-id', oauth_client_secret_override: 'PRESET-SECRET' } },
-          [keyIntegration]: { connection_config: { oauth_client_id_override: '', oauth_client_secret_override: '' } },
+          [oauthIntegration]: {
+            connection_config: {
+              tenant: 'acme',
+              oauth_client_id_override: 'preset-id',
+              oauth_client_secret_override: 'PRESET-SECRET',
+            },
+          },
+          [keyIntegration]: {
+            connection_config: { oauth_client_id_override: '', oauth_client_secret_override: '' },
+          },
         },
         overrides: { [keyIntegration]: { docs_connect: 'https://docs.example.com/our-guide' } },
       });
-      const res = await call(stack.gatewayUrl, 'GET', '/connect/session', { key: token, headers: { 'content-type': 'application/json' } });
+      const res = await call(stack.gatewayUrl, 'GET', '/connect/session', {
+        key: token,
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status).toBe(200);
       expect(res.text).not.toContain('PRESET-SECRET');
       expect(res.body).toEqual({
@@ -169,8 +227,12 @@ describe('connect sessions and auth flows', () => {
           connectUISettings: expect.objectContaining({ showWatermark: expect.any(Boolean) }),
           allowed_integrations: [keyIntegration, oauthIntegration],
           integrations_config_defaults: {
-            [oauthIntegration]: { connection_config: { tenant: 'acme', oauth_client_id_override: 'preset-id' } },
-            [keyIntegration]: { connection_config: { oauth_client_id_override: '', oauth_client_secret_override: '' } },
+            [oauthIntegration]: {
+              connection_config: { tenant: 'acme', oauth_client_id_override: 'preset-id' },
+            },
+            [keyIntegration]: {
+              connection_config: { oauth_client_id_override: '', oauth_client_secret_override: '' },
+            },
           },
           overrides: { [keyIntegration]: { docs_connect: 'https://docs.example.com/our-guide' } },
         },
@@ -178,47 +240,104 @@ describe('connect sessions and auth flows', () => {
     });
 
     it('lists only the allowed integrations, and reads providers', async () => {
-      const token = await session({ tags: { end_user_id: 'lister' }, allowed_integrations: [keyIntegration] });
+      const token = await session({
+        tags: { end_user_id: 'lister' },
+        allowed_integrations: [keyIntegration],
+      });
       const list = await call(stack.gatewayUrl, 'GET', '/integrations', { key: token });
       expect(list.status).toBe(200);
-      expect((list.body as { data: { unique_key: string }[] }).data.map((i) => i.unique_key)).toEqual([keyIntegration]);
+      expect((list.body as { data: { unique_key: string }[] }).data.map((i) => i.unique_key)).toEqual([
+        keyIntegration,
+      ]);
       const provider = await call(stack.gatewayUrl, 'GET', '/providers/fake-key', { key: token });
-      expect(provider.body).toMatchObject({ data: { name: 'fake-key', auth_mode: 'API_KEY', logo_url: expect.stringContaining('/images/template-logos/fake-key.svg') } });
-      expect((await call(stack.gatewayUrl, 'GET', '/providers?search=fake', { key: token })).status).toBe(200);
+      expect(provider.body).toMatchObject({
+        data: {
+          name: 'fake-key',
+          auth_mode: 'API_KEY',
+          logo_url: expect.stringContaining('/images/template-logos/fake-key.svg'),
+        },
+      });
+      expect((await call(stack.gatewayUrl, 'GET', '/providers?search=fake', { key: token })).status).toBe(
+        200,
+      );
 
       const all = await call(stack.gatewayUrl, 'GET', '/integrations', { key: stack.secretKey });
       expect((all.body as { data: unknown[] }).data.length).toBeGreaterThanOrEqual(4);
       // Everything else stays closed to a session token.
-      expectError(await call(stack.gatewayUrl, 'POST', '/integrations', { key: token, body: { provider: 'fake-key', unique_key: 'x' } }), 401, 'invalid_secret_key_format');
-      expectError(await call(stack.gatewayUrl, 'GET', `/integrations/${keyIntegration}`, { key: token }), 401, 'invalid_secret_key_format');
+      expectError(
+        await call(stack.gatewayUrl, 'POST', '/integrations', {
+          key: token,
+          body: { provider: 'fake-key', unique_key: 'x' },
+        }),
+        401,
+        'invalid_secret_key_format',
+      );
+      expectError(
+        await call(stack.gatewayUrl, 'GET', `/integrations/${keyIntegration}`, { key: token }),
+        401,
+        'invalid_secret_key_format',
+      );
     });
 
     it('answers 401 for a malformed, unknown, expired or deleted token, and for a secret key on session routes', async () => {
-      expectError(await call(stack.gatewayUrl, 'GET', '/connect/session', { key: 'nango_connect_session_abc' }), 401, 'invalid_connect_session_token_format');
-      expectError(await call(stack.gatewayUrl, 'GET', '/connect/session', { key: stack.secretKey }), 401, 'invalid_connect_session_token_format');
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: 'nango_connect_session_abc' }),
+        401,
+        'invalid_connect_session_token_format',
+      );
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: stack.secretKey }),
+        401,
+        'invalid_connect_session_token_format',
+      );
       expectError(await call(stack.gatewayUrl, 'GET', '/connect/session', {}), 401, 'missing_auth_header');
       const unknown = `nango_connect_session_${'a'.repeat(64)}`;
-      expectError(await call(stack.gatewayUrl, 'GET', '/connect/session', { key: unknown }), 401, 'unknown_connect_session_token');
-      expectError(await call(stack.gatewayUrl, 'GET', '/integrations', { key: unknown }), 401, 'unknown_connect_session_token');
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: unknown }),
+        401,
+        'unknown_connect_session_token',
+      );
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/integrations', { key: unknown }),
+        401,
+        'unknown_connect_session_token',
+      );
 
       const expiring = await session({ tags: { end_user_id: 'expiring' } });
-      await db.query(`UPDATE auth.connect_sessions SET expires_at = now() - interval '1 second' WHERE token_hash = $1`, [
-        createHash('sha256').update(expiring).digest('hex'),
-      ]);
-      expectError(await call(stack.gatewayUrl, 'GET', '/connect/session', { key: expiring }), 401, 'unknown_connect_session_token');
+      await db.query(
+        `UPDATE auth.connect_sessions SET expires_at = now() - interval '1 second' WHERE token_hash = $1`,
+        [createHash('sha256').update(expiring).digest('hex')],
+      );
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: expiring }),
+        401,
+        'unknown_connect_session_token',
+      );
 
       const deleted = await session({ tags: { end_user_id: 'deleted' } });
       const del = await call(stack.gatewayUrl, 'DELETE', '/connect/session', { key: deleted });
       expect(del.status).toBe(204);
-      expectError(await call(stack.gatewayUrl, 'GET', '/connect/session', { key: deleted }), 401, 'unknown_connect_session_token');
-      expectError(await flow('POST', `/api-auth/api-key/${keyIntegration}`, deleted, { apiKey: fake.goodApiKey }), 401, 'unknown_connect_session_token');
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: deleted }),
+        401,
+        'unknown_connect_session_token',
+      );
+      expectError(
+        await flow('POST', `/api-auth/api-key/${keyIntegration}`, deleted, { apiKey: fake.goodApiKey }),
+        401,
+        'unknown_connect_session_token',
+      );
     });
   });
 
   describe('API key and basic flows', () => {
     it('refuses a wrong key at connect time, stores nothing, then connects with the right one (UUID v4 id, session tags)', async () => {
       const userId = `key-user-${run}`;
-      const token = await session({ end_user: { id: userId, email: 'key@example.com' }, tags: { Team: 'core' }, allowed_integrations: [keyIntegration] });
+      const token = await session({
+        end_user: { id: userId, email: 'key@example.com' },
+        tags: { Team: 'core' },
+        allowed_integrations: [keyIntegration],
+      });
       const wrongKey = `wrong-${randomUUID()}`;
       const wrong = await flow('POST', `/api-auth/api-key/${keyIntegration}`, token, { apiKey: wrongKey });
       expect(expectError(wrong, 400, 'connection_test_failed').message).toContain('HTTP 401');
@@ -226,19 +345,35 @@ describe('connect sessions and auth flows', () => {
       expect(fake.verificationKeys).toContain(wrongKey);
       expect((await nango.listConnections({ userId })).connections).toEqual([]);
 
-      const ok = await flow('POST', `/api-auth/api-key/${keyIntegration}`, token, { apiKey: fake.goodApiKey });
+      const ok = await flow('POST', `/api-auth/api-key/${keyIntegration}`, token, {
+        apiKey: fake.goodApiKey,
+      });
       expect(ok.status).toBe(200);
       const result = ok.body as { connectionId: string; providerConfigKey: string };
-      expect(result).toEqual({ connectionId: expect.stringMatching(UUID_V4), providerConfigKey: keyIntegration });
+      expect(result).toEqual({
+        connectionId: expect.stringMatching(UUID_V4),
+        providerConfigKey: keyIntegration,
+      });
 
       const connection = await nango.getConnection(keyIntegration, result.connectionId);
       expect(connection.credentials).toEqual({ type: 'API_KEY', apiKey: fake.goodApiKey });
-      expect(connection.tags).toEqual({ end_user_id: userId, end_user_email: 'key@example.com', team: 'core' });
+      expect(connection.tags).toEqual({
+        end_user_id: userId,
+        end_user_email: 'key@example.com',
+        team: 'core',
+      });
       expect(connection.end_user).toMatchObject({ id: userId, email: 'key@example.com' });
 
-      const events = await waitForAuthEvents(nc, startedAt, (all) => all.some((e) => e.connectionId === result.connectionId));
+      const events = await waitForAuthEvents(nc, startedAt, (all) =>
+        all.some((e) => e.connectionId === result.connectionId),
+      );
       expect(events.filter((e) => e.connectionId === result.connectionId)).toEqual([
-        expect.objectContaining({ operation: 'creation', success: true, providerConfigKey: keyIntegration, tags: connection.tags }),
+        expect.objectContaining({
+          operation: 'creation',
+          success: true,
+          providerConfigKey: keyIntegration,
+          tags: connection.tags,
+        }),
       ]);
 
       // What the end user typed never reaches a log.
@@ -252,37 +387,85 @@ describe('connect sessions and auth flows', () => {
       const userId = `waiting-${run}`;
       const token = await session({ end_user: { id: userId }, allowed_integrations: [keyIntegration] });
       const waiting = nango.waitForConnection(keyIntegration, userId);
-      const ok = await flow('POST', `/api-auth/api-key/${keyIntegration}`, token, { apiKey: fake.goodApiKey });
+      const ok = await flow('POST', `/api-auth/api-key/${keyIntegration}`, token, {
+        apiKey: fake.goodApiKey,
+      });
       expect(ok.status).toBe(200);
       const found = await waiting;
-      expect(found).toMatchObject({ connection_id: (ok.body as { connectionId: string }).connectionId, provider_config_key: keyIntegration });
+      expect(found).toMatchObject({
+        connection_id: (ok.body as { connectionId: string }).connectionId,
+        provider_config_key: keyIntegration,
+      });
     }, 40_000);
 
     it('connects a basic-auth provider without a verification endpoint', async () => {
       const token = await session({ tags: { end_user_id: 'basic' } });
-      const ok = await flow('POST', `/api-auth/basic/${basicIntegration}`, token, { username: 'ada', password: 'pw-123' });
+      const ok = await flow('POST', `/api-auth/basic/${basicIntegration}`, token, {
+        username: 'ada',
+        password: 'pw-123',
+      });
       expect(ok.status).toBe(200);
       const { connectionId } = ok.body as { connectionId: string };
-      expect((await nango.getConnection(basicIntegration, connectionId)).credentials).toEqual({ type: 'BASIC', username: 'ada', password: 'pw-123' });
+      expect((await nango.getConnection(basicIntegration, connectionId)).credentials).toEqual({
+        type: 'BASIC',
+        username: 'ada',
+        password: 'pw-123',
+      });
     });
 
     it('answers the documented errors for the wrong route, integration or query', async () => {
-      const token = await session({ tags: { end_user_id: 'errors' }, allowed_integrations: [keyIntegration, basicIntegration] });
-      expectError(await flow('POST', `/api-auth/basic/${keyIntegration}`, token, { username: 'a', password: 'b' }), 400, 'invalid_auth_mode');
-      expectError(await flow('POST', `/api-auth/api-key/${otherIntegration}`, token, { apiKey: 'x' }), 400, 'integration_not_allowed');
+      const token = await session({
+        tags: { end_user_id: 'errors' },
+        allowed_integrations: [keyIntegration, basicIntegration],
+      });
+      expectError(
+        await flow('POST', `/api-auth/basic/${keyIntegration}`, token, { username: 'a', password: 'b' }),
+        400,
+        'invalid_auth_mode',
+      );
+      expectError(
+        await flow('POST', `/api-auth/api-key/${otherIntegration}`, token, { apiKey: 'x' }),
+        400,
+        'integration_not_allowed',
+      );
       const unrestricted = await session({ tags: { end_user_id: 'errors' } });
-      expectError(await flow('POST', '/api-auth/api-key/no-such-integration', unrestricted, { apiKey: 'x' }), 404, 'unknown_provider_config');
-      const withId = await flow('POST', `/api-auth/api-key/${keyIntegration}?connection_id=mine`, token, { apiKey: 'x' });
-      expect(expectError(withId, 400, 'invalid_query_params').message).toContain('connection_id is forbidden');
-      expectError(await flow('POST', `/api-auth/api-key/${keyIntegration}`, token, { apiKey: '' }), 400, 'invalid_body');
-      expectError(await call(stack.gatewayUrl, 'POST', `/api-auth/api-key/${keyIntegration}`, { body: { apiKey: 'x' } }), 401, 'invalid_connect_session_token_format');
-      expectError(await flow('POST', `/api-auth/api-key/${keyIntegration}`, 'bad-token', { apiKey: 'x' }), 401, 'invalid_connect_session_token_format');
+      expectError(
+        await flow('POST', '/api-auth/api-key/no-such-integration', unrestricted, { apiKey: 'x' }),
+        404,
+        'unknown_provider_config',
+      );
+      const withId = await flow('POST', `/api-auth/api-key/${keyIntegration}?connection_id=mine`, token, {
+        apiKey: 'x',
+      });
+      expect(expectError(withId, 400, 'invalid_query_params').message).toContain(
+        'connection_id is forbidden',
+      );
+      expectError(
+        await flow('POST', `/api-auth/api-key/${keyIntegration}`, token, { apiKey: '' }),
+        400,
+        'invalid_body',
+      );
+      expectError(
+        await call(stack.gatewayUrl, 'POST', `/api-auth/api-key/${keyIntegration}`, {
+          body: { apiKey: 'x' },
+        }),
+        401,
+        'invalid_connect_session_token_format',
+      );
+      expectError(
+        await flow('POST', `/api-auth/api-key/${keyIntegration}`, 'bad-token', { apiKey: 'x' }),
+        401,
+        'invalid_connect_session_token_format',
+      );
     });
   });
 
   describe('OAuth 2 authorization code', () => {
     const startFlow = async (token: string, tenant = 'acme') => {
-      const res = await fetch(`${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}&params%5Btenant%5D=${tenant}`, { redirect: 'manual' });
+      const res = await fetch(
+        `${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}&params%5Btenant%5D=${tenant}`,
+        { redirect: 'manual' },
+      );
       expect(res.status).toBe(302);
       return new URL(res.headers.get('location')!);
     };
@@ -295,7 +478,11 @@ describe('connect sessions and auth flows', () => {
 
     it('sends PKCE S256, a state, the scopes with the provider separator and its params; the callback stores the tokens', async () => {
       const userId = `oauth-user-${run}`;
-      const token = await session({ end_user: { id: userId }, allowed_integrations: [oauthIntegration], webhook_url_override: 'https://hooks.example.com/switchboard' });
+      const token = await session({
+        end_user: { id: userId },
+        allowed_integrations: [oauthIntegration],
+        webhook_url_override: 'https://hooks.example.com/switchboard',
+      });
       const authorizeUrl = await startFlow(token);
       expect(authorizeUrl.origin + authorizeUrl.pathname).toBe(`${fake.url}/acme/authorize`);
       const q = authorizeUrl.searchParams;
@@ -324,7 +511,10 @@ describe('connect sessions and auth flows', () => {
       const connectionId = /"connectionId":"([^"]+)"/.exec(html)?.[1];
       expect(connectionId).toMatch(UUID_V4);
       const connection = await nango.getConnection(oauthIntegration, connectionId!);
-      expect(connection.credentials).toMatchObject({ type: 'OAUTH2', access_token: fake.accessTokens.at(-1) });
+      expect(connection.credentials).toMatchObject({
+        type: 'OAUTH2',
+        access_token: fake.accessTokens.at(-1),
+      });
       expect(connection.connection_config).toMatchObject({ tenant: 'acme', team: 'acme' });
       expect(connection.webhook_url_override).toBe('https://hooks.example.com/switchboard');
 
@@ -336,18 +526,29 @@ describe('connect sessions and auth flows', () => {
     });
 
     it('reports a provider refusal and a missing connection config field', async () => {
-      const token = await session({ tags: { end_user_id: 'refused' }, allowed_integrations: [oauthIntegration] });
+      const token = await session({
+        tags: { end_user_id: 'refused' },
+        allowed_integrations: [oauthIntegration],
+      });
       const authorizeUrl = await startFlow(token);
-      const denied = await fetch(`${stack.gatewayUrl}/oauth/callback?state=${authorizeUrl.searchParams.get('state')}&error=access_denied&error_description=User+said+no`);
+      const denied = await fetch(
+        `${stack.gatewayUrl}/oauth/callback?state=${authorizeUrl.searchParams.get('state')}&error=access_denied&error_description=User+said+no`,
+      );
       expect(denied.status).toBe(400);
       const html = await denied.text();
       expect(html).toContain('nango_oauth_callback_error');
       expect(html).toContain('access_denied');
 
-      const missing = await fetch(`${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}`, { redirect: 'manual' });
+      const missing = await fetch(
+        `${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}`,
+        { redirect: 'manual' },
+      );
       expect(missing.status).toBe(400);
       expect(await missing.text()).toContain('Tenant is required');
-      const hostile = await fetch(`${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}&params%5Btenant%5D=evil.example%2Fx`, { redirect: 'manual' });
+      const hostile = await fetch(
+        `${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}&params%5Btenant%5D=evil.example%2Fx`,
+        { redirect: 'manual' },
+      );
       expect(hostile.status).toBe(400);
 
       const secretInUrl = await fetch(
@@ -361,9 +562,15 @@ describe('connect sessions and auth flows', () => {
       const token = await session({
         tags: { end_user_id: 'own-app' },
         allowed_integrations: [oauthIntegration],
-        integrations_config_defaults: { [oauthIntegration]: { connection_config: { oauth_client_id_override: '', oauth_client_secret_override: '' } } },
+        integrations_config_defaults: {
+          [oauthIntegration]: {
+            connection_config: { oauth_client_id_override: '', oauth_client_secret_override: '' },
+          },
+        },
       });
-      const missing = await flow('POST', `/oauth/connect/${oauthIntegration}`, token, { params: { tenant: 'acme' } });
+      const missing = await flow('POST', `/oauth/connect/${oauthIntegration}`, token, {
+        params: { tenant: 'acme' },
+      });
       expect(expectError(missing, 400, 'invalid_connection').errors?.map((e) => e.path)).toEqual([
         ['credentials', 'oauth_client_id_override'],
         ['credentials', 'oauth_client_secret_override'],
@@ -371,7 +578,10 @@ describe('connect sessions and auth flows', () => {
       // The fake knows one client; the end user's "own app" is that same client here, typed on the page.
       const started = await flow('POST', `/oauth/connect/${oauthIntegration}`, token, {
         params: { tenant: 'acme' },
-        credentials: { oauth_client_id_override: fake.clientId, oauth_client_secret_override: fake.clientSecret },
+        credentials: {
+          oauth_client_id_override: fake.clientId,
+          oauth_client_secret_override: fake.clientSecret,
+        },
       });
       expect(started.status).toBe(200);
       const authorizeUrl = new URL((started.body as { url: string }).url);
@@ -381,38 +591,75 @@ describe('connect sessions and auth flows', () => {
       expect(page.status).toBe(200);
       const connectionId = /"connectionId":"([^"]+)"/.exec(html)![1]!;
       const connection = await nango.getConnection(oauthIntegration, connectionId);
-      expect(connection.credentials).toMatchObject({ type: 'OAUTH2', config_override: { client_id: fake.clientId, client_secret: fake.clientSecret } });
+      expect(connection.credentials).toMatchObject({
+        type: 'OAUTH2',
+        config_override: { client_id: fake.clientId, client_secret: fake.clientSecret },
+      });
       expect(connection.connection_config).not.toHaveProperty('oauth_client_secret_override');
     });
   });
 
   describe('client credentials, TBA and app installation', () => {
     it('connects OAUTH2_CC with the client the end user typed, and refuses a wrong one', async () => {
-      const token = await session({ tags: { end_user_id: 'machine' }, allowed_integrations: [ccIntegration] });
-      const wrong = await flow('POST', `/oauth2/auth/${ccIntegration}`, token, { client_id: fake.clientId, client_secret: 'nope-nope' });
+      const token = await session({
+        tags: { end_user_id: 'machine' },
+        allowed_integrations: [ccIntegration],
+      });
+      const wrong = await flow('POST', `/oauth2/auth/${ccIntegration}`, token, {
+        client_id: fake.clientId,
+        client_secret: 'nope-nope',
+      });
       expect(expectError(wrong, 400, 'invalid_credentials').message).toContain('invalid_client');
       expect(wrong.text).not.toContain('nope-nope');
-      const ok = await flow('POST', `/oauth2/auth/${ccIntegration}`, token, { client_id: fake.clientId, client_secret: fake.clientSecret });
+      const ok = await flow('POST', `/oauth2/auth/${ccIntegration}`, token, {
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+      });
       expect(ok.status).toBe(200);
       const { connectionId } = ok.body as { connectionId: string };
       const connection = await nango.getConnection(ccIntegration, connectionId);
-      expect(connection.credentials).toMatchObject({ type: 'OAUTH2_CC', token: fake.clientCredentialTokens.at(-1), client_id: fake.clientId });
+      expect(connection.credentials).toMatchObject({
+        type: 'OAUTH2_CC',
+        token: fake.clientCredentialTokens.at(-1),
+        client_id: fake.clientId,
+      });
     });
 
     it('stores TBA tokens with the account id asked on the page', async () => {
-      const token = await session({ tags: { end_user_id: 'netsuite' }, allowed_integrations: [tbaIntegration] });
-      const missing = await flow('POST', `/auth/tba/${tbaIntegration}`, token, { token_id: 'tid', token_secret: 'tsecret' });
-      expect(expectError(missing, 400, 'invalid_connection').errors?.map((e) => e.path)).toContainEqual(['params', 'accountId']);
-      const ok = await flow('POST', `/auth/tba/${tbaIntegration}?params%5BaccountId%5D=1234567`, token, { token_id: 'tid', token_secret: 'tsecret' });
+      const token = await session({
+        tags: { end_user_id: 'netsuite' },
+        allowed_integrations: [tbaIntegration],
+      });
+      const missing = await flow('POST', `/auth/tba/${tbaIntegration}`, token, {
+        token_id: 'tid',
+        token_secret: 'tsecret',
+      });
+      expect(expectError(missing, 400, 'invalid_connection').errors?.map((e) => e.path)).toContainEqual([
+        'params',
+        'accountId',
+      ]);
+      const ok = await flow('POST', `/auth/tba/${tbaIntegration}?params%5BaccountId%5D=1234567`, token, {
+        token_id: 'tid',
+        token_secret: 'tsecret',
+      });
       expect(ok.status).toBe(200);
-      const connection = await nango.getConnection(tbaIntegration, (ok.body as { connectionId: string }).connectionId);
+      const connection = await nango.getConnection(
+        tbaIntegration,
+        (ok.body as { connectionId: string }).connectionId,
+      );
       expect(connection.credentials).toEqual({ type: 'TBA', token_id: 'tid', token_secret: 'tsecret' });
       expect(connection.connection_config).toMatchObject({ accountId: '1234567' });
     });
 
     it('installs an app: the install page, the setup URL callback, an installation token from a signed app JWT', async () => {
-      const token = await session({ end_user: { id: `app-user-${run}` }, allowed_integrations: [appIntegration] });
-      const start = await fetch(`${stack.gatewayUrl}/oauth/connect/${appIntegration}?connect_session_token=${token}`, { redirect: 'manual' });
+      const token = await session({
+        end_user: { id: `app-user-${run}` },
+        allowed_integrations: [appIntegration],
+      });
+      const start = await fetch(
+        `${stack.gatewayUrl}/oauth/connect/${appIntegration}?connect_session_token=${token}`,
+        { redirect: 'manual' },
+      );
       expect(start.status).toBe(302);
       const install = new URL(start.headers.get('location')!);
       expect(install.origin + install.pathname).toBe(`${fake.url}/apps/test-app/installations/new`);
@@ -425,42 +672,83 @@ describe('connect sessions and auth flows', () => {
       expect(page.status).toBe(200);
       const connectionId = /"connectionId":"([^"]+)"/.exec(html)![1]!;
       const connection = await nango.getConnection(appIntegration, connectionId);
-      expect(connection.credentials).toMatchObject({ type: 'APP', access_token: fake.installationTokens.at(-1) });
-      expect(connection.connection_config).toMatchObject({ installation_id: '4242', appPublicLink: `${fake.url}/apps/test-app` });
+      expect(connection.credentials).toMatchObject({
+        type: 'APP',
+        access_token: fake.installationTokens.at(-1),
+      });
+      expect(connection.connection_config).toMatchObject({
+        installation_id: '4242',
+        appPublicLink: `${fake.url}/apps/test-app`,
+      });
     });
   });
 
   describe('reconnect sessions', () => {
     it('re-authorizes a session-created connection in place (override), and refuses others', async () => {
       const userId = `reconnect-${run}`;
-      const first = await session({ end_user: { id: userId }, tags: { stage: 'one' }, allowed_integrations: [keyIntegration] });
-      const created = await flow('POST', `/api-auth/api-key/${keyIntegration}`, first, { apiKey: fake.goodApiKey });
+      const first = await session({
+        end_user: { id: userId },
+        tags: { stage: 'one' },
+        allowed_integrations: [keyIntegration],
+      });
+      const created = await flow('POST', `/api-auth/api-key/${keyIntegration}`, first, {
+        apiKey: fake.goodApiKey,
+      });
       const { connectionId } = created.body as { connectionId: string };
 
-      const { data } = await nango.createReconnectSession({ connection_id: connectionId, integration_id: keyIntegration, tags: { stage: 'two' } });
+      const { data } = await nango.createReconnectSession({
+        connection_id: connectionId,
+        integration_id: keyIntegration,
+        tags: { stage: 'two' },
+      });
       expect(data.token).toMatch(TOKEN);
       const view = await call(stack.gatewayUrl, 'GET', '/connect/session', { key: data.token });
-      expect(view.body).toMatchObject({ data: { isReconnecting: true, allowed_integrations: [keyIntegration], endUser: { id: userId } } });
+      expect(view.body).toMatchObject({
+        data: { isReconnecting: true, allowed_integrations: [keyIntegration], endUser: { id: userId } },
+      });
 
-      const again = await flow('POST', `/api-auth/api-key/${keyIntegration}`, data.token, { apiKey: fake.goodApiKey });
+      const again = await flow('POST', `/api-auth/api-key/${keyIntegration}`, data.token, {
+        apiKey: fake.goodApiKey,
+      });
       expect(again.body).toEqual({ connectionId, providerConfigKey: keyIntegration });
       const connection = await nango.getConnection(keyIntegration, connectionId);
       expect(connection.tags).toEqual({ stage: 'two' });
-      const events = await waitForAuthEvents(nc, startedAt, (all) => all.some((e) => e.connectionId === connectionId && e.operation === 'override'));
-      expect(events.filter((e) => e.connectionId === connectionId).map((e) => e.operation)).toEqual(['creation', 'override']);
+      const events = await waitForAuthEvents(nc, startedAt, (all) =>
+        all.some((e) => e.connectionId === connectionId && e.operation === 'override'),
+      );
+      expect(events.filter((e) => e.connectionId === connectionId).map((e) => e.operation)).toEqual([
+        'creation',
+        'override',
+      ]);
 
-      const unknown = await failure(nango.createReconnectSession({ connection_id: 'no-such-connection', integration_id: keyIntegration }));
-      expect(unknown).toEqual({ status: 400, data: { error: expect.objectContaining({ code: 'invalid_body' }) } });
+      const unknown = await failure(
+        nango.createReconnectSession({ connection_id: 'no-such-connection', integration_id: keyIntegration }),
+      );
+      expect(unknown).toEqual({
+        status: 400,
+        data: { error: expect.objectContaining({ code: 'invalid_body' }) },
+      });
 
       const imported = await call(stack.gatewayUrl, 'POST', '/connections', {
         key: stack.secretKey,
-        body: { provider_config_key: keyIntegration, connection_id: `imported-${run}`, credentials: { type: 'API_KEY', apiKey: 'imported' } },
+        body: {
+          provider_config_key: keyIntegration,
+          connection_id: `imported-${run}`,
+          credentials: { type: 'API_KEY', apiKey: 'imported' },
+        },
       });
       expect(imported.status).toBeLessThan(300);
-      const notSession = await failure(nango.createReconnectSession({ connection_id: `imported-${run}`, integration_id: keyIntegration }));
+      const notSession = await failure(
+        nango.createReconnectSession({ connection_id: `imported-${run}`, integration_id: keyIntegration }),
+      );
       expect(notSession).toEqual({
         status: 400,
-        data: { error: expect.objectContaining({ code: 'invalid_body', message: expect.stringContaining('connect session') }) },
+        data: {
+          error: expect.objectContaining({
+            code: 'invalid_body',
+            message: expect.stringContaining('connect session'),
+          }),
+        },
       });
     });
   });

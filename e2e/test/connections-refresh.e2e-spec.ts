@@ -1,11 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
-import { healthSubject, VAULT_SUBJECTS, type AuthEvent, type ConnectionCredentials } from '@switchboard/contracts';
+import {
+  healthSubject,
+  VAULT_SUBJECTS,
+  type AuthEvent,
+  type ConnectionCredentials,
+} from '@switchboard/contracts';
 import { freePort, startStack, type RunningService, type Stack } from '@switchboard/testing';
 import { connect, JSONCodec, type NatsConnection } from 'nats';
 import { Client } from 'pg';
 import { authEventsSince, waitForAuthEvents } from './support/auth-events';
-import { startFakeOAuthProvider, writeProvidersFile, type FakeOAuthProvider } from './support/fake-oauth-provider';
+import {
+  startFakeOAuthProvider,
+  writeProvidersFile,
+  type FakeOAuthProvider,
+} from './support/fake-oauth-provider';
 import { waitFor } from './support/processes';
 
 /**
@@ -18,11 +27,14 @@ import { waitFor } from './support/processes';
 const SHORT_LEASE = { SWITCHBOARD_REFRESH_LEASE_MS: '4000', SWITCHBOARD_REFRESH_TIMEOUT_MS: '3000' };
 const LEASE_MS = Number(SHORT_LEASE.SWITCHBOARD_REFRESH_LEASE_MS);
 
-async function failure(promise: Promise<unknown>): Promise<{ status: number; data: { error?: { code?: string; message?: string } } }> {
+async function failure(
+  promise: Promise<unknown>,
+): Promise<{ status: number; data: { error?: { code?: string; message?: string } } }> {
   try {
     await promise;
   } catch (error) {
-    const response = (error as { response?: { status: number; data: { error?: { code?: string } } } }).response;
+    const response = (error as { response?: { status: number; data: { error?: { code?: string } } } })
+      .response;
     if (response) return response;
     throw error;
   }
@@ -38,7 +50,10 @@ describe('token refresh across two vault replicas', () => {
   const integration = `fake-${randomUUID().slice(0, 8)}`;
   const startedAt = new Date(Date.now() - 1000);
 
-  const vaults = () => stack.replicas['connections-vault'].filter((r) => r.process.exitCode === null && r.process.signalCode === null);
+  const vaults = () =>
+    stack.replicas['connections-vault'].filter(
+      (r) => r.process.exitCode === null && r.process.signalCode === null,
+    );
 
   /** Imports an OAuth 2 connection holding a fresh token family that expires in `expiresInMs`. */
   const importExpiring = async (connectionId: string, expiresInMs: number) => {
@@ -49,7 +64,11 @@ describe('token refresh across two vault replicas', () => {
       body: JSON.stringify({
         provider_config_key: integration,
         connection_id: connectionId,
-        credentials: { type: 'OAUTH2', ...tokens, expires_at: new Date(Date.now() + expiresInMs).toISOString() },
+        credentials: {
+          type: 'OAUTH2',
+          ...tokens,
+          expires_at: new Date(Date.now() + expiresInMs).toISOString(),
+        },
       }),
     });
     expect(res.status).toBe(201);
@@ -57,28 +76,38 @@ describe('token refresh across two vault replicas', () => {
   };
 
   const leaseOwnerPid = async (connectionId: string): Promise<number | undefined> => {
-    const { rows } = await db.query(`SELECT refresh_lease_owner FROM vault.connections WHERE provider_config_key = $1 AND connection_id = $2`, [integration, connectionId]);
+    const { rows } = await db.query(
+      `SELECT refresh_lease_owner FROM vault.connections WHERE provider_config_key = $1 AND connection_id = $2`,
+      [integration, connectionId],
+    );
     const owner = rows[0]?.refresh_lease_owner as string | null | undefined;
     return owner ? Number(owner.split('/')[1]) : undefined;
   };
-  const replicaWithPid = (pid: number): RunningService | undefined => vaults().find((r) => r.process.pid === pid);
+  const replicaWithPid = (pid: number): RunningService | undefined =>
+    vaults().find((r) => r.process.pid === pid);
 
   /**
    * NATS drops a killed client's subscriptions when it notices the closed socket; a request routed to it
    * before then is lost (the caller times out). Wait until the vault's queue group answers every time.
    */
   const natsForgot = async () => {
-    const packet = () => JSONCodec().encode({ pattern: healthSubject('connections-vault'), id: randomUUID(), data: {} });
+    const packet = () =>
+      JSONCodec().encode({ pattern: healthSubject('connections-vault'), id: randomUUID(), data: {} });
     let answered = 0;
-    await waitFor('NATS to forget the killed replica', async () => {
-      try {
-        await nc.request(healthSubject('connections-vault'), packet(), { timeout: 300 });
-        answered++;
-      } catch {
-        answered = 0;
-      }
-      return answered >= 5 ? true : undefined;
-    }, 10_000, 0);
+    await waitFor(
+      'NATS to forget the killed replica',
+      async () => {
+        try {
+          await nc.request(healthSubject('connections-vault'), packet(), { timeout: 300 });
+          answered++;
+        } catch {
+          answered = 0;
+        }
+        return answered >= 5 ? true : undefined;
+      },
+      10_000,
+      0,
+    );
   };
 
   beforeAll(async () => {
@@ -89,7 +118,11 @@ describe('token refresh across two vault replicas', () => {
       env: { SWITCHBOARD_PROVIDERS_FILE: providersFile, SWITCHBOARD_RATE_LIMIT_PER_MIN: '100000' },
       serviceEnv: {
         // auth-connect is the one that talks to the provider: it must trust the fake's certificate.
-        'auth-connect': { NODE_EXTRA_CA_CERTS: provider.caFile, CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
+        'auth-connect': {
+          NODE_EXTRA_CA_CERTS: provider.caFile,
+          CONNECT_PORT: String(await freePort()),
+          CONNECT_HOST: '127.0.0.1',
+        },
       },
       readyTimeoutMs: 150_000,
     });
@@ -121,7 +154,11 @@ describe('token refresh across two vault replicas', () => {
     await held.received;
     const holderPid = await waitFor('the lease holder to be recorded', () => leaseOwnerPid('burst'));
     const other = vaults().find((r) => r.process.pid !== holderPid)!;
-    await waitFor('the other replica to wait for the holder', async () => (other.output.join('').includes('another replica is refreshing it') ? true : undefined), 15_000);
+    await waitFor(
+      'the other replica to wait for the holder',
+      async () => (other.output.join('').includes('another replica is refreshing it') ? true : undefined),
+      15_000,
+    );
     held.release('proceed');
 
     const results = await Promise.all(reads);
@@ -133,7 +170,10 @@ describe('token refresh across two vault replicas', () => {
 
     // The stored connection carries the rotated refresh token, and the next read needs no refresh.
     const connection = await nango.getConnection(integration, 'burst', false, true);
-    expect(connection.credentials).toMatchObject({ access_token: fresh, refresh_token: expect.not.stringMatching(tokens.refresh_token) });
+    expect(connection.credentials).toMatchObject({
+      access_token: fresh,
+      refresh_token: expect.not.stringMatching(tokens.refresh_token),
+    });
     expect(provider.refreshCalls() - callsBefore).toBe(1);
     expect(replicaWithPid(holderPid)!.output.join('')).toMatch(/credentials refreshed/);
   }, 90_000);
@@ -156,31 +196,59 @@ describe('token refresh across two vault replicas', () => {
 
     const forced = await nango.getConnection(integration, 'forced', true);
     expect(provider.refreshCalls()).toBe(before + 1);
-    expect(forced.credentials).toMatchObject({ access_token: provider.currentAccessToken(tokens.refresh_token) });
+    expect(forced.credentials).toMatchObject({
+      access_token: provider.currentAccessToken(tokens.refresh_token),
+    });
     expect(forced.credentials).not.toHaveProperty('refresh_token');
 
-    const { rows } = await db.query('SELECT id FROM auth.environments WHERE uuid = $1', [stack.environmentUuid]);
+    const { rows } = await db.query('SELECT id FROM auth.environments WHERE uuid = $1', [
+      stack.environmentUuid,
+    ]);
     const codec = JSONCodec<{ response: { ok: boolean; data: ConnectionCredentials } }>();
     const reply = await nc.request(
       VAULT_SUBJECTS.credentials,
-      JSONCodec().encode({ pattern: VAULT_SUBJECTS.credentials, id: randomUUID(), data: { environmentId: rows[0].id, providerConfigKey: integration, connectionId: 'forced', forceRefresh: true } }),
+      JSONCodec().encode({
+        pattern: VAULT_SUBJECTS.credentials,
+        id: randomUUID(),
+        data: {
+          environmentId: rows[0].id,
+          providerConfigKey: integration,
+          connectionId: 'forced',
+          forceRefresh: true,
+        },
+      }),
       { timeout: 20_000 },
     );
     const { response } = codec.decode(reply.data);
     expect(provider.refreshCalls()).toBe(before + 2);
-    expect(response).toMatchObject({ ok: true, data: { connectionId: 'forced', provider: integration, credentials: { type: 'OAUTH2', access_token: provider.currentAccessToken(tokens.refresh_token) } } });
+    expect(response).toMatchObject({
+      ok: true,
+      data: {
+        connectionId: 'forced',
+        provider: integration,
+        credentials: { type: 'OAUTH2', access_token: provider.currentAccessToken(tokens.refresh_token) },
+      },
+    });
   });
 
   it('records one failure, publishes one auth event and backs off when the provider refuses the refresh', async () => {
     const tokens = await importExpiring('refused', 60_000);
     const before = provider.refreshCalls();
-    provider.failNext(1, { status: 400, error: 'invalid_grant', description: 'The refresh token is expired' });
+    provider.failNext(1, {
+      status: 400,
+      error: 'invalid_grant',
+      description: 'The refresh token is expired',
+    });
 
-    const outcomes = await Promise.all(Array.from({ length: 30 }, () => failure(nango.getToken(integration, 'refused'))));
+    const outcomes = await Promise.all(
+      Array.from({ length: 30 }, () => failure(nango.getToken(integration, 'refused'))),
+    );
     expect(provider.refreshCalls() - before).toBe(1);
     for (const outcome of outcomes) {
       expect([400, 424]).toContain(outcome.status);
-      expect(outcome.data.error?.code).toBe(outcome.status === 400 ? 'refresh_token_external_error' : 'connection_refresh_backoff');
+      expect(outcome.data.error?.code).toBe(
+        outcome.status === 400 ? 'refresh_token_external_error' : 'connection_refresh_backoff',
+      );
     }
     expect(outcomes.some((o) => o.status === 400)).toBe(true);
     expect(outcomes.find((o) => o.status === 400)!.data.error!.message).toMatch(/invalid_grant/);
@@ -188,12 +256,17 @@ describe('token refresh across two vault replicas', () => {
     // The connection shows the auth error; exactly one event went out for the relay.
     const listed = (await nango.listConnections({ connectionId: 'refused' })).connections[0]!;
     expect(listed.errors).toEqual([{ type: 'auth', log_id: expect.any(String) }]);
-    const mine = (events: AuthEvent[]) => events.filter((e) => e.connectionId === 'refused' && e.operation === 'refresh');
+    const mine = (events: AuthEvent[]) =>
+      events.filter((e) => e.connectionId === 'refused' && e.operation === 'refresh');
     await waitForAuthEvents(nc, startedAt, (all) => mine(all).length >= 1);
     await new Promise((r) => setTimeout(r, 1500));
     const events = mine(await authEventsSince(nc, startedAt));
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ provider: integration, success: false, error: { type: 'refresh_token_external_error', description: expect.stringMatching(/invalid_grant/) } });
+    expect(events[0]).toMatchObject({
+      provider: integration,
+      success: false,
+      error: { type: 'refresh_token_external_error', description: expect.stringMatching(/invalid_grant/) },
+    });
     expect(events[0]!.id).toBe(`auth-refresh-${listed.errors[0]!.log_id}`);
 
     // Later reads fail fast without asking the provider again.
@@ -203,15 +276,22 @@ describe('token refresh across two vault replicas', () => {
 
     // A forced refresh goes through (the refused call did not consume the refresh token) and clears the error.
     const forced = await nango.getConnection(integration, 'refused', true);
-    expect(forced.credentials).toMatchObject({ access_token: provider.currentAccessToken(tokens.refresh_token) });
+    expect(forced.credentials).toMatchObject({
+      access_token: provider.currentAccessToken(tokens.refresh_token),
+    });
     expect(forced.errors).toEqual([]);
-    expect(await nango.getToken(integration, 'refused')).toBe(provider.currentAccessToken(tokens.refresh_token));
+    expect(await nango.getToken(integration, 'refused')).toBe(
+      provider.currentAccessToken(tokens.refresh_token),
+    );
   }, 60_000);
 
   it('lets the surviving replica refresh once the lease of a killed holder runs out', async () => {
     // Two fresh replicas with a short lease replace the running ones (no gap in service).
     const previous = vaults();
-    await Promise.all([stack.startReplica('connections-vault', SHORT_LEASE), stack.startReplica('connections-vault', SHORT_LEASE)]);
+    await Promise.all([
+      stack.startReplica('connections-vault', SHORT_LEASE),
+      stack.startReplica('connections-vault', SHORT_LEASE),
+    ]);
     for (const old of previous) {
       const gone = new Promise((resolve) => old.process.once('exit', resolve));
       old.process.kill('SIGTERM');

@@ -32,15 +32,25 @@ describe('master key rotation', () => {
   const COUNT = 40;
 
   const rotate = async (keyring: string): Promise<RotationReport> => {
-    const { stdout } = await run(process.execPath, [join(repoRoot(), 'apps/connections-vault/dist/rotate-cli.js'), '--batch-size=7', `--environment-id=${environmentId}`], {
-      env: { ...process.env, DATABASE_URL: stack.databaseUrl, SWITCHBOARD_MASTER_KEYS: keyring },
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [
+        join(repoRoot(), 'apps/connections-vault/dist/rotate-cli.js'),
+        '--batch-size=7',
+        `--environment-id=${environmentId}`,
+      ],
+      {
+        env: { ...process.env, DATABASE_URL: stack.databaseUrl, SWITCHBOARD_MASTER_KEYS: keyring },
+      },
+    );
     return JSON.parse(stdout.trim().split('\n').pop()!) as RotationReport;
   };
 
   /** Replaces the running vault process(es) with one using `keyring`, with no gap in service. */
   const rollVault = async (keyring: string): Promise<RunningService> => {
-    const previous = stack.replicas['connections-vault'].filter((r) => r.process.exitCode === null && r.process.signalCode === null);
+    const previous = stack.replicas['connections-vault'].filter(
+      (r) => r.process.exitCode === null && r.process.signalCode === null,
+    );
     const next = await stack.startReplica('connections-vault', { SWITCHBOARD_MASTER_KEYS: keyring });
     for (const old of previous) {
       const exited = new Promise((resolve) => old.process.once('exit', resolve));
@@ -51,7 +61,10 @@ describe('master key rotation', () => {
   };
 
   const versions = async (): Promise<number[]> => {
-    const { rows } = await db.query(`SELECT split_part(credentials, '.', 2)::int AS v FROM vault.connections WHERE environment_id = $1 ORDER BY id`, [environmentId]);
+    const { rows } = await db.query(
+      `SELECT split_part(credentials, '.', 2)::int AS v FROM vault.connections WHERE environment_id = $1 ORDER BY id`,
+      [environmentId],
+    );
     return rows.map((r: { v: number }) => r.v);
   };
 
@@ -64,14 +77,20 @@ describe('master key rotation', () => {
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();
-    environmentId = (await db.query('SELECT id FROM auth.environments WHERE uuid = $1', [stack.environmentUuid])).rows[0].id;
+    environmentId = (
+      await db.query('SELECT id FROM auth.environments WHERE uuid = $1', [stack.environmentUuid])
+    ).rows[0].id;
     await nango.createIntegration({ provider: 'anthropic', unique_key: integration });
     for (let i = 0; i < COUNT; i++) {
       const apiKey = `key_SENTINEL_${randomBytes(12).toString('hex')}`;
       const res = await fetch(`${stack.gatewayUrl}/connections`, {
         method: 'POST',
         headers: { authorization: `Bearer ${stack.secretKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ provider_config_key: integration, connection_id: `c-${i}`, credentials: { type: 'API_KEY', apiKey } }),
+        body: JSON.stringify({
+          provider_config_key: integration,
+          connection_id: `c-${i}`,
+          credentials: { type: 'API_KEY', apiKey },
+        }),
       });
       expect(res.status).toBe(201);
       expected.set(`c-${i}`, apiKey);
@@ -111,7 +130,9 @@ describe('master key rotation', () => {
           const acceptable = racing ? [original, replacement] : [expected.get(id)];
           if (!acceptable.includes(token.apiKey)) wrong.push(`${id}: wrong key`);
         } catch (error) {
-          wrong.push(`${id}: ${(error as { response?: { status: number } }).response?.status ?? String(error)}`);
+          wrong.push(
+            `${id}: ${(error as { response?: { status: number } }).response?.status ?? String(error)}`,
+          );
         }
         reads++;
       }
@@ -121,7 +142,11 @@ describe('master key rotation', () => {
       fetch(`${stack.gatewayUrl}/connections`, {
         method: 'POST',
         headers: { authorization: `Bearer ${stack.secretKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ provider_config_key: integration, connection_id: 'c-3', credentials: { type: 'API_KEY', apiKey: replacement } }),
+        body: JSON.stringify({
+          provider_config_key: integration,
+          connection_id: 'c-3',
+          credentials: { type: 'API_KEY', apiKey: replacement },
+        }),
       }).then((res) => {
         expect(res.status).toBe(201);
         expected.set('c-3', replacement);
@@ -140,7 +165,14 @@ describe('master key rotation', () => {
     expect(new Set(await versions())).toEqual(new Set([newVersion]));
 
     // 3. Running it again finds nothing to do.
-    expect(await rotate(`${oldKeyring},${newKey}`)).toEqual({ currentVersion: newVersion, scanned: 0, rewrapped: 0, changedConcurrently: 0, failed: [], remaining: 0 });
+    expect(await rotate(`${oldKeyring},${newKey}`)).toEqual({
+      currentVersion: newVersion,
+      scanned: 0,
+      rewrapped: 0,
+      changedConcurrently: 0,
+      failed: [],
+      remaining: 0,
+    });
 
     // 4. Retire the old version: every connection is still readable with the new key alone.
     await rollVault(newKey);

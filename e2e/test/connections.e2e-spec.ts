@@ -12,7 +12,6 @@ import { call, createKey, expectError, failure } from './support/http';
  * `@nangohq/node` client (and raw HTTP for the import, which the client has no method for).
  */
 
-
 const PLUS_ZERO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/;
 
 describe('connections through @nangohq/node 0.71.10', () => {
@@ -45,7 +44,11 @@ describe('connections through @nangohq/node 0.71.10', () => {
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();
     nc = await connect({ servers: stack.natsUrl });
-    await nango.createIntegration({ provider: 'github', unique_key: gh, credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: secret('cs') } });
+    await nango.createIntegration({
+      provider: 'github',
+      unique_key: gh,
+      credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: secret('cs') },
+    });
     await nango.createIntegration({ provider: 'anthropic', unique_key: keys });
   }, 180_000);
 
@@ -63,7 +66,12 @@ describe('connections through @nangohq/node 0.71.10', () => {
       const res = await importConnection({
         provider_config_key: gh,
         connection_id: 'imported-1',
-        credentials: { type: 'OAUTH2', access_token: accessToken, refresh_token: refreshToken, expires_at: expiresAt },
+        credentials: {
+          type: 'OAUTH2',
+          access_token: accessToken,
+          refresh_token: refreshToken,
+          expires_at: expiresAt,
+        },
         metadata: { plan: 'pro' },
         connection_config: { subdomain: 'acme' },
         end_user: { id: 'user-1', email: 'ada@example.com', display_name: 'Ada' },
@@ -77,7 +85,13 @@ describe('connections through @nangohq/node 0.71.10', () => {
         provider_config_key: gh,
         provider: 'github',
         errors: [],
-        end_user: { id: 'user-1', email: 'ada@example.com', display_name: 'Ada', tags: null, organization: null },
+        end_user: {
+          id: 'user-1',
+          email: 'ada@example.com',
+          display_name: 'Ada',
+          tags: null,
+          organization: null,
+        },
         tags: { team: 'core', end_user_id: 'user-1' },
         metadata: { plan: 'pro' },
         connection_config: { subdomain: 'acme' },
@@ -85,42 +99,82 @@ describe('connections through @nangohq/node 0.71.10', () => {
         created_at: expect.stringMatching(PLUS_ZERO),
         updated_at: expect.stringMatching(PLUS_ZERO),
         last_fetched_at: null,
-        credentials: { type: 'OAUTH2', access_token: accessToken, expires_at: expiresAt, raw: { access_token: accessToken, expires_at: expiresAt } },
+        credentials: {
+          type: 'OAUTH2',
+          access_token: accessToken,
+          expires_at: expiresAt,
+          raw: { access_token: accessToken, expires_at: expiresAt },
+        },
       });
       expect(res.text).not.toContain(refreshToken);
     });
 
     it('publishes an auth event for the creation, and one for an override when the same id is imported again', async () => {
-      const res = await importConnection({ provider_config_key: keys, connection_id: 'key-conn', credentials: { type: 'API_KEY', apiKey: secret('key') }, tags: { env: 'prod' } });
+      const res = await importConnection({
+        provider_config_key: keys,
+        connection_id: 'key-conn',
+        credentials: { type: 'API_KEY', apiKey: secret('key') },
+        tags: { env: 'prod' },
+      });
       expect(res.status).toBe(201);
-      const again = await importConnection({ provider_config_key: keys, connection_id: 'key-conn', credentials: { type: 'API_KEY', apiKey: secret('key') }, tags: { env: 'prod' } });
+      const again = await importConnection({
+        provider_config_key: keys,
+        connection_id: 'key-conn',
+        credentials: { type: 'API_KEY', apiKey: secret('key') },
+        tags: { env: 'prod' },
+      });
       expect(again.status).toBe(201);
       expect((again.body as { id: number }).id).toBe((res.body as { id: number }).id);
 
-      const mine = (events: AuthEvent[]) => events.filter((e) => e.connectionId === 'key-conn' && e.providerConfigKey === keys);
+      const mine = (events: AuthEvent[]) =>
+        events.filter((e) => e.connectionId === 'key-conn' && e.providerConfigKey === keys);
       const events = mine(await waitForAuthEvents(nc, startedAt, (all) => mine(all).length >= 2));
       expect(events.map((e) => e.operation)).toEqual(['creation', 'override']);
       for (const event of events) {
-        expect(event).toMatchObject({ provider: 'anthropic', success: true, tags: { env: 'prod' }, error: null });
+        expect(event).toMatchObject({
+          provider: 'anthropic',
+          success: true,
+          tags: { env: 'prod' },
+          error: null,
+        });
         expect(JSON.stringify(event)).not.toMatch(/SENTINEL/);
       }
     });
 
     it('generates a connection id when none is given', async () => {
-      const res = await importConnection({ provider_config_key: keys, credentials: { type: 'API_KEY', apiKey: secret('key') } });
+      const res = await importConnection({
+        provider_config_key: keys,
+        credentials: { type: 'API_KEY', apiKey: secret('key') },
+      });
       expect(res.status).toBe(201);
       expect((res.body as { connection_id: string }).connection_id).toMatch(/^[0-9a-f-]{36}$/);
     });
 
     it('refuses credentials of another auth mode, an unknown integration and unknown fields, storing nothing', async () => {
-      const wrongMode = await importConnection({ provider_config_key: keys, connection_id: 'nope-1', credentials: { type: 'BASIC', username: 'u', password: 'p' } });
-      expect(expectError(wrongMode, 400, 'invalid_body').errors).toEqual([expect.objectContaining({ path: ['credentials', 'type'] })]);
+      const wrongMode = await importConnection({
+        provider_config_key: keys,
+        connection_id: 'nope-1',
+        credentials: { type: 'BASIC', username: 'u', password: 'p' },
+      });
+      expect(expectError(wrongMode, 400, 'invalid_body').errors).toEqual([
+        expect.objectContaining({ path: ['credentials', 'type'] }),
+      ]);
 
-      const unknown = await importConnection({ provider_config_key: 'no-such-integration', connection_id: 'nope-2', credentials: { type: 'API_KEY', apiKey: 'x' } });
+      const unknown = await importConnection({
+        provider_config_key: 'no-such-integration',
+        connection_id: 'nope-2',
+        credentials: { type: 'API_KEY', apiKey: 'x' },
+      });
       expectError(unknown, 404, 'not_found');
 
-      const extra = await importConnection({ provider_config_key: keys, connection_id: 'nope-3', credentials: { type: 'API_KEY', apiKey: 'x', extra: 1 } });
-      expect(expectError(extra, 400, 'invalid_body').errors).toEqual([expect.objectContaining({ path: ['credentials', 'extra'] })]);
+      const extra = await importConnection({
+        provider_config_key: keys,
+        connection_id: 'nope-3',
+        credentials: { type: 'API_KEY', apiKey: 'x', extra: 1 },
+      });
+      expect(expectError(extra, 400, 'invalid_body').errors).toEqual([
+        expect.objectContaining({ path: ['credentials', 'extra'] }),
+      ]);
 
       const tooManyTags = await importConnection({
         provider_config_key: keys,
@@ -130,12 +184,17 @@ describe('connections through @nangohq/node 0.71.10', () => {
       });
       expectError(tooManyTags, 400, 'invalid_body');
 
-      const { rows } = await db.query(`SELECT count(*)::int AS n FROM vault.connections WHERE connection_id LIKE 'nope-%'`);
+      const { rows } = await db.query(
+        `SELECT count(*)::int AS n FROM vault.connections WHERE connection_id LIKE 'nope-%'`,
+      );
       expect(rows[0].n).toBe(0);
     });
 
     it('stores credentials only as envelope ciphertext bound to the row', async () => {
-      const { rows } = await db.query(`SELECT id, credentials FROM vault.connections WHERE connection_id = 'imported-1' AND provider_config_key = $1`, [gh]);
+      const { rows } = await db.query(
+        `SELECT id, credentials FROM vault.connections WHERE connection_id = 'imported-1' AND provider_config_key = $1`,
+        [gh],
+      );
       expect(rows[0].credentials).toMatch(/^sb1\.\d+\./);
       for (const value of secrets) expect(rows[0].credentials).not.toContain(value);
     });
@@ -152,7 +211,12 @@ describe('connections through @nangohq/node 0.71.10', () => {
           provider_config_key: keys,
           connection_id: id,
           credentials: { type: 'API_KEY', apiKey: secret('key') },
-          end_user: { id: user, display_name: `Person ${user}`, email: `${user}@example.com`, organization: { id: org } },
+          end_user: {
+            id: user,
+            display_name: `Person ${user}`,
+            email: `${user}@example.com`,
+            organization: { id: org },
+          },
           tags: { ...tags },
         });
         expect(res.status).toBe(201);
@@ -171,7 +235,13 @@ describe('connections through @nangohq/node 0.71.10', () => {
         provider_config_key: keys,
         provider: 'anthropic',
         errors: [],
-        end_user: { id: 'u-c', display_name: 'Person u-c', email: 'u-c@example.com', tags: null, organization: { id: 'org-2', display_name: null } },
+        end_user: {
+          id: 'u-c',
+          display_name: 'Person u-c',
+          email: 'u-c@example.com',
+          tags: null,
+          organization: { id: 'org-2', display_name: null },
+        },
         tags: { plan: 'pro', region: 'us' },
         metadata: null,
         created: expect.stringMatching(PLUS_ZERO),
@@ -181,14 +251,23 @@ describe('connections through @nangohq/node 0.71.10', () => {
     });
 
     it('filters by connection id, integrations, end user, organization, tags and search', async () => {
-      const ids = (r: { connections: { connection_id: string }[] }) => r.connections.map((c) => c.connection_id).sort();
+      const ids = (r: { connections: { connection_id: string }[] }) =>
+        r.connections.map((c) => c.connection_id).sort();
       expect(ids(await nango.listConnections({ connectionId: 'list-b' }))).toEqual(['list-b']);
-      expect(ids(await nango.listConnections({ integrationId: [keys, 'other'], userId: 'u-a' }))).toEqual(['list-a']);
+      expect(ids(await nango.listConnections({ integrationId: [keys, 'other'], userId: 'u-a' }))).toEqual([
+        'list-a',
+      ]);
       expect(ids(await nango.listConnections({ integrationId: gh }))).toEqual(['imported-1']);
-      expect(ids(await nango.listConnections(undefined, undefined, { endUserOrganizationId: 'org-1' }))).toEqual(['list-a', 'list-b']);
+      expect(
+        ids(await nango.listConnections(undefined, undefined, { endUserOrganizationId: 'org-1' })),
+      ).toEqual(['list-a', 'list-b']);
       expect(ids(await nango.listConnections({ tags: { PLAN: 'pro' } }))).toEqual(['list-b', 'list-c']);
       expect(ids(await nango.listConnections({ tags: { plan: 'pro', region: 'eu' } }))).toEqual(['list-b']);
-      expect(ids(await nango.listConnections(undefined, 'PERSON U-'))).toEqual(['list-a', 'list-b', 'list-c']);
+      expect(ids(await nango.listConnections(undefined, 'PERSON U-'))).toEqual([
+        'list-a',
+        'list-b',
+        'list-c',
+      ]);
       expect(ids(await nango.listConnections(undefined, 'u-b@example'))).toEqual(['list-b']);
       // `%` and `_` are plain characters in a search, not wildcards.
       expect(ids(await nango.listConnections(undefined, '%'))).toEqual([]);
@@ -199,17 +278,35 @@ describe('connections through @nangohq/node 0.71.10', () => {
       expect(all.length).toBeGreaterThan(4);
       const first = await nango.listConnections(undefined, undefined, { limit: 2 });
       const second = await nango.listConnections(undefined, undefined, { limit: 2, page: 1 });
-      expect([...first.connections, ...second.connections].map((c) => c.connection_id)).toEqual(all.slice(0, 4));
+      expect([...first.connections, ...second.connections].map((c) => c.connection_id)).toEqual(
+        all.slice(0, 4),
+      );
     });
 
     it('refuses unknown parameters and out-of-range limits', async () => {
-      expectError(await call(stack.gatewayUrl, 'GET', '/connections?foo=1', { key: stack.secretKey }), 400, 'invalid_query_params');
-      expectError(await call(stack.gatewayUrl, 'GET', '/connections?limit=0', { key: stack.secretKey }), 400, 'invalid_query_params');
-      expectError(await call(stack.gatewayUrl, 'GET', '/connections?limit=2001', { key: stack.secretKey }), 400, 'invalid_query_params');
-      expectError(await call(stack.gatewayUrl, 'GET', '/connections?page=-1', { key: stack.secretKey }), 400, 'invalid_query_params');
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connections?foo=1', { key: stack.secretKey }),
+        400,
+        'invalid_query_params',
+      );
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connections?limit=0', { key: stack.secretKey }),
+        400,
+        'invalid_query_params',
+      );
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connections?limit=2001', { key: stack.secretKey }),
+        400,
+        'invalid_query_params',
+      );
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connections?page=-1', { key: stack.secretKey }),
+        400,
+        'invalid_query_params',
+      );
     });
 
-    it('is what waitForConnection polls to find an end user\'s connection', async () => {
+    it("is what waitForConnection polls to find an end user's connection", async () => {
       const found = await nango.waitForConnection(keys, 'u-b');
       expect(found).toMatchObject({ connection_id: 'list-b', provider_config_key: keys });
     }, 30_000);
@@ -222,42 +319,90 @@ describe('connections through @nangohq/node 0.71.10', () => {
       const res = await importConnection({
         provider_config_key: gh,
         connection_id: 'with-raw',
-        credentials: { type: 'OAUTH2', access_token: accessToken, refresh_token: refreshToken, raw: { access_token: accessToken, refresh_token: refreshToken, nested: { refreshToken } } },
+        credentials: {
+          type: 'OAUTH2',
+          access_token: accessToken,
+          refresh_token: refreshToken,
+          raw: { access_token: accessToken, refresh_token: refreshToken, nested: { refreshToken } },
+        },
       });
       expect(res.status).toBe(201);
 
       const connection = await nango.getConnection(gh, 'with-raw');
-      expect(connection.credentials).toEqual({ type: 'OAUTH2', access_token: accessToken, raw: { access_token: accessToken, nested: {} } });
+      expect(connection.credentials).toEqual({
+        type: 'OAUTH2',
+        access_token: accessToken,
+        raw: { access_token: accessToken, nested: {} },
+      });
       expect(connection.last_fetched_at).toMatch(PLUS_ZERO);
       expect(await nango.getToken(gh, 'with-raw')).toBe(accessToken);
-      expect(await nango.getRawTokenResponse(gh, 'with-raw')).toEqual({ access_token: accessToken, nested: {} });
+      expect(await nango.getRawTokenResponse(gh, 'with-raw')).toEqual({
+        access_token: accessToken,
+        nested: {},
+      });
 
       const full = await nango.getConnection(gh, 'with-raw', false, true);
-      expect(full.credentials).toMatchObject({ refresh_token: refreshToken, raw: { refresh_token: refreshToken, nested: { refreshToken } } });
+      expect(full.credentials).toMatchObject({
+        refresh_token: refreshToken,
+        raw: { refresh_token: refreshToken, nested: { refreshToken } },
+      });
     });
 
     it('returns the whole credentials object from getToken for non-OAuth connections', async () => {
       const apiKey = secret('key');
-      await importConnection({ provider_config_key: keys, connection_id: 'token-key', credentials: { type: 'API_KEY', apiKey } });
+      await importConnection({
+        provider_config_key: keys,
+        connection_id: 'token-key',
+        credentials: { type: 'API_KEY', apiKey },
+      });
       expect(await nango.getToken(keys, 'token-key')).toEqual({ type: 'API_KEY', apiKey });
     });
 
     it('answers not_found for an unknown connection and unknown_provider_config for an unknown integration', async () => {
-      expect(await failure(nango.getConnection(gh, 'does-not-exist'))).toEqual({ status: 404, data: { error: expect.objectContaining({ code: 'not_found' }) } });
-      expect(await failure(nango.getConnection('no-such-integration', 'x'))).toEqual({ status: 404, data: { error: expect.objectContaining({ code: 'unknown_provider_config' }) } });
+      expect(await failure(nango.getConnection(gh, 'does-not-exist'))).toEqual({
+        status: 404,
+        data: { error: expect.objectContaining({ code: 'not_found' }) },
+      });
+      expect(await failure(nango.getConnection('no-such-integration', 'x'))).toEqual({
+        status: 404,
+        data: { error: expect.objectContaining({ code: 'unknown_provider_config' }) },
+      });
     });
 
     it('requires provider_config_key and refuses malformed booleans', async () => {
-      expectError(await call(stack.gatewayUrl, 'GET', '/connections/imported-1', { key: stack.secretKey }), 400, 'invalid_query_params');
-      expectError(await call(stack.gatewayUrl, 'GET', `/connections/imported-1?provider_config_key=${gh}&force_refresh=maybe`, { key: stack.secretKey }), 400, 'invalid_query_params');
-      const ok = await call(stack.gatewayUrl, 'GET', `/connections/imported-1?provider_config_key=${gh}&force_refresh=no&refresh_token=0`, { key: stack.secretKey });
+      expectError(
+        await call(stack.gatewayUrl, 'GET', '/connections/imported-1', { key: stack.secretKey }),
+        400,
+        'invalid_query_params',
+      );
+      expectError(
+        await call(
+          stack.gatewayUrl,
+          'GET',
+          `/connections/imported-1?provider_config_key=${gh}&force_refresh=maybe`,
+          { key: stack.secretKey },
+        ),
+        400,
+        'invalid_query_params',
+      );
+      const ok = await call(
+        stack.gatewayUrl,
+        'GET',
+        `/connections/imported-1?provider_config_key=${gh}&force_refresh=no&refresh_token=0`,
+        { key: stack.secretKey },
+      );
       expect(ok.status).toBe(200);
     });
   });
 
   describe('scopes', () => {
     it('shows no credentials to a key without read_credentials, and refuses it forced refreshes and refresh tokens', async () => {
-      const readOnly = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:connections:read'], 'connections reader');
+      const readOnly = await createKey(
+        stack.gatewayUrl,
+        stack.secretKey,
+        ['environment:connections:read'],
+        'connections reader',
+      );
       const client = new Nango({ secretKey: readOnly, host: stack.gatewayUrl });
       const connection = await client.getConnection(gh, 'imported-1');
       expect(connection.credentials).toEqual({});
@@ -265,18 +410,45 @@ describe('connections through @nangohq/node 0.71.10', () => {
       expect(await client.getMetadata(gh, 'imported-1')).toEqual({ plan: 'pro' });
       expect((await client.listConnections({ connectionId: 'imported-1' })).connections).toHaveLength(1);
 
-      for (const forced of [client.getConnection(gh, 'imported-1', true), client.getConnection(gh, 'imported-1', false, true)]) {
+      for (const forced of [
+        client.getConnection(gh, 'imported-1', true),
+        client.getConnection(gh, 'imported-1', false, true),
+      ]) {
         const refused = await failure(forced);
-        expect(refused).toEqual({ status: 403, data: { error: expect.objectContaining({ code: 'forbidden' }) } });
+        expect(refused).toEqual({
+          status: 403,
+          data: { error: expect.objectContaining({ code: 'forbidden' }) },
+        });
       }
-      expect((await failure(client.patchConnection({ connectionId: 'imported-1', provider_config_key: gh }, { tags: { a: 'b' } }))).status).toBe(403);
+      expect(
+        (
+          await failure(
+            client.patchConnection(
+              { connectionId: 'imported-1', provider_config_key: gh },
+              { tags: { a: 'b' } },
+            ),
+          )
+        ).status,
+      ).toBe(403);
       expect((await failure(client.deleteConnection(gh, 'imported-1'))).status).toBe(403);
       expect((await failure(client.setMetadata(gh, 'imported-1', { x: 1 }))).status).toBe(403);
     });
 
     it('lets a write-only key import without seeing the stored credentials in the answer', async () => {
-      const writer = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:connections:write'], 'connections writer');
-      const res = await importConnection({ provider_config_key: keys, connection_id: 'by-writer', credentials: { type: 'API_KEY', apiKey: secret('key') } }, writer);
+      const writer = await createKey(
+        stack.gatewayUrl,
+        stack.secretKey,
+        ['environment:connections:write'],
+        'connections writer',
+      );
+      const res = await importConnection(
+        {
+          provider_config_key: keys,
+          connection_id: 'by-writer',
+          credentials: { type: 'API_KEY', apiKey: secret('key') },
+        },
+        writer,
+      );
       expect(res.status).toBe(201);
       expect((res.body as { credentials: unknown }).credentials).toEqual({});
       expectError(await call(stack.gatewayUrl, 'GET', '/connections', { key: writer }), 403, 'forbidden');
@@ -287,7 +459,11 @@ describe('connections through @nangohq/node 0.71.10', () => {
     it('replaces tags (keys lower-cased), sets the end user and the webhook URL override, and clears it with ""', async () => {
       const ok = await nango.patchConnection(
         { connectionId: 'list-a', provider_config_key: keys },
-        { tags: { Tier: 'gold' }, end_user: { id: 'u-a2', email: 'new@example.com' }, webhook_url_override: 'https://hooks.example.com/a' },
+        {
+          tags: { Tier: 'gold' },
+          end_user: { id: 'u-a2', email: 'new@example.com' },
+          webhook_url_override: 'https://hooks.example.com/a',
+        },
       );
       expect(ok).toEqual({ success: true });
       let connection = await nango.getConnection(keys, 'list-a');
@@ -297,19 +473,30 @@ describe('connections through @nangohq/node 0.71.10', () => {
         webhook_url_override: 'https://hooks.example.com/a',
       });
 
-      await nango.patchConnection({ connectionId: 'list-a', provider_config_key: keys }, { webhook_url_override: '' });
+      await nango.patchConnection(
+        { connectionId: 'list-a', provider_config_key: keys },
+        { webhook_url_override: '' },
+      );
       connection = await nango.getConnection(keys, 'list-a');
       expect(connection.webhook_url_override).toBeNull();
       expect(connection.tags).toEqual({ tier: 'gold' });
     });
 
     it('refuses unknown fields and bad URLs, and answers not_found for an unknown connection', async () => {
-      const patch = (body: unknown, id = 'list-a') => call(stack.gatewayUrl, 'PATCH', `/connections/${id}?provider_config_key=${keys}`, { key: stack.secretKey, body });
+      const patch = (body: unknown, id = 'list-a') =>
+        call(stack.gatewayUrl, 'PATCH', `/connections/${id}?provider_config_key=${keys}`, {
+          key: stack.secretKey,
+          body,
+        });
       expectError(await patch({ metadata: {} }), 400, 'invalid_body');
       expectError(await patch({ webhook_url_override: 'ftp://example.com' }), 400, 'invalid_body');
       expectError(await patch({ tags: { '1bad': 'x' } }), 400, 'invalid_body');
       expectError(await patch({ tags: {} }, 'missing-conn'), 404, 'not_found');
-      expectError(await call(stack.gatewayUrl, 'PATCH', '/connections/list-a', { key: stack.secretKey, body: {} }), 400, 'invalid_query_params');
+      expectError(
+        await call(stack.gatewayUrl, 'PATCH', '/connections/list-a', { key: stack.secretKey, body: {} }),
+        400,
+        'invalid_query_params',
+      );
     });
   });
 
@@ -317,14 +504,26 @@ describe('connections through @nangohq/node 0.71.10', () => {
     it('sets (201, echo), reads and merges (200, echo) metadata', async () => {
       const set = await nango.setMetadata(keys, 'list-b', { crm: 'hubspot', nested: { a: 1 } });
       expect(set.status).toBe(201);
-      expect(set.data).toEqual({ metadata: { crm: 'hubspot', nested: { a: 1 } }, connection_id: 'list-b', provider_config_key: keys });
+      expect(set.data).toEqual({
+        metadata: { crm: 'hubspot', nested: { a: 1 } },
+        connection_id: 'list-b',
+        provider_config_key: keys,
+      });
       expect(await nango.getMetadata(keys, 'list-b')).toEqual({ crm: 'hubspot', nested: { a: 1 } });
 
       const update = await nango.updateMetadata(keys, 'list-b', { nested: { b: 2 }, extra: true });
       expect(update.status).toBe(200);
-      expect(update.data).toEqual({ metadata: { nested: { b: 2 }, extra: true }, connection_id: 'list-b', provider_config_key: keys });
+      expect(update.data).toEqual({
+        metadata: { nested: { b: 2 }, extra: true },
+        connection_id: 'list-b',
+        provider_config_key: keys,
+      });
       // A shallow merge: top-level keys replace, untouched ones stay.
-      expect(await nango.getMetadata(keys, 'list-b')).toEqual({ crm: 'hubspot', nested: { b: 2 }, extra: true });
+      expect(await nango.getMetadata(keys, 'list-b')).toEqual({
+        crm: 'hubspot',
+        nested: { b: 2 },
+        extra: true,
+      });
 
       await nango.setMetadata(keys, 'list-b', { only: 'this' });
       expect(await nango.getMetadata(keys, 'list-b')).toEqual({ only: 'this' });
@@ -337,20 +536,38 @@ describe('connections through @nangohq/node 0.71.10', () => {
 
       const refused = await failure(nango.updateMetadata(keys, ['list-a', 'ghost', 'list-c'], { batch: 2 }));
       expect(refused.status).toBe(404);
-      expect(refused.data).toEqual({ error: { code: 'unknown_connection', message: expect.stringContaining('"ghost"') } });
+      expect(refused.data).toEqual({
+        error: { code: 'unknown_connection', message: expect.stringContaining('"ghost"') },
+      });
       expect(await nango.getMetadata(keys, 'list-a')).toEqual({ batch: 1 });
       expect(await nango.getMetadata(keys, 'list-c')).toEqual({ batch: 1 });
 
       const single = await failure(nango.setMetadata(keys, 'ghost', { x: 1 }));
-      expect(single).toEqual({ status: 404, data: { error: expect.objectContaining({ code: 'unknown_connection' }) } });
+      expect(single).toEqual({
+        status: 404,
+        data: { error: expect.objectContaining({ code: 'unknown_connection' }) },
+      });
     });
 
     it('refuses a body that is not { metadata, connection_id, provider_config_key }', async () => {
-      const post = (body: unknown) => call(stack.gatewayUrl, 'POST', '/connections/metadata', { key: stack.secretKey, body });
+      const post = (body: unknown) =>
+        call(stack.gatewayUrl, 'POST', '/connections/metadata', { key: stack.secretKey, body });
       expectError(await post({ connection_id: 'list-a', provider_config_key: keys }), 400, 'invalid_body');
-      expectError(await post({ connection_id: 'list-a', provider_config_key: keys, metadata: [1] }), 400, 'invalid_body');
-      expectError(await post({ connection_id: [], provider_config_key: keys, metadata: {} }), 400, 'invalid_body');
-      expectError(await post({ connection_id: 'list-a', provider_config_key: keys, metadata: {}, other: 1 }), 400, 'invalid_body');
+      expectError(
+        await post({ connection_id: 'list-a', provider_config_key: keys, metadata: [1] }),
+        400,
+        'invalid_body',
+      );
+      expectError(
+        await post({ connection_id: [], provider_config_key: keys, metadata: {} }),
+        400,
+        'invalid_body',
+      );
+      expectError(
+        await post({ connection_id: 'list-a', provider_config_key: keys, metadata: {}, other: 1 }),
+        400,
+        'invalid_body',
+      );
     });
   });
 
@@ -367,14 +584,24 @@ describe('connections through @nangohq/node 0.71.10', () => {
   describe('credentials are bound to their row', () => {
     it('refuses to decrypt a ciphertext copied into another connection, without leaking either', async () => {
       const victimToken = secret('at');
-      await importConnection({ provider_config_key: gh, connection_id: 'victim', credentials: { type: 'OAUTH2', access_token: victimToken } });
-      await importConnection({ provider_config_key: gh, connection_id: 'attacker', credentials: { type: 'OAUTH2', access_token: secret('at') } });
+      await importConnection({
+        provider_config_key: gh,
+        connection_id: 'victim',
+        credentials: { type: 'OAUTH2', access_token: victimToken },
+      });
+      await importConnection({
+        provider_config_key: gh,
+        connection_id: 'attacker',
+        credentials: { type: 'OAUTH2', access_token: secret('at') },
+      });
       await db.query(
         `UPDATE vault.connections SET credentials = (SELECT credentials FROM vault.connections WHERE provider_config_key = $1 AND connection_id = 'victim')
          WHERE provider_config_key = $1 AND connection_id = 'attacker'`,
         [gh],
       );
-      const stolen = await call(stack.gatewayUrl, 'GET', `/connections/attacker?provider_config_key=${gh}`, { key: stack.secretKey });
+      const stolen = await call(stack.gatewayUrl, 'GET', `/connections/attacker?provider_config_key=${gh}`, {
+        key: stack.secretKey,
+      });
       expectError(stolen, 500, 'server_error');
       expect(stolen.text).not.toContain(victimToken);
       expect(await nango.getToken(gh, 'victim')).toBe(victimToken);

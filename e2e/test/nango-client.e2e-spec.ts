@@ -15,7 +15,6 @@ import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/process
 
 const run = promisify(execFile);
 
-
 describe('@nangohq/node 0.71.10 against Switchboard', () => {
   let stack: Stack;
   let nango: Nango;
@@ -289,11 +288,17 @@ describe('@nangohq/node 0.71.10 against Switchboard', () => {
     it('refuses to rename an integration that has connections, and deleting it deletes them', async () => {
       const imported = await call(stack.gatewayUrl, 'POST', '/connections', {
         key: stack.secretKey,
-        body: { provider_config_key: 'anthropic', connection_id: 'conn-1', credentials: { type: 'API_KEY', apiKey: `sk-${randomUUID()}` } },
+        body: {
+          provider_config_key: 'anthropic',
+          connection_id: 'conn-1',
+          credentials: { type: 'API_KEY', apiKey: `sk-${randomUUID()}` },
+        },
       });
       expect(imported.status).toBe(201);
 
-      const refused = await failure(nango.updateIntegration({ uniqueKey: 'anthropic' }, { unique_key: 'anthropic-renamed' }));
+      const refused = await failure(
+        nango.updateIntegration({ uniqueKey: 'anthropic' }, { unique_key: 'anthropic-renamed' }),
+      );
       expect(refused.status).toBe(400);
       expect(refused.data).toMatchObject({
         error: { code: 'invalid_body', errors: [expect.objectContaining({ path: ['unique_key'] })] },
@@ -303,7 +308,9 @@ describe('@nangohq/node 0.71.10 against Switchboard', () => {
       expect((await nango.getConnection('anthropic', 'conn-1')).connection_id).toBe('conn-1');
 
       expect((await nango.deleteIntegration('anthropic')).data).toEqual({ success: true });
-      const connections = await call(stack.gatewayUrl, 'GET', '/connections?integrationId=anthropic', { key: stack.secretKey });
+      const connections = await call(stack.gatewayUrl, 'GET', '/connections?integrationId=anthropic', {
+        key: stack.secretKey,
+      });
       expect(connections.body).toEqual({ connections: [] });
     });
   });

@@ -1,7 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { startStack, type RunningService, type Stack } from '@switchboard/testing';
 import { call, createKey } from './support/http';
-import { raw, startFakeProvider, writeProxyProvidersFile, type FakeProvider, type RawResponse } from './support/proxy-fakes';
+import {
+  raw,
+  startFakeProvider,
+  writeProxyProvidersFile,
+  type FakeProvider,
+  type RawResponse,
+} from './support/proxy-fakes';
 
 /**
  * The gateway's proxy front door serves a call without Fastify when everything it needs is already held
@@ -17,7 +23,8 @@ const VOLATILE = new Set(['date', 'x-ratelimit-remaining', 'x-ratelimit-reset', 
 
 function comparable(res: RawResponse): { status: number; headers: IncomingHttpHeaders; body: string } {
   const headers: IncomingHttpHeaders = {};
-  for (const [name, value] of Object.entries(res.headers)) headers[name] = VOLATILE.has(name) ? '(present)' : value;
+  for (const [name, value] of Object.entries(res.headers))
+    headers[name] = VOLATILE.has(name) ? '(present)' : value;
   return { status: res.status, headers, body: res.body.toString('latin1') };
 }
 
@@ -31,16 +38,36 @@ describe('proxy front door: the direct way and the Fastify way answer alike', ()
   beforeAll(async () => {
     fake = await startFakeProvider('front');
     const engineEnv = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' };
-    stack = await startStack({ env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() }, serviceEnv: { gateway: engineEnv } });
+    stack = await startStack({
+      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
+      serviceEnv: { gateway: engineEnv },
+    });
     framework = await stack.startReplica('gateway', { SWITCHBOARD_KEY_CACHE_TTL_MS: '0' });
-    const integration = await call(stack.gatewayUrl, 'POST', '/integrations', { key: stack.secretKey, body: { provider: 'fake-oauth2', unique_key: 'front', credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' } } });
+    const integration = await call(stack.gatewayUrl, 'POST', '/integrations', {
+      key: stack.secretKey,
+      body: {
+        provider: 'fake-oauth2',
+        unique_key: 'front',
+        credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' },
+      },
+    });
     expect(integration.status).toBe(200);
     const connection = await call(stack.gatewayUrl, 'POST', '/connections', {
       key: stack.secretKey,
-      body: { provider_config_key: 'front', connection_id: 'c1', credentials: { type: 'OAUTH2', access_token: 'front-token' }, connection_config: { origin: fake.url } },
+      body: {
+        provider_config_key: 'front',
+        connection_id: 'c1',
+        credentials: { type: 'OAUTH2', access_token: 'front-token' },
+        connection_config: { origin: fake.url },
+      },
     });
     expect([200, 201]).toContain(connection.status);
-    noProxyScopeKey = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:integrations:read'], 'no proxy scope');
+    noProxyScopeKey = await createKey(
+      stack.gatewayUrl,
+      stack.secretKey,
+      ['environment:integrations:read'],
+      'no proxy scope',
+    );
   });
 
   afterAll(async () => {
@@ -52,21 +79,51 @@ describe('proxy front door: the direct way and the Fastify way answer alike', ()
   const bearer = () => ({ authorization: `Bearer ${stack.secretKey}` });
 
   it.each<[string, string, string, () => Record<string, string>, string | null]>([
-    ['JSON with cookies, etag and links', 'GET', '/proxy/json?page=2&q=a%20b', () => ({ ...bearer(), ...ids }), null],
+    [
+      'JSON with cookies, etag and links',
+      'GET',
+      '/proxy/json?page=2&q=a%20b',
+      () => ({ ...bearer(), ...ids }),
+      null,
+    ],
     ['HEAD', 'HEAD', '/proxy/json', () => ({ ...bearer(), ...ids }), null],
-    ['304 on a matching etag', 'GET', '/proxy/json', () => ({ ...bearer(), ...ids, 'if-none-match': '"v1"' }), null],
+    [
+      '304 on a matching etag',
+      'GET',
+      '/proxy/json',
+      () => ({ ...bearer(), ...ids, 'if-none-match': '"v1"' }),
+      null,
+    ],
     ['204', 'DELETE', '/proxy/empty', () => ({ ...bearer(), ...ids }), null],
     ["the provider's 404", 'GET', '/proxy/missing', () => ({ ...bearer(), ...ids }), null],
     ['gzip left compressed', 'GET', '/proxy/gzip', () => ({ ...bearer(), ...ids }), null],
     ['gzip decompressed', 'GET', '/proxy/gzip', () => ({ ...bearer(), ...ids, decompress: 'true' }), null],
-    ['a JSON body', 'POST', '/proxy/echo', () => ({ ...bearer(), ...ids, 'content-type': 'application/json' }), '{"a":1}'],
+    [
+      'a JSON body',
+      'POST',
+      '/proxy/echo',
+      () => ({ ...bearer(), ...ids, 'content-type': 'application/json' }),
+      '{"a":1}',
+    ],
     ['a plain OPTIONS (a provider call)', 'OPTIONS', '/proxy/echo', () => ({ ...bearer(), ...ids }), null],
     ['/proxy with no endpoint', 'GET', '/proxy', () => ({ ...bearer(), ...ids }), null],
     ['a 600-character path', 'GET', `/proxy/echo/${'x'.repeat(600)}`, () => ({ ...bearer(), ...ids }), null],
     ['percent-encoded path', 'GET', '/proxy/echo/a%40b/%E2%82%AC', () => ({ ...bearer(), ...ids }), null],
     ['malformed percent-encoding', 'GET', '/proxy/echo/a%zzb', () => ({ ...bearer(), ...ids }), null],
-    ['unknown connection', 'GET', '/proxy/json', () => ({ ...bearer(), 'provider-config-key': 'front', 'connection-id': 'nobody' }), null],
-    ['unknown integration', 'GET', '/proxy/json', () => ({ ...bearer(), 'provider-config-key': 'nothing', 'connection-id': 'c1' }), null],
+    [
+      'unknown connection',
+      'GET',
+      '/proxy/json',
+      () => ({ ...bearer(), 'provider-config-key': 'front', 'connection-id': 'nobody' }),
+      null,
+    ],
+    [
+      'unknown integration',
+      'GET',
+      '/proxy/json',
+      () => ({ ...bearer(), 'provider-config-key': 'nothing', 'connection-id': 'c1' }),
+      null,
+    ],
     ['no Connection-Id', 'GET', '/proxy/json', () => ({ ...bearer(), 'provider-config-key': 'front' }), null],
     ['a bad Retries header', 'GET', '/proxy/json', () => ({ ...bearer(), ...ids, retries: 'many' }), null],
     ['an endpoint leaving the host', 'GET', '/proxy//evil.example/x', () => ({ ...bearer(), ...ids }), null],
@@ -74,22 +131,56 @@ describe('proxy front door: the direct way and the Fastify way answer alike', ()
     ['a NUL in the query', 'GET', '/proxy/echo?a=%00', () => ({ ...bearer(), ...ids }), null],
     ['no key', 'GET', '/proxy/json', () => ({ ...ids }), null],
     ['a malformed key', 'GET', '/proxy/json', () => ({ authorization: 'Bearer not-a-key', ...ids }), null],
-    ['an unknown key', 'GET', '/proxy/json', () => ({ authorization: 'Bearer 00000000-0000-4000-8000-000000000000', ...ids }), null],
-    ['a key without environment:proxy', 'GET', '/proxy/json', () => ({ authorization: `Bearer ${noProxyScopeKey}`, ...ids }), null],
-    ['a CORS preflight', 'OPTIONS', '/proxy/json', () => ({ origin: 'https://app.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' }), null],
-    ['a browser call with an Origin', 'GET', '/proxy/json', () => ({ ...bearer(), ...ids, origin: 'https://app.example' }), null],
+    [
+      'an unknown key',
+      'GET',
+      '/proxy/json',
+      () => ({ authorization: 'Bearer 00000000-0000-4000-8000-000000000000', ...ids }),
+      null,
+    ],
+    [
+      'a key without environment:proxy',
+      'GET',
+      '/proxy/json',
+      () => ({ authorization: `Bearer ${noProxyScopeKey}`, ...ids }),
+      null,
+    ],
+    [
+      'a CORS preflight',
+      'OPTIONS',
+      '/proxy/json',
+      () => ({
+        origin: 'https://app.example',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'authorization',
+      }),
+      null,
+    ],
+    [
+      'a browser call with an Origin',
+      'GET',
+      '/proxy/json',
+      () => ({ ...bearer(), ...ids, origin: 'https://app.example' }),
+      null,
+    ],
   ])('%s', async (_name, method, path, headers, body) => {
-    const send = (base: string) => raw(base, method, path, headers(), body === null ? undefined : Buffer.from(body));
+    const send = (base: string) =>
+      raw(base, method, path, headers(), body === null ? undefined : Buffer.from(body));
     // Twice on the default gateway: the first call may be the one that caches the key.
     await send(stack.gatewayUrl);
-    const [direct, viaFastify] = [await send(stack.gatewayUrl), await send(`http://127.0.0.1:${framework.port}`)];
+    const [direct, viaFastify] = [
+      await send(stack.gatewayUrl),
+      await send(`http://127.0.0.1:${framework.port}`),
+    ];
     expect(comparable(direct)).toEqual(comparable(viaFastify));
   });
 
   it('answers a target the router cannot decode with a 400 in the documented shape', async () => {
     const res = await raw(stack.gatewayUrl, 'GET', '/proxy/echo/a%zzb', { ...bearer(), ...ids });
     expect(res.status).toBe(400);
-    expect(JSON.parse(res.body.toString('utf8'))).toEqual({ error: { code: 'invalid_uri_params', message: expect.any(String) } });
+    expect(JSON.parse(res.body.toString('utf8'))).toEqual({
+      error: { code: 'invalid_uri_params', message: expect.any(String) },
+    });
     expect(fake.seen.some((s) => s.url.includes('%zz'))).toBe(false);
   });
 
@@ -99,6 +190,8 @@ describe('proxy front door: the direct way and the Fastify way answer alike', ()
     const first = await raw(stack.gatewayUrl, 'GET', '/proxy/echo', headers);
     const second = await raw(stack.gatewayUrl, 'GET', '/proxy/echo', headers);
     expect(first.headers['x-ratelimit-limit']).toBeDefined();
-    expect(Number(second.headers['x-ratelimit-remaining'])).toBeLessThan(Number(first.headers['x-ratelimit-remaining']));
+    expect(Number(second.headers['x-ratelimit-remaining'])).toBeLessThan(
+      Number(first.headers['x-ratelimit-remaining']),
+    );
   });
 });

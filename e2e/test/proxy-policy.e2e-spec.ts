@@ -50,7 +50,15 @@ describe('proxy: credentials, errors and policies', () => {
   let canary4: Awaited<ReturnType<typeof canary>>;
   let canary6: Awaited<ReturnType<typeof canary>>;
 
-  const proxy = (method: string, path: string, key: string, providerConfigKey: string, connectionId: string, headers: Record<string, string> = {}, body?: unknown) =>
+  const proxy = (
+    method: string,
+    path: string,
+    key: string,
+    providerConfigKey: string,
+    connectionId: string,
+    headers: Record<string, string> = {},
+    body?: unknown,
+  ) =>
     call(stack.gatewayUrl, method, `/proxy${path}`, {
       key,
       headers: { 'provider-config-key': providerConfigKey, 'connection-id': connectionId, ...headers },
@@ -62,19 +70,36 @@ describe('proxy: credentials, errors and policies', () => {
   };
 
   async function integration(provider: string, uniqueKey: string, extra: Record<string, unknown> = {}) {
-    const res = await call(stack.gatewayUrl, 'POST', '/integrations', { key: stack.secretKey, body: { provider, unique_key: uniqueKey, ...extra } });
+    const res = await call(stack.gatewayUrl, 'POST', '/integrations', {
+      key: stack.secretKey,
+      body: { provider, unique_key: uniqueKey, ...extra },
+    });
     expect(res.status).toBe(200);
   }
-  async function connection(providerConfigKey: string, connectionId: string, credentials: Record<string, unknown>, config: Record<string, unknown> = {}) {
+  async function connection(
+    providerConfigKey: string,
+    connectionId: string,
+    credentials: Record<string, unknown>,
+    config: Record<string, unknown> = {},
+  ) {
     const res = await call(stack.gatewayUrl, 'POST', '/connections', {
       key: stack.secretKey,
-      body: { provider_config_key: providerConfigKey, connection_id: connectionId, credentials, connection_config: { origin: fake.url, ...config } },
+      body: {
+        provider_config_key: providerConfigKey,
+        connection_id: connectionId,
+        credentials,
+        connection_config: { origin: fake.url, ...config },
+      },
     });
     expect([200, 201]).toContain(res.status);
   }
 
   beforeAll(async () => {
-    [fake, canary4, canary6] = await Promise.all([startFakeProvider('a'), canary('127.0.0.2'), canary('::1')]);
+    [fake, canary4, canary6] = await Promise.all([
+      startFakeProvider('a'),
+      canary('127.0.0.2'),
+      canary('::1'),
+    ]);
     stack = await startStack({
       env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
       serviceEnv: {
@@ -86,24 +111,48 @@ describe('proxy: credentials, errors and policies', () => {
     });
     const oauth = { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' };
     await integration('fake-oauth2', 'oauth2', { credentials: oauth });
-    await integration('fake-oauth2', 'oauth2-ungoverned', { credentials: oauth, integration_config: { proxy_rate_limit_governance: false } });
+    await integration('fake-oauth2', 'oauth2-ungoverned', {
+      credentials: oauth,
+      integration_config: { proxy_rate_limit_governance: false },
+    });
     await integration('fake-api-key', 'api-key');
     await integration('fake-api-key-query', 'api-key-query');
     await integration('fake-api-key-body', 'api-key-body');
     await integration('fake-basic', 'basic');
-    await integration('fake-oauth1', 'oauth1', { credentials: { type: 'OAUTH1', client_id: 'consumer-key', client_secret: 'oauth1-consumer-secret' } });
+    await integration('fake-oauth1', 'oauth1', {
+      credentials: { type: 'OAUTH1', client_id: 'consumer-key', client_secret: 'oauth1-consumer-secret' },
+    });
     await integration('fake-tba', 'tba');
     await integration('fake-no-base', 'no-base');
 
     await connection('oauth2', 'c1', { type: 'OAUTH2', access_token: 'at-1', refresh_token: 'rt-0' });
     await connection('oauth2-ungoverned', 'c1', { type: 'OAUTH2', access_token: 'at-1' });
-    await connection('oauth2', 'expired', { type: 'OAUTH2', access_token: 'at-old', refresh_token: 'rt-old', expires_at: new Date(Date.now() - 60_000).toISOString() });
+    await connection('oauth2', 'expired', {
+      type: 'OAUTH2',
+      access_token: 'at-old',
+      refresh_token: 'rt-old',
+      expires_at: new Date(Date.now() - 60_000).toISOString(),
+    });
     await connection('api-key', 'c1', { type: 'API_KEY', apiKey: 'key-header' }, { account: 'acme' });
     await connection('api-key-query', 'c1', { type: 'API_KEY', apiKey: 'key query&=' });
     await connection('api-key-body', 'c1', { type: 'API_KEY', apiKey: 'key-body' });
     await connection('basic', 'c1', { type: 'BASIC', username: 'ada', password: 'l0velace:' });
-    await connection('oauth1', 'c1', { type: 'OAUTH1', oauth_token: 'token-1', oauth_token_secret: 'oauth1-token-secret' });
-    await connection('tba', 'c1', { type: 'TBA', token_id: 'tid', token_secret: 'oauth1-token-secret', config_override: { client_id: 'ck', client_secret: 'oauth1-consumer-secret' } }, { accountId: '1234-sb1' });
+    await connection('oauth1', 'c1', {
+      type: 'OAUTH1',
+      oauth_token: 'token-1',
+      oauth_token_secret: 'oauth1-token-secret',
+    });
+    await connection(
+      'tba',
+      'c1',
+      {
+        type: 'TBA',
+        token_id: 'tid',
+        token_secret: 'oauth1-token-secret',
+        config_override: { client_id: 'ck', client_secret: 'oauth1-consumer-secret' },
+      },
+      { accountId: '1234-sb1' },
+    );
     await connection('no-base', 'c1', { type: 'API_KEY', apiKey: 'k' });
   }, START_HOOK_TIMEOUT_MS);
 
@@ -113,7 +162,7 @@ describe('proxy: credentials, errors and policies', () => {
   });
 
   describe('credential injection', () => {
-    it('sends the connection\'s token, forwards Nango-Proxy-* headers and never the caller\'s key or internal headers', async () => {
+    it("sends the connection's token, forwards Nango-Proxy-* headers and never the caller's key or internal headers", async () => {
       const seen = echo(
         await proxy('GET', '/echo?a=1&b=%2F&c=x+y&d&e=%E2%9C%93&e=2', stack.secretKey, 'oauth2', 'c1', {
           'nango-proxy-x-custom': 'hello',
@@ -126,22 +175,35 @@ describe('proxy: credentials, errors and policies', () => {
         }),
       );
       expect(seen.url).toBe('/echo?a=1&b=%2F&c=x+y&d&e=%E2%9C%93&e=2');
-      expect(seen.headers).toMatchObject({ authorization: 'Bearer at-1', 'x-custom': 'hello', accept: 'application/vnd.fake+json', host: `127.0.0.1:${fake.port}` });
+      expect(seen.headers).toMatchObject({
+        authorization: 'Bearer at-1',
+        'x-custom': 'hello',
+        accept: 'application/vnd.fake+json',
+        host: `127.0.0.1:${fake.port}`,
+      });
       const names = Object.keys(seen.headers);
-      expect(names.filter((n) => /^(nango-|x-switchboard-|provider-config-key|connection-id|base-url-override|x-forwarded)/.test(n))).toEqual([]);
+      expect(
+        names.filter((n) =>
+          /^(nango-|x-switchboard-|provider-config-key|connection-id|base-url-override|x-forwarded)/.test(n),
+        ),
+      ).toEqual([]);
       expect(JSON.stringify(seen.headers)).not.toContain(stack.secretKey);
     });
 
-    it('puts an API key into the provider\'s header, query or JSON body template', async () => {
+    it("puts an API key into the provider's header, query or JSON body template", async () => {
       const header = echo(await proxy('GET', '/echo', stack.secretKey, 'api-key', 'c1'));
       expect(header.url).toBe('/v2/echo');
       expect(header.headers).toMatchObject({ 'x-api-key': 'key-header', 'x-account': 'acme' });
       expect(header.headers.authorization).toBeUndefined();
 
-      const query = echo(await proxy('GET', '/echo?q=1&api_key=caller-value', stack.secretKey, 'api-key-query', 'c1'));
+      const query = echo(
+        await proxy('GET', '/echo?q=1&api_key=caller-value', stack.secretKey, 'api-key-query', 'c1'),
+      );
       expect(query.url).toBe('/echo?q=1&api_key=key%20query%26%3D');
 
-      const body = echo(await proxy('POST', '/echo', stack.secretKey, 'api-key-body', 'c1', {}, { name: 'x' }));
+      const body = echo(
+        await proxy('POST', '/echo', stack.secretKey, 'api-key-body', 'c1', {}, { name: 'x' }),
+      );
       expect(JSON.parse(body.body)).toEqual({ name: 'x', api_token: 'key-body' });
     });
 
@@ -153,32 +215,64 @@ describe('proxy: credentials, errors and policies', () => {
     it('signs OAuth 1.0a (query and form fields included) and TBA requests the provider can verify', async () => {
       const get = await proxy('GET', '/oauth1/resource?include=all&q=a%20b', stack.secretKey, 'oauth1', 'c1');
       expect(get.body).toMatchObject({ valid: true });
-      const form = await raw(stack.gatewayUrl, 'POST', '/proxy/oauth1/status', {
-        authorization: `Bearer ${stack.secretKey}`,
-        'provider-config-key': 'oauth1',
-        'connection-id': 'c1',
-        'content-type': 'application/x-www-form-urlencoded',
-      }, Buffer.from('status=Hello%20Ladies%20%2b%20Gentlemen&x=1'));
+      const form = await raw(
+        stack.gatewayUrl,
+        'POST',
+        '/proxy/oauth1/status',
+        {
+          authorization: `Bearer ${stack.secretKey}`,
+          'provider-config-key': 'oauth1',
+          'connection-id': 'c1',
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        Buffer.from('status=Hello%20Ladies%20%2b%20Gentlemen&x=1'),
+      );
       expect(JSON.parse(form.body.toString('utf8'))).toMatchObject({ valid: true });
 
       const tba = await proxy('GET', '/oauth1/record?algo=sha256&limit=5', stack.secretKey, 'tba', 'c1');
-      expect(tba.body).toMatchObject({ valid: true, authorization: expect.stringMatching(/^OAuth realm="1234_SB1", /) });
+      expect(tba.body).toMatchObject({
+        valid: true,
+        authorization: expect.stringMatching(/^OAuth realm="1234_SB1", /),
+      });
     });
 
     it('needs Base-Url-Override for a provider without a base URL; an empty one means unset', async () => {
-      expectError(await proxy('GET', '/echo', stack.secretKey, 'no-base', 'c1', { 'base-url-override': '' }), 400, 'invalid_headers');
-      const seen = echo(await proxy('GET', '/echo', stack.secretKey, 'no-base', 'c1', { 'base-url-override': `${fake.url}/api` }));
+      expectError(
+        await proxy('GET', '/echo', stack.secretKey, 'no-base', 'c1', { 'base-url-override': '' }),
+        400,
+        'invalid_headers',
+      );
+      const seen = echo(
+        await proxy('GET', '/echo', stack.secretKey, 'no-base', 'c1', {
+          'base-url-override': `${fake.url}/api`,
+        }),
+      );
       expect(seen.url).toBe('/api/echo');
     });
   });
 
   describe('our own errors', () => {
     it('uses the compat codes for an unknown integration, an unknown connection and missing headers', async () => {
-      expectError(await proxy('GET', '/echo', stack.secretKey, 'no-such-integration', 'c1'), 404, 'unknown_provider_config');
-      expectError(await proxy('GET', '/echo', stack.secretKey, 'oauth2', 'no-such-connection'), 404, 'unknown_connection');
-      const missing = await call(stack.gatewayUrl, 'GET', '/proxy/echo', { key: stack.secretKey, headers: { 'provider-config-key': 'oauth2' } });
+      expectError(
+        await proxy('GET', '/echo', stack.secretKey, 'no-such-integration', 'c1'),
+        404,
+        'unknown_provider_config',
+      );
+      expectError(
+        await proxy('GET', '/echo', stack.secretKey, 'oauth2', 'no-such-connection'),
+        404,
+        'unknown_connection',
+      );
+      const missing = await call(stack.gatewayUrl, 'GET', '/proxy/echo', {
+        key: stack.secretKey,
+        headers: { 'provider-config-key': 'oauth2' },
+      });
       expectError(missing, 400, 'invalid_headers');
-      expectError(await proxy('GET', '/echo', stack.secretKey, 'oauth2', 'c1', { retries: 'many' }), 400, 'invalid_headers');
+      expectError(
+        await proxy('GET', '/echo', stack.secretKey, 'oauth2', 'c1', { retries: 'many' }),
+        400,
+        'invalid_headers',
+      );
     });
 
     it('needs a key with environment:proxy', async () => {
@@ -188,9 +282,12 @@ describe('proxy: credentials, errors and policies', () => {
       expectError(await call(stack.gatewayUrl, 'GET', '/proxy/echo', {}), 401, 'missing_auth_header');
     });
 
-    it('answers a browser\'s CORS preflight itself, without a key and without calling the provider', async () => {
+    it("answers a browser's CORS preflight itself, without a key and without calling the provider", async () => {
       const before = fake.seen.length;
-      const preflight = await raw(stack.gatewayUrl, 'OPTIONS', '/proxy/echo', { origin: 'https://app.example.com', 'access-control-request-method': 'POST' });
+      const preflight = await raw(stack.gatewayUrl, 'OPTIONS', '/proxy/echo', {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'POST',
+      });
       expect(preflight.status).toBe(204);
       expect(preflight.headers['access-control-allow-origin']).toBe('*');
       expect(fake.seen.length).toBe(before);
@@ -200,7 +297,14 @@ describe('proxy: credentials, errors and policies', () => {
       const direct = await raw(`http://127.0.0.1:${stack.services.proxy.port}`, 'GET', '/proxy/echo', {
         'provider-config-key': 'oauth2',
         'connection-id': 'c1',
-        'x-switchboard-caller': Buffer.from(JSON.stringify({ accountId: 1, environmentId: 1, environmentUuid: '00000000-0000-4000-8000-000000000000', environmentName: 'dev' })).toString('base64url'),
+        'x-switchboard-caller': Buffer.from(
+          JSON.stringify({
+            accountId: 1,
+            environmentId: 1,
+            environmentUuid: '00000000-0000-4000-8000-000000000000',
+            environmentName: 'dev',
+          }),
+        ).toString('base64url'),
         'x-switchboard-timestamp': String(Date.now()),
         'x-switchboard-signature': 'AAAA',
       });
@@ -217,7 +321,8 @@ describe('proxy: credentials, errors and policies', () => {
       expect(elapsed).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
       expect(elapsed).toBeLessThan(HEADERS_TIMEOUT_MS + 1500);
       const deadline = Date.now() + 2000;
-      while (fake.hangClosed === closedBefore && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (fake.hangClosed === closedBefore && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       expect(fake.hangClosed).toBe(closedBefore + 1);
     });
   });
@@ -238,21 +343,36 @@ describe('proxy: credentials, errors and policies', () => {
         const res = await proxy('GET', '/x', stack.secretKey, 'oauth2', 'c1', { 'base-url-override': base });
         expectError(res, 403, 'egress_refused');
       }
-      expectError(await proxy('GET', '/x', stack.secretKey, 'oauth2', 'c1', { 'base-url-override': 'file:///etc/passwd' }), 400, 'invalid_headers');
+      expectError(
+        await proxy('GET', '/x', stack.secretKey, 'oauth2', 'c1', {
+          'base-url-override': 'file:///etc/passwd',
+        }),
+        400,
+        'invalid_headers',
+      );
       expect({ v4: canary4.hits, v6: canary6.hits }).toEqual({ v4: 0, v6: 0 });
     });
 
     it('refuses a provider redirect to such an address', async () => {
       for (const to of hosts(canary4.port, canary6.port)) {
-        const res = await proxy('GET', `/redirect?to=${encodeURIComponent(`${to}/steal`)}`, stack.secretKey, 'oauth2', 'c1');
+        const res = await proxy(
+          'GET',
+          `/redirect?to=${encodeURIComponent(`${to}/steal`)}`,
+          stack.secretKey,
+          'oauth2',
+          'c1',
+        );
         expectError(res, 403, 'egress_refused');
       }
       expect({ v4: canary4.hits, v6: canary6.hits }).toEqual({ v4: 0, v6: 0 });
     });
 
-    it.each(['//evil.example/x', '/\\evil.example/x', '/http://evil.example/x'])('refuses the endpoint %s with 400', async (endpoint) => {
-      expectError(await proxy('GET', endpoint, stack.secretKey, 'oauth2', 'c1'), 400, 'invalid_uri_params');
-    });
+    it.each(['//evil.example/x', '/\\evil.example/x', '/http://evil.example/x'])(
+      'refuses the endpoint %s with 400',
+      async (endpoint) => {
+        expectError(await proxy('GET', endpoint, stack.secretKey, 'oauth2', 'c1'), 400, 'invalid_uri_params');
+      },
+    );
   });
 
   describe('refresh and rate limits', () => {
@@ -320,15 +440,28 @@ describe('proxy: credentials, errors and policies', () => {
       // A gateway whose cache alone would serve the old key for ten minutes: only the vault's announcement can make it change.
       const replica = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_CREDENTIALS_TTL_MS: '600000' });
       const via = (path: string) =>
-        call(`http://127.0.0.1:${replica.port}`, 'GET', `/proxy${path}`, { key: stack.secretKey, headers: { 'provider-config-key': 'api-key', 'connection-id': 'cached' } });
+        call(`http://127.0.0.1:${replica.port}`, 'GET', `/proxy${path}`, {
+          key: stack.secretKey,
+          headers: { 'provider-config-key': 'api-key', 'connection-id': 'cached' },
+        });
 
       await connection('api-key', 'cached', { type: 'API_KEY', apiKey: 'key-v1' });
       expect(echo(await via('/echo')).headers['x-api-key']).toBe('key-v1');
 
       await connection('api-key', 'cached', { type: 'API_KEY', apiKey: 'key-v2' });
-      await waitFor('the re-imported key', async () => ((await via('/echo')).body as Echo).headers['x-api-key'] === 'key-v2' || undefined, 3000, 50);
+      await waitFor(
+        'the re-imported key',
+        async () => ((await via('/echo')).body as Echo).headers['x-api-key'] === 'key-v2' || undefined,
+        3000,
+        50,
+      );
 
-      const deleted = await call(stack.gatewayUrl, 'DELETE', '/connections/cached?provider_config_key=api-key', { key: stack.secretKey });
+      const deleted = await call(
+        stack.gatewayUrl,
+        'DELETE',
+        '/connections/cached?provider_config_key=api-key',
+        { key: stack.secretKey },
+      );
       expect(deleted.status).toBe(200);
       await waitFor('the deletion', async () => (await via('/echo')).status === 404 || undefined, 3000, 50);
       expectError(await via('/echo'), 404, 'unknown_connection');

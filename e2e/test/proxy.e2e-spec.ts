@@ -45,13 +45,25 @@ describe('proxy: responses pass through unchanged', () => {
   let nango: Nango;
   const connection = { providerConfigKey: 'fake-oauth2', connectionId: 'conn-oauth2' };
 
-  const proxied = (gatewayUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer) =>
-    raw(gatewayUrl, method, `/proxy${path}`, {
-      authorization: `Bearer ${stack.secretKey}`,
-      'provider-config-key': connection.providerConfigKey,
-      'connection-id': connection.connectionId,
-      ...headers,
-    }, body);
+  const proxied = (
+    gatewayUrl: string,
+    method: string,
+    path: string,
+    headers: Record<string, string> = {},
+    body?: Buffer,
+  ) =>
+    raw(
+      gatewayUrl,
+      method,
+      `/proxy${path}`,
+      {
+        authorization: `Bearer ${stack.secretKey}`,
+        'provider-config-key': connection.providerConfigKey,
+        'connection-id': connection.connectionId,
+        ...headers,
+      },
+      body,
+    );
 
   beforeAll(async () => {
     [fake, other] = await Promise.all([startFakeProvider('a'), startFakeProvider('b')]);
@@ -68,7 +80,11 @@ describe('proxy: responses pass through unchanged', () => {
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     const integration = await call(stack.gatewayUrl, 'POST', '/integrations', {
       key: stack.secretKey,
-      body: { provider: 'fake-oauth2', unique_key: 'fake-oauth2', credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' } },
+      body: {
+        provider: 'fake-oauth2',
+        unique_key: 'fake-oauth2',
+        credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' },
+      },
     });
     expect(integration.status).toBe(200);
     const imported = await call(stack.gatewayUrl, 'POST', '/connections', {
@@ -90,81 +106,148 @@ describe('proxy: responses pass through unchanged', () => {
 
   const modes = [
     { mode: 'embedded', gatewayUrl: () => stack.gatewayUrl, processes: () => [stack.services.gateway] },
-    { mode: 'remote', gatewayUrl: () => `http://127.0.0.1:${remoteGateway.port}`, processes: () => [remoteGateway, stack.services.proxy] },
+    {
+      mode: 'remote',
+      gatewayUrl: () => `http://127.0.0.1:${remoteGateway.port}`,
+      processes: () => [remoteGateway, stack.services.proxy],
+    },
   ];
 
-  describe.each(modes)('byte-for-byte against a direct call, $mode mode', ({ mode, gatewayUrl, processes }) => {
-    const multipartBoundary = '----switchboard-e2e-boundary';
-    const multipart = Buffer.concat([
-      Buffer.from(`--${multipartBoundary}\r\nContent-Disposition: form-data; name="title"\r\n\r\nquarterly report ✓\r\n`),
-      Buffer.from(`--${multipartBoundary}\r\nContent-Disposition: form-data; name="file"; filename="r.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`),
-      BINARY_BODY,
-      Buffer.from(`\r\n--${multipartBoundary}--\r\n`),
-    ]);
-    const upload = deterministicBytes(10 * 1024 * 1024, 11);
+  describe.each(modes)(
+    'byte-for-byte against a direct call, $mode mode',
+    ({ mode, gatewayUrl, processes }) => {
+      const multipartBoundary = '----switchboard-e2e-boundary';
+      const multipart = Buffer.concat([
+        Buffer.from(
+          `--${multipartBoundary}\r\nContent-Disposition: form-data; name="title"\r\n\r\nquarterly report ✓\r\n`,
+        ),
+        Buffer.from(
+          `--${multipartBoundary}\r\nContent-Disposition: form-data; name="file"; filename="r.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+        ),
+        BINARY_BODY,
+        Buffer.from(`\r\n--${multipartBoundary}--\r\n`),
+      ]);
+      const upload = deterministicBytes(10 * 1024 * 1024, 11);
 
-    const rows: { name: string; method: string; direct: string; proxied?: string; headers?: Record<string, string>; proxiedHeaders?: Record<string, string>; body?: Buffer }[] = [
-      { name: '1 KB JSON with cookies, ETag, Link', method: 'GET', direct: '/json' },
-      { name: 'HEAD', method: 'HEAD', direct: '/json' },
-      { name: 'OPTIONS', method: 'OPTIONS', direct: '/json' },
-      { name: '304 Not Modified', method: 'GET', direct: '/json', headers: { 'if-none-match': '"v1"' }, proxiedHeaders: { 'nango-proxy-if-none-match': '"v1"' } },
-      { name: 'gzip left compressed', method: 'GET', direct: '/gzip', headers: { 'accept-encoding': 'gzip' } },
-      { name: '204 No Content', method: 'DELETE', direct: '/empty' },
-      { name: 'non-UTF-8 text', method: 'GET', direct: '/text' },
-      { name: 'binary download', method: 'GET', direct: '/binary' },
-      { name: 'provider 404, not wrapped', method: 'GET', direct: '/missing' },
-      // The proxy remembers this 429 for the connection: the next row waits out its 1 s Retry-After.
-      // The fake counts calls per path, so each mode gets paths of its own.
-      { name: '429 with Retry-After (no retries asked)', method: 'GET', direct: `/rate-limited/direct-1-${mode}`, proxied: `/rate-limited/proxied-1-${mode}` },
-      { name: '503 (no retries asked)', method: 'GET', direct: `/flaky/direct-2-${mode}?fails=1`, proxied: `/flaky/proxied-2-${mode}?fails=1` },
-      { name: '10 MB binary upload', method: 'POST', direct: '/upload', headers: { 'content-type': 'application/octet-stream' }, body: upload },
-      { name: 'multipart upload', method: 'POST', direct: '/upload', headers: { 'content-type': `multipart/form-data; boundary=${multipartBoundary}` }, body: multipart },
-    ];
+      const rows: {
+        name: string;
+        method: string;
+        direct: string;
+        proxied?: string;
+        headers?: Record<string, string>;
+        proxiedHeaders?: Record<string, string>;
+        body?: Buffer;
+      }[] = [
+        { name: '1 KB JSON with cookies, ETag, Link', method: 'GET', direct: '/json' },
+        { name: 'HEAD', method: 'HEAD', direct: '/json' },
+        { name: 'OPTIONS', method: 'OPTIONS', direct: '/json' },
+        {
+          name: '304 Not Modified',
+          method: 'GET',
+          direct: '/json',
+          headers: { 'if-none-match': '"v1"' },
+          proxiedHeaders: { 'nango-proxy-if-none-match': '"v1"' },
+        },
+        {
+          name: 'gzip left compressed',
+          method: 'GET',
+          direct: '/gzip',
+          headers: { 'accept-encoding': 'gzip' },
+        },
+        { name: '204 No Content', method: 'DELETE', direct: '/empty' },
+        { name: 'non-UTF-8 text', method: 'GET', direct: '/text' },
+        { name: 'binary download', method: 'GET', direct: '/binary' },
+        { name: 'provider 404, not wrapped', method: 'GET', direct: '/missing' },
+        // The proxy remembers this 429 for the connection: the next row waits out its 1 s Retry-After.
+        // The fake counts calls per path, so each mode gets paths of its own.
+        {
+          name: '429 with Retry-After (no retries asked)',
+          method: 'GET',
+          direct: `/rate-limited/direct-1-${mode}`,
+          proxied: `/rate-limited/proxied-1-${mode}`,
+        },
+        {
+          name: '503 (no retries asked)',
+          method: 'GET',
+          direct: `/flaky/direct-2-${mode}?fails=1`,
+          proxied: `/flaky/proxied-2-${mode}?fails=1`,
+        },
+        {
+          name: '10 MB binary upload',
+          method: 'POST',
+          direct: '/upload',
+          headers: { 'content-type': 'application/octet-stream' },
+          body: upload,
+        },
+        {
+          name: 'multipart upload',
+          method: 'POST',
+          direct: '/upload',
+          headers: { 'content-type': `multipart/form-data; boundary=${multipartBoundary}` },
+          body: multipart,
+        },
+      ];
 
-    it.each(rows)('$name', async (row) => {
-      const direct: RawResponse = await raw(fake.url, row.method, row.direct, row.headers ?? {}, row.body);
-      const through: RawResponse = await proxied(gatewayUrl(), row.method, row.proxied ?? row.direct, row.proxiedHeaders ?? row.headers ?? {}, row.body);
-      expect(through.status).toBe(direct.status);
-      expect(headerDifferences(direct.headers, through.headers)).toEqual([]);
-      expect(through.body.equals(direct.body)).toBe(true);
-    });
+      it.each(rows)('$name', async (row) => {
+        const direct: RawResponse = await raw(fake.url, row.method, row.direct, row.headers ?? {}, row.body);
+        const through: RawResponse = await proxied(
+          gatewayUrl(),
+          row.method,
+          row.proxied ?? row.direct,
+          row.proxiedHeaders ?? row.headers ?? {},
+          row.body,
+        );
+        expect(through.status).toBe(direct.status);
+        expect(headerDifferences(direct.headers, through.headers)).toEqual([]);
+        expect(through.body.equals(direct.body)).toBe(true);
+      });
 
-    it('adds the gateway\'s rate-limit and CORS headers to the provider\'s answer', async () => {
-      const res = await proxied(gatewayUrl(), 'GET', '/json', { origin: 'https://app.example.com' });
-      expect(res.status).toBe(200);
-      expect(res.headers['x-ratelimit-limit']).toMatch(/^\d+$/);
-      expect(res.headers['access-control-allow-origin']).toBe('*');
-    });
+      it("adds the gateway's rate-limit and CORS headers to the provider's answer", async () => {
+        const res = await proxied(gatewayUrl(), 'GET', '/json', { origin: 'https://app.example.com' });
+        expect(res.status).toBe(200);
+        expect(res.headers['x-ratelimit-limit']).toMatch(/^\d+$/);
+        expect(res.headers['access-control-allow-origin']).toBe('*');
+      });
 
-    it('gzip bytes are the provider\'s compressed bytes unless Decompress: true', async () => {
-      const plain = await proxied(gatewayUrl(), 'GET', '/gzip');
-      expect(plain.headers['content-encoding']).toBe('gzip');
-      expect(plain.body.equals(GZIP_BODY)).toBe(true);
-      const decompressed = await proxied(gatewayUrl(), 'GET', '/gzip', { decompress: 'true' });
-      expect(decompressed.status).toBe(200);
-      expect(decompressed.headers['content-encoding']).toBeUndefined();
-      expect(decompressed.body.equals(JSON_BODY)).toBe(true);
-    });
+      it("gzip bytes are the provider's compressed bytes unless Decompress: true", async () => {
+        const plain = await proxied(gatewayUrl(), 'GET', '/gzip');
+        expect(plain.headers['content-encoding']).toBe('gzip');
+        expect(plain.body.equals(GZIP_BODY)).toBe(true);
+        const decompressed = await proxied(gatewayUrl(), 'GET', '/gzip', { decompress: 'true' });
+        expect(decompressed.status).toBe(200);
+        expect(decompressed.headers['content-encoding']).toBeUndefined();
+        expect(decompressed.body.equals(JSON_BODY)).toBe(true);
+      });
 
-    it('streams a chunked 100 MB download unchanged, without any hop holding it in memory', async () => {
-      const direct = await rawDigest(fake.url, '/big');
-      const pids = processes().map((p) => p.process.pid!);
-      const base = pids.map(rssBytes);
-      const peak = [...base];
-      const sampler = setInterval(() => {
-        pids.forEach((pid, i) => (peak[i] = Math.max(peak[i]!, rssBytes(pid))));
-      }, 25);
-      const through = await rawDigest(gatewayUrl(), '/proxy/big', {
-        authorization: `Bearer ${stack.secretKey}`,
-        'provider-config-key': connection.providerConfigKey,
-        'connection-id': connection.connectionId,
-      }).finally(() => clearInterval(sampler));
-      expect(direct.bytes).toBe(BIG_BYTES);
-      expect({ status: through.status, bytes: through.bytes, sha256: through.sha256 }).toEqual({ status: 200, bytes: direct.bytes, sha256: direct.sha256 });
-      expect(headerDifferences(direct.headers, through.headers)).toEqual([]);
-      for (const [i, start] of base.entries()) expect(peak[i]! - start).toBeLessThanOrEqual(50 * 1024 * 1024);
-    });
-  });
+      it('streams a chunked 256 MiB download unchanged, without any hop holding it in memory', async () => {
+        const direct = await rawDigest(fake.url, '/big');
+        const pids = processes().map((p) => p.process.pid!);
+        const base = pids.map(rssBytes);
+        const peak = [...base];
+        const sampler = setInterval(() => {
+          pids.forEach((pid, i) => (peak[i] = Math.max(peak[i]!, rssBytes(pid))));
+        }, 25);
+        const through = await rawDigest(gatewayUrl(), '/proxy/big', {
+          authorization: `Bearer ${stack.secretKey}`,
+          'provider-config-key': connection.providerConfigKey,
+          'connection-id': connection.connectionId,
+        }).finally(() => clearInterval(sampler));
+        expect(direct.bytes).toBe(BIG_BYTES);
+        expect({ status: through.status, bytes: through.bytes, sha256: through.sha256 }).toEqual({
+          status: 200,
+          bytes: direct.bytes,
+          sha256: direct.sha256,
+        });
+        expect(headerDifferences(direct.headers, through.headers)).toEqual([]);
+        const growth = processes().map((p, i) => ({
+          name: p.name,
+          mib: Math.round((peak[i]! - base[i]!) / 1048576),
+        }));
+        // Streaming costs at most GC slack (see BIG_BYTES); holding the body would cost all 256 MiB of it.
+        expect(growth.filter((p) => p.mib > 100)).toEqual([]);
+      });
+    },
+  );
 
   describe('the unmodified @nangohq/node client', () => {
     it('get / post / put / patch / delete and responseType', async () => {
@@ -178,15 +261,32 @@ describe('proxy: responses pass through unchanged', () => {
       const text = await nango.get({ ...connection, endpoint: '/text', responseType: 'arraybuffer' });
       expect(Buffer.from(text.data as ArrayBuffer).equals(LATIN1_BODY)).toBe(true);
 
-      const posted = await nango.post({ ...connection, endpoint: '/echo', data: { hello: 'world' }, params: { page: '2' } });
+      const posted = await nango.post({
+        ...connection,
+        endpoint: '/echo',
+        data: { hello: 'world' },
+        params: { page: '2' },
+      });
       expect(posted.data).toMatchObject({ method: 'POST', url: '/echo?page=2', body: '{"hello":"world"}' });
-      expect((posted.data as { headers: Record<string, string> }).headers['content-type']).toMatch(/^application\/json/);
+      expect((posted.data as { headers: Record<string, string> }).headers['content-type']).toMatch(
+        /^application\/json/,
+      );
       for (const method of ['put', 'patch'] as const) {
         const res = await nango[method]({ ...connection, endpoint: '/echo', data: { n: 1 } });
         expect(res.data).toMatchObject({ method: method.toUpperCase(), body: '{"n":1}' });
       }
-      const propfind = await nango.proxy({ ...connection, method: 'PROPFIND', endpoint: '/echo', data: '<propfind xmlns="DAV:"/>', headers: { 'Content-Type': 'application/xml', Depth: '1' } });
-      expect(propfind.data).toMatchObject({ method: 'PROPFIND', body: '<propfind xmlns="DAV:"/>', headers: { depth: '1', 'content-type': 'application/xml' } });
+      const propfind = await nango.proxy({
+        ...connection,
+        method: 'PROPFIND',
+        endpoint: '/echo',
+        data: '<propfind xmlns="DAV:"/>',
+        headers: { 'Content-Type': 'application/xml', Depth: '1' },
+      });
+      expect(propfind.data).toMatchObject({
+        method: 'PROPFIND',
+        body: '<propfind xmlns="DAV:"/>',
+        headers: { depth: '1', 'content-type': 'application/xml' },
+      });
       const deleted = await nango.delete({ ...connection, endpoint: '/empty' });
       expect(deleted.status).toBe(204);
       const generic = await nango.proxy({ ...connection, method: 'GET', endpoint: '/json', params: 'x=1' });
@@ -198,12 +298,17 @@ describe('proxy: responses pass through unchanged', () => {
       expect(hash.digest('hex')).toBe(createHash('sha256').update(BINARY_BODY).digest('hex'));
     });
 
-    it('passes a provider error through as the client\'s error, unwrapped', async () => {
+    it("passes a provider error through as the client's error, unwrapped", async () => {
       const failure = await nango.get({ ...connection, endpoint: '/missing' }).then(
         () => undefined,
         (error: { response?: { status: number; data: unknown } }) => error.response,
       );
-      expect(failure).toEqual(expect.objectContaining({ status: 404, data: { message: 'Not Found', documentation_url: 'https://docs.example.com' } }));
+      expect(failure).toEqual(
+        expect.objectContaining({
+          status: 404,
+          data: { message: 'Not Found', documentation_url: 'https://docs.example.com' },
+        }),
+      );
     });
 
     it('uploads multipart FormData the client builds', async () => {
@@ -238,19 +343,31 @@ describe('proxy: responses pass through unchanged', () => {
     });
 
     it('retryOn: a POST is retried on a 5xx only when the caller lists it', async () => {
-      const listed = await nango.post({ ...connection, endpoint: '/flaky/post-listed?fails=2', data: { x: 1 }, retries: 3, retryOn: [503] });
+      const listed = await nango.post({
+        ...connection,
+        endpoint: '/flaky/post-listed?fails=2',
+        data: { x: 1 },
+        retries: 3,
+        retryOn: [503],
+      });
       expect(listed.data).toEqual({ ok: true, attempt: 3 });
 
-      const unlisted = await nango.post({ ...connection, endpoint: '/flaky/post-unlisted?fails=2', data: { x: 1 }, retries: 3 }).then(
-        () => undefined,
-        (error: { response?: { status: number; data: unknown } }) => error.response,
-      );
+      const unlisted = await nango
+        .post({ ...connection, endpoint: '/flaky/post-unlisted?fails=2', data: { x: 1 }, retries: 3 })
+        .then(
+          () => undefined,
+          (error: { response?: { status: number; data: unknown } }) => error.response,
+        );
       expect(unlisted).toEqual(expect.objectContaining({ status: 503, data: 'failure 1' }));
       expect(fake.calls('flaky/post-unlisted')).toHaveLength(1);
     });
 
     it('a 429 with Retry-After is retried no earlier than the provider asked', async () => {
-      const res = await nango.get({ ...connection, endpoint: '/rate-limited/client-429?after=1', retries: 2 });
+      const res = await nango.get({
+        ...connection,
+        endpoint: '/rate-limited/client-429?after=1',
+        retries: 2,
+      });
       expect(res.data).toEqual({ ok: true, attempt: 2 });
       const [first, second] = fake.calls('rate-limited/client-429');
       expect(second! - first!).toBeGreaterThanOrEqual(1000);
@@ -263,7 +380,12 @@ describe('proxy: responses pass through unchanged', () => {
 
       const compressed = await nango.get({ ...connection, endpoint: '/gzip', responseType: 'arraybuffer' });
       expect(Buffer.from(compressed.data as ArrayBuffer).equals(JSON_BODY)).toBe(true);
-      const decompressed = await nango.get({ ...connection, endpoint: '/gzip', decompress: true, responseType: 'arraybuffer' });
+      const decompressed = await nango.get({
+        ...connection,
+        endpoint: '/gzip',
+        decompress: true,
+        responseType: 'arraybuffer',
+      });
       expect(Buffer.from(decompressed.data as ArrayBuffer).equals(JSON_BODY)).toBe(true);
       expect(decompressed.headers['content-length']).toBeUndefined();
     });

@@ -18,12 +18,17 @@ interface CollectedSpan {
 
 const SERVER = 2;
 const CLIENT = 3;
-const attribute = (span: CollectedSpan, key: string) => span.attributes.find((a) => a.key === key)?.value.stringValue;
+const attribute = (span: CollectedSpan, key: string) =>
+  span.attributes.find((a) => a.key === key)?.value.stringValue;
 
 /** The span and its parents within `spans`, innermost first. */
 function ancestry(span: CollectedSpan, spans: CollectedSpan[]): CollectedSpan[] {
   const chain = [span];
-  for (let parent = spans.find((s) => s.spanId === span.parentSpanId); parent; parent = spans.find((s) => s.spanId === parent!.parentSpanId)) {
+  for (
+    let parent = spans.find((s) => s.spanId === span.parentSpanId);
+    parent;
+    parent = spans.find((s) => s.spanId === parent!.parentSpanId)
+  ) {
     chain.push(parent);
   }
   return chain;
@@ -43,7 +48,8 @@ function startCollector(): Promise<{ server: Server; url: string; spans: Collect
         }[];
       };
       for (const rs of body.resourceSpans ?? []) {
-        const service = rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '?';
+        const service =
+          rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '?';
         for (const ss of rs.scopeSpans) for (const s of ss.spans) spans.push({ ...s, service });
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
@@ -79,11 +85,19 @@ describe('tracing across services', () => {
     });
     remoteGateway = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_MODE: 'remote' });
     // The provider puts the connection's API key into the query: it must never reach a span.
-    const integration = await call(stack.gatewayUrl, 'POST', '/integrations', { key: stack.secretKey, body: { provider: 'fake-api-key-query', unique_key: 'traced' } });
+    const integration = await call(stack.gatewayUrl, 'POST', '/integrations', {
+      key: stack.secretKey,
+      body: { provider: 'fake-api-key-query', unique_key: 'traced' },
+    });
     expect(integration.status).toBe(200);
     const connection = await call(stack.gatewayUrl, 'POST', '/connections', {
       key: stack.secretKey,
-      body: { provider_config_key: 'traced', connection_id: 'c1', credentials: { type: 'API_KEY', apiKey }, connection_config: { origin: fake.url } },
+      body: {
+        provider_config_key: 'traced',
+        connection_id: 'c1',
+        credentials: { type: 'API_KEY', apiKey },
+        connection_config: { origin: fake.url },
+      },
     });
     expect([200, 201]).toContain(connection.status);
   });
@@ -95,7 +109,9 @@ describe('tracing across services', () => {
   });
 
   /** Proxies GET /echo through `gatewayUrl` in a trace of our own; resolves with the trace's provider call span and its parents. */
-  async function tracedProxyCall(gatewayUrl: string): Promise<{ chain: CollectedSpan[]; spans: CollectedSpan[] }> {
+  async function tracedProxyCall(
+    gatewayUrl: string,
+  ): Promise<{ chain: CollectedSpan[]; spans: CollectedSpan[] }> {
     const traceId = randomBytes(16).toString('hex');
     const res = await fetch(`${gatewayUrl}/proxy/echo?page=2`, {
       headers: {
@@ -109,7 +125,8 @@ describe('tracing across services', () => {
     await res.text();
 
     const ours = () => collector.spans.filter((s) => s.traceId === traceId);
-    const providerCall = () => ours().find((s) => s.kind === CLIENT && attribute(s, 'url.full') === `${fake.url}/echo`);
+    const providerCall = () =>
+      ours().find((s) => s.kind === CLIENT && attribute(s, 'url.full') === `${fake.url}/echo`);
     // Spans arrive in batches per process; wait until the provider call reaches up to the gateway's server span.
     const complete = () => {
       const call = providerCall();
@@ -121,7 +138,7 @@ describe('tracing across services', () => {
     return { chain: ancestry(providerCall()!, ours()), spans: ours() };
   }
 
-  it('makes a proxied call one trace: the gateway\'s server span holds the provider call (embedded, the default)', async () => {
+  it("makes a proxied call one trace: the gateway's server span holds the provider call (embedded, the default)", async () => {
     const { chain, spans } = await tracedProxyCall(stack.gatewayUrl);
     expect(chain[0]).toMatchObject({ service: 'gateway', kind: CLIENT });
     expect(chain.some((s) => s.service === 'gateway' && s.kind === SERVER)).toBe(true);
@@ -137,9 +154,11 @@ describe('tracing across services', () => {
 
   it('in remote mode the same trace runs gateway → proxy service → provider', async () => {
     const { chain } = await tracedProxyCall(`http://127.0.0.1:${remoteGateway.port}`);
-    expect(chain.map((s) => `${s.service}:${s.kind === SERVER ? 'server' : s.kind === CLIENT ? 'client' : s.kind}`)).toEqual(
-      expect.arrayContaining(['proxy:client', 'proxy:server', 'gateway:client', 'gateway:server']),
-    );
+    expect(
+      chain.map(
+        (s) => `${s.service}:${s.kind === SERVER ? 'server' : s.kind === CLIENT ? 'client' : s.kind}`,
+      ),
+    ).toEqual(expect.arrayContaining(['proxy:client', 'proxy:server', 'gateway:client', 'gateway:server']));
     expect(chain[0]).toMatchObject({ service: 'proxy', kind: CLIENT });
     // Remote mode: the front door hands every call to Fastify, which relays it.
     const server = chain.find((s) => s.service === 'gateway' && s.kind === SERVER)!;
@@ -158,10 +177,12 @@ describe('tracing across services', () => {
 
     const deadline = Date.now() + 15_000;
     const ours = () => collector.spans.filter((s) => s.traceId === traceId);
-    const handled = () => ours().find((s) => s.service === 'auth-connect' && s.name === 'auth.v1.integrations.list process');
+    const handled = () =>
+      ours().find((s) => s.service === 'auth-connect' && s.name === 'auth.v1.integrations.list process');
     // Each process exports its own batches: wait for the gateway's too (its HTTP span ends last).
     const gatewayServer = () => ours().some((s) => s.service === 'gateway' && s.kind === SERVER);
-    while (!(handled() && gatewayServer()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while (!(handled() && gatewayServer()) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
 
     const spans = ours();
     const services = new Set(spans.map((s) => s.service));
@@ -179,10 +200,15 @@ describe('tracing across services', () => {
   it('OTEL_SDK_DISABLED=true turns tracing off in a service: it still serves, and nothing of its requests is exported', async () => {
     const untraced = await stack.startReplica('gateway', { OTEL_SDK_DISABLED: 'true' });
     const traceId = randomBytes(16).toString('hex');
-    const headers = { Authorization: `Bearer ${stack.secretKey}`, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+    const headers = {
+      Authorization: `Bearer ${stack.secretKey}`,
+      traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+    };
     const listed = await fetch(`http://127.0.0.1:${untraced.port}/integrations`, { headers });
     expect(listed.status).toBe(200);
-    const proxied = await fetch(`http://127.0.0.1:${untraced.port}/proxy/echo`, { headers: { ...headers, 'provider-config-key': 'traced', 'connection-id': 'c1' } });
+    const proxied = await fetch(`http://127.0.0.1:${untraced.port}/proxy/echo`, {
+      headers: { ...headers, 'provider-config-key': 'traced', 'connection-id': 'c1' },
+    });
     expect(proxied.status).toBe(200);
     await proxied.text();
     // The traced services export within ~100 ms (OTEL_BSP_SCHEDULE_DELAY); give them ten times that.
@@ -194,7 +220,9 @@ describe('tracing across services', () => {
   it('never records the secret key or a query string in a span', async () => {
     // Connect flows carry session tokens in the query; a sentinel stands in for one.
     const sentinel = `sentinel${randomBytes(8).toString('hex')}`;
-    await fetch(`${stack.gatewayUrl}/providers?search=${sentinel}`, { headers: { Authorization: `Bearer ${stack.secretKey}` } });
+    await fetch(`${stack.gatewayUrl}/providers?search=${sentinel}`, {
+      headers: { Authorization: `Bearer ${stack.secretKey}` },
+    });
     await new Promise((r) => setTimeout(r, 1000));
     expect(collector.spans.some((s) => s.service === 'gateway' && s.name === 'GET')).toBe(true);
     const recorded = JSON.stringify(collector.spans);

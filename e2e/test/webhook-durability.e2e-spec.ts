@@ -52,13 +52,18 @@ function relayScenario(relayEnv: Record<string, string>): { get: () => Scenario 
 }
 
 /** Points the environment's webhooks at the receiver; resolves with the environment id and signing key. */
-async function subscribe({ stack, receiver }: Scenario): Promise<{ environmentId: number; signingKey: string }> {
+async function subscribe({
+  stack,
+  receiver,
+}: Scenario): Promise<{ environmentId: number; signingKey: string }> {
   const settings = await call(stack.gatewayUrl, 'PATCH', '/environment', {
     key: stack.secretKey,
     body: { webhook_settings: { primary_url: `${receiver.url}/hook` } },
   });
   expect(settings.status).toBe(200);
-  const { id: environmentId, webhook_signing_key: signingKey } = (settings.body as { data: { id: number; webhook_signing_key: string } }).data;
+  const { id: environmentId, webhook_signing_key: signingKey } = (
+    settings.body as { data: { id: number; webhook_signing_key: string } }
+  ).data;
   return { environmentId, signingKey };
 }
 
@@ -149,7 +154,9 @@ describe('webhook delivery when the receiver comes back', () => {
     await Promise.all(backlog.map((e) => publisher.publish(e)));
     // Every one of them fails once (refused connection, or the breaker's failing probe) and waits 60 s.
     const failedOnce = async () => {
-      const page = await call(stack.gatewayUrl, 'GET', '/environment/webhook-deliveries?status=pending', { key: stack.secretKey });
+      const page = await call(stack.gatewayUrl, 'GET', '/environment/webhook-deliveries?status=pending', {
+        key: stack.secretKey,
+      });
       const rows = (page.body as { data: { attempts: number }[] }).data;
       return rows.length === backlog.length && rows.every((row) => row.attempts >= 1);
     };
@@ -164,7 +171,8 @@ describe('webhook delivery when the receiver comes back', () => {
 
     const ids = () => new Set(receiver.received.map((r) => r.headers['webhook-id']));
     const deadline = Date.now() + 20_000;
-    while (ids().size < backlog.length + 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while (ids().size < backlog.length + 1 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
     expect(ids().size).toBe(backlog.length + 1);
     // Without the pull-forward the backlog would arrive only at its 60 s retry.
     expect(Date.now() - back).toBeLessThan(15_000);

@@ -11,9 +11,9 @@
 # Keep them identical: `node infra/validate-compose.mjs` fails when they drift apart.
 # The build context is filtered by infra/docker/functions-runtime.Dockerfile.dockerignore.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
-# ---- base: Node 20 and pnpm ------------------------------------------------------------------
+# ---- base: Node 24 and pnpm ------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS base
 ARG PNPM_VERSION=10.34.9
 # pnpm comes from the npm registry; corepack's signature check is not reliable for pnpm 10.
@@ -27,13 +27,12 @@ WORKDIR /app
 
 # ---- deps: the whole workspace's dependencies, from the manifests and the lockfile only --------
 FROM base AS deps
-# node-gyp toolchain: isolated-vm (functions-runtime) is built from source.
+# node-gyp toolchain: isolated-vm (functions-runtime) is built from source when its prebuilt binary does not load.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
-# The repository's .npmrc sets nodedir=/usr, which is right on the Debian dev machines only; in
-# the official Node image the headers are under /usr/local. An npm_config_* variable wins over a
-# project .npmrc, for pnpm and for the node-gyp it runs.
+# node-gyp builds against the headers named by npm_config_nodedir (it must not download them); in
+# the official Node image they are under /usr/local. pnpm passes the variable to the node-gyp it runs.
 # Prisma: `prisma generate` (packages/db build) must not try to download the native schema
 # engine; the shim runs the Wasm engine from npm instead.
 ENV npm_config_nodedir=/usr/local \
@@ -68,5 +67,5 @@ USER node
 EXPOSE 3013
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || '3013') + '/health', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# isolated-vm 5 on Node >= 20 needs --no-node-snapshot in the process that creates isolates.
+# isolated-vm on Node >= 20 needs --no-node-snapshot in the process that creates isolates.
 CMD ["node", "--no-node-snapshot", "dist/main.js"]

@@ -10,9 +10,9 @@
 # The `base` stage is the same text as in infra/docker/<app>.Dockerfile, so it is built once.
 # The build context is filtered by infra/docker/migrate.Dockerfile.dockerignore.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
-# ---- base: Node 20 and pnpm ------------------------------------------------------------------
+# ---- base: Node 24 and pnpm ------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS base
 ARG PNPM_VERSION=10.34.9
 # pnpm comes from the npm registry; corepack's signature check is not reliable for pnpm 10.

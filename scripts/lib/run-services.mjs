@@ -57,21 +57,41 @@ process.on('SIGTERM', () => void stopAll(0));
 
 if (env.SWITCHBOARD_START_TEMPORAL === '1') {
   start('temporal', env.SWITCHBOARD_TEMPORAL_BIN, [
-    'server', 'start-dev',
-    '--db-filename', join(root, '.data/temporal/dev.db'),
-    '--ip', '127.0.0.1', '--port', '7233', '--ui-port', '8233',
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--db-filename',
+    join(root, '.data/temporal/dev.db'),
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    '7233',
+    '--ui-port',
+    '8233',
+    '--log-level',
+    'warn',
   ]);
   // Services connect to Temporal at boot; give the dev server its few seconds first.
   const { connect } = await import('node:net');
-  const up = () => new Promise((resolve) => {
-    const socket = connect(7233, '127.0.0.1', () => { socket.destroy(); resolve(true); });
-    socket.on('error', () => resolve(false));
-  });
+  const up = () =>
+    new Promise((resolve) => {
+      const socket = connect(7233, '127.0.0.1', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
   for (let i = 0; i < 120 && !(await up()); i++) await new Promise((r) => setTimeout(r, 500));
 }
 
-const services = ['auth-connect', 'connections-vault', 'proxy', 'functions-runtime', 'sync-orchestrator', 'webhook-relay', 'gateway'];
+const services = [
+  'auth-connect',
+  'connections-vault',
+  'proxy',
+  'functions-runtime',
+  'sync-orchestrator',
+  'webhook-relay',
+  'gateway',
+];
 // `PORT` is the gateway's; another service listens on `<SERVICE>_PORT` (e.g. CONNECTIONS_VAULT_PORT) or its default.
 const portOf = (service) =>
   service === 'gateway' ? env.PORT : env[`${service.toUpperCase().replaceAll('-', '_')}_PORT`];

@@ -10,7 +10,11 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [ServiceKitModule.forRoot({ name: 'connections-vault', natsUrl: env.NATS_URL }), DatabaseModule, ConnectionsModule],
+      imports: [
+        ServiceKitModule.forRoot({ name: 'connections-vault', natsUrl: env.NATS_URL }),
+        DatabaseModule,
+        ConnectionsModule,
+      ],
       providers: [{ provide: VAULT_ENV, useValue: env }],
       exports: [VAULT_ENV],
     };

@@ -18,11 +18,16 @@ async function main(): Promise<number> {
   const keyring = new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS);
   const db = createPrismaClient(env.DATABASE_URL, { poolSize: 2 });
   try {
-    const report = await rewrapAllCredentials(new ConnectionsRepository(db), new EnvelopeCipher(keyring), keyring.currentVersion, {
-      batchSize,
-      ...(environmentId !== undefined ? { environmentId } : {}),
-      onProgress: (r) => process.stderr.write(`rewrapped ${r.rewrapped} of ${r.scanned} rows so far\n`),
-    });
+    const report = await rewrapAllCredentials(
+      new ConnectionsRepository(db),
+      new EnvelopeCipher(keyring),
+      keyring.currentVersion,
+      {
+        batchSize,
+        ...(environmentId !== undefined ? { environmentId } : {}),
+        onProgress: (r) => process.stderr.write(`rewrapped ${r.rewrapped} of ${r.scanned} rows so far\n`),
+      },
+    );
     process.stdout.write(`${JSON.stringify(report)}\n`);
     return report.failed.length > 0 ? 1 : 0;
   } finally {

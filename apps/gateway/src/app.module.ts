@@ -20,7 +20,16 @@ import { ServicesHealth } from './readiness/services-health';
 import { WebhookDeliveriesController } from './webhooks/webhook-deliveries.controller';
 
 /** The public API's controllers; each one validates, then asks the owning service over NATS. */
-export const API_CONTROLLERS = [IntegrationsController, ProvidersController, EnvironmentController, ConnectionMetadataController, ConnectionsController, ConnectSessionsController, EnvironmentSettingsController, WebhookDeliveriesController];
+export const API_CONTROLLERS = [
+  IntegrationsController,
+  ProvidersController,
+  EnvironmentController,
+  ConnectionMetadataController,
+  ConnectionsController,
+  ConnectSessionsController,
+  EnvironmentSettingsController,
+  WebhookDeliveriesController,
+];
 
 @Module({})
 export class AppModule {
@@ -29,12 +38,22 @@ export class AppModule {
       module: AppModule,
       global: true,
       imports: [
-        ServiceKitModule.forRoot({ name: 'gateway', natsUrl: env.NATS_URL, requestTimeoutMs: env.NATS_REQUEST_TIMEOUT_MS }),
+        ServiceKitModule.forRoot({
+          name: 'gateway',
+          natsUrl: env.NATS_URL,
+          requestTimeoutMs: env.NATS_REQUEST_TIMEOUT_MS,
+        }),
         AccessModule,
         ProxyModule.forRoot(env),
       ],
       // Session-token and browser routes (connect page, auth flows) are outside the key-scoped API list.
-      controllers: [...API_CONTROLLERS, ConnectSessionController, AuthFlowsController, LogosController, OpenApiController],
+      controllers: [
+        ...API_CONTROLLERS,
+        ConnectSessionController,
+        AuthFlowsController,
+        LogosController,
+        OpenApiController,
+      ],
       providers: [
         { provide: GATEWAY_ENV, useValue: env },
         { provide: APP_FILTER, useClass: ErrorsFilter },

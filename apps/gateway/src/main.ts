@@ -35,14 +35,20 @@ async function main(): Promise<void> {
         ignoreDuplicateSlashes: true,
         maxParamLength: 500,
         // `tags[end_user_id]=x` style parameters, as the official client sends them.
-        querystringParser: (str: string) => parseQueryString(str, { arrayLimit: 100, depth: 2, parameterLimit: 200 }),
+        querystringParser: (str: string) =>
+          parseQueryString(str, { arrayLimit: 100, depth: 2, parameterLimit: 200 }),
       },
       trustProxy: true,
       // A target the router cannot decode (malformed percent-encoding) gets our error shape, not Fastify's.
-      frameworkErrors: (error, _request, reply) =>
-        error.code === 'FST_ERR_BAD_URL'
-          ? sendError(reply, 'invalid_uri_params', 'The request URL is not valid (malformed percent-encoding)')
-          : sendError(reply, 'server_error', 'An unexpected error occurred'),
+      frameworkErrors: (error, _request, reply) => {
+        void (error.code === 'FST_ERR_BAD_URL'
+          ? sendError(
+              reply,
+              'invalid_uri_params',
+              'The request URL is not valid (malformed percent-encoding)',
+            )
+          : sendError(reply, 'server_error', 'An unexpected error occurred'));
+      },
       // `/proxy` requests meet the front door before Fastify (see ProxyFrontDoor).
       serverFactory: gatewayServerFactory(() => frontDoor),
     },
@@ -53,7 +59,12 @@ async function main(): Promise<void> {
       // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
       const fastify = app.getHttpAdapter().getInstance();
       app.get(ProxyRoute).register(fastify);
-      frontDoor = new ProxyFrontDoor(app.get(ApiKeyResolver), app.get(AccountRateLimiter), app.get(ProxyRoute), fastify);
+      frontDoor = new ProxyFrontDoor(
+        app.get(ApiKeyResolver),
+        app.get(AccountRateLimiter),
+        app.get(ProxyRoute),
+        fastify,
+      );
       // Public, raw-bodied provider webhook ingress (its own scope and body parser).
       new ProviderWebhookRoute(app.get(NatsRequester)).register(app.getHttpAdapter().getInstance());
     },

@@ -26,7 +26,9 @@ export class AppModule {
         { provide: WEBHOOK_RELAY_ENV, useValue: env },
         {
           provide: EgressPolicy,
-          useValue: new EgressPolicy([env.SWITCHBOARD_EGRESS_ALLOW, env.SWITCHBOARD_EGRESS_ALLOWED_CIDRS].join(',')),
+          useValue: new EgressPolicy(
+            [env.SWITCHBOARD_EGRESS_ALLOW, env.SWITCHBOARD_EGRESS_ALLOWED_CIDRS].join(','),
+          ),
         },
         EnvironmentDirectory,
         SettingsService,

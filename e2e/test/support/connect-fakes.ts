@@ -144,8 +144,10 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
 
     if (req.method === 'POST' && url.pathname === '/cc/token') {
       const params = new URLSearchParams(text);
-      if (params.get('grant_type') !== 'client_credentials') return json(res, 400, { error: 'unsupported_grant_type' });
-      if (params.get('client_id') !== clientId || params.get('client_secret') !== clientSecret) return json(res, 401, { error: 'invalid_client' });
+      if (params.get('grant_type') !== 'client_credentials')
+        return json(res, 400, { error: 'unsupported_grant_type' });
+      if (params.get('client_id') !== clientId || params.get('client_secret') !== clientSecret)
+        return json(res, 401, { error: 'invalid_client' });
       const issued = `cc_${randomBytes(12).toString('hex')}`;
       clientCredentialTokens.push(issued);
       return json(res, 200, { access_token: issued, token_type: 'bearer', expires_in: 3600 });
@@ -153,7 +155,8 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
 
     // A GitHub-style app: installing it sends the browser to the app's setup URL with the installation.
     if (req.method === 'GET' && url.pathname === '/apps/test-app/installations/new') {
-      if (!appSetupUrl || !url.searchParams.get('state')) return json(res, 400, { error: 'no setup url or state' });
+      if (!appSetupUrl || !url.searchParams.get('state'))
+        return json(res, 400, { error: 'no setup url or state' });
       const back = new URL(appSetupUrl);
       back.searchParams.set('installation_id', '4242');
       back.searchParams.set('setup_action', 'install');
@@ -167,7 +170,9 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       const valid =
         !!appPublicKey &&
         !!signature &&
-        createVerify('RSA-SHA256').update(`${header}.${payload}`).verify(appPublicKey, Buffer.from(signature, 'base64url'));
+        createVerify('RSA-SHA256')
+          .update(`${header}.${payload}`)
+          .verify(appPublicKey, Buffer.from(signature, 'base64url'));
       if (!valid) return json(res, 401, { message: 'A JSON web token could not be decoded' });
       const issued = `ghs_${randomBytes(12).toString('hex')}`;
       installationTokens.push(issued);

@@ -1,6 +1,14 @@
 import { createHash, createHmac } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
+import {
+  Agent,
+  createServer,
+  request,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,14 +18,22 @@ import { gzipSync } from 'node:zlib';
 export const FIXED_DATE = 'Tue, 04 Mar 2025 10:00:00 GMT';
 
 export const JSON_BODY = Buffer.from(
-  JSON.stringify({ items: Array.from({ length: 14 }, (_, i) => ({ id: i, name: `item-${i}`, note: 'ünïcödé ✓' })) }),
+  JSON.stringify({
+    items: Array.from({ length: 14 }, (_, i) => ({ id: i, name: `item-${i}`, note: 'ünïcödé ✓' })),
+  }),
 );
 export const GZIP_BODY = gzipSync(JSON_BODY);
 /** Not valid UTF-8: a proxy that decoded and re-encoded text would change these bytes. */
 export const LATIN1_BODY = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0xff, 0xfe, 0x00, 0x0a]);
 export const BINARY_BODY = deterministicBytes(256 * 1024, 7);
-export const BIG_BYTES = 100 * 1024 * 1024;
-export const OAUTH1_SECRETS = { consumerSecret: 'oauth1-consumer-secret', tokenSecret: 'oauth1-token-secret' };
+// Large enough that a hop holding the body shows far above what streaming costs: V8 frees the chunks a
+// stream has passed on only when it collects, and it waits for about 64 MiB of them (its external-memory
+// trigger), so a streaming process peaks near that whatever the body's size (56-66 MiB seen on Node 24).
+export const BIG_BYTES = 256 * 1024 * 1024;
+export const OAUTH1_SECRETS = {
+  consumerSecret: 'oauth1-consumer-secret',
+  tokenSecret: 'oauth1-token-secret',
+};
 
 export function deterministicBytes(length: number, seed: number): Buffer {
   const out = Buffer.alloc(length);
@@ -53,12 +69,21 @@ export interface FakeProvider {
   close(): Promise<void>;
 }
 
-const rfc3986 = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const rfc3986 = (s: string) =>
+  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** An RFC 5849 signature check written independently of the library the proxy signs with. */
-export function oauth1Valid(header: string | undefined, method: string, url: URL, form: Record<string, string>, algo: 'sha1' | 'sha256'): boolean {
+export function oauth1Valid(
+  header: string | undefined,
+  method: string,
+  url: URL,
+  form: Record<string, string>,
+  algo: 'sha1' | 'sha256',
+): boolean {
   if (!header?.startsWith('OAuth ')) return false;
-  const params = Object.fromEntries([...header.slice(6).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, decodeURIComponent(m[2]!)]));
+  const params = Object.fromEntries(
+    [...header.slice(6).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, decodeURIComponent(m[2]!)]),
+  );
   const { oauth_signature: signature, realm: _realm, ...oauth } = params;
   const all = [...Object.entries(oauth), ...url.searchParams.entries(), ...Object.entries(form)]
     .map(([k, v]) => [rfc3986(k), rfc3986(v)] as const)
@@ -92,7 +117,8 @@ export async function startFakeProvider(name = 'fake'): Promise<FakeProvider> {
   const seen: Seen[] = [];
   const sockets = new Set<Socket>();
 
-  const server: Server = createServer(async (req, res) => {
+  // A handler that throws fails the request it was answering, not the test process.
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
     res.sendDate = false;
     const url = new URL(req.url ?? '/', 'http://fake');
     seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, at: Date.now() });
@@ -115,19 +141,43 @@ export async function startFakeProvider(name = 'fake'): Promise<FakeProvider> {
           'x-ratelimit-remaining': '4999',
           link: '<https://api.example.com/json?page=2>; rel="next"',
         };
-        if (req.headers['if-none-match'] === '"v1"') return send(304, { etag: '"v1"', 'cache-control': headers['cache-control'] });
-        return send(200, { ...headers, 'content-length': String(JSON_BODY.length) }, req.method === 'HEAD' ? undefined : JSON_BODY);
+        if (req.headers['if-none-match'] === '"v1"')
+          return send(304, { etag: '"v1"', 'cache-control': headers['cache-control'] });
+        return send(
+          200,
+          { ...headers, 'content-length': String(JSON_BODY.length) },
+          req.method === 'HEAD' ? undefined : JSON_BODY,
+        );
       }
       case '/gzip':
-        return send(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(GZIP_BODY.length) }, GZIP_BODY);
+        return send(
+          200,
+          {
+            'content-type': 'application/json',
+            'content-encoding': 'gzip',
+            'content-length': String(GZIP_BODY.length),
+          },
+          GZIP_BODY,
+        );
       case '/text':
         return send(200, { 'content-type': 'text/plain; charset=iso-8859-1' }, LATIN1_BODY);
       case '/binary':
-        return send(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="blob.bin"' }, BINARY_BODY);
+        return send(
+          200,
+          {
+            'content-type': 'application/octet-stream',
+            'content-disposition': 'attachment; filename="blob.bin"',
+          },
+          BINARY_BODY,
+        );
       case '/empty':
         return send(204, { 'x-deleted': 'yes' });
       case '/missing':
-        return send(404, { 'content-type': 'application/json' }, JSON.stringify({ message: 'Not Found', documentation_url: 'https://docs.example.com' }));
+        return send(
+          404,
+          { 'content-type': 'application/json' },
+          JSON.stringify({ message: 'Not Found', documentation_url: 'https://docs.example.com' }),
+        );
       case '/big': {
         res.writeHead(200, { date: FIXED_DATE, 'content-type': 'application/octet-stream' });
         const chunk = deterministicBytes(64 * 1024, 3);
@@ -156,12 +206,26 @@ export async function startFakeProvider(name = 'fake'): Promise<FakeProvider> {
       }
       case '/echo': {
         const body = await readAll(req);
-        return send(200, { 'content-type': 'application/json' }, JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: body.toString('utf8') }));
+        return send(
+          200,
+          { 'content-type': 'application/json' },
+          JSON.stringify({
+            method: req.method,
+            url: req.url,
+            headers: req.headers,
+            body: body.toString('utf8'),
+          }),
+        );
       }
       case '/flaky': {
         const n = count(`flaky/${parts[1]}`);
         const fails = Number(url.searchParams.get('fails') ?? 5);
-        if (n <= fails) return send(Number(url.searchParams.get('status') ?? 503), { 'content-type': 'text/plain' }, `failure ${n}`);
+        if (n <= fails)
+          return send(
+            Number(url.searchParams.get('status') ?? 503),
+            { 'content-type': 'text/plain' },
+            `failure ${n}`,
+          );
         return send(200, { 'content-type': 'application/json' }, JSON.stringify({ ok: true, attempt: n }));
       }
       case '/reset': {
@@ -172,14 +236,27 @@ export async function startFakeProvider(name = 'fake'): Promise<FakeProvider> {
       }
       case '/rate-limited': {
         const n = count(`rate-limited/${parts[1]}`);
-        if (n === 1) return send(429, { 'retry-after': url.searchParams.get('after') ?? '1', 'content-type': 'application/json' }, '{"error":"slow down"}');
+        if (n === 1)
+          return send(
+            429,
+            { 'retry-after': url.searchParams.get('after') ?? '1', 'content-type': 'application/json' },
+            '{"error":"slow down"}',
+          );
         return send(200, { 'content-type': 'application/json' }, JSON.stringify({ ok: true, attempt: n }));
       }
       case '/quota': {
         // Remaining quota 0 on the first call, with the reset as epoch seconds (the catalog's `retry.at`).
         const n = count(`quota/${parts[1]}`);
         const reset = Math.ceil(Date.now() / 1000) + 1;
-        return send(200, { 'x-ratelimit-remaining': n === 1 ? '0' : '10', 'x-ratelimit-reset': String(reset), 'content-type': 'application/json' }, JSON.stringify({ n }));
+        return send(
+          200,
+          {
+            'x-ratelimit-remaining': n === 1 ? '0' : '10',
+            'x-ratelimit-reset': String(reset),
+            'content-type': 'application/json',
+          },
+          JSON.stringify({ n }),
+        );
       }
       case '/hang':
         req.socket.once('close', () => {
@@ -190,14 +267,31 @@ export async function startFakeProvider(name = 'fake'): Promise<FakeProvider> {
         return send(302, { location: url.searchParams.get('to') ?? '/' });
       case '/oauth1': {
         const body = (await readAll(req)).toString('utf8');
-        const form = req.headers['content-type']?.startsWith('application/x-www-form-urlencoded') ? Object.fromEntries(new URLSearchParams(body)) : {};
+        const form = req.headers['content-type']?.startsWith('application/x-www-form-urlencoded')
+          ? Object.fromEntries(new URLSearchParams(body))
+          : {};
         const algo = url.searchParams.get('algo') === 'sha256' ? 'sha256' : 'sha1';
-        const valid = oauth1Valid(req.headers.authorization, req.method ?? 'GET', new URL(req.url ?? '/', `http://${req.headers.host}`), form, algo);
-        return send(valid ? 200 : 401, { 'content-type': 'application/json' }, JSON.stringify({ valid, authorization: req.headers.authorization ?? null }));
+        const valid = oauth1Valid(
+          req.headers.authorization,
+          req.method ?? 'GET',
+          new URL(req.url ?? '/', `http://${req.headers.host}`),
+          form,
+          algo,
+        );
+        return send(
+          valid ? 200 : 401,
+          { 'content-type': 'application/json' },
+          JSON.stringify({ valid, authorization: req.headers.authorization ?? null }),
+        );
       }
       case '/needs-fresh-token':
-        if (req.headers.authorization === `Bearer ${state.freshToken}`) return send(200, { 'content-type': 'application/json' }, '{"ok":true}');
-        return send(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer error="invalid_token"' }, '{"error":"expired"}');
+        if (req.headers.authorization === `Bearer ${state.freshToken}`)
+          return send(200, { 'content-type': 'application/json' }, '{"ok":true}');
+        return send(
+          401,
+          { 'content-type': 'application/json', 'www-authenticate': 'Bearer error="invalid_token"' },
+          '{"error":"expired"}',
+        );
       case '/oauth': {
         await readAll(req);
         state.tokenRequests++;
@@ -205,12 +299,20 @@ export async function startFakeProvider(name = 'fake'): Promise<FakeProvider> {
         return send(
           200,
           { 'content-type': 'application/json' },
-          JSON.stringify({ access_token: state.freshToken, refresh_token: `rt-${state.tokenRequests}`, expires_in: 3600, token_type: 'bearer' }),
+          JSON.stringify({
+            access_token: state.freshToken,
+            refresh_token: `rt-${state.tokenRequests}`,
+            expires_in: 3600,
+            token_type: 'bearer',
+          }),
         );
       }
       default:
         return send(404, { 'content-type': 'text/plain' }, 'no such route');
     }
+  };
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => res.destroy(error as Error));
   });
   server.on('connection', (socket) => {
     sockets.add(socket);
@@ -255,14 +357,20 @@ export function writeProxyProvidersFile(): string {
       auth_mode: 'OAUTH2',
       authorization_url: '${connectionConfig.origin}/oauth/authorize',
       token_url: '${connectionConfig.origin}/oauth/token',
-      proxy: { base_url: '${connectionConfig.origin}', retry: { at: ['x-ratelimit-reset'], remaining: 'x-ratelimit-remaining' } },
+      proxy: {
+        base_url: '${connectionConfig.origin}',
+        retry: { at: ['x-ratelimit-reset'], remaining: 'x-ratelimit-remaining' },
+      },
       connection_config: origin,
     },
     'fake-api-key': {
       ...common,
       display_name: 'Fake API key (header)',
       auth_mode: 'API_KEY',
-      proxy: { base_url: '${connectionConfig.origin}/v2', headers: { 'x-api-key': '${apiKey}', 'x-account': '${connectionConfig.account}' } },
+      proxy: {
+        base_url: '${connectionConfig.origin}/v2',
+        headers: { 'x-api-key': '${apiKey}', 'x-account': '${connectionConfig.account}' },
+      },
       connection_config: { ...origin, account: { type: 'string', title: 'Account' } },
     },
     'fake-api-key-query': {
@@ -279,7 +387,13 @@ export function writeProxyProvidersFile(): string {
       proxy: { base_url: '${connectionConfig.origin}', body: { api_token: '${apiKey}' } },
       connection_config: origin,
     },
-    'fake-basic': { ...common, display_name: 'Fake basic', auth_mode: 'BASIC', proxy: { base_url: '${connectionConfig.origin}' }, connection_config: origin },
+    'fake-basic': {
+      ...common,
+      display_name: 'Fake basic',
+      auth_mode: 'BASIC',
+      proxy: { base_url: '${connectionConfig.origin}' },
+      connection_config: origin,
+    },
     'fake-oauth1': {
       ...common,
       display_name: 'Fake OAuth1',
@@ -315,12 +429,20 @@ export interface RawResponse {
 const rawAgent = new Agent({ keepAlive: true });
 
 /** Plain node:http, so nothing between the test and the wire decodes or re-frames the bytes. */
-export function raw(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer): Promise<RawResponse> {
+export function raw(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: Buffer,
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = request(`${base}${path}`, { method, headers, agent: rawAgent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -329,7 +451,11 @@ export function raw(base: string, method: string, path: string, headers: Record<
 }
 
 /** Streams a response through a hash, for bodies too large to hold. */
-export function rawDigest(base: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: IncomingHttpHeaders; bytes: number; sha256: string }> {
+export function rawDigest(
+  base: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; bytes: number; sha256: string }> {
   return new Promise((resolve, reject) => {
     const req = request(`${base}${path}`, { method: 'GET', headers, agent: rawAgent }, (res) => {
       const hash = createHash('sha256');
@@ -338,7 +464,9 @@ export function rawDigest(base: string, path: string, headers: Record<string, st
         bytes += c.length;
         hash.update(c);
       });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes, sha256: hash.digest('hex') }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes, sha256: hash.digest('hex') }),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -346,7 +474,15 @@ export function rawDigest(base: string, path: string, headers: Record<string, st
   });
 }
 
-const PER_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection']);
+const PER_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
+]);
 /** Headers only Switchboard adds (its own rate limit and CORS); everything else must be the provider's. */
 const OURS = /^(x-ratelimit-(limit|remaining|reset)|access-control-[a-z-]+)$/;
 
@@ -355,7 +491,8 @@ export function headerDifferences(direct: IncomingHttpHeaders, proxied: Incoming
   const problems: string[] = [];
   for (const [name, value] of Object.entries(direct)) {
     if (PER_HOP.has(name)) continue;
-    if (JSON.stringify(proxied[name]) !== JSON.stringify(value)) problems.push(`${name}: direct ${JSON.stringify(value)} proxied ${JSON.stringify(proxied[name])}`);
+    if (JSON.stringify(proxied[name]) !== JSON.stringify(value))
+      problems.push(`${name}: direct ${JSON.stringify(value)} proxied ${JSON.stringify(proxied[name])}`);
   }
   for (const name of Object.keys(proxied)) {
     if (PER_HOP.has(name) || name in direct) continue;

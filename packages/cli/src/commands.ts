@@ -26,7 +26,8 @@ function parseAssignment(arg: string): Variable {
 
 function flagValues(args: string[], flag: string): string[] {
   const values: string[] = [];
-  for (let i = 0; i < args.length; i++) if (args[i] === flag && args[i + 1] !== undefined) values.push(args[++i]!);
+  for (let i = 0; i < args.length; i++)
+    if (args[i] === flag && args[i + 1] !== undefined) values.push(args[++i]!);
   return values;
 }
 
@@ -60,11 +61,16 @@ export async function run(api: ApiClient, args: string[], out: Output): Promise<
     case 'api-keys create': {
       const [name] = flagValues(rest, '--name');
       const scopes = flagValues(rest, '--scope');
-      if (!name || scopes.length === 0) throw new Error('api-keys create needs --name and at least one --scope');
-      const { data } = await api.call<{ data: { id: number; secret_key: string; scopes: string[] } }>('POST', '/environment/api-keys', {
-        display_name: name,
-        scopes,
-      });
+      if (!name || scopes.length === 0)
+        throw new Error('api-keys create needs --name and at least one --scope');
+      const { data } = await api.call<{ data: { id: number; secret_key: string; scopes: string[] } }>(
+        'POST',
+        '/environment/api-keys',
+        {
+          display_name: name,
+          scopes,
+        },
+      );
       out(`id: ${data.id}`);
       out(`scopes: ${data.scopes.join(' ')}`);
       out(`secret key (shown once): ${data.secret_key}`);
@@ -76,7 +82,9 @@ export async function run(api: ApiClient, args: string[], out: Output): Promise<
       return;
     }
     case 'integrations list': {
-      const { data } = await api.call<{ data: { unique_key: string; provider: string; display_name: string }[] }>('GET', '/integrations');
+      const { data } = await api.call<{
+        data: { unique_key: string; provider: string; display_name: string }[];
+      }>('GET', '/integrations');
       for (const i of data) out(`${i.unique_key}\t${i.provider}\t${i.display_name}`);
       return;
     }

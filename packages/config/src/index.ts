@@ -7,7 +7,8 @@ import { z } from 'zod';
 export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
   // Empty strings mean "unset" for optional variables, which is what shells and compose files produce.
   const cleaned: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) if (value !== undefined && value !== '') cleaned[key] = value;
+  for (const [key, value] of Object.entries(env))
+    if (value !== undefined && value !== '') cleaned[key] = value;
   const result = schema.safeParse(cleaned);
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  - ${i.path.join('.') || '(root)'}: ${i.message}`);
@@ -37,7 +38,10 @@ export const envFragments = {
       .default('postgresql://postgres@127.0.0.1:5432/switchboard'),
   },
   redis: {
-    REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').default('redis://127.0.0.1:6379'),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+      .default('redis://127.0.0.1:6379'),
   },
   logging: {
     LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
@@ -67,7 +71,8 @@ export function rewrapCliArgs(argv: readonly string[]): { batchSize: number; env
   const unknown = argv.filter((a) => !/^--(batch-size|environment-id)=/.test(a));
   if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')}`);
   const batchSize = Number(flag('batch-size') ?? 500);
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw new Error('--batch-size must be 1..10000');
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
+    throw new Error('--batch-size must be 1..10000');
   const raw = flag('environment-id');
   if (raw === undefined) return { batchSize };
   const environmentId = Number(raw);

@@ -46,4 +46,8 @@ export type CreatedApiKey = z.infer<typeof createdApiKeySchema>;
 
 export const createApiKeyRequestSchema = z.object({ caller: callerSchema, body: createApiKeyBodySchema });
 /** `scopes`: the revoking key's own, which must cover the revoked key's (as when creating one). */
-export const revokeApiKeyRequestSchema = z.object({ caller: callerSchema, scopes: z.array(scopeSchema), id: z.number().int() });
+export const revokeApiKeyRequestSchema = z.object({
+  caller: callerSchema,
+  scopes: z.array(scopeSchema),
+  id: z.number().int(),
+});

@@ -28,18 +28,29 @@ export const connectTagsSchema = z
   .superRefine((tags, ctx) => {
     const keys = Object.keys(tags);
     if (keys.length > CONNECT_TAG_MAX_COUNT) {
-      ctx.addIssue({ code: 'custom', message: `Tags cannot contain more than ${CONNECT_TAG_MAX_COUNT} keys` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `Tags cannot contain more than ${CONNECT_TAG_MAX_COUNT} keys`,
+      });
       return;
     }
     const seen = new Set<string>();
     for (const key of keys) {
       const lower = key.toLowerCase();
       if (seen.has(lower)) {
-        ctx.addIssue({ code: 'custom', message: `Duplicate tag key after lower-casing: "${lower}"`, path: [key] });
+        ctx.addIssue({
+          code: 'custom',
+          message: `Duplicate tag key after lower-casing: "${lower}"`,
+          path: [key],
+        });
       }
       seen.add(lower);
       if (lower === 'end_user_email' && !z.email().safeParse(tags[key]).success) {
-        ctx.addIssue({ code: 'custom', message: 'Tag "end_user_email" must be an email address', path: [key] });
+        ctx.addIssue({
+          code: 'custom',
+          message: 'Tag "end_user_email" must be an email address',
+          path: [key],
+        });
       }
     }
   })
@@ -82,7 +93,10 @@ export const connectIntegrationDefaultsSchema = z.strictObject({
 });
 export type ConnectIntegrationDefaults = z.infer<typeof connectIntegrationDefaultsSchema>;
 
-export const connectOverridesSchema = z.record(uniqueKeySchema, z.strictObject({ docs_connect: httpUrlSchema.optional() }));
+export const connectOverridesSchema = z.record(
+  uniqueKeySchema,
+  z.strictObject({ docs_connect: httpUrlSchema.optional() }),
+);
 
 const sessionFields = {
   end_user: connectEndUserInputSchema.optional(),
@@ -99,7 +113,11 @@ export const createConnectSessionBodySchema = z
   .strictObject({ ...sessionFields, allowed_integrations: z.array(uniqueKeySchema).max(1000).optional() })
   .superRefine((body, ctx) => {
     if (!body.end_user && !body.tags) {
-      ctx.addIssue({ code: 'custom', message: 'end_user is required unless tags are provided', path: ['end_user'] });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'end_user is required unless tags are provided',
+        path: ['end_user'],
+      });
     }
   });
 export type CreateConnectSessionBody = z.infer<typeof createConnectSessionBodySchema>;
@@ -150,8 +168,14 @@ export const CONNECT_SESSION_SUBJECTS = {
   delete: 'auth.v1.connect-session.delete',
 } as const;
 
-export const createConnectSessionRequestSchema = z.object({ caller: callerSchema, body: createConnectSessionBodySchema });
-export const reconnectConnectSessionRequestSchema = z.object({ caller: callerSchema, body: reconnectConnectSessionBodySchema });
+export const createConnectSessionRequestSchema = z.object({
+  caller: callerSchema,
+  body: createConnectSessionBodySchema,
+});
+export const reconnectConnectSessionRequestSchema = z.object({
+  caller: callerSchema,
+  body: reconnectConnectSessionBodySchema,
+});
 export const verifyConnectSessionRequestSchema = z.object({ tokenHash: z.string().regex(/^[0-9a-f]{64}$/) });
 export const verifiedConnectSessionSchema = z.object({
   sessionId: z.number().int(),
@@ -184,9 +208,7 @@ export const oauthConnectQuerySchema = z.strictObject({
   user_scope: z.string().max(4096).optional(),
   params: flowParamsSchema.optional(),
   authorization_params: z.record(z.string().max(255), z.string().max(4096)).optional(),
-  credentials: z
-    .strictObject({ oauth_client_id_override: z.string().max(1024).optional() })
-    .optional(),
+  credentials: z.strictObject({ oauth_client_id_override: z.string().max(1024).optional() }).optional(),
 });
 
 /** Body of `POST /oauth/connect/{key}`: the same inputs, but a client secret typed by the end user stays out of URLs. */
@@ -210,7 +232,10 @@ export const flowSubmitQuerySchema = z.strictObject({
 });
 
 export const apiKeyFlowBodySchema = z.strictObject({ apiKey: z.string().min(1).max(8192) });
-export const basicFlowBodySchema = z.strictObject({ username: z.string().min(1).max(1024), password: z.string().max(8192).default('') });
+export const basicFlowBodySchema = z.strictObject({
+  username: z.string().min(1).max(1024),
+  password: z.string().max(8192).default(''),
+});
 export const clientCredentialsFlowBodySchema = z.strictObject({
   client_id: z.string().min(1).max(1024),
   client_secret: z.string().max(8192).optional(),
@@ -238,7 +263,9 @@ export const startFlowRequestSchema = z.object({
   ...sessionFlowFields,
   authorizationParams: z.record(z.string(), z.string()).default({}),
   userScope: z.string().optional(),
-  clientOverride: z.object({ clientId: z.string().optional(), clientSecret: z.string().optional() }).default({}),
+  clientOverride: z
+    .object({ clientId: z.string().optional(), clientSecret: z.string().optional() })
+    .default({}),
 });
 export type StartFlowRequest = z.infer<typeof startFlowRequestSchema>;
 export const startedFlowSchema = z.object({ url: z.string() });
@@ -265,7 +292,12 @@ export const callbackFlowRequestSchema = z.object({
  * popup (or the full-page redirect) shows. `errorType` uses `@nangohq/frontend`'s names.
  */
 export const callbackOutcomeSchema = z.discriminatedUnion('ok', [
-  z.object({ ok: z.literal(true), providerConfigKey: z.string(), connectionId: z.string(), isPending: z.boolean().default(false) }),
+  z.object({
+    ok: z.literal(true),
+    providerConfigKey: z.string(),
+    connectionId: z.string(),
+    isPending: z.boolean().default(false),
+  }),
   z.object({
     ok: z.literal(false),
     providerConfigKey: z.string().nullable(),

@@ -26,7 +26,11 @@ export const connectionIdSchema = z
   .regex(/^[a-zA-Z0-9,.;:=+~[\]|@${}"'\\/_ -]+$/, 'has a character a connection id may not hold');
 
 /** Query booleans as Nango parses them (`true/false/1/0/yes/no/on/off`). */
-export const queryBooleanSchema = z.stringbool({ truthy: ['true', '1', 'yes', 'on'], falsy: ['false', '0', 'no', 'off'], case: 'insensitive' });
+export const queryBooleanSchema = z.stringbool({
+  truthy: ['true', '1', 'yes', 'on'],
+  falsy: ['false', '0', 'no', 'off'],
+  case: 'insensitive',
+});
 
 const queryInt = (min: number, max: number) =>
   z
@@ -42,14 +46,26 @@ const TAG_KEY = /^[a-zA-Z][a-zA-Z0-9_\-./]*$/;
  * values 1..255 characters.
  */
 export const connectionTagsInputSchema = z
-  .record(z.string().min(1).max(64).regex(TAG_KEY, 'must start with a letter and hold only letters, digits, _ - . /'), z.string().min(1).max(255))
+  .record(
+    z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(TAG_KEY, 'must start with a letter and hold only letters, digits, _ - . /'),
+    z.string().min(1).max(255),
+  )
   .superRefine((tags, ctx) => {
     const keys = Object.keys(tags);
     if (keys.length > 10) ctx.addIssue({ code: 'custom', message: 'at most 10 tags', path: [] });
     const seen = new Set<string>();
     for (const key of keys) {
       const lower = key.toLowerCase();
-      if (seen.has(lower)) ctx.addIssue({ code: 'custom', message: `duplicate tag key "${lower}" (keys are case-insensitive)`, path: [key] });
+      if (seen.has(lower))
+        ctx.addIssue({
+          code: 'custom',
+          message: `duplicate tag key "${lower}" (keys are case-insensitive)`,
+          path: [key],
+        });
       seen.add(lower);
     }
   })
@@ -63,7 +79,10 @@ export const connectionEndUserInputSchema = z
     email: z.email().min(5).max(255).optional(),
     display_name: z.string().max(255).optional(),
     tags: z.record(z.string().min(1).max(64), z.string().max(255)).optional(),
-    organization: z.object({ id: z.string().min(1).max(255), display_name: z.string().max(255).optional() }).strict().optional(),
+    organization: z
+      .object({ id: z.string().min(1).max(255), display_name: z.string().max(255).optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 export type ConnectionEndUserInput = z.infer<typeof connectionEndUserInputSchema>;
@@ -72,7 +91,9 @@ export type ConnectionEndUserInput = z.infer<typeof connectionEndUserInputSchema
 export const webhookUrlOverrideSchema = z.union([z.literal(''), z.url({ protocol: /^https?$/ }).max(2048)]);
 
 const isoDateTime = z.iso.datetime({ offset: true });
-const configOverrideSchema = z.object({ client_id: z.string().max(255).optional(), client_secret: z.string().max(4096).optional() }).strict();
+const configOverrideSchema = z
+  .object({ client_id: z.string().max(255).optional(), client_secret: z.string().max(4096).optional() })
+  .strict();
 const rawSchema = z.record(z.string(), z.unknown());
 const secret = z.string().min(1).max(16_384);
 
@@ -100,12 +121,40 @@ export const importCredentialsSchema = z.discriminatedUnion('type', [
       raw: rawSchema.optional(),
     })
     .strict(),
-  z.object({ type: z.literal('OAUTH1'), oauth_token: secret, oauth_token_secret: secret, raw: rawSchema.optional() }).strict(),
+  z
+    .object({
+      type: z.literal('OAUTH1'),
+      oauth_token: secret,
+      oauth_token_secret: secret,
+      raw: rawSchema.optional(),
+    })
+    .strict(),
   z.object({ type: z.literal('API_KEY'), apiKey: secret }).strict(),
-  z.object({ type: z.literal('BASIC'), username: z.string().max(1024), password: z.string().max(16_384) }).strict(),
-  z.object({ type: z.literal('TBA'), token_id: secret, token_secret: secret, config_override: configOverrideSchema.optional() }).strict(),
-  z.object({ type: z.literal('APP'), app_id: z.string().min(1).max(255), installation_id: z.string().min(1).max(255) }).strict(),
-  z.object({ type: z.literal('CUSTOM'), app_id: z.string().min(1).max(255), installation_id: z.string().min(1).max(255) }).strict(),
+  z
+    .object({ type: z.literal('BASIC'), username: z.string().max(1024), password: z.string().max(16_384) })
+    .strict(),
+  z
+    .object({
+      type: z.literal('TBA'),
+      token_id: secret,
+      token_secret: secret,
+      config_override: configOverrideSchema.optional(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('APP'),
+      app_id: z.string().min(1).max(255),
+      installation_id: z.string().min(1).max(255),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('CUSTOM'),
+      app_id: z.string().min(1).max(255),
+      installation_id: z.string().min(1).max(255),
+    })
+    .strict(),
   z.object({ type: z.literal('NONE') }).strict(),
 ]);
 export type ImportCredentials = z.infer<typeof importCredentialsSchema>;
@@ -150,7 +199,12 @@ export type ConnectionMetadataBody = z.infer<typeof connectionMetadataBodySchema
 /** `integrationId` is a comma list (the client joins an array with ','); repeated keys are accepted too. */
 const integrationIdsSchema = z
   .union([z.string().max(4096), z.array(z.string().max(4096)).max(100)])
-  .transform((v) => (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean))
+  .transform((v) =>
+    (Array.isArray(v) ? v : [v])
+      .flatMap((s) => s.split(','))
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(uniqueKeySchema).max(100));
 
 export const listConnectionsQuerySchema = z
@@ -264,7 +318,11 @@ export const patchConnectionRequestSchema = z.object({
 });
 export type PatchConnectionRequest = z.infer<typeof patchConnectionRequestSchema>;
 
-export const deleteConnectionRequestSchema = z.object({ caller: callerSchema, connectionId: z.string(), providerConfigKey: z.string() });
+export const deleteConnectionRequestSchema = z.object({
+  caller: callerSchema,
+  connectionId: z.string(),
+  providerConfigKey: z.string(),
+});
 export type DeleteConnectionRequest = z.infer<typeof deleteConnectionRequestSchema>;
 
 export const importConnectionRequestSchema = z.object({
@@ -275,5 +333,8 @@ export const importConnectionRequestSchema = z.object({
 });
 export type ImportConnectionRequest = z.infer<typeof importConnectionRequestSchema>;
 
-export const connectionMetadataRequestSchema = z.object({ caller: callerSchema, body: connectionMetadataBodySchema });
+export const connectionMetadataRequestSchema = z.object({
+  caller: callerSchema,
+  body: connectionMetadataBodySchema,
+});
 export type ConnectionMetadataRequest = z.infer<typeof connectionMetadataRequestSchema>;

@@ -12,7 +12,10 @@ export const environmentVariableSchema = z
       .string()
       .min(1)
       .max(256)
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must start with a letter or "_" and hold only letters, digits and "_"'),
+      .regex(
+        /^[A-Za-z_][A-Za-z0-9_]*$/,
+        'must start with a letter or "_" and hold only letters, digits and "_"',
+      ),
     value: z.string().max(4096),
   })
   .strict()
@@ -25,7 +28,10 @@ export const replaceEnvironmentVariablesBodySchema = z
     variables: z
       .array(environmentVariableSchema)
       .max(100)
-      .refine((vars) => new Set(vars.map((v) => v.name)).size === vars.length, 'variable names must be unique'),
+      .refine(
+        (vars) => new Set(vars.map((v) => v.name)).size === vars.length,
+        'variable names must be unique',
+      ),
   })
   .strict()
   .meta({ id: 'ReplaceEnvironmentVariablesBody' });

@@ -103,7 +103,11 @@ export function fieldErrorsFromZod(error: z.ZodError, pathPrefix: (string | numb
   return error.issues.flatMap((issue): FieldError[] => {
     const path = [...pathPrefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
     if (issue.code === 'unrecognized_keys') {
-      return issue.keys.map((key) => ({ code: issue.code, message: `Unrecognized key: "${key}"`, path: [...path, key] }));
+      return issue.keys.map((key) => ({
+        code: issue.code,
+        message: `Unrecognized key: "${key}"`,
+        path: [...path, key],
+      }));
     }
     return [{ code: issue.code, message: issue.message, path }];
   });

@@ -15,3 +15,4 @@ export * from './connect';
 export * from './proxy';
 export * from './connections-api';
 export * from './webhooks';
+export * from './functions';

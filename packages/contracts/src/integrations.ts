@@ -129,7 +129,10 @@ export const getIntegrationRequestSchema = z.object({
   uniqueKey: z.string(),
   include: z.object({ webhook: z.boolean(), credentials: z.boolean() }),
 });
-export const createIntegrationRequestSchema = z.object({ caller: callerSchema, body: createIntegrationBodySchema });
+export const createIntegrationRequestSchema = z.object({
+  caller: callerSchema,
+  body: createIntegrationBodySchema,
+});
 export const updateIntegrationRequestSchema = z.object({
   caller: callerSchema,
   uniqueKey: z.string(),

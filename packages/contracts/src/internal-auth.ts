@@ -104,7 +104,10 @@ export const refreshTokenResultSchema = z.object({
 });
 export type RefreshTokenResult = z.infer<typeof refreshTokenResultSchema>;
 
-export const resolveIntegrationRequestSchema = z.object({ environmentId: z.number().int(), uniqueKey: z.string() });
+export const resolveIntegrationRequestSchema = z.object({
+  environmentId: z.number().int(),
+  uniqueKey: z.string(),
+});
 export const resolvedIntegrationSchema = z.object({
   uniqueKey: z.string(),
   provider: z.string(),

@@ -70,7 +70,12 @@ export const PROXY_INTERNAL_HEADERS = {
 export const PROXY_SIGNATURE_MAX_AGE_MS = 60_000;
 
 /** The exact bytes the gateway signs: a version, the time, the method, the raw URL and the caller. */
-export function proxyCallerSigningInput(timestamp: string, method: string, url: string, caller: string): string {
+export function proxyCallerSigningInput(
+  timestamp: string,
+  method: string,
+  url: string,
+  caller: string,
+): string {
   return `v1\n${timestamp}\n${method.toUpperCase()}\n${url}\n${caller}`;
 }
 

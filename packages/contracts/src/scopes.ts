@@ -5,14 +5,15 @@
  */
 export const SCOPES = {
   'environment:integrations:read': 'List and read integrations (without their secrets)',
-  'environment:integrations:read_credentials': "Read an integration's OAuth client secret, private key and webhook secret",
+  'environment:integrations:read_credentials':
+    "Read an integration's OAuth client secret, private key and webhook secret",
   'environment:integrations:write': 'Create, update and delete integrations',
   'environment:providers:read': 'Read the provider catalog',
   'environment:connections:read': 'List and read connections and their metadata (without credentials)',
   'environment:connections:read_credentials': "Read a connection's credentials and force a token refresh",
   'environment:connections:write': 'Import, update and delete connections and their metadata',
   'environment:connect_sessions:write': 'Create connect sessions and reconnect sessions',
-  'environment:proxy': 'Call providers through the proxy with a connection\'s credentials',
+  'environment:proxy': "Call providers through the proxy with a connection's credentials",
   'environment:records:read': 'Read synced records',
   'environment:records:write': 'Prune synced records',
   'environment:syncs:read': 'Read sync status',

@@ -17,12 +17,17 @@ export class MasterKeyring {
   readonly currentVersion: number;
 
   constructor(spec: string) {
-    for (const entry of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const entry of spec
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       const [versionText, material] = entry.split(':');
       const version = Number(versionText);
-      if (!Number.isInteger(version) || version < 1 || !material) throw new CryptoError('master key entries must be "<version>:<base64>"');
+      if (!Number.isInteger(version) || version < 1 || !material)
+        throw new CryptoError('master key entries must be "<version>:<base64>"');
       const key = Buffer.from(material, 'base64');
-      if (key.length !== KEY_BYTES) throw new CryptoError(`master key version ${version} must be 32 bytes of base64`);
+      if (key.length !== KEY_BYTES)
+        throw new CryptoError(`master key version ${version} must be 32 bytes of base64`);
       if (this.keys.has(version)) throw new CryptoError(`master key version ${version} is given twice`);
       this.keys.set(version, key);
     }
@@ -45,7 +50,11 @@ export class MasterKeyring {
   }
 }
 
-function seal(key: Buffer, plaintext: Buffer, aad: Buffer): { nonce: Buffer; ciphertext: Buffer; tag: Buffer } {
+function seal(
+  key: Buffer,
+  plaintext: Buffer,
+  aad: Buffer,
+): { nonce: Buffer; ciphertext: Buffer; tag: Buffer } {
   const nonce = randomBytes(NONCE_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, nonce);
   cipher.setAAD(aad);
@@ -87,13 +96,28 @@ export class EnvelopeCipher {
     const version = this.keyring.currentVersion;
     const wrapped = seal(this.keyring.key(version), dataKey, wrapAad(version, aadBytes));
     const sealed = seal(dataKey, Buffer.from(plaintext, 'utf8'), aadBytes);
-    return [FORMAT, String(version), b64(wrapped.nonce), b64(wrapped.ciphertext), b64(wrapped.tag), b64(sealed.nonce), b64(sealed.ciphertext), b64(sealed.tag)].join('.');
+    return [
+      FORMAT,
+      String(version),
+      b64(wrapped.nonce),
+      b64(wrapped.ciphertext),
+      b64(wrapped.tag),
+      b64(sealed.nonce),
+      b64(sealed.ciphertext),
+      b64(sealed.tag),
+    ].join('.');
   }
 
   decrypt(blob: string, aad: string): string {
     const parts = parse(blob);
     const aadBytes = Buffer.from(aad, 'utf8');
-    const dataKey = open(this.keyring.key(parts.version), parts.wrapNonce, parts.wrappedKey, parts.wrapTag, wrapAad(parts.version, aadBytes));
+    const dataKey = open(
+      this.keyring.key(parts.version),
+      parts.wrapNonce,
+      parts.wrappedKey,
+      parts.wrapTag,
+      wrapAad(parts.version, aadBytes),
+    );
     return open(dataKey, parts.nonce, parts.ciphertext, parts.tag, aadBytes).toString('utf8');
   }
 
@@ -116,9 +140,24 @@ export class EnvelopeCipher {
     const current = this.keyring.currentVersion;
     if (parts.version === current) return blob;
     const aadBytes = Buffer.from(aad, 'utf8');
-    const dataKey = open(this.keyring.key(parts.version), parts.wrapNonce, parts.wrappedKey, parts.wrapTag, wrapAad(parts.version, aadBytes));
+    const dataKey = open(
+      this.keyring.key(parts.version),
+      parts.wrapNonce,
+      parts.wrappedKey,
+      parts.wrapTag,
+      wrapAad(parts.version, aadBytes),
+    );
     const wrapped = seal(this.keyring.key(current), dataKey, wrapAad(current, aadBytes));
-    return [FORMAT, String(current), b64(wrapped.nonce), b64(wrapped.ciphertext), b64(wrapped.tag), b64(parts.nonce), b64(parts.ciphertext), b64(parts.tag)].join('.');
+    return [
+      FORMAT,
+      String(current),
+      b64(wrapped.nonce),
+      b64(wrapped.ciphertext),
+      b64(wrapped.tag),
+      b64(parts.nonce),
+      b64(parts.ciphertext),
+      b64(parts.tag),
+    ].join('.');
   }
 }
 

@@ -14,13 +14,19 @@ export function createPrismaClient(databaseUrl: string, options: { poolSize?: nu
 type Common = '$transaction' | '$queryRaw' | '$executeRaw' | '$disconnect' | '$connect';
 
 /** What auth-connect may touch: the `auth` schema only. */
-export type AuthDb = Pick<PrismaClient, Common | 'account' | 'environment' | 'apiKey' | 'integration' | 'environmentVariable'>;
+export type AuthDb = Pick<
+  PrismaClient,
+  Common | 'account' | 'environment' | 'apiKey' | 'integration' | 'environmentVariable'
+>;
 
 /** What connections-vault may touch: the `vault` schema only. */
 export type VaultDb = Pick<PrismaClient, Common | 'connection' | 'outboxEvent'>;
 
 /** auth-connect's connect sessions, end users and pending redirect flows (the `auth` schema too). */
-export type ConnectDb = Pick<PrismaClient, Common | 'integration' | 'environment' | 'connectSession' | 'endUser' | 'sessionConnection' | 'oAuthState'>;
+export type ConnectDb = Pick<
+  PrismaClient,
+  Common | 'integration' | 'environment' | 'connectSession' | 'endUser' | 'sessionConnection' | 'oAuthState'
+>;
 
 /** What webhook-relay may touch: the `relay` schema only. */
 export type RelayDb = Pick<

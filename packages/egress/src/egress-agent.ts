@@ -55,22 +55,39 @@ export function egressConnector(options: EgressAgentOptions): buildConnector.con
 
     resolver(hostname).then(
       (addresses) => {
-        if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} did not resolve`), { code: 'ENOTFOUND' }), null);
+        if (addresses.length === 0)
+          return callback(
+            Object.assign(new Error(`${hostname} did not resolve`), { code: 'ENOTFOUND' }),
+            null,
+          );
         if (!policy.hostAllowed(hostname)) {
           for (const { address } of addresses) {
             const verdict = policy.checkAddress(address);
-            if (!verdict.allowed) return callback(new EgressRefusedError(`${hostname} resolves to a refused address (${verdict.reason})`), null);
+            if (!verdict.allowed)
+              return callback(
+                new EgressRefusedError(`${hostname} resolves to a refused address (${verdict.reason})`),
+                null,
+              );
           }
         }
         const pinned = addresses[0]!.address;
-        return connect({ ...opts, hostname: pinned, servername: opts.servername ?? (opts.protocol === 'https:' ? hostname : undefined) }, callback);
+        return connect(
+          {
+            ...opts,
+            hostname: pinned,
+            servername: opts.servername ?? (opts.protocol === 'https:' ? hostname : undefined),
+          },
+          callback,
+        );
       },
       (error: unknown) => callback(error as Error, null),
     );
   };
 }
 
-export function createEgressAgent(options: EgressAgentOptions & { keepAliveTimeoutMs?: number; connections?: number }): Agent {
+export function createEgressAgent(
+  options: EgressAgentOptions & { keepAliveTimeoutMs?: number; connections?: number },
+): Agent {
   return new Agent({
     connect: egressConnector(options),
     keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000,

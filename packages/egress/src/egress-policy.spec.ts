@@ -5,16 +5,42 @@ describe('EgressPolicy', () => {
   const strict = new EgressPolicy('');
 
   it.each([
-    '127.0.0.2', '127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '100.64.0.1', '169.254.169.254', '0.0.0.0', '255.255.255.255',
-    '224.0.0.1', '192.0.0.192', '::1', '::', 'fe80::1', 'fc00::1', 'fd00:ec2::254', '::ffff:127.0.0.1', '::ffff:7f00:2', '::ffff:169.254.169.254',
-    '64:ff9b::a00:1', '64:ff9b::7f00:1', '64:ff9b:1::1', '2002:a00:1::', '2002:7f00:1::', '2001::1', 'ff02::1',
+    '127.0.0.2',
+    '127.0.0.1',
+    '10.0.0.1',
+    '172.16.5.4',
+    '192.168.1.1',
+    '100.64.0.1',
+    '169.254.169.254',
+    '0.0.0.0',
+    '255.255.255.255',
+    '224.0.0.1',
+    '192.0.0.192',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    'fd00:ec2::254',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:2',
+    '::ffff:169.254.169.254',
+    '64:ff9b::a00:1',
+    '64:ff9b::7f00:1',
+    '64:ff9b:1::1',
+    '2002:a00:1::',
+    '2002:7f00:1::',
+    '2001::1',
+    'ff02::1',
   ])('refuses %s by default', (address) => {
     expect(strict.checkAddress(address)).toEqual({ allowed: false, reason: expect.any(String) });
   });
 
-  it.each(['8.8.8.8', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::'])('lets public %s through', (address) => {
-    expect(strict.checkAddress(address)).toEqual({ allowed: true });
-  });
+  it.each(['8.8.8.8', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::'])(
+    'lets public %s through',
+    (address) => {
+      expect(strict.checkAddress(address)).toEqual({ allowed: true });
+    },
+  );
 
   it('opens exactly the listed exceptions', () => {
     expect(policy.checkAddress('127.0.0.1').allowed).toBe(true);
@@ -28,7 +54,13 @@ describe('EgressPolicy', () => {
   });
 
   it('refuses names that always mean this machine or the metadata service', () => {
-    for (const host of ['localhost', 'LOCALHOST.', 'foo.localhost', 'metadata.google.internal', 'metadata.google.internal.']) {
+    for (const host of [
+      'localhost',
+      'LOCALHOST.',
+      'foo.localhost',
+      'metadata.google.internal',
+      'metadata.google.internal.',
+    ]) {
       expect(policy.checkHost(host).allowed).toBe(false);
     }
     expect(policy.checkHost('api.example.com').allowed).toBe(true);

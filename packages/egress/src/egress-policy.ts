@@ -4,12 +4,19 @@ import ipaddr from 'ipaddr.js';
 export type EgressVerdict = { allowed: true } | { allowed: false; reason: string };
 
 /** Names that point at the machine or the cloud's metadata service whatever DNS says. */
-const DENIED_NAMES = new Set(['localhost', 'metadata.google.internal', 'metadata', 'instance-data', 'metadata.azure.internal']);
+const DENIED_NAMES = new Set([
+  'localhost',
+  'metadata.google.internal',
+  'metadata',
+  'instance-data',
+  'metadata.azure.internal',
+]);
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
 /** At least two DNS labels (letters, digits, hyphens, underscores), the last one not all digits. */
-const FQDN = /^(?=.{1,253}$)(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)+(?=[a-z0-9-]*[a-z-])[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const FQDN =
+  /^(?=.{1,253}$)(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)+(?=[a-z0-9-]*[a-z-])[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /**
  * Which destinations a service may open a connection to (the proxy towards providers, the webhook
@@ -32,7 +39,9 @@ export class EgressPolicy {
         try {
           this.ranges.push(ipaddr.parseCIDR(entry));
         } catch {
-          throw new Error(`SWITCHBOARD_EGRESS_ALLOW: "${raw}" is not a valid CIDR (address or prefix length out of range)`);
+          throw new Error(
+            `SWITCHBOARD_EGRESS_ALLOW: "${raw}" is not a valid CIDR (address or prefix length out of range)`,
+          );
         }
       } else if (isIP(entry)) {
         const address = ipaddr.parse(entry);
@@ -42,7 +51,9 @@ export class EgressPolicy {
       } else {
         // A single-label name would mean whatever the machine's DNS search domains make of it, and
         // anything else here is most likely a mistyped CIDR: refuse both rather than open the wrong thing.
-        throw new Error(`SWITCHBOARD_EGRESS_ALLOW: "${raw}" is not a CIDR, an IP address or a fully qualified host name`);
+        throw new Error(
+          `SWITCHBOARD_EGRESS_ALLOW: "${raw}" is not a CIDR, an IP address or a fully qualified host name`,
+        );
       }
     }
   }
@@ -76,7 +87,8 @@ export class EgressPolicy {
     const host = normaliseHost(hostname);
     if (this.hosts.has(host)) return { allowed: true };
     if (isIP(host)) return this.checkAddress(host);
-    if (DENIED_NAMES.has(host) || host.endsWith('.localhost')) return { allowed: false, reason: `host "${host}" is not allowed` };
+    if (DENIED_NAMES.has(host) || host.endsWith('.localhost'))
+      return { allowed: false, reason: `host "${host}" is not allowed` };
     return { allowed: true };
   }
 
@@ -101,7 +113,10 @@ export class EgressPolicy {
       if (range.kind() !== address.kind()) {
         // An allowed IPv4 range also covers the same addresses written as IPv4-mapped IPv6.
         if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
-          return range.kind() === 'ipv4' && (address as ipaddr.IPv6).toIPv4Address().match(range as ipaddr.IPv4, bits);
+          return (
+            range.kind() === 'ipv4' &&
+            (address as ipaddr.IPv6).toIPv4Address().match(range as ipaddr.IPv4, bits)
+          );
         }
         return false;
       }
@@ -111,7 +126,10 @@ export class EgressPolicy {
 }
 
 function normaliseHost(host: string): string {
-  return host.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.+$/, '');
+  return host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.+$/, '');
 }
 
 /** Why an address may not be reached (undefined when it is public unicast). */

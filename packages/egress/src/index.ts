@@ -1,2 +1,10 @@
 export { EgressPolicy, type EgressVerdict } from './egress-policy';
-export { EgressRefusedError, createEgressAgent, egressConnector, systemResolver, type EgressAgentOptions, type ResolvedAddress, type Resolver } from './egress-agent';
+export {
+  EgressRefusedError,
+  createEgressAgent,
+  egressConnector,
+  systemResolver,
+  type EgressAgentOptions,
+  type ResolvedAddress,
+  type Resolver,
+} from './egress-agent';

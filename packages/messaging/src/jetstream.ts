@@ -1,6 +1,13 @@
 import { EVENT_STREAM } from '@switchboard/contracts';
 import { injectTraceContext } from '@switchboard/observability';
-import { headers as natsHeaders, RetentionPolicy, StorageType, type MsgHdrs, type NatsConnection, type PubAck } from 'nats';
+import {
+  headers as natsHeaders,
+  RetentionPolicy,
+  StorageType,
+  type MsgHdrs,
+  type NatsConnection,
+  type PubAck,
+} from 'nats';
 
 const headerSetter = { set: (h: MsgHdrs, key: string, value: string) => h.set(key, value) };
 
@@ -33,7 +40,12 @@ export async function ensureEventStream(nc: NatsConnection): Promise<void> {
  * Publishes an event durably: resolves only once JetStream has stored it. `id` becomes `Nats-Msg-Id`,
  * so publishing the same event twice inside the duplicate window stores it once.
  */
-export async function publishEvent(nc: NatsConnection, subject: string, id: string, payload: unknown): Promise<PubAck> {
+export async function publishEvent(
+  nc: NatsConnection,
+  subject: string,
+  id: string,
+  payload: unknown,
+): Promise<PubAck> {
   const hdrs = natsHeaders();
   injectTraceContext(hdrs, headerSetter);
   return nc.jetstream().publish(subject, Buffer.from(JSON.stringify(payload)), { msgID: id, headers: hdrs });

@@ -27,17 +27,28 @@ export function NatsHandler<S extends z.ZodType>(subject: string, schema: S) {
   ): void => {
     const original = descriptor.value;
     if (!original) throw new Error(`@NatsHandler(${subject}) must decorate a method`);
-    const wrapped = async function (this: unknown, data: unknown, ctx?: NatsContext): Promise<Reply<unknown>> {
+    const wrapped = async function (
+      this: unknown,
+      data: unknown,
+      ctx?: NatsContext,
+    ): Promise<Reply<unknown>> {
       const parent = extractTraceContext(ctx?.getHeaders?.() as MsgHdrs | undefined, headerGetter);
       return context.with(parent, () =>
         tracer.startActiveSpan(
           `${subject} process`,
-          { kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
+          {
+            kind: SpanKind.SERVER,
+            attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+          },
           async (span) => {
             try {
               const parsed = schema.safeParse(data);
               if (!parsed.success) {
-                throw new SwitchboardError('invalid_body', `invalid payload for ${subject}`, fieldErrorsFromZod(parsed.error));
+                throw new SwitchboardError(
+                  'invalid_body',
+                  `invalid payload for ${subject}`,
+                  fieldErrorsFromZod(parsed.error),
+                );
               }
               const result = await original.call(this, parsed.data);
               return { ok: true as const, data: result ?? null };
@@ -49,7 +60,10 @@ export function NatsHandler<S extends z.ZodType>(subject: string, schema: S) {
               span.recordException(error as Error);
               span.setStatus({ code: SpanStatusCode.ERROR });
               logger.error(`${subject} failed: ${(error as Error)?.stack ?? String(error)}`);
-              return { ok: false as const, error: { code: 'server_error' as const, message: 'internal error' } };
+              return {
+                ok: false as const,
+                error: { code: 'server_error' as const, message: 'internal error' },
+              };
             } finally {
               span.end();
             }

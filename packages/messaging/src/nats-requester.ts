@@ -25,7 +25,10 @@ export class NatsRequester {
   async request<T>(subject: string, data: unknown, options: RequestOptions = {}): Promise<T> {
     return tracer.startActiveSpan(
       `${subject} send`,
-      { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+      },
       async (span) => {
         try {
           const hdrs = natsHeaders();
@@ -40,13 +43,17 @@ export class NatsRequester {
           } catch (error) {
             throw transportError(subject, error);
           }
-          const reply = JSON.parse(Buffer.from(msg.data).toString('utf8')) as { response?: Reply<T>; err?: unknown };
+          const reply = JSON.parse(Buffer.from(msg.data).toString('utf8')) as {
+            response?: Reply<T>;
+            err?: unknown;
+          };
           if (reply.err !== undefined && reply.err !== null) {
             throw new SwitchboardError('server_error', `${subject} failed in the remote service`);
           }
           const response = reply.response;
           if (!response) throw new SwitchboardError('server_error', `${subject} sent an empty reply`);
-          if (!response.ok) throw new SwitchboardError(response.error.code, response.error.message, response.error.errors);
+          if (!response.ok)
+            throw new SwitchboardError(response.error.code, response.error.message, response.error.errors);
           return response.data;
         } catch (error) {
           if (error instanceof SwitchboardError) span.setAttribute('switchboard.error_code', error.code);
@@ -63,7 +70,9 @@ export class NatsRequester {
 function transportError(subject: string, error: unknown): SwitchboardError {
   const code = (error as { code?: string })?.code;
   const service = subject.split('.')[0];
-  if (code === '503') return new SwitchboardError('service_unavailable', `the ${service} service is not available`);
-  if (code === 'TIMEOUT') return new SwitchboardError('gateway_timeout', `the ${service} service did not answer in time`);
+  if (code === '503')
+    return new SwitchboardError('service_unavailable', `the ${service} service is not available`);
+  if (code === 'TIMEOUT')
+    return new SwitchboardError('gateway_timeout', `the ${service} service did not answer in time`);
   return new SwitchboardError('service_unavailable', `could not reach the ${service} service`);
 }

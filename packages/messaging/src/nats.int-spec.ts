@@ -37,7 +37,10 @@ describe('NATS request/reply between services', () => {
   beforeAll(async () => {
     const { natsUrl } = await testInfrastructure();
     const moduleRef = await Test.createTestingModule({ controllers: [EchoHandlers] }).compile();
-    server = moduleRef.createNestMicroservice({ transport: Transport.NATS, options: { servers: [natsUrl], queue: 'test' } });
+    server = moduleRef.createNestMicroservice({
+      transport: Transport.NATS,
+      options: { servers: [natsUrl], queue: 'test' },
+    });
     await server.listen();
     nc = await connect({ servers: natsUrl });
     requester = new NatsRequester(nc, 2000);
@@ -55,22 +58,32 @@ describe('NATS request/reply between services', () => {
   it('refuses an invalid payload with per-field errors before the handler runs', async () => {
     const error = await requester.request(`${prefix}.echo`, { text: 'too long' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SwitchboardError);
-    expect(error).toMatchObject({ code: 'invalid_body', errors: [expect.objectContaining({ path: ['text'] })] });
+    expect(error).toMatchObject({
+      code: 'invalid_body',
+      errors: [expect.objectContaining({ path: ['text'] })],
+    });
   });
 
   it('keeps the code of a domain error across the wire', async () => {
-    await expect(requester.request(`${prefix}.domain-error`, {})).rejects.toMatchObject({ code: 'not_found', message: 'no such thing' });
+    await expect(requester.request(`${prefix}.domain-error`, {})).rejects.toMatchObject({
+      code: 'not_found',
+      message: 'no such thing',
+    });
   });
 
   it('turns an unexpected failure into a generic server_error without its details', async () => {
-    const error = (await requester.request(`${prefix}.crash`, {}).catch((e: unknown) => e)) as SwitchboardError;
+    const error = (await requester
+      .request(`${prefix}.crash`, {})
+      .catch((e: unknown) => e)) as SwitchboardError;
     expect(error.code).toBe('server_error');
     expect(error.message).not.toContain('hunter2');
   });
 
   it('answers service_unavailable at once when no service listens', async () => {
     const started = Date.now();
-    await expect(requester.request(`${prefix}.nobody`, {})).rejects.toMatchObject({ code: 'service_unavailable' });
+    await expect(requester.request(`${prefix}.nobody`, {})).rejects.toMatchObject({
+      code: 'service_unavailable',
+    });
     expect(Date.now() - started).toBeLessThan(1000);
   });
 });

@@ -22,7 +22,12 @@ function serverOf(origin: string): { address: string; port: number } {
  * into `headers`. Attributes as the instrumentation names them, the URL without its query (it may carry a
  * credential). Undefined when nothing records (tracing off, no active span, not sampled): nothing to pay.
  */
-export function startClientSpan(method: string, origin: string, path: string, headers: Record<string, string | string[]>): Span | undefined {
+export function startClientSpan(
+  method: string,
+  origin: string,
+  path: string,
+  headers: Record<string, string | string[]>,
+): Span | undefined {
   const parent = context.active();
   if (!trace.getSpan(parent)?.isRecording()) return undefined;
   const q = path.indexOf('?');
@@ -50,12 +55,20 @@ export function startClientSpan(method: string, origin: string, path: string, he
  */
 export function endClientSpan(
   span: Span | undefined,
-  response: { statusCode: number; body: { readonly closed: boolean; once(event: 'close', listener: () => void): unknown } } | undefined,
+  response:
+    | {
+        statusCode: number;
+        body: { readonly closed: boolean; once(event: 'close', listener: () => void): unknown };
+      }
+    | undefined,
   error?: unknown,
 ): void {
   if (!span) return;
   if (!response) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: String((error as { code?: unknown } | undefined)?.code ?? 'request failed') });
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: String((error as { code?: unknown } | undefined)?.code ?? 'request failed'),
+    });
     span.end();
     return;
   }

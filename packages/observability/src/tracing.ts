@@ -1,4 +1,11 @@
-import { context, propagation, trace, type Context, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  trace,
+  type Context,
+  type TextMapGetter,
+  type TextMapSetter,
+} from '@opentelemetry/api';
 import { W3CBaggagePropagator, W3CTraceContextPropagator, CompositePropagator } from '@opentelemetry/core';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
@@ -66,7 +73,10 @@ export function startTracing(serviceName: string, options: TracingOptions = {}):
         : [
             new UndiciInstrumentation({
               // Outgoing URLs may carry credentials in the query: keep only the path.
-              startSpanHook: (request) => ({ 'url.full': `${request.origin}${request.path.split('?')[0] ?? ''}`, 'url.query': undefined }),
+              startSpanHook: (request) => ({
+                'url.full': `${request.origin}${request.path.split('?')[0] ?? ''}`,
+                'url.query': undefined,
+              }),
             }),
           ]),
       new PgInstrumentation({ enhancedDatabaseReporting: false }),
@@ -90,7 +100,11 @@ export function redactQuery(query: string): string {
 }
 
 /** Writes the active trace context (W3C `traceparent`/`tracestate`, baggage) into a header carrier. */
-export function injectTraceContext<C>(carrier: C, setter: TextMapSetter<C>, ctx: Context = context.active()): void {
+export function injectTraceContext<C>(
+  carrier: C,
+  setter: TextMapSetter<C>,
+  ctx: Context = context.active(),
+): void {
   propagation.inject(ctx, carrier, setter);
 }
 

@@ -28,14 +28,20 @@ export interface AuthPlan {
   query: [string, string][];
   bodyFields: Record<string, string> | undefined;
   /** Returns the Authorization header for this exact request; form fields join the signature base. */
-  sign: ((method: string, url: string, form: Record<string, string | string[]> | undefined) => string) | undefined;
+  sign:
+    | ((method: string, url: string, form: Record<string, string | string[]> | undefined) => string)
+    | undefined;
   /** True when the vault can produce a new token (so a provider 401 is worth one refresh). */
   refreshable: boolean;
 }
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined);
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
 
-export function templateVars(integration: ResolvedIntegration, connection: ConnectionCredentials): Map<string, string> {
+export function templateVars(
+  integration: ResolvedIntegration,
+  connection: ConnectionCredentials,
+): Map<string, string> {
   const vars = new Map<string, string>();
   const credentials = connection.credentials as Record<string, unknown>;
   for (const [key, value] of Object.entries(credentials)) {
@@ -57,11 +63,16 @@ export function templateVars(integration: ResolvedIntegration, connection: Conne
 
 /** Header values may not be bent into a second header by a stored value. */
 function headerValue(name: string, value: string): string {
-  if (/[\r\n\0]/.test(value)) throw new ProxyError('invalid_connection', `The provider header "${name}" would contain a line break`);
+  if (/[\r\n\0]/.test(value))
+    throw new ProxyError('invalid_connection', `The provider header "${name}" would contain a line break`);
   return value;
 }
 
-export function planAuth(provider: ProviderProxySettings, integration: ResolvedIntegration, connection: ConnectionCredentials): AuthPlan {
+export function planAuth(
+  provider: ProviderProxySettings,
+  integration: ResolvedIntegration,
+  connection: ConnectionCredentials,
+): AuthPlan {
   const credentials = connection.credentials as Record<string, unknown>;
   const type = String(credentials.type ?? provider.auth_mode).toUpperCase();
   const vars = templateVars(integration, connection);
@@ -129,16 +140,23 @@ export function planAuth(provider: ProviderProxySettings, integration: ResolvedI
   return { headers, query, bodyFields, sign, refreshable };
 }
 
-function oauth1Signer(provider: ProviderProxySettings, integration: ResolvedIntegration, credentials: Record<string, unknown>): AuthPlan['sign'] {
+function oauth1Signer(
+  provider: ProviderProxySettings,
+  integration: ResolvedIntegration,
+  credentials: Record<string, unknown>,
+): AuthPlan['sign'] {
   const key = integration.clientId;
   const secret = integration.clientSecret;
   if (!key || !secret) {
-    throw new ProxyError('invalid_connection', 'OAuth 1.0a signing needs the integration\'s client_id and client_secret');
+    throw new ProxyError(
+      'invalid_connection',
+      "OAuth 1.0a signing needs the integration's client_id and client_secret",
+    );
   }
   const method = provider.signature_method ?? 'HMAC-SHA1';
   const privateKey = integration.privateKey;
   if (method === 'RSA-SHA1' && !privateKey) {
-    throw new ProxyError('invalid_connection', 'RSA-SHA1 signing needs the integration\'s private key');
+    throw new ProxyError('invalid_connection', "RSA-SHA1 signing needs the integration's private key");
   }
   const oauth = new OAuth({
     consumer: { key, secret },
@@ -150,16 +168,25 @@ function oauth1Signer(provider: ProviderProxySettings, integration: ResolvedInte
           ? signingKey
           : createHmac('sha1', signingKey).update(base).digest('base64'),
   });
-  const token = { key: str(credentials.oauth_token) ?? '', secret: str(credentials.oauth_token_secret) ?? '' };
-  return (httpMethod, url, form) => oauth.toHeader(oauth.authorize({ url, method: httpMethod, data: form ?? {} }, token)).Authorization;
+  const token = {
+    key: str(credentials.oauth_token) ?? '',
+    secret: str(credentials.oauth_token_secret) ?? '',
+  };
+  return (httpMethod, url, form) =>
+    oauth.toHeader(oauth.authorize({ url, method: httpMethod, data: form ?? {} }, token)).Authorization;
 }
 
 /** NetSuite token-based auth: OAuth 1.0a with HMAC-SHA256 and the account id as realm. */
-function tbaSigner(integration: ResolvedIntegration, credentials: Record<string, unknown>, config: Record<string, unknown>): AuthPlan['sign'] {
+function tbaSigner(
+  integration: ResolvedIntegration,
+  credentials: Record<string, unknown>,
+  config: Record<string, unknown>,
+): AuthPlan['sign'] {
   const override = (credentials.config_override ?? {}) as Record<string, unknown>;
   const key = str(override.client_id) ?? integration.clientId ?? str(config.oauth_client_id);
   const secret = str(override.client_secret) ?? integration.clientSecret ?? str(config.oauth_client_secret);
-  if (!key || !secret) throw new ProxyError('invalid_connection', 'TBA signing needs a client_id and client_secret');
+  if (!key || !secret)
+    throw new ProxyError('invalid_connection', 'TBA signing needs a client_id and client_secret');
   const account = str(config.accountId);
   const oauth = new OAuth({
     consumer: { key, secret },
@@ -168,5 +195,6 @@ function tbaSigner(integration: ResolvedIntegration, credentials: Record<string,
     ...(account ? { realm: account.replace(/-/g, '_').toUpperCase() } : {}),
   });
   const token = { key: str(credentials.token_id) ?? '', secret: str(credentials.token_secret) ?? '' };
-  return (httpMethod, url, form) => oauth.toHeader(oauth.authorize({ url, method: httpMethod, data: form ?? {} }, token)).Authorization;
+  return (httpMethod, url, form) =>
+    oauth.toHeader(oauth.authorize({ url, method: httpMethod, data: form ?? {} }, token)).Authorization;
 }

@@ -86,7 +86,11 @@ export class ConnectionResolver {
   }
 
   /** The connection's credentials if this replica holds them, without a round trip. */
-  cachedConnection(environmentId: number, providerConfigKey: string, connectionId: string): ConnectionCredentials | undefined {
+  cachedConnection(
+    environmentId: number,
+    providerConfigKey: string,
+    connectionId: string,
+  ): ConnectionCredentials | undefined {
     return this.credentials?.get(`${integrationOf(environmentId, providerConfigKey)}${connectionId}`);
   }
 
@@ -95,13 +99,21 @@ export class ConnectionResolver {
     const cached = this.integrations?.get(key);
     if (cached) return Promise.resolve(cached);
     return this.once(`i\u0000${key}`, async () => {
-      const integration = await this.nats.request<ResolvedIntegration>(AUTH_INTERNAL_SUBJECTS.resolveIntegration, { environmentId, uniqueKey });
+      const integration = await this.nats.request<ResolvedIntegration>(
+        AUTH_INTERNAL_SUBJECTS.resolveIntegration,
+        { environmentId, uniqueKey },
+      );
       this.integrations?.set(key, integration);
       return integration;
     });
   }
 
-  connection(environmentId: number, providerConfigKey: string, connectionId: string, forceRefresh = false): Promise<ConnectionCredentials> {
+  connection(
+    environmentId: number,
+    providerConfigKey: string,
+    connectionId: string,
+    forceRefresh = false,
+  ): Promise<ConnectionCredentials> {
     const key = `${integrationOf(environmentId, providerConfigKey)}${connectionId}`;
     if (!forceRefresh) {
       const cached = this.credentials?.get(key);

@@ -13,7 +13,9 @@ export function writeProxyError(res: ServerResponse, error: SwitchboardError): v
     return;
   }
   const code = error.code;
-  const body = JSON.stringify({ error: { code, message: error.message, ...(error.errors?.length ? { errors: error.errors } : {}) } });
+  const body = JSON.stringify({
+    error: { code, message: error.message, ...(error.errors?.length ? { errors: error.errors } : {}) },
+  });
   res.writeHead(fallbackStatus(code), {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),

@@ -67,7 +67,8 @@ export class Exchange {
 
       const withAuth = target.origin === firstOrigin || request.forwardAuthOnRedirect;
       const outgoing: Record<string, string> = withAuth ? { ...request.auth.headers } : {};
-      if (withAuth && request.auth.sign) outgoing.authorization = request.auth.sign(method, `${target.origin}${target.path}`, request.form);
+      if (withAuth && request.auth.sign)
+        outgoing.authorization = request.auth.sign(method, `${target.origin}${target.path}`, request.form);
       Object.assign(outgoing, headers);
 
       // The gateway and the proxy service run without the undici instrumentation: this is the call's span.
@@ -94,7 +95,8 @@ export class Exchange {
       endClientSpan(span, response);
 
       const location = response.headers.location;
-      if (!REDIRECTS.has(response.statusCode) || typeof location !== 'string' || hop >= this.maxRedirects) return response;
+      if (!REDIRECTS.has(response.statusCode) || typeof location !== 'string' || hop >= this.maxRedirects)
+        return response;
       const keepsBody = response.statusCode === 307 || response.statusCode === 308;
       if (keepsBody && body !== undefined && !Buffer.isBuffer(body)) return response;
 
@@ -116,9 +118,12 @@ export class Exchange {
       if (!keepsBody && (response.statusCode === 303 || method === 'POST')) {
         if (method !== 'HEAD') method = 'GET';
         body = undefined;
-        headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !BODY_HEADERS.includes(name)));
+        headers = Object.fromEntries(
+          Object.entries(headers).filter(([name]) => !BODY_HEADERS.includes(name)),
+        );
       }
-      const authQuery = next.origin === firstOrigin || request.forwardAuthOnRedirect ? request.auth.query : [];
+      const authQuery =
+        next.origin === firstOrigin || request.forwardAuthOnRedirect ? request.auth.query : [];
       for (const [name, value] of authQuery) next.searchParams.set(name, value);
       target = { origin: next.origin, path: `${next.pathname}${next.search}` };
     }

@@ -3,19 +3,38 @@ import type { Readable } from 'node:stream';
 import { isDeepStrictEqual } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Logger } from '@nestjs/common';
-import { PROXY_RATE_LIMIT_GOVERNANCE_KEY, SwitchboardError, type Caller, type ConnectionCredentials, type ResolvedIntegration } from '@switchboard/contracts';
+import {
+  PROXY_RATE_LIMIT_GOVERNANCE_KEY,
+  SwitchboardError,
+  type Caller,
+  type ConnectionCredentials,
+  type ResolvedIntegration,
+} from '@switchboard/contracts';
 import { currentTraceId, trace } from '@switchboard/observability';
 import { planAuth, templateVars, type AuthPlan, type ProviderProxySettings } from './auth-injection';
 import type { ConnectionResolver } from './connection-resolver';
 import type { Exchange } from './exchange';
-import { forwardedRequestHeaders, forwardedResponseHeaders, parseProxyHeaders, type ReplyHeaders } from './headers';
+import {
+  forwardedRequestHeaders,
+  forwardedResponseHeaders,
+  parseProxyHeaders,
+  type ReplyHeaders,
+} from './headers';
 import { ProxyError } from './proxy.errors';
 import type { ProxyEngineEnv } from './proxy-engine.env';
 import type { UpstreamResponse } from './upstream';
 import type { RateLimitGovernor } from './rate-limit-governor';
 import { CallAbort } from './call-abort';
 import { hasBody, readRequestBody, type RequestBody } from './request-body';
-import { backoffMs, errorCode, providerWaitMs, quotaExhausted, retryableError, retryableStatus, type RetrySettings } from './retry-policy';
+import {
+  backoffMs,
+  errorCode,
+  providerWaitMs,
+  quotaExhausted,
+  retryableError,
+  retryableStatus,
+  type RetrySettings,
+} from './retry-policy';
 import { buildTarget, splitEndpoint } from './target';
 import { resolveBaseUrl } from './templates';
 
@@ -101,11 +120,15 @@ export class ProxyForwarder {
 
     // Usually both are held here; otherwise they are asked for.
     let integration = this.connections.cachedIntegration(environmentId, providerConfigKey);
-    let connection = integration && this.connections.cachedConnection(environmentId, providerConfigKey, connectionId);
-    if (!integration || !connection) [integration, connection] = await this.lookUp(environmentId, providerConfigKey, connectionId);
+    let connection =
+      integration && this.connections.cachedConnection(environmentId, providerConfigKey, connectionId);
+    if (!integration || !connection)
+      [integration, connection] = await this.lookUp(environmentId, providerConfigKey, connectionId);
     const provider = integration.providerDefinition as unknown as ProviderProxySettings;
 
-    const governed = this.env.SWITCHBOARD_PROXY_RATE_LIMIT_GOVERNANCE && integration.integrationConfig?.[PROXY_RATE_LIMIT_GOVERNANCE_KEY] !== false;
+    const governed =
+      this.env.SWITCHBOARD_PROXY_RATE_LIMIT_GOVERNANCE &&
+      integration.integrationConfig?.[PROXY_RATE_LIMIT_GOVERNANCE_KEY] !== false;
     const governorKey = governed ? `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}` : '';
     if (governed) {
       const wait = this.governor.waitFor(governorKey);
@@ -119,20 +142,31 @@ export class ProxyForwarder {
     }
     const { path, query } = splitEndpoint(call.url);
     const targetFor = (plan: ConnectionPlan) =>
-      buildTarget(override ? override : plan.baseUrl(), override ? 'override' : 'provider', path, query, plan.auth.query);
+      buildTarget(
+        override ? override : plan.baseUrl(),
+        override ? 'override' : 'provider',
+        path,
+        query,
+        plan.auth.query,
+      );
 
     let plan = this.planFor(provider, integration, connection);
     let target = targetFor(plan);
 
     const clientHeaders = forwardedRequestHeaders(call.req.headers);
-    const requestBody = hasBody(call.req.headers) ? await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES) : NO_BODY;
+    const requestBody = hasBody(call.req.headers)
+      ? await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES)
+      : NO_BODY;
     let { body, form } = prepareBody(call.method, requestBody, clientHeaders, plan.auth.bodyFields);
     const replayable = requestBody.kind !== 'stream';
 
     const retries = Math.min(options.retries ?? 0, this.env.SWITCHBOARD_PROXY_MAX_RETRIES);
     const retrySettings: RetrySettings | undefined =
       retries > 0
-        ? { retryOn: new Set((options['retry-on'] ?? '').split(',').filter(Boolean).map(Number)), providerCodes: provider.proxy?.retry?.error_code ?? [] }
+        ? {
+            retryOn: new Set((options['retry-on'] ?? '').split(',').filter(Boolean).map(Number)),
+            providerCodes: provider.proxy?.retry?.error_code ?? [],
+          }
         : undefined;
     const decompress = options.decompress === 'true' || provider.proxy?.decompress === true;
 
@@ -165,10 +199,12 @@ export class ProxyForwarder {
 
       if (response.statusCode === 401 && plan.auth.refreshable && !refreshed && replayable) {
         refreshed = true;
-        const fresh = await this.connections.connection(environmentId, providerConfigKey, connectionId, true).catch(async (error: unknown) => {
-          await response.body.dump();
-          throw error;
-        });
+        const fresh = await this.connections
+          .connection(environmentId, providerConfigKey, connectionId, true)
+          .catch(async (error: unknown) => {
+            await response.body.dump();
+            throw error;
+          });
         if (!isDeepStrictEqual(fresh.credentials, connection.credentials)) {
           await response.body.dump();
           connection = fresh;
@@ -180,7 +216,12 @@ export class ProxyForwarder {
         }
       }
 
-      if (retrySettings && replayable && attempt < retries && retryableStatus(response.statusCode, call.method, retrySettings)) {
+      if (
+        retrySettings &&
+        replayable &&
+        attempt < retries &&
+        retryableStatus(response.statusCode, call.method, retrySettings)
+      ) {
         const wait = providerWaitMs(response.headers, provider.proxy?.retry) ?? this.backoff(attempt);
         if (wait <= this.env.SWITCHBOARD_PROXY_MAX_RETRY_WAIT_MS) {
           await response.body.dump();
@@ -195,7 +236,11 @@ export class ProxyForwarder {
   }
 
   /** Both lookups at once; an unknown integration is reported before an unknown connection. */
-  private async lookUp(environmentId: number, providerConfigKey: string, connectionId: string): Promise<[ResolvedIntegration, ConnectionCredentials]> {
+  private async lookUp(
+    environmentId: number,
+    providerConfigKey: string,
+    connectionId: string,
+  ): Promise<[ResolvedIntegration, ConnectionCredentials]> {
     const [integration, connection] = await Promise.allSettled([
       this.connections.integration(environmentId, providerConfigKey),
       this.connections.connection(environmentId, providerConfigKey, connectionId),
@@ -210,7 +255,11 @@ export class ProxyForwarder {
    * connection, so they are worked out once per pair of cached objects (a new object from the resolver, as
    * after a refresh or a change, gets a new plan). Nothing downstream mutates a plan.
    */
-  private planFor(provider: ProviderProxySettings, integration: ResolvedIntegration, connection: ConnectionCredentials): ConnectionPlan {
+  private planFor(
+    provider: ProviderProxySettings,
+    integration: ResolvedIntegration,
+    connection: ConnectionCredentials,
+  ): ConnectionPlan {
     const known = this.plans.get(connection);
     if (known && known.integration === integration) return known;
     const auth = planAuth(provider, integration, connection);
@@ -227,13 +276,19 @@ export class ProxyForwarder {
   }
 
   private unexpected(error: unknown): ProxyError {
-    this.logger.error(`proxy call failed (trace ${currentTraceId() ?? '-'}): ${(error as Error)?.stack ?? String(error)}`);
+    this.logger.error(
+      `proxy call failed (trace ${currentTraceId() ?? '-'}): ${(error as Error)?.stack ?? String(error)}`,
+    );
     trace.getActiveSpan()?.recordException(error as Error);
     return new ProxyError('server_error', 'An unexpected error occurred in the proxy');
   }
 
   private backoff(attempt: number): number {
-    return backoffMs(attempt, this.env.SWITCHBOARD_PROXY_RETRY_BASE_MS, this.env.SWITCHBOARD_PROXY_RETRY_MAX_DELAY_MS);
+    return backoffMs(
+      attempt,
+      this.env.SWITCHBOARD_PROXY_RETRY_BASE_MS,
+      this.env.SWITCHBOARD_PROXY_RETRY_MAX_DELAY_MS,
+    );
   }
 
   private observeRateLimit(key: string, response: UpstreamResponse, provider: ProviderProxySettings): void {
@@ -271,7 +326,8 @@ function prepareBody(
       headers['content-type'] ??= 'application/json';
     } else if (data !== undefined && type.includes('json')) {
       const parsed = tryJson(data);
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) data = Buffer.from(JSON.stringify({ ...parsed, ...bodyFields }));
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
+        data = Buffer.from(JSON.stringify({ ...parsed, ...bodyFields }));
     }
   }
   let form: Record<string, string | string[]> | undefined;
@@ -279,7 +335,8 @@ function prepareBody(
     form = {};
     for (const [key, value] of new URLSearchParams(data.toString('utf8'))) {
       const existing = form[key];
-      form[key] = existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
+      form[key] =
+        existing === undefined ? value : Array.isArray(existing) ? [...existing, value] : [existing, value];
     }
   }
   return { body: data, form };
@@ -298,19 +355,26 @@ export function upstreamFailure(error: unknown): Error {
   if (error instanceof ProxyError) return error;
   const code = errorCode(error);
   if (code === 'SWITCHBOARD_EGRESS_REFUSED') {
-    return new ProxyError('egress_refused', `The destination is not allowed by the egress policy: ${(error as { reason?: string }).reason ?? ''}`.trim());
+    return new ProxyError(
+      'egress_refused',
+      `The destination is not allowed by the egress policy: ${(error as { reason?: string }).reason ?? ''}`.trim(),
+    );
   }
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'ETIMEDOUT') {
     return new ProxyError('gateway_timeout', 'The provider did not answer in time');
   }
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new ProxyError('bad_gateway', 'The provider host name does not resolve');
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return new ProxyError('bad_gateway', 'The provider host name does not resolve');
   return new ProxyError('bad_gateway', 'Could not reach the provider');
 }
 
 /** Not async: the one promise is the body's (a synchronous throw rejects the caller, `forward`, all the same). */
 function sendResponse(call: ProxyCall, response: UpstreamResponse, decompress: boolean): Promise<void> {
   const headers = forwardedResponseHeaders(response.headers, call.replyHeaders);
-  const encoding = typeof headers['content-encoding'] === 'string' ? headers['content-encoding'].trim().toLowerCase() : undefined;
+  const encoding =
+    typeof headers['content-encoding'] === 'string'
+      ? headers['content-encoding'].trim().toLowerCase()
+      : undefined;
   const hasBody = call.method !== 'HEAD' && !BODILESS.has(response.statusCode);
   const decoder = decompress && hasBody && encoding ? DECODERS[encoding] : undefined;
   if (decoder) {

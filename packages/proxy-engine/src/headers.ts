@@ -18,7 +18,14 @@ const PASSTHROUGH = ['content-type', 'content-encoding', 'accept', 'accept-encod
 
 /** Names a caller may not set on the provider request, even prefixed: framing, routing and our own. */
 function refused(name: string): boolean {
-  return name === '' || name === 'host' || name === 'content-length' || name === 'expect' || HOP_BY_HOP_HEADERS.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX);
+  return (
+    name === '' ||
+    name === 'host' ||
+    name === 'content-length' ||
+    name === 'expect' ||
+    HOP_BY_HOP_HEADERS.has(name) ||
+    name.startsWith(INTERNAL_HEADER_PREFIX)
+  );
 }
 
 export function forwardedRequestHeaders(headers: IncomingHttpHeaders): Record<string, string> {
@@ -45,20 +52,34 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
   // What nearly every provider sends; both are per-hop names already, so they add nothing to strip.
   if (value === undefined || value === 'keep-alive' || value === 'close') return undefined;
   const joined = Array.isArray(value) ? value.join(',') : value;
-  return new Set(joined.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
+  return new Set(
+    joined
+      .split(',')
+      .map((t) => t.trim().toLowerCase())
+      .filter(Boolean),
+  );
 }
 
 /**
  * A provider's response headers minus per-hop ones and any that imitate our internal headers, written
  * over `into` (headers of our own for the same answer, which lose on a clash).
  */
-export function forwardedResponseHeaders(headers: Record<string, string | string[] | undefined>, into: ReplyHeaders = {}): OutgoingHttpHeaders {
+export function forwardedResponseHeaders(
+  headers: Record<string, string | string[] | undefined>,
+  into: ReplyHeaders = {},
+): OutgoingHttpHeaders {
   const listed = connectionTokens(headers.connection);
   // Loosely typed on purpose: what frameworks hand out (Fastify's `reply.getHeaders()`) fits it.
   const out = into as OutgoingHttpHeaders;
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || HOP_BY_HOP_HEADERS.has(name) || listed?.has(name) || name.startsWith(INTERNAL_HEADER_PREFIX)) continue;
+    if (
+      value === undefined ||
+      HOP_BY_HOP_HEADERS.has(name) ||
+      listed?.has(name) ||
+      name.startsWith(INTERNAL_HEADER_PREFIX)
+    )
+      continue;
     out[name] = value;
   }
   return out;

@@ -39,7 +39,8 @@ export class ProxyEngineModule {
         {
           provide: EGRESS_AGENT,
           inject: [EgressPolicy],
-          useFactory: (policy: EgressPolicy) => createEgressAgent({ policy, connectTimeoutMs: options.env.SWITCHBOARD_PROXY_CONNECT_TIMEOUT_MS }),
+          useFactory: (policy: EgressPolicy) =>
+            createEgressAgent({ policy, connectTimeoutMs: options.env.SWITCHBOARD_PROXY_CONNECT_TIMEOUT_MS }),
         },
         {
           provide: Exchange,
@@ -48,11 +49,17 @@ export class ProxyEngineModule {
             new Exchange(
               agent,
               policy,
-              { headersTimeoutMs: options.env.SWITCHBOARD_PROXY_HEADERS_TIMEOUT_MS, bodyTimeoutMs: options.env.SWITCHBOARD_PROXY_BODY_TIMEOUT_MS },
+              {
+                headersTimeoutMs: options.env.SWITCHBOARD_PROXY_HEADERS_TIMEOUT_MS,
+                bodyTimeoutMs: options.env.SWITCHBOARD_PROXY_BODY_TIMEOUT_MS,
+              },
               options.env.SWITCHBOARD_PROXY_MAX_REDIRECTS,
             ),
         },
-        { provide: RateLimitGovernor, useFactory: () => new RateLimitGovernor(options.env.SWITCHBOARD_PROXY_RATE_LIMIT_MAX_WAIT_MS) },
+        {
+          provide: RateLimitGovernor,
+          useFactory: () => new RateLimitGovernor(options.env.SWITCHBOARD_PROXY_RATE_LIMIT_MAX_WAIT_MS),
+        },
         {
           provide: ProxyForwarder,
           inject: [ConnectionResolver, Exchange, RateLimitGovernor],

@@ -6,9 +6,15 @@ import type { Readable, Writable } from 'node:stream';
  * `stream.pipeline`, which builds and aborts an AbortController (with a DOMException and its stack
  * trace) on every call: measurable on a path that runs once per proxied request.
  */
-export function relay(source: Readable, destination: Writable, ...transforms: NodeJS.ReadWriteStream[]): Promise<void> {
+export function relay(
+  source: Readable,
+  destination: Writable,
+  ...transforms: NodeJS.ReadWriteStream[]
+): Promise<void> {
   return new Promise((resolve) => {
-    const streams = [source, ...transforms, destination] as unknown as (NodeJS.EventEmitter & { destroy(): void })[];
+    const streams = [source, ...transforms, destination] as unknown as (NodeJS.EventEmitter & {
+      destroy(): void;
+    })[];
     let settled = false;
     const settle = () => {
       if (settled) return;

@@ -22,7 +22,8 @@ export function hasBody(headers: IncomingHttpHeaders): boolean {
  */
 export async function readRequestBody(req: IncomingMessage, limit: number): Promise<RequestBody> {
   if (!hasBody(req.headers)) return { kind: 'none' };
-  const declared = req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
+  const declared =
+    req.headers['content-length'] !== undefined ? Number(req.headers['content-length']) : undefined;
   if (declared !== undefined && declared > limit) return { kind: 'stream', stream: req, length: declared };
 
   const iterator = req[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -30,7 +31,8 @@ export async function readRequestBody(req: IncomingMessage, limit: number): Prom
   let size = 0;
   for (;;) {
     const next = await iterator.next();
-    if (next.done) return { kind: 'buffer', data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
+    if (next.done)
+      return { kind: 'buffer', data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
     chunks.push(next.value);
     size += next.value.length;
     if (size > limit) {

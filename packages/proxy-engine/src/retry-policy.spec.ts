@@ -38,14 +38,22 @@ describe('retry policy', () => {
     expect(providerWaitMs({ 'retry-after': '2' }, undefined, now)).toBe(2000);
     expect(providerWaitMs({ 'retry-after': 'Wed, 01 Jan 2025 00:00:05 GMT' }, undefined, now)).toBe(5000);
     expect(providerWaitMs({}, undefined, now)).toBeUndefined();
-    expect(providerWaitMs({ 'x-ratelimit-reset': String(now / 1000 + 7) }, { at: ['x-ratelimit-reset'] }, now)).toBe(7000);
-    expect(providerWaitMs({ 'x-ratelimit-reset': String(now + 3000) }, { at: ['x-ratelimit-reset'] }, now)).toBe(3000);
+    expect(
+      providerWaitMs({ 'x-ratelimit-reset': String(now / 1000 + 7) }, { at: ['x-ratelimit-reset'] }, now),
+    ).toBe(7000);
+    expect(
+      providerWaitMs({ 'x-ratelimit-reset': String(now + 3000) }, { at: ['x-ratelimit-reset'] }, now),
+    ).toBe(3000);
     expect(providerWaitMs({ 'x-retry-in': '1.5' }, { after: ['x-retry-in'] }, now)).toBe(1500);
   });
 
-  it('sees an exhausted quota only through the catalog\'s remaining header', () => {
-    expect(quotaExhausted({ 'x-ratelimit-remaining': '0' }, { remaining: 'x-ratelimit-remaining' })).toBe(true);
-    expect(quotaExhausted({ 'x-ratelimit-remaining': '3' }, { remaining: 'x-ratelimit-remaining' })).toBe(false);
+  it("sees an exhausted quota only through the catalog's remaining header", () => {
+    expect(quotaExhausted({ 'x-ratelimit-remaining': '0' }, { remaining: 'x-ratelimit-remaining' })).toBe(
+      true,
+    );
+    expect(quotaExhausted({ 'x-ratelimit-remaining': '3' }, { remaining: 'x-ratelimit-remaining' })).toBe(
+      false,
+    );
     expect(quotaExhausted({ 'x-ratelimit-remaining': '0' }, undefined)).toBe(false);
   });
 });

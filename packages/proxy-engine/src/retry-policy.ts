@@ -21,12 +21,20 @@ export interface RetrySettings {
 export function retryableStatus(status: number, method: string, settings: RetrySettings): boolean {
   if (settings.retryOn.has(status)) return true;
   if (status === 429) return true;
-  const listed = settings.providerCodes.some((code) => code === String(status) || (code.endsWith('xx') && code[0] === String(status)[0]));
+  const listed = settings.providerCodes.some(
+    (code) => code === String(status) || (code.endsWith('xx') && code[0] === String(status)[0]),
+  );
   if (status >= 500 || listed) return isIdempotent(method);
   return false;
 }
 
-const BEFORE_SENDING = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const BEFORE_SENDING = new Set([
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 const AFTER_SENDING = new Set([
   'ECONNRESET',
   'EPIPE',
@@ -58,7 +66,12 @@ export function errorCode(error: unknown): string | undefined {
 }
 
 /** Exponential back-off with "equal jitter": between half and all of min(cap, base × 2^attempt). */
-export function backoffMs(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
+export function backoffMs(
+  attempt: number,
+  baseMs: number,
+  capMs: number,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(capMs, baseMs * 2 ** attempt);
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }
@@ -99,7 +112,11 @@ export interface ProviderRetryHeaders {
  * How long the provider asked us to wait, in ms: `Retry-After` (seconds or date), or the provider's own
  * headers from the catalog (`retry.after`: a delay, `retry.at`: a reset time). Undefined when it said nothing.
  */
-export function providerWaitMs(headers: Headers, provider: ProviderRetryHeaders | undefined, now = Date.now()): number | undefined {
+export function providerWaitMs(
+  headers: Headers,
+  provider: ProviderRetryHeaders | undefined,
+  now = Date.now(),
+): number | undefined {
   for (const name of provider?.after ?? []) {
     const value = first(headers, name);
     const ms = value === undefined ? undefined : parseDelay(value, now);

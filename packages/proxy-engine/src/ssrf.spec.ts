@@ -36,7 +36,8 @@ const STUB_DNS: Record<string, string[]> = {
 
 const stubResolver: Resolver = async (hostname) => {
   const answers = STUB_DNS[hostname.toLowerCase()];
-  if (!answers) throw Object.assign(new Error(`stub resolver: unknown host ${hostname}`), { code: 'ENOTFOUND' });
+  if (!answers)
+    throw Object.assign(new Error(`stub resolver: unknown host ${hostname}`), { code: 'ENOTFOUND' });
   return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 };
 
@@ -53,11 +54,22 @@ const guardedConnect: buildConnector.connector = (opts, callback) => {
   return realConnect(opts, callback);
 };
 
-const noAuth: AuthPlan = { headers: { authorization: 'Bearer provider-token' }, query: [], bodyFields: undefined, sign: undefined, refreshable: false };
+const noAuth: AuthPlan = {
+  headers: { authorization: 'Bearer provider-token' },
+  query: [],
+  bodyFields: undefined,
+  sign: undefined,
+  refreshable: false,
+};
 
 /** Runs one proxied GET; answers the status it got, or the error code the caller would see. */
 async function attempt(policy: EgressPolicy, base: string, endpoint = '/x'): Promise<string> {
-  const agent = createEgressAgent({ policy, connectTimeoutMs: 2000, resolver: stubResolver, connect: guardedConnect });
+  const agent = createEgressAgent({
+    policy,
+    connectTimeoutMs: 2000,
+    resolver: stubResolver,
+    connect: guardedConnect,
+  });
   const exchange = new Exchange(agent, policy, { headersTimeoutMs: 2000, bodyTimeoutMs: 2000 }, 5);
   try {
     const { path, query } = splitEndpoint(`/proxy${endpoint}`);
@@ -121,9 +133,27 @@ describe('egress policy against the SSRF table', () => {
   });
 
   const literalRows = [
-    '127.0.0.1', '127.1', '2130706433', '0x7f.1', '0177.0.0.1', 'localhost', 'localhost.', '[::1]', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]',
-    '169.254.169.254', 'metadata.google.internal', '10.0.0.1', '172.16.0.1', '192.168.0.1', '100.64.0.1', '[fe80::1]', '[fc00::1]',
-    '[64:ff9b::a00:1]', '[2002:a00:1::]', '0.0.0.0',
+    '127.0.0.1',
+    '127.1',
+    '2130706433',
+    '0x7f.1',
+    '0177.0.0.1',
+    'localhost',
+    'localhost.',
+    '[::1]',
+    '[::ffff:127.0.0.1]',
+    '[::ffff:7f00:1]',
+    '169.254.169.254',
+    'metadata.google.internal',
+    '10.0.0.1',
+    '172.16.0.1',
+    '192.168.0.1',
+    '100.64.0.1',
+    '[fe80::1]',
+    '[fc00::1]',
+    '[64:ff9b::a00:1]',
+    '[2002:a00:1::]',
+    '0.0.0.0',
   ];
   it.each(literalRows)('refuses http://%s before any connection', async (host) => {
     const before = connects.length;
@@ -138,9 +168,12 @@ describe('egress policy against the SSRF table', () => {
     },
   );
 
-  it.each(['ftp://127.0.0.1/', 'file:///etc/passwd', 'gopher://127.0.0.1:70/', 'javascript:alert(1)'])('refuses the scheme of %s', async (base) => {
-    expect(await attempt(loopbackAllowed, base)).toBe('invalid_headers');
-  });
+  it.each(['ftp://127.0.0.1/', 'file:///etc/passwd', 'gopher://127.0.0.1:70/', 'javascript:alert(1)'])(
+    'refuses the scheme of %s',
+    async (base) => {
+      expect(await attempt(loopbackAllowed, base)).toBe('invalid_headers');
+    },
+  );
 
   it.each(Object.keys(STUB_DNS).filter((h) => h !== 'fake-provider.test'))(
     'refuses %s, a name whose DNS answer is not allowed, without connecting',
@@ -151,24 +184,44 @@ describe('egress policy against the SSRF table', () => {
     },
   );
 
-  it.each(['//evil.test/x', '\\\\evil.test/x', '/\\evil.test', 'http://evil.test/x'])('refuses the endpoint %s', async (endpoint) => {
-    expect(await attempt(loopbackAllowed, `http://127.0.0.1:${port}/v3/`, `/${endpoint}`)).toBe('invalid_uri_params');
-  });
+  it.each(['//evil.test/x', '\\\\evil.test/x', '/\\evil.test', 'http://evil.test/x'])(
+    'refuses the endpoint %s',
+    async (endpoint) => {
+      expect(await attempt(loopbackAllowed, `http://127.0.0.1:${port}/v3/`, `/${endpoint}`)).toBe(
+        'invalid_uri_params',
+      );
+    },
+  );
 
   const redirectTargets = [
-    'http://127.0.0.2:1/', 'http://[::1]:1/', 'http://169.254.169.254/latest/meta-data/', 'http://metadata.google.internal/',
-    'http://10.0.0.1/', 'http://localhost:1/', 'http://0x7f.0.0.2:1/', 'http://metadata.test/', 'http://rebind.test/', 'file:///etc/passwd',
+    'http://127.0.0.2:1/',
+    'http://[::1]:1/',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://metadata.google.internal/',
+    'http://10.0.0.1/',
+    'http://localhost:1/',
+    'http://0x7f.0.0.2:1/',
+    'http://metadata.test/',
+    'http://rebind.test/',
+    'file:///etc/passwd',
   ];
   it.each(redirectTargets)('refuses a provider redirect to %s', async (to) => {
     const before = seen.length;
-    expect(await attempt(loopbackAllowed, `http://127.0.0.1:${port}`, `/start?to=${encodeURIComponent(to)}`)).toBe('egress_refused');
+    expect(
+      await attempt(loopbackAllowed, `http://127.0.0.1:${port}`, `/start?to=${encodeURIComponent(to)}`),
+    ).toBe('egress_refused');
     expect(seen.length).toBe(before + 1);
   });
 
   it('follows a redirect that stays allowed, dropping credentials on a change of origin', async () => {
     const before = seen.length;
     const to = `http://fake-provider.test:${port}/landed`;
-    expect(await attempt(loopbackAllowed, `http://127.0.0.1:${port}`, `/start?to=${encodeURIComponent(to)}`)).toBe('status 200');
-    expect(seen.slice(before)).toEqual([expect.stringMatching(/^GET \/start\?to=.* auth=Bearer provider-token$/), 'GET /landed auth=']);
+    expect(
+      await attempt(loopbackAllowed, `http://127.0.0.1:${port}`, `/start?to=${encodeURIComponent(to)}`),
+    ).toBe('status 200');
+    expect(seen.slice(before)).toEqual([
+      expect.stringMatching(/^GET \/start\?to=.* auth=Bearer provider-token$/),
+      'GET /landed auth=',
+    ]);
   });
 });

@@ -27,22 +27,34 @@ export function buildTarget(
   const base = parseBase(baseUrl, source);
   const rest = endpointPath.replace(/^\//, '');
   if (SCHEME_RELATIVE.test(rest)) {
-    throw new ProxyError('invalid_uri_params', 'The provider endpoint may not start with "//" or "\\" (it would leave the provider host)');
+    throw new ProxyError(
+      'invalid_uri_params',
+      'The provider endpoint may not start with "//" or "\\" (it would leave the provider host)',
+    );
   }
   if (ABSOLUTE.test(rest)) {
     throw new ProxyError('invalid_uri_params', 'The provider endpoint must be a path, not an absolute URL');
   }
-  if (rest.includes('#')) throw new ProxyError('invalid_uri_params', 'The provider endpoint may not contain "#"');
+  if (rest.includes('#'))
+    throw new ProxyError('invalid_uri_params', 'The provider endpoint may not contain "#"');
 
   const basePath = base.pathname.replace(/\/+$/, '');
   const joined = rest === '' ? basePath || '/' : `${basePath}/${rest}`;
-  const pathname = PLAIN_PATH.test(joined) && !DOT_SEGMENT.test(joined) ? joined : normalisePath(base.origin, joined);
+  const pathname =
+    PLAIN_PATH.test(joined) && !DOT_SEGMENT.test(joined) ? joined : normalisePath(base.origin, joined);
 
   const parts: string[] = [];
   const baseQuery = base.search.replace(/^\?/, '');
   if (baseQuery) parts.push(baseQuery);
-  if (rawQuery) parts.push(withoutParams(rawQuery, extraQuery.map(([name]) => name)));
-  for (const [name, value] of extraQuery) parts.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
+  if (rawQuery)
+    parts.push(
+      withoutParams(
+        rawQuery,
+        extraQuery.map(([name]) => name),
+      ),
+    );
+  for (const [name, value] of extraQuery)
+    parts.push(`${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
   const query = parts.filter(Boolean).join('&');
   return { origin: base.origin, path: query ? `${pathname}?${query}` : pathname };
 }
@@ -90,7 +102,8 @@ function parseBaseOnce(baseUrl: string, source: BaseUrlSource): URL {
   } catch {
     throw new ProxyError(code, `${label} is not a valid URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ProxyError(code, `${label} must be an http:// or https:// URL`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ProxyError(code, `${label} must be an http:// or https:// URL`);
   if (url.username || url.password) throw new ProxyError(code, `${label} may not carry user:password`);
   return url;
 }

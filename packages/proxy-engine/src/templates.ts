@@ -38,7 +38,10 @@ export function resolveBaseUrl(template: string, vars: TemplateVars): string {
     const value = interpolate(alternative, vars);
     if (value !== undefined) return value;
   }
-  throw new ProxyError('invalid_connection', `The provider's base URL cannot be built for this connection: ${lastProblem}`);
+  throw new ProxyError(
+    'invalid_connection',
+    `The provider's base URL cannot be built for this connection: ${lastProblem}`,
+  );
 }
 
 function unsafeUrlValue(alternative: string, vars: TemplateVars): string | 'missing' | undefined {

@@ -44,7 +44,11 @@ describe('UpstreamBody', () => {
   async function front(path: string, delayMs: number, then: 'pipe' | 'dump'): Promise<string> {
     const server = createServer((_req, res) => {
       void (async () => {
-        const response = await UpstreamBody.send(agent, { origin: providerUrl, path, method: 'GET' }, new CallAbort());
+        const response = await UpstreamBody.send(
+          agent,
+          { origin: providerUrl, path, method: 'GET' },
+          new CallAbort(),
+        );
         await new Promise((resolve) => setTimeout(resolve, delayMs));
         if (then === 'dump') {
           await response.body.dump();
@@ -80,7 +84,11 @@ describe('UpstreamBody', () => {
   });
 
   it('reports a short body as closed once it was read with its headers, before anyone took it', async () => {
-    const response = await UpstreamBody.send(agent, { origin: providerUrl, path: '/short', method: 'GET' }, new CallAbort());
+    const response = await UpstreamBody.send(
+      agent,
+      { origin: providerUrl, path: '/short', method: 'GET' },
+      new CallAbort(),
+    );
     await new Promise((resolve) => setTimeout(resolve, 50));
     // A 'close' listener added now would wait forever: `closed` is what a late listener checks first.
     expect(response.body.closed).toBe(true);

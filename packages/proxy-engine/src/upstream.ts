@@ -64,7 +64,11 @@ export class UpstreamBody extends EventEmitter {
   }
 
   /** Sends the request; resolves with the status and headers (the body waits), rejects if none come. */
-  static send(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: CallAbort): Promise<UpstreamResponse> {
+  static send(
+    dispatcher: Dispatcher,
+    options: Dispatcher.DispatchOptions,
+    signal: CallAbort,
+  ): Promise<UpstreamResponse> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) {
         reject(signal.reason);
@@ -82,7 +86,11 @@ export class UpstreamBody extends EventEmitter {
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true; // 1xx: the answer is still to come
     this.resumeUpstream = resume;
-    this.resolveHeaders({ statusCode, headers: util.parseHeaders(rawHeaders) as UpstreamResponse['headers'], body: this });
+    this.resolveHeaders({
+      statusCode,
+      headers: util.parseHeaders(rawHeaders) as UpstreamResponse['headers'],
+      body: this,
+    });
     return true;
   }
 

@@ -1,4 +1,10 @@
-import { ConsoleLogger, type DynamicModule, type INestApplication, type LogLevel, type Type } from '@nestjs/common';
+import {
+  ConsoleLogger,
+  type DynamicModule,
+  type INestApplication,
+  type LogLevel,
+  type Type,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -41,7 +47,12 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
   app.connectMicroservice<MicroserviceOptions>(
     {
       transport: Transport.NATS,
-      options: { servers: options.natsUrl.split(','), queue: options.name, name: `${options.name}-server`, maxReconnectAttempts: -1 },
+      options: {
+        servers: options.natsUrl.split(','),
+        queue: options.name,
+        name: `${options.name}-server`,
+        maxReconnectAttempts: -1,
+      },
     },
     { inheritAppConfig: true },
   );

@@ -13,7 +13,10 @@ export interface ServiceIdentity {
   startedAt: number;
 }
 
-export async function buildReport(identity: ServiceIdentity, registry: HealthRegistry): Promise<HealthReport> {
+export async function buildReport(
+  identity: ServiceIdentity,
+  registry: HealthRegistry,
+): Promise<HealthReport> {
   const checks = await registry.run();
   return {
     service: identity.name,

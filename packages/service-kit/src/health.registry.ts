@@ -26,7 +26,9 @@ export class HealthRegistry {
       this.checks.filter(filter).map(async (c) => {
         const result = await Promise.race([
           c.check().catch((e: unknown) => ({ ok: false, detail: (e as Error)?.message ?? 'failed' })),
-          new Promise<HealthCheckResult>((resolve) => setTimeout(() => resolve({ ok: false, detail: 'timed out' }), timeoutMs).unref()),
+          new Promise<HealthCheckResult>((resolve) =>
+            setTimeout(() => resolve({ ok: false, detail: 'timed out' }), timeoutMs).unref(),
+          ),
         ]);
         return { name: c.name, ...result };
       }),

@@ -8,7 +8,11 @@ describe('test infrastructure resolution', () => {
       TEST_TEMPORAL_ADDRESS: '127.0.0.1:7233',
       TEST_REDIS_URL: 'redis://127.0.0.1:6379/1',
     });
-    expect(infra).toMatchObject({ source: 'environment', natsUrl: 'nats://127.0.0.1:4222', temporalAddress: '127.0.0.1:7233' });
+    expect(infra).toMatchObject({
+      source: 'environment',
+      natsUrl: 'nats://127.0.0.1:4222',
+      temporalAddress: '127.0.0.1:7233',
+    });
   });
 
   it('fails fast with a message saying what to do when neither variables nor Docker exist', async () => {

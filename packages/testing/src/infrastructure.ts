@@ -24,7 +24,9 @@ export function testInfrastructure(): Promise<TestInfrastructure> {
   return cached;
 }
 
-export async function resolveTestInfrastructure(env: NodeJS.ProcessEnv = process.env): Promise<TestInfrastructure> {
+export async function resolveTestInfrastructure(
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<TestInfrastructure> {
   if (ENV_NAMES.every((name) => env[name])) {
     return {
       databaseUrl: env.TEST_DATABASE_URL!,
@@ -61,7 +63,11 @@ async function startContainers(): Promise<TestInfrastructure> {
   const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
   const [pg, nats, temporal, redis] = await Promise.all([
     new PostgreSqlContainer('postgres:15').start(),
-    new GenericContainer('nats:2.10').withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start(),
+    new GenericContainer('nats:2.10')
+      .withCommand(['-js'])
+      .withExposedPorts(4222)
+      .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
+      .start(),
     new GenericContainer('temporalio/temporal:1.5.1')
       .withCommand(['server', 'start-dev', '--ip', '0.0.0.0', '--headless'])
       .withExposedPorts(7233)

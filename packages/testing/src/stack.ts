@@ -84,7 +84,12 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   const secretKey = randomUUID();
   const accountName = `test-${randomUUID()}`;
   const seed = spawnSync(process.execPath, [join(root, 'apps/auth-connect/dist/seed-cli.js')], {
-    env: { ...process.env, DATABASE_URL: infra.databaseUrl, SWITCHBOARD_SECRET_KEY: secretKey, SEED_ACCOUNT_NAME: accountName },
+    env: {
+      ...process.env,
+      DATABASE_URL: infra.databaseUrl,
+      SWITCHBOARD_SECRET_KEY: secretKey,
+      SEED_ACCOUNT_NAME: accountName,
+    },
     encoding: 'utf8',
   });
   if (seed.status !== 0) throw new Error(`seed failed: ${seed.stderr}`);
@@ -116,7 +121,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     SWITCHBOARD_MASTER_KEYS: masterKeys,
     PORT: String(ports[name]),
     // The fake providers of the tests listen on loopback, which auth-connect's egress policy refuses otherwise.
-    ...(name === 'auth-connect' && common.SWITCHBOARD_EGRESS_ALLOW === undefined ? { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' } : {}),
+    ...(name === 'auth-connect' && common.SWITCHBOARD_EGRESS_ALLOW === undefined
+      ? { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' }
+      : {}),
     ...options.serviceEnv?.[name],
   });
   const launch = (name: StackService, env: Record<string, string>, label: string): RunningService => {
@@ -140,7 +147,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     services[name] = launch(name, envOf(name), name);
     replicas[name] = [services[name]];
     for (let i = 1; i < (options.replicas?.[name] ?? 1); i++) {
-      replicas[name].push(launch(name, { ...envOf(name), PORT: String(await freePort()) }, `${name}#${i + 1}`));
+      replicas[name].push(
+        launch(name, { ...envOf(name), PORT: String(await freePort()) }, `${name}#${i + 1}`),
+      );
     }
   }
 
@@ -155,7 +164,11 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     return codes[0] ?? null;
   };
   const startReplica = async (service: StackService, env: Record<string, string> = {}) => {
-    const replica = launch(service, { ...envOf(service), PORT: String(await freePort()), ...env }, `${service}#${replicas[service].length + 1}`);
+    const replica = launch(
+      service,
+      { ...envOf(service), PORT: String(await freePort()), ...env },
+      `${service}#${replicas[service].length + 1}`,
+    );
     replicas[service].push(replica);
     await waitUntilLive(replica, 30_000);
     return replica;
@@ -182,7 +195,11 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     await waitUntilReady(gatewayUrl, replicas, options.readyTimeoutMs ?? 60_000);
     // The gateway's readiness sees one process per service, and not the proxy service when the proxy is
     // embedded in the gateway; every process (extra replicas too) must be up as well.
-    await Promise.all(Object.values(replicas).flat().map((r) => waitUntilLive(r, options.readyTimeoutMs ?? 60_000)));
+    await Promise.all(
+      Object.values(replicas)
+        .flat()
+        .map((r) => waitUntilLive(r, options.readyTimeoutMs ?? 60_000)),
+    );
   } catch (error) {
     await stack.stop();
     const logs = ALL_SERVICES.map((s) => `--- ${s} ---\n${stack.logs(s).slice(-3000)}`).join('\n');
@@ -195,7 +212,9 @@ async function waitUntilLive(service: RunningService, timeoutMs: number) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (service.process.exitCode !== null) {
-      throw new Error(`${service.name} exited with code ${service.process.exitCode} during start-up:\n${service.output.join('').slice(-3000)}`);
+      throw new Error(
+        `${service.name} exited with code ${service.process.exitCode} during start-up:\n${service.output.join('').slice(-3000)}`,
+      );
     }
     try {
       if ((await fetch(`http://127.0.0.1:${service.port}/health`)).status === 200) return;
@@ -207,11 +226,17 @@ async function waitUntilLive(service: RunningService, timeoutMs: number) {
   throw new Error(`${service.name} replica not live after ${timeoutMs} ms`);
 }
 
-async function waitUntilReady(gatewayUrl: string, replicas: Record<StackService, RunningService[]>, timeoutMs: number) {
+async function waitUntilReady(
+  gatewayUrl: string,
+  replicas: Record<StackService, RunningService[]>,
+  timeoutMs: number,
+) {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
-    const dead = Object.values(replicas).flat().find((s) => s.process.exitCode !== null);
+    const dead = Object.values(replicas)
+      .flat()
+      .find((s) => s.process.exitCode !== null);
     if (dead) throw new Error(`${dead.name} exited with code ${dead.process.exitCode} during start-up`);
     try {
       const res = await fetch(`${gatewayUrl}/ready`);

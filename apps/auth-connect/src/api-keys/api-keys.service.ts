@@ -1,5 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { isScope, type Caller, type CreateApiKeyBody, type CreatedApiKey, type Scope, type VerifiedKey } from '@switchboard/contracts';
+import {
+  isScope,
+  type Caller,
+  type CreateApiKeyBody,
+  type CreatedApiKey,
+  type Scope,
+  type VerifiedKey,
+} from '@switchboard/contracts';
 import type { AuthDb } from '@switchboard/db';
 import { AuthConnectError } from '../auth-connect.errors';
 import { AUTH_DB } from '../database/database.module';
@@ -16,7 +23,8 @@ export class ApiKeysService {
       where: { keyHash },
       include: { environment: true },
     });
-    if (!key || key.revokedAt) throw new AuthConnectError('unknown_account', 'No environment matches this secret key');
+    if (!key || key.revokedAt)
+      throw new AuthConnectError('unknown_account', 'No environment matches this secret key');
     return {
       accountId: key.environment.accountId,
       environmentId: key.environmentId,
@@ -57,16 +65,30 @@ export class ApiKeysService {
   async revoke(caller: Caller, callerScopes: Scope[], id: number): Promise<{ success: true }> {
     return this.db.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT id FROM auth.environments WHERE id = ${caller.environmentId} FOR UPDATE`;
-      const key = await tx.apiKey.findFirst({ where: { id, environmentId: caller.environmentId, revokedAt: null } });
+      const key = await tx.apiKey.findFirst({
+        where: { id, environmentId: caller.environmentId, revokedAt: null },
+      });
       if (!key) throw new AuthConnectError('not_found', `No active API key ${id} in this environment`);
       const beyond = key.scopes.filter((scope) => !callerScopes.includes(scope as Scope));
-      if (beyond.length > 0) throw new AuthConnectError('forbidden', `Insufficient scope. Revoking this key requires: ${beyond.join(', ')}`);
+      if (beyond.length > 0)
+        throw new AuthConnectError(
+          'forbidden',
+          `Insufficient scope. Revoking this key requires: ${beyond.join(', ')}`,
+        );
       if (key.scopes.includes(KEY_MANAGER_SCOPE)) {
         const managers = await tx.apiKey.count({
-          where: { environmentId: caller.environmentId, revokedAt: null, scopes: { has: KEY_MANAGER_SCOPE }, id: { not: id } },
+          where: {
+            environmentId: caller.environmentId,
+            revokedAt: null,
+            scopes: { has: KEY_MANAGER_SCOPE },
+            id: { not: id },
+          },
         });
         if (managers === 0) {
-          throw new AuthConnectError('conflict', `This is the environment's last key with ${KEY_MANAGER_SCOPE}; create another one before revoking it`);
+          throw new AuthConnectError(
+            'conflict',
+            `This is the environment's last key with ${KEY_MANAGER_SCOPE}; create another one before revoking it`,
+          );
         }
       }
       await tx.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });

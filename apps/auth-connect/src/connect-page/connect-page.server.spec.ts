@@ -1,7 +1,11 @@
 import type { AuthConnectEnv } from '../config/env';
 import { ConnectPageServer } from './connect-page.server';
 
-const env = { SWITCHBOARD_SERVER_URL: 'https://api.example.com/', SWITCHBOARD_CONNECT_URL: 'https://connect.example.com', CONNECT_PORT: 0 } as AuthConnectEnv;
+const env = {
+  SWITCHBOARD_SERVER_URL: 'https://api.example.com/',
+  SWITCHBOARD_CONNECT_URL: 'https://connect.example.com',
+  CONNECT_PORT: 0,
+} as AuthConnectEnv;
 
 describe('ConnectPageServer', () => {
   const app = new ConnectPageServer(env).build();
@@ -26,7 +30,9 @@ describe('ConnectPageServer', () => {
     expect(js.headers['content-type']).toMatch(/^text\/javascript/);
     expect(js.body).toContain('session_token');
     expect((await app.inject({ method: 'GET', url: '/assets/connect.css' })).statusCode).toBe(200);
-    expect((await app.inject({ method: 'GET', url: '/assets/..%2Fconnect-page.server.ts' })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/assets/..%2Fconnect-page.server.ts' })).statusCode).toBe(
+      404,
+    );
     expect((await app.inject({ method: 'GET', url: '/assets/index.html' })).statusCode).toBe(404);
   });
 });

@@ -1,6 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { AUTH_CONNECT_ENV, type AuthConnectEnv } from '../config/env';
 
@@ -54,7 +60,11 @@ export class ConnectPageServer implements OnApplicationBootstrap, OnApplicationS
       reply.header('x-content-type-options', 'nosniff');
     });
     app.get('/', async (_request, reply) =>
-      reply.header('content-security-policy', csp).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(index),
+      reply
+        .header('content-security-policy', csp)
+        .header('cache-control', 'no-store')
+        .type('text/html; charset=utf-8')
+        .send(index),
     );
     app.get<{ Params: { file: string } }>('/assets/:file', async (request, reply) => {
       const asset = assets[request.params.file];

@@ -47,9 +47,13 @@ const CONNECT_UI_SETTINGS: ConnectSessionView['connectUISettings'] = {
   showWatermark: false,
 };
 
-const invalid = (message: string, errors?: FieldError[]) => new AuthConnectError('invalid_body', message, errors);
+const invalid = (message: string, errors?: FieldError[]) =>
+  new AuthConnectError('invalid_body', message, errors);
 const unknownToken = () =>
-  new AuthConnectError('unknown_connect_session_token', 'The connect session token is unknown or has expired');
+  new AuthConnectError(
+    'unknown_connect_session_token',
+    'The connect session token is unknown or has expired',
+  );
 
 @Injectable()
 export class ConnectSessionsService {
@@ -62,15 +66,22 @@ export class ConnectSessionsService {
 
   async create(caller: Caller, body: CreateConnectSessionBody): Promise<ConnectSessionCreated> {
     await this.checkIntegrationsExist(caller, [
-      ...(body.allowed_integrations ?? []).map((key, index) => ({ key, path: ['allowed_integrations', index] })),
+      ...(body.allowed_integrations ?? []).map((key, index) => ({
+        key,
+        path: ['allowed_integrations', index],
+      })),
       ...this.keyedPaths('integrations_config_defaults', body.integrations_config_defaults),
       ...this.keyedPaths('overrides', body.overrides),
     ]);
-    const { defaults, webhookUrlOverride } = hoistDeprecatedWebhookUrl(body.integrations_config_defaults, body.webhook_url_override);
+    const { defaults, webhookUrlOverride } = hoistDeprecatedWebhookUrl(
+      body.integrations_config_defaults,
+      body.webhook_url_override,
+    );
     return this.insert(caller, {
       endUser: endUserView(body.end_user, body.organization),
       tags: buildSessionTags(body.end_user, body.organization, body.tags),
-      allowedIntegrations: body.allowed_integrations && body.allowed_integrations.length > 0 ? body.allowed_integrations : null,
+      allowedIntegrations:
+        body.allowed_integrations && body.allowed_integrations.length > 0 ? body.allowed_integrations : null,
       defaults,
       overrides: body.overrides ?? null,
       webhookUrlOverride,
@@ -85,7 +96,9 @@ export class ConnectSessionsService {
   async reconnect(caller: Caller, body: ReconnectConnectSessionBody): Promise<ConnectSessionCreated> {
     const notFound = () => invalid('ConnectionID or IntegrationId does not exists');
     const integration = await this.db.integration.findUnique({
-      where: { environmentId_uniqueKey: { environmentId: caller.environmentId, uniqueKey: body.integration_id } },
+      where: {
+        environmentId_uniqueKey: { environmentId: caller.environmentId, uniqueKey: body.integration_id },
+      },
     });
     if (!integration) throw notFound();
     const matches = await this.nats.request<unknown[]>(VAULT_SUBJECTS.match, {
@@ -106,7 +119,11 @@ export class ConnectSessionsService {
     });
     if (!record) {
       throw invalid('Only connections created through a connect session can be reconnected', [
-        { code: 'custom', message: 'This connection was not created through a connect session', path: ['connection_id'] },
+        {
+          code: 'custom',
+          message: 'This connection was not created through a connect session',
+          path: ['connection_id'],
+        },
       ]);
     }
     await this.checkIntegrationsExist(caller, [
@@ -116,11 +133,16 @@ export class ConnectSessionsService {
     let endUser = endUserView(body.end_user, body.organization);
     if (!endUser && record.endUserId) {
       const existing = await this.db.endUser.findUnique({
-        where: { environmentId_endUserId: { environmentId: caller.environmentId, endUserId: record.endUserId } },
+        where: {
+          environmentId_endUserId: { environmentId: caller.environmentId, endUserId: record.endUserId },
+        },
       });
       if (existing) endUser = endUserFromRow(existing);
     }
-    const { defaults, webhookUrlOverride } = hoistDeprecatedWebhookUrl(body.integrations_config_defaults, body.webhook_url_override);
+    const { defaults, webhookUrlOverride } = hoistDeprecatedWebhookUrl(
+      body.integrations_config_defaults,
+      body.webhook_url_override,
+    );
     return this.insert(caller, {
       endUser,
       tags: buildSessionTags(body.end_user, body.organization, body.tags),
@@ -133,7 +155,10 @@ export class ConnectSessionsService {
   }
 
   async verify(tokenHash: string): Promise<VerifiedConnectSession> {
-    const row = await this.db.connectSession.findUnique({ where: { tokenHash }, include: { environment: true } });
+    const row = await this.db.connectSession.findUnique({
+      where: { tokenHash },
+      include: { environment: true },
+    });
     if (!row || row.expiresAt.getTime() <= Date.now()) throw unknownToken();
     return {
       sessionId: row.id,
@@ -157,7 +182,9 @@ export class ConnectSessionsService {
         Object.entries(session.defaults).map(([key, value]) => [
           key,
           {
-            ...(value.connection_config ? { connection_config: browserSafeConnectionConfig(value.connection_config) } : {}),
+            ...(value.connection_config
+              ? { connection_config: browserSafeConnectionConfig(value.connection_config) }
+              : {}),
             ...(value.authorization_params ? { authorization_params: value.authorization_params } : {}),
           },
         ]),
@@ -169,14 +196,18 @@ export class ConnectSessionsService {
   }
 
   async delete(caller: Caller, sessionId: number): Promise<{ success: true }> {
-    const { count } = await this.db.connectSession.deleteMany({ where: { id: sessionId, environmentId: caller.environmentId } });
+    const { count } = await this.db.connectSession.deleteMany({
+      where: { id: sessionId, environmentId: caller.environmentId },
+    });
     if (count === 0) throw unknownToken();
     return { success: true };
   }
 
   /** The session behind a verified token, refused once it expired or was deleted meanwhile. */
   async load(caller: Caller, sessionId: number): Promise<LoadedSession> {
-    const row = await this.db.connectSession.findFirst({ where: { id: sessionId, environmentId: caller.environmentId } });
+    const row = await this.db.connectSession.findFirst({
+      where: { id: sessionId, environmentId: caller.environmentId },
+    });
     if (!row || row.expiresAt.getTime() <= Date.now()) throw unknownToken();
     return this.toLoaded(row);
   }
@@ -186,7 +217,10 @@ export class ConnectSessionsService {
    * single-use state stands for it. The state outlives neither its session row nor its own expiry.
    */
   async loadForCallback(sessionId: number): Promise<{ caller: Caller; session: LoadedSession } | undefined> {
-    const row = await this.db.connectSession.findUnique({ where: { id: sessionId }, include: { environment: true } });
+    const row = await this.db.connectSession.findUnique({
+      where: { id: sessionId },
+      include: { environment: true },
+    });
     if (!row) return undefined;
     const caller: Caller = {
       accountId: row.environment.accountId,
@@ -205,7 +239,10 @@ export class ConnectSessionsService {
       tags: (row.tags as Record<string, string> | null) ?? {},
       allowedIntegrations: (row.allowedIntegrations as string[] | null) ?? null,
       defaults: row.secrets
-        ? this.cipher.decryptJson<Record<string, ConnectIntegrationDefaults>>(row.secrets, secretsAad(row.tokenHash))
+        ? this.cipher.decryptJson<Record<string, ConnectIntegrationDefaults>>(
+            row.secrets,
+            secretsAad(row.tokenHash),
+          )
         : {},
       overrides: (row.overrides as LoadedSession['overrides']) ?? null,
       webhookUrlOverride: row.webhookUrlOverride,
@@ -222,7 +259,9 @@ export class ConnectSessionsService {
     const tokenHash = hashSessionToken(token);
     const expiresAt = new Date(Date.now() + CONNECT_SESSION_TTL_MS);
     // Expired sessions are useless; clearing them here keeps the table at "sessions of the last 30 minutes".
-    await this.db.connectSession.deleteMany({ where: { environmentId: caller.environmentId, expiresAt: { lt: new Date() } } });
+    await this.db.connectSession.deleteMany({
+      where: { environmentId: caller.environmentId, expiresAt: { lt: new Date() } },
+    });
     await this.db.connectSession.create({
       data: {
         environmentId: caller.environmentId,
@@ -230,7 +269,10 @@ export class ConnectSessionsService {
         endUser: (session.endUser as Prisma.InputJsonValue | null) ?? Prisma.DbNull,
         tags: session.tags,
         allowedIntegrations: session.allowedIntegrations ?? Prisma.DbNull,
-        secrets: Object.keys(session.defaults).length > 0 ? this.cipher.encryptJson(session.defaults, secretsAad(tokenHash)) : null,
+        secrets:
+          Object.keys(session.defaults).length > 0
+            ? this.cipher.encryptJson(session.defaults, secretsAad(tokenHash))
+            : null,
         overrides: (session.overrides as Prisma.InputJsonValue | null) ?? Prisma.DbNull,
         webhookUrlOverride: session.webhookUrlOverride,
         reconnectConnectionId: session.reconnectConnectionId,
@@ -247,7 +289,10 @@ export class ConnectSessionsService {
   }
 
   /** Every integration a session names must exist, each missing one reported at its own path. */
-  private async checkIntegrationsExist(caller: Caller, refs: { key: string; path: (string | number)[] }[]): Promise<void> {
+  private async checkIntegrationsExist(
+    caller: Caller,
+    refs: { key: string; path: (string | number)[] }[],
+  ): Promise<void> {
     if (refs.length === 0) return;
     const rows = await this.db.integration.findMany({
       where: { environmentId: caller.environmentId, uniqueKey: { in: [...new Set(refs.map((r) => r.key))] } },
@@ -283,7 +328,13 @@ function hoistDeprecatedWebhookUrl(
   }
   const chosen = topLevel ?? hoisted;
   if (chosen !== undefined && chosen !== '' && !isHttpUrl(chosen)) {
-    throw invalid('Invalid body', [{ code: 'invalid_format', message: 'must be an http:// or https:// URL', path: ['webhook_url_override'] }]);
+    throw invalid('Invalid body', [
+      {
+        code: 'invalid_format',
+        message: 'must be an http:// or https:// URL',
+        path: ['webhook_url_override'],
+      },
+    ]);
   }
   return { defaults: cleaned, webhookUrlOverride: chosen ? chosen : null };
 }
@@ -319,6 +370,8 @@ export function endUserFromRow(row: {
     email: row.email,
     display_name: row.displayName,
     tags: (row.tags as Record<string, string> | null) ?? null,
-    organization: row.organizationId ? { id: row.organizationId, display_name: row.organizationDisplayName } : null,
+    organization: row.organizationId
+      ? { id: row.organizationId, display_name: row.organizationDisplayName }
+      : null,
   };
 }

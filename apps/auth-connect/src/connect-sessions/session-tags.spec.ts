@@ -21,8 +21,14 @@ describe('buildSessionTags', () => {
 
   it('drops end_user.tags as a whole when they would pass ten tags, and skips invalid keys', () => {
     const many = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`k${i}`, 'v']));
-    expect(buildSessionTags({ id: 'u1', email: 'a@b.co', tags: many }, undefined, undefined)).toEqual({ end_user_id: 'u1', end_user_email: 'a@b.co' });
-    expect(buildSessionTags({ id: 'u1', tags: { '9lives': 'x', ok: 'y' } }, undefined, undefined)).toEqual({ end_user_id: 'u1', ok: 'y' });
+    expect(buildSessionTags({ id: 'u1', email: 'a@b.co', tags: many }, undefined, undefined)).toEqual({
+      end_user_id: 'u1',
+      end_user_email: 'a@b.co',
+    });
+    expect(buildSessionTags({ id: 'u1', tags: { '9lives': 'x', ok: 'y' } }, undefined, undefined)).toEqual({
+      end_user_id: 'u1',
+      ok: 'y',
+    });
   });
 
   it('gives no tags and no end user when the session has neither', () => {

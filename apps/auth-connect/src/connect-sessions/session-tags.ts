@@ -45,6 +45,8 @@ export function endUserView(
     display_name: endUser.display_name ?? null,
     email: endUser.email ?? null,
     tags: endUser.tags ?? null,
-    organization: organization ? { id: organization.id, display_name: organization.display_name ?? null } : null,
+    organization: organization
+      ? { id: organization.id, display_name: organization.display_name ?? null }
+      : null,
   };
 }

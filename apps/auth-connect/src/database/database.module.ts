@@ -6,7 +6,6 @@ import { AUTH_CONNECT_ENV, type AuthConnectEnv } from '../config/env';
 
 export const AUTH_DB = Symbol('AUTH_DB');
 
-
 /** The auth schema's client and the cipher for the secrets stored in it. */
 @Global()
 @Module({

@@ -476,7 +476,10 @@ describe('OAuth 2 token client against a fake authorization server', () => {
     try {
       const error = await failure(
         requestClientCredentialsToken({
-          provider: provider(server, { auth_mode: 'OAUTH2_CC', token_url: 'http://${connectionConfig.host}/token' }),
+          provider: provider(server, {
+            auth_mode: 'OAUTH2_CC',
+            token_url: 'http://${connectionConfig.host}/token',
+          }),
           client: CLIENT,
           connectionConfig: { host: outside.url.replace('http://', '') },
         }),

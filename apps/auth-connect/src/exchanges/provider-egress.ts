@@ -15,7 +15,10 @@ let agent: Agent | undefined;
  * `configureProviderEgress` runs, nothing is excepted.
  */
 export function providerEgress(): Agent {
-  return (agent ??= createEgressAgent({ policy: new EgressPolicy(''), connectTimeoutMs: CONNECT_TIMEOUT_MS }));
+  return (agent ??= createEgressAgent({
+    policy: new EgressPolicy(''),
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+  }));
 }
 
 /** At boot, from SWITCHBOARD_EGRESS_ALLOW (tests: `127.0.0.1` for fake providers on loopback). Throws on a malformed entry. */

@@ -184,7 +184,8 @@ function networkReason(error: unknown): string {
     if (error.name === 'TimeoutError' || error.name === 'AbortError')
       return 'the provider did not answer in time';
     const cause = (error as Error & { cause?: { code?: unknown; reason?: unknown } }).cause;
-    if (cause?.code === 'SWITCHBOARD_EGRESS_REFUSED') return `the provider address is refused by the egress policy (${String(cause.reason)})`;
+    if (cause?.code === 'SWITCHBOARD_EGRESS_REFUSED')
+      return `the provider address is refused by the egress policy (${String(cause.reason)})`;
     if (cause && typeof cause.code === 'string') return `could not reach the provider (${cause.code})`;
     return `could not reach the provider (${error.message})`;
   }

@@ -1,5 +1,5 @@
 import { loadCatalog, type ResolvedProvider } from '@switchboard/providers';
-import { AuthConnectError } from '../auth-connect.errors';
+import type { AuthConnectError } from '../auth-connect.errors';
 import { buildTbaCredentials } from './tba';
 
 describe('TBA credentials (NetSuite from the built-in catalog)', () => {

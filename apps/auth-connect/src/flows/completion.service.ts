@@ -1,5 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { VAULT_SUBJECTS, type Credentials, type FlowResult, type StoredConnection } from '@switchboard/contracts';
+import {
+  VAULT_SUBJECTS,
+  type Credentials,
+  type FlowResult,
+  type StoredConnection,
+} from '@switchboard/contracts';
 import { Prisma, type ConnectDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { AUTH_DB } from '../database/database.module';
@@ -19,7 +24,11 @@ export class CompletionService {
     private readonly nats: NatsRequester,
   ) {}
 
-  async complete(ctx: FlowContext, credentials: Credentials, connectionConfig: Record<string, unknown>): Promise<FlowResult> {
+  async complete(
+    ctx: FlowContext,
+    credentials: Credentials,
+    connectionConfig: Record<string, unknown>,
+  ): Promise<FlowResult> {
     const { session } = ctx;
     await this.nats.request<StoredConnection>(VAULT_SUBJECTS.store, {
       environmentId: ctx.caller.environmentId,
@@ -32,7 +41,9 @@ export class CompletionService {
       endUser: session.endUser,
       // A new connection takes the session's override (or none); a reconnect keeps the current one unless
       // its session names another.
-      ...(ctx.operation === 'creation' || session.webhookUrlOverride ? { webhookUrlOverride: session.webhookUrlOverride } : {}),
+      ...(ctx.operation === 'creation' || session.webhookUrlOverride
+        ? { webhookUrlOverride: session.webhookUrlOverride }
+        : {}),
       operation: ctx.operation,
     });
 
@@ -55,14 +66,25 @@ export class CompletionService {
       }
       await this.db.sessionConnection.upsert({
         where: {
-          environmentId_providerConfigKey_connectionId: { environmentId, providerConfigKey: ctx.providerConfigKey, connectionId: ctx.connectionId },
+          environmentId_providerConfigKey_connectionId: {
+            environmentId,
+            providerConfigKey: ctx.providerConfigKey,
+            connectionId: ctx.connectionId,
+          },
         },
-        create: { environmentId, providerConfigKey: ctx.providerConfigKey, connectionId: ctx.connectionId, endUserId: endUser?.id ?? null },
+        create: {
+          environmentId,
+          providerConfigKey: ctx.providerConfigKey,
+          connectionId: ctx.connectionId,
+          endUserId: endUser?.id ?? null,
+        },
         update: { endUserId: endUser?.id ?? null },
       });
     } catch (error) {
       // The connection exists and works; losing only the bookkeeping must not fail the end user's flow.
-      this.logger.error(`recording the session connection ${ctx.providerConfigKey}/${ctx.connectionId} failed: ${String(error)}`);
+      this.logger.error(
+        `recording the session connection ${ctx.providerConfigKey}/${ctx.connectionId} failed: ${String(error)}`,
+      );
     }
     return { connectionId: ctx.connectionId, providerConfigKey: ctx.providerConfigKey };
   }

@@ -23,35 +23,60 @@ function errorsOf(fn: () => unknown) {
     fn();
   } catch (error) {
     expect(error).toBeInstanceOf(AuthConnectError);
-    return { code: (error as AuthConnectError).code, paths: (error as AuthConnectError).errors?.map((e) => e.path) };
+    return {
+      code: (error as AuthConnectError).code,
+      paths: (error as AuthConnectError).errors?.map((e) => e.path),
+    };
   }
   throw new Error('expected an error');
 }
 
 describe('buildConnectionConfig', () => {
   it("merges the page's params under the session's defaults, leaving client overrides out", () => {
-    const config = buildConnectionConfig(provider, { subdomain: 'from-page', note: 'kept' }, {
-      connection_config: { subdomain: 'from-session', oauth_client_id_override: 'id', oauth_client_secret_override: 'secret', oauth_scopes_override: 'a' },
-    });
+    const config = buildConnectionConfig(
+      provider,
+      { subdomain: 'from-page', note: 'kept' },
+      {
+        connection_config: {
+          subdomain: 'from-session',
+          oauth_client_id_override: 'id',
+          oauth_client_secret_override: 'secret',
+          oauth_scopes_override: 'a',
+        },
+      },
+    );
     expect(config).toEqual({ subdomain: 'from-session', note: 'kept' });
   });
 
   it('asks for required fields the end user fills in, but not automated ones', () => {
-    expect(errorsOf(() => buildConnectionConfig(provider, {}, undefined))).toEqual({ code: 'invalid_connection', paths: [['params', 'subdomain']] });
+    expect(errorsOf(() => buildConnectionConfig(provider, {}, undefined))).toEqual({
+      code: 'invalid_connection',
+      paths: [['params', 'subdomain']],
+    });
   });
 
   it('refuses values that would change the structure of a provider URL', () => {
     for (const subdomain of ['evil.example/x?', 'a b', 'x#y', 'user@host', '%2F']) {
-      expect(errorsOf(() => buildConnectionConfig(provider, { subdomain }, undefined)).paths).toEqual([['params', 'subdomain']]);
+      expect(errorsOf(() => buildConnectionConfig(provider, { subdomain }, undefined)).paths).toEqual([
+        ['params', 'subdomain'],
+      ]);
     }
-    expect(buildConnectionConfig(provider, { subdomain: 'acme-eu' }, undefined)).toEqual({ subdomain: 'acme-eu' });
+    expect(buildConnectionConfig(provider, { subdomain: 'acme-eu' }, undefined)).toEqual({
+      subdomain: 'acme-eu',
+    });
   });
 
   it('checks enums and formats', () => {
-    expect(errorsOf(() => buildConnectionConfig(provider, { subdomain: 'a', region: 'mars' }, undefined)).paths).toEqual([['params', 'region']]);
-    expect(errorsOf(() => buildConnectionConfig(provider, { subdomain: 'a', instance_url: 'javascript:alert(1)' }, undefined)).paths).toEqual([
-      ['params', 'instance_url'],
-    ]);
-    expect(buildConnectionConfig(provider, { subdomain: 'a', instance_url: 'https://x.example.com' }, undefined)).toMatchObject({ instance_url: 'https://x.example.com' });
+    expect(
+      errorsOf(() => buildConnectionConfig(provider, { subdomain: 'a', region: 'mars' }, undefined)).paths,
+    ).toEqual([['params', 'region']]);
+    expect(
+      errorsOf(() =>
+        buildConnectionConfig(provider, { subdomain: 'a', instance_url: 'javascript:alert(1)' }, undefined),
+      ).paths,
+    ).toEqual([['params', 'instance_url']]);
+    expect(
+      buildConnectionConfig(provider, { subdomain: 'a', instance_url: 'https://x.example.com' }, undefined),
+    ).toMatchObject({ instance_url: 'https://x.example.com' });
   });
 });

@@ -3,10 +3,15 @@ import type { FormField, ResolvedProvider } from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
 
 /** Keys of the session's connection_config that configure the OAuth client, not the connection. */
-export const CLIENT_OVERRIDE_KEYS = ['oauth_client_id_override', 'oauth_client_secret_override', 'oauth_scopes_override'] as const;
+export const CLIENT_OVERRIDE_KEYS = [
+  'oauth_client_id_override',
+  'oauth_client_secret_override',
+  'oauth_scopes_override',
+] as const;
 
 const FORMATS: Record<NonNullable<FormField['format']>, RegExp> = {
-  hostname: /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::\d{1,5})?$/,
+  hostname:
+    /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::\d{1,5})?$/,
   uri: /^https?:\/\/[^\s/?#@]+(?:[/?#][^\s]*)?$/,
   uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
   email: /^[^\s@]+@[^\s@]+\.[^\s@]+$/,
@@ -17,7 +22,9 @@ const URL_STRUCTURE = /[\s/?#@\\%]/;
 
 /** The fields of a provider's connect form that the end user fills in (automated and hidden ones are not theirs). */
 export function userFields(provider: ResolvedProvider): [string, FormField][] {
-  return Object.entries(provider.connection_config ?? {}).filter(([, field]) => !field.automated && !field.hidden);
+  return Object.entries(provider.connection_config ?? {}).filter(
+    ([, field]) => !field.automated && !field.hidden,
+  );
 }
 
 /**
@@ -48,14 +55,16 @@ export function buildConnectionConfig(
     }
     if (typeof value !== 'string') continue;
     const problem = fieldProblem(field, value);
-    if (problem) errors.push({ code: 'invalid_format', message: `${field.title} ${problem}`, path: ['params', name] });
+    if (problem)
+      errors.push({ code: 'invalid_format', message: `${field.title} ${problem}`, path: ['params', name] });
   }
   for (const [name, value] of Object.entries(params)) {
     if (!(name in declared) && typeof value === 'string' && value.length > 1024) {
       errors.push({ code: 'too_big', message: 'is too long', path: ['params', name] });
     }
   }
-  if (errors.length > 0) throw new AuthConnectError('invalid_connection', 'Invalid connection configuration', errors);
+  if (errors.length > 0)
+    throw new AuthConnectError('invalid_connection', 'Invalid connection configuration', errors);
   return merged;
 }
 

@@ -23,13 +23,19 @@ describe('checkCredentials', () => {
 
   it('refuses, naming why, when the connection config points the check at an address outside the egress policy', async () => {
     // 127.0.0.2 is loopback outside the allow-list: the connector refuses it before any connection.
-    const error = await checkCredentials(provider, { type: 'API_KEY', apiKey: 'typed-secret-key' }, { host: '127.0.0.2:8443' }).then(
+    const error = await checkCredentials(
+      provider,
+      { type: 'API_KEY', apiKey: 'typed-secret-key' },
+      { host: '127.0.0.2:8443' },
+    ).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(AuthConnectError);
     expect(error).toMatchObject({ code: 'connection_test_failed' });
-    expect((error as Error).message).toMatch(/^The connection config points Templated at an address that may not be called \(.*127\.0\.0\.2.*\)$/);
+    expect((error as Error).message).toMatch(
+      /^The connection config points Templated at an address that may not be called \(.*127\.0\.0\.2.*\)$/,
+    );
     expect((error as Error).message).not.toContain('typed-secret-key');
   });
 });

@@ -5,7 +5,9 @@ import { providerEgress } from '../exchanges/provider-egress';
 import { interpolateUrl } from '../exchanges/templates';
 
 /** What an end user typed for an API_KEY or BASIC provider. */
-export type TypedCredentials = { type: 'API_KEY'; apiKey: string } | { type: 'BASIC'; username: string; password: string };
+export type TypedCredentials =
+  | { type: 'API_KEY'; apiKey: string }
+  | { type: 'BASIC'; username: string; password: string };
 
 const CHECK_TIMEOUT_MS = 10_000;
 const PLACEHOLDER = /\$\{([^{}]+)\}/g;
@@ -14,9 +16,15 @@ const PLACEHOLDER = /\$\{([^{}]+)\}/g;
  * Fills `${apiKey}`, `${username}`, `${password}` (also as `${credentials.x}`) and `${connectionConfig.x}`
  * in a proxy header, query or path template. An unknown placeholder becomes empty, as the proxy does.
  */
-export function fillCredentialTemplate(template: string, credentials: TypedCredentials, connectionConfig: Record<string, unknown>): string {
+export function fillCredentialTemplate(
+  template: string,
+  credentials: TypedCredentials,
+  connectionConfig: Record<string, unknown>,
+): string {
   const values: Record<string, string> =
-    credentials.type === 'API_KEY' ? { apiKey: credentials.apiKey } : { username: credentials.username, password: credentials.password };
+    credentials.type === 'API_KEY'
+      ? { apiKey: credentials.apiKey }
+      : { username: credentials.username, password: credentials.password };
   return template.replace(PLACEHOLDER, (_m, name: string) => {
     const key = name.replace(/^credentials\./, '');
     if (key in values) return values[key] ?? '';
@@ -45,12 +53,14 @@ export async function checkCredentials(
   const base = interpolateUrl(verification.base_url_override ?? proxy.base_url, connectionConfig);
 
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(proxy.headers ?? {})) headers[name.toLowerCase()] = fillCredentialTemplate(value, credentials, connectionConfig);
+  for (const [name, value] of Object.entries(proxy.headers ?? {}))
+    headers[name.toLowerCase()] = fillCredentialTemplate(value, credentials, connectionConfig);
   for (const [name, value] of Object.entries(verification.headers ?? {})) {
     headers[name.toLowerCase()] = fillCredentialTemplate(value, credentials, connectionConfig);
   }
   if (credentials.type === 'BASIC' && !headers['authorization']) {
-    headers['authorization'] = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
+    headers['authorization'] =
+      `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
   }
 
   let lastStatus: number | undefined;
@@ -85,7 +95,7 @@ export async function checkCredentials(
       : refused !== undefined
         ? `The connection config points ${provider.display_name} at an address that may not be called (${refused})`
         : unreachable
-        ? `${provider.display_name} could not be reached to check the credentials`
-        : `${provider.display_name} did not accept the credentials`;
+          ? `${provider.display_name} could not be reached to check the credentials`
+          : `${provider.display_name} did not accept the credentials`;
   throw new AuthConnectError('connection_test_failed', why);
 }

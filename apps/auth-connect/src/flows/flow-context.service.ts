@@ -47,21 +47,44 @@ export class FlowContextService {
    * Opens a flow for an integration within a session, refusing what the session does not allow and
    * auth modes the route does not run (an API key posted to an OAuth integration, ...).
    */
-  async open(caller: Caller, sessionId: number, providerConfigKey: string, modes: readonly AuthMode[]): Promise<FlowContext> {
+  async open(
+    caller: Caller,
+    sessionId: number,
+    providerConfigKey: string,
+    modes: readonly AuthMode[],
+  ): Promise<FlowContext> {
     const session = await this.sessions.load(caller, sessionId);
     return this.openFor(caller, session, providerConfigKey, modes);
   }
 
-  async openFor(caller: Caller, session: LoadedSession, providerConfigKey: string, modes: readonly AuthMode[]): Promise<FlowContext> {
+  async openFor(
+    caller: Caller,
+    session: LoadedSession,
+    providerConfigKey: string,
+    modes: readonly AuthMode[],
+  ): Promise<FlowContext> {
     if (session.allowedIntegrations && !session.allowedIntegrations.includes(providerConfigKey)) {
-      throw new AuthConnectError('integration_not_allowed', `This connect session does not allow the integration "${providerConfigKey}"`);
+      throw new AuthConnectError(
+        'integration_not_allowed',
+        `This connect session does not allow the integration "${providerConfigKey}"`,
+      );
     }
     const integration = await this.db.integration.findUnique({
-      where: { environmentId_uniqueKey: { environmentId: caller.environmentId, uniqueKey: providerConfigKey } },
+      where: {
+        environmentId_uniqueKey: { environmentId: caller.environmentId, uniqueKey: providerConfigKey },
+      },
     });
-    if (!integration) throw new AuthConnectError('unknown_provider_config', `Integration "${providerConfigKey}" does not exist`);
+    if (!integration)
+      throw new AuthConnectError(
+        'unknown_provider_config',
+        `Integration "${providerConfigKey}" does not exist`,
+      );
     const provider = this.providers.find(integration.provider);
-    if (!provider) throw new AuthConnectError('unknown_provider_template', `Provider "${integration.provider}" is not in the catalog`);
+    if (!provider)
+      throw new AuthConnectError(
+        'unknown_provider_template',
+        `Provider "${integration.provider}" is not in the catalog`,
+      );
     if (!modes.includes(provider.auth_mode)) {
       throw new AuthConnectError(
         'invalid_auth_mode',
@@ -84,7 +107,9 @@ export class FlowContextService {
   }
 
   /** The integration with its decrypted secrets (client secret, app private key), from the owner of that code. */
-  async integrationSecrets(ctx: Pick<FlowContext, 'caller' | 'providerConfigKey'>): Promise<ResolvedIntegration> {
+  async integrationSecrets(
+    ctx: Pick<FlowContext, 'caller' | 'providerConfigKey'>,
+  ): Promise<ResolvedIntegration> {
     return this.nats.request<ResolvedIntegration>(AUTH_INTERNAL_SUBJECTS.resolveIntegration, {
       environmentId: ctx.caller.environmentId,
       uniqueKey: ctx.providerConfigKey,
@@ -95,7 +120,10 @@ export class FlowContextService {
    * The OAuth client of a flow. A value the session's backend set wins; an empty one in the session means
    * "the end user brings their own app", and then the page's values are required.
    */
-  async oauthClient(ctx: FlowContext, typed: { clientId?: string | undefined; clientSecret?: string | undefined }): Promise<OAuthClient> {
+  async oauthClient(
+    ctx: FlowContext,
+    typed: { clientId?: string | undefined; clientSecret?: string | undefined },
+  ): Promise<OAuthClient> {
     const preset = ctx.defaults?.connection_config ?? {};
     const presetId = preset.oauth_client_id_override;
     const presetSecret = preset.oauth_client_secret_override;
@@ -103,19 +131,40 @@ export class FlowContextService {
     const clientId = presetId || (endUserBrings ? typed.clientId : undefined);
     const clientSecret = presetSecret || (endUserBrings ? typed.clientSecret : undefined);
     if (endUserBrings && (!clientId || !clientSecret)) {
-      throw new AuthConnectError('invalid_connection', 'This connection needs your own OAuth app: enter its client ID and client secret', [
-        ...(!clientId ? [{ code: 'missing', message: 'Client ID is required', path: ['credentials', 'oauth_client_id_override'] }] : []),
-        ...(!clientSecret
-          ? [{ code: 'missing', message: 'Client secret is required', path: ['credentials', 'oauth_client_secret_override'] }]
-          : []),
-      ]);
+      throw new AuthConnectError(
+        'invalid_connection',
+        'This connection needs your own OAuth app: enter its client ID and client secret',
+        [
+          ...(!clientId
+            ? [
+                {
+                  code: 'missing',
+                  message: 'Client ID is required',
+                  path: ['credentials', 'oauth_client_id_override'],
+                },
+              ]
+            : []),
+          ...(!clientSecret
+            ? [
+                {
+                  code: 'missing',
+                  message: 'Client secret is required',
+                  path: ['credentials', 'oauth_client_secret_override'],
+                },
+              ]
+            : []),
+        ],
+      );
     }
     if (clientId && clientSecret) return { clientId, clientSecret, isOverride: true };
     const integration = await this.integrationSecrets(ctx);
     const id = clientId ?? integration.clientId;
     const secret = integration.clientSecret;
     if (!id || !secret) {
-      throw new AuthConnectError('invalid_connection', `Integration "${ctx.providerConfigKey}" has no OAuth client ID and secret yet`);
+      throw new AuthConnectError(
+        'invalid_connection',
+        `Integration "${ctx.providerConfigKey}" has no OAuth client ID and secret yet`,
+      );
     }
     return { clientId: id, clientSecret: secret, isOverride: false };
   }

@@ -1,5 +1,10 @@
 import { Controller } from '@nestjs/common';
-import { callbackFlowRequestSchema, CONNECT_FLOW_SUBJECTS, startFlowRequestSchema, submitFlowRequestSchema } from '@switchboard/contracts';
+import {
+  callbackFlowRequestSchema,
+  CONNECT_FLOW_SUBJECTS,
+  startFlowRequestSchema,
+  submitFlowRequestSchema,
+} from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
 import { FormFlowsService } from './form-flows.service';

@@ -63,7 +63,10 @@ export class FormFlowsService {
         if (!credentials.config_override) {
           const integration = await this.contexts.integrationSecrets(ctx);
           if (!integration.clientId || !integration.clientSecret) {
-            throw new AuthConnectError('invalid_connection', `Integration "${ctx.providerConfigKey}" has no consumer key and secret yet`);
+            throw new AuthConnectError(
+              'invalid_connection',
+              `Integration "${ctx.providerConfigKey}" has no consumer key and secret yet`,
+            );
           }
         }
         return { credentials: credentials as unknown as Credentials, extraConfig: {} };

@@ -1,6 +1,11 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { SwitchboardError, type CallbackOutcome, type Credentials, type StartFlowRequest } from '@switchboard/contracts';
+import {
+  SwitchboardError,
+  type CallbackOutcome,
+  type Credentials,
+  type StartFlowRequest,
+} from '@switchboard/contracts';
 import { EnvelopeCipher } from '@switchboard/crypto';
 import { Prisma, type ConnectDb } from '@switchboard/db';
 import type { AuthMode } from '@switchboard/providers';
@@ -80,7 +85,14 @@ export class RedirectFlowsService {
         const client = await this.contexts.oauthClient(ctx, req.clientOverride);
         if (client.isOverride) secrets.client = client;
         if (!ctx.provider.disable_pkce) secrets.codeVerifier = randomBytes(32).toString('base64url');
-        url = await this.oauth2AuthorizationUrl(ctx, req, connectionConfig, client, state, secrets.codeVerifier);
+        url = await this.oauth2AuthorizationUrl(
+          ctx,
+          req,
+          connectionConfig,
+          client,
+          state,
+          secrets.codeVerifier,
+        );
         break;
       }
       case 'OAUTH1': {
@@ -109,10 +121,14 @@ export class RedirectFlowsService {
       case 'CUSTOM': {
         const integration = await this.contexts.integrationSecrets(ctx);
         if (!integration.appLink || !integration.appId || !integration.privateKey) {
-          throw new AuthConnectError('invalid_connection', `Integration "${ctx.providerConfigKey}" has no GitHub App configured yet`);
+          throw new AuthConnectError(
+            'invalid_connection',
+            `Integration "${ctx.providerConfigKey}" has no GitHub App configured yet`,
+          );
         }
         connectionConfig['appPublicLink'] = integration.appLink.replace(/\/$/, '');
-        const template = ctx.provider.authorization_url ?? '${connectionConfig.appPublicLink}/installations/new';
+        const template =
+          ctx.provider.authorization_url ?? '${connectionConfig.appPublicLink}/installations/new';
         const target = interpolateUrl(template, connectionConfig);
         target.searchParams.set('state', state);
         url = target.toString();
@@ -123,7 +139,9 @@ export class RedirectFlowsService {
     }
 
     const now = Date.now();
-    await this.db.oAuthState.deleteMany({ where: { environmentId: ctx.caller.environmentId, expiresAt: { lt: new Date(now) } } });
+    await this.db.oAuthState.deleteMany({
+      where: { environmentId: ctx.caller.environmentId, expiresAt: { lt: new Date(now) } },
+    });
     await this.db.oAuthState.create({
       data: {
         id: state,
@@ -151,19 +169,28 @@ export class RedirectFlowsService {
     try {
       pending = await this.consumeState(query['state']);
       const opened = await this.sessions.loadForCallback(pending.connectSessionId);
-      if (!opened) throw new CallbackError('state_err', 'The connect session of this authorization no longer exists');
+      if (!opened)
+        throw new CallbackError('state_err', 'The connect session of this authorization no longer exists');
       const ctx: FlowContext = {
-        ...(await this.contexts.openFor(opened.caller, opened.session, pending.providerConfigKey, [pending.authMode as AuthMode])),
+        ...(await this.contexts.openFor(opened.caller, opened.session, pending.providerConfigKey, [
+          pending.authMode as AuthMode,
+        ])),
         connectionId: pending.connectionId,
       };
       if (query['error']) {
         const description = query['error_description'] ? `: ${query['error_description'].slice(0, 300)}` : '';
-        throw new CallbackError('callback_err', `${ctx.provider.display_name} declined the authorization (${query['error'].slice(0, 100)})${description}`);
+        throw new CallbackError(
+          'callback_err',
+          `${ctx.provider.display_name} declined the authorization (${query['error'].slice(0, 100)})${description}`,
+        );
       }
       const secrets = this.cipher.decryptJson<StateSecrets>(pending.secrets, stateAad(pending.id));
       const connectionConfig = pending.connectionConfig as Record<string, unknown>;
       const { credentials, extraConfig } = await this.exchange(ctx, query, secrets, connectionConfig);
-      const result = await this.completion.complete(ctx, credentials, { ...connectionConfig, ...extraConfig });
+      const result = await this.completion.complete(ctx, credentials, {
+        ...connectionConfig,
+        ...extraConfig,
+      });
       return { ok: true, ...result, isPending: false };
     } catch (error) {
       return this.failure(error, pending);
@@ -171,18 +198,25 @@ export class RedirectFlowsService {
   }
 
   private async consumeState(state: string | undefined): Promise<Prisma.OAuthStateGetPayload<object>> {
-    if (!state || !UUID.test(state)) throw new CallbackError('state_err', 'The authorization came back without a valid state');
+    if (!state || !UUID.test(state))
+      throw new CallbackError('state_err', 'The authorization came back without a valid state');
     let row: Prisma.OAuthStateGetPayload<object>;
     try {
       row = await this.db.oAuthState.delete({ where: { id: state } });
     } catch (error) {
       if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2025') {
-        throw new CallbackError('state_err', 'This authorization was already used or is unknown; start again from the connect page');
+        throw new CallbackError(
+          'state_err',
+          'This authorization was already used or is unknown; start again from the connect page',
+        );
       }
       throw error;
     }
     if (row.expiresAt.getTime() <= Date.now()) {
-      throw new CallbackError('state_err', 'This authorization took too long and expired; start again from the connect page');
+      throw new CallbackError(
+        'state_err',
+        'This authorization took too long and expired; start again from the connect page',
+      );
     }
     return row;
   }
@@ -208,11 +242,15 @@ export class RedirectFlowsService {
           connectionConfig,
           clientIsOverride: oauthClient.isOverride,
         });
-        return { credentials: result.credentials as unknown as Credentials, extraConfig: result.connectionConfig };
+        return {
+          credentials: result.credentials as unknown as Credentials,
+          extraConfig: result.connectionConfig,
+        };
       }
       case 'OAUTH1': {
         const verifier = query['oauth_verifier'];
-        if (!verifier || !secrets.requestToken) throw new CallbackError('callback_err', 'The provider sent no OAuth verifier back');
+        if (!verifier || !secrets.requestToken)
+          throw new CallbackError('callback_err', 'The provider sent no OAuth verifier back');
         if (query['oauth_token'] && query['oauth_token'] !== secrets.requestToken.key) {
           throw new CallbackError('callback_err', 'The provider sent back a different request token');
         }
@@ -230,17 +268,30 @@ export class RedirectFlowsService {
       case 'CUSTOM': {
         const installationId = query['installation_id'];
         if (!installationId || !/^\d+$/.test(installationId)) {
-          throw new CallbackError('callback_err', 'GitHub sent no installation back (was the installation approved?)');
+          throw new CallbackError(
+            'callback_err',
+            'GitHub sent no installation back (was the installation approved?)',
+          );
         }
         const integration = await this.contexts.integrationSecrets(ctx);
         if (!integration.appId || !integration.privateKey) {
-          throw new AuthConnectError('invalid_connection', `Integration "${ctx.providerConfigKey}" has no GitHub App configured`);
+          throw new AuthConnectError(
+            'invalid_connection',
+            `Integration "${ctx.providerConfigKey}" has no GitHub App configured`,
+          );
         }
         const config = { ...connectionConfig, installation_id: installationId };
         const app = { appId: integration.appId, privateKey: integration.privateKey };
         if (ctx.provider.auth_mode === 'APP') {
-          const result = await fetchInstallationToken({ ...app, provider: ctx.provider, connectionConfig: config });
-          return { credentials: result.credentials as unknown as Credentials, extraConfig: { installation_id: installationId, ...result.connectionConfig } };
+          const result = await fetchInstallationToken({
+            ...app,
+            provider: ctx.provider,
+            connectionConfig: config,
+          });
+          return {
+            credentials: result.credentials as unknown as Credentials,
+            extraConfig: { installation_id: installationId, ...result.connectionConfig },
+          };
         }
         const code = query['code'];
         if (!code) throw new CallbackError('callback_err', 'GitHub sent no authorization code back');
@@ -253,7 +304,10 @@ export class RedirectFlowsService {
           redirectUri: this.callbackUrl,
           connectionConfig: config,
         });
-        return { credentials: result.credentials as unknown as Credentials, extraConfig: { installation_id: installationId, ...result.connectionConfig } };
+        return {
+          credentials: result.credentials as unknown as Credentials,
+          extraConfig: { installation_id: installationId, ...result.connectionConfig },
+        };
       }
       default:
         throw new AuthConnectError('invalid_auth_mode', `${ctx.provider.auth_mode} is not a redirect flow`);
@@ -269,14 +323,20 @@ export class RedirectFlowsService {
     codeVerifier: string | undefined,
   ): Promise<string> {
     const { provider } = ctx;
-    if (!provider.authorization_url) throw new AuthConnectError('invalid_connection', `${provider.name} has no authorization_url`);
+    if (!provider.authorization_url)
+      throw new AuthConnectError('invalid_connection', `${provider.name} has no authorization_url`);
     const target = interpolateUrl(provider.authorization_url, connectionConfig);
     const params = new Map<string, string>([['response_type', 'code']]);
     const scopes = await this.scopes(ctx);
     if (scopes.length > 0) params.set('scope', scopes.join(provider.scope_separator ?? ' '));
-    for (const [key, value] of Object.entries(interpolateParams(provider.authorization_params, connectionConfig))) params.set(key, value);
+    for (const [key, value] of Object.entries(
+      interpolateParams(provider.authorization_params, connectionConfig),
+    ))
+      params.set(key, value);
     // The session's authorization_params replace the page's (the customer's backend decides).
-    for (const [key, value] of Object.entries(ctx.defaults?.authorization_params ?? req.authorizationParams)) {
+    for (const [key, value] of Object.entries(
+      ctx.defaults?.authorization_params ?? req.authorizationParams,
+    )) {
       if (!PROTECTED_AUTHORIZATION_PARAMS.has(key)) params.set(key, value);
     }
     const userScope = ctx.defaults?.user_scopes ?? req.userScope;
@@ -290,36 +350,71 @@ export class RedirectFlowsService {
     }
     for (const key of params.keys()) target.searchParams.delete(key);
     // Encoded by hand: URLSearchParams writes spaces as "+", which some providers do not read as a space in scopes.
-    const added = [...params].map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(value)}`).join('&');
+    const added = [...params]
+      .map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(value)}`)
+      .join('&');
     target.search = target.search ? `${target.search.slice(1)}&${added}` : added;
     return target.toString();
   }
 
   /** The session's `oauth_scopes_override`, else the integration's scopes, else the provider's defaults. */
   private async scopes(ctx: FlowContext): Promise<string[]> {
-    const split = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
+    const split = (value: string) =>
+      value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     const override = ctx.defaults?.connection_config?.oauth_scopes_override;
     if (override !== undefined) return split(override);
     const integration = await this.db.integration.findUnique({
-      where: { environmentId_uniqueKey: { environmentId: ctx.caller.environmentId, uniqueKey: ctx.providerConfigKey } },
+      where: {
+        environmentId_uniqueKey: {
+          environmentId: ctx.caller.environmentId,
+          uniqueKey: ctx.providerConfigKey,
+        },
+      },
       select: { scopes: true },
     });
     if (integration?.scopes) return split(integration.scopes);
     return ctx.provider.default_scopes ?? [];
   }
 
-  private failure(error: unknown, pending: { providerConfigKey: string; connectionId: string } | undefined): CallbackOutcome {
-    const where = { providerConfigKey: pending?.providerConfigKey ?? null, connectionId: pending?.connectionId ?? null };
-    if (error instanceof CallbackError) return { ok: false, ...where, errorType: error.errorType, message: error.message };
-    if (error instanceof ProviderExchangeError) return { ok: false, ...where, errorType: 'token_err', message: error.message };
+  private failure(
+    error: unknown,
+    pending: { providerConfigKey: string; connectionId: string } | undefined,
+  ): CallbackOutcome {
+    const where = {
+      providerConfigKey: pending?.providerConfigKey ?? null,
+      connectionId: pending?.connectionId ?? null,
+    };
+    if (error instanceof CallbackError)
+      return { ok: false, ...where, errorType: error.errorType, message: error.message };
+    if (error instanceof ProviderExchangeError)
+      return { ok: false, ...where, errorType: 'token_err', message: error.message };
     if (error instanceof SwitchboardError) {
-      const errorType = error.code === 'invalid_connection' ? 'connection_validation_failed' : error.code === 'unknown_provider_config' ? 'unknown_config_key' : 'unknown_err';
+      const errorType =
+        error.code === 'invalid_connection'
+          ? 'connection_validation_failed'
+          : error.code === 'unknown_provider_config'
+            ? 'unknown_config_key'
+            : 'unknown_err';
       return { ok: false, ...where, errorType, message: error.message };
     }
     this.logger.error(`OAuth callback failed: ${(error as Error)?.stack ?? String(error)}`);
-    return { ok: false, ...where, errorType: 'unknown_err', message: 'An unexpected error occurred; please try again' };
+    return {
+      ok: false,
+      ...where,
+      errorType: 'unknown_err',
+      message: 'An unexpected error occurred; please try again',
+    };
   }
 }
 
 /** Parameters a page or session must not replace: they carry the flow's own security. */
-const PROTECTED_AUTHORIZATION_PARAMS = new Set(['client_id', 'redirect_uri', 'state', 'code_challenge', 'code_challenge_method']);
+const PROTECTED_AUTHORIZATION_PARAMS = new Set([
+  'client_id',
+  'redirect_uri',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+]);

@@ -35,7 +35,8 @@ const CREDENTIALS_FOR_AUTH_MODE: Record<string, IntegrationCredentialsInput['typ
 
 /** The associated data of an integration's sealed secrets (also used when they are rewrapped). */
 export const secretsAad = (id: number) => `auth.integrations:${id}:secrets`;
-const invalid = (message: string, errors: FieldError[]) => new AuthConnectError('invalid_body', message, errors);
+const invalid = (message: string, errors: FieldError[]) =>
+  new AuthConnectError('invalid_body', message, errors);
 
 @Injectable()
 export class IntegrationsService {
@@ -55,14 +56,20 @@ export class IntegrationsService {
     return rows.map((row) => this.toApi(row, caller, { webhook: false, credentials: false }));
   }
 
-  async get(caller: Caller, uniqueKey: string, include: { webhook: boolean; credentials: boolean }): Promise<Integration> {
+  async get(
+    caller: Caller,
+    uniqueKey: string,
+    include: { webhook: boolean; credentials: boolean },
+  ): Promise<Integration> {
     return this.toApi(await this.findOrThrow(caller, uniqueKey), caller, include);
   }
 
   async create(caller: Caller, body: CreateIntegrationBody): Promise<Integration> {
     const provider = this.providers.find(body.provider);
     if (!provider) {
-      throw invalid('Invalid provider', [{ code: 'invalid_value', message: 'Invalid provider', path: ['provider'] }]);
+      throw invalid('Invalid provider', [
+        { code: 'invalid_value', message: 'Invalid provider', path: ['provider'] },
+      ]);
     }
     if (body.credentials) this.checkCredentials(provider.auth_mode, body.credentials);
     try {
@@ -74,7 +81,8 @@ export class IntegrationsService {
             provider: body.provider,
             displayName: body.display_name ?? null,
             forwardWebhooks: body.forward_webhooks ?? true,
-            integrationConfig: (body.integration_config as Prisma.InputJsonValue | undefined) ?? Prisma.DbNull,
+            integrationConfig:
+              (body.integration_config as Prisma.InputJsonValue | undefined) ?? Prisma.DbNull,
             ...this.plainCredentialColumns(body.credentials),
           },
         });
@@ -102,7 +110,11 @@ export class IntegrationsService {
       });
       if (count > 0) {
         throw invalid('Cannot rename an integration that has connections', [
-          { code: 'custom', message: `${count} connection(s) use this integration; delete them first`, path: ['unique_key'] },
+          {
+            code: 'custom',
+            message: `${count} connection(s) use this integration; delete them first`,
+            path: ['unique_key'],
+          },
         ]);
       }
     }
@@ -110,13 +122,17 @@ export class IntegrationsService {
     if (renaming) data.uniqueKey = body.unique_key;
     if (body.display_name !== undefined) data.displayName = body.display_name;
     if (body.forward_webhooks !== undefined) data.forwardWebhooks = body.forward_webhooks;
-    if (body.integration_config !== undefined) data.integrationConfig = body.integration_config as Prisma.InputJsonValue;
+    if (body.integration_config !== undefined)
+      data.integrationConfig = body.integration_config as Prisma.InputJsonValue;
     if (body.credentials !== undefined || body.custom !== undefined) {
       const current = this.openSecrets(existing);
       const credentials = body.credentials;
       Object.assign(data, credentials ? this.plainCredentialColumns(credentials) : {});
       const merged = credentials ? this.secretsOf(credentials) : current.secrets;
-      data.secrets = this.cipher.encryptJson({ ...merged, custom: body.custom ?? current.custom }, secretsAad(existing.id));
+      data.secrets = this.cipher.encryptJson(
+        { ...merged, custom: body.custom ?? current.custom },
+        secretsAad(existing.id),
+      );
     }
     try {
       const row = await this.db.integration.update({ where: { id: existing.id }, data });
@@ -145,7 +161,8 @@ export class IntegrationsService {
     const row = await this.db.integration.findUnique({
       where: { environmentId_uniqueKey: { environmentId, uniqueKey } },
     });
-    if (!row) throw new AuthConnectError('unknown_provider_config', `Integration "${uniqueKey}" does not exist`);
+    if (!row)
+      throw new AuthConnectError('unknown_provider_config', `Integration "${uniqueKey}" does not exist`);
     const provider = this.providers.find(row.provider);
     if (!provider) {
       const message = `Provider "${row.provider}" of integration "${uniqueKey}" is not in the catalog`;
@@ -216,16 +233,25 @@ export class IntegrationsService {
     };
   }
 
-  private sealSecrets(id: number, credentials: IntegrationCredentialsInput | undefined, custom: Record<string, string> | undefined) {
-    return this.cipher.encryptJson({ ...this.secretsOf(credentials), custom: custom ?? null }, secretsAad(id));
+  private sealSecrets(
+    id: number,
+    credentials: IntegrationCredentialsInput | undefined,
+    custom: Record<string, string> | undefined,
+  ) {
+    return this.cipher.encryptJson(
+      { ...this.secretsOf(credentials), custom: custom ?? null },
+      secretsAad(id),
+    );
   }
 
-  private openSecrets(row: IntegrationRow): { secrets: IntegrationSecrets; custom: Record<string, string> | null } {
+  private openSecrets(row: IntegrationRow): {
+    secrets: IntegrationSecrets;
+    custom: Record<string, string> | null;
+  } {
     if (!row.secrets) return { secrets: {}, custom: null };
-    const { custom, ...secrets } = this.cipher.decryptJson<IntegrationSecrets & { custom: Record<string, string> | null }>(
-      row.secrets,
-      secretsAad(row.id),
-    );
+    const { custom, ...secrets } = this.cipher.decryptJson<
+      IntegrationSecrets & { custom: Record<string, string> | null }
+    >(row.secrets, secretsAad(row.id));
     return { secrets, custom };
   }
 
@@ -238,7 +264,11 @@ export class IntegrationsService {
     return undefined;
   }
 
-  private toApi(row: IntegrationRow, caller: Caller, include: { webhook: boolean; credentials: boolean }): Integration {
+  private toApi(
+    row: IntegrationRow,
+    caller: Caller,
+    include: { webhook: boolean; credentials: boolean },
+  ): Integration {
     const provider = this.providers.find(row.provider);
     const serverUrl = this.env.SWITCHBOARD_SERVER_URL.replace(/\/$/, '');
     const out: Integration = {
@@ -272,7 +302,12 @@ export class IntegrationsService {
           webhook_secret: secrets.webhook_secret ?? null,
         };
       case 'APP':
-        return { type: 'APP', app_id: row.appId ?? '', private_key: secrets.private_key ?? '', app_link: row.appLink ?? '' };
+        return {
+          type: 'APP',
+          app_id: row.appId ?? '',
+          private_key: secrets.private_key ?? '',
+          app_link: row.appLink ?? '',
+        };
       case 'CUSTOM':
         return {
           type: 'CUSTOM',

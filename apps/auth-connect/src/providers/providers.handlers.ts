@@ -1,5 +1,9 @@
 import { Controller } from '@nestjs/common';
-import { getProviderRequestSchema, listProvidersRequestSchema, PROVIDER_SUBJECTS } from '@switchboard/contracts';
+import {
+  getProviderRequestSchema,
+  listProvidersRequestSchema,
+  PROVIDER_SUBJECTS,
+} from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
 import { ProvidersService } from './providers.service';

@@ -29,12 +29,20 @@ const columns = (db: PrismaClient, environmentId: number | undefined): SealedCol
   {
     kind: 'integration',
     page: async (afterId, take) =>
-      (await db.integration.findMany({ where: { id: { gt: afterId }, ...(environmentId === undefined ? {} : { environmentId }) }, orderBy: { id: 'asc' }, take, select: { id: true, secrets: true } })).map((r) => ({
+      (
+        await db.integration.findMany({
+          where: { id: { gt: afterId }, ...(environmentId === undefined ? {} : { environmentId }) },
+          orderBy: { id: 'asc' },
+          take,
+          select: { id: true, secrets: true },
+        })
+      ).map((r) => ({
         id: r.id,
         sealed: r.secrets,
         aad: secretsAad(r.id),
       })),
-    swap: async (id, from, to) => (await db.integration.updateMany({ where: { id, secrets: from }, data: { secrets: to } })).count === 1,
+    swap: async (id, from, to) =>
+      (await db.integration.updateMany({ where: { id, secrets: from }, data: { secrets: to } })).count === 1,
   },
   {
     kind: 'variable',
@@ -47,7 +55,9 @@ const columns = (db: PrismaClient, environmentId: number | undefined): SealedCol
           select: { id: true, environmentId: true, name: true, value: true },
         })
       ).map((r) => ({ id: r.id, sealed: r.value, aad: variableAad(r.environmentId, r.name) })),
-    swap: async (id, from, to) => (await db.environmentVariable.updateMany({ where: { id, value: from }, data: { value: to } })).count === 1,
+    swap: async (id, from, to) =>
+      (await db.environmentVariable.updateMany({ where: { id, value: from }, data: { value: to } })).count ===
+      1,
   },
 ];
 
@@ -65,9 +75,21 @@ export interface RewrapOptions {
  * is); only the wrapped data key changes. Safe to run again. OAuth flow states and connect-session defaults
  * are sealed too but live 30 minutes at most: they are not rewrapped, they expire.
  */
-export async function rewrapAuthSecrets(db: PrismaClient, cipher: EnvelopeCipher, currentVersion: number, options: RewrapOptions = {}): Promise<RewrapReport> {
+export async function rewrapAuthSecrets(
+  db: PrismaClient,
+  cipher: EnvelopeCipher,
+  currentVersion: number,
+  options: RewrapOptions = {},
+): Promise<RewrapReport> {
   const batchSize = options.batchSize ?? 500;
-  const report: RewrapReport = { currentVersion, scanned: 0, rewrapped: 0, changedConcurrently: 0, failed: [], remaining: 0 };
+  const report: RewrapReport = {
+    currentVersion,
+    scanned: 0,
+    rewrapped: 0,
+    changedConcurrently: 0,
+    failed: [],
+    remaining: 0,
+  };
   for (const column of columns(db, options.environmentId)) {
     for await (const row of rowsOf(column, batchSize)) {
       if (row.sealed === null || versionOf(cipher, row.sealed) === currentVersion) continue;
@@ -90,7 +112,10 @@ export async function rewrapAuthSecrets(db: PrismaClient, cipher: EnvelopeCipher
 }
 
 /** Every row of the column, in id order, read `batchSize` at a time. */
-async function* rowsOf(column: SealedColumn, batchSize: number): AsyncGenerator<{ id: number; sealed: string | null; aad: string }> {
+async function* rowsOf(
+  column: SealedColumn,
+  batchSize: number,
+): AsyncGenerator<{ id: number; sealed: string | null; aad: string }> {
   for (let afterId = 0; ; ) {
     const rows = await column.page(afterId, batchSize);
     if (rows.length === 0) return;

@@ -16,7 +16,11 @@ export interface SeedResult {
  * Idempotent development seed: one account, its `dev` and `prod` environments, and `secretKey` as a
  * full-scope key of `dev`. Running it again changes nothing; a key that already exists keeps its row.
  */
-export async function seedDevelopment(db: AuthDb, secretKey: string, accountName = DEV_ACCOUNT_NAME): Promise<SeedResult> {
+export async function seedDevelopment(
+  db: AuthDb,
+  secretKey: string,
+  accountName = DEV_ACCOUNT_NAME,
+): Promise<SeedResult> {
   return db.$transaction(async (tx) => {
     const keyHash = hashApiKey(secretKey);
     const existing = await tx.apiKey.findUnique({ where: { keyHash }, include: { environment: true } });

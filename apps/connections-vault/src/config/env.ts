@@ -1,7 +1,8 @@
 import { envFragments, parseEnv } from '@switchboard/config';
 import { z } from 'zod';
 
-const ms = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+const ms = (fallback: number, min: number, max: number) =>
+  z.coerce.number().int().min(min).max(max).default(fallback);
 
 export const envSchema = z
   .object({

@@ -1,4 +1,9 @@
-import { publicTimestamp, toFullConnection, toPublicConnection, withoutRefreshTokens } from './connection-view';
+import {
+  publicTimestamp,
+  toFullConnection,
+  toPublicConnection,
+  withoutRefreshTokens,
+} from './connection-view';
 import type { ConnectionRow } from './connections.repository';
 
 const row = {
@@ -34,13 +39,32 @@ describe('connection views', () => {
 
   it('lists a connection without any credentials field', () => {
     expect(Object.keys(toPublicConnection(row)).sort()).toEqual(
-      ['connection_id', 'created', 'end_user', 'errors', 'id', 'metadata', 'provider', 'provider_config_key', 'tags'].sort(),
+      [
+        'connection_id',
+        'created',
+        'end_user',
+        'errors',
+        'id',
+        'metadata',
+        'provider',
+        'provider_config_key',
+        'tags',
+      ].sort(),
     );
   });
 
   it('strips refresh tokens at every depth, under either spelling', () => {
-    const credentials = { type: 'OAUTH2', access_token: 'a', refresh_token: 'r', raw: { refresh_token: 'r', list: [{ refreshToken: 'r', keep: 1 }] } };
-    expect(withoutRefreshTokens(credentials)).toEqual({ type: 'OAUTH2', access_token: 'a', raw: { list: [{ keep: 1 }] } });
+    const credentials = {
+      type: 'OAUTH2',
+      access_token: 'a',
+      refresh_token: 'r',
+      raw: { refresh_token: 'r', list: [{ refreshToken: 'r', keep: 1 }] },
+    };
+    expect(withoutRefreshTokens(credentials)).toEqual({
+      type: 'OAUTH2',
+      access_token: 'a',
+      raw: { list: [{ keep: 1 }] },
+    });
     expect(credentials.refresh_token).toBe('r');
     expect(toFullConnection(row, credentials, false).credentials).not.toHaveProperty('refresh_token');
     expect(toFullConnection(row, credentials, true).credentials).toMatchObject({ refresh_token: 'r' });

@@ -1,4 +1,11 @@
-import type { ApiPublicConnection, ApiPublicConnectionFull, ConnectionEndUserInput, ConnectionError, Credentials, EndUser } from '@switchboard/contracts';
+import type {
+  ApiPublicConnection,
+  ApiPublicConnectionFull,
+  ConnectionEndUserInput,
+  ConnectionError,
+  Credentials,
+  EndUser,
+} from '@switchboard/contracts';
 import type { ConnectionRow } from './connections.repository';
 
 /** Nango's public timestamps: `2024-01-01T10:00:00.000+00:00`. */
@@ -19,10 +26,12 @@ export function withoutRefreshTokens(value: unknown): unknown {
   return value;
 }
 
-const errorsOf = (row: ConnectionRow): ConnectionError[] => (Array.isArray(row.errors) ? (row.errors as ConnectionError[]) : []);
+const errorsOf = (row: ConnectionRow): ConnectionError[] =>
+  Array.isArray(row.errors) ? (row.errors as ConnectionError[]) : [];
 const endUserOf = (row: ConnectionRow): EndUser | null => (row.endUser as EndUser | null) ?? null;
 /** Never-set metadata is `null`; metadata set to `{}` stays `{}` (as Nango answers). */
-const metadataOf = (row: ConnectionRow): Record<string, unknown> | null => (row.metadata as Record<string, unknown> | null) ?? null;
+const metadataOf = (row: ConnectionRow): Record<string, unknown> | null =>
+  (row.metadata as Record<string, unknown> | null) ?? null;
 
 export function toPublicConnection(row: ConnectionRow): ApiPublicConnection {
   return {
@@ -39,8 +48,17 @@ export function toPublicConnection(row: ConnectionRow): ApiPublicConnection {
 }
 
 /** `credentials` undefined means the caller may not see them: the field is then `{}`. */
-export function toFullConnection(row: ConnectionRow, credentials: Credentials | undefined, includeRefreshToken: boolean): ApiPublicConnectionFull {
-  const shown = credentials === undefined ? {} : includeRefreshToken ? structuredClone(credentials) : withoutRefreshTokens(credentials);
+export function toFullConnection(
+  row: ConnectionRow,
+  credentials: Credentials | undefined,
+  includeRefreshToken: boolean,
+): ApiPublicConnectionFull {
+  const shown =
+    credentials === undefined
+      ? {}
+      : includeRefreshToken
+        ? structuredClone(credentials)
+        : withoutRefreshTokens(credentials);
   return {
     id: row.id,
     connection_id: row.connectionId,
@@ -66,6 +84,8 @@ export function endUserFromInput(input: ConnectionEndUserInput): EndUser {
     display_name: input.display_name ?? null,
     email: input.email ?? null,
     tags: input.tags ?? null,
-    organization: input.organization ? { id: input.organization.id, display_name: input.organization.display_name ?? null } : null,
+    organization: input.organization
+      ? { id: input.organization.id, display_name: input.organization.display_name ?? null }
+      : null,
   };
 }

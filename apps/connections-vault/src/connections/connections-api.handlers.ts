@@ -46,20 +46,37 @@ export class ConnectionsApiHandlers {
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.get, getConnectionRequestSchema)
   async get(req: GetConnectionRequest): Promise<ApiPublicConnectionFull> {
-    const key = { environmentId: req.caller.environmentId, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId };
-    const found = await this.read.execute(key, req.includeCredentials, { force: req.forceRefresh, githubAppJwt: req.refreshGithubAppJwtToken });
+    const key = {
+      environmentId: req.caller.environmentId,
+      providerConfigKey: req.providerConfigKey,
+      connectionId: req.connectionId,
+    };
+    const found = await this.read.execute(key, req.includeCredentials, {
+      force: req.forceRefresh,
+      githubAppJwt: req.refreshGithubAppJwtToken,
+    });
     if (!found) throw await this.missing(req.caller, req.providerConfigKey);
-    return toFullConnection(found.row, req.includeCredentials ? found.credentials : undefined, req.includeRefreshToken);
+    return toFullConnection(
+      found.row,
+      req.includeCredentials ? found.credentials : undefined,
+      req.includeRefreshToken,
+    );
   }
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.patch, patchConnectionRequestSchema)
   async patch(req: PatchConnectionRequest): Promise<{ success: true }> {
-    const key = { environmentId: req.caller.environmentId, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId };
+    const key = {
+      environmentId: req.caller.environmentId,
+      providerConfigKey: req.providerConfigKey,
+      connectionId: req.connectionId,
+    };
     const { body } = req;
     const updated = await this.repository.patch(key, {
       ...(body.tags !== undefined ? { tags: body.tags } : {}),
       ...(body.end_user !== undefined ? { endUser: endUserFromInput(body.end_user) } : {}),
-      ...(body.webhook_url_override !== undefined ? { webhookUrlOverride: body.webhook_url_override || null } : {}),
+      ...(body.webhook_url_override !== undefined
+        ? { webhookUrlOverride: body.webhook_url_override || null }
+        : {}),
     });
     if (!updated) throw await this.missing(req.caller, req.providerConfigKey);
     this.changes.announce(key.environmentId, key.providerConfigKey);
@@ -74,7 +91,10 @@ export class ConnectionsApiHandlers {
       connectionId: req.connectionId,
     });
     if (!deleted) {
-      throw new VaultError('unknown_connection', `No connection "${req.connectionId}" for integration "${req.providerConfigKey}"`);
+      throw new VaultError(
+        'unknown_connection',
+        `No connection "${req.connectionId}" for integration "${req.providerConfigKey}"`,
+      );
     }
     this.changes.announce(req.caller.environmentId, req.providerConfigKey);
     return { success: true };
@@ -102,7 +122,13 @@ export class ConnectionsApiHandlers {
   private async writeMetadata(req: ConnectionMetadataRequest, mode: 'replace' | 'merge'): Promise<void> {
     const { connection_id: ids, provider_config_key: providerConfigKey, metadata } = req.body;
     const list = Array.isArray(ids) ? ids : [ids];
-    const missing = await this.repository.writeMetadata(req.caller.environmentId, providerConfigKey, list, metadata, mode);
+    const missing = await this.repository.writeMetadata(
+      req.caller.environmentId,
+      providerConfigKey,
+      list,
+      metadata,
+      mode,
+    );
     this.changes.announce(req.caller.environmentId, providerConfigKey);
     if (missing.length > 0) {
       const which = missing.map((id) => `"${id}"`).join(', ');
@@ -116,9 +142,16 @@ export class ConnectionsApiHandlers {
   /** Nango tells an unknown integration (`unknown_provider_config`) apart from an unknown connection (`not_found`). */
   private async missing(caller: Caller, providerConfigKey: string): Promise<SwitchboardError> {
     try {
-      await this.nats.request(INTEGRATION_SUBJECTS.get, { caller, uniqueKey: providerConfigKey, include: { webhook: false, credentials: false } });
+      await this.nats.request(INTEGRATION_SUBJECTS.get, {
+        caller,
+        uniqueKey: providerConfigKey,
+        include: { webhook: false, credentials: false },
+      });
     } catch (error) {
-      if (error instanceof SwitchboardError && (error.code === 'not_found' || error.code === 'unknown_provider_config')) {
+      if (
+        error instanceof SwitchboardError &&
+        (error.code === 'not_found' || error.code === 'unknown_provider_config')
+      ) {
         return new VaultError('unknown_provider_config', `Integration "${providerConfigKey}" does not exist`);
       }
     }

@@ -48,7 +48,11 @@ export class ConnectionsHandlers {
   @NatsHandler(VAULT_SUBJECTS.store, storeConnectionRequestSchema)
   async storeConnection(req: StoreConnectionRequest): Promise<StoredConnection> {
     const { row, operation } = await this.store.execute({
-      key: { environmentId: req.environmentId, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId },
+      key: {
+        environmentId: req.environmentId,
+        providerConfigKey: req.providerConfigKey,
+        connectionId: req.connectionId,
+      },
       provider: req.provider,
       credentials: req.credentials,
       connectionConfig: req.connectionConfig,
@@ -58,15 +62,28 @@ export class ConnectionsHandlers {
       webhookUrlOverride: req.webhookUrlOverride,
     });
     this.changes.announce(req.environmentId, req.providerConfigKey);
-    return { id: row.id, connectionId: row.connectionId, providerConfigKey: row.providerConfigKey, operation };
+    return {
+      id: row.id,
+      connectionId: row.connectionId,
+      providerConfigKey: row.providerConfigKey,
+      operation,
+    };
   }
 
   /** A connection's credentials for the proxy, the relay and functions; refreshed first when they expire soon. */
   @NatsHandler(VAULT_SUBJECTS.credentials, connectionCredentialsRequestSchema)
   async credentials(req: z.infer<typeof connectionCredentialsRequestSchema>): Promise<ConnectionCredentials> {
-    const key = { environmentId: req.environmentId, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId };
+    const key = {
+      environmentId: req.environmentId,
+      providerConfigKey: req.providerConfigKey,
+      connectionId: req.connectionId,
+    };
     const found = await this.read.execute(key, true, { force: req.forceRefresh, githubAppJwt: false });
-    if (!found?.credentials) throw new VaultError('unknown_connection', `No connection "${req.connectionId}" for integration "${req.providerConfigKey}"`);
+    if (!found?.credentials)
+      throw new VaultError(
+        'unknown_connection',
+        `No connection "${req.connectionId}" for integration "${req.providerConfigKey}"`,
+      );
     return {
       connectionId: found.row.connectionId,
       providerConfigKey: found.row.providerConfigKey,

@@ -12,6 +12,15 @@ import { StoreConnection } from './use-cases/store-connection';
 
 @Module({
   controllers: [ConnectionsHandlers, ConnectionsApiHandlers],
-  providers: [ConnectionChanges, ConnectionsRepository, CredentialsCipher, OutboxPublisher, RefreshCoordinator, StoreConnection, ReadConnection, ImportConnection],
+  providers: [
+    ConnectionChanges,
+    ConnectionsRepository,
+    CredentialsCipher,
+    OutboxPublisher,
+    RefreshCoordinator,
+    StoreConnection,
+    ReadConnection,
+    ImportConnection,
+  ],
 })
 export class ConnectionsModule {}

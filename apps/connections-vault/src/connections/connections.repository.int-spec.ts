@@ -10,12 +10,21 @@ import { ConnectionsRepository, type ConnectionKey } from './connections.reposit
 describe('ConnectionsRepository (Postgres)', () => {
   let db: PrismaClient;
   let repository: ConnectionsRepository;
-  const cipher = new CredentialsCipher(new EnvelopeCipher(new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`)));
+  const cipher = new CredentialsCipher(
+    new EnvelopeCipher(new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`)),
+  );
   // A random environment id keeps this file's rows apart from every other test's.
   const environmentId = randomInt(1_000_000, 2_000_000_000);
-  const key = (connectionId: string): ConnectionKey => ({ environmentId, providerConfigKey: 'github', connectionId });
+  const key = (connectionId: string): ConnectionKey => ({
+    environmentId,
+    providerConfigKey: 'github',
+    connectionId,
+  });
 
-  const create = async (connectionId: string, credentials: Record<string, unknown> = { type: 'OAUTH2', access_token: `at-${connectionId}` }) => {
+  const create = async (
+    connectionId: string,
+    credentials: Record<string, unknown> = { type: 'OAUTH2', access_token: `at-${connectionId}` },
+  ) => {
     const { row } = await repository.upsert(
       key(connectionId),
       {
@@ -45,19 +54,25 @@ describe('ConnectionsRepository (Postgres)', () => {
 
   it('creates, then overrides the same connection, queueing one event for each', async () => {
     const first = await create('upsert-1');
-    const events = await db.outboxEvent.findMany({ where: { payload: { path: ['connectionId'], equals: 'upsert-1' } } });
+    const events = await db.outboxEvent.findMany({
+      where: { payload: { path: ['connectionId'], equals: 'upsert-1' } },
+    });
     const second = await create('upsert-1', { access_token: 'at-2' });
     expect(second.id).toBe(first.id);
-    const after = await db.outboxEvent.findMany({ where: { payload: { path: ['connectionId'], equals: 'upsert-1' } } });
+    const after = await db.outboxEvent.findMany({
+      where: { payload: { path: ['connectionId'], equals: 'upsert-1' } },
+    });
     expect(after.length).toBe(events.length + 1);
     expect(cipher.open(second.id, second.credentials!)).toEqual({ type: 'OAUTH2', access_token: 'at-2' });
     await db.outboxEvent.deleteMany({ where: { id: { in: after.map((e) => e.id) } } });
   });
 
-  it('gives a connection\'s refresh lease to exactly one of many concurrent claimants', async () => {
+  it("gives a connection's refresh lease to exactly one of many concurrent claimants", async () => {
     const row = await create('lease-1');
     const owners = Array.from({ length: 40 }, (_, i) => `owner-${i}`);
-    const results = await Promise.all(owners.map((owner) => repository.tryAcquireLease(row.id, owner, 30_000)));
+    const results = await Promise.all(
+      owners.map((owner) => repository.tryAcquireLease(row.id, owner, 30_000)),
+    );
     const winners = results.filter((r) => r !== null);
     expect(winners).toHaveLength(1);
     const until = winners[0]!.refreshLeaseUntil!.getTime();
@@ -85,8 +100,20 @@ describe('ConnectionsRepository (Postgres)', () => {
     await repository.tryAcquireLease(row.id, 'me', 30_000);
     const next = cipher.seal(row.id, { type: 'OAUTH2', access_token: 'fresh' });
     expect(await repository.saveRefreshed(row.id, 'me', 'sb1.stale', next, null, {})).toBeNull();
-    const saved = await repository.saveRefreshed(row.id, 'me', row.credentials!, next, new Date('2030-01-01T00:00:00.000Z'), { region: 'eu' });
-    expect(saved).toMatchObject({ refreshLeaseOwner: null, refreshLeaseUntil: null, refreshFailures: 0, connectionConfig: { region: 'eu' } });
+    const saved = await repository.saveRefreshed(
+      row.id,
+      'me',
+      row.credentials!,
+      next,
+      new Date('2030-01-01T00:00:00.000Z'),
+      { region: 'eu' },
+    );
+    expect(saved).toMatchObject({
+      refreshLeaseOwner: null,
+      refreshLeaseUntil: null,
+      refreshFailures: 0,
+      connectionConfig: { region: 'eu' },
+    });
     expect(saved!.credentialsExpiresAt!.toISOString()).toBe('2030-01-01T00:00:00.000Z');
     expect(cipher.open(row.id, saved!.credentials!)).toEqual({ type: 'OAUTH2', access_token: 'fresh' });
   });
@@ -95,44 +122,112 @@ describe('ConnectionsRepository (Postgres)', () => {
     const row = await create('fail-1');
     await repository.tryAcquireLease(row.id, 'me', 30_000);
     const eventId = `test-${randomUUID()}`;
-    const failed = await repository.recordRefreshFailure(row.id, 'me', { code: 'refresh_token_external_error', message: 'invalid_grant' }, 'log-1', authEvent(row, eventId, 'refresh', { type: 'refresh_token_external_error', description: 'invalid_grant' }));
-    expect(failed).toMatchObject({ refreshFailures: 1, refreshLeaseOwner: null, errors: [{ type: 'auth', log_id: 'log-1' }], lastRefreshError: { code: 'refresh_token_external_error', message: 'invalid_grant' } });
-    expect(await db.outboxEvent.findUnique({ where: { eventId } })).toMatchObject({ payload: { operation: 'refresh', success: false } });
+    const failed = await repository.recordRefreshFailure(
+      row.id,
+      'me',
+      { code: 'refresh_token_external_error', message: 'invalid_grant' },
+      'log-1',
+      authEvent(row, eventId, 'refresh', {
+        type: 'refresh_token_external_error',
+        description: 'invalid_grant',
+      }),
+    );
+    expect(failed).toMatchObject({
+      refreshFailures: 1,
+      refreshLeaseOwner: null,
+      errors: [{ type: 'auth', log_id: 'log-1' }],
+      lastRefreshError: { code: 'refresh_token_external_error', message: 'invalid_grant' },
+    });
+    expect(await db.outboxEvent.findUnique({ where: { eventId } })).toMatchObject({
+      payload: { operation: 'refresh', success: false },
+    });
 
-    const again = await repository.recordRefreshFailure(row.id, 'me', { code: 'refresh_token_external_error', message: 'x' }, 'log-2', authEvent(row, `test-${randomUUID()}`, 'refresh', { type: 'x', description: 'x' }));
+    const again = await repository.recordRefreshFailure(
+      row.id,
+      'me',
+      { code: 'refresh_token_external_error', message: 'x' },
+      'log-2',
+      authEvent(row, `test-${randomUUID()}`, 'refresh', { type: 'x', description: 'x' }),
+    );
     // One auth error at a time: the newest.
     expect(again).toMatchObject({ refreshFailures: 2, errors: [{ type: 'auth', log_id: 'log-2' }] });
 
-    const saved = await repository.saveRefreshed(row.id, 'me', row.credentials!, cipher.seal(row.id, { type: 'OAUTH2', access_token: 'ok' }), null, {});
-    expect(saved).toMatchObject({ refreshFailures: 0, lastRefreshFailure: null, lastRefreshError: null, errors: [] });
+    const saved = await repository.saveRefreshed(
+      row.id,
+      'me',
+      row.credentials!,
+      cipher.seal(row.id, { type: 'OAUTH2', access_token: 'ok' }),
+      null,
+      {},
+    );
+    expect(saved).toMatchObject({
+      refreshFailures: 0,
+      lastRefreshFailure: null,
+      lastRefreshError: null,
+      errors: [],
+    });
     await db.outboxEvent.deleteMany({ where: { payload: { path: ['connectionId'], equals: 'fail-1' } } });
   });
 
   it('writes metadata to several connections all or nothing', async () => {
     await create('meta-1');
     await create('meta-2');
-    expect(await repository.writeMetadata(environmentId, 'github', ['meta-1', 'meta-2'], { a: 1 }, 'replace')).toEqual([]);
-    expect(await repository.writeMetadata(environmentId, 'github', ['meta-1', 'ghost', 'meta-2'], { a: 2 }, 'merge')).toEqual(['ghost']);
-    const rows = await db.connection.findMany({ where: { environmentId, connectionId: { in: ['meta-1', 'meta-2'] } } });
+    expect(
+      await repository.writeMetadata(environmentId, 'github', ['meta-1', 'meta-2'], { a: 1 }, 'replace'),
+    ).toEqual([]);
+    expect(
+      await repository.writeMetadata(
+        environmentId,
+        'github',
+        ['meta-1', 'ghost', 'meta-2'],
+        { a: 2 },
+        'merge',
+      ),
+    ).toEqual(['ghost']);
+    const rows = await db.connection.findMany({
+      where: { environmentId, connectionId: { in: ['meta-1', 'meta-2'] } },
+    });
     expect(rows.map((r) => r.metadata)).toEqual([{ a: 1 }, { a: 1 }]);
-    expect(await repository.writeMetadata(environmentId, 'github', ['meta-1'], { b: 2 }, 'merge')).toEqual([]);
+    expect(await repository.writeMetadata(environmentId, 'github', ['meta-1'], { b: 2 }, 'merge')).toEqual(
+      [],
+    );
     expect((await repository.findByKey(key('meta-1')))!.metadata).toEqual({ a: 1, b: 2 });
   });
 
   it('finds connections by a connection_config or metadata path for webhook routing', async () => {
     const row = await create('match-1');
-    await db.connection.update({ where: { id: row.id }, data: { connectionConfig: { installation: { id: '42' } }, metadata: { team_id: 'T1' } } });
-    expect((await repository.match(environmentId, 'github', 'connection_config.installation.id', '42')).map((r) => r.connectionId)).toEqual(['match-1']);
-    expect((await repository.match(environmentId, 'github', 'metadata.team_id', 'T1')).map((r) => r.connectionId)).toEqual(['match-1']);
+    await db.connection.update({
+      where: { id: row.id },
+      data: { connectionConfig: { installation: { id: '42' } }, metadata: { team_id: 'T1' } },
+    });
+    expect(
+      (await repository.match(environmentId, 'github', 'connection_config.installation.id', '42')).map(
+        (r) => r.connectionId,
+      ),
+    ).toEqual(['match-1']);
+    expect(
+      (await repository.match(environmentId, 'github', 'metadata.team_id', 'T1')).map((r) => r.connectionId),
+    ).toEqual(['match-1']);
     expect(await repository.match(environmentId, 'github', 'metadata.team_id', 'T2')).toEqual([]);
-    expect((await repository.match(environmentId, 'github', 'connection_id', 'match-1')).map((r) => r.id)).toEqual([row.id]);
+    expect(
+      (await repository.match(environmentId, 'github', 'connection_id', 'match-1')).map((r) => r.id),
+    ).toEqual([row.id]);
   });
 
   it('routes on token-response metadata stored under a flat dotted key (Slack team.id)', async () => {
     const row = await create('match-flat');
-    await db.connection.update({ where: { id: row.id }, data: { connectionConfig: { 'team.id': 'T0SLACK' } } });
-    expect((await repository.match(environmentId, 'github', 'connection_config.team.id', 'T0SLACK')).map((r) => r.connectionId)).toEqual(['match-flat']);
-    expect(await repository.match(environmentId, 'github', 'connection_config.team.id', 'T0OTHER')).toEqual([]);
+    await db.connection.update({
+      where: { id: row.id },
+      data: { connectionConfig: { 'team.id': 'T0SLACK' } },
+    });
+    expect(
+      (await repository.match(environmentId, 'github', 'connection_config.team.id', 'T0SLACK')).map(
+        (r) => r.connectionId,
+      ),
+    ).toEqual(['match-flat']);
+    expect(await repository.match(environmentId, 'github', 'connection_config.team.id', 'T0OTHER')).toEqual(
+      [],
+    );
   });
 
   it('binds each ciphertext to its row: one copied to another row does not decrypt', async () => {

@@ -106,9 +106,11 @@ export class ConnectionsRepository {
   async list(environmentId: number, f: ListFilters): Promise<ConnectionRow[]> {
     const where: Prisma.Sql[] = [Prisma.sql`environment_id = ${environmentId}`];
     if (f.connectionId !== undefined) where.push(Prisma.sql`connection_id = ${f.connectionId}`);
-    if (f.integrationIds?.length) where.push(Prisma.sql`provider_config_key = ANY(${f.integrationIds}::text[])`);
+    if (f.integrationIds?.length)
+      where.push(Prisma.sql`provider_config_key = ANY(${f.integrationIds}::text[])`);
     if (f.endUserId !== undefined) where.push(Prisma.sql`end_user->>'id' = ${f.endUserId}`);
-    if (f.endUserOrganizationId !== undefined) where.push(Prisma.sql`end_user->'organization'->>'id' = ${f.endUserOrganizationId}`);
+    if (f.endUserOrganizationId !== undefined)
+      where.push(Prisma.sql`end_user->'organization'->>'id' = ${f.endUserOrganizationId}`);
     if (f.tags && Object.keys(f.tags).length > 0) where.push(Prisma.sql`tags @> ${json(f.tags)}`);
     if (f.search !== undefined) {
       const pattern = `%${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -134,7 +136,11 @@ export class ConnectionsRepository {
    * Creates or overrides a connection (and queues its event) in one transaction. The ciphertext is bound
    * to the row id, so a new row takes its id from the sequence before it is written.
    */
-  async upsert(key: ConnectionKey, write: ConnectionWrite, event: (row: ConnectionRow, operation: 'creation' | 'override') => OutboxInsert): Promise<{ row: ConnectionRow; operation: 'creation' | 'override' }> {
+  async upsert(
+    key: ConnectionKey,
+    write: ConnectionWrite,
+    event: (row: ConnectionRow, operation: 'creation' | 'override') => OutboxInsert,
+  ): Promise<{ row: ConnectionRow; operation: 'creation' | 'override' }> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.db.$transaction(async (tx) => {
@@ -153,10 +159,24 @@ export class ConnectionsRepository {
                 credentials: write.sealCredentials(existing.id),
                 credentialsExpiresAt: write.credentialsExpiresAt,
                 connectionConfig: write.connectionConfig as Prisma.InputJsonObject,
-                ...(write.metadata !== undefined ? { metadata: write.metadata === null ? Prisma.DbNull : (write.metadata as Prisma.InputJsonObject) } : {}),
+                ...(write.metadata !== undefined
+                  ? {
+                      metadata:
+                        write.metadata === null ? Prisma.DbNull : (write.metadata as Prisma.InputJsonObject),
+                    }
+                  : {}),
                 ...(write.tags !== undefined ? { tags: write.tags } : {}),
-                ...(write.endUser !== undefined ? { endUser: write.endUser === null ? Prisma.DbNull : (write.endUser as unknown as Prisma.InputJsonObject) } : {}),
-                ...(write.webhookUrlOverride !== undefined ? { webhookUrlOverride: write.webhookUrlOverride } : {}),
+                ...(write.endUser !== undefined
+                  ? {
+                      endUser:
+                        write.endUser === null
+                          ? Prisma.DbNull
+                          : (write.endUser as unknown as Prisma.InputJsonObject),
+                    }
+                  : {}),
+                ...(write.webhookUrlOverride !== undefined
+                  ? { webhookUrlOverride: write.webhookUrlOverride }
+                  : {}),
                 // New credentials from the end user: earlier refresh failures no longer apply.
                 refreshFailures: 0,
                 lastRefreshFailure: null,
@@ -171,7 +191,9 @@ export class ConnectionsRepository {
           } else {
             operation = 'creation';
             const [{ id }] = (await tx.$queryRaw<{ id: number }[]>`
-              SELECT nextval(pg_get_serial_sequence('vault.connections', 'id'))::int AS id`) as [{ id: number }];
+              SELECT nextval(pg_get_serial_sequence('vault.connections', 'id'))::int AS id`) as [
+              { id: number },
+            ];
             row = await tx.connection.create({
               data: {
                 id,
@@ -205,10 +227,16 @@ export class ConnectionsRepository {
     patch: { tags?: Record<string, string>; endUser?: EndUser; webhookUrlOverride?: string | null },
   ): Promise<boolean> {
     const { count } = await this.db.connection.updateMany({
-      where: { environmentId: key.environmentId, providerConfigKey: key.providerConfigKey, connectionId: key.connectionId },
+      where: {
+        environmentId: key.environmentId,
+        providerConfigKey: key.providerConfigKey,
+        connectionId: key.connectionId,
+      },
       data: {
         ...(patch.tags !== undefined ? { tags: patch.tags } : {}),
-        ...(patch.endUser !== undefined ? { endUser: patch.endUser as unknown as Prisma.InputJsonObject } : {}),
+        ...(patch.endUser !== undefined
+          ? { endUser: patch.endUser as unknown as Prisma.InputJsonObject }
+          : {}),
         ...(patch.webhookUrlOverride !== undefined ? { webhookUrlOverride: patch.webhookUrlOverride } : {}),
       },
     });
@@ -217,7 +245,11 @@ export class ConnectionsRepository {
 
   async delete(key: ConnectionKey): Promise<boolean> {
     const { count } = await this.db.connection.deleteMany({
-      where: { environmentId: key.environmentId, providerConfigKey: key.providerConfigKey, connectionId: key.connectionId },
+      where: {
+        environmentId: key.environmentId,
+        providerConfigKey: key.providerConfigKey,
+        connectionId: key.connectionId,
+      },
     });
     return count === 1;
   }
@@ -242,7 +274,10 @@ export class ConnectionsRepository {
       const present = new Set(found.map((r) => r.connection_id));
       const missing = unique.filter((id) => !present.has(id));
       if (missing.length > 0) return missing;
-      const value = mode === 'replace' ? json(metadata) : Prisma.sql`COALESCE(metadata, '{}'::jsonb) || ${json(metadata)}`;
+      const value =
+        mode === 'replace'
+          ? json(metadata)
+          : Prisma.sql`COALESCE(metadata, '{}'::jsonb) || ${json(metadata)}`;
       await tx.$executeRaw`
         UPDATE vault.connections SET metadata = ${value}, updated_at = ${NOW}
         WHERE environment_id = ${environmentId} AND provider_config_key = ${providerConfigKey} AND connection_id = ANY(${unique}::text[])`;
@@ -255,7 +290,12 @@ export class ConnectionsRepository {
    * A dotted path matches a nested value or a flat key holding the dots, because token-response
    * metadata such as Slack's `team.id` is stored under the flat key `"team.id"` (as Nango stores it).
    */
-  match(environmentId: number, providerConfigKey: string, field: string, value: string): Promise<ConnectionRow[]> {
+  match(
+    environmentId: number,
+    providerConfigKey: string,
+    field: string,
+    value: string,
+  ): Promise<ConnectionRow[]> {
     const [root, ...path] = field.split('.');
     const column = root === 'connection_config' ? Prisma.sql`connection_config` : Prisma.sql`metadata`;
     const condition =
@@ -351,9 +391,15 @@ export class ConnectionsRepository {
   // ---- rotation ----
 
   /** Rows after `afterId` whose credentials are not wrapped with `version`, in id order (optionally one environment's). */
-  rowsToRewrap(afterId: number, version: number, limit: number, environmentId?: number): Promise<{ id: number; credentials: string }[]> {
+  rowsToRewrap(
+    afterId: number,
+    version: number,
+    limit: number,
+    environmentId?: number,
+  ): Promise<{ id: number; credentials: string }[]> {
     const prefix = `sb1.${version}.%`;
-    const scope = environmentId === undefined ? Prisma.empty : Prisma.sql`AND environment_id = ${environmentId}`;
+    const scope =
+      environmentId === undefined ? Prisma.empty : Prisma.sql`AND environment_id = ${environmentId}`;
     return this.db.$queryRaw<{ id: number; credentials: string }[]>`
       SELECT id, credentials FROM vault.connections
       WHERE id > ${afterId} AND credentials IS NOT NULL AND credentials NOT LIKE ${prefix} ${scope}
@@ -372,7 +418,8 @@ export class ConnectionsRepository {
   }
 
   async countNotOnVersion(version: number, environmentId?: number): Promise<number> {
-    const scope = environmentId === undefined ? Prisma.empty : Prisma.sql`AND environment_id = ${environmentId}`;
+    const scope =
+      environmentId === undefined ? Prisma.empty : Prisma.sql`AND environment_id = ${environmentId}`;
     const [row] = await this.db.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM vault.connections WHERE credentials IS NOT NULL AND credentials NOT LIKE ${`sb1.${version}.%`} ${scope}`;
     return row?.n ?? 0;
@@ -396,7 +443,11 @@ export class ConnectionsRepository {
 
   private async insertOutbox(tx: Tx, event: OutboxInsert): Promise<void> {
     await tx.outboxEvent.create({
-      data: { eventId: event.eventId, subject: event.subject, payload: event.payload as Prisma.InputJsonObject },
+      data: {
+        eventId: event.eventId,
+        subject: event.subject,
+        payload: event.payload as Prisma.InputJsonObject,
+      },
     });
   }
 }

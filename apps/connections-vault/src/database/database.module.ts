@@ -6,7 +6,6 @@ import { VAULT_ENV, type VaultEnv } from '../config/env';
 
 export const VAULT_DB = Symbol('VAULT_DB');
 
-
 /** The vault schema's client and the cipher for connection credentials. */
 @Global()
 @Module({

@@ -40,7 +40,10 @@ export class OutboxPublisher implements OnModuleInit, OnApplicationShutdown {
   async flush(eventIds: string[]): Promise<void> {
     if (eventIds.length === 0) return;
     try {
-      const rows = await this.db.outboxEvent.findMany({ where: { eventId: { in: eventIds } }, orderBy: { id: 'asc' } });
+      const rows = await this.db.outboxEvent.findMany({
+        where: { eventId: { in: eventIds } },
+        orderBy: { id: 'asc' },
+      });
       for (const row of rows) await this.publish(row);
     } catch (error) {
       this.logger.warn(`outbox flush failed (${(error as Error).message}); the sweeper retries`);
@@ -67,7 +70,12 @@ export class OutboxPublisher implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  private async publish(row: { id: number; eventId: string; subject: string; payload: unknown }): Promise<boolean> {
+  private async publish(row: {
+    id: number;
+    eventId: string;
+    subject: string;
+    payload: unknown;
+  }): Promise<boolean> {
     try {
       this.streamReady ??= ensureEventStream(this.nc).catch((error: unknown) => {
         this.streamReady = undefined;
@@ -78,8 +86,12 @@ export class OutboxPublisher implements OnModuleInit, OnApplicationShutdown {
       await this.db.outboxEvent.deleteMany({ where: { id: row.id } });
       return true;
     } catch (error) {
-      await this.db.outboxEvent.updateMany({ where: { id: row.id }, data: { attempts: { increment: 1 } } }).catch(() => undefined);
-      this.logger.warn(`event ${row.eventId} not published yet (${(error as Error).message}); the sweeper retries it`);
+      await this.db.outboxEvent
+        .updateMany({ where: { id: row.id }, data: { attempts: { increment: 1 } } })
+        .catch(() => undefined);
+      this.logger.warn(
+        `event ${row.eventId} not published yet (${(error as Error).message}); the sweeper retries it`,
+      );
       return false;
     }
   }

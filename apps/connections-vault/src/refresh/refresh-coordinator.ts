@@ -31,7 +31,13 @@ interface Observed {
 }
 
 /** Codes a failed refresh may answer with; anything else from auth-connect is reported as the provider's failure. */
-const REFRESH_FAILURE_CODES = new Set<ErrorCode>(['refresh_token_external_error', 'invalid_credentials', 'connection_refresh_exhausted', 'invalid_connection', 'bad_gateway']);
+const REFRESH_FAILURE_CODES = new Set<ErrorCode>([
+  'refresh_token_external_error',
+  'invalid_credentials',
+  'connection_refresh_exhausted',
+  'invalid_connection',
+  'bad_gateway',
+]);
 const MAX_MESSAGE = 500;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -64,10 +70,13 @@ export class RefreshCoordinator {
   ) {}
 
   async fresh(row: ConnectionRow, ask: RefreshAsk): Promise<FreshConnection> {
-    if (row.credentials === null) throw new VaultError('invalid_connection', 'This connection has no credentials');
+    if (row.credentials === null)
+      throw new VaultError('invalid_connection', 'This connection has no credentials');
     const credentials = this.cipher.open(row.id, row.credentials);
-    if (!needsRefresh(credentials, ask, Date.now(), this.env.SWITCHBOARD_REFRESH_MARGIN_MS)) return { row, credentials };
-    if (!ask.force && !ask.githubAppJwt && justRefreshed(row.lastRefreshSuccess, credentials, Date.now())) return { row, credentials };
+    if (!needsRefresh(credentials, ask, Date.now(), this.env.SWITCHBOARD_REFRESH_MARGIN_MS))
+      return { row, credentials };
+    if (!ask.force && !ask.githubAppJwt && justRefreshed(row.lastRefreshSuccess, credentials, Date.now()))
+      return { row, credentials };
     if (!ask.force) this.assertNotBackingOff(row);
 
     const running = this.inflight.get(row.id);
@@ -79,7 +88,11 @@ export class RefreshCoordinator {
 
   private assertNotBackingOff(row: ConnectionRow): void {
     if (row.refreshFailures <= 0 || !row.lastRefreshFailure) return;
-    const wait = backoffMs(row.refreshFailures, this.env.SWITCHBOARD_REFRESH_BACKOFF_MS, this.env.SWITCHBOARD_REFRESH_BACKOFF_MAX_MS);
+    const wait = backoffMs(
+      row.refreshFailures,
+      this.env.SWITCHBOARD_REFRESH_BACKOFF_MS,
+      this.env.SWITCHBOARD_REFRESH_BACKOFF_MAX_MS,
+    );
     const retryAt = row.lastRefreshFailure.getTime() + wait;
     if (Date.now() < retryAt) {
       throw new VaultError(
@@ -91,11 +104,19 @@ export class RefreshCoordinator {
   }
 
   private async coordinate(row: ConnectionRow, ask: RefreshAsk): Promise<FreshConnection> {
-    const observed: Observed = { plaintext: this.cipher.openText(row.id, row.credentials), failureAt: row.lastRefreshFailure?.getTime() ?? 0 };
-    const deadline = Date.now() + this.env.SWITCHBOARD_REFRESH_LEASE_MS + this.env.SWITCHBOARD_REFRESH_TIMEOUT_MS + 5_000;
+    const observed: Observed = {
+      plaintext: this.cipher.openText(row.id, row.credentials),
+      failureAt: row.lastRefreshFailure?.getTime() ?? 0,
+    };
+    const deadline =
+      Date.now() + this.env.SWITCHBOARD_REFRESH_LEASE_MS + this.env.SWITCHBOARD_REFRESH_TIMEOUT_MS + 5_000;
     let waiting = false;
     while (Date.now() < deadline) {
-      const leased = await this.repository.tryAcquireLease(row.id, this.owner, this.env.SWITCHBOARD_REFRESH_LEASE_MS);
+      const leased = await this.repository.tryAcquireLease(
+        row.id,
+        this.owner,
+        this.env.SWITCHBOARD_REFRESH_LEASE_MS,
+      );
       if (leased) {
         try {
           const settled = this.settledMeanwhile(leased, observed, ask);
@@ -116,18 +137,26 @@ export class RefreshCoordinator {
       }
       await sleep(this.env.SWITCHBOARD_REFRESH_POLL_MS);
       const current = await this.repository.findById(row.id);
-      if (!current) throw new VaultError('unknown_connection', 'The connection was deleted while it was being refreshed');
+      if (!current)
+        throw new VaultError('unknown_connection', 'The connection was deleted while it was being refreshed');
       const settled = this.settledMeanwhile(current, observed, ask);
       if (settled) return settled();
     }
-    throw new VaultError('gateway_timeout', 'The token refresh of this connection did not finish in time; try again');
+    throw new VaultError(
+      'gateway_timeout',
+      'The token refresh of this connection did not finish in time; try again',
+    );
   }
 
   /**
    * Someone else's refresh landed (new plaintext) or failed (a newer failure) since this caller read the
    * row. Returns how to finish with that outcome, or undefined to keep going.
    */
-  private settledMeanwhile(current: ConnectionRow, observed: Observed, ask: RefreshAsk): (() => FreshConnection) | undefined {
+  private settledMeanwhile(
+    current: ConnectionRow,
+    observed: Observed,
+    ask: RefreshAsk,
+  ): (() => FreshConnection) | undefined {
     const failureAt = current.lastRefreshFailure?.getTime() ?? 0;
     if (failureAt > observed.failureAt) {
       return () => {
@@ -146,7 +175,9 @@ export class RefreshCoordinator {
 
   private failureOf(row: ConnectionRow): SwitchboardError {
     const last = row.lastRefreshError as { code?: string; message?: string } | null;
-    const code = (ERROR_CODES as readonly string[]).includes(last?.code ?? '') ? (last!.code as ErrorCode) : 'refresh_token_external_error';
+    const code = (ERROR_CODES as readonly string[]).includes(last?.code ?? '')
+      ? (last!.code as ErrorCode)
+      : 'refresh_token_external_error';
     return new VaultError(code, last?.message ?? 'The token refresh failed');
   }
 
@@ -171,7 +202,11 @@ export class RefreshCoordinator {
         { timeoutMs: this.env.SWITCHBOARD_REFRESH_TIMEOUT_MS },
       );
       const parsed = refreshTokenResultSchema.safeParse(answer);
-      if (!parsed.success) throw new VaultError('refresh_token_external_error', 'The token refresh returned no usable credentials');
+      if (!parsed.success)
+        throw new VaultError(
+          'refresh_token_external_error',
+          'The token refresh returned no usable credentials',
+        );
       result = parsed.data;
     } catch (error) {
       const code = error instanceof SwitchboardError ? error.code : 'server_error';
@@ -184,41 +219,69 @@ export class RefreshCoordinator {
     }
 
     const next = keepRefreshToken(previous, result.credentials);
-    const connectionConfig = { ...((row.connectionConfig as Record<string, unknown>) ?? {}), ...(result.connectionConfig ?? {}) };
+    const connectionConfig = {
+      ...((row.connectionConfig as Record<string, unknown>) ?? {}),
+      ...(result.connectionConfig ?? {}),
+    };
     const saved = await this.save(row, blob, next, connectionConfig);
     this.logger.log(`connection ${row.id}: credentials refreshed`);
     return saved;
   }
 
   /** Compare-and-set on the ciphertext we refreshed from; a rewrap of the same plaintext is retried on. */
-  private async save(row: ConnectionRow, blob: string, next: Credentials, connectionConfig: Record<string, unknown>): Promise<FreshConnection> {
+  private async save(
+    row: ConnectionRow,
+    blob: string,
+    next: Credentials,
+    connectionConfig: Record<string, unknown>,
+  ): Promise<FreshConnection> {
     let from = blob;
     const fromPlain = this.cipher.openText(row.id, blob);
     for (let attempt = 0; attempt < 5; attempt++) {
-      const saved = await this.repository.saveRefreshed(row.id, this.owner, from, this.cipher.seal(row.id, next), expiresAtOf(next) ?? null, connectionConfig);
+      const saved = await this.repository.saveRefreshed(
+        row.id,
+        this.owner,
+        from,
+        this.cipher.seal(row.id, next),
+        expiresAtOf(next) ?? null,
+        connectionConfig,
+      );
       if (saved) return { row: saved, credentials: next };
       const current = await this.repository.credentialsOf(row.id);
-      if (current === undefined) throw new VaultError('unknown_connection', 'The connection was deleted while it was being refreshed');
+      if (current === undefined)
+        throw new VaultError('unknown_connection', 'The connection was deleted while it was being refreshed');
       if (current === null || this.cipher.openText(row.id, current) !== fromPlain) break;
       from = current; // only rewrapped under a newer master key: same credentials, try again on the new ciphertext
     }
     // Someone stored other credentials (a reconnect, an import) while we refreshed: theirs win.
     await this.repository.releaseLease(row.id, this.owner);
     const latest = await this.repository.findById(row.id);
-    if (!latest?.credentials) throw new VaultError('unknown_connection', 'The connection was deleted while it was being refreshed');
+    if (!latest?.credentials)
+      throw new VaultError('unknown_connection', 'The connection was deleted while it was being refreshed');
     return { row: latest, credentials: this.cipher.open(latest.id, latest.credentials) };
   }
 
   private async fail(row: ConnectionRow, error: unknown): Promise<never> {
     const wire = error instanceof SwitchboardError ? error : undefined;
-    if (!wire) this.logger.error(`connection ${row.id}: refresh failed unexpectedly: ${(error as Error)?.message ?? String(error)}`);
-    const code: ErrorCode = wire && REFRESH_FAILURE_CODES.has(wire.code) ? wire.code : 'refresh_token_external_error';
-    const message = (wire?.code === 'gateway_timeout'
-      ? 'The token refresh did not finish in time'
-      : wire?.message ?? 'The token refresh failed'
+    if (!wire)
+      this.logger.error(
+        `connection ${row.id}: refresh failed unexpectedly: ${(error as Error)?.message ?? String(error)}`,
+      );
+    const code: ErrorCode =
+      wire && REFRESH_FAILURE_CODES.has(wire.code) ? wire.code : 'refresh_token_external_error';
+    const message = (
+      wire?.code === 'gateway_timeout'
+        ? 'The token refresh did not finish in time'
+        : (wire?.message ?? 'The token refresh failed')
     ).slice(0, MAX_MESSAGE);
     const logId = randomUUID();
-    const recorded = await this.repository.recordRefreshFailure(row.id, this.owner, { code, message }, logId, authEvent(row, `auth-refresh-${logId}`, 'refresh', { type: code, description: message }));
+    const recorded = await this.repository.recordRefreshFailure(
+      row.id,
+      this.owner,
+      { code, message },
+      logId,
+      authEvent(row, `auth-refresh-${logId}`, 'refresh', { type: code, description: message }),
+    );
     if (recorded) void this.outbox.flush([`auth-refresh-${logId}`]);
     this.logger.warn(`connection ${row.id}: refresh failed (${code}); recorded as error ${logId}`);
     throw new VaultError(code, message);

@@ -25,8 +25,17 @@ describe('needsRefresh', () => {
   it('never refreshes what cannot be refreshed: OAuth 2 without a refresh token, API keys, basic auth', () => {
     expect(needsRefresh(oauth2(-1, null), { force: true, githubAppJwt: false }, now, MARGIN)).toBe(false);
     expect(isRefreshable({ type: 'OAUTH2', access_token: 'at', refresh_token: '' })).toBe(false);
-    expect(needsRefresh({ type: 'API_KEY', apiKey: 'k' }, { force: true, githubAppJwt: true }, now, MARGIN)).toBe(false);
-    expect(needsRefresh({ type: 'BASIC', username: 'u', password: 'p' }, { force: true, githubAppJwt: false }, now, MARGIN)).toBe(false);
+    expect(
+      needsRefresh({ type: 'API_KEY', apiKey: 'k' }, { force: true, githubAppJwt: true }, now, MARGIN),
+    ).toBe(false);
+    expect(
+      needsRefresh(
+        { type: 'BASIC', username: 'u', password: 'p' },
+        { force: true, githubAppJwt: false },
+        now,
+        MARGIN,
+      ),
+    ).toBe(false);
   });
 
   it('re-issues client-credentials and app tokens near expiry; the GitHub App flag forces app tokens only', () => {
@@ -41,7 +50,9 @@ describe('needsRefresh', () => {
 
 describe('backoffMs', () => {
   it('grows with each consecutive failure up to the cap', () => {
-    expect([0, 1, 2, 3, 4].map((n) => backoffMs(n, 30_000, 100_000))).toEqual([0, 30_000, 60_000, 100_000, 100_000]);
+    expect([0, 1, 2, 3, 4].map((n) => backoffMs(n, 30_000, 100_000))).toEqual([
+      0, 30_000, 60_000, 100_000, 100_000,
+    ]);
     expect(backoffMs(1_000, 30_000, 3_600_000)).toBe(3_600_000);
   });
 });
@@ -49,8 +60,14 @@ describe('backoffMs', () => {
 describe('keepRefreshToken', () => {
   it('keeps the old refresh token when the provider sent none, and takes a rotated one', () => {
     const previous = { type: 'OAUTH2', access_token: 'a1', refresh_token: 'r1' };
-    expect(keepRefreshToken(previous, { type: 'OAUTH2', access_token: 'a2' })).toEqual({ type: 'OAUTH2', access_token: 'a2', refresh_token: 'r1' });
-    expect(keepRefreshToken(previous, { type: 'OAUTH2', access_token: 'a2', refresh_token: 'r2' })).toMatchObject({ refresh_token: 'r2' });
+    expect(keepRefreshToken(previous, { type: 'OAUTH2', access_token: 'a2' })).toEqual({
+      type: 'OAUTH2',
+      access_token: 'a2',
+      refresh_token: 'r1',
+    });
+    expect(
+      keepRefreshToken(previous, { type: 'OAUTH2', access_token: 'a2', refresh_token: 'r2' }),
+    ).toMatchObject({ refresh_token: 'r2' });
   });
 });
 

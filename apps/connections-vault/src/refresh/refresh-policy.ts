@@ -2,7 +2,16 @@ import type { Credentials } from '@switchboard/contracts';
 import { expiresAtOf } from '../credentials/credentials-cipher';
 
 /** Auth modes whose credentials are re-issued by a call to the provider (auth-connect performs it). */
-const REISSUED_MODES = new Set(['OAUTH2_CC', 'APP', 'CUSTOM', 'JWT', 'TWO_STEP', 'BILL', 'SIGNATURE', 'AWS_SIGV4']);
+const REISSUED_MODES = new Set([
+  'OAUTH2_CC',
+  'APP',
+  'CUSTOM',
+  'JWT',
+  'TWO_STEP',
+  'BILL',
+  'SIGNATURE',
+  'AWS_SIGV4',
+]);
 const GITHUB_APP_MODES = new Set(['APP', 'CUSTOM']);
 
 export interface RefreshAsk {
@@ -25,7 +34,12 @@ export function isRefreshable(credentials: Credentials): boolean {
  * Whether a read must refresh first: the token expires within `marginMs` (Nango refreshes 15 minutes
  * ahead), or the caller forces it. Credentials without an expiry are only refreshed on demand.
  */
-export function needsRefresh(credentials: Credentials, ask: RefreshAsk, nowMs: number, marginMs: number): boolean {
+export function needsRefresh(
+  credentials: Credentials,
+  ask: RefreshAsk,
+  nowMs: number,
+  marginMs: number,
+): boolean {
   if (!isRefreshable(credentials)) return false;
   if (ask.force) return true;
   if (ask.githubAppJwt && GITHUB_APP_MODES.has(credentials.type)) return true;
@@ -41,7 +55,11 @@ const JUST_REFRESHED_MS = 30_000;
  * Some providers issue tokens that live less than the refresh margin; without this, every read would
  * refresh them again. A token refreshed moments ago that has not expired yet is handed out as it is.
  */
-export function justRefreshed(lastRefreshSuccess: Date | null, credentials: Credentials, nowMs: number): boolean {
+export function justRefreshed(
+  lastRefreshSuccess: Date | null,
+  credentials: Credentials,
+  nowMs: number,
+): boolean {
   const expiresAt = expiresAtOf(credentials);
   if (!lastRefreshSuccess || !expiresAt) return false;
   return nowMs - lastRefreshSuccess.getTime() < JUST_REFRESHED_MS && expiresAt.getTime() > nowMs + 5_000;

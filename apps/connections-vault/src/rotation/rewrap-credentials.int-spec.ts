@@ -36,7 +36,9 @@ describe('rewrapAllCredentials', () => {
         (row, operation) => authEvent(row, `test-${randomUUID()}`, operation),
       );
     }
-    await db.outboxEvent.deleteMany({ where: { payload: { path: ['environmentId'], equals: environmentId } } });
+    await db.outboxEvent.deleteMany({
+      where: { payload: { path: ['environmentId'], equals: environmentId } },
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -60,7 +62,8 @@ describe('rewrapAllCredentials', () => {
         if (!current) continue;
         const token = `at-${row.id}-w${w}-${n}`;
         const next = writer.seal(row.id, { type: 'OAUTH2', access_token: token });
-        if ((await repository.swapCiphertexts([{ id: row.id, from: current, to: next }])).length === 1) written.set(row.id, token);
+        if ((await repository.swapCiphertexts([{ id: row.id, from: current, to: next }])).length === 1)
+          written.set(row.id, token);
       }
     });
 
@@ -84,15 +87,24 @@ describe('rewrapAllCredentials', () => {
 
   it('finds nothing to do when run again', async () => {
     const report = await rewrapAllCredentials(repository, during, 2, { environmentId });
-    expect(report).toEqual({ currentVersion: 2, scanned: 0, rewrapped: 0, changedConcurrently: 0, failed: [], remaining: 0 });
+    expect(report).toEqual({
+      currentVersion: 2,
+      scanned: 0,
+      rewrapped: 0,
+      changedConcurrently: 0,
+      failed: [],
+      remaining: 0,
+    });
   });
 
   it('reports rows it cannot decrypt instead of corrupting them', async () => {
     const row = (await db.connection.findFirst({ where: { environmentId } }))!;
-    const foreign = new CredentialsCipher(new EnvelopeCipher(new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`))).seal(row.id, { type: 'X' });
+    const foreign = new CredentialsCipher(
+      new EnvelopeCipher(new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`)),
+    ).seal(row.id, { type: 'X' });
     await db.connection.update({ where: { id: row.id }, data: { credentials: foreign } });
     const report = await rewrapAllCredentials(repository, during, 2, { environmentId });
     expect(report).toMatchObject({ failed: [row.id], remaining: 1, rewrapped: 0 });
-    expect((await repository.credentialsOf(row.id))).toBe(foreign);
+    expect(await repository.credentialsOf(row.id)).toBe(foreign);
   });
 });

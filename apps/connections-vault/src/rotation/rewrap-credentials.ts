@@ -31,9 +31,21 @@ export interface RewrapOptions {
  * never overwritten. Only the small wrapped data key changes; the credentials ciphertext stays as it is.
  * Safe to run again: rows already on the current version are skipped.
  */
-export async function rewrapAllCredentials(repository: ConnectionsRepository, cipher: EnvelopeCipher, currentVersion: number, options: RewrapOptions = {}): Promise<RewrapReport> {
+export async function rewrapAllCredentials(
+  repository: ConnectionsRepository,
+  cipher: EnvelopeCipher,
+  currentVersion: number,
+  options: RewrapOptions = {},
+): Promise<RewrapReport> {
   const batchSize = options.batchSize ?? 500;
-  const report: RewrapReport = { currentVersion, scanned: 0, rewrapped: 0, changedConcurrently: 0, failed: [], remaining: 0 };
+  const report: RewrapReport = {
+    currentVersion,
+    scanned: 0,
+    rewrapped: 0,
+    changedConcurrently: 0,
+    failed: [],
+    remaining: 0,
+  };
   let afterId = 0;
   for (;;) {
     const rows = await repository.rowsToRewrap(afterId, currentVersion, batchSize, options.environmentId);
@@ -44,7 +56,11 @@ export async function rewrapAllCredentials(repository: ConnectionsRepository, ci
     const swaps: { id: number; from: string; to: string }[] = [];
     for (const row of rows) {
       try {
-        swaps.push({ id: row.id, from: row.credentials, to: cipher.rewrap(row.credentials, credentialsAad(row.id)) });
+        swaps.push({
+          id: row.id,
+          from: row.credentials,
+          to: cipher.rewrap(row.credentials, credentialsAad(row.id)),
+        });
       } catch {
         report.failed.push(row.id);
       }
@@ -61,7 +77,13 @@ export async function rewrapAllCredentials(repository: ConnectionsRepository, ci
 }
 
 /** A row changed between our read and our write: look again, and rewrap what is there now if it still needs it. */
-async function rewrapOne(repository: ConnectionsRepository, cipher: EnvelopeCipher, currentVersion: number, id: number, report: RewrapReport): Promise<void> {
+async function rewrapOne(
+  repository: ConnectionsRepository,
+  cipher: EnvelopeCipher,
+  currentVersion: number,
+  id: number,
+  report: RewrapReport,
+): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const current = await repository.credentialsOf(id);
     if (current === undefined || current === null || cipher.versionOf(current) === currentVersion) {

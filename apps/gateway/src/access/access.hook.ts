@@ -62,11 +62,21 @@ export class AccessHook {
 
     const header = request.headers.authorization;
     if (header === undefined) {
-      return this.refuse(request, reply, 'missing_auth_header', 'Authentication failed. The request is missing the Authorization header.');
+      return this.refuse(
+        request,
+        reply,
+        'missing_auth_header',
+        'Authentication failed. The request is missing the Authorization header.',
+      );
     }
     const match = BEARER.exec(header);
     if (!match?.[1]) {
-      return this.refuse(request, reply, 'malformed_auth_header', 'Authentication failed. Expected "Authorization: Bearer <secret key>".');
+      return this.refuse(
+        request,
+        reply,
+        'malformed_auth_header',
+        'Authentication failed. Expected "Authorization: Bearer <secret key>".',
+      );
     }
     // A token with the session prefix is never tried as a secret key (as Nango does).
     const sessionOnly = session === true && !(access && 'scope' in access);
@@ -74,10 +84,21 @@ export class AccessHook {
       return this.checkSession(request, reply, match[1]);
     }
     if (!UUID_V4.test(match[1])) {
-      return this.refuse(request, reply, 'invalid_secret_key_format', 'Authentication failed. The secret key is not in the expected format.');
+      return this.refuse(
+        request,
+        reply,
+        'invalid_secret_key_format',
+        'Authentication failed. The secret key is not in the expected format.',
+      );
     }
     const verified = await this.keys.resolve(match[1]);
-    if (!verified) return this.refuse(request, reply, 'unknown_account', 'Authentication failed. The secret key is not valid.');
+    if (!verified)
+      return this.refuse(
+        request,
+        reply,
+        'unknown_account',
+        'Authentication failed. The secret key is not valid.',
+      );
 
     const verdict = await this.limiter.consume(`account:${verified.accountId}`);
     this.setRateHeaders(reply, verdict);
@@ -85,7 +106,8 @@ export class AccessHook {
 
     // An unknown route is answered with 404 by the router once the caller is known.
     if (!request.is404) {
-      if (!access || !('scope' in access)) return sendError(reply, 'forbidden', 'This route is not available to API keys');
+      if (!access || !('scope' in access))
+        return sendError(reply, 'forbidden', 'This route is not available to API keys');
       if (!verified.scopes.includes(access.scope)) {
         return sendError(reply, 'forbidden', `Insufficient scope. Required: ${access.scope}`);
       }
@@ -96,14 +118,26 @@ export class AccessHook {
   }
 
   /** A connect session token: its format, then the session (unknown or expired is one answer), then the account's window. */
-  private async checkSession(request: FastifyRequest, reply: FastifyReply, token: string): Promise<FastifyReply | undefined> {
+  private async checkSession(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    token: string,
+  ): Promise<FastifyReply | undefined> {
     if (!CONNECT_SESSION_TOKEN_PATTERN.test(token)) {
-      const message = token === '' ? 'Authentication failed. The connect session token is missing.' : 'Authentication failed. The connect session token is not in the expected format.';
+      const message =
+        token === ''
+          ? 'Authentication failed. The connect session token is missing.'
+          : 'Authentication failed. The connect session token is not in the expected format.';
       return this.refuse(request, reply, 'invalid_connect_session_token_format', message);
     }
     const verified = await this.sessions.resolve(token);
     if (!verified) {
-      return this.refuse(request, reply, 'unknown_connect_session_token', 'Authentication failed. The connect session token is unknown or has expired.');
+      return this.refuse(
+        request,
+        reply,
+        'unknown_connect_session_token',
+        'Authentication failed. The connect session token is unknown or has expired.',
+      );
     }
     const verdict = await this.limiter.consume(`account:${verified.caller.accountId}`);
     this.setRateHeaders(reply, verdict);

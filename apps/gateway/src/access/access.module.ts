@@ -5,5 +5,8 @@ import { SessionTokenResolver } from '../connect/session-token.resolver';
 import { AccountRateLimiter } from './rate-limiter';
 
 @Global()
-@Module({ providers: [AccessHook, ApiKeyResolver, AccountRateLimiter, SessionTokenResolver], exports: [AccessHook] })
+@Module({
+  providers: [AccessHook, ApiKeyResolver, AccountRateLimiter, SessionTokenResolver],
+  exports: [AccessHook],
+})
 export class AccessModule {}

@@ -20,7 +20,10 @@ export class ApiKeyResolver {
     @Inject(GATEWAY_ENV) env: GatewayEnv,
   ) {
     // Ages read to 100 ms (lru-cache's default, 1 ms, arms a timer for nearly every busy millisecond).
-    this.cache = env.SWITCHBOARD_KEY_CACHE_TTL_MS > 0 ? new LRUCache({ max: 10_000, ttl: env.SWITCHBOARD_KEY_CACHE_TTL_MS, ttlResolution: 100 }) : undefined;
+    this.cache =
+      env.SWITCHBOARD_KEY_CACHE_TTL_MS > 0
+        ? new LRUCache({ max: 10_000, ttl: env.SWITCHBOARD_KEY_CACHE_TTL_MS, ttlResolution: 100 })
+        : undefined;
   }
 
   /** The key's verified record if this replica holds it (no round trip), else undefined. */
@@ -42,7 +45,11 @@ export class ApiKeyResolver {
 
   private async lookup(keyHash: string): Promise<VerifiedKey | null> {
     try {
-      const verified = await this.nats.request<VerifiedKey>(API_KEY_SUBJECTS.verify, { keyHash }, { timeoutMs: 5000 });
+      const verified = await this.nats.request<VerifiedKey>(
+        API_KEY_SUBJECTS.verify,
+        { keyHash },
+        { timeoutMs: 5000 },
+      );
       this.cache?.set(keyHash, verified);
       return verified;
     } catch (error) {

@@ -47,7 +47,14 @@ interface Bucket {
   pending: Promise<void> | null;
 }
 
-type RedisWithLease = Redis & { switchboardLease(key: string, limit: number, want: number, windowMs: number): Promise<[number, number, number]> };
+type RedisWithLease = Redis & {
+  switchboardLease(
+    key: string,
+    limit: number,
+    want: number,
+    windowMs: number,
+  ): Promise<[number, number, number]>;
+};
 
 /**
  * Fixed 60-second windows per account (starting with the window's first request), shared by every gateway replica through
@@ -76,7 +83,11 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.points = env.SWITCHBOARD_RATE_LIMIT_PER_MIN;
     this.slice = Math.max(1, Math.floor(this.points * env.SWITCHBOARD_RATE_LIMIT_LEASE_FRACTION));
-    this.redis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectionName: 'switchboard-gateway' }) as RedisWithLease;
+    this.redis = new Redis(env.REDIS_URL, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectionName: 'switchboard-gateway',
+    }) as RedisWithLease;
     this.redis.on('error', () => undefined); // reported through readiness, not as unhandled errors
     this.redis.defineCommand('switchboardLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
   }
@@ -142,7 +153,12 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async lease(key: string, bucket: Bucket): Promise<void> {
-    const [granted, used, ttlMs] = await this.redis.switchboardLease(`${KEY_PREFIX}:${key}`, this.points, this.slice, WINDOW_MS);
+    const [granted, used, ttlMs] = await this.redis.switchboardLease(
+      `${KEY_PREFIX}:${key}`,
+      this.points,
+      this.slice,
+      WINDOW_MS,
+    );
     bucket.left += granted;
     bucket.used = used;
     // Measured after the round trip, so this replica's view of the window ends slightly early, never late.

@@ -19,7 +19,8 @@ export const RequireScope = (scope: Scope) => RouteConfig({ access: { scope } sa
 export const RequireSession = () => RouteConfig({ access: { session: true } satisfies RouteAccess });
 
 /** A key with this scope, or a connect session token (what the connect page reads). */
-export const RequireScopeOrSession = (scope: Scope) => RouteConfig({ access: { scope, session: true } satisfies RouteAccess });
+export const RequireScopeOrSession = (scope: Scope) =>
+  RouteConfig({ access: { scope, session: true } satisfies RouteAccess });
 
 /** A connect session token in `?connect_session_token=` (the auth routes `@nangohq/frontend` calls). */
 export const RequireSessionQuery = () => RouteConfig({ access: { session: 'query' } satisfies RouteAccess });

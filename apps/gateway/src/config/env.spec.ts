@@ -13,15 +13,19 @@ describe('gateway configuration', () => {
   });
 
   it('refuses to start in remote mode without the proxy service URL, naming the variable', () => {
-    expect(() => parseEnv(envSchema, { ...base, SWITCHBOARD_PROXY_MODE: 'remote', SWITCHBOARD_INTERNAL_TOKEN: token })).toThrow(
-      /SWITCHBOARD_PROXY_URL: required when SWITCHBOARD_PROXY_MODE=remote/,
-    );
+    expect(() =>
+      parseEnv(envSchema, { ...base, SWITCHBOARD_PROXY_MODE: 'remote', SWITCHBOARD_INTERNAL_TOKEN: token }),
+    ).toThrow(/SWITCHBOARD_PROXY_URL: required when SWITCHBOARD_PROXY_MODE=remote/);
   });
 
   it('refuses to start in remote mode with no way to sign for the proxy service', () => {
     let message = '';
     try {
-      parseEnv(envSchema, { ...base, SWITCHBOARD_PROXY_MODE: 'remote', SWITCHBOARD_PROXY_URL: 'http://127.0.0.1:3012' });
+      parseEnv(envSchema, {
+        ...base,
+        SWITCHBOARD_PROXY_MODE: 'remote',
+        SWITCHBOARD_PROXY_URL: 'http://127.0.0.1:3012',
+      });
     } catch (error) {
       message = (error as Error).message;
     }
@@ -29,7 +33,12 @@ describe('gateway configuration', () => {
   });
 
   it('starts in remote mode with the URL and a shared token', () => {
-    const env = parseEnv(envSchema, { ...base, SWITCHBOARD_PROXY_MODE: 'remote', SWITCHBOARD_PROXY_URL: 'http://127.0.0.1:3012', SWITCHBOARD_INTERNAL_TOKEN: token });
+    const env = parseEnv(envSchema, {
+      ...base,
+      SWITCHBOARD_PROXY_MODE: 'remote',
+      SWITCHBOARD_PROXY_URL: 'http://127.0.0.1:3012',
+      SWITCHBOARD_INTERNAL_TOKEN: token,
+    });
     expect(env.SWITCHBOARD_PROXY_URL).toBe('http://127.0.0.1:3012');
   });
 });

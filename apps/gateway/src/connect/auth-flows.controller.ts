@@ -59,15 +59,28 @@ export class AuthFlowsController {
   /** Nango's popup route: 302 to the provider. Failures render the result page so a popup can report them. */
   @Get('oauth/connect/:providerConfigKey')
   @RequireSessionQuery()
-  async connect(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Param() params: unknown, @Query() query: unknown) {
+  async connect(
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+    @Param() params: unknown,
+    @Query() query: unknown,
+  ) {
     let providerConfigKey: string | null = null;
     try {
       providerConfigKey = parseParams(keyParams, params).providerConfigKey;
       const credentials = (query as { credentials?: Record<string, unknown> } | undefined)?.credentials;
       if (credentials && typeof credentials === 'object' && 'oauth_client_secret_override' in credentials) {
-        throw new SwitchboardError('invalid_query_params', 'A client secret must not travel in a URL: send it in the body of POST /oauth/connect/{key}', [
-          { code: 'custom', message: 'not accepted in the query', path: ['credentials', 'oauth_client_secret_override'] },
-        ]);
+        throw new SwitchboardError(
+          'invalid_query_params',
+          'A client secret must not travel in a URL: send it in the body of POST /oauth/connect/{key}',
+          [
+            {
+              code: 'custom',
+              message: 'not accepted in the query',
+              path: ['credentials', 'oauth_client_secret_override'],
+            },
+          ],
+        );
       }
       const parsed = parseQuery(oauthConnectQuerySchema, query);
       const { url } = await this.start(request, providerConfigKey, {
@@ -82,7 +95,11 @@ export class AuthFlowsController {
       // The page is all a popup shows: name the fields too, not only the summary.
       const details = error.errors?.length ? `: ${error.errors.map((e) => e.message).join('; ')}` : '';
       const message = `${error.message}${details}`;
-      return this.sendPage(reply, { ok: false, providerConfigKey, connectionId: null, errorType: error.code, message }, statusForCode(error.code));
+      return this.sendPage(
+        reply,
+        { ok: false, providerConfigKey, connectionId: null, errorType: error.code, message },
+        statusForCode(error.code),
+      );
     }
   }
 
@@ -93,7 +110,12 @@ export class AuthFlowsController {
   @Post('oauth/connect/:providerConfigKey')
   @HttpCode(200)
   @RequireSessionQuery()
-  async connectFromPage(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+  async connectFromPage(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ) {
     const { providerConfigKey } = parseParams(keyParams, params);
     parseQuery(tokenOnlyQuery, query);
     const parsed = parseBody(oauthConnectBodySchema, body ?? {});
@@ -111,7 +133,9 @@ export class AuthFlowsController {
   @Get('oauth/callback')
   @Public()
   async callback(@Res() reply: FastifyReply, @Query() query: unknown) {
-    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, { query: flatQuery(query) });
+    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, {
+      query: flatQuery(query),
+    });
     return this.sendPage(reply, outcome);
   }
 
@@ -119,42 +143,69 @@ export class AuthFlowsController {
   @Get('app-auth/connect')
   @Public()
   async appCallback(@Res() reply: FastifyReply, @Query() query: unknown) {
-    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, { query: flatQuery(query) });
+    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, {
+      query: flatQuery(query),
+    });
     return this.sendPage(reply, outcome);
   }
 
   @Post('api-auth/api-key/:providerConfigKey')
   @HttpCode(200)
   @RequireSessionQuery()
-  async apiKey(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+  async apiKey(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ) {
     return this.submit(request, 'API_KEY', params, query, body);
   }
 
   @Post('api-auth/basic/:providerConfigKey')
   @HttpCode(200)
   @RequireSessionQuery()
-  async basic(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+  async basic(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ) {
     return this.submit(request, 'BASIC', params, query, body);
   }
 
   @Post('oauth2/auth/:providerConfigKey')
   @HttpCode(200)
   @RequireSessionQuery()
-  async clientCredentials(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+  async clientCredentials(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ) {
     return this.submit(request, 'OAUTH2_CC', params, query, body);
   }
 
   @Post('auth/tba/:providerConfigKey')
   @HttpCode(200)
   @RequireSessionQuery()
-  async tba(@Req() request: FastifyRequest, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown) {
+  async tba(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ) {
     return this.submit(request, 'TBA', params, query, body);
   }
 
   private async start(
     request: FastifyRequest,
     providerConfigKey: string,
-    input: { params: Record<string, string>; authorizationParams: Record<string, string>; userScope: string | undefined; clientOverride: { clientId?: string | undefined; clientSecret?: string | undefined } },
+    input: {
+      params: Record<string, string>;
+      authorizationParams: Record<string, string>;
+      userScope: string | undefined;
+      clientOverride: { clientId?: string | undefined; clientSecret?: string | undefined };
+    },
   ): Promise<{ url: string }> {
     const { caller, sessionId } = sessionOf(request);
     return this.nats.request<{ url: string }>(CONNECT_FLOW_SUBJECTS.start, {
@@ -168,13 +219,27 @@ export class AuthFlowsController {
     });
   }
 
-  private async submit(request: FastifyRequest, mode: SubmitFlowMode, params: unknown, query: unknown, body: unknown): Promise<FlowResult> {
+  private async submit(
+    request: FastifyRequest,
+    mode: SubmitFlowMode,
+    params: unknown,
+    query: unknown,
+    body: unknown,
+  ): Promise<FlowResult> {
     const { providerConfigKey } = parseParams(keyParams, params);
     const parsedQuery = parseQuery(flowSubmitQuerySchema, query);
     if (parsedQuery.connection_id !== undefined) {
-      throw new SwitchboardError('invalid_query_params', 'connection_id is forbidden when using session token', [
-        { code: 'custom', message: 'connection_id is forbidden when using session token', path: ['connection_id'] },
-      ]);
+      throw new SwitchboardError(
+        'invalid_query_params',
+        'connection_id is forbidden when using session token',
+        [
+          {
+            code: 'custom',
+            message: 'connection_id is forbidden when using session token',
+            path: ['connection_id'],
+          },
+        ],
+      );
     }
     const parsedBody = parseBody(FORM_BODIES[mode], body);
     const { caller, sessionId } = sessionOf(request);

@@ -4,16 +4,27 @@ const CONNECT_URL = 'https://connect.example.com';
 
 describe('renderCallbackPage', () => {
   it('tells the opener about a success with the messages @nangohq/frontend listens for', () => {
-    const page = renderCallbackPage({ ok: true, providerConfigKey: 'github', connectionId: 'c-1', isPending: false }, CONNECT_URL);
+    const page = renderCallbackPage(
+      { ok: true, providerConfigKey: 'github', connectionId: 'c-1', isPending: false },
+      CONNECT_URL,
+    );
     expect(page.status).toBe(200);
     expect(page.html).toContain('"type":"nango_oauth_callback_success"');
     expect(page.html).toContain("new BroadcastChannel('nango-oauth-callback')");
-    expect(page.html).toContain('https://connect.example.com/?oauth_result=success&amp;provider_config_key=github&amp;connection_id=c-1');
+    expect(page.html).toContain(
+      'https://connect.example.com/?oauth_result=success&amp;provider_config_key=github&amp;connection_id=c-1',
+    );
   });
 
   it('answers 400 with the error type and message for a failure', () => {
     const page = renderCallbackPage(
-      { ok: false, providerConfigKey: 'github', connectionId: null, errorType: 'state_err', message: 'This authorization was already used' },
+      {
+        ok: false,
+        providerConfigKey: 'github',
+        connectionId: null,
+        errorType: 'state_err',
+        message: 'This authorization was already used',
+      },
       CONNECT_URL,
     );
     expect(page.status).toBe(400);
@@ -23,7 +34,10 @@ describe('renderCallbackPage', () => {
 
   it('keeps provider-controlled text inert in the markup and in the script data', () => {
     const hostile = '</script><script>alert(1)</script><img src=x onerror=alert(2)>';
-    const page = renderCallbackPage({ ok: false, providerConfigKey: 'k', connectionId: null, errorType: 'callback_err', message: hostile }, CONNECT_URL);
+    const page = renderCallbackPage(
+      { ok: false, providerConfigKey: 'k', connectionId: null, errorType: 'callback_err', message: hostile },
+      CONNECT_URL,
+    );
     expect(page.html).not.toContain('<script>alert(1)');
     expect(page.html).not.toContain('<img src=x');
     expect(page.html).toContain('&lt;/script&gt;&lt;script&gt;alert(1)');

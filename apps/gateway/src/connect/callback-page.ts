@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { CallbackOutcome } from '@switchboard/contracts';
 
 const escapeHtml = (value: string) =>
-  value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  value
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 
 /** JSON inside a <script> element: `<` escaped so no value can close the element. */
 const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
@@ -22,7 +27,12 @@ export interface RenderedPage {
 export function renderCallbackPage(outcome: CallbackOutcome, connectUrl: string): RenderedPage {
   const nonce = randomBytes(16).toString('base64');
   const message = outcome.ok
-    ? { type: 'nango_oauth_callback_success', providerConfigKey: outcome.providerConfigKey, connectionId: outcome.connectionId, isPending: outcome.isPending }
+    ? {
+        type: 'nango_oauth_callback_success',
+        providerConfigKey: outcome.providerConfigKey,
+        connectionId: outcome.connectionId,
+        isPending: outcome.isPending,
+      }
     : {
         type: 'nango_oauth_callback_error',
         providerConfigKey: outcome.providerConfigKey,

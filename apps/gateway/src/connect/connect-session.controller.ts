@@ -19,7 +19,9 @@ export class ConnectSessionController {
   async get(@Req() request: FastifyRequest, @Query() query: unknown): Promise<{ data: ConnectSessionView }> {
     parseQuery(noQuery, query);
     const { caller, sessionId } = sessionOf(request);
-    return { data: await this.nats.request<ConnectSessionView>(CONNECT_SESSION_SUBJECTS.get, { caller, sessionId }) };
+    return {
+      data: await this.nats.request<ConnectSessionView>(CONNECT_SESSION_SUBJECTS.get, { caller, sessionId }),
+    };
   }
 
   @Delete()

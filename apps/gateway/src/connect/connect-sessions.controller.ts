@@ -22,18 +22,36 @@ export class ConnectSessionsController {
   @Post()
   @HttpCode(201)
   @RequireScope('environment:connect_sessions:write')
-  async create(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<{ data: ConnectSessionCreated }> {
+  async create(
+    @Caller() caller: CallerType,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ): Promise<{ data: ConnectSessionCreated }> {
     parseQuery(noQuery, query);
     const parsed = parseBody(createConnectSessionBodySchema, body);
-    return { data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.create, { caller, body: parsed }) };
+    return {
+      data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.create, {
+        caller,
+        body: parsed,
+      }),
+    };
   }
 
   @Post('reconnect')
   @HttpCode(201)
   @RequireScope('environment:connect_sessions:write')
-  async reconnect(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<{ data: ConnectSessionCreated }> {
+  async reconnect(
+    @Caller() caller: CallerType,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ): Promise<{ data: ConnectSessionCreated }> {
     parseQuery(noQuery, query);
     const parsed = parseBody(reconnectConnectSessionBodySchema, body);
-    return { data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.reconnect, { caller, body: parsed }) };
+    return {
+      data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.reconnect, {
+        caller,
+        body: parsed,
+      }),
+    };
   }
 }

@@ -1,5 +1,9 @@
 import { Body, Controller, HttpCode, Patch, Post, Query } from '@nestjs/common';
-import { CONNECTIONS_API_SUBJECTS, connectionMetadataBodySchema, type Caller as CallerType } from '@switchboard/contracts';
+import {
+  CONNECTIONS_API_SUBJECTS,
+  connectionMetadataBodySchema,
+  type Caller as CallerType,
+} from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
@@ -31,7 +35,11 @@ export class ConnectionMetadataController {
   @Patch()
   @HttpCode(200)
   @RequireScope('environment:connections:write')
-  async update(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<unknown> {
+  async update(
+    @Caller() caller: CallerType,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ): Promise<unknown> {
     parseQuery(noQuery, query);
     const parsed = parseBody(connectionMetadataBodySchema, body);
     await this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, { caller, body: parsed });

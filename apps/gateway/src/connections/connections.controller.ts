@@ -33,7 +33,10 @@ export class ConnectionsController {
 
   @Get()
   @RequireScope('environment:connections:read')
-  async list(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ connections: ApiPublicConnection[] }> {
+  async list(
+    @Caller() caller: CallerType,
+    @Query() query: unknown,
+  ): Promise<{ connections: ApiPublicConnection[] }> {
     const q = parseQuery(listConnectionsQuerySchema, query);
     return this.nats.request(CONNECTIONS_API_SUBJECTS.list, {
       caller,
@@ -54,9 +57,17 @@ export class ConnectionsController {
   @Post()
   @HttpCode(201)
   @RequireScope('environment:connections:write')
-  async import(@Caller() caller: CallerType, @CallerScopes() scopes: Scope[], @Body() body: unknown): Promise<ApiPublicConnectionFull> {
+  async import(
+    @Caller() caller: CallerType,
+    @CallerScopes() scopes: Scope[],
+    @Body() body: unknown,
+  ): Promise<ApiPublicConnectionFull> {
     const parsed = parseBody(importConnectionBodySchema, body);
-    return this.nats.request(CONNECTIONS_API_SUBJECTS.import, { caller, body: parsed, includeCredentials: scopes.includes(READ_CREDENTIALS) });
+    return this.nats.request(CONNECTIONS_API_SUBJECTS.import, {
+      caller,
+      body: parsed,
+      includeCredentials: scopes.includes(READ_CREDENTIALS),
+    });
   }
 
   @Get(':connectionId')
@@ -70,7 +81,11 @@ export class ConnectionsController {
     const { connectionId } = parseParams(connectionParamsSchema, params);
     const q = parseQuery(getConnectionQuerySchema, query);
     const includeCredentials = scopes.includes(READ_CREDENTIALS);
-    const asks = { force_refresh: q.force_refresh, refresh_token: q.refresh_token, refresh_github_app_jwt_token: q.refresh_github_app_jwt_token };
+    const asks = {
+      force_refresh: q.force_refresh,
+      refresh_token: q.refresh_token,
+      refresh_github_app_jwt_token: q.refresh_github_app_jwt_token,
+    };
     if (!includeCredentials && Object.values(asks).some(Boolean)) {
       throw new SwitchboardError('forbidden', `Insufficient scope. Required: ${READ_CREDENTIALS}`);
     }
@@ -92,18 +107,36 @@ export class ConnectionsController {
   /** Tags, end user and webhook URL override; an empty `webhook_url_override` clears it. */
   @Patch(':connectionId')
   @RequireScope('environment:connections:write')
-  async patch(@Caller() caller: CallerType, @Param() params: unknown, @Query() query: unknown, @Body() body: unknown): Promise<{ success: true }> {
+  async patch(
+    @Caller() caller: CallerType,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ): Promise<{ success: true }> {
     const { connectionId } = parseParams(connectionParamsSchema, params);
     const { provider_config_key } = parseQuery(connectionKeyQuerySchema, query);
     const parsed = parseBody(patchConnectionBodySchema, body ?? {});
-    return this.nats.request(CONNECTIONS_API_SUBJECTS.patch, { caller, connectionId, providerConfigKey: provider_config_key, body: parsed });
+    return this.nats.request(CONNECTIONS_API_SUBJECTS.patch, {
+      caller,
+      connectionId,
+      providerConfigKey: provider_config_key,
+      body: parsed,
+    });
   }
 
   @Delete(':connectionId')
   @RequireScope('environment:connections:write')
-  async delete(@Caller() caller: CallerType, @Param() params: unknown, @Query() query: unknown): Promise<{ success: true }> {
+  async delete(
+    @Caller() caller: CallerType,
+    @Param() params: unknown,
+    @Query() query: unknown,
+  ): Promise<{ success: true }> {
     const { connectionId } = parseParams(connectionParamsSchema, params);
     const { provider_config_key } = parseQuery(connectionKeyQuerySchema, query);
-    return this.nats.request(CONNECTIONS_API_SUBJECTS.delete, { caller, connectionId, providerConfigKey: provider_config_key });
+    return this.nats.request(CONNECTIONS_API_SUBJECTS.delete, {
+      caller,
+      connectionId,
+      providerConfigKey: provider_config_key,
+    });
   }
 }

@@ -33,9 +33,15 @@ export class EnvironmentController {
   /** Replaces the whole set; answers with the set now stored. */
   @Put('environment-variables')
   @RequireScope('environment:environment_variables:write')
-  async replaceVariables(@Caller() caller: CallerType, @Body() body: unknown): Promise<EnvironmentVariable[]> {
+  async replaceVariables(
+    @Caller() caller: CallerType,
+    @Body() body: unknown,
+  ): Promise<EnvironmentVariable[]> {
     const parsed = parseBody(replaceEnvironmentVariablesBodySchema, body);
-    return this.nats.request<EnvironmentVariable[]>(ENVIRONMENT_VARIABLE_SUBJECTS.replace, { caller, body: parsed });
+    return this.nats.request<EnvironmentVariable[]>(ENVIRONMENT_VARIABLE_SUBJECTS.replace, {
+      caller,
+      body: parsed,
+    });
   }
 
   @Post('environment/api-keys')
@@ -49,13 +55,20 @@ export class EnvironmentController {
     const parsed = parseBody(createApiKeyBodySchema, body);
     // A key may only hand out what it holds itself, or `api_keys:write` alone would grant every scope.
     const beyond = parsed.scopes.filter((scope) => !scopes.includes(scope));
-    if (beyond.length > 0) throw new SwitchboardError('forbidden', `Insufficient scope. Required: ${beyond.join(', ')}`);
-    return { data: await this.nats.request<CreatedApiKey>(API_KEY_SUBJECTS.create, { caller, body: parsed }) };
+    if (beyond.length > 0)
+      throw new SwitchboardError('forbidden', `Insufficient scope. Required: ${beyond.join(', ')}`);
+    return {
+      data: await this.nats.request<CreatedApiKey>(API_KEY_SUBJECTS.create, { caller, body: parsed }),
+    };
   }
 
   @Delete('environment/api-keys/:id')
   @RequireScope('environment:api_keys:write')
-  async revokeKey(@Caller() caller: CallerType, @CallerScopes() scopes: Scope[], @Param() params: unknown): Promise<{ success: true }> {
+  async revokeKey(
+    @Caller() caller: CallerType,
+    @CallerScopes() scopes: Scope[],
+    @Param() params: unknown,
+  ): Promise<{ success: true }> {
     const { id } = parseParams(z.object({ id: z.coerce.number().int().positive() }), params);
     return this.nats.request<{ success: true }>(API_KEY_SUBJECTS.revoke, { caller, scopes, id });
   }

@@ -5,7 +5,14 @@
  */
 export const CORS_POLICY = {
   origin: '*',
-  exposedHeaders: ['Content-Type', 'Content-Length', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
+  exposedHeaders: [
+    'Content-Type',
+    'Content-Length',
+    'X-RateLimit-Limit',
+    'X-RateLimit-Remaining',
+    'X-RateLimit-Reset',
+    'Retry-After',
+  ],
 } as const;
 
 /** What @fastify/cors writes on a non-preflight request under `CORS_POLICY`. */

@@ -6,6 +6,14 @@ export function errorBody(code: ErrorCode, message?: string, errors?: FieldError
   return { error: { code, ...(message ? { message } : {}), ...(errors?.length ? { errors } : {}) } };
 }
 
-export function sendError(reply: FastifyReply, code: ErrorCode, message?: string, errors?: FieldError[]): FastifyReply {
-  return reply.status(statusForCode(code)).type('application/json').send(errorBody(code, message, errors));
+export function sendError(
+  reply: FastifyReply,
+  code: ErrorCode,
+  message?: string,
+  errors?: FieldError[],
+): FastifyReply {
+  return reply
+    .status(statusForCode(code))
+    .type('application/json')
+    .send(errorBody(code, message, errors));
 }

@@ -6,8 +6,14 @@ import { sendError } from './error-reply';
 /** Fastify's own errors (raised before a handler runs) and what a user should see for each. */
 const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: 'The request body is too large' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'invalid_content_type', message: 'Unsupported Content-Type; send application/json' },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'invalid_body', message: 'Content-Length does not match the body' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    code: 'invalid_content_type',
+    message: 'Unsupported Content-Type; send application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    code: 'invalid_body',
+    message: 'Content-Length does not match the body',
+  },
   FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_json', message: 'The JSON body is empty' },
   FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_json', message: 'Invalid JSON body' },
   FST_ERR_BAD_URL: { code: 'invalid_uri_params', message: 'The URL is malformed' },

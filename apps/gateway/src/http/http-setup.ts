@@ -22,7 +22,10 @@ export function findNul(value: unknown, path: (string | number)[] = []): (string
   return undefined;
 }
 
-const nulError = (code: 'invalid_body' | 'invalid_query_params' | 'invalid_uri_params', path: (string | number)[]) => {
+const nulError = (
+  code: 'invalid_body' | 'invalid_query_params' | 'invalid_uri_params',
+  path: (string | number)[],
+) => {
   const errors: FieldError[] = [{ code: 'invalid_string', message: 'NUL characters are not allowed', path }];
   return new SwitchboardError(code, 'NUL characters are not allowed', errors);
 };

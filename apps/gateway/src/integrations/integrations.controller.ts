@@ -27,7 +27,11 @@ export class IntegrationsController {
   /** Also what the connect page reads with a session token: then only the session's allowed integrations. */
   @Get()
   @RequireScopeOrSession('environment:integrations:read')
-  async list(@Caller() caller: CallerType, @Req() request: FastifyRequest, @Query() query: unknown): Promise<{ data: Integration[] }> {
+  async list(
+    @Caller() caller: CallerType,
+    @Req() request: FastifyRequest,
+    @Query() query: unknown,
+  ): Promise<{ data: Integration[] }> {
     parseQuery(noQuery, query);
     const data = await this.nats.request<Integration[]>(INTEGRATION_SUBJECTS.list, { caller });
     const allowed = request.connectSession?.allowedIntegrations;
@@ -39,7 +43,9 @@ export class IntegrationsController {
   @RequireScope('environment:integrations:write')
   async create(@Caller() caller: CallerType, @Body() body: unknown): Promise<{ data: Integration }> {
     const parsed = parseBody(createIntegrationBodySchema, body);
-    return { data: await this.nats.request<Integration>(INTEGRATION_SUBJECTS.create, { caller, body: parsed }) };
+    return {
+      data: await this.nats.request<Integration>(INTEGRATION_SUBJECTS.create, { caller, body: parsed }),
+    };
   }
 
   @Get(':uniqueKey')
@@ -54,7 +60,10 @@ export class IntegrationsController {
     const include = parseQuery(getIntegrationQuerySchema, query).include ?? [];
     const credentials = include.includes('credentials');
     if (credentials && !scopes.includes('environment:integrations:read_credentials')) {
-      throw new SwitchboardError('forbidden', 'Insufficient scope. Required: environment:integrations:read_credentials');
+      throw new SwitchboardError(
+        'forbidden',
+        'Insufficient scope. Required: environment:integrations:read_credentials',
+      );
     }
     const data = await this.nats.request<Integration>(INTEGRATION_SUBJECTS.get, {
       caller,
@@ -66,10 +75,20 @@ export class IntegrationsController {
 
   @Patch(':uniqueKey')
   @RequireScope('environment:integrations:write')
-  async update(@Caller() caller: CallerType, @Param() params: unknown, @Body() body: unknown): Promise<{ data: Integration }> {
+  async update(
+    @Caller() caller: CallerType,
+    @Param() params: unknown,
+    @Body() body: unknown,
+  ): Promise<{ data: Integration }> {
     const { uniqueKey } = parseParams(paramsSchema, params);
     const parsed = parseBody(updateIntegrationBodySchema, body);
-    return { data: await this.nats.request<Integration>(INTEGRATION_SUBJECTS.update, { caller, uniqueKey, body: parsed }) };
+    return {
+      data: await this.nats.request<Integration>(INTEGRATION_SUBJECTS.update, {
+        caller,
+        uniqueKey,
+        body: parsed,
+      }),
+    };
   }
 
   @Delete(':uniqueKey')

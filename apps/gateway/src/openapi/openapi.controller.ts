@@ -44,6 +44,9 @@ export class OpenApiController {
   async asset(@Param('file') file: string, @Res() reply: FastifyReply): Promise<void> {
     const type = ASSETS[file];
     if (!type) throw new SwitchboardError('not_found', 'No such asset');
-    await reply.type(type).header('Cache-Control', 'public, max-age=86400').send(readFileSync(join(getAbsoluteFSPath(), file)));
+    await reply
+      .type(type)
+      .header('Cache-Control', 'public, max-age=86400')
+      .send(readFileSync(join(getAbsoluteFSPath(), file)));
   }
 }

@@ -23,7 +23,9 @@ function declaredRoutes(): Route[] {
       if (method === undefined) continue;
       const sub = String(Reflect.getMetadata(PATH_METADATA, handler) ?? '');
       const path = `/${[base, sub].filter((p) => p && p !== '/').join('/')}`.replace(/:(\w+)/g, '{$1}');
-      const config = Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) as { access?: { scope?: string } } | undefined;
+      const config = Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) as
+        | { access?: { scope?: string } }
+        | undefined;
       routes.push({ method: RequestMethod[method].toLowerCase(), path, scope: config?.access?.scope });
     }
   }
@@ -32,7 +34,9 @@ function declaredRoutes(): Route[] {
 
 describe('OpenAPI document', () => {
   it('matches the checked-in openapi/openapi.json (run `npm run openapi` after changing a contract)', () => {
-    const checkedIn = JSON.parse(readFileSync(join(__dirname, '../../openapi/openapi.json'), 'utf8')) as unknown;
+    const checkedIn = JSON.parse(
+      readFileSync(join(__dirname, '../../openapi/openapi.json'), 'utf8'),
+    ) as unknown;
     expect(JSON.parse(JSON.stringify(buildOpenApiDocument()))).toEqual(checkedIn);
   });
 
@@ -49,24 +53,46 @@ describe('OpenAPI document', () => {
     const doc = buildOpenApiDocument();
     expect(doc.openapi).toBe('3.1.0');
     for (const route of DOCUMENTED_ROUTES) {
-      const operation = (doc.paths as Record<string, Record<string, { security?: unknown[] }>>)[route.path]?.[route.method];
+      const operation = (doc.paths as Record<string, Record<string, { security?: unknown[] }>>)[route.path]?.[
+        route.method
+      ];
       expect(operation?.security).toEqual([{ secretKey: [route.scope] }]);
     }
   });
 
-  it('documents /proxy for every method the proxy serves, with its scope, its Nango headers and the provider\'s answer as the default', () => {
+  it("documents /proxy for every method the proxy serves, with its scope, its Nango headers and the provider's answer as the default", () => {
     const doc = buildOpenApiDocument();
-    const path = (doc.paths as Record<string, Record<string, { description?: string; security?: unknown[]; parameters?: { in: string; name: string; required?: boolean }[]; responses: Record<string, unknown> }>>)['/proxy/{endpoint}'];
+    const path = (
+      doc.paths as Record<
+        string,
+        Record<
+          string,
+          {
+            description?: string;
+            security?: unknown[];
+            parameters?: { in: string; name: string; required?: boolean }[];
+            responses: Record<string, unknown>;
+          }
+        >
+      >
+    )['/proxy/{endpoint}'];
     // OpenAPI has no PROPFIND or REPORT; the operations' description names them.
-    const expressible = PROXY_METHODS.map((m) => m.toLowerCase()).filter((m) => !['propfind', 'report'].includes(m));
+    const expressible = PROXY_METHODS.map((m) => m.toLowerCase()).filter(
+      (m) => !['propfind', 'report'].includes(m),
+    );
     expect(Object.keys(path ?? {}).sort()).toEqual(expressible.sort());
     expect([...PROXY_DOCUMENTED_METHODS].sort()).toEqual(expressible.sort());
     for (const operation of Object.values(path ?? {})) {
       expect(operation.description).toContain('PROPFIND');
       expect(operation.security).toEqual([{ secretKey: [PROXY_SCOPE] }]);
-      const required = (operation.parameters ?? []).filter((p) => p.in === 'header' && p.required).map((p) => p.name).sort();
+      const required = (operation.parameters ?? [])
+        .filter((p) => p.in === 'header' && p.required)
+        .map((p) => p.name)
+        .sort();
       expect(required).toEqual(['connection-id', 'provider-config-key']);
-      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['default', '400', '401', '403', '404', '429', '502', '504']));
+      expect(Object.keys(operation.responses)).toEqual(
+        expect.arrayContaining(['default', '400', '401', '403', '404', '429', '502', '504']),
+      );
     }
   });
 });

@@ -1,5 +1,10 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { listProvidersQuerySchema, providerKeySchema, PROVIDER_SUBJECTS, type ApiProvider } from '@switchboard/contracts';
+import {
+  listProvidersQuerySchema,
+  providerKeySchema,
+  PROVIDER_SUBJECTS,
+  type ApiProvider,
+} from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { RequireScope, RequireScopeOrSession } from '../access/route-access';

@@ -17,18 +17,28 @@ export class EmbeddedProxyRoute extends ProxyRoute {
     super();
   }
 
-  override direct(req: IncomingMessage, res: ServerResponse, caller: Caller, replyHeaders: ReplyHeaders): Promise<SwitchboardError | undefined> {
+  override direct(
+    req: IncomingMessage,
+    res: ServerResponse,
+    caller: Caller,
+    replyHeaders: ReplyHeaders,
+  ): Promise<SwitchboardError | undefined> {
     return this.forwarder.handle({ caller, method: req.method!, url: req.url!, req, res, replyHeaders });
   }
 
-  protected async forward(request: FastifyRequest, reply: FastifyReply, caller: Caller): Promise<FastifyReply | undefined> {
+  protected async forward(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    caller: Caller,
+  ): Promise<FastifyReply | undefined> {
     const error = await this.direct(request.raw, reply.raw, caller, reply.getHeaders());
     if (!error) {
       // Answered on the socket (or the caller left): Fastify must not send anything itself.
       reply.hijack();
       return undefined;
     }
-    if (error instanceof ProxyError) for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+    if (error instanceof ProxyError)
+      for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
     return sendError(reply, error.code, error.message, error.errors);
   }
 }

@@ -1,6 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SwitchboardError } from '@switchboard/contracts';
-import { context, propagation, redactQuery, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@switchboard/observability';
+import {
+  context,
+  propagation,
+  redactQuery,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@switchboard/observability';
 import { PROXY_METHODS, ProxyError } from '@switchboard/proxy-engine';
 import type { FastifyInstance } from 'fastify';
 import { BEARER, toCaller, UUID_V4 } from '../access/access.hook';
@@ -61,7 +72,9 @@ export class ProxyFrontDoor implements FrontDoor {
   }
 
   /** What the direct path needs, when every check passes without a round trip; undefined hands the request to Fastify. */
-  private admit(req: IncomingMessage): { caller: ReturnType<typeof toCaller>; headers: Record<string, string | number> } | undefined {
+  private admit(
+    req: IncomingMessage,
+  ): { caller: ReturnType<typeof toCaller>; headers: Record<string, string | number> } | undefined {
     if (!this.route.direct || this.closing) return undefined;
     const method = req.method ?? '';
     // OPTIONS, preflight or not, gets CORS preflight headers from the CORS hook: Fastify's.
@@ -94,7 +107,11 @@ export class ProxyFrontDoor implements FrontDoor {
    * that promise), the socket goes. One `then` with both handlers: each promise costs the async-hooks
    * context a little on every call.
    */
-  private serve(req: IncomingMessage, res: ServerResponse, admitted: NonNullable<ReturnType<ProxyFrontDoor['admit']>>): void {
+  private serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    admitted: NonNullable<ReturnType<ProxyFrontDoor['admit']>>,
+  ): void {
     void this.route.direct!(req, res, admitted.caller, admitted.headers).then(
       (error) => {
         if (!error) return;
@@ -123,7 +140,11 @@ function decodablePath(url: string): boolean {
 }
 
 /** One of our errors, as `sendError` writes it on the Fastify path (same status table, body and content type). */
-function writeError(res: ServerResponse, error: SwitchboardError, headers: Record<string, string | number>): void {
+function writeError(
+  res: ServerResponse,
+  error: SwitchboardError,
+  headers: Record<string, string | number>,
+): void {
   if (res.headersSent) {
     res.destroy();
     return;

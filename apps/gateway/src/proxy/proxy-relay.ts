@@ -23,14 +23,20 @@ const DROPPED_REQUEST = new Set(['host', 'authorization', 'expect', 'traceparent
 
 function tokens(value: string | string[] | undefined): Set<string> {
   const joined = Array.isArray(value) ? value.join(',') : (value ?? '');
-  return new Set(joined.split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
+  return new Set(
+    joined
+      .split(',')
+      .map((t) => t.trim().toLowerCase())
+      .filter(Boolean),
+  );
 }
 
 function relayedRequestHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const listed = tokens(headers.connection);
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || DROPPED_REQUEST.has(name) || HOP_BY_HOP_HEADERS.has(name) || listed.has(name)) continue;
+    if (value === undefined || DROPPED_REQUEST.has(name) || HOP_BY_HOP_HEADERS.has(name) || listed.has(name))
+      continue;
     // A client could otherwise pose as the gateway towards the proxy service.
     if (name.startsWith(INTERNAL_HEADER_PREFIX)) continue;
     out[name] = value;
@@ -66,9 +72,16 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
     await this.pool.close().catch(() => undefined);
   }
 
-  protected async forward(request: FastifyRequest, reply: FastifyReply, caller: Caller): Promise<FastifyReply | undefined> {
+  protected async forward(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    caller: Caller,
+  ): Promise<FastifyReply | undefined> {
     const url = request.raw.url ?? request.url;
-    const headers = { ...relayedRequestHeaders(request.headers), ...signCaller(this.key, request.method, url, caller) };
+    const headers = {
+      ...relayedRequestHeaders(request.headers),
+      ...signCaller(this.key, request.method, url, caller),
+    };
     const controller = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) controller.abort();
@@ -98,7 +111,9 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
 
     const code = response.headers[PROXY_INTERNAL_HEADERS.errorCode];
     if (typeof code === 'string' && isErrorCode(code)) {
-      const body = (await response.body.json().catch(() => undefined)) as { error?: { message?: string; errors?: FieldError[] } } | undefined;
+      const body = (await response.body.json().catch(() => undefined)) as
+        | { error?: { message?: string; errors?: FieldError[] } }
+        | undefined;
       const retryAfter = response.headers['retry-after'];
       if (typeof retryAfter === 'string') reply.header('retry-after', retryAfter);
       return sendError(reply, code, body?.error?.message, body?.error?.errors);

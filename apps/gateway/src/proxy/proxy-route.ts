@@ -26,12 +26,24 @@ export abstract class ProxyRoute {
    * Set where a call can be served from the raw request (embedded mode), for the front door's direct path:
    * runs it to its end and resolves with the error the caller must get, if any (nothing written yet).
    */
-  direct?(req: IncomingMessage, res: ServerResponse, caller: Caller, replyHeaders: ReplyHeaders): Promise<SwitchboardError | undefined>;
+  direct?(
+    req: IncomingMessage,
+    res: ServerResponse,
+    caller: Caller,
+    replyHeaders: ReplyHeaders,
+  ): Promise<SwitchboardError | undefined>;
 
   /** Streams the call to the provider and its answer back, or answers with one of our errors. */
-  protected abstract forward(request: FastifyRequest, reply: FastifyReply, caller: Caller): Promise<FastifyReply | undefined>;
+  protected abstract forward(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    caller: Caller,
+  ): Promise<FastifyReply | undefined>;
 
-  private handle(request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply | undefined> {
+  private handle(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): FastifyReply | Promise<FastifyReply | undefined> {
     const caller = request.caller;
     // A browser's CORS preflight carries no key; the CORS hook has put its answer headers on the reply.
     if (!caller && request.method === 'OPTIONS' && request.headers['access-control-request-method']) {

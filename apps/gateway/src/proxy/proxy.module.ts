@@ -10,7 +10,11 @@ import { ProxyRoute } from './proxy-route';
 export class ProxyModule {
   static forRoot(env: GatewayEnv): DynamicModule {
     if (env.SWITCHBOARD_PROXY_MODE === 'remote') {
-      return { module: ProxyModule, providers: [{ provide: ProxyRoute, useClass: ProxyRelay }], exports: [ProxyRoute] };
+      return {
+        module: ProxyModule,
+        providers: [{ provide: ProxyRoute, useClass: ProxyRelay }],
+        exports: [ProxyRoute],
+      };
     }
     return {
       module: ProxyModule,

@@ -18,15 +18,25 @@ export class ServicesHealth implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const skipped = new Set(['gateway', ...(this.env.SWITCHBOARD_PROXY_MODE === 'embedded' ? ['proxy'] : [])]);
+    const skipped = new Set([
+      'gateway',
+      ...(this.env.SWITCHBOARD_PROXY_MODE === 'embedded' ? ['proxy'] : []),
+    ]);
     for (const service of SERVICE_NAMES.filter((s) => !skipped.has(s))) {
       this.registry.register({
         name: service,
         readinessOnly: true,
         check: async () => {
-          const report = await this.nats.request<HealthReport>(healthSubject(service), {}, { timeoutMs: 1500 });
+          const report = await this.nats.request<HealthReport>(
+            healthSubject(service),
+            {},
+            { timeoutMs: 1500 },
+          );
           const failing = report.checks.filter((c) => !c.ok).map((c) => c.name);
-          return { ok: report.status === 'ready', detail: failing.length ? `not ready: ${failing.join(', ')}` : report.status };
+          return {
+            ok: report.status === 'ready',
+            detail: failing.length ? `not ready: ${failing.join(', ')}` : report.status,
+          };
         },
       });
     }

@@ -29,7 +29,10 @@ export class ProxyRoute {
     const url = request.raw.url ?? request.url;
     const caller = verifyGatewayCaller(this.key, request.method, url, request.headers);
     if (!caller) {
-      writeProxyError(res, new ProxyError('forbidden', 'The proxy only accepts requests relayed by the gateway'));
+      writeProxyError(
+        res,
+        new ProxyError('forbidden', 'The proxy only accepts requests relayed by the gateway'),
+      );
       return;
     }
     const error = await this.forwarder.handle({ caller, method: request.method, url, req: request.raw, res });

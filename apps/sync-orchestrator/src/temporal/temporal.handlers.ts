@@ -13,7 +13,6 @@ import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { OrchestratorError } from '../sync-orchestrator.errors';
 import { pingWorkflow } from '../workflows';
 
-
 /** How long starting a workflow may take before Temporal counts as unavailable. */
 const START_DEADLINE_MS = 5_000;
 

@@ -6,7 +6,6 @@ import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
 
 export const RELAY_DB = Symbol('RELAY_DB');
 
-
 /** The relay schema's client and the cipher for the signing keys stored in it. */
 @Global()
 @Module({

@@ -27,7 +27,10 @@ export class AttemptLog {
     while (this.queue.length > 0) {
       const batch: typeof this.queue = [];
       let size = 0;
-      while (this.queue.length > 0 && (batch.length === 0 || size + this.queue[0]!.rows.length <= MAX_BATCH)) {
+      while (
+        this.queue.length > 0 &&
+        (batch.length === 0 || size + this.queue[0]!.rows.length <= MAX_BATCH)
+      ) {
         const next = this.queue.shift()!;
         batch.push(next);
         size += next.rows.length;

@@ -158,7 +158,9 @@ export class DeliveriesRepository {
   }
 
   async disabledEndpoints(): Promise<{ environmentId: number; url: string }[]> {
-    const rows = await this.db.webhookDisabledEndpoint.findMany({ select: { environmentId: true, url: true } });
+    const rows = await this.db.webhookDisabledEndpoint.findMany({
+      select: { environmentId: true, url: true },
+    });
     return rows;
   }
 
@@ -219,7 +221,10 @@ export class DeliveriesRepository {
     await this.db.webhookDelivery.update({ where: { id }, data: { lockedUntil: null, nextAttemptAt: at } });
   }
 
-  async markEndpointDisabled(delivery: { environmentId: number; url: string }, reason: string): Promise<void> {
+  async markEndpointDisabled(
+    delivery: { environmentId: number; url: string },
+    reason: string,
+  ): Promise<void> {
     await this.db.$transaction([
       this.db.webhookDisabledEndpoint.upsert({
         where: { environmentId_url: { environmentId: delivery.environmentId, url: delivery.url } },

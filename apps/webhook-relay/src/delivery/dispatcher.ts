@@ -11,7 +11,13 @@ import { EgressPolicy } from '@switchboard/egress';
 import { SettingsService } from '../settings/settings.service';
 import { signDelivery } from '../signing/webhook-signer';
 import { CircuitBreakers } from './circuit-breaker';
-import { DeliveriesRepository, type AttemptRecord, type ClaimedDelivery, type NewDelivery, type NextState } from './deliveries.repository';
+import {
+  DeliveriesRepository,
+  type AttemptRecord,
+  type ClaimedDelivery,
+  type NewDelivery,
+  type NextState,
+} from './deliveries.repository';
 import { HttpSender, type SendOutcome } from './http-sender';
 import { nextAttempt, parseRetryAfter } from './retry-schedule';
 
@@ -275,7 +281,8 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
   sendFirst(delivery: NewDelivery): Promise<FirstAttempt> | null {
     if (this.disabled.has(delivery.environmentId, delivery.url)) return null;
     if (this.inFlight + this.reserved >= this.env.SWITCHBOARD_WEBHOOK_CONCURRENCY) return null;
-    if ((this.perEndpoint.get(delivery.url) ?? 0) >= this.env.SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY) return null;
+    if ((this.perEndpoint.get(delivery.url) ?? 0) >= this.env.SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY)
+      return null;
     if (!this.breakers.tryPass(delivery.url)) return null;
     this.track(delivery.url, +1);
     return this.sendAndDecide({ ...delivery, attempts: 0 }, 1)
@@ -308,7 +315,10 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
         this.breakers.success(delivery.url);
         const message = 'the signing key cannot be decrypted with the configured master keys';
         this.logger.error(`a delivery of event ${delivery.eventId} failed: ${message}`);
-        return { attempt: { startedAt, durationMs: 0, statusCode: null, error: message }, next: { status: 'failed' } };
+        return {
+          attempt: { startedAt, durationMs: 0, statusCode: null, error: message },
+          next: { status: 'failed' },
+        };
       }
       // Never leave a half-open breaker waiting for a probe that will not report.
       this.breakers.failure(delivery.url);
@@ -320,8 +330,17 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
   private decide(attemptNumber: number, startedAt: Date, url: string, outcome: SendOutcome): AttemptDecision {
     const now = Date.now();
     const base = { startedAt, durationMs: outcome.durationMs };
-    const retryOrFail = (statusCode: number | null, error: string | null, retryAfterMs?: number): AttemptDecision => {
-      const decision = nextAttempt(this.env.SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE, attemptNumber, now, retryAfterMs);
+    const retryOrFail = (
+      statusCode: number | null,
+      error: string | null,
+      retryAfterMs?: number,
+    ): AttemptDecision => {
+      const decision = nextAttempt(
+        this.env.SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE,
+        attemptNumber,
+        now,
+        retryAfterMs,
+      );
       return {
         attempt: { ...base, statusCode, error },
         next: decision.retry ? { status: 'pending', nextAttemptAt: decision.at } : { status: 'failed' },
@@ -338,7 +357,11 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
         if (status === 410) {
           this.breakers.success(url);
           return {
-            attempt: { ...base, statusCode: status, error: 'the endpoint answered 410 Gone and is now disabled' },
+            attempt: {
+              ...base,
+              statusCode: status,
+              error: 'the endpoint answered 410 Gone and is now disabled',
+            },
             next: { status: 'endpoint_disabled' },
             disableEndpoint: 'the endpoint answered 410 Gone',
           };
@@ -349,7 +372,10 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
         }
         // 3xx (redirects are not followed) and other 4xx: the receiver refused this message.
         this.breakers.success(url);
-        return { attempt: { ...base, statusCode: status, error: `HTTP ${status}` }, next: { status: 'failed' } };
+        return {
+          attempt: { ...base, statusCode: status, error: `HTTP ${status}` },
+          next: { status: 'failed' },
+        };
       }
       case 'timeout':
         this.breakers.failure(url);
@@ -375,11 +401,17 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
         this.logger.log(`an endpoint is reachable again: ${count} waiting deliveries are due now`);
         this.kick();
       },
-      (error: unknown) => this.logger.warn(`making the deliveries of a recovered endpoint due failed: ${(error as Error).message}`),
+      (error: unknown) =>
+        this.logger.warn(
+          `making the deliveries of a recovered endpoint due failed: ${(error as Error).message}`,
+        ),
     );
   }
 
-  private async disableEndpoint(delivery: { environmentId: number; url: string }, reason: string): Promise<void> {
+  private async disableEndpoint(
+    delivery: { environmentId: number; url: string },
+    reason: string,
+  ): Promise<void> {
     this.disabled.add(delivery.environmentId, delivery.url);
     await this.repository.markEndpointDisabled(delivery, reason);
   }

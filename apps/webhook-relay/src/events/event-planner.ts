@@ -14,7 +14,12 @@ import {
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
-import { loadCatalog, type ProviderCatalog, type WebhookRoutingRule, WebhookRoutingRuleSchema } from '@switchboard/providers';
+import {
+  loadCatalog,
+  type ProviderCatalog,
+  type WebhookRoutingRule,
+  WebhookRoutingRuleSchema,
+} from '@switchboard/providers';
 import type { z } from 'zod';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
 import type { NewDelivery } from '../delivery/deliveries.repository';
@@ -80,7 +85,8 @@ export class EventPlanner {
     });
   }
 
-  async planAuth(event: AuthEvent): Promise<NewDelivery[]> {    const settings = await this.settings.forDelivery(event.environmentId, event.webhookUrlOverride !== null);
+  async planAuth(event: AuthEvent): Promise<NewDelivery[]> {
+    const settings = await this.settings.forDelivery(event.environmentId, event.webhookUrlOverride !== null);
     if (!settings) return [];
     const toggle =
       event.operation === 'creation'
@@ -145,7 +151,12 @@ export class EventPlanner {
 
     const matched = new Map<string, MatchedConnection>();
     for (const lookup of lookups) {
-      const found = await this.match(event.environmentId, event.providerConfigKey, lookup.field, lookup.value);
+      const found = await this.match(
+        event.environmentId,
+        event.providerConfigKey,
+        lookup.field,
+        lookup.value,
+      );
       for (const connection of found) matched.set(connection.connectionId, connection);
     }
 
@@ -283,13 +294,26 @@ export class EventPlanner {
     return rules;
   }
 
-  private async match(environmentId: number, providerConfigKey: string, field: string, value: string): Promise<MatchedConnection[]> {
+  private async match(
+    environmentId: number,
+    providerConfigKey: string,
+    field: string,
+    value: string,
+  ): Promise<MatchedConnection[]> {
     const key = `${environmentId}\u0000${providerConfigKey}\u0000${field}\u0000${value}`;
     const cached = this.matches.get(key);
     if (cached && cached.until > Date.now()) return cached.value;
-    const found = await this.nats.request<MatchedConnection[]>(VAULT_SUBJECTS.match, { environmentId, providerConfigKey, field, value });
+    const found = await this.nats.request<MatchedConnection[]>(VAULT_SUBJECTS.match, {
+      environmentId,
+      providerConfigKey,
+      field,
+      value,
+    });
     if (this.matches.size >= MATCH_CACHE_MAX) this.matches.clear();
-    this.matches.set(key, { value: found, until: Date.now() + (found.length > 0 ? MATCH_TTL_MS : MISS_TTL_MS) });
+    this.matches.set(key, {
+      value: found,
+      until: Date.now() + (found.length > 0 ? MATCH_TTL_MS : MISS_TTL_MS),
+    });
     return found;
   }
 

@@ -223,7 +223,9 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
         if (outcome.status === 'fulfilled') attempted.push(outcome.value);
         else {
           // Unexpected (settings unreadable, …): store it for the poller, which will try again.
-          this.logger.warn(`a first delivery attempt failed: ${(outcome.reason as Error)?.message ?? String(outcome.reason)}`);
+          this.logger.warn(
+            `a first delivery attempt failed: ${(outcome.reason as Error)?.message ?? String(outcome.reason)}`,
+          );
           unsent.push(attempts[i]!.delivery);
         }
       });
@@ -242,7 +244,11 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** Stores the deliveries, leased to this process when it has room, acks, then sends the leased ones. */
-  private async storeAndSend(subscription: Subscription<z.ZodType>, message: JsMsg, deliveries: NewDelivery[]): Promise<void> {
+  private async storeAndSend(
+    subscription: Subscription<z.ZodType>,
+    message: JsMsg,
+    deliveries: NewDelivery[],
+  ): Promise<void> {
     let reserved = 0;
     try {
       reserved = this.dispatcher.reserve(deliveries.length) ? deliveries.length : 0;

@@ -92,7 +92,10 @@ export class IngressService {
   async ingest(request: IngestRequest): Promise<IngestReply> {
     const environment = await this.environments.byEnvironmentUuid(request.environmentUuid);
     if (!environment) throw new WebhookRelayError('unknown_environment', 'No environment has this UUID');
-    const { value: integration, definition } = await this.integration(environment.id, request.providerConfigKey);
+    const { value: integration, definition } = await this.integration(
+      environment.id,
+      request.providerConfigKey,
+    );
 
     const rawBody = Buffer.from(request.body, request.bodyEncoding);
     // Nothing to verify, store or forward: providers probe endpoints like this.

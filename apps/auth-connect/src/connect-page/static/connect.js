@@ -5,7 +5,9 @@
 (function () {
   'use strict';
 
-  var API_URL = (document.querySelector('meta[name="switchboard-api-url"]').getAttribute('content') || '').replace(/\/$/, '');
+  var API_URL = (
+    document.querySelector('meta[name="switchboard-api-url"]').getAttribute('content') || ''
+  ).replace(/\/$/, '');
   var API_ORIGIN = new URL(API_URL).origin;
   var TOKEN_KEY = 'switchboard_connect_session_token';
   var app = document.getElementById('app');
@@ -72,7 +74,11 @@
   function api(method, path, body) {
     var headers = { authorization: 'Bearer ' + state.token };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    return fetch(API_URL + path, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body) }).then(
+    return fetch(API_URL + path, {
+      method: method,
+      headers: headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).then(
       function (res) {
         return res.text().then(function (text) {
           var parsed = null;
@@ -86,13 +92,23 @@
         });
       },
       function () {
-        throw new ApiError(0, { error: { code: 'network_error', message: 'Could not reach the server. Check your connection and try again.' } });
+        throw new ApiError(0, {
+          error: {
+            code: 'network_error',
+            message: 'Could not reach the server. Check your connection and try again.',
+          },
+        });
       },
     );
   }
 
   function withToken(path) {
-    return path + (path.indexOf('?') === -1 ? '?' : '&') + 'connect_session_token=' + encodeURIComponent(state.token);
+    return (
+      path +
+      (path.indexOf('?') === -1 ? '?' : '&') +
+      'connect_session_token=' +
+      encodeURIComponent(state.token)
+    );
   }
 
   function paramsQuery(params) {
@@ -159,14 +175,25 @@
           },
           [
             el('img', { src: item.logo, alt: '', width: '36', height: '36' }),
-            el('span', {}, [el('span', { class: 'name', text: item.display_name }), el('span', { class: 'mode', text: MODE_LABELS[item.provider.auth_mode] || item.provider.auth_mode })]),
+            el('span', {}, [
+              el('span', { class: 'name', text: item.display_name }),
+              el('span', {
+                class: 'mode',
+                text: MODE_LABELS[item.provider.auth_mode] || item.provider.auth_mode,
+              }),
+            ]),
           ],
         ),
       ]);
     });
     show([
       el('h1', { text: reconnecting ? 'Reconnect your account' : 'Connect an account' }),
-      el('p', { class: 'muted', text: items.length ? 'Choose the service to connect.' : 'There is nothing to connect in this session.' }),
+      el('p', {
+        class: 'muted',
+        text: items.length
+          ? 'Choose the service to connect.'
+          : 'There is nothing to connect in this session.',
+      }),
       el('ul', { class: 'integrations', 'aria-label': 'Integrations' }, items),
     ]);
   }
@@ -176,7 +203,14 @@
     var override = overrides[item.unique_key] && overrides[item.unique_key].docs_connect;
     var href = override || item.provider.docs_connect || item.provider.docs;
     if (!href || !/^https?:\/\//i.test(href)) return null;
-    return el('p', { class: 'docs' }, [el('a', { href: href, target: '_blank', rel: 'noopener noreferrer', text: 'How to connect ' + item.display_name + ' (opens in a new tab)' })]);
+    return el('p', { class: 'docs' }, [
+      el('a', {
+        href: href,
+        target: '_blank',
+        rel: 'noopener noreferrer',
+        text: 'How to connect ' + item.display_name + ' (opens in a new tab)',
+      }),
+    ]);
   }
 
   function sessionConnectionConfig(item) {
@@ -218,7 +252,15 @@
     var creds = provider.credentials || {};
     function credential(name, fallbackLabel, secret, optional) {
       var spec = creds[name] || {};
-      fields.push({ group: 'body', name: name, label: spec.title || fallbackLabel, hint: spec.description, placeholder: spec.example, secret: secret, optional: optional });
+      fields.push({
+        group: 'body',
+        name: name,
+        label: spec.title || fallbackLabel,
+        hint: spec.description,
+        placeholder: spec.example,
+        secret: secret,
+        optional: optional,
+      });
     }
     switch (provider.auth_mode) {
       case 'API_KEY':
@@ -239,8 +281,17 @@
       default:
         // An empty override in the session means the end user brings their own OAuth app.
         if (preset.oauth_client_id_override === '' || preset.oauth_client_secret_override === '') {
-          fields.push({ group: 'client', name: 'oauth_client_id_override', label: 'Your OAuth app client ID' });
-          fields.push({ group: 'client', name: 'oauth_client_secret_override', label: 'Your OAuth app client secret', secret: true });
+          fields.push({
+            group: 'client',
+            name: 'oauth_client_id_override',
+            label: 'Your OAuth app client ID',
+          });
+          fields.push({
+            group: 'client',
+            name: 'oauth_client_secret_override',
+            label: 'Your OAuth app client secret',
+            secret: true,
+          });
         }
     }
     return fields;
@@ -272,26 +323,51 @@
       var errorNode = el('span', { class: 'field-error', id: errorId });
       inputs[field.group + ':' + field.name].errorNode = errorNode;
       var labelText = field.label + (field.optional ? ' (optional)' : '');
-      var affixed = field.prefix || field.suffix ? labelText + ' — ' + (field.prefix || '') + '…' + (field.suffix || '') : labelText;
-      return el('label', { for: id }, [affixed, field.hint ? el('span', { class: 'hint', id: hintId, text: field.hint }) : null, input, errorNode]);
+      var affixed =
+        field.prefix || field.suffix
+          ? labelText + ' — ' + (field.prefix || '') + '…' + (field.suffix || '')
+          : labelText;
+      return el('label', { for: id }, [
+        affixed,
+        field.hint ? el('span', { class: 'hint', id: hintId, text: field.hint }) : null,
+        input,
+        errorNode,
+      ]);
     });
-    var submit = el('button', { type: 'submit', class: 'primary', text: redirect ? 'Connect with ' + item.display_name : 'Connect' });
+    var submit = el('button', {
+      type: 'submit',
+      class: 'primary',
+      text: redirect ? 'Connect with ' + item.display_name : 'Connect',
+    });
     var actions = el('div', { class: 'actions' }, [
       submit,
       state.integrations.length > 1
         ? el('button', { type: 'button', class: 'secondary', text: 'Back', onclick: showList })
         : closeButton('Cancel'),
     ]);
-    var form = el('form', { novalidate: true, 'aria-describedby': 'form-error' }, formChildren.concat([actions]));
+    var form = el(
+      'form',
+      { novalidate: true, 'aria-describedby': 'form-error' },
+      formChildren.concat([actions]),
+    );
     form.addEventListener('submit', function (event) {
       event.preventDefault();
       run(item, inputs, alert, submit);
     });
     show([
-      el('div', { class: 'heading' }, [el('img', { class: 'heading-logo', src: item.logo, alt: '', width: '36', height: '36' }), el('h1', { text: 'Connect ' + item.display_name })]),
+      el('div', { class: 'heading' }, [
+        el('img', { class: 'heading-logo', src: item.logo, alt: '', width: '36', height: '36' }),
+        el('h1', { text: 'Connect ' + item.display_name }),
+      ]),
       docsLink(item),
       alert,
-      supported ? form : el('p', { class: 'alert', role: 'alert', text: item.display_name + ' uses ' + mode + ', which this page cannot connect yet.' }),
+      supported
+        ? form
+        : el('p', {
+            class: 'alert',
+            role: 'alert',
+            text: item.display_name + ' uses ' + mode + ', which this page cannot connect yet.',
+          }),
     ]);
     var first = form.querySelector('input');
     if (first) first.focus();
@@ -373,7 +449,8 @@
       runRedirect(item, values, alert, inputs).then(done, done);
       return;
     }
-    var path = withToken(FORM_ROUTES[mode] + encodeURIComponent(item.unique_key)) + paramsQuery(values.params);
+    var path =
+      withToken(FORM_ROUTES[mode] + encodeURIComponent(item.unique_key)) + paramsQuery(values.params);
     api('POST', path, values.body).then(
       function (result) {
         showSuccess(item, result.connectionId);
@@ -443,14 +520,22 @@
         } else if (event.data.type === 'nango_oauth_callback_error') {
           finish();
           var payload = event.data.payload || {};
-          reject({ code: payload.errorType || 'unknown_error', message: payload.message || 'The authorization failed.', errors: [] });
+          reject({
+            code: payload.errorType || 'unknown_error',
+            message: payload.message || 'The authorization failed.',
+            errors: [],
+          });
         }
       }
       window.addEventListener('message', onMessage);
       var timer = setInterval(function () {
         if (!finished && popup.closed) {
           finish();
-          reject({ code: 'window_closed', message: 'The authorization window was closed before it finished.', errors: [] });
+          reject({
+            code: 'window_closed',
+            message: 'The authorization window was closed before it finished.',
+            errors: [],
+          });
         }
       }, 500);
     });
@@ -493,19 +578,35 @@
         if (returned === 'success' && match) return showSuccess(match, query.get('connection_id'));
         if (returned === 'error') {
           showList();
-          app.insertBefore(el('p', { class: 'alert', role: 'alert', text: 'The authorization did not complete (' + (query.get('error_type') || 'unknown error') + '). Please try again.' }), app.children[1] || null);
+          app.insertBefore(
+            el('p', {
+              class: 'alert',
+              role: 'alert',
+              text:
+                'The authorization did not complete (' +
+                (query.get('error_type') || 'unknown error') +
+                '). Please try again.',
+            }),
+            app.children[1] || null,
+          );
           return;
         }
         if (integrations.length === 1) showIntegration(integrations[0]);
         else showList();
       })
       .catch(function (error) {
-        if (error.code === 'unknown_connect_session_token' || error.code === 'invalid_connect_session_token_format') {
+        if (
+          error.code === 'unknown_connect_session_token' ||
+          error.code === 'invalid_connect_session_token_format'
+        ) {
           showFatal('This link has expired', 'Ask for a new link to connect your account.');
         } else {
           showFatal('Something went wrong', error.message || String(error));
         }
-        emit('error', { errorType: error.code || 'unknown_error', errorMessage: error.message || String(error) });
+        emit('error', {
+          errorType: error.code || 'unknown_error',
+          errorMessage: error.message || String(error),
+        });
       });
   }
 
@@ -527,7 +628,11 @@
     begin(stored);
   } else if (query.get('oauth_result') === 'success') {
     // Back from a full-page authorization without the session at hand: the outcome is all there is to show.
-    show([el('p', { class: 'success-mark', 'aria-hidden': 'true', text: '✓' }), el('h1', { text: 'Your account is connected' }), el('p', { class: 'muted', text: 'You can close this window now.' })]);
+    show([
+      el('p', { class: 'success-mark', 'aria-hidden': 'true', text: '✓' }),
+      el('h1', { text: 'Your account is connected' }),
+      el('p', { class: 'muted', text: 'You can close this window now.' }),
+    ]);
   } else if (query.get('oauth_result') === 'error') {
     showFatal('The connection failed', 'Please go back and try again.');
   } else if (embedded) {
@@ -539,6 +644,9 @@
     });
     emit('ready');
   } else {
-    showFatal('This link is incomplete', 'The link is missing its session token. Ask for a new link to connect your account.');
+    showFatal(
+      'This link is incomplete',
+      'The link is missing its session token. Ask for a new link to connect your account.',
+    );
   }
 })();

@@ -36,11 +36,15 @@ export class ImportConnection {
       uniqueKey: body.provider_config_key,
       include: { webhook: false, credentials: false },
     });
-    const provider = await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: integration.provider });
+    const provider = await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, {
+      name: integration.provider,
+    });
     if (provider.auth_mode !== body.credentials.type) {
-      throw new VaultError('invalid_body', `Provider ${integration.provider} uses ${provider.auth_mode} auth; it does not accept ${body.credentials.type} credentials`, [
-        { code: 'invalid_value', message: `must be ${provider.auth_mode}`, path: ['credentials', 'type'] },
-      ]);
+      throw new VaultError(
+        'invalid_body',
+        `Provider ${integration.provider} uses ${provider.auth_mode} auth; it does not accept ${body.credentials.type} credentials`,
+        [{ code: 'invalid_value', message: `must be ${provider.auth_mode}`, path: ['credentials', 'type'] }],
+      );
     }
 
     const connectionId = body.connection_id ?? randomUUID();
@@ -48,13 +52,31 @@ export class ImportConnection {
     let credentials: Credentials;
     const input = body.credentials;
     if (input.type === 'APP' || input.type === 'CUSTOM') {
-      connectionConfig = { ...connectionConfig, app_id: input.app_id, installation_id: input.installation_id };
-      credentials = await this.mintAppCredentials(caller.environmentId, body.provider_config_key, connectionId, input.type, connectionConfig);
+      connectionConfig = {
+        ...connectionConfig,
+        app_id: input.app_id,
+        installation_id: input.installation_id,
+      };
+      credentials = await this.mintAppCredentials(
+        caller.environmentId,
+        body.provider_config_key,
+        connectionId,
+        input.type,
+        connectionConfig,
+      );
     } else {
       if (input.type === 'TBA' && !connectionConfig['accountId']) {
-        throw new VaultError('invalid_body', 'Missing accountId in connection_config; a TBA connection needs it', [
-          { code: 'invalid_type', message: 'Required for TBA connections', path: ['connection_config', 'accountId'] },
-        ]);
+        throw new VaultError(
+          'invalid_body',
+          'Missing accountId in connection_config; a TBA connection needs it',
+          [
+            {
+              code: 'invalid_type',
+              message: 'Required for TBA connections',
+              path: ['connection_config', 'accountId'],
+            },
+          ],
+        );
       }
       credentials = storedCredentials(input);
     }
@@ -67,7 +89,8 @@ export class ImportConnection {
       metadata: body.metadata,
       tags: body.tags,
       endUser: body.end_user ? endUserFromInput(body.end_user) : undefined,
-      webhookUrlOverride: body.webhook_url_override === undefined ? undefined : body.webhook_url_override || null,
+      webhookUrlOverride:
+        body.webhook_url_override === undefined ? undefined : body.webhook_url_override || null,
     });
     return toFullConnection(row, req.includeCredentials ? credentials : undefined, false);
   }

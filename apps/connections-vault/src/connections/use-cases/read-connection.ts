@@ -15,10 +15,16 @@ export class ReadConnection {
     private readonly refresh: RefreshCoordinator,
   ) {}
 
-  async execute(key: ConnectionKey, withCredentials: boolean, ask: RefreshAsk): Promise<{ row: ConnectionRow; credentials?: Credentials } | null> {
+  async execute(
+    key: ConnectionKey,
+    withCredentials: boolean,
+    ask: RefreshAsk,
+  ): Promise<{ row: ConnectionRow; credentials?: Credentials } | null> {
     const row = await this.repository.findByKey(key);
     if (!row) return null;
-    const result: { row: ConnectionRow; credentials?: Credentials } = withCredentials ? await this.refresh.fresh(row, ask) : { row };
+    const result: { row: ConnectionRow; credentials?: Credentials } = withCredentials
+      ? await this.refresh.fresh(row, ask)
+      : { row };
     await this.repository.touchFetched(row.id);
     return { ...result, row: { ...result.row, lastFetchedAt: new Date() } };
   }

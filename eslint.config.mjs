@@ -1,0 +1,43 @@
+// Type-aware lint for the whole workspace (`pnpm lint`, run by `npm test`). Only rules that catch bugs
+// or keep imports honest; formatting is Prettier's job (`pnpm format:check`).
+import importX from 'eslint-plugin-import-x';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  {
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      '**/coverage/**',
+      '**/.turbo/**',
+      '.data/**',
+      'packages/db/src/generated/**',
+      'e2e/fixtures/**',
+    ],
+  },
+  // Resolves and parses TypeScript imports (eslint-import-resolver-typescript) so import-x can follow them.
+  { ...importX.flatConfigs.typescript, files: ['**/*.ts'] },
+  {
+    files: ['**/*.ts'],
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    plugins: { '@typescript-eslint': tseslint.plugin },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/await-thenable': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': [
+        'error',
+        { considerDefaultExhaustiveForUnions: true, requireDefaultForNonUnion: false },
+      ],
+      // Nest injects by the constructor parameter's runtime class: with emitDecoratorMetadata the rule
+      // (type-aware) leaves decorated files' injected imports alone.
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      '@typescript-eslint/no-import-type-side-effects': 'error',
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+    },
+  },
+);

@@ -1,0 +1,173 @@
+import { z } from 'zod';
+import { callerSchema } from './context';
+
+/**
+ * The seam between sync-orchestrator (owns functions, versions, invocations) and functions-runtime (runs
+ * one invocation in a sandbox, owns no data). The orchestrator asks; the runtime answers with the
+ * outcome, a script failure included: a failing script is a normal answer, not a transport error.
+ */
+export const FUNCTIONS_SUBJECTS = {
+  /** orchestrator → functions-runtime: run one invocation and answer with its outcome. */
+  run: 'functions.v1.run',
+} as const;
+
+/** Calls a running script makes that only the orchestrator can answer (it owns checkpoints and actions). */
+export const FUNCTION_HOST_SUBJECTS = {
+  checkpointGet: 'orchestrator.v1.checkpoint.get',
+  checkpointSave: 'orchestrator.v1.checkpoint.save',
+  checkpointClear: 'orchestrator.v1.checkpoint.clear',
+  /** Also what the gateway calls for `POST /action/trigger`. */
+  actionTrigger: 'orchestrator.v1.action.trigger',
+} as const;
+
+export const FUNCTION_TYPES = ['sync', 'action', 'on-event'] as const;
+export type FunctionType = (typeof FUNCTION_TYPES)[number];
+
+export const ON_EVENT_TYPES = [
+  'post-connection-creation',
+  'pre-connection-deletion',
+  'validate-connection',
+] as const;
+export type OnEventType = (typeof ON_EVENT_TYPES)[number];
+
+/** Nango's script name alphabet (`action_name` on `/action/trigger`). */
+export const functionNameSchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[a-zA-Z0-9_-]+$/, 'may hold only letters, digits, "_" and "-"');
+
+/** A compiled bundle travels inline on NATS (default max payload 1 MiB); deploy refuses anything larger. */
+export const MAX_FUNCTION_BUNDLE_BYTES = 768 * 1024;
+
+/** Per-run limits; the runtime fills what is absent from its configured defaults, and caps what is present. */
+export const functionRunLimitsSchema = z.object({
+  memoryMb: z.number().int().min(8).max(4096).optional(),
+  cpuTimeMs: z.number().int().positive().optional(),
+  wallTimeMs: z.number().int().positive().optional(),
+  outputBytes: z.number().int().positive().optional(),
+});
+export type FunctionRunLimits = z.infer<typeof functionRunLimitsSchema>;
+
+export const functionRunRequestSchema = z.object({
+  /** The environment the run belongs to: every host call the script makes is scoped to it, never to script input. */
+  caller: callerSchema,
+  invocationId: z.string().uuid(),
+  function: z.object({
+    id: z.string(),
+    name: functionNameSchema,
+    type: z.enum(FUNCTION_TYPES),
+    version: z.string(),
+    /** sha256 of `code`, hex: lets the runtime reuse what it compiled for the same bundle. */
+    codeSha256: z.string().regex(/^[0-9a-f]{64}$/),
+    /** The CommonJS bundle the CLI compiled (`fileBody.js`). */
+    code: z.string().max(MAX_FUNCTION_BUNDLE_BYTES),
+    /** JSON schema of the action's input, when the script declared one (validated before the script runs). */
+    inputJsonSchema: z.unknown().optional(),
+  }),
+  connection: z.object({
+    connectionId: z.string(),
+    providerConfigKey: z.string(),
+    provider: z.string(),
+  }),
+  input: z.unknown().optional(),
+  /** On-event scripts: which event fired. */
+  event: z.enum(ON_EVENT_TYPES).optional(),
+  /** Syncs (next issue): the variant being run, `base` by default. */
+  variant: z.string().optional(),
+  attempt: z.number().int().min(1).default(1),
+  limits: functionRunLimitsSchema.default({}),
+});
+export type FunctionRunRequest = z.infer<typeof functionRunRequestSchema>;
+
+export const FUNCTION_LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export const functionLogSchema = z.object({
+  level: z.enum(FUNCTION_LOG_LEVELS),
+  message: z.string(),
+  at: z.string(),
+});
+export type FunctionLog = z.infer<typeof functionLogSchema>;
+
+/**
+ * Why a run failed. `action_script_runtime_error` is an `ActionError` the script threw on purpose (its
+ * payload goes back to the caller as Nango does); the `script_*_limit` codes are the sandbox's limits.
+ */
+export const FUNCTION_FAILURE_CODES = [
+  'action_script_runtime_error',
+  'script_runtime_error',
+  'script_invalid_input',
+  'script_invalid_output',
+  'script_load_error',
+  'script_timeout',
+  'script_cpu_limit',
+  'script_memory_limit',
+  'script_output_too_large',
+  'script_aborted',
+] as const;
+export type FunctionFailureCode = (typeof FUNCTION_FAILURE_CODES)[number];
+
+/**
+ * An output too large for one NATS message is put in the JetStream object store bucket named here, under
+ * the invocation id; the reader deletes it once stored elsewhere.
+ */
+export const FUNCTION_OUTPUT_BUCKET = 'function-outputs';
+
+const runStats = {
+  logs: z.array(functionLogSchema),
+  /** Log lines dropped past the per-run cap. */
+  logsDropped: z.number().int().min(0).default(0),
+  durationMs: z.number().min(0),
+  cpuTimeMs: z.number().min(0).optional(),
+};
+
+export const functionRunResultSchema = z.discriminatedUnion('status', [
+  z.object({
+    status: z.literal('success'),
+    /** The script's return value (JSON), inline, unless `outputRef` is set. */
+    output: z.unknown().optional(),
+    outputRef: z
+      .object({ bucket: z.literal(FUNCTION_OUTPUT_BUCKET), name: z.string(), bytes: z.number().int() })
+      .optional(),
+    ...runStats,
+  }),
+  z.object({
+    status: z.literal('failure'),
+    error: z.object({
+      code: z.enum(FUNCTION_FAILURE_CODES),
+      message: z.string(),
+      /** `ActionError`'s payload, as the script gave it. */
+      payload: z.unknown().optional(),
+    }),
+    ...runStats,
+  }),
+]);
+export type FunctionRunResult = z.infer<typeof functionRunResultSchema>;
+
+const hostScope = {
+  caller: callerSchema,
+  connectionId: z.string(),
+  providerConfigKey: z.string(),
+  functionName: functionNameSchema,
+  variant: z.string().default('base'),
+};
+export const checkpointGetRequestSchema = z.object(hostScope);
+export const checkpointSaveRequestSchema = z.object({
+  ...hostScope,
+  checkpoint: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
+});
+export const checkpointClearRequestSchema = z.object(hostScope);
+export const checkpointReplySchema = z.object({
+  checkpoint: checkpointSaveRequestSchema.shape.checkpoint.nullable(),
+});
+export type CheckpointReply = z.infer<typeof checkpointReplySchema>;
+
+export const actionTriggerRequestSchema = z.object({
+  caller: callerSchema,
+  connectionId: z.string(),
+  providerConfigKey: z.string(),
+  actionName: functionNameSchema,
+  input: z.unknown().optional(),
+  async: z.boolean().default(false),
+  maxRetries: z.number().int().min(0).max(5).default(0),
+});
+export type ActionTriggerRequest = z.infer<typeof actionTriggerRequestSchema>;
