@@ -201,29 +201,33 @@ export class HostCalls {
       }),
       setMetadata: entry({
         types: ALL,
-        args: z.object({ metadata: jsonObject }),
-        run: (s, args) =>
-          this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, {
+        args: z.object({ metadata: jsonObject, providerConfigKey: optionalKey, connectionId: optionalKey }),
+        run: (s, args) => {
+          ownConnection(s, args.providerConfigKey, args.connectionId);
+          return this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, {
             caller: s.caller,
             body: {
               connection_id: s.connectionId,
               provider_config_key: s.providerConfigKey,
               metadata: args.metadata,
             },
-          }),
+          });
+        },
       }),
       updateMetadata: entry({
         types: ALL,
-        args: z.object({ metadata: jsonObject }),
-        run: (s, args) =>
-          this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, {
+        args: z.object({ metadata: jsonObject, providerConfigKey: optionalKey, connectionId: optionalKey }),
+        run: (s, args) => {
+          ownConnection(s, args.providerConfigKey, args.connectionId);
+          return this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, {
             caller: s.caller,
             body: {
               connection_id: s.connectionId,
               provider_config_key: s.providerConfigKey,
               metadata: args.metadata,
             },
-          }),
+          });
+        },
       }),
       getEnvironmentVariables: entry({
         types: ALL,

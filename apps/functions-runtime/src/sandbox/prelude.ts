@@ -334,8 +334,10 @@ export const PRELUDE_SOURCE = String.raw`
     getConnection: (providerConfigKey, connectionId) => call('getConnection', { providerConfigKey, connectionId }),
     getToken: () => call('getToken', {}),
     getMetadata: () => call('getMetadata', {}),
-    setMetadata: (metadata) => call('setMetadata', { metadata }),
-    updateMetadata: (metadata) => call('updateMetadata', { metadata }),
+    // Nango's node client takes (providerConfigKey, connectionId, metadata); scripts pass only metadata.
+    // A connection named anyway must be the run's own (the host checks).
+    setMetadata: (metadata, connectionId, providerConfigKey) => call('setMetadata', { metadata, connectionId, providerConfigKey }),
+    updateMetadata: (metadata, connectionId, providerConfigKey) => call('updateMetadata', { metadata, connectionId, providerConfigKey }),
     getEnvironmentVariables: () => call('getEnvironmentVariables', {}),
     getWebhookURL: () => call('getWebhookURL', {}),
     log: async (...args) => {
