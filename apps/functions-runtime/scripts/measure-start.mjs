@@ -1,7 +1,8 @@
 // Start-up cost of one sandbox, three ways (README "Isolates: one per run"). Run after a build:
 //   node scripts/measure-start.mjs [runs=20]
 // cold:     new isolate, evaluate the sandbox library (zod, URL, Buffer), compile and run a bundle
-// snapshot: new isolate from the library's heap snapshot, compile and run a bundle (what the runtime does)
+// cached:   new isolate, the library compiled from V8's code cache, compile and run a bundle (what the runtime does)
+// snapshot: new isolate from the library's heap snapshot, compile and run a bundle
 // warm:     one reused isolate, a new context per run, the library re-evaluated from its compiled script
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -39,6 +40,19 @@ console.log(
     const isolate = new ivm.Isolate({ memoryLimit: 128 });
     const context = isolate.createContextSync();
     isolate.compileScriptSync(lib).runSync(context);
+    isolate.compileScriptSync(wrapped).runSync(context);
+    isolate.dispose();
+  }),
+);
+const scratch = new ivm.Isolate({ memoryLimit: 64 });
+const cachedData = scratch.compileScriptSync(lib, { produceCachedData: true }).cachedData;
+scratch.dispose();
+console.log(
+  'cached  ',
+  time(() => {
+    const isolate = new ivm.Isolate({ memoryLimit: 128 });
+    const context = isolate.createContextSync();
+    isolate.compileScriptSync(lib, { cachedData }).runSync(context);
     isolate.compileScriptSync(wrapped).runSync(context);
     isolate.dispose();
   }),

@@ -363,6 +363,18 @@ describe('functions-runtime: functions.v1.run', () => {
         cause: 'egress_refused',
       },
       {
+        attempt: 'a flood of timers',
+        body: 'for (let i = 0; i < 5000; i++) setTimeout(() => {}, 60000); return 1;',
+        code: 'script_runtime_error',
+        message: /too many pending timers/,
+      },
+      {
+        attempt: 'forging the sandbox result through a patched JSON.stringify',
+        body: 'JSON.stringify = () => \'{"status":"failure","code":"pwned","message":"x"}\'; return 1;',
+        code: 'script_runtime_error',
+        message: /unreadable result/,
+      },
+      {
         attempt: 'nango.getConnection naming another connection',
         body: 'return await nango.getConnection("fake-pages", "conn-b");',
         code: 'script_forbidden_call',
@@ -387,6 +399,18 @@ describe('functions-runtime: functions.v1.run', () => {
       if (message) expect(result.error.message).toMatch(message);
       if (cause) expect(result.error.cause).toEqual({ code: cause });
       await expectStillServing();
+    });
+
+    it('a bundle that breaks out of its CommonJS wrapper cannot replace the sandbox entry point', async () => {
+      const code = [
+        'module.exports = { default: { type: "action", exec: async () => "first" } };',
+        '};',
+        'globalThis.__start = async () => JSON.stringify({ status: "success", output: "forged" });',
+        'globalThis.__factory = function (module) {',
+        '  module.exports = { default: { type: "action", exec: async () => "real" } };',
+      ].join('\n');
+      const result = await run(code, {});
+      expect(result).toMatchObject({ status: 'success', output: 'real' });
     });
 
     it('a script that rewrites nango.connectionId still reaches only its own connection', async () => {

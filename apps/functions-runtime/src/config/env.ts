@@ -30,6 +30,11 @@ export const envSchema = z
     FUNCTIONS_ON_EVENT_WALL_LIMIT_MS: int(1, 5 * 60_000),
     /** Wall clock of a sync run (Nango: 24 h). */
     FUNCTIONS_SYNC_WALL_LIMIT_MS: int(1, 24 * 60 * 60_000),
+    /**
+     * At the wall clock `nango.abortSignal` fires and provider calls stop; the script then has this long to
+     * wind down (save a checkpoint, log) before its isolate is disposed. The run still ends in script_timeout.
+     */
+    FUNCTIONS_ABORT_GRACE_MS: int(0, 2_000),
     /** Largest output a run may return, in bytes of JSON. */
     FUNCTIONS_OUTPUT_LIMIT_BYTES: int(1, 10 * 1024 * 1024),
     /** Outputs up to this many bytes travel inline in the reply; larger ones go to the object store. */

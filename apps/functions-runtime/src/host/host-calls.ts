@@ -31,7 +31,9 @@ export interface RunScope {
   providerConfigKey: string;
   provider: string;
   variant: string;
-  /** Aborted when the run ends (its wall clock, a limit, or done): in-flight calls stop with it. */
+  /** Aborted at the run's wall clock: provider calls in flight stop, new ones are refused. */
+  deadline: AbortSignal;
+  /** Aborted when the run is over (after the abort grace, a limit, or done): every call stops. */
   signal: AbortSignal;
 }
 
@@ -41,6 +43,9 @@ interface HostCall<S extends z.ZodType> {
   args: S;
   run(scope: RunScope, args: z.infer<S>): Promise<unknown>;
 }
+
+/** Largest JSON a script may send in one host call (a proxied body or a metadata object). */
+const MAX_ARGS_CHARS = 16 * 1024 * 1024;
 
 const ALL: readonly FunctionType[] = ['action', 'on-event', 'sync'];
 const jsonObject = z.record(z.string(), z.unknown());
@@ -114,6 +119,12 @@ export class HostCalls {
           `nango.${name} is not available to ${scope.type} functions`,
         );
       }
+      if (argsJson.length > MAX_ARGS_CHARS) {
+        throw new HostCallError(
+          'invalid_arguments',
+          `nango.${name}: the arguments are over ${MAX_ARGS_CHARS} characters`,
+        );
+      }
       const parsed = call.args.safeParse(JSON.parse(argsJson));
       if (!parsed.success) {
         throw new HostCallError(
@@ -161,7 +172,8 @@ export class HostCalls {
         args: proxyArgsSchema,
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
-          return this.proxy.send(key(s), args, s.signal);
+          if (s.deadline.aborted) throw new HostCallError('script_aborted', 'the run is out of time');
+          return this.proxy.send(key(s), args, s.deadline);
         },
       }),
       paginateDefaults: entry({

@@ -3,7 +3,7 @@ import type { FunctionRunRequest, FunctionRunResult, FunctionType } from '@switc
 import { SpanStatusCode, trace } from '@switchboard/observability';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
 import { HostCalls, type RunScope } from '../host/host-calls';
-import { runInSandbox, sandboxSnapshot, type RunLimits } from '../sandbox/sandbox';
+import { runInSandbox, sandboxLibrary, type RunLimits } from '../sandbox/sandbox';
 import { OutputStore } from './output-store';
 import { RunSlots } from './run-slots';
 
@@ -27,9 +27,9 @@ export class RunsService implements OnModuleInit {
     this.slots = new RunSlots(env.FUNCTIONS_MAX_CONCURRENT_RUNS);
   }
 
-  /** The sandbox snapshot is made at boot: a missing or broken `dist/sandbox-lib.js` fails the start. */
+  /** The sandbox library is loaded at boot: a missing or broken `dist/sandbox-lib.js` fails the start. */
   onModuleInit(): void {
-    sandboxSnapshot();
+    sandboxLibrary();
   }
 
   limitsFor(req: FunctionRunRequest): RunLimits {
@@ -41,6 +41,7 @@ export class RunsService implements OnModuleInit {
       outputBytes: cap(req.limits.outputBytes, this.env.FUNCTIONS_OUTPUT_LIMIT_BYTES),
       logLines: this.env.FUNCTIONS_LOG_LINES_LIMIT,
       logLineChars: this.env.FUNCTIONS_LOG_LINE_CHARS,
+      abortGraceMs: this.env.FUNCTIONS_ABORT_GRACE_MS,
     };
   }
 
@@ -95,6 +96,9 @@ export class RunsService implements OnModuleInit {
 
   private async execute(req: FunctionRunRequest): Promise<FunctionRunResult> {
     const limits = this.limitsFor(req);
+    // `deadline` fires at the wall clock (provider calls stop, abortSignal fires in the script); `stop`
+    // when the run is over (every host call stops). Between the two is the abort grace.
+    const deadline = new AbortController();
     const stop = new AbortController();
     const scope: RunScope = {
       caller: req.caller,
@@ -105,6 +109,7 @@ export class RunsService implements OnModuleInit {
       providerConfigKey: req.connection.providerConfigKey,
       provider: req.connection.provider,
       variant: req.variant ?? 'base',
+      deadline: deadline.signal,
       signal: stop.signal,
     };
     let outcome;
@@ -121,10 +126,11 @@ export class RunsService implements OnModuleInit {
         variant: scope.variant,
         limits,
         hostCall: (name, argsJson) => this.hostCalls.dispatch(scope, name, argsJson),
-        onWallClock: () => stop.abort(),
+        onWallClock: () => deadline.abort(),
       });
     } finally {
       // Whatever the script left running host-side (a proxied call, a sleep) ends with the run.
+      deadline.abort();
       stop.abort();
     }
     const { logs, logsDropped, durationMs, cpuTimeMs } = outcome;
@@ -143,9 +149,20 @@ export class RunsService implements OnModuleInit {
         ...stats,
       };
     }
+    let output: unknown;
+    try {
+      output = JSON.parse(outcome.outputJson);
+    } catch {
+      // Only a script that tampered with the sandbox's own JSON gets here.
+      return {
+        status: 'failure',
+        error: { code: 'script_runtime_error', message: 'the output is not valid JSON' },
+        ...stats,
+      };
+    }
     if (bytes.length > this.env.FUNCTIONS_INLINE_OUTPUT_BYTES) {
       return { status: 'success', outputRef: await this.outputs.put(req.invocationId, bytes), ...stats };
     }
-    return { status: 'success', output: JSON.parse(outcome.outputJson) as unknown, ...stats };
+    return { status: 'success', output, ...stats };
   }
 }

@@ -71,10 +71,13 @@ export const PRELUDE_SOURCE = String.raw`
   };
 
   // ---- timers (bounded by the run's wall clock: the isolate is gone when it ends) ---------------
+  // Each pending timer holds a host timer: capped, so a script cannot pile them up in the host's heap.
+  const MAX_TIMERS = 1000;
   const timers = new Map();
   let nextTimer = 1;
   const setTimeout = (fn, ms, ...args) => {
     if (typeof fn !== 'function') throw new TypeError('setTimeout needs a function');
+    if (timers.size >= MAX_TIMERS) throw new RangeError('too many pending timers (' + MAX_TIMERS + ')');
     const id = nextTimer++;
     timers.set(id, true);
     hostSleep.apply(undefined, [Math.max(0, Number(ms) || 0)], { result: { promise: true } }).then(() => {
@@ -161,10 +164,23 @@ export const PRELUDE_SOURCE = String.raw`
 
   // ---- host calls -----------------------------------------------------------------------------------
   const hostErrors = new WeakSet();
+  // At most this many host calls of a run are in flight; the others wait here, in the script's own heap
+  // (a Promise.all over thousands of calls must not become thousands of host requests at once).
+  const MAX_IN_FLIGHT = 16;
+  let inFlight = 0;
+  const queue = [];
   const call = async (name, args) => {
-    const raw = await hostCall.apply(undefined, [name, JSON.stringify(args === undefined ? null : args)], {
-      result: { promise: true, copy: true },
-    });
+    const argsJson = JSON.stringify(args === undefined ? null : args);
+    if (inFlight >= MAX_IN_FLIGHT) await new Promise((resolve) => queue.push(resolve));
+    else inFlight++;
+    let raw;
+    try {
+      raw = await hostCall.apply(undefined, [name, argsJson], { result: { promise: true, copy: true } });
+    } finally {
+      const next = queue.shift();
+      if (next) next();
+      else inFlight--;
+    }
     const reply = JSON.parse(raw);
     if (reply.ok) return reply.value;
     const error = new Error(reply.error.message);

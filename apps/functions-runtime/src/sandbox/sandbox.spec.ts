@@ -30,6 +30,7 @@ const request = (code: string, input: unknown, overrides: Partial<SandboxRequest
     outputBytes: 1024,
     logLines: 3,
     logLineChars: 80,
+    abortGraceMs: 500,
   },
   hostCall: (name) => {
     hostCalls.push(name);
@@ -115,5 +116,38 @@ describe('runInSandbox', () => {
       status: 'failure',
       error: { code: 'script_invalid_output', payload: [expect.objectContaining({ path: ['n'] })] },
     });
+  });
+
+  it('fires abortSignal at the wall clock and lets the script wind down before ending it', async () => {
+    const result = await runInSandbox(
+      request(
+        action(`
+          await new Promise((resolve) => nango.abortSignal.addEventListener('abort', resolve));
+          await nango.log('aborted: ' + nango.abortSignal.aborted);
+          await new Promise(() => {});`),
+        {},
+        {
+          limits: { ...request('', {}).limits, wallTimeMs: 200, abortGraceMs: 300 },
+        },
+      ),
+    );
+    expect(result).toMatchObject({ status: 'failure', error: { code: 'script_timeout' } });
+    expect(result.logs.map((l) => l.message)).toEqual(['aborted: true']);
+    expect(result.durationMs).toBeGreaterThanOrEqual(450);
+    expect(result.durationMs).toBeLessThan(2000);
+  });
+
+  it('ends a script that ignores its abortSignal and keeps the CPU busy in the grace', async () => {
+    const result = await runInSandbox(
+      request(
+        action('await new Promise((r) => setTimeout(r, 150)); for (;;) {}'),
+        {},
+        {
+          limits: { ...request('', {}).limits, cpuTimeMs: 5000, wallTimeMs: 300, abortGraceMs: 200 },
+        },
+      ),
+    );
+    expect(result).toMatchObject({ status: 'failure', error: { code: 'script_timeout' } });
+    expect(result.durationMs).toBeLessThan(1500);
   });
 });

@@ -1,8 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
-import type { FunctionFailureCode, FunctionLog, FunctionType } from '@switchboard/contracts';
+import {
+  FUNCTION_FAILURE_CODES,
+  type FunctionFailureCode,
+  type FunctionLog,
+  type FunctionType,
+} from '@switchboard/contracts';
 import ivm from 'isolated-vm';
+import { z } from 'zod';
 import { PRELUDE_SOURCE } from './prelude';
 
 /** The limits one run gets, already capped by configuration. */
@@ -13,6 +19,8 @@ export interface RunLimits {
   outputBytes: number;
   logLines: number;
   logLineChars: number;
+  /** After the wall clock: how long the script may wind down (abortSignal fired) before it is disposed. */
+  abortGraceMs: number;
 }
 
 export interface SandboxRequest {
@@ -48,30 +56,39 @@ export type SandboxOutcome = {
     }
 );
 
-interface PreludeFailure {
-  status: 'failure';
-  code: FunctionFailureCode;
-  message: string;
-  payload?: unknown;
-  cause?: { code: string };
-}
-
 /** How often the CPU clock of a running isolate is read. */
 const CPU_POLL_MS = 20;
 
 /**
- * The bundle that every isolate starts from (zod, URL, URLSearchParams, Buffer), as a V8 heap snapshot
- * made once per process: a new isolate from it is ready in ~15 ms instead of ~100 ms (README).
- * `dist/sandbox-lib.js` is built by `scripts/build-sandbox-lib.mjs`; this file sits one folder below
- * both `src/` and `dist/`, so the same relative path finds it from either.
+ * The library every isolate gets (zod, URL, URLSearchParams, Buffer): `dist/sandbox-lib.js`, built by
+ * `scripts/build-sandbox-lib.mjs`, with V8's code cache for it made once per process, so a new isolate
+ * compiles it without parsing (~15 ms to a ready context instead of ~50 ms; README). This file sits one
+ * folder below both `src/` and `dist/`, so the same relative path finds the library from either.
+ * (isolated-vm's heap snapshots would be as fast, but its author advises against them: V8 may crash a
+ * process whose isolates start from different snapshots.)
  */
-let snapshot: ivm.ExternalCopy<ArrayBuffer> | undefined;
-export function sandboxSnapshot(): ivm.ExternalCopy<ArrayBuffer> {
-  if (!snapshot) {
-    const lib = readFileSync(join(__dirname, '..', '..', 'dist', 'sandbox-lib.js'), 'utf8');
-    snapshot = ivm.Isolate.createSnapshot([{ code: lib, filename: 'sandbox-lib.js' }]);
+interface SandboxLibrary {
+  source: string;
+  cachedData?: ivm.ExternalCopy<ArrayBuffer>;
+}
+let library: SandboxLibrary | undefined;
+export function sandboxLibrary(): SandboxLibrary {
+  if (!library) {
+    const source = readFileSync(join(__dirname, '..', '..', 'dist', 'sandbox-lib.js'), 'utf8');
+    const scratch = new ivm.Isolate({ memoryLimit: 64 });
+    try {
+      const script = scratch.compileScriptSync(source, {
+        filename: 'sandbox-lib.js',
+        produceCachedData: true,
+      });
+      // Evaluated once here too, so a broken library fails the boot rather than every run.
+      script.runSync(scratch.createContextSync());
+      library = { source, cachedData: (script as ivm.Script & ivm.CachedDataResult).cachedData };
+    } finally {
+      scratch.dispose();
+    }
   }
-  return snapshot;
+  return library;
 }
 
 const logger = new Logger('Sandbox');
@@ -90,7 +107,6 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
 
   const isolate = new ivm.Isolate({
     memoryLimit: req.limits.memoryMb,
-    snapshot: sandboxSnapshot(),
     onCatastrophicError: (message) => {
       // isolated-vm: V8 lost control of an isolate; the process cannot be trusted to go on.
       logger.fatal(`isolated-vm catastrophic error: ${message}`);
@@ -110,8 +126,8 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     return lastCpuMs;
   };
   const end = (code: FunctionFailureCode, message: string) => {
-    if (broken) return;
-    broken = { code, message };
+    // During the abort grace the answer is already script_timeout; a limit broken then still ends it.
+    broken ??= { code, message };
     req.onWallClock();
     if (!isolate.isDisposed) isolate.dispose();
   };
@@ -120,8 +136,21 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
       end('script_cpu_limit', `the function used more than ${req.limits.cpuTimeMs} ms of CPU time`);
     }
   }, CPU_POLL_MS);
+  let abortRef: ivm.Reference<(message: string) => void> | undefined;
+  let graceWatch: NodeJS.Timeout | undefined;
   const wallWatch = setTimeout(() => {
-    end('script_timeout', `the function ran longer than ${req.limits.wallTimeMs} ms`);
+    const message = `the function ran longer than ${req.limits.wallTimeMs} ms`;
+    if (req.limits.abortGraceMs <= 0 || !abortRef || isolate.isDisposed) {
+      end('script_timeout', message);
+      return;
+    }
+    // The answer is decided now; the script only gets a moment to react to its abortSignal.
+    broken = { code: 'script_timeout', message };
+    req.onWallClock();
+    abortRef.apply(undefined, [message], { timeout: req.limits.abortGraceMs }).catch(() => undefined);
+    graceWatch = setTimeout(() => {
+      if (!isolate.isDisposed) isolate.dispose();
+    }, req.limits.abortGraceMs);
   }, req.limits.wallTimeMs);
 
   let resultJson: string | undefined;
@@ -129,6 +158,12 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   let cpuTimeMs = 0;
   try {
     const context = await isolate.createContext();
+    const lib = sandboxLibrary();
+    const libScript = await isolate.compileScript(lib.source, {
+      filename: 'sandbox-lib.js',
+      ...(lib.cachedData ? { cachedData: lib.cachedData } : {}),
+    });
+    await libScript.run(context);
     const global = context.global;
     await global.set(
       '__hostCall',
@@ -165,6 +200,12 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
       }),
     );
     await context.eval(PRELUDE_SOURCE, { filename: 'switchboard-prelude.js' });
+    // Taken before the bundle runs: code that breaks out of its wrapper cannot replace them.
+    const start = (await global.get('__start', { reference: true })) as ivm.Reference<
+      (input: string | undefined) => Promise<string>
+    >;
+    abortRef = (await global.get('__abort', { reference: true })) as ivm.Reference<(message: string) => void>;
+    await global.delete('__abort');
     let bundle: ivm.Script;
     try {
       // The bundle is CommonJS: wrapped so `module`, `exports` and `require` are the prelude's.
@@ -187,9 +228,6 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
       return outcome;
     }
     await bundle.run(context);
-    const start = (await global.get('__start', { reference: true })) as ivm.Reference<
-      (input: string | undefined) => Promise<string>
-    >;
     resultJson = (await start.apply(
       undefined,
       [req.input === undefined ? undefined : JSON.stringify(req.input)],
@@ -200,6 +238,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   } finally {
     clearInterval(cpuWatch);
     clearTimeout(wallWatch);
+    clearTimeout(graceWatch);
     cpuTimeMs = cpuMs();
     if (!broken && isolate.isDisposed) {
       // isolated-vm disposes of an isolate by itself only when its heap is over the limit.
@@ -230,7 +269,19 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   return { ...parseResult(resultJson), ...stats } as SandboxOutcome;
 }
 
-/** The prelude's answer; a success keeps its output as the JSON text it already is (never parsed here). */
+const preludeFailureSchema = z.object({
+  status: z.literal('failure'),
+  code: z.enum(FUNCTION_FAILURE_CODES),
+  message: z.string().max(64 * 1024),
+  payload: z.unknown().optional(),
+  cause: z.object({ code: z.string().max(128) }).optional(),
+});
+
+/**
+ * The prelude's answer. It comes out of the isolate, where the script may have tampered with the globals
+ * the prelude uses (JSON, String.prototype, ...), so it is checked like any untrusted input; a success
+ * keeps its output as the JSON text it is (parsed once, by the caller).
+ */
 function parseResult(json: string) {
   const prefix = '{"status":"success"';
   if (json.startsWith(prefix)) {
@@ -240,14 +291,30 @@ function parseResult(json: string) {
       outputJson: json.startsWith(withOutput) ? json.slice(withOutput.length, -1) : undefined,
     };
   }
-  const result = JSON.parse(json) as PreludeFailure;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    parsed = undefined;
+  }
+  const result = preludeFailureSchema.safeParse(parsed);
+  if (!result.success) {
+    return {
+      status: 'failure' as const,
+      error: {
+        code: 'script_runtime_error' as const,
+        message: 'the function ended with an unreadable result',
+      },
+    };
+  }
+  const { code, message, payload, cause } = result.data;
   return {
     status: 'failure' as const,
     error: {
-      code: result.code,
-      message: result.message,
-      ...(result.payload !== undefined ? { payload: result.payload } : {}),
-      ...(result.cause !== undefined ? { cause: result.cause } : {}),
+      code,
+      message,
+      ...(payload !== undefined ? { payload } : {}),
+      ...(cause !== undefined ? { cause } : {}),
     },
   };
 }
