@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { FunctionRunRequest, FunctionRunResult, FunctionType } from '@switchboard/contracts';
-import { SpanStatusCode, trace } from '@switchboard/observability';
+import { context, SpanStatusCode, trace } from '@switchboard/observability';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
 import { HostCalls, type RunScope } from '../host/host-calls';
 import { runInSandbox, sandboxLibrary, type RunLimits } from '../sandbox/sandbox';
@@ -96,6 +96,7 @@ export class RunsService implements OnModuleInit {
 
   private async execute(req: FunctionRunRequest): Promise<FunctionRunResult> {
     const limits = this.limitsFor(req);
+    const runContext = context.active();
     // `deadline` fires at the wall clock (provider calls stop, abortSignal fires in the script); `stop`
     // when the run is over (every host call stops). Between the two is the abort grace.
     const deadline = new AbortController();
@@ -125,7 +126,10 @@ export class RunsService implements OnModuleInit {
         invocationId: req.invocationId,
         variant: scope.variant,
         limits,
-        hostCall: (name, argsJson) => this.hostCalls.dispatch(scope, name, argsJson),
+        // isolated-vm calls back from its own thread, outside Node's async context: the run's span is
+        // put back around each host call so provider calls and NATS requests stay in the run's trace.
+        hostCall: (name, argsJson) =>
+          context.with(runContext, () => this.hostCalls.dispatch(scope, name, argsJson)),
         onWallClock: () => deadline.abort(),
       });
     } finally {
