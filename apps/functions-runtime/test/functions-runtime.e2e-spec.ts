@@ -260,6 +260,35 @@ describe('functions-runtime: functions.v1.run', () => {
       expect(result.outputRef!.bytes).toBe(blob!.length);
     });
 
+    it('throws a provider error answer as an axios-like error carrying the response', async () => {
+      const caught = await run(
+        actionBundle(`try { await nango.get({ endpoint: '/missing' }); return 'no error'; }
+          catch (e) { return { status: e.response.status, data: e.response.data, message: e.message }; }`),
+        {},
+      );
+      expect(caught).toMatchObject({
+        status: 'success',
+        output: {
+          status: 404,
+          data: { message: 'not found' },
+          message: 'Request failed with status code 404',
+        },
+      });
+      const uncaught = await run(actionBundle("await nango.get({ endpoint: '/missing' });"), {});
+      expect(uncaught).toMatchObject({
+        status: 'failure',
+        error: { code: 'script_runtime_error', message: 'AxiosError: Request failed with status code 404' },
+      });
+    });
+
+    it('refuses an ActionError payload too large for the reply', async () => {
+      const result = await run(
+        actionBundle(`throw new nango.ActionError({ blob: 'b'.repeat(${INLINE_OUTPUT_BYTES * 2}) });`),
+        {},
+      );
+      expect(result).toMatchObject({ status: 'failure', error: { code: 'script_output_too_large' } });
+    });
+
     it('caps the log lines it keeps and counts the rest', async () => {
       const result = await run(
         actionBundle('for (let i = 0; i < 12; i++) console.log("line", i); return 1;'),

@@ -43,6 +43,11 @@ export const envSchema = z
     FUNCTIONS_LOG_LINES_LIMIT: int(1, 1000),
     /** Characters kept of one log line. */
     FUNCTIONS_LOG_LINE_CHARS: int(64, 8192),
+    /**
+     * Characters of log text kept per run, all lines together: logs travel in the NATS reply (1 MiB by
+     * default) beside an inline output of up to FUNCTIONS_INLINE_OUTPUT_BYTES.
+     */
+    FUNCTIONS_LOG_TOTAL_CHARS: int(1024, 256 * 1024),
     /** Largest provider answer a script may receive from `nango.proxy()`, in bytes. */
     FUNCTIONS_PROXY_RESPONSE_LIMIT_BYTES: int(1, 10 * 1024 * 1024),
     /** Runs executed at once by one process; more wait for a free slot. */

@@ -139,8 +139,9 @@ export class HostCalls {
       if (error instanceof HostCallError || error instanceof SwitchboardError) {
         return JSON.stringify({ ok: false, error: { code: error.code, message: error.message } });
       }
-      // Details may quote credentials or internal addresses: logged here, not handed to the script.
-      this.logger.error(`host call ${name} failed: ${(error as Error)?.message ?? String(error)}`);
+      // Messages may quote credentials or the script's data (JSON parse errors quote their input): only
+      // the kind of failure is logged, and the script gets a generic one.
+      this.logger.error(`host call ${name} failed: ${(error as Error)?.name ?? typeof error}`);
       return JSON.stringify({ ok: false, error: { code: 'server_error', message: `nango.${name} failed` } });
     }
   }

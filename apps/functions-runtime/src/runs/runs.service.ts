@@ -41,6 +41,7 @@ export class RunsService implements OnModuleInit {
       outputBytes: cap(req.limits.outputBytes, this.env.FUNCTIONS_OUTPUT_LIMIT_BYTES),
       logLines: this.env.FUNCTIONS_LOG_LINES_LIMIT,
       logLineChars: this.env.FUNCTIONS_LOG_LINE_CHARS,
+      logTotalChars: this.env.FUNCTIONS_LOG_TOTAL_CHARS,
       abortGraceMs: this.env.FUNCTIONS_ABORT_GRACE_MS,
     };
   }
@@ -139,7 +140,22 @@ export class RunsService implements OnModuleInit {
     }
     const { logs, logsDropped, durationMs, cpuTimeMs } = outcome;
     const stats = { logs, logsDropped, durationMs, cpuTimeMs };
-    if (outcome.status === 'failure') return { status: 'failure', error: outcome.error, ...stats };
+    if (outcome.status === 'failure') {
+      // An ActionError payload (or zod issues) travels inline: it must fit the reply like an inline output.
+      const payloadBytes =
+        outcome.error.payload === undefined ? 0 : Buffer.byteLength(JSON.stringify(outcome.error.payload));
+      if (payloadBytes > this.env.FUNCTIONS_INLINE_OUTPUT_BYTES) {
+        return {
+          status: 'failure',
+          error: {
+            code: 'script_output_too_large',
+            message: `the error payload is ${payloadBytes} bytes, over the limit of ${this.env.FUNCTIONS_INLINE_OUTPUT_BYTES} bytes (${outcome.error.code}: ${outcome.error.message})`,
+          },
+          ...stats,
+        };
+      }
+      return { status: 'failure', error: outcome.error, ...stats };
+    }
     if (outcome.outputJson === undefined) return { status: 'success', ...stats };
 
     const bytes = Buffer.from(outcome.outputJson, 'utf8');

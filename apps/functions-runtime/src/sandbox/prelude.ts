@@ -388,7 +388,9 @@ export const PRELUDE_SOURCE = String.raw`
       return undefined;
     }
   };
-  const failure = (code, message, extra) => JSON.stringify(Object.assign({ status: 'failure', code, message: String(message) }, extra || {}));
+  const MESSAGE_CHARS = 4000;
+  const failure = (code, message, extra) =>
+    JSON.stringify(Object.assign({ status: 'failure', code, message: String(message).slice(0, MESSAGE_CHARS) }, extra || {}));
   const describe = (error) => {
     if (error && error.type === 'action_script_runtime_error') {
       return failure('action_script_runtime_error', error.message || 'action error', { payload: plain(error.payload) });

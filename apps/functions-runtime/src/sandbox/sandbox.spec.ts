@@ -30,6 +30,7 @@ const request = (code: string, input: unknown, overrides: Partial<SandboxRequest
     outputBytes: 1024,
     logLines: 3,
     logLineChars: 80,
+    logTotalChars: 100_000,
     abortGraceMs: 500,
   },
   hostCall: (name) => {
@@ -149,5 +150,19 @@ describe('runInSandbox', () => {
     );
     expect(result).toMatchObject({ status: 'failure', error: { code: 'script_timeout' } });
     expect(result.durationMs).toBeLessThan(1500);
+  });
+
+  it("stops keeping log lines once the run's log text is over its total", async () => {
+    const result = await runInSandbox(
+      request(
+        action('for (let i = 0; i < 3; i++) console.log("y".repeat(60)); return 1;'),
+        {},
+        {
+          limits: { ...request('', {}).limits, logTotalChars: 130 },
+        },
+      ),
+    );
+    expect(result.logs).toHaveLength(2);
+    expect(result.logsDropped).toBe(1);
   });
 });

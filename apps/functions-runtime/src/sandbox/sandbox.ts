@@ -19,6 +19,8 @@ export interface RunLimits {
   outputBytes: number;
   logLines: number;
   logLineChars: number;
+  /** Log text kept per run, all lines together. */
+  logTotalChars: number;
   /** After the wall clock: how long the script may wind down (abortSignal fired) before it is disposed. */
   abortGraceMs: number;
 }
@@ -103,6 +105,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   const started = performance.now();
   const logs: FunctionLog[] = [];
   let logsDropped = 0;
+  let logChars = 0;
   let broken: { code: FunctionFailureCode; message: string } | undefined;
 
   const isolate = new ivm.Isolate({
@@ -172,8 +175,12 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     await global.set(
       '__hostLog',
       new ivm.Reference((level: FunctionLog['level'], message: string) => {
-        if (logs.length >= req.limits.logLines) logsDropped++;
-        else logs.push({ level, message, at: new Date().toISOString() });
+        if (logs.length >= req.limits.logLines || logChars + message.length > req.limits.logTotalChars) {
+          logsDropped++;
+          return;
+        }
+        logChars += message.length;
+        logs.push({ level, message, at: new Date().toISOString() });
       }),
     );
     await global.set(
