@@ -441,9 +441,8 @@ export const PRELUDE_SOURCE = String.raw`
             });
           }
         }
-      } else if (meta.type === 'sync' && meta.webhookPayload !== undefined && typeof def.onWebhook === 'function') {
-        output = await def.onWebhook(nango, meta.webhookPayload);
       } else {
+        // on-event scripts and (until the records host calls land) syncs; a sync's onWebhook comes with them.
         output = await def.exec(nango);
       }
       let json;
