@@ -128,7 +128,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   });
   const launch = (name: StackService, env: Record<string, string>, label: string): RunningService => {
     const output: string[] = [];
-    const child = spawn(process.execPath, [join(root, 'apps', name, 'dist/main.js')], {
+    // isolated-vm (functions-runtime) needs Node's own startup snapshot off on Node >= 20, as in its image.
+    const flags = name === 'functions-runtime' ? ['--no-node-snapshot'] : [];
+    const child = spawn(process.execPath, [...flags, join(root, 'apps', name, 'dist/main.js')], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
