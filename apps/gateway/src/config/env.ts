@@ -13,6 +13,11 @@ export const envSchema = z
     /** Requests per account per fixed 60-second window, shared by every gateway replica (Redis). */
     SWITCHBOARD_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(1000),
     /**
+     * Requests per connect session per 60-second window. A session token lives in an end user's browser,
+     * so it has a window of its own: it can never spend the account's (and 429 the customer's backend).
+     */
+    SWITCHBOARD_SESSION_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(300),
+    /**
      * Largest share of the window's allowance one replica takes from Redis at a time (spent locally, so most
      * requests cost no Redis round trip). Limits under 1 / fraction stay exact; 0 asks Redis on every request.
      */
