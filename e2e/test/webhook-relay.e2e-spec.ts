@@ -1,11 +1,13 @@
 import { execFile } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Nango } from '@nangohq/node';
 import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { call, createKey, expectError } from './support/http';
+import { seedAccount, startGateway, type ExtraProcess } from './support/processes';
 import { AuthEventPublisher } from './support/webhook-events';
 import { headerRecord, WebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
 
@@ -338,6 +340,117 @@ describe('webhook relay', () => {
         status: 400,
         code: 'invalid_uri_params',
       });
+    });
+  });
+
+  describe('public ingress limits', () => {
+    let perEnvironment: ExtraProcess;
+    let perAddress: ExtraProcess;
+    // Windows live in the Redis every gateway shares: a fresh environment and a fresh loopback source
+    // address keep these windows apart from the other tests' (and from earlier runs').
+    let flooded: { secretKey: string; environmentUuid: string };
+    const octet = () => 2 + Math.floor(Math.random() * 250);
+    const sourceAddress = `127.${octet()}.${octet()}.${octet()}`;
+    const otherAddress = `127.1.${octet()}.${octet()}`;
+    beforeAll(async () => {
+      [perEnvironment, perAddress] = await Promise.all([
+        startGateway({
+          NATS_URL: stack.natsUrl,
+          SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN: '3',
+          SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN: '1000',
+        }),
+        startGateway({
+          NATS_URL: stack.natsUrl,
+          SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN: '1000',
+          SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN: '2',
+        }),
+      ]);
+      flooded = seedAccount(stack);
+      const as = (method: string, path: string, body: unknown) =>
+        call(stack.gatewayUrl, method, path, { key: flooded.secretKey, body });
+      expect(
+        (
+          await as('POST', '/integrations', {
+            provider: 'linear',
+            unique_key: 'linear',
+            credentials: {
+              type: 'OAUTH2',
+              client_id: 'c',
+              client_secret: 's',
+              webhook_secret: LINEAR_SECRET,
+            },
+          })
+        ).status,
+      ).toBe(200);
+      expect(
+        (await as('PATCH', '/environment', { webhook_settings: { primary_url: `${receiver.url}/flood` } }))
+          .status,
+      ).toBe(200);
+    }, 60_000);
+    afterAll(async () => {
+      await Promise.all([perEnvironment?.stop(), perAddress?.stop()]);
+    });
+
+    /** A signed Linear webhook from `localAddress` (any 127/8 address reaches the gateway on 127.0.0.1). */
+    const post = (gatewayUrl: string, environmentUuid: string, body: unknown, localAddress?: string) => {
+      const text = JSON.stringify(body);
+      return new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>(
+        (resolve, reject) => {
+          const req = httpRequest(
+            `${gatewayUrl}/webhook/${environmentUuid}/linear`,
+            {
+              method: 'POST',
+              ...(localAddress ? { localAddress } : {}),
+              headers: {
+                'content-type': 'application/json',
+                'linear-signature': createHmac('sha256', LINEAR_SECRET).update(text).digest('hex'),
+              },
+            },
+            (res) => {
+              let data = '';
+              res.setEncoding('utf8');
+              res.on('data', (chunk: string) => (data += chunk));
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+            },
+          );
+          req.on('error', reject);
+          req.end(text);
+        },
+      );
+    };
+
+    it('answers 429 with Retry-After once an environment has had its webhooks of the minute, and stores nothing more', async () => {
+      const answers = [];
+      for (let i = 0; i < 6; i++) {
+        answers.push(
+          await post(perEnvironment.url, flooded.environmentUuid, {
+            action: 'create',
+            organizationId: `org-flood-${i}`,
+            webhookTimestamp: Date.now(),
+          }),
+        );
+      }
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 429, 429, 429]);
+      const refused = answers.at(-1)!;
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(JSON.parse(refused.body)).toEqual({
+        error: { code: 'too_many_request', message: expect.any(String) },
+      });
+      // Only the three admitted webhooks were stored and forwarded.
+      await receiver.waitFor(3, '/flood');
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(
+        receiver.on('/flood').map((r) => (JSON.parse(r.body) as { organizationId: string }).organizationId),
+      ).toEqual(['org-flood-0', 'org-flood-1', 'org-flood-2']);
+    });
+
+    it('counts one sender address across environments, so naming many environments does not escape it', async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++)
+        statuses.push((await post(perAddress.url, randomUUID(), {}, sourceAddress)).status);
+      expect(statuses).toEqual([404, 404, 429, 429]);
+      // Another address still gets through.
+      expect((await post(perAddress.url, randomUUID(), {}, otherAddress)).status).not.toBe(429);
     });
   });
 

@@ -66,7 +66,10 @@ async function main(): Promise<void> {
         fastify,
       );
       // Public, raw-bodied provider webhook ingress (its own scope and body parser).
-      new ProviderWebhookRoute(app.get(NatsRequester)).register(app.getHttpAdapter().getInstance());
+      new ProviderWebhookRoute(app.get(NatsRequester), app.get(AccountRateLimiter), {
+        perIp: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN,
+        perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,
+      }).register(fastify);
     },
   });
 }

@@ -8,6 +8,7 @@ export const envSchema = z
   .object({
     PORT: envFragments.port(3011),
     ...envFragments.nats,
+    ...envFragments.streams,
     ...envFragments.database,
     ...envFragments.logging,
     ...envFragments.masterKeys,
