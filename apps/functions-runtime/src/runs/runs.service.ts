@@ -111,6 +111,7 @@ export class RunsService implements OnModuleInit {
       providerConfigKey: req.connection.providerConfigKey,
       provider: req.connection.provider,
       variant: req.variant ?? 'base',
+      depth: req.depth,
       deadline: deadline.signal,
       signal: stop.signal,
     };
