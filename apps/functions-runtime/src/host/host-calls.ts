@@ -38,6 +38,8 @@ export interface RunScope {
   deadline: AbortSignal;
   /** Aborted when the run is over (after the abort grace, a limit, or done): every call stops. */
   signal: AbortSignal;
+  /** Runs `wait` without holding a run slot (for calls that wait on another run). */
+  whileWaiting<T>(wait: () => Promise<T>): Promise<T>;
 }
 
 interface HostCall<S extends z.ZodType> {
@@ -281,15 +283,25 @@ export class HostCalls {
               `nango.triggerAction: actions may trigger actions at most ${MAX_ACTION_TRIGGER_DEPTH} deep`,
             );
           }
-          const reply = await this.nats.request<unknown>(FUNCTION_HOST_SUBJECTS.actionTrigger, {
-            caller: s.caller,
-            providerConfigKey: args.providerConfigKey,
-            connectionId: args.connectionId,
-            actionName: args.actionName,
-            input: args.input,
-            async: false,
-            depth: s.depth + 1,
-          });
+          const reply = await s.whileWaiting(() =>
+            this.nats.request<unknown>(
+              FUNCTION_HOST_SUBJECTS.actionTrigger,
+              {
+                caller: s.caller,
+                providerConfigKey: args.providerConfigKey,
+                connectionId: args.connectionId,
+                actionName: args.actionName,
+                input: args.input,
+                async: false,
+                depth: s.depth + 1,
+              },
+              // The triggered action may run as long as this one may.
+              {
+                timeoutMs:
+                  this.env.FUNCTIONS_ACTION_WALL_LIMIT_MS + this.env.FUNCTIONS_ABORT_GRACE_MS + 5_000,
+              },
+            ),
+          );
           // As Nango's: the script gets the triggered action's output (the orchestrator wraps it).
           const sync = syncTriggerReply.safeParse(reply);
           return sync.success ? sync.data.output : reply;
