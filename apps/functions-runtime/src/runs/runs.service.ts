@@ -3,7 +3,7 @@ import type { FunctionRunRequest, FunctionRunResult, FunctionType } from '@switc
 import { context, SpanStatusCode, trace } from '@switchboard/observability';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
 import { HostCalls, type RunScope } from '../host/host-calls';
-import { runInSandbox, sandboxLibrary, type RunLimits } from '../sandbox/sandbox';
+import { configureSpares, runInSandbox, sandboxLibrary, type RunLimits } from '../sandbox/sandbox';
 import { OutputStore } from './output-store';
 import { RunSlots } from './run-slots';
 
@@ -30,6 +30,7 @@ export class RunsService implements OnModuleInit {
   /** The sandbox library is loaded at boot: a missing or broken `dist/sandbox-lib.js` fails the start. */
   onModuleInit(): void {
     sandboxLibrary();
+    configureSpares(this.env.FUNCTIONS_SPARE_ISOLATES, this.env.FUNCTIONS_MEMORY_LIMIT_MB);
   }
 
   limitsFor(req: FunctionRunRequest): RunLimits {
