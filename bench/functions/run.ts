@@ -108,11 +108,17 @@ async function interleavedLatency(pool: Pool, calls: Call[]): Promise<Map<string
   return samples;
 }
 
+interface Measured {
+  name: string;
+  pid: number;
+}
+
 async function throughput(
   pool: Pool,
   call: Call,
-  pids: number[],
-): Promise<{ perSecond: number; cpuMs: number }> {
+  processes: Measured[],
+): Promise<{ perSecond: number; cpuMs: number; byProcess: string }> {
+  const pids = processes.map((p) => p.pid);
   const deadline = Date.now() + SETTINGS.throughputMs;
   const cpuBefore = pids.map(cpuMicros);
   const started = Date.now();
