@@ -240,11 +240,18 @@ async function main(): Promise<void> {
 
     console.log(`latency at c=1 (${SETTINGS.latencyRequests} of each, interleaved)...`);
     const latency = await interleavedLatency(pool, [proxyCall, actionCall]);
-    const pids = (
-      ['gateway', 'sync-orchestrator', 'functions-runtime', 'proxy', 'connections-vault'] as const
+    const processes = (
+      [
+        'gateway',
+        'sync-orchestrator',
+        'functions-runtime',
+        'proxy',
+        'connections-vault',
+        'auth-connect',
+      ] as const
     )
       .flatMap((name) => stack.replicas[name])
-      .map((r) => r.process.pid!);
+      .map((r) => ({ name: r.name, pid: r.process.pid! }));
     console.log(`throughput at c=${SETTINGS.concurrency} (${SETTINGS.throughputMs} ms each)...`);
     const proxyRate = await throughput(pool, proxyCall, processes);
     const actionRate = await throughput(pool, actionCall, processes);
