@@ -46,8 +46,16 @@ describe('gateway edge', () => {
       expect(res.text).toBe('{"result":"ok"}');
     });
 
-    it('GET /ready lists every service it depends on as ok; not the proxy service, the proxy is embedded', async () => {
-      const res = await call(stack.gatewayUrl, 'GET', '/ready');
+    it('GET /ready without a key (or with a key nobody issued) answers the status alone', async () => {
+      for (const key of [null, randomUUID()]) {
+        const res = await call(stack.gatewayUrl, 'GET', '/ready', key ? { key } : {});
+        expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { status: 'ready' } });
+        expect(res.text).not.toMatch(/auth-connect|version|uptime|nats/);
+      }
+    });
+
+    it('GET /ready with a secret key lists every service it depends on as ok; not the proxy service, the proxy is embedded', async () => {
+      const res = await call(stack.gatewayUrl, 'GET', '/ready', { key: stack.secretKey });
       expect(res.status).toBe(200);
       const checks = (res.body as { checks: { name: string; ok: boolean }[] }).checks;
       for (const service of [
