@@ -165,6 +165,45 @@ describe('gateway edge', () => {
       expect(await integrationKeys()).not.toContain('bad-body');
     });
 
+    it('400 invalid_body for a webhook_secret over 255 characters on create and on update, nothing stored', async () => {
+      const long = 'w'.repeat(256);
+      const credentials = { type: 'OAUTH2', client_id: 'id', client_secret: 's' };
+      const created = await post({
+        provider: 'github',
+        unique_key: 'long-webhook-secret',
+        credentials: { ...credentials, webhook_secret: long },
+      });
+      expect(expectError(created, 400, 'invalid_body').errors!.map((e) => e.path)).toEqual([
+        ['credentials', 'webhook_secret'],
+      ]);
+      expectError(await get('/integrations/long-webhook-secret'), 404, 'not_found');
+
+      // 255 is accepted; growing it past the limit later is refused the same way, and the stored one stays.
+      const ok = await post({
+        provider: 'github',
+        unique_key: 'long-webhook-secret',
+        credentials: { ...credentials, webhook_secret: 'w'.repeat(255) },
+      });
+      expect(ok.status).toBe(200);
+      const patched = await call(stack.gatewayUrl, 'PATCH', '/integrations/long-webhook-secret', {
+        key: stack.secretKey,
+        body: { credentials: { ...credentials, webhook_secret: long } },
+      });
+      expectError(patched, 400, 'invalid_body');
+      const stored = await call(
+        stack.gatewayUrl,
+        'GET',
+        '/integrations/long-webhook-secret?include=credentials',
+        {
+          key: stack.secretKey,
+        },
+      );
+      expect(
+        (stored.body as { data: { credentials: { webhook_secret: string } } }).data.credentials
+          .webhook_secret,
+      ).toHaveLength(255);
+    });
+
     it('400 invalid_body for a missing body on a route that takes one', async () => {
       expectError(
         await call(stack.gatewayUrl, 'POST', '/integrations', {
