@@ -34,7 +34,7 @@ function signed(
     bodyDigest?: string;
   } = {},
 ) {
-  const headers = options.headers ?? connection;
+  const headers: Record<string, string> = options.headers ?? connection;
   const encoded = Buffer.from(JSON.stringify(options.who ?? caller), 'utf8').toString('base64url');
   const timestamp = String(options.at ?? now);
   const nonce = randomBytes(16).toString('base64url');
