@@ -364,6 +364,7 @@ fake-github-app-oauth:
       type: string
       title: App public link
       format: uri
+      pattern: '^${providerUrl.replace(/\./g, '\\.')}/gh/apps/[a-z-]+$'
       automated: true
     installation_id:
       type: string

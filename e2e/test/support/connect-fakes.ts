@@ -271,6 +271,8 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
 
 /** A providers file (SWITCHBOARD_PROVIDERS_FILE) whose providers (OAuth 2, API key, basic, client credentials, app) point at the fake. */
 export function writeConnectProvidersFile(providerUrl: string): string {
+  const hostPattern = `^${providerUrl.replace(/^https:\/\//, '').replace(/\./g, '\\.')}$`;
+  const appLinkPattern = `^${providerUrl.replace(/\./g, '\\.')}/apps/[a-z-]+$`;
   const file = join(mkdtempSync(join(tmpdir(), 'connect-providers-')), 'providers.yaml');
   writeFileSync(
     file,
@@ -292,6 +294,20 @@ export function writeConnectProvidersFile(providerUrl: string): string {
       description: The part of your Fake OAuth address before .fake.example.
       pattern: '^[a-z0-9-]+$'
       example: acme
+
+fake-hosted:
+  display_name: Fake Hosted OAuth
+  categories: [other]
+  auth_mode: OAUTH2
+  authorization_url: https://\${connectionConfig.host}/hosted/authorize
+  token_url: https://\${connectionConfig.host}/hosted/token
+  docs: https://docs.example.com/fake-hosted
+  connection_config:
+    host:
+      type: string
+      title: Your instance host
+      description: Pinned to the provider's own domain (here its loopback address).
+      pattern: '${hostPattern}'
 
 fake-key:
   display_name: Fake Key
@@ -338,6 +354,7 @@ fake-app:
       type: string
       title: App public link
       format: uri
+      pattern: '${appLinkPattern}'
       automated: true
     installation_id:
       type: string

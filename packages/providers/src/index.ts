@@ -36,3 +36,15 @@ export {
   WebhookRoutingRuleSchema,
   WebhookSchema,
 } from './webhook-schema';
+export {
+  FOREIGN_HOST_PROBES,
+  connectionConfigValueProblems,
+  hostFieldNames,
+  hostFieldProblems,
+  hostValueAllowed,
+  mustPinHosts,
+  originPlaceholders,
+  originTemplates,
+  type HostFieldShape,
+  type HostFieldsProviderShape,
+} from './host-fields';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { hostFieldProblems } from './host-fields';
 import { WebhookSchema } from './webhook-schema';
 
 /**
@@ -304,6 +305,9 @@ export const ProviderDefinitionSchema = ProviderDefinitionBase.superRefine((entr
         });
       }
     }
+  }
+  for (const [name, problem] of hostFieldProblems(entry)) {
+    ctx.addIssue({ code: 'custom', path: ['connection_config', name], message: problem });
   }
 });
 export type ProviderDefinition = z.infer<typeof ProviderDefinitionSchema>;

@@ -197,7 +197,7 @@ function customCredentials(app: AppCredentials, user: OAuth2Credentials | undefi
  */
 export function installationTokenUrl(provider: ResolvedProvider, connectionConfig: ConnectionConfig): URL {
   if (provider.auth_mode === 'APP' && provider.token_url)
-    return interpolateUrl(provider.token_url, connectionConfig);
+    return interpolateUrl(provider.token_url, connectionConfig, provider);
   if (!provider.proxy?.base_url) {
     throw new ProviderExchangeError(
       `${provider.name} has neither an installation token_url nor a proxy base_url`,
@@ -208,7 +208,9 @@ export function installationTokenUrl(provider: ResolvedProvider, connectionConfi
       },
     );
   }
-  const base = interpolateUrl(provider.proxy.base_url, connectionConfig).toString().replace(/\/$/, '');
+  const base = interpolateUrl(provider.proxy.base_url, connectionConfig, provider)
+    .toString()
+    .replace(/\/$/, '');
   return new URL(
     `${base}/app/installations/${encodeURIComponent(String(connectionConfig['installation_id']))}/access_tokens`,
   );

@@ -7,6 +7,8 @@ import {
 } from '@switchboard/contracts';
 import { Prisma, type ConnectDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
+import { connectionConfigValueProblems } from '@switchboard/providers';
+import { AuthConnectError } from '../auth-connect.errors';
 import { AUTH_DB } from '../database/database.module';
 import type { FlowContext } from './flow-context.service';
 
@@ -30,6 +32,20 @@ export class CompletionService {
     connectionConfig: Record<string, unknown>,
   ): Promise<FlowResult> {
     const { session } = ctx;
+    // The last gate before anything is stored, whoever supplied the values (the page, the session, the
+    // provider's token response): a host field outside the provider's domains never reaches the vault.
+    const problems = connectionConfigValueProblems(ctx.provider, connectionConfig);
+    if (problems.length > 0) {
+      throw new AuthConnectError(
+        'invalid_connection',
+        'The connection config names a host or value the provider does not allow',
+        problems.map(([name, message]) => ({
+          code: 'invalid_format',
+          message: `${name} ${message}`,
+          path: ['connection_config', name],
+        })),
+      );
+    }
     await this.nats.request<StoredConnection>(VAULT_SUBJECTS.store, {
       environmentId: ctx.caller.environmentId,
       providerConfigKey: ctx.providerConfigKey,

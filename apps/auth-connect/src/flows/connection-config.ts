@@ -1,5 +1,5 @@
 import type { ConnectIntegrationDefaults, FieldError } from '@switchboard/contracts';
-import type { FormField, ResolvedProvider } from '@switchboard/providers';
+import { connectionConfigValueProblems, type FormField, type ResolvedProvider } from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
 
 /** Keys of the session's connection_config that configure the OAuth client, not the connection. */
@@ -32,6 +32,12 @@ export function userFields(provider: ResolvedProvider): [string, FormField][] {
  * form, then the session's `integrations_config_defaults.<key>.connection_config`, which wins (the
  * customer's backend decides, not the browser). Client override keys are left out: they configure the
  * OAuth client, and a secret must never land in a connection's config.
+ *
+ * The browser is not trusted: it may only fill the fields the form asks of it. A key the provider does not
+ * declare, or one Switchboard fills itself from the provider (`automated`, `hidden`: instance URLs, webhook
+ * routing ids), is refused rather than merged, so an end user can neither point a token URL at their own
+ * server nor claim another tenant's account id. Every value, the session's too, must pass its field's
+ * pattern; host fields must name the provider's own domains.
  */
 export function buildConnectionConfig(
   provider: ResolvedProvider,
@@ -44,6 +50,15 @@ export function buildConnectionConfig(
 
   const errors: FieldError[] = [];
   const declared = provider.connection_config ?? {};
+  const askable = new Set(userFields(provider).map(([name]) => name));
+  for (const name of Object.keys(params)) {
+    if (askable.has(name)) continue;
+    errors.push({
+      code: 'unrecognized_keys',
+      message: `${name} is not a connection field of ${provider.display_name}`,
+      path: ['params', name],
+    });
+  }
   for (const [name, field] of Object.entries(declared)) {
     const value = merged[name];
     if (value === undefined || value === '') {
@@ -58,9 +73,10 @@ export function buildConnectionConfig(
     if (problem)
       errors.push({ code: 'invalid_format', message: `${field.title} ${problem}`, path: ['params', name] });
   }
-  for (const [name, value] of Object.entries(params)) {
-    if (!(name in declared) && typeof value === 'string' && value.length > 1024) {
-      errors.push({ code: 'too_big', message: 'is too long', path: ['params', name] });
+  if (errors.length === 0) {
+    for (const [name, problem] of connectionConfigValueProblems(provider, merged)) {
+      const title = declared[name]?.title ?? name;
+      errors.push({ code: 'invalid_format', message: `${title} ${problem}`, path: ['params', name] });
     }
   }
   if (errors.length > 0)

@@ -129,7 +129,7 @@ export class RedirectFlowsService {
         connectionConfig['appPublicLink'] = integration.appLink.replace(/\/$/, '');
         const template =
           ctx.provider.authorization_url ?? '${connectionConfig.appPublicLink}/installations/new';
-        const target = interpolateUrl(template, connectionConfig);
+        const target = interpolateUrl(template, connectionConfig, ctx.provider);
         target.searchParams.set('state', state);
         url = target.toString();
         break;
@@ -325,7 +325,7 @@ export class RedirectFlowsService {
     const { provider } = ctx;
     if (!provider.authorization_url)
       throw new AuthConnectError('invalid_connection', `${provider.name} has no authorization_url`);
-    const target = interpolateUrl(provider.authorization_url, connectionConfig);
+    const target = interpolateUrl(provider.authorization_url, connectionConfig, provider);
     const params = new Map<string, string>([['response_type', 'code']]);
     const scopes = await this.scopes(ctx);
     if (scopes.length > 0) params.set('scope', scopes.join(provider.scope_separator ?? ' '));

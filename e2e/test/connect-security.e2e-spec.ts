@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { Nango } from '@nangohq/node';
+import { freePort, startStack, type Stack } from '@switchboard/testing';
+import { Client } from 'pg';
+import {
+  startConnectFakeProvider,
+  writeConnectProvidersFile,
+  type ConnectFakeProvider,
+} from './support/connect-fakes';
+import { call, expectError } from './support/http';
+
+/**
+ * Attacks an end user holding a connect link can try through the public surface (gateway, connect page,
+ * auth routes), each shown refused with nothing stored, sent or forwarded. The end user is not trusted:
+ * every query parameter and body field below is what a hostile browser would send. Providers are fakes on
+ * loopback; `attacker` is a second fake standing in for a server the end user controls.
+ */
+describe('connect flows refuse what a hostile end user sends', () => {
+  let stack: Stack;
+  let nango: Nango;
+  let db: Client;
+  let fake: ConnectFakeProvider;
+  let attacker: ConnectFakeProvider;
+  const run = randomUUID().slice(0, 8);
+  const oauthIntegration = `oauth-${run}`;
+  const hostedIntegration = `hosted-${run}`;
+  const keyIntegration = `key-${run}`;
+
+  const session = async (body: Record<string, unknown>) => {
+    const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', { key: stack.secretKey, body });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 201, body: expect.anything() });
+    return (res.body as { data: { token: string } }).data.token;
+  };
+  const withToken = (path: string, token: string) =>
+    `${path}${path.includes('?') ? '&' : '?'}connect_session_token=${encodeURIComponent(token)}`;
+  const connectionCount = async (providerConfigKey: string) =>
+    Number(
+      (
+        await db.query('SELECT count(*)::int AS n FROM vault.connections WHERE provider_config_key = $1', [
+          providerConfigKey,
+        ])
+      ).rows[0].n,
+    );
+  const attackerHost = () => attacker.url.replace(/^https:\/\//, '');
+
+  beforeAll(async () => {
+    fake = await startConnectFakeProvider();
+    attacker = await startConnectFakeProvider();
+    const connectPort = await freePort();
+    stack = await startStack({
+      env: {
+        SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
+        NODE_EXTRA_CA_CERTS: fake.caFile,
+        SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
+      },
+      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
+    });
+    nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
+    db = new Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    const oauthCredentials = {
+      type: 'OAUTH2' as const,
+      client_id: fake.clientId,
+      client_secret: fake.clientSecret,
+      scopes: 'read',
+    };
+    await nango.createIntegration({
+      provider: 'fake-oauth',
+      unique_key: oauthIntegration,
+      credentials: oauthCredentials,
+    });
+    await nango.createIntegration({
+      provider: 'fake-hosted',
+      unique_key: hostedIntegration,
+      credentials: oauthCredentials,
+    });
+    await nango.createIntegration({ provider: 'fake-key', unique_key: keyIntegration });
+  }, 120_000);
+
+  afterAll(async () => {
+    await db?.end();
+    await stack?.stop();
+    await fake?.stop();
+    await attacker?.stop();
+  });
+
+  describe('client-secret exfiltration through connection config', () => {
+    it('refuses a host field pointing the token URL at the end user’s server: nothing is sent there, nothing stored', async () => {
+      const token = await session({ tags: { end_user_id: 'exfil-host' } });
+      const popup = await fetch(
+        `${stack.gatewayUrl}${withToken(`/oauth/connect/${hostedIntegration}?params%5Bhost%5D=${encodeURIComponent(attackerHost())}`, token)}`,
+        { redirect: 'manual' },
+      );
+      expect(popup.status).toBe(400);
+      expect(await popup.text()).toContain('Your instance host has an invalid format');
+
+      const page = await call(
+        stack.gatewayUrl,
+        'POST',
+        withToken(`/oauth/connect/${hostedIntegration}`, token),
+        {
+          body: { params: { host: attackerHost() } },
+        },
+      );
+      expect(expectError(page, 400, 'invalid_connection').errors?.map((e) => e.path)).toEqual([
+        ['params', 'host'],
+      ]);
+      expect(attacker.authorizeRequests).toEqual([]);
+      expect(attacker.tokenRequests).toEqual([]);
+      expect(await connectionCount(hostedIntegration)).toBe(0);
+    });
+
+    it('refuses params the provider form does not declare, and fields the provider fills itself', async () => {
+      const token = await session({ tags: { end_user_id: 'exfil-undeclared' } });
+      const undeclared = await call(
+        stack.gatewayUrl,
+        'POST',
+        withToken(`/oauth/connect/${oauthIntegration}`, token),
+        { body: { params: { tenant: 'acme', token_url: `${attacker.url}/steal`, team: 'other-team' } } },
+      );
+      const detail = expectError(undeclared, 400, 'invalid_connection');
+      expect(detail.errors?.map((e) => e.path)).toEqual([
+        ['params', 'token_url'],
+        ['params', 'team'],
+      ]);
+      const apiKey = await call(
+        stack.gatewayUrl,
+        'POST',
+        withToken(
+          `/api-auth/api-key/${keyIntegration}?params%5Bbase_url%5D=https%3A%2F%2Fevil.invalid`,
+          token,
+        ),
+        { body: { apiKey: fake.goodApiKey } },
+      );
+      expect(expectError(apiKey, 400, 'invalid_connection').errors?.map((e) => e.path)).toEqual([
+        ['params', 'base_url'],
+      ]);
+      expect(fake.verificationKeys).toEqual([]);
+      expect(fake.authorizeRequests).toEqual([]);
+      expect(await connectionCount(oauthIntegration)).toBe(0);
+      expect(await connectionCount(keyIntegration)).toBe(0);
+    });
+
+    it('holds integrations_config_defaults and connection import to the same host patterns', async () => {
+      const defaults = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
+        key: stack.secretKey,
+        body: {
+          tags: { end_user_id: 'exfil-defaults' },
+          integrations_config_defaults: {
+            [hostedIntegration]: { connection_config: { host: attackerHost() } },
+          },
+        },
+      });
+      expect(expectError(defaults, 400, 'invalid_body').errors?.map((e) => e.path)).toEqual([
+        ['integrations_config_defaults', hostedIntegration, 'connection_config', 'host'],
+      ]);
+
+      const imported = await call(stack.gatewayUrl, 'POST', '/connections', {
+        key: stack.secretKey,
+        body: {
+          provider_config_key: hostedIntegration,
+          connection_id: `import-${run}`,
+          connection_config: { host: attackerHost() },
+          credentials: { type: 'OAUTH2', access_token: 'at', refresh_token: 'rt' },
+        },
+      });
+      expect(expectError(imported, 400, 'invalid_body').errors?.map((e) => e.path)).toEqual([
+        ['connection_config', 'host'],
+      ]);
+      expect(await connectionCount(hostedIntegration)).toBe(0);
+      expect(attacker.tokenRequests).toEqual([]);
+    });
+  });
+});
