@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { startStack, type Stack } from '@switchboard/testing';
 import { makeLoopbackCertificate } from './support/connect-fakes';
-import { call } from './support/http';
+import { call, CookieJar } from './support/http';
 
 /**
  * The two redirect flows that need more than one provider call, through the real connect flow:
@@ -394,12 +394,15 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
     expect(res.status).toBe(201);
     return (res.body as { data: { token: string } }).data.token;
   };
+  /** The end user's browser: it keeps the flow's nonce cookie from the start to the callback. */
+  const browser = new CookieJar();
   const startFlow = async (integration: string, token: string) => {
     const res = await fetch(
       `${stack.gatewayUrl}/oauth/connect/${integration}?connect_session_token=${encodeURIComponent(token)}`,
       { redirect: 'manual' },
     );
     expect(res.status).toBe(302);
+    browser.take(res);
     return new URL(res.headers.get('location')!);
   };
   /** The browser at the provider: it sends the browser straight back to us. */
@@ -409,7 +412,7 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
     return new URL(res.location!);
   };
   const resultPage = async (callback: URL) => {
-    const page = await fetch(callback);
+    const page = await fetch(callback, { headers: browser.headers() });
     return { status: page.status, html: await page.text() };
   };
 

@@ -7,7 +7,7 @@ import {
   writeConnectProvidersFile,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
-import { call, expectError } from './support/http';
+import { call, CookieJar, expectError } from './support/http';
 
 /**
  * Attacks an end user holding a connect link can try through the public surface (gateway, connect page,
@@ -169,6 +169,112 @@ describe('connect flows refuse what a hostile end user sends', () => {
       ]);
       expect(await connectionCount(hostedIntegration)).toBe(0);
       expect(attacker.tokenRequests).toEqual([]);
+    });
+  });
+
+  describe('OAuth state bound to the browser that started the flow', () => {
+    const start = async (token: string, jar: CookieJar) => {
+      const res = await fetch(
+        `${stack.gatewayUrl}${withToken(`/oauth/connect/${oauthIntegration}?params%5Btenant%5D=acme`, token)}`,
+        { redirect: 'manual' },
+      );
+      expect(res.status).toBe(302);
+      jar.take(res);
+      return { res, authorizeUrl: new URL(res.headers.get('location')!) };
+    };
+    const atProvider = async (authorizeUrl: URL) => {
+      const res = await fake.get(authorizeUrl);
+      expect(res.status).toBe(302);
+      return new URL(res.location!);
+    };
+
+    it('sets an HttpOnly, SameSite=Lax nonce cookie scoped to the callback paths', async () => {
+      const token = await session({ tags: { end_user_id: 'cookie-shape' } });
+      const { res, authorizeUrl } = await start(token, new CookieJar());
+      const state = authorizeUrl.searchParams.get('state')!;
+      const cookies = res.headers.getSetCookie();
+      expect(cookies).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^sb_oauth_${state}=[A-Za-z0-9_-]{43}; Path=/oauth/callback; Max-Age=900; HttpOnly; SameSite=Lax$`,
+          ),
+        ),
+        expect.stringMatching(
+          new RegExp(
+            `^sb_oauth_${state}=[A-Za-z0-9_-]{43}; Path=/app-auth/connect; Max-Age=900; HttpOnly; SameSite=Lax$`,
+          ),
+        ),
+      ]);
+      // The cookie carries a nonce, not the state or anything the provider URL shows.
+      expect(authorizeUrl.toString()).not.toContain(cookies[0]!.split(';')[0]!.split('=')[1]!);
+    });
+
+    it('refuses a callback that lands in another browser (connection fixation): no code exchanged, nothing stored', async () => {
+      // The attacker starts a flow with their own connect link and sends the provider URL to a victim.
+      const attackerBrowser = new CookieJar();
+      const token = await session({ end_user: { id: `attacker-${run}` } });
+      const { authorizeUrl } = await start(token, attackerBrowser);
+      const tokenRequestsBefore = fake.tokenRequests.length;
+
+      // The victim approves at the provider in their own browser, which holds no cookie for this state.
+      const callback = await atProvider(authorizeUrl);
+      const victim = await fetch(callback);
+      const html = await victim.text();
+      expect(victim.status).toBe(400);
+      expect(html).toContain('This authorization was not started in this browser');
+      expect(html).toContain('nango_oauth_callback_error');
+
+      // Another browser with a cookie of its own flow does no better.
+      const victimBrowser = new CookieJar();
+      const victimToken = await session({ end_user: { id: `victim-${run}` } });
+      const own = await start(victimToken, victimBrowser);
+      const ownState = own.authorizeUrl.searchParams.get('state')!;
+      const forged = `sb_oauth_${authorizeUrl.searchParams.get('state')}=${victimBrowser.headers().cookie!.split('=')[1]}`;
+      const second = await atProvider(
+        await start(token, new CookieJar()).then(({ authorizeUrl: url }) => url),
+      );
+      const withOtherCookie = await fetch(second, {
+        headers: { cookie: `${forged}; sb_oauth_${ownState}=x` },
+      });
+      expect(withOtherCookie.status).toBe(400);
+      expect(await withOtherCookie.text()).toContain('not started in this browser');
+
+      expect(fake.tokenRequests.length).toBe(tokenRequestsBefore);
+      expect(await connectionCount(oauthIntegration)).toBe(0);
+      // The state was spent: replaying it now with the right cookie finds nothing either.
+      const replay = await fetch(callback, { headers: attackerBrowser.headers() });
+      expect(replay.status).toBe(400);
+      expect(await connectionCount(oauthIntegration)).toBe(0);
+    });
+
+    it("binds the connect page's POST start to the first browser that opens its launch URL", async () => {
+      const token = await session({ tags: { end_user_id: 'launch' } });
+      const started = await call(
+        stack.gatewayUrl,
+        'POST',
+        withToken(`/oauth/connect/${oauthIntegration}`, token),
+        {
+          body: { params: { tenant: 'acme' } },
+        },
+      );
+      expect(started.status).toBe(200);
+      const launchUrl = (started.body as { url: string }).url;
+      expect(launchUrl).not.toContain(fake.url);
+      const first = new CookieJar();
+      const launch = await fetch(launchUrl, { redirect: 'manual' });
+      expect(launch.status).toBe(302);
+      first.take(launch);
+      const again = await fetch(launchUrl, { redirect: 'manual' });
+      expect(again.status).toBe(409);
+      expect(again.headers.getSetCookie()).toEqual([]);
+      expect(await again.text()).toContain('already opened');
+
+      const callback = await atProvider(new URL(launch.headers.get('location')!));
+      const page = await fetch(callback, { headers: first.headers() });
+      expect(page.status).toBe(200);
+      expect(await connectionCount(oauthIntegration)).toBe(1);
+      // The binding is spent with the callback: the response removes the cookie.
+      expect(page.headers.getSetCookie().every((c) => /Max-Age=0/.test(c))).toBe(true);
     });
   });
 });

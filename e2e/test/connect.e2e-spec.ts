@@ -9,7 +9,7 @@ import {
   writeConnectProvidersFile,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
-import { call, createKey, expectError, failure } from './support/http';
+import { call, CookieJar, createKey, expectError, failure } from './support/http';
 
 /**
  * Connect sessions and the auth flows behind them, through the gateway: the official `@nangohq/node`
@@ -460,6 +460,9 @@ describe('connect sessions and auth flows', () => {
     });
   });
 
+  /** The end user's browser: it keeps the flow's nonce cookie from the start to the callback. */
+  const browser = new CookieJar();
+
   describe('OAuth 2 authorization code', () => {
     const startFlow = async (token: string, tenant = 'acme') => {
       const res = await fetch(
@@ -467,6 +470,7 @@ describe('connect sessions and auth flows', () => {
         { redirect: 'manual' },
       );
       expect(res.status).toBe(302);
+      browser.take(res);
       return new URL(res.headers.get('location')!);
     };
     /** The fake provider auto-approves: its redirect goes straight back to our callback. */
@@ -500,7 +504,7 @@ describe('connect sessions and auth flows', () => {
 
       const callbackUrl = await approve(authorizeUrl);
       expect(callbackUrl.origin + callbackUrl.pathname).toBe(`${stack.gatewayUrl}/oauth/callback`);
-      const page = await fetch(callbackUrl);
+      const page = await fetch(callbackUrl, { headers: browser.headers() });
       const html = await page.text();
       expect(page.status).toBe(200);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
@@ -519,7 +523,7 @@ describe('connect sessions and auth flows', () => {
       expect(connection.webhook_url_override).toBe('https://hooks.example.com/switchboard');
 
       // The state is single-use: replaying the callback changes nothing and says why.
-      const replay = await fetch(callbackUrl);
+      const replay = await fetch(callbackUrl, { headers: browser.headers() });
       expect(replay.status).toBe(400);
       expect(await replay.text()).toContain('state_err');
       expect(fake.tokenRequests.length).toBe(1);
@@ -533,6 +537,7 @@ describe('connect sessions and auth flows', () => {
       const authorizeUrl = await startFlow(token);
       const denied = await fetch(
         `${stack.gatewayUrl}/oauth/callback?state=${authorizeUrl.searchParams.get('state')}&error=access_denied&error_description=User+said+no`,
+        { headers: browser.headers() },
       );
       expect(denied.status).toBe(400);
       const html = await denied.text();
@@ -584,9 +589,15 @@ describe('connect sessions and auth flows', () => {
         },
       });
       expect(started.status).toBe(200);
-      const authorizeUrl = new URL((started.body as { url: string }).url);
+      // The page opens the gateway's launch URL in its popup: that binds the flow to this browser.
+      const launchUrl = (started.body as { url: string }).url;
+      expect(launchUrl).toMatch(new RegExp(`^${stack.gatewayUrl}/oauth/launch/[0-9a-f-]{36}$`));
+      const launch = await fetch(launchUrl, { redirect: 'manual' });
+      expect(launch.status).toBe(302);
+      browser.take(launch);
+      const authorizeUrl = new URL(launch.headers.get('location')!);
       expect(authorizeUrl.searchParams.get('client_id')).toBe(fake.clientId);
-      const page = await fetch(await approve(authorizeUrl));
+      const page = await fetch(await approve(authorizeUrl), { headers: browser.headers() });
       const html = await page.text();
       expect(page.status).toBe(200);
       const connectionId = /"connectionId":"([^"]+)"/.exec(html)![1]!;
@@ -661,13 +672,14 @@ describe('connect sessions and auth flows', () => {
         { redirect: 'manual' },
       );
       expect(start.status).toBe(302);
+      browser.take(start);
       const install = new URL(start.headers.get('location')!);
       expect(install.origin + install.pathname).toBe(`${fake.url}/apps/test-app/installations/new`);
       const back = await fake.get(install);
       expect(back.status).toBe(302);
       const setup = new URL(back.location!);
       expect(setup.origin + setup.pathname).toBe(`${stack.gatewayUrl}/app-auth/connect`);
-      const page = await fetch(setup);
+      const page = await fetch(setup, { headers: browser.headers() });
       const html = await page.text();
       expect(page.status).toBe(200);
       const connectionId = /"connectionId":"([^"]+)"/.exec(html)![1]!;

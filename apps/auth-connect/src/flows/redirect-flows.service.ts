@@ -1,9 +1,11 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   SwitchboardError,
+  type BindFlowRequest,
   type CallbackOutcome,
   type Credentials,
+  type StartedFlow,
   type StartFlowRequest,
 } from '@switchboard/contracts';
 import { EnvelopeCipher } from '@switchboard/crypto';
@@ -39,6 +41,10 @@ interface StateSecrets {
   /** Only an override client is kept; the integration's own is looked up again at the callback. */
   client?: OAuthClient;
   requestToken?: { key: string; secret: string };
+  /** SHA-256 of the nonce cookie of the browser this flow belongs to; the callback must present it. */
+  browserBinding?: string;
+  /** Kept until the flow is bound to a browser (the launch step answers with it). */
+  providerUrl?: string;
 }
 
 const stateAad = (id: string) => `auth.oauth_states:${id}:secrets`;
@@ -73,7 +79,7 @@ export class RedirectFlowsService {
     return `${this.env.SWITCHBOARD_SERVER_URL.replace(/\/$/, '')}/oauth/callback`;
   }
 
-  async start(req: StartFlowRequest): Promise<{ url: string }> {
+  async start(req: StartFlowRequest): Promise<StartedFlow> {
     const ctx = await this.contexts.open(req.caller, req.sessionId, req.providerConfigKey, REDIRECT_MODES);
     const connectionConfig = this.contexts.connectionConfig(ctx, req.params);
     const state = randomUUID();
@@ -138,6 +144,8 @@ export class RedirectFlowsService {
         throw new AuthConnectError('invalid_auth_mode', `${ctx.provider.auth_mode} is not a redirect flow`);
     }
 
+    if (req.browserBinding) secrets.browserBinding = req.browserBinding;
+    else secrets.providerUrl = url;
     const now = Date.now();
     await this.db.oAuthState.deleteMany({
       where: { environmentId: ctx.caller.environmentId, expiresAt: { lt: new Date(now) } },
@@ -156,6 +164,42 @@ export class RedirectFlowsService {
         expiresAt: new Date(now + STATE_TTL_MS),
       },
     });
+    return { url, state };
+  }
+
+  /**
+   * Binds a flow started without a browser (the connect page's POST) to the first browser that opens its
+   * launch URL. Once bound it stays bound: a second browser gets a refusal, not the provider URL.
+   */
+  async bind(req: BindFlowRequest): Promise<{ url: string }> {
+    const row = await this.db.oAuthState.findUnique({ where: { id: req.state } });
+    if (!row || row.expiresAt.getTime() <= Date.now()) {
+      throw new AuthConnectError(
+        'not_found',
+        'This authorization is unknown or expired; start again from the connect page',
+      );
+    }
+    const secrets = this.cipher.decryptJson<StateSecrets>(row.secrets, stateAad(row.id));
+    if (secrets.browserBinding || !secrets.providerUrl) {
+      throw new AuthConnectError(
+        'conflict',
+        'This authorization was already opened; start again from the connect page',
+      );
+    }
+    const url = secrets.providerUrl;
+    const bound: StateSecrets = { ...secrets, browserBinding: req.browserBinding };
+    delete bound.providerUrl;
+    // Compare-and-set on the sealed value: of two browsers racing for the same launch URL, one wins.
+    const { count } = await this.db.oAuthState.updateMany({
+      where: { id: row.id, secrets: row.secrets },
+      data: { secrets: this.cipher.encryptJson(bound, stateAad(row.id)) },
+    });
+    if (count !== 1) {
+      throw new AuthConnectError(
+        'conflict',
+        'This authorization was already opened; start again from the connect page',
+      );
+    }
     return { url };
   }
 
@@ -164,10 +208,19 @@ export class RedirectFlowsService {
    * nothing), then the code or installation is exchanged and the connection stored. Failures come back as
    * an outcome for the result page, never as a thrown error: the page must tell the end user what happened.
    */
-  async callback(query: Record<string, string>): Promise<CallbackOutcome> {
+  async callback(query: Record<string, string>, browserNonce: string | undefined): Promise<CallbackOutcome> {
     let pending: Prisma.OAuthStateGetPayload<object> | undefined;
     try {
       pending = await this.consumeState(query['state']);
+      const secrets = this.cipher.decryptJson<StateSecrets>(pending.secrets, stateAad(pending.id));
+      // Login CSRF / connection fixation: a state is only good in the browser that started the flow. A
+      // provider URL passed to someone else comes back without (or with another) nonce cookie.
+      if (!sameBinding(secrets.browserBinding, browserNonce)) {
+        throw new CallbackError(
+          'state_err',
+          'This authorization was not started in this browser; start again from the connect page',
+        );
+      }
       const opened = await this.sessions.loadForCallback(pending.connectSessionId);
       if (!opened)
         throw new CallbackError('state_err', 'The connect session of this authorization no longer exists');
@@ -184,7 +237,6 @@ export class RedirectFlowsService {
           `${ctx.provider.display_name} declined the authorization (${query['error'].slice(0, 100)})${description}`,
         );
       }
-      const secrets = this.cipher.decryptJson<StateSecrets>(pending.secrets, stateAad(pending.id));
       const connectionConfig = pending.connectionConfig as Record<string, unknown>;
       const { credentials, extraConfig } = await this.exchange(ctx, query, secrets, connectionConfig);
       const result = await this.completion.complete(ctx, credentials, {
@@ -408,6 +460,13 @@ export class RedirectFlowsService {
       message: 'An unexpected error occurred; please try again',
     };
   }
+}
+
+function sameBinding(binding: string | undefined, nonce: string | undefined): boolean {
+  if (!binding || !nonce) return false;
+  const presented = createHash('sha256').update(nonce).digest();
+  const expected = Buffer.from(binding, 'base64url');
+  return expected.length === presented.length && timingSafeEqual(expected, presented);
 }
 
 /** Parameters a page or session must not replace: they carry the flow's own security. */
