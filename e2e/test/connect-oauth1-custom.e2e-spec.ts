@@ -280,6 +280,15 @@ async function startFake(): Promise<Fake> {
         expires_in: 28800,
       });
     }
+    // GET /user/installations with a user token: the installations that user can see (only this one).
+    if (req.method === 'GET' && url.pathname === '/gh/api/user/installations') {
+      const userToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      if (!fake.userTokens.includes(userToken)) {
+        fake.rejected.push('installations: bad credentials');
+        return json(res, 401, { message: 'Bad credentials' });
+      }
+      return json(res, 200, { total_count: 1, installations: [{ id: Number(installationId) }] });
+    }
     const installation = /^\/gh\/api\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
     if (req.method === 'POST' && installation) {
       const problem =

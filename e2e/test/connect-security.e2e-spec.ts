@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
@@ -25,6 +25,12 @@ describe('connect flows refuse what a hostile end user sends', () => {
   const oauthIntegration = `oauth-${run}`;
   const hostedIntegration = `hosted-${run}`;
   const keyIntegration = `key-${run}`;
+  const appIntegration = `app-${run}`;
+  const appKeys = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+  });
 
   const session = async (body: Record<string, unknown>) => {
     const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', { key: stack.secretKey, body });
@@ -75,6 +81,24 @@ describe('connect flows refuse what a hostile end user sends', () => {
       credentials: oauthCredentials,
     });
     await nango.createIntegration({ provider: 'fake-key', unique_key: keyIntegration });
+    // Raw HTTP: @nangohq/node's types do not know an APP integration's optional OAuth client.
+    const created = await call(stack.gatewayUrl, 'POST', '/integrations', {
+      key: stack.secretKey,
+      body: {
+        provider: 'fake-app',
+        unique_key: appIntegration,
+        credentials: {
+          type: 'APP',
+          app_id: '99',
+          app_link: `${fake.url}/apps/test-app`,
+          private_key: appKeys.privateKey,
+          client_id: fake.clientId,
+          client_secret: fake.clientSecret,
+        },
+      },
+    });
+    expect(created.status).toBe(200);
+    fake.setAppSetupUrl(`${stack.gatewayUrl}/app-auth/connect`, appKeys.publicKey);
   }, 120_000);
 
   afterAll(async () => {
@@ -275,6 +299,59 @@ describe('connect flows refuse what a hostile end user sends', () => {
       expect(await connectionCount(oauthIntegration)).toBe(1);
       // The binding is spent with the callback: the response removes the cookie.
       expect(page.headers.getSetCookie().every((c) => /Max-Age=0/.test(c))).toBe(true);
+    });
+  });
+
+  describe('GitHub App installation takeover', () => {
+    /** The attacker installs the app on their own account and comes back with a genuine redirect. */
+    const installAsAttacker = async () => {
+      const browser = new CookieJar();
+      const token = await session({ end_user: { id: `app-attacker-${run}-${randomUUID().slice(0, 4)}` } });
+      const start = await fetch(
+        `${stack.gatewayUrl}${withToken(`/oauth/connect/${appIntegration}`, token)}`,
+        {
+          redirect: 'manual',
+        },
+      );
+      expect(start.status).toBe(302);
+      browser.take(start);
+      const back = await fake.get(new URL(start.headers.get('location')!));
+      expect(back.status).toBe(302);
+      const setup = new URL(back.location!);
+      expect(setup.searchParams.get('installation_id')).toBe('4242');
+      return { browser, setup };
+    };
+
+    it("refuses another organisation's installation_id: the installing user's token cannot see it, no token minted", async () => {
+      const { browser, setup } = await installAsAttacker();
+      setup.searchParams.set('installation_id', '5151'); // the victim organisation's installation
+      const page = await fetch(setup, { headers: browser.headers() });
+      const html = await page.text();
+      expect(page.status).toBe(400);
+      expect(html).toContain('cannot see installation 5151');
+      expect(fake.installationTokenRequests).not.toContain('5151');
+      expect(await connectionCount(appIntegration)).toBe(0);
+    });
+
+    it('refuses an installation named by the query alone (no user code to check it with)', async () => {
+      const { browser, setup } = await installAsAttacker();
+      setup.searchParams.delete('code');
+      setup.searchParams.set('installation_id', '5151');
+      const page = await fetch(setup, { headers: browser.headers() });
+      expect(page.status).toBe(400);
+      expect(await page.text()).toContain('without a user authorization');
+      expect(fake.installationTokenRequests).not.toContain('5151');
+      expect(await connectionCount(appIntegration)).toBe(0);
+    });
+
+    it('accepts the installation the installing user can see', async () => {
+      const checks = fake.installationChecks;
+      const { browser, setup } = await installAsAttacker();
+      const page = await fetch(setup, { headers: browser.headers() });
+      expect(page.status).toBe(200);
+      expect(fake.installationChecks).toBe(checks + 1);
+      expect(fake.installationTokenRequests).toEqual(['4242']);
+      expect(await connectionCount(appIntegration)).toBe(1);
     });
   });
 });

@@ -90,16 +90,24 @@ describe('connect sessions and auth flows', () => {
       unique_key: tbaIntegration,
       credentials: { type: 'TBA', client_id: 'consumer-key', client_secret: 'consumer-secret' },
     });
-    await nango.createIntegration({
-      provider: 'fake-app',
-      unique_key: appIntegration,
-      credentials: {
-        type: 'APP',
-        app_id: '99',
-        app_link: `${fake.url}/apps/test-app`,
-        private_key: appKeys.privateKey,
+    // Raw HTTP: @nangohq/node's types do not know an APP integration's optional OAuth client.
+    const created = await call(stack.gatewayUrl, 'POST', '/integrations', {
+      key: stack.secretKey,
+      body: {
+        provider: 'fake-app',
+        unique_key: appIntegration,
+        credentials: {
+          type: 'APP',
+          app_id: '99',
+          app_link: `${fake.url}/apps/test-app`,
+          private_key: appKeys.privateKey,
+          // The app's OAuth client: it turns the user code of an install into the token that checks it.
+          client_id: fake.clientId,
+          client_secret: fake.clientSecret,
+        },
       },
     });
+    expect(created.status).toBe(200);
     fake.setAppSetupUrl(`${stack.gatewayUrl}/app-auth/connect`, appKeys.publicKey);
   }, 120_000);
 
@@ -688,6 +696,7 @@ describe('connect sessions and auth flows', () => {
         type: 'APP',
         access_token: fake.installationTokens.at(-1),
       });
+      expect(fake.installationChecks).toBeGreaterThan(0);
       expect(connection.connection_config).toMatchObject({
         installation_id: '4242',
         appPublicLink: `${fake.url}/apps/test-app`,

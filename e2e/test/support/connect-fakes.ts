@@ -35,6 +35,10 @@ export interface ConnectFakeProvider {
   clientCredentialTokens: string[];
   /** Installation tokens issued to a correctly signed app JWT. */
   installationTokens: string[];
+  /** Installation ids an installation token was asked for (signed or not). */
+  installationTokenRequests: string[];
+  /** Installation lists served to a GitHub-style user token (`GET /gh/user/installations`). */
+  installationChecks: number;
   /** Where the fake GitHub-style app install sends the browser back (the app's "Setup URL"). */
   setAppSetupUrl(url: string, appPublicKey: string): void;
   /** A GET to the fake from the test itself (trusting its certificate): the status and the redirect target. */
@@ -92,6 +96,11 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
   const accessTokens: string[] = [];
   const clientCredentialTokens: string[] = [];
   const installationTokens: string[] = [];
+  const installationTokenRequests: string[] = [];
+  let installationChecks = 0;
+  /** GitHub-style user codes and tokens of the app install: the installing user sees installation 4242. */
+  const githubCodes = new Set<string>();
+  const githubUserTokens = new Set<string>();
   let appSetupUrl: string | undefined;
   let appPublicKey: string | undefined;
 
@@ -153,18 +162,40 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       return json(res, 200, { access_token: issued, token_type: 'bearer', expires_in: 3600 });
     }
 
-    // A GitHub-style app: installing it sends the browser to the app's setup URL with the installation.
+    // A GitHub-style app: installing it sends the browser to the app's setup URL with the installation and,
+    // as GitHub does when the app requests user authorization during installation, a user code.
     if (req.method === 'GET' && url.pathname === '/apps/test-app/installations/new') {
       if (!appSetupUrl || !url.searchParams.get('state'))
         return json(res, 400, { error: 'no setup url or state' });
+      const code = `ghcode_${randomBytes(8).toString('hex')}`;
+      githubCodes.add(code);
       const back = new URL(appSetupUrl);
+      back.searchParams.set('code', code);
       back.searchParams.set('installation_id', '4242');
       back.searchParams.set('setup_action', 'install');
       back.searchParams.set('state', url.searchParams.get('state')!);
       res.writeHead(302, { location: back.toString() });
       return res.end();
     }
-    if (req.method === 'POST' && url.pathname === '/app/installations/4242/access_tokens') {
+    if (req.method === 'POST' && url.pathname === '/gh/login/oauth/access_token') {
+      const params = new URLSearchParams(text);
+      if (params.get('client_id') !== clientId || params.get('client_secret') !== clientSecret)
+        return json(res, 200, { error: 'incorrect_client_credentials' });
+      const code = params.get('code') ?? '';
+      if (!githubCodes.delete(code)) return json(res, 200, { error: 'bad_verification_code' });
+      const userToken = `ghu_${randomBytes(8).toString('hex')}`;
+      githubUserTokens.add(userToken);
+      return json(res, 200, { access_token: userToken, token_type: 'bearer' });
+    }
+    if (req.method === 'GET' && url.pathname === '/gh/user/installations') {
+      installationChecks += 1;
+      const userToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      if (!githubUserTokens.has(userToken)) return json(res, 401, { message: 'Bad credentials' });
+      return json(res, 200, { total_count: 1, installations: [{ id: 4242, account: { login: 'acme' } }] });
+    }
+    const installationToken = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
+    if (req.method === 'POST' && installationToken) {
+      installationTokenRequests.push(installationToken[1]!);
       const jwt = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
       const [header, payload, signature] = jwt.split('.');
       const valid =
@@ -248,6 +279,10 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     accessTokens,
     clientCredentialTokens,
     installationTokens,
+    installationTokenRequests,
+    get installationChecks() {
+      return installationChecks;
+    },
     setAppSetupUrl: (setupUrl, publicKey) => {
       appSetupUrl = setupUrl;
       appPublicKey = publicKey;
@@ -348,6 +383,9 @@ fake-app:
   auth_mode: APP
   authorization_url: \${connectionConfig.appPublicLink}/installations/new
   token_url: ${providerUrl}/app/installations/\${connectionConfig.installation_id}/access_tokens
+  installation_check:
+    token_url: ${providerUrl}/gh/login/oauth/access_token
+    installations_url: ${providerUrl}/gh/user/installations
   docs: https://docs.example.com/fake-app
   connection_config:
     appPublicLink:

@@ -189,6 +189,14 @@ const entryFields = {
   redirect_uri_metadata: z.array(nonEmpty).optional(),
   alternate_access_token_response_path: nonEmpty.optional(),
 
+  /**
+   * GitHub App installs (APP): where the user code sent with an installation is exchanged for a user token
+   * (`token_url`) and where that token lists the installations it can see (`installations_url`). An
+   * installation is accepted only if it is in that list, never on the redirect's `installation_id` alone.
+   * CUSTOM uses its own `token_url` and `{proxy.base_url}/user/installations` unless this is set.
+   */
+  installation_check: z.strictObject({ token_url: urlTemplate, installations_url: urlTemplate }).optional(),
+
   request_url: urlTemplate.optional(),
   signature_method: z.enum(['HMAC-SHA1', 'RSA-SHA1', 'PLAINTEXT']).optional(),
 
@@ -290,6 +298,14 @@ const ProviderDefinitionBase = z.strictObject(entryFields, {
 /** A complete provider (after any alias merge): what the rest of Switchboard reads. */
 export const ProviderDefinitionSchema = ProviderDefinitionBase.superRefine((entry, ctx) => {
   checkAuthRequirements(entry, ctx);
+  if (entry.auth_mode === 'APP' && !entry.installation_check) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['installation_check'],
+      message:
+        'is required for auth_mode APP: an installation is only accepted when the installing user can see it',
+    });
+  }
   const declared = new Set([
     ...Object.keys(entry.connection_config ?? {}),
     ...(entry.token_response_metadata ?? []),

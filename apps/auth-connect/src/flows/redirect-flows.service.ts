@@ -18,9 +18,9 @@ import { AUTH_DB } from '../database/database.module';
 import {
   buildOAuth1AuthorizeUrl,
   exchangeAuthorizationCode,
+  exchangeGithubAppInstallation,
   exchangeGithubAppOAuth,
   exchangeOAuth1Verifier,
-  fetchInstallationToken,
   interpolateParams,
   interpolateUrl,
   ProviderExchangeError,
@@ -334,10 +334,25 @@ export class RedirectFlowsService {
         }
         const config = { ...connectionConfig, installation_id: installationId };
         const app = { appId: integration.appId, privateKey: integration.privateKey };
+        // The query's installation_id is only a claim anyone can edit: it is accepted once the user token
+        // from the code GitHub sends with it can see that installation (GET /user/installations).
+        const code = query['code'];
+        if (!code) {
+          throw new CallbackError(
+            'callback_err',
+            ctx.provider.auth_mode === 'APP'
+              ? 'GitHub sent the installation without a user authorization, so it cannot be checked: enable "Request user authorization (OAuth) during installation" in the GitHub App settings'
+              : 'GitHub sent no authorization code back',
+          );
+        }
+        const oauthClient = await client();
         if (ctx.provider.auth_mode === 'APP') {
-          const result = await fetchInstallationToken({
+          const result = await exchangeGithubAppInstallation({
             ...app,
             provider: ctx.provider,
+            client: oauthClient,
+            code,
+            redirectUri: this.callbackUrl,
             connectionConfig: config,
           });
           return {
@@ -345,9 +360,6 @@ export class RedirectFlowsService {
             extraConfig: { installation_id: installationId, ...result.connectionConfig },
           };
         }
-        const code = query['code'];
-        if (!code) throw new CallbackError('callback_err', 'GitHub sent no authorization code back');
-        const oauthClient = await client();
         const result = await exchangeGithubAppOAuth({
           ...app,
           provider: ctx.provider,

@@ -174,6 +174,9 @@ fake-app:
   docs: https://example.com/docs
   auth_mode: APP
   token_url: \${connectionConfig.fake_base}/app/installations/\${connectionConfig.installation_id}/access_tokens
+  installation_check:
+    token_url: \${connectionConfig.fake_base}/login/oauth/access_token
+    installations_url: \${connectionConfig.fake_base}/user/installations
   connection_config:
     fake_base: { type: string, title: Fake base URL, pattern: '^https?://127\\.0\\.0\\.1:[0-9]+$' }
     installation_id: { type: string, title: Installation, automated: true }
