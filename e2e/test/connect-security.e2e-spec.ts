@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
@@ -8,6 +8,7 @@ import {
   type ConnectFakeProvider,
 } from './support/connect-fakes';
 import { call, CookieJar, expectError } from './support/http';
+import { WebhookReceiver } from './support/webhook-receiver';
 
 /**
  * Attacks an end user holding a connect link can try through the public surface (gateway, connect page,
@@ -21,11 +22,14 @@ describe('connect flows refuse what a hostile end user sends', () => {
   let db: Client;
   let fake: ConnectFakeProvider;
   let attacker: ConnectFakeProvider;
+  let receiver: WebhookReceiver;
+  const ROUTED_WEBHOOK_SECRET = 'routed-webhook-secret';
   const run = randomUUID().slice(0, 8);
   const oauthIntegration = `oauth-${run}`;
   const hostedIntegration = `hosted-${run}`;
   const keyIntegration = `key-${run}`;
   const appIntegration = `app-${run}`;
+  const routedIntegration = `routed-${run}`;
   const appKeys = generateKeyPairSync('rsa', {
     modulusLength: 2048,
     publicKeyEncoding: { type: 'spki', format: 'pem' },
@@ -52,6 +56,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
   beforeAll(async () => {
     fake = await startConnectFakeProvider();
     attacker = await startConnectFakeProvider();
+    receiver = await new WebhookReceiver().start();
     const connectPort = await freePort();
     stack = await startStack({
       env: {
@@ -59,7 +64,14 @@ describe('connect flows refuse what a hostile end user sends', () => {
         NODE_EXTRA_CA_CERTS: fake.caFile,
         SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
       },
-      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
+      serviceEnv: {
+        'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' },
+        'webhook-relay': {
+          SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
+          SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,300ms,600ms',
+          SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
+        },
+      },
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     db = new Client({ connectionString: stack.databaseUrl });
@@ -106,6 +118,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
     await stack?.stop();
     await fake?.stop();
     await attacker?.stop();
+    await receiver?.stop();
   });
 
   describe('client-secret exfiltration through connection config', () => {
@@ -352,6 +365,107 @@ describe('connect flows refuse what a hostile end user sends', () => {
       expect(fake.installationChecks).toBe(checks + 1);
       expect(fake.installationTokenRequests).toEqual(['4242']);
       expect(await connectionCount(appIntegration)).toBe(1);
+    });
+  });
+
+  describe('webhook routing keys come from the provider, never from the browser', () => {
+    const connectRouted = async (
+      tenant: string,
+      extra: { params?: Record<string, string>; defaults?: unknown } = {},
+    ) => {
+      const browser = new CookieJar();
+      const token = await session({
+        end_user: { id: `routed-${tenant}-${run}` },
+        ...(extra.defaults ? { integrations_config_defaults: { [routedIntegration]: extra.defaults } } : {}),
+      });
+      const started = await call(
+        stack.gatewayUrl,
+        'POST',
+        withToken(`/oauth/connect/${routedIntegration}`, token),
+        {
+          body: { params: { tenant, ...extra.params } },
+        },
+      );
+      if (started.status !== 200) return { started, connectionId: undefined };
+      const launch = await fetch((started.body as { url: string }).url, { redirect: 'manual' });
+      browser.take(launch);
+      const approved = await fake.get(new URL(launch.headers.get('location')!));
+      const page = await fetch(new URL(approved.location!), { headers: browser.headers() });
+      const html = await page.text();
+      expect(page.status).toBe(200);
+      return { started, connectionId: /"connectionId":"([^"]+)"/.exec(html)![1]! };
+    };
+    const providerWebhook = (body: unknown) => {
+      const text = JSON.stringify(body);
+      return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/${routedIntegration}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-fake-signature': createHmac('sha256', ROUTED_WEBHOOK_SECRET).update(text).digest('hex'),
+        },
+        body: text,
+      });
+    };
+
+    beforeAll(async () => {
+      const created = await call(stack.gatewayUrl, 'POST', '/integrations', {
+        key: stack.secretKey,
+        body: {
+          provider: 'fake-routed',
+          unique_key: routedIntegration,
+          credentials: {
+            type: 'OAUTH2',
+            client_id: fake.clientId,
+            client_secret: fake.clientSecret,
+            webhook_secret: ROUTED_WEBHOOK_SECRET,
+          },
+        },
+      });
+      expect(created.status).toBe(200);
+      const settings = await call(stack.gatewayUrl, 'PATCH', '/environment', {
+        key: stack.secretKey,
+        body: { webhook_settings: { primary_url: `${receiver.url}/primary` } },
+      });
+      expect(settings.status).toBe(200);
+    });
+
+    it("ignores a browser-supplied routing key, and does not forward another tenant's provider webhook to the attacker", async () => {
+      const victim = await connectRouted('victim');
+      expect(
+        (await nango.getConnection(routedIntegration, victim.connectionId!)).connection_config,
+      ).toMatchObject({
+        portalId: 'portal-victim',
+      });
+
+      // The attacker claims the victim's portal from the page: refused, nothing stored.
+      const claimed = await connectRouted('attacker', { params: { portalId: 'portal-victim' } });
+      expect(expectError(claimed.started, 400, 'invalid_connection').errors?.map((e) => e.path)).toEqual([
+        ['params', 'portalId'],
+      ]);
+      // Preset through a session default it is dropped; the provider's answer fills it.
+      const attacker = await connectRouted('attacker', {
+        defaults: { connection_config: { portalId: 'portal-victim' } },
+      });
+      const stored = await nango.getConnection(routedIntegration, attacker.connectionId!);
+      expect(stored.connection_config).toMatchObject({ portalId: 'portal-attacker' });
+
+      const forwardsTo = (connectionId: string) =>
+        receiver.received.filter((r) => {
+          const body = JSON.parse(r.body) as { type?: string; connectionId?: string };
+          return body.type === 'forward' && body.connectionId === connectionId;
+        });
+      const hook = await providerWebhook({
+        portalId: 'portal-victim',
+        event: 'contact.created',
+        id: randomUUID(),
+      });
+      expect(hook.status).toBe(200);
+      const deadline = Date.now() + 15_000;
+      while (forwardsTo(victim.connectionId!).length === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(forwardsTo(victim.connectionId!)).toHaveLength(1);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(forwardsTo(attacker.connectionId!)).toEqual([]);
     });
   });
 });

@@ -39,6 +39,8 @@ export interface ConnectFakeProvider {
   installationTokenRequests: string[];
   /** Installation lists served to a GitHub-style user token (`GET /gh/user/installations`). */
   installationChecks: number;
+  /** Access tokens that asked `GET /v1/account` which account they belong to (a post-connect call). */
+  accountLookups: string[];
   /** Where the fake GitHub-style app install sends the browser back (the app's "Setup URL"). */
   setAppSetupUrl(url: string, appPublicKey: string): void;
   /** A GET to the fake from the test itself (trusting its certificate): the status and the redirect target. */
@@ -97,6 +99,9 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
   const clientCredentialTokens: string[] = [];
   const installationTokens: string[] = [];
   const installationTokenRequests: string[] = [];
+  const accountLookups: string[] = [];
+  /** Access token → the tenant whose code it was issued for: its account is `portal-<tenant>`. */
+  const tokenTenants = new Map<string, string>();
   let installationChecks = 0;
   /** GitHub-style user codes and tokens of the app install: the installing user sees installation 4242. */
   const githubCodes = new Set<string>();
@@ -115,6 +120,13 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
 
+    if (req.method === 'GET' && url.pathname === '/v1/account') {
+      const accessToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      const tenant = tokenTenants.get(accessToken);
+      if (!tenant) return json(res, 401, { error: 'invalid_token' });
+      accountLookups.push(accessToken);
+      return json(res, 200, { portal: { id: `portal-${tenant}`, name: tenant } });
+    }
     if (req.method === 'GET' && url.pathname === '/v1/me') {
       const key = String(req.headers['x-api-key'] ?? '');
       verificationKeys.push(key);
@@ -247,6 +259,7 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       }
       const accessToken = `at_${randomBytes(16).toString('hex')}`;
       accessTokens.push(accessToken);
+      tokenTenants.set(accessToken, pending.tenant);
       record('issued');
       return json(res, 200, {
         access_token: accessToken,
@@ -280,6 +293,7 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     clientCredentialTokens,
     installationTokens,
     installationTokenRequests,
+    accountLookups,
     get installationChecks() {
       return installationChecks;
     },
@@ -343,6 +357,28 @@ fake-hosted:
       title: Your instance host
       description: Pinned to the provider's own domain (here its loopback address).
       pattern: '${hostPattern}'
+
+fake-routed:
+  display_name: Fake Routed
+  categories: [other]
+  auth_mode: OAUTH2
+  authorization_url: ${providerUrl}/\${connectionConfig.tenant}/authorize
+  token_url: ${providerUrl}/\${connectionConfig.tenant}/token
+  post_connect:
+    - url: ${providerUrl}/v1/account
+      connection_config: { portalId: portal.id }
+  docs: https://docs.example.com/fake-routed
+  connection_config:
+    tenant:
+      type: string
+      title: Tenant
+      pattern: '^[a-z0-9-]+$'
+  webhook:
+    signature:
+      header: x-fake-signature
+    routing:
+      - value: { from: body, path: portalId }
+        match: connection_config.portalId
 
 fake-key:
   display_name: Fake Key

@@ -25,6 +25,9 @@ export {
   ProviderDefinitionSchema,
   type ProviderEntry,
   ProviderEntrySchema,
+  type PostConnectCall,
+  PostConnectCallSchema,
+  providerFilledKeys,
   urlTemplateProblem,
 } from './schema';
 export {

@@ -10,6 +10,7 @@ export const EXCHANGE_STAGES = [
   'oauth1_access_token',
   'app_installation_token',
   'app_installation_check',
+  'post_connect',
 ] as const;
 export type ExchangeStage = (typeof EXCHANGE_STAGES)[number];
 

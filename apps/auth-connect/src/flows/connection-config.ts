@@ -1,5 +1,10 @@
 import type { ConnectIntegrationDefaults, FieldError } from '@switchboard/contracts';
-import { connectionConfigValueProblems, type FormField, type ResolvedProvider } from '@switchboard/providers';
+import {
+  connectionConfigValueProblems,
+  providerFilledKeys,
+  type FormField,
+  type ResolvedProvider,
+} from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
 
 /** Keys of the session's connection_config that configure the OAuth client, not the connection. */
@@ -46,13 +51,17 @@ export function buildConnectionConfig(
 ): Record<string, unknown> {
   const fromSession = { ...(defaults?.connection_config ?? {}) } as Record<string, unknown>;
   for (const key of CLIENT_OVERRIDE_KEYS) delete fromSession[key];
+  // What the provider returns (token metadata, post-connect answers, automated fields) is filled from the
+  // provider alone, never preset: a webhook routing key set here would route another tenant's events.
+  for (const key of providerReturnedKeys(provider)) delete fromSession[key];
   const merged: Record<string, unknown> = { ...params, ...fromSession };
 
   const errors: FieldError[] = [];
   const declared = provider.connection_config ?? {};
   const askable = new Set(userFields(provider).map(([name]) => name));
+  const returned = providerReturnedKeys(provider);
   for (const name of Object.keys(params)) {
-    if (askable.has(name)) continue;
+    if (askable.has(name) && !returned.has(name)) continue;
     errors.push({
       code: 'unrecognized_keys',
       message: `${name} is not a connection field of ${provider.display_name}`,
@@ -82,6 +91,11 @@ export function buildConnectionConfig(
   if (errors.length > 0)
     throw new AuthConnectError('invalid_connection', 'Invalid connection configuration', errors);
   return merged;
+}
+
+/** Keys the provider's own answers fill; a token-URL host field (proven by the exchange) is the user's to type. */
+function providerReturnedKeys(provider: ResolvedProvider): Set<string> {
+  return providerFilledKeys({ ...provider, token_url: undefined });
 }
 
 function fieldProblem(field: FormField, value: string): string | undefined {

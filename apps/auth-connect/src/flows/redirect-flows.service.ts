@@ -25,6 +25,7 @@ import {
   interpolateUrl,
   ProviderExchangeError,
   requestOAuth1RequestToken,
+  runPostConnect,
 } from '../exchanges';
 import { CompletionService } from './completion.service';
 import { FlowContextService, type FlowContext, type OAuthClient } from './flow-context.service';
@@ -294,9 +295,15 @@ export class RedirectFlowsService {
           connectionConfig,
           clientIsOverride: oauthClient.isOverride,
         });
+        // Routing keys (the account a provider webhook names) come from the provider, with the new token.
+        const fromProvider = await runPostConnect({
+          provider: ctx.provider,
+          accessToken: result.credentials.access_token,
+          connectionConfig: { ...connectionConfig, ...result.connectionConfig },
+        });
         return {
           credentials: result.credentials as unknown as Credentials,
-          extraConfig: result.connectionConfig,
+          extraConfig: { ...result.connectionConfig, ...fromProvider },
         };
       }
       case 'OAUTH1': {
