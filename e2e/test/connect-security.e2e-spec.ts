@@ -468,4 +468,68 @@ describe('connect flows refuse what a hostile end user sends', () => {
       expect(forwardsTo(attacker.connectionId!)).toEqual([]);
     });
   });
+
+  describe('small holes', () => {
+    it('ends the connect session once its connection is stored: the token stops working', async () => {
+      const token = await session({ end_user: { id: `once-${run}` } });
+      const first = await call(
+        stack.gatewayUrl,
+        'POST',
+        withToken(`/api-auth/api-key/${keyIntegration}`, token),
+        {
+          body: { apiKey: fake.goodApiKey },
+        },
+      );
+      expect(first.status).toBe(200);
+      const again = await call(
+        stack.gatewayUrl,
+        'POST',
+        withToken(`/api-auth/api-key/${keyIntegration}`, token),
+        {
+          body: { apiKey: fake.goodApiKey },
+        },
+      );
+      expectError(again, 401, 'unknown_connect_session_token');
+      const read = await call(stack.gatewayUrl, 'GET', '/connect/session', {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expectError(read, 401, 'unknown_connect_session_token');
+      expect(await connectionCount(keyIntegration)).toBe(1);
+    });
+
+    it('refuses end-user authorization_params that replace the flow’s own parameters or widen its scopes', async () => {
+      const token = await session({ tags: { end_user_id: 'params' } });
+      const before = fake.authorizeRequests.length;
+      const hostile = await call(
+        stack.gatewayUrl,
+        'POST',
+        withToken(`/oauth/connect/${oauthIntegration}`, token),
+        {
+          body: {
+            params: { tenant: 'acme' },
+            authorization_params: {
+              response_type: 'token',
+              redirect_uri: `${attacker.url}/catch`,
+              state: 'mine',
+              scope: 'admin',
+            },
+            user_scope: 'admin',
+          },
+        },
+      );
+      expect(expectError(hostile, 400, 'invalid_connection').errors?.map((e) => e.path)).toEqual([
+        ['authorization_params', 'response_type'],
+        ['authorization_params', 'redirect_uri'],
+        ['authorization_params', 'state'],
+        ['authorization_params', 'scope'],
+        ['user_scope'],
+      ]);
+      const popup = await fetch(
+        `${stack.gatewayUrl}${withToken(`/oauth/connect/${oauthIntegration}?params%5Btenant%5D=acme&authorization_params%5Bscope%5D=admin`, token)}`,
+        { redirect: 'manual' },
+      );
+      expect(popup.status).toBe(400);
+      expect(fake.authorizeRequests.length).toBe(before);
+    });
+  });
 });

@@ -320,6 +320,8 @@ export const callbackOutcomeSchema = z.discriminatedUnion('ok', [
     providerConfigKey: z.string(),
     connectionId: z.string(),
     isPending: z.boolean().default(false),
+    /** The provider's name, for the result page: the session (and its integration list) has ended. */
+    displayName: z.string().optional(),
   }),
   z.object({
     ok: z.literal(false),

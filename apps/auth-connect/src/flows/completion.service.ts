@@ -15,7 +15,7 @@ import type { FlowContext } from './flow-context.service';
 /**
  * The last step of every flow: the vault stores the connection (and publishes the auth event for the
  * webhook relay), then the end user and the fact that a session created this connection are recorded
- * here (the latter is what makes it eligible for a reconnect session).
+ * here (the latter is what makes it eligible for a reconnect session), and the connect session ends.
  */
 @Injectable()
 export class CompletionService {
@@ -102,6 +102,9 @@ export class CompletionService {
         `recording the session connection ${ctx.providerConfigKey}/${ctx.connectionId} failed: ${String(error)}`,
       );
     }
+    // The session did its job: its token stops working (any other flow it had open is dropped with it), so a
+    // leaked connect link cannot add or replace connections afterwards.
+    await this.db.connectSession.deleteMany({ where: { id: session.id } });
     return { connectionId: ctx.connectionId, providerConfigKey: ctx.providerConfigKey };
   }
 }

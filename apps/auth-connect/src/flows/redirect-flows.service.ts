@@ -81,6 +81,7 @@ export class RedirectFlowsService {
   }
 
   async start(req: StartFlowRequest): Promise<StartedFlow> {
+    refuseEndUserOverrides(req);
     const ctx = await this.contexts.open(req.caller, req.sessionId, req.providerConfigKey, REDIRECT_MODES);
     const connectionConfig = this.contexts.connectionConfig(ctx, req.params);
     const state = randomUUID();
@@ -244,7 +245,7 @@ export class RedirectFlowsService {
         ...connectionConfig,
         ...extraConfig,
       });
-      return { ok: true, ...result, isPending: false };
+      return { ok: true, ...result, isPending: false, displayName: ctx.provider.display_name };
     } catch (error) {
       return this.failure(error, pending);
     }
@@ -410,7 +411,7 @@ export class RedirectFlowsService {
     )) {
       if (!PROTECTED_AUTHORIZATION_PARAMS.has(key)) params.set(key, value);
     }
-    const userScope = ctx.defaults?.user_scopes ?? req.userScope;
+    const userScope = ctx.defaults?.user_scopes;
     if (userScope) params.set('user_scope', userScope);
     params.set('client_id', client.clientId);
     params.set('redirect_uri', this.callbackUrl);
@@ -495,4 +496,35 @@ const PROTECTED_AUTHORIZATION_PARAMS = new Set([
   'state',
   'code_challenge',
   'code_challenge_method',
+  'response_type',
 ]);
+
+/**
+ * What the end user's browser may not choose: the flow's own parameters, and scopes beyond what the
+ * integration (or the session its backend created) grants. Refused, not dropped, so the page says why.
+ */
+const END_USER_FORBIDDEN_PARAMS = new Set([...PROTECTED_AUTHORIZATION_PARAMS, 'scope', 'user_scope']);
+
+function refuseEndUserOverrides(req: StartFlowRequest): void {
+  const errors = Object.keys(req.authorizationParams)
+    .filter((key) => END_USER_FORBIDDEN_PARAMS.has(key.toLowerCase()))
+    .map((key) => ({
+      code: 'custom',
+      message: `${key} is set by the integration, not the connect page`,
+      path: ['authorization_params', key],
+    }));
+  if (req.userScope !== undefined) {
+    errors.push({
+      code: 'custom',
+      message: 'user_scope is set by the integration or the connect session, not the connect page',
+      path: ['user_scope'],
+    });
+  }
+  if (errors.length > 0) {
+    throw new AuthConnectError(
+      'invalid_connection',
+      'The connect page may not choose the authorization parameters the integration sets',
+      errors,
+    );
+  }
+}

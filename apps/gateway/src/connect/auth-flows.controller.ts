@@ -313,7 +313,11 @@ export class AuthFlowsController {
   }
 
   private sendPage(reply: FastifyReply, outcome: CallbackOutcome, status?: number) {
-    const page = renderCallbackPage(outcome, this.env.SWITCHBOARD_CONNECT_URL);
+    const page = renderCallbackPage(
+      outcome,
+      this.env.SWITCHBOARD_CONNECT_URL,
+      this.env.SWITCHBOARD_CONNECT_ALLOWED_ORIGINS,
+    );
     return reply
       .status(status ?? page.status)
       .header('content-security-policy', page.csp)
