@@ -44,6 +44,19 @@ export class CircuitBreakers {
       .map(([url]) => url);
   }
 
+  /** How many breakers are open (refusing) and half-open (a probe under way), for the metrics. */
+  counts(): { open: number; halfOpen: number } {
+    const now = this.now();
+    let open = 0;
+    let halfOpen = 0;
+    for (const s of this.states.values()) {
+      if (s.openUntil === 0) continue;
+      if (s.probing) halfOpen++;
+      else if (now < s.openUntil) open++;
+    }
+    return { open, halfOpen };
+  }
+
   /** Closes the endpoint's breaker; true when it had been open, i.e. the endpoint just came back. */
   success(url: string): boolean {
     const state = this.states.get(url);
