@@ -69,9 +69,8 @@ describe('metrics', () => {
   beforeAll(async () => {
     [fake, receiver] = await Promise.all([startFakeProvider('a'), new WebhookReceiver().start()]);
     for (const service of ALL_SERVICES) ports[service] = await freePort();
-    const serviceEnv = Object.fromEntries(
-      ALL_SERVICES.map((s) => [s, { OTEL_EXPORTER_PROMETHEUS_PORT: String(ports[s]) }]),
-    ) as Record<StackService, Record<string, string>>;
+    const serviceEnv = {} as Record<StackService, Record<string, string>>;
+    for (const s of ALL_SERVICES) serviceEnv[s] = { OTEL_EXPORTER_PROMETHEUS_PORT: String(ports[s]) };
     Object.assign(serviceEnv.gateway, { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' });
     Object.assign(serviceEnv['webhook-relay'], {
       SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',

@@ -94,7 +94,8 @@ export class HttpServerMetrics {
     }
     let byStatus = byMethod.get(method);
     if (!byStatus) {
-      if (!KNOWN_METHODS.has(method)) return this.attributes(OTHER_METHOD, route, status);
+      if (method !== OTHER_METHOD && !KNOWN_METHODS.has(method))
+        return this.attributes(OTHER_METHOD, route, status);
       byStatus = new Map();
       byMethod.set(method, byStatus);
     }

@@ -1,4 +1,4 @@
-import { type DynamicModule, type INestApplication, type LogLevel, type Type } from '@nestjs/common';
+import type { DynamicModule, INestApplication, LogLevel, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
