@@ -44,15 +44,18 @@ export class CircuitBreakers {
       .map(([url]) => url);
   }
 
-  /** How many breakers are open (refusing) and half-open (a probe under way), for the metrics. */
+  /**
+   * How many breakers are open (refusing until their cooldown ends) and half-open (cooldown over: the
+   * next attempt is the probe, or it is under way), for the breaker gauge.
+   */
   counts(): { open: number; halfOpen: number } {
     const now = this.now();
     let open = 0;
     let halfOpen = 0;
     for (const s of this.states.values()) {
       if (s.openUntil === 0) continue;
-      if (s.probing) halfOpen++;
-      else if (now < s.openUntil) open++;
+      if (s.probing || now >= s.openUntil) halfOpen++;
+      else open++;
     }
     return { open, halfOpen };
   }
