@@ -102,6 +102,26 @@ describe('metrics', () => {
       },
     });
     expect([200, 201]).toContain(connection.status);
+    // An OAuth 2 connection whose token the fake provider refuses until it is refreshed.
+    const oauth = await call(stack.gatewayUrl, 'POST', '/integrations', {
+      key: stack.secretKey,
+      body: {
+        provider: 'fake-oauth2',
+        unique_key: 'metered-oauth',
+        credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' },
+      },
+    });
+    expect(oauth.status).toBe(200);
+    const refreshable = await call(stack.gatewayUrl, 'POST', '/connections', {
+      key: stack.secretKey,
+      body: {
+        provider_config_key: 'metered-oauth',
+        connection_id: 'c1',
+        credentials: { type: 'OAUTH2', access_token: 'at-1', refresh_token: 'rt-0' },
+        connection_config: { origin: fake.url },
+      },
+    });
+    expect([200, 201]).toContain(refreshable.status);
   });
 
   afterAll(async () => {
@@ -135,6 +155,31 @@ describe('metrics', () => {
     );
     // Templates, never raw URLs: no series names the random paths.
     expect(after.some((s) => Object.values(s.labels).some((v) => v.includes('/echo/')))).toBe(false);
+  });
+
+  it("counts a provider's 401, the vault's refresh by outcome, and the retry's 200", async () => {
+    const [gatewayBefore, vaultBefore] = await Promise.all([scrape('gateway'), scrape('connections-vault')]);
+    const res = await fetch(`${stack.gatewayUrl}/proxy/needs-fresh-token`, {
+      headers: {
+        Authorization: `Bearer ${stack.secretKey}`,
+        'provider-config-key': 'metered-oauth',
+        'connection-id': 'c1',
+      },
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const [gatewayAfter, vaultAfter] = await Promise.all([scrape('gateway'), scrape('connections-vault')]);
+    const upstream = (samples: Sample[], status: string) =>
+      total(samples, 'switchboard_proxy_upstream_duration_count', {
+        switchboard_provider: 'fake-oauth2',
+        http_response_status_code: status,
+      });
+    expect(upstream(gatewayAfter, '401')).toBe(upstream(gatewayBefore, '401') + 1);
+    expect(upstream(gatewayAfter, '200')).toBe(upstream(gatewayBefore, '200') + 1);
+    const refreshed = { switchboard_provider: 'fake-oauth2', switchboard_refresh_outcome: 'success' };
+    expect(total(vaultAfter, 'switchboard_credentials_refresh_total', refreshed)).toBe(
+      total(vaultBefore, 'switchboard_credentials_refresh_total', refreshed) + 1,
+    );
   });
 
   it('counts a NATS request on both sides, per subject, and the HTTP route that made it', async () => {
