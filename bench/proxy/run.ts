@@ -398,7 +398,9 @@ async function main(): Promise<void> {
         authorization_url: '${connectionConfig.origin}/authorize',
         token_url: '${connectionConfig.origin}/token',
         proxy: { base_url: '${connectionConfig.origin}' },
-        connection_config: { origin: { type: 'string', title: 'Origin' } },
+        connection_config: {
+          origin: { type: 'string', title: 'Origin', pattern: '^http://127\\.0\\.0\\.1:[0-9]+$' },
+        },
       },
     }),
   );

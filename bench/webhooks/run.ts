@@ -100,6 +100,9 @@ async function main(): Promise<void> {
     env: {
       LOG_LEVEL: 'warn',
       SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
+      // Every event comes from one loopback sender into one environment: the ingress windows are not measured here.
+      SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN: '1000000',
+      SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN: '1000000',
       SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
       ...(process.env.BENCH_RELAY_ENDPOINT_CONCURRENCY
         ? { SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY: process.env.BENCH_RELAY_ENDPOINT_CONCURRENCY }

@@ -83,7 +83,9 @@ export function writePagesProvidersFile(): string {
           response_path: 'items',
         },
       },
-      connection_config: { origin: { type: 'string', title: 'Origin' } },
+      connection_config: {
+        origin: { type: 'string', title: 'Origin', pattern: '^http://127\\.0\\.0\\.1:[0-9]+$' },
+      },
     },
   };
   const file = join(tmpdir(), `switchboard-functions-providers-${process.pid}-${Date.now()}.json`);
