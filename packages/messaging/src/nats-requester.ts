@@ -53,7 +53,12 @@ export class NatsRequester {
           const response = reply.response;
           if (!response) throw new SwitchboardError('server_error', `${subject} sent an empty reply`);
           if (!response.ok)
-            throw new SwitchboardError(response.error.code, response.error.message, response.error.errors);
+            throw new SwitchboardError(
+              response.error.code,
+              response.error.message,
+              response.error.errors,
+              response.error.payload,
+            );
           return response.data;
         } catch (error) {
           if (error instanceof SwitchboardError) span.setAttribute('switchboard.error_code', error.code);
