@@ -12,6 +12,8 @@ export default tseslint.config(
       '**/.turbo/**',
       '.data/**',
       'packages/db/src/generated/**',
+      // Bundles compiled by the nango CLI and the TypeScript they were compiled from (its own project).
+      'apps/functions-runtime/test/fixtures/**',
       'e2e/fixtures/**',
     ],
   },

@@ -36,7 +36,9 @@ port_open 127.0.0.1 "$PORT" && die "port $PORT is already in use (is Switchboard
 
 migrate "$DATABASE_URL"
 log "seeding the development account"
-node "$ROOT/apps/auth-connect/dist/seed-cli.js" >/dev/null || die "seed failed"
+SEEDED="$(node "$ROOT/apps/auth-connect/dist/seed-cli.js")" || die "seed failed"
+# The seed never revives a revoked key (nor widens a narrowed one): say so rather than start with a dead key.
+case "$SEEDED" in *'"revoked":true'*) log "warning: SWITCHBOARD_SECRET_KEY is revoked; set a new one to get a working key" ;; esac
 
 export SWITCHBOARD_START_TEMPORAL=0 SWITCHBOARD_TEMPORAL_BIN="$TEMPORAL_BIN" SWITCHBOARD_ROOT="$ROOT"
 if port_open "${TEMPORAL_ADDRESS%:*}" "${TEMPORAL_ADDRESS##*:}"; then

@@ -1,7 +1,7 @@
 const preset = require('../../jest.preset.js');
 
-// jose 6 is ESM-only. Node 20 loads it through require(esm), but jest on Node 20 cannot, so jest alone
-// compiles it to CommonJS (the built service uses the package as published).
+// jose 6 is ESM-only. Node loads it through require(esm), but jest's CommonJS module registry cannot (on
+// Node 24 either), so jest alone compiles it to CommonJS (the built service uses the package as published).
 const ESM_ONLY = ['jose'];
 const esmOnly = ESM_ONLY.map((name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|');
 

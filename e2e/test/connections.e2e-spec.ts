@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Nango } from '@nangohq/node';
 import type { AuthEvent } from '@switchboard/contracts';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
@@ -37,7 +39,11 @@ describe('connections through @nangohq/node 0.71.10', () => {
   beforeAll(async () => {
     // auth-connect also serves the connect page; give it a port of its own so stacks can run side by side.
     stack = await startStack({
-      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' } },
+      serviceEnv: {
+        'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
+        // The secret-config test's provider listens on loopback.
+        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+      },
       readyTimeoutMs: 150_000,
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
@@ -392,6 +398,77 @@ describe('connections through @nangohq/node 0.71.10', () => {
         { key: stack.secretKey },
       );
       expect(ok.status).toBe(200);
+    });
+  });
+
+  describe('secret connection-config fields', () => {
+    it("seals Datadog's applicationKey with the credentials: not in the row, redacted without read_credentials, injected by the proxy", async () => {
+      const dd = `dd-${run}`;
+      await nango.createIntegration({ provider: 'datadog', unique_key: dd });
+      const applicationKey = secret('ddapp');
+      const apiKey = secret('ddapi');
+      const imported = await importConnection({
+        provider_config_key: dd,
+        connection_id: 'dd-1',
+        credentials: { type: 'API_KEY', apiKey },
+        connection_config: { siteParameter: 'datadoghq.eu', applicationKey },
+      });
+      expect(imported.status).toBe(201);
+      expect((imported.body as { connection_config: unknown }).connection_config).toEqual({
+        siteParameter: 'datadoghq.eu',
+        applicationKey,
+      });
+
+      // At rest: neither the config column nor any other column holds it in plain text.
+      const { rows } = await db.query<{ row: string; config: Record<string, unknown> }>(
+        `SELECT c::text AS row, connection_config AS config FROM vault.connections c
+          WHERE provider_config_key = $1 AND connection_id = 'dd-1'`,
+        [dd],
+      );
+      expect(rows).toHaveLength(1);
+      expect(rows[0]!.config).toEqual({ siteParameter: 'datadoghq.eu' });
+      expect(rows[0]!.row).not.toContain(applicationKey);
+
+      // connections:read alone: the field is left out of the view.
+      const reader = await createKey(
+        stack.gatewayUrl,
+        stack.secretKey,
+        ['environment:connections:read'],
+        'dd reader',
+      );
+      const redacted = await call(stack.gatewayUrl, 'GET', `/connections/dd-1?provider_config_key=${dd}`, {
+        key: reader,
+      });
+      expect(redacted.status).toBe(200);
+      expect((redacted.body as { connection_config: unknown }).connection_config).toEqual({
+        siteParameter: 'datadoghq.eu',
+      });
+      expect(redacted.text).not.toContain(applicationKey);
+      const listed = await call(stack.gatewayUrl, 'GET', `/connections?connectionId=dd-1`, { key: reader });
+      expect(listed.status).toBe(200);
+      expect(listed.text).not.toContain(applicationKey);
+
+      // With read_credentials it is shown, and the proxy still sends it to the provider.
+      const full = await nango.getConnection(dd, 'dd-1');
+      expect(full.connection_config).toEqual({ siteParameter: 'datadoghq.eu', applicationKey });
+      const seen: Record<string, string | string[] | undefined>[] = [];
+      const provider = createServer((req, res) => {
+        seen.push(req.headers);
+        res.end('{}');
+      });
+      await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+      try {
+        const origin = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+        await nango.get({
+          providerConfigKey: dd,
+          connectionId: 'dd-1',
+          endpoint: '/v1/validate',
+          baseUrlOverride: origin,
+        });
+        expect(seen[0]).toMatchObject({ 'dd-api-key': apiKey, 'dd-application-key': applicationKey });
+      } finally {
+        await new Promise<void>((resolve) => provider.close(() => resolve()));
+      }
     });
   });
 

@@ -260,11 +260,16 @@ describe('gateway edge', () => {
 
 describe('rate limit', () => {
   const LIMIT = 5;
+  const SESSION_LIMIT = 3;
   let replicaA: ExtraProcess;
   let replicaB: ExtraProcess;
 
   beforeAll(async () => {
-    const env = { NATS_URL: stack.natsUrl, SWITCHBOARD_RATE_LIMIT_PER_MIN: String(LIMIT) };
+    const env = {
+      NATS_URL: stack.natsUrl,
+      SWITCHBOARD_RATE_LIMIT_PER_MIN: String(LIMIT),
+      SWITCHBOARD_SESSION_RATE_LIMIT_PER_MIN: String(SESSION_LIMIT),
+    };
     [replicaA, replicaB] = await Promise.all([startGateway(env), startGateway(env)]);
   }, START_HOOK_TIMEOUT_MS);
   afterAll(async () => {
@@ -320,6 +325,33 @@ describe('rate limit', () => {
     expect(remaining).toEqual(['4', '3', '2', '1', '0']);
     expectTooMany(await onB());
     expectTooMany(await onA());
+  });
+
+  it("a browser hammering with a connect session token exhausts only its session's window; the secret key keeps working", async () => {
+    const { secretKey } = seedAccount(stack);
+    const created = await call(replicaA.url, 'POST', '/connect/sessions', {
+      key: secretKey,
+      body: { end_user: { id: 'browser-user' } },
+    });
+    expect(created.status).toBe(201);
+    const token = (created.body as { data: { token: string } }).data.token;
+
+    const statuses: number[] = [];
+    for (let i = 0; i < SESSION_LIMIT + 10; i++) {
+      const res = await call(i % 2 ? replicaA.url : replicaB.url, 'GET', '/connect/session', { key: token });
+      statuses.push(res.status);
+      if (res.status === 429) {
+        expectError(res, 429, 'too_many_request');
+        expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+        expect(res.headers.get('x-ratelimit-limit')).toBe(String(SESSION_LIMIT));
+      }
+    }
+    expect(statuses).toEqual([...Array<number>(SESSION_LIMIT).fill(200), ...Array<number>(10).fill(429)]);
+
+    // The account's window only counted the session's creation.
+    const backend = await call(replicaA.url, 'GET', '/integrations', { key: secretKey });
+    expect(backend.status).toBe(200);
+    expect(headersOf(backend)).toMatchObject({ limit: String(LIMIT), remaining: String(LIMIT - 2) });
   });
 });
 

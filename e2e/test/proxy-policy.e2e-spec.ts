@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
+import { freePort, startStack, type RunningService, type Stack } from '@switchboard/testing';
 import { call, createKey, expectError, type ApiResponse } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
 import { raw, startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
@@ -49,6 +49,9 @@ describe('proxy: credentials, errors and policies', () => {
   let fake: FakeProvider;
   let canary4: Awaited<ReturnType<typeof canary>>;
   let canary6: Awaited<ReturnType<typeof canary>>;
+  /** A server the caller of a proxy-only key controls, on an allowed address: it must never see a credential. */
+  let foreign: FakeProvider;
+  let remoteGateway: RunningService;
 
   const proxy = (
     method: string,
@@ -95,8 +98,9 @@ describe('proxy: credentials, errors and policies', () => {
   }
 
   beforeAll(async () => {
-    [fake, canary4, canary6] = await Promise.all([
+    [fake, foreign, canary4, canary6] = await Promise.all([
       startFakeProvider('a'),
+      startFakeProvider('foreign'),
       canary('127.0.0.2'),
       canary('::1'),
     ]);
@@ -124,6 +128,11 @@ describe('proxy: credentials, errors and policies', () => {
     });
     await integration('fake-tba', 'tba');
     await integration('fake-no-base', 'no-base');
+    await integration('fake-client-secret-header', 'secret-header', {
+      credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'client-secret-etsy' },
+    });
+    await connection('secret-header', 'c1', { type: 'OAUTH2', access_token: 'at-secret-header' });
+    remoteGateway = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_MODE: 'remote' });
 
     await connection('oauth2', 'c1', { type: 'OAUTH2', access_token: 'at-1', refresh_token: 'rt-0' });
     await connection('oauth2-ungoverned', 'c1', { type: 'OAUTH2', access_token: 'at-1' });
@@ -158,7 +167,7 @@ describe('proxy: credentials, errors and policies', () => {
 
   afterAll(async () => {
     await stack?.stop();
-    await Promise.all([fake?.close(), canary4?.close(), canary6?.close()]);
+    await Promise.all([fake?.close(), foreign?.close(), canary4?.close(), canary6?.close()]);
   });
 
   describe('credential injection', () => {
@@ -249,6 +258,87 @@ describe('proxy: credentials, errors and policies', () => {
       );
       expect(seen.url).toBe('/api/echo');
     });
+  });
+
+  describe('Base-Url-Override and credentials', () => {
+    const gateways = [
+      ['embedded', () => stack.gatewayUrl],
+      ['remote', () => `http://127.0.0.1:${remoteGateway.port}`],
+    ] as const;
+    const via = (
+      gatewayUrl: string,
+      key: string,
+      headers: Record<string, string>,
+      providerConfigKey: string,
+    ) =>
+      call(gatewayUrl, 'GET', '/proxy/echo', {
+        key,
+        headers: { 'provider-config-key': providerConfigKey, 'connection-id': 'c1', ...headers },
+      });
+    let proxyOnly: string;
+    let credentialReader: string;
+    beforeAll(async () => {
+      proxyOnly = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:proxy'], 'proxy only');
+      credentialReader = await createKey(
+        stack.gatewayUrl,
+        stack.secretKey,
+        ['environment:proxy', 'environment:connections:read_credentials'],
+        'proxy and credentials',
+      );
+    });
+
+    it.each(gateways)(
+      '%s: a proxy-only key aiming the override at another origin reaches it with no token, key or client secret',
+      async (_mode, gatewayUrl) => {
+        const before = foreign.seen.length;
+        for (const providerConfigKey of [
+          'secret-header',
+          'oauth2',
+          'api-key',
+          'api-key-query',
+          'basic',
+          'oauth1',
+        ]) {
+          const seen = echo(
+            await via(gatewayUrl(), proxyOnly, { 'base-url-override': foreign.url }, providerConfigKey),
+          );
+          expect(seen.headers.authorization).toBeUndefined();
+          expect(seen.headers['x-api-key']).toBeUndefined();
+          expect(seen.url).toBe('/echo');
+          const everything = JSON.stringify(seen);
+          for (const secret of [
+            'client-secret-etsy',
+            'at-secret-header',
+            'at-1',
+            'key-header',
+            'key query',
+            'l0velace',
+          ])
+            expect(everything).not.toContain(secret);
+        }
+        expect(foreign.seen.length).toBe(before + 6);
+      },
+    );
+
+    it.each(gateways)(
+      "%s: the same key gets the credentials on the provider's own origin, and a key with read_credentials on any",
+      async (_mode, gatewayUrl) => {
+        const own = echo(
+          await via(gatewayUrl(), proxyOnly, { 'base-url-override': fake.url }, 'secret-header'),
+        );
+        expect(own.headers).toMatchObject({
+          authorization: 'Bearer at-secret-header',
+          'x-api-key': 'cid:client-secret-etsy',
+        });
+        const anywhere = echo(
+          await via(gatewayUrl(), credentialReader, { 'base-url-override': foreign.url }, 'secret-header'),
+        );
+        expect(anywhere.headers).toMatchObject({
+          authorization: 'Bearer at-secret-header',
+          'x-api-key': 'cid:client-secret-etsy',
+        });
+      },
+    );
   });
 
   describe('our own errors', () => {

@@ -1,11 +1,13 @@
 import { execFile } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Nango } from '@nangohq/node';
 import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { call, createKey, expectError } from './support/http';
+import { seedAccount, startGateway, type ExtraProcess } from './support/processes';
 import { AuthEventPublisher } from './support/webhook-events';
 import { headerRecord, WebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
 
@@ -257,7 +259,9 @@ describe('webhook relay', () => {
           providerConfigKey: 'linear',
           connectionId: expect.any(String),
           payload: event,
+          verified: true,
         });
+        expect(hook.headers['x-switchboard-webhook-verified']).toBe('true');
         // Compact JSON with sorted keys, and the provider's own headers come along.
         expect(hook.body).toBe(JSON.stringify(sortKeys(JSON.parse(hook.body))));
         expect(hook.headers['linear-event']).toBe('Issue');
@@ -279,16 +283,108 @@ describe('webhook relay', () => {
       expect(JSON.parse(hook!.body)).toEqual(event);
     });
 
-    it('refuses a bad signature with 401 and forwards nothing', async () => {
+    it('refuses a bad signature with 401, forwards nothing, and shows it in the delivery log as refused', async () => {
       const before = receiver.received.length;
-      const res = await linearWebhook(
-        { action: 'create', organizationId: 'org-1', webhookTimestamp: Date.now() },
-        'not-the-secret',
-      );
+      const refusedBefore = (
+        (await api('GET', '/environment/webhook-deliveries?status=refused&limit=100')).body as {
+          data: unknown[];
+        }
+      ).data.length;
+      const forged = {
+        action: 'create',
+        organizationId: 'org-1',
+        forged: 'FORGED-PAYLOAD',
+        webhookTimestamp: Date.now(),
+      };
+      const res = await linearWebhook(forged, 'not-the-secret');
       expect(res.status).toBe(401);
       expect(await res.json()).toEqual({ error: { code: 'invalid_signature', message: expect.any(String) } });
+      // Unsigned altogether: refused the same way.
+      const unsigned = await fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/linear`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(forged),
+      });
+      expect(unsigned.status).toBe(401);
       await new Promise((r) => setTimeout(r, 1000));
       expect(receiver.received.length).toBe(before);
+
+      const log = (await api('GET', '/environment/webhook-deliveries?status=refused&limit=100')).body as {
+        data: { id: number; status: string; type: string; provider_config_key: string; last_error: string }[];
+      };
+      expect(log.data.length).toBe(refusedBefore + 2);
+      const [latest] = log.data;
+      expect(latest).toMatchObject({
+        status: 'refused',
+        type: 'forward',
+        provider_config_key: 'linear',
+        attempts: 0,
+        last_error: expect.stringMatching(/^signature not verified: missing linear-signature header$/),
+      });
+      // The sender's payload is not kept, and a refused webhook cannot be pushed out by a redelivery.
+      const detail = await api('GET', `/environment/webhook-deliveries/${latest!.id}`);
+      expect(detail.status).toBe(200);
+      expect(JSON.stringify(detail.body)).not.toContain('FORGED-PAYLOAD');
+      expectError(
+        await api('POST', `/environment/webhook-deliveries/${latest!.id}/redeliver`),
+        409,
+        'conflict',
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      expect(receiver.received.length).toBe(before);
+    });
+
+    it('forwards a webhook of an integration without a webhook secret marked verified: false, whatever the sender claims', async () => {
+      const created = await api('POST', '/integrations', {
+        provider: 'linear',
+        unique_key: 'linear-unsigned',
+        credentials: { type: 'OAUTH2', client_id: 'lin-client', client_secret: 'lin-client-secret' },
+      });
+      expect(created.status).toBe(200);
+      expect(
+        (
+          await api('POST', '/connections', {
+            provider_config_key: 'linear-unsigned',
+            connection_id: 'conn-unsigned',
+            credentials: { type: 'OAUTH2', access_token: 'tok-unsigned' },
+            connection_config: { organizationId: 'org-unsigned' },
+          })
+        ).status,
+      ).toBe(201);
+      const forwards = () =>
+        receiver
+          .on('/primary')
+          .filter(
+            (r) => (JSON.parse(r.body) as { providerConfigKey?: string; type?: string }).type === 'forward',
+          )
+          .filter(
+            (r) =>
+              (JSON.parse(r.body) as { providerConfigKey?: string }).providerConfigKey === 'linear-unsigned',
+          );
+      const event = {
+        action: 'create',
+        type: 'Issue',
+        organizationId: 'org-unsigned',
+        webhookTimestamp: Date.now(),
+      };
+      const res = await fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/linear-unsigned`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-switchboard-webhook-verified': 'true' },
+        body: JSON.stringify(event),
+      });
+      expect(res.status).toBe(200);
+      await waitUntil(() => forwards().length >= 1);
+      const [hook] = forwards();
+      expectSigned(hook!);
+      expect(JSON.parse(hook!.body)).toEqual({
+        from: 'linear',
+        type: 'forward',
+        providerConfigKey: 'linear-unsigned',
+        connectionId: 'conn-unsigned',
+        payload: event,
+        verified: false,
+      });
+      expect(hook!.headers['x-switchboard-webhook-verified']).toBe('false');
     });
 
     it("answers Slack's url_verification handshake with the challenge, only when it is signed", async () => {
@@ -341,6 +437,117 @@ describe('webhook relay', () => {
     });
   });
 
+  describe('public ingress limits', () => {
+    let perEnvironment: ExtraProcess;
+    let perAddress: ExtraProcess;
+    // Windows live in the Redis every gateway shares: a fresh environment and a fresh loopback source
+    // address keep these windows apart from the other tests' (and from earlier runs').
+    let flooded: { secretKey: string; environmentUuid: string };
+    const octet = () => 2 + Math.floor(Math.random() * 250);
+    const sourceAddress = `127.${octet()}.${octet()}.${octet()}`;
+    const otherAddress = `127.1.${octet()}.${octet()}`;
+    beforeAll(async () => {
+      [perEnvironment, perAddress] = await Promise.all([
+        startGateway({
+          NATS_URL: stack.natsUrl,
+          SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN: '3',
+          SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN: '1000',
+        }),
+        startGateway({
+          NATS_URL: stack.natsUrl,
+          SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN: '1000',
+          SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN: '2',
+        }),
+      ]);
+      flooded = seedAccount(stack);
+      const as = (method: string, path: string, body: unknown) =>
+        call(stack.gatewayUrl, method, path, { key: flooded.secretKey, body });
+      expect(
+        (
+          await as('POST', '/integrations', {
+            provider: 'linear',
+            unique_key: 'linear',
+            credentials: {
+              type: 'OAUTH2',
+              client_id: 'c',
+              client_secret: 's',
+              webhook_secret: LINEAR_SECRET,
+            },
+          })
+        ).status,
+      ).toBe(200);
+      expect(
+        (await as('PATCH', '/environment', { webhook_settings: { primary_url: `${receiver.url}/flood` } }))
+          .status,
+      ).toBe(200);
+    }, 60_000);
+    afterAll(async () => {
+      await Promise.all([perEnvironment?.stop(), perAddress?.stop()]);
+    });
+
+    /** A signed Linear webhook from `localAddress` (any 127/8 address reaches the gateway on 127.0.0.1). */
+    const post = (gatewayUrl: string, environmentUuid: string, body: unknown, localAddress?: string) => {
+      const text = JSON.stringify(body);
+      return new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>(
+        (resolve, reject) => {
+          const req = httpRequest(
+            `${gatewayUrl}/webhook/${environmentUuid}/linear`,
+            {
+              method: 'POST',
+              ...(localAddress ? { localAddress } : {}),
+              headers: {
+                'content-type': 'application/json',
+                'linear-signature': createHmac('sha256', LINEAR_SECRET).update(text).digest('hex'),
+              },
+            },
+            (res) => {
+              let data = '';
+              res.setEncoding('utf8');
+              res.on('data', (chunk: string) => (data += chunk));
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+            },
+          );
+          req.on('error', reject);
+          req.end(text);
+        },
+      );
+    };
+
+    it('answers 429 with Retry-After once an environment has had its webhooks of the minute, and stores nothing more', async () => {
+      const answers = [];
+      for (let i = 0; i < 6; i++) {
+        answers.push(
+          await post(perEnvironment.url, flooded.environmentUuid, {
+            action: 'create',
+            organizationId: `org-flood-${i}`,
+            webhookTimestamp: Date.now(),
+          }),
+        );
+      }
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 429, 429, 429]);
+      const refused = answers.at(-1)!;
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(JSON.parse(refused.body)).toEqual({
+        error: { code: 'too_many_request', message: expect.any(String) },
+      });
+      // Only the three admitted webhooks were stored and forwarded.
+      await receiver.waitFor(3, '/flood');
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(
+        receiver.on('/flood').map((r) => (JSON.parse(r.body) as { organizationId: string }).organizationId),
+      ).toEqual(['org-flood-0', 'org-flood-1', 'org-flood-2']);
+    });
+
+    it('counts one sender address across environments, so naming many environments does not escape it', async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++)
+        statuses.push((await post(perAddress.url, randomUUID(), {}, sourceAddress)).status);
+      expect(statuses).toEqual([404, 404, 429, 429]);
+      // Another address still gets through.
+      expect((await post(perAddress.url, randomUUID(), {}, otherAddress)).status).not.toBe(429);
+    });
+  });
+
   describe('auth webhooks', () => {
     it('sends a signed auth creation webhook with the tags of the connect session the connection came from', async () => {
       const integration = await api('POST', '/integrations', {
@@ -387,7 +594,8 @@ describe('webhook relay', () => {
 
   describe('delivery log', () => {
     it('lists deliveries with status, attempts and response code, shows one with its attempts, and redelivers it with the same id', async () => {
-      const list = await api('GET', '/environment/webhook-deliveries?type=forward&limit=2');
+      // Delivered ones: refused provider webhooks are in the log too (status refused, never sent).
+      const list = await api('GET', '/environment/webhook-deliveries?type=forward&status=delivered&limit=2');
       expect(list.status).toBe(200);
       const page = list.body as {
         data: {
@@ -405,7 +613,10 @@ describe('webhook relay', () => {
       for (const d of page.data)
         expect(d).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 200 });
       const next = (
-        await api('GET', `/environment/webhook-deliveries?type=forward&cursor=${page.next_cursor}`)
+        await api(
+          'GET',
+          `/environment/webhook-deliveries?type=forward&status=delivered&cursor=${page.next_cursor}`,
+        )
       ).body as { data: { id: number }[] };
       expect(next.data.every((d) => d.id < page.data[1]!.id)).toBe(true);
 

@@ -95,8 +95,12 @@ const services = [
 // `PORT` is the gateway's; another service listens on `<SERVICE>_PORT` (e.g. CONNECTIONS_VAULT_PORT) or its default.
 const portOf = (service) =>
   service === 'gateway' ? env.PORT : env[`${service.toUpperCase().replaceAll('-', '_')}_PORT`];
+// isolated-vm (functions-runtime) needs Node's own startup snapshot off on Node >= 20 (as its image does).
+const nodeFlags = (service) => (service === 'functions-runtime' ? ['--no-node-snapshot'] : []);
 for (const service of services) {
-  start(service, process.execPath, [join(root, 'apps', service, 'dist/main.js')], { PORT: portOf(service) });
+  start(service, process.execPath, [...nodeFlags(service), join(root, 'apps', service, 'dist/main.js')], {
+    PORT: portOf(service),
+  });
 }
 const worker = join(root, 'apps/sync-orchestrator/dist/worker.js');
 if (existsSync(worker)) start('sync-orchestrator-worker', process.execPath, [worker], { PORT: undefined });

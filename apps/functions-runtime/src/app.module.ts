@@ -1,6 +1,11 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ServiceKitModule } from '@switchboard/service-kit';
-import type { FunctionsRuntimeEnv } from './config/env';
+import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from './config/env';
+import { HostCalls } from './host/host-calls';
+import { ProxyClient } from './host/proxy-client';
+import { OutputStore } from './runs/output-store';
+import { RunsHandlers } from './runs/runs.handlers';
+import { RunsService } from './runs/runs.service';
 
 @Module({})
 export class AppModule {
@@ -8,6 +13,14 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [ServiceKitModule.forRoot({ name: 'functions-runtime', natsUrl: env.NATS_URL })],
+      controllers: [RunsHandlers],
+      providers: [
+        { provide: FUNCTIONS_RUNTIME_ENV, useValue: env },
+        ProxyClient,
+        HostCalls,
+        OutputStore,
+        RunsService,
+      ],
     };
   }
 }

@@ -2,7 +2,6 @@ import './tracing';
 import './openapi/zod-openapi';
 import { NatsRequester } from '@switchboard/messaging';
 import { bootstrapService } from '@switchboard/service-kit';
-import { parse as parseQueryString } from 'qs';
 import { AccessHook } from './access/access.hook';
 import { ApiKeyResolver } from './access/api-key.resolver';
 import { AccountRateLimiter } from './access/rate-limiter';
@@ -12,6 +11,7 @@ import { CORS_POLICY } from './http/cors';
 import { gatewayServerFactory } from './http/gateway-server';
 import { sendError } from './http/error-reply';
 import { configureHttp } from './http/http-setup';
+import { parseQueryString } from './http/query-string';
 import { ProxyFrontDoor } from './proxy/proxy-front-door';
 import { ProxyRoute } from './proxy/proxy-route';
 import { ProviderWebhookRoute } from './webhooks/provider-webhook.route';
@@ -34,9 +34,7 @@ async function main(): Promise<void> {
         ignoreTrailingSlash: true,
         ignoreDuplicateSlashes: true,
         maxParamLength: 500,
-        // `tags[end_user_id]=x` style parameters, as the official client sends them.
-        querystringParser: (str: string) =>
-          parseQueryString(str, { arrayLimit: 100, depth: 2, parameterLimit: 200 }),
+        querystringParser: parseQueryString,
       },
       trustProxy: true,
       // A target the router cannot decode (malformed percent-encoding) gets our error shape, not Fastify's.
@@ -69,7 +67,10 @@ async function main(): Promise<void> {
         fastify,
       );
       // Public, raw-bodied provider webhook ingress (its own scope and body parser).
-      new ProviderWebhookRoute(app.get(NatsRequester)).register(app.getHttpAdapter().getInstance());
+      new ProviderWebhookRoute(app.get(NatsRequester), app.get(AccountRateLimiter), {
+        perIp: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN,
+        perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,
+      }).register(fastify);
     },
   });
 }

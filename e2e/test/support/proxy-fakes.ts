@@ -412,6 +412,19 @@ export function writeProxyProvidersFile(): string {
       proxy: { base_url: '${connectionConfig.origin}' },
       connection_config: { ...origin, accountId: { type: 'string', title: 'Account' } },
     },
+    // Like Etsy: the integration's client secret travels in a header of every call.
+    'fake-client-secret-header': {
+      ...common,
+      display_name: 'Fake client-secret header',
+      auth_mode: 'OAUTH2',
+      authorization_url: '${connectionConfig.origin}/oauth/authorize',
+      token_url: '${connectionConfig.origin}/oauth/token',
+      proxy: {
+        base_url: '${connectionConfig.origin}',
+        headers: { 'x-api-key': '${clientId}:${clientSecret}' },
+      },
+      connection_config: origin,
+    },
     'fake-no-base': { ...common, display_name: 'Fake without base URL', auth_mode: 'API_KEY' },
   };
   const file = join(tmpdir(), `switchboard-proxy-providers-${process.pid}-${Date.now()}.json`);

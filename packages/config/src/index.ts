@@ -51,6 +51,18 @@ export const envFragments = {
     SWITCHBOARD_SERVER_URL: z.url().default('http://localhost:3003'),
     SWITCHBOARD_CONNECT_URL: z.url().default('http://localhost:3009'),
   },
+  /**
+   * The disk budget of each JetStream stream a service creates (give every service the same values): at
+   * the budget the oldest messages are dropped (`old`) or new ones refused (`new`).
+   */
+  streams: {
+    SWITCHBOARD_STREAM_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024 * 1024)
+      .default(1024 ** 3),
+    SWITCHBOARD_STREAM_DISCARD: z.enum(['old', 'new']).default('old'),
+  },
   /** Versioned master keys: `1:<base64 32 bytes>,2:<base64 32 bytes>`; the highest version encrypts. */
   masterKeys: {
     SWITCHBOARD_MASTER_KEYS: z

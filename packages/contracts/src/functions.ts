@@ -103,6 +103,8 @@ export const FUNCTION_FAILURE_CODES = [
   'script_memory_limit',
   'script_output_too_large',
   'script_aborted',
+  /** The script asked for something its run may not do (another connection, a call its type lacks). */
+  'script_forbidden_call',
 ] as const;
 export type FunctionFailureCode = (typeof FUNCTION_FAILURE_CODES)[number];
 
@@ -135,8 +137,13 @@ export const functionRunResultSchema = z.discriminatedUnion('status', [
     error: z.object({
       code: z.enum(FUNCTION_FAILURE_CODES),
       message: z.string(),
-      /** `ActionError`'s payload, as the script gave it. */
+      /**
+       * `ActionError`'s payload, as the script gave it; for `script_invalid_input` / `script_invalid_output`
+       * the zod issues.
+       */
       payload: z.unknown().optional(),
+      /** A coded error of a host call the script did not catch (`egress_refused`, `unknown_connection`, ...). */
+      cause: z.object({ code: z.string() }).optional(),
     }),
     ...runStats,
   }),

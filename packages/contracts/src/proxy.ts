@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { callerSchema } from './context';
 
 /**
  * The proxy's wire: the headers the official client sends on `/proxy/*` (Nango's names), and the
@@ -65,6 +66,15 @@ export const PROXY_INTERNAL_HEADERS = {
    */
   errorCode: 'x-switchboard-error-code',
 } as const;
+
+/**
+ * What the signed caller header carries: who is calling, and whether its key may send the connection's
+ * credentials to any Base-Url-Override origin (it holds `environment:connections:read_credentials`).
+ */
+export const proxyCallerSchema = callerSchema.extend({
+  credentialsOnAnyOrigin: z.boolean().default(false),
+});
+export type ProxyCaller = z.infer<typeof proxyCallerSchema>;
 
 /** How long a signed gateway request stays acceptable to the proxy (clock skew plus queueing). */
 export const PROXY_SIGNATURE_MAX_AGE_MS = 60_000;

@@ -38,6 +38,12 @@ export type ResolvedEnvironment = z.infer<typeof resolvedEnvironmentSchema>;
 export const WEBHOOK_EVENT_TYPES = ['auth', 'forward', 'sync', 'async_action'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
+/**
+ * On every forwarded provider webhook (wrapped or raw): `true` when its signature was checked, `false`
+ * when there was nothing to check it with. An inbound header of this name is never passed on.
+ */
+export const WEBHOOK_VERIFIED_HEADER = 'x-switchboard-webhook-verified';
+
 /** A customer endpoint: absolute http(s) URL without credentials. The egress policy is checked by the relay. */
 export const webhookUrlSchema = z
   .string()
@@ -127,7 +133,11 @@ export type RotatedSigningKey = z.infer<typeof rotatedSigningKeySchema>;
 
 // ---- delivery log -------------------------------------------------------------------------------
 
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'endpoint_disabled'] as const;
+/**
+ * `refused`: a provider webhook whose signature did not verify with the integration's webhook secret; it
+ * was answered 401, sent nowhere and cannot be redelivered. The row is how refusals are counted.
+ */
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'endpoint_disabled', 'refused'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export const webhookDeliverySchema = z
@@ -218,7 +228,10 @@ export type IngestReply = z.infer<typeof ingestReplySchema>;
 
 // ---- JetStream events the relay consumes --------------------------------------------------------
 
-/** `events.v1.provider-webhook`: a verified provider webhook, stored before the provider got its 2xx. */
+/**
+ * `events.v1.provider-webhook`: a provider webhook, stored before the provider got its 2xx: verified, or
+ * unverifiable (no recipe or no secret; `verified: false`). One that fails verification is never stored.
+ */
 export const providerWebhookEventSchema = z.object({
   id: z.string().min(1).max(200),
   environmentId: z.number().int(),
@@ -313,6 +326,11 @@ export const forwardWebhookBodySchema = z.object({
   providerConfigKey: z.string(),
   connectionId: z.string(),
   payload: z.unknown(),
+  /**
+   * Whether we checked the provider's signature. false when the catalog has no signature recipe for the
+   * provider or the integration has no webhook secret: anyone who knows the URL could have sent it.
+   */
+  verified: z.boolean(),
 });
 export type ForwardWebhookBody = z.infer<typeof forwardWebhookBodySchema>;
 

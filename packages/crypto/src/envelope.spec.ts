@@ -24,6 +24,20 @@ describe('EnvelopeCipher', () => {
     expect(() => cipher.decrypt(parts.join('.'), 'row')).toThrow(CryptoError);
   });
 
+  it.each([
+    ['data', 7],
+    ['wrap', 4],
+  ])('refuses a %s tag cut short (a 4-byte GCM tag could be forged)', (_which, index) => {
+    const cipher = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+    const parts = cipher.encrypt('value', 'row').split('.');
+    for (const length of [4, 8, 12, 15]) {
+      const cut = [...parts];
+      cut[index] = Buffer.from(parts[index]!, 'base64url').subarray(0, length).toString('base64url');
+      expect(() => cipher.decrypt(cut.join('.'), 'row')).toThrow(CryptoError);
+    }
+    expect(cipher.decrypt(parts.join('.'), 'row')).toBe('value');
+  });
+
   it('encrypts with the highest version and rewraps old rows after a rotation', () => {
     const before = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
     const old = before.encrypt('value', 'row');

@@ -62,9 +62,16 @@ function seal(
   return { nonce, ciphertext, tag: cipher.getAuthTag() };
 }
 
+/**
+ * GCM tags are always written whole (16 bytes). Node's decipher would also accept a tag cut to 4..15
+ * bytes, and a 4-byte tag can be forged in about 2^32 tries: anything but 16 bytes is refused.
+ */
+const TAG_BYTES = 16;
+
 function open(key: Buffer, nonce: Buffer, ciphertext: Buffer, tag: Buffer, aad: Buffer): Buffer {
   try {
-    const decipher = createDecipheriv('aes-256-gcm', key, nonce);
+    if (tag.length !== TAG_BYTES) throw new Error('truncated tag');
+    const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
     decipher.setAAD(aad);
     decipher.setAuthTag(tag);
     return Buffer.concat([decipher.update(ciphertext), decipher.final()]);

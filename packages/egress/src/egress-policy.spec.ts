@@ -31,6 +31,13 @@ describe('EgressPolicy', () => {
     '2002:7f00:1::',
     '2001::1',
     'ff02::1',
+    // IPv4-compatible IPv6 (::/96): refused whatever the IPv4 part, public ones included.
+    '::127.0.0.1',
+    '::7f00:1',
+    '::10.0.0.1',
+    '::169.254.169.254',
+    '::8.8.8.8',
+    '[::7f00:1]',
   ])('refuses %s by default', (address) => {
     expect(strict.checkAddress(address)).toEqual({ allowed: false, reason: expect.any(String) });
   });
@@ -65,6 +72,16 @@ describe('EgressPolicy', () => {
     }
     expect(policy.checkHost('api.example.com').allowed).toBe(true);
     expect(policy.checkHost('[::1]').allowed).toBe(false);
+  });
+
+  it('refuses an IPv4-compatible literal in a URL before any connection, even when its IPv4 address is allowed', () => {
+    expect(strict.urlProblem('http://[::127.0.0.1]:8080/x')).toMatch(/IPv4-compatible/);
+    expect(policy.checkHost('[::7f00:1]')).toEqual({
+      allowed: false,
+      reason: expect.stringMatching(/::\/96/),
+    });
+    expect(policy.checkAddress('::127.0.0.1').allowed).toBe(false);
+    expect(policy.checkAddress('::ffff:127.0.0.1').allowed).toBe(true);
   });
 
   it('fails the boot on a malformed CIDR', () => {

@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 export type EgressVerdict = { allowed: true } | { allowed: false; reason: string };
@@ -22,8 +22,8 @@ const FQDN =
  * Which destinations a service may open a connection to (the proxy towards providers, the webhook
  * relay towards customer URLs). Only public unicast addresses pass by default: loopback, private
  * (RFC 1918, ULA), carrier-grade NAT, link-local (cloud metadata), multicast, reserved and unspecified
- * ranges are refused, and IPv6 forms that embed an IPv4 address (IPv4-mapped, NAT64, 6to4) are judged
- * by that embedded address. `SWITCHBOARD_EGRESS_ALLOW` opens named exceptions: exact, fully qualified
+ * ranges are refused, IPv6 forms that embed an IPv4 address (IPv4-mapped, NAT64, 6to4) are judged
+ * by that embedded address, and the deprecated IPv4-compatible form (::/96) is refused whatever it holds. `SWITCHBOARD_EGRESS_ALLOW` opens named exceptions: exact, fully qualified
  * host names (then every address they resolve to is accepted) or IPs/CIDRs.
  */
 export class EgressPolicy {
@@ -100,6 +100,15 @@ export class EgressPolicy {
     } catch {
       return { allowed: false, reason: `"${ip}" is not an IP address` };
     }
+    const literal = ip.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+    // Before the exceptions: an allowed IPv4 range does not open its IPv4-compatible spelling.
+    if (
+      isIP(literal) === 6 &&
+      IPV4_COMPATIBLE_RANGE.check(literal, 'ipv6') &&
+      !['::', '::1'].includes(address.toString()) &&
+      !this.ranges.some(([range, bits]) => range.kind() === 'ipv6' && address.match([range, bits] as never))
+    )
+      return { allowed: false, reason: `address ${literal} is ${IPV4_COMPATIBLE.label}` };
     if (this.inAllowedRange(address)) return { allowed: true };
     const problem = unsafeRange(address);
     if (problem && !(problem.embedded && this.inAllowedRange(problem.embedded))) {
@@ -132,6 +141,16 @@ function normaliseHost(host: string): string {
     .replace(/\.+$/, '');
 }
 
+/**
+ * IPv4-compatible IPv6 (::a.b.c.d, ::/96, deprecated by RFC 4291): some stacks still route it to the IPv4
+ * address, so `::127.0.0.1` or `::10.0.0.1` could reach what the IPv4 check refuses. No public destination
+ * uses it, so the whole range is refused. ipaddr.js calls `::a00:1` plain unicast and reads the dotted
+ * `::10.0.0.1` as IPv4-mapped, so the range is checked on the literal with Node's own parser as well.
+ */
+const IPV4_COMPATIBLE = { label: 'IPv4-compatible IPv6 (::/96)' };
+const IPV4_COMPATIBLE_RANGE = new BlockList();
+IPV4_COMPATIBLE_RANGE.addSubnet('::', 96, 'ipv6');
+
 /** Why an address may not be reached (undefined when it is public unicast). */
 function unsafeRange(address: Address): { label: string; embedded?: Address } | undefined {
   if (address.kind() === 'ipv4') {
@@ -146,6 +165,7 @@ function unsafeRange(address: Address): { label: string; embedded?: Address } | 
   }
   const range = v6.range();
   if (range === 'rfc6052') return { label: 'local-use NAT64' };
+  if (range === 'unicast' && v6.parts.slice(0, 6).every((part) => part === 0)) return IPV4_COMPATIBLE;
   return range === 'unicast' ? undefined : { label: range };
 }
 

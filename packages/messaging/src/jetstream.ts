@@ -1,6 +1,7 @@
 import { EVENT_STREAM } from '@switchboard/contracts';
 import { injectTraceContext } from '@switchboard/observability';
 import {
+  DiscardPolicy,
   headers as natsHeaders,
   RetentionPolicy,
   StorageType,
@@ -12,28 +13,75 @@ import {
 const headerSetter = { set: (h: MsgHdrs, key: string, value: string) => h.set(key, value) };
 
 /**
- * Creates the event stream if it is missing (idempotent; every publisher and consumer calls it at boot,
- * so services can start in any order). File storage: events survive a NATS restart.
+ * How much disk one stream may hold, so a flood (of public webhooks, say) cannot fill the NATS server's
+ * disk: at `maxBytes` JetStream drops the oldest messages (`discard: 'old'`: with limits retention most of
+ * them were delivered long ago, kept only for the week of replay) or refuses new ones (`'new'`: publishers
+ * get an error and retry later; nothing stored is lost, but ingestion stops until consumers catch up).
  */
-export async function ensureEventStream(nc: NatsConnection): Promise<void> {
+export interface StreamBudget {
+  maxBytes: number;
+  discard: 'old' | 'new';
+}
+
+/** What each stream holds unless configured otherwise (`SWITCHBOARD_STREAM_MAX_BYTES`, `_DISCARD`). */
+export const DEFAULT_STREAM_BUDGET: StreamBudget = { maxBytes: 1024 ** 3, discard: 'old' };
+
+export interface StreamSpec {
+  name: string;
+  subjects: readonly string[];
+  /** Seconds a message is kept at most. */
+  maxAgeSeconds: number;
+  /** Seconds within which a repeated `Nats-Msg-Id` is stored once. */
+  duplicateWindowSeconds: number;
+}
+
+const NANOS = 1_000_000_000;
+
+/**
+ * Creates a file-backed, limits-retention stream if it is missing and brings an existing one's byte budget
+ * in line with the configuration (idempotent; every publisher and consumer calls it at boot, so services
+ * start in any order). Every service sharing a stream must be given the same budget, or each boot moves it.
+ */
+export async function ensureStream(
+  nc: NatsConnection,
+  spec: StreamSpec,
+  budget: StreamBudget = DEFAULT_STREAM_BUDGET,
+): Promise<void> {
   const jsm = await nc.jetstreamManager();
+  const discard = budget.discard === 'old' ? DiscardPolicy.Old : DiscardPolicy.New;
+  let existing;
   try {
-    await jsm.streams.info(EVENT_STREAM.name);
+    existing = await jsm.streams.info(spec.name);
   } catch {
     try {
       await jsm.streams.add({
-        name: EVENT_STREAM.name,
-        subjects: [...EVENT_STREAM.subjects],
+        name: spec.name,
+        subjects: [...spec.subjects],
         storage: StorageType.File,
         retention: RetentionPolicy.Limits,
-        max_age: 7 * 24 * 3600 * 1_000_000_000, // nanoseconds: a week to recover from any outage
-        duplicate_window: 10 * 60 * 1_000_000_000,
+        max_age: spec.maxAgeSeconds * NANOS,
+        duplicate_window: spec.duplicateWindowSeconds * NANOS,
+        max_bytes: budget.maxBytes,
+        discard,
       });
+      return;
     } catch (error) {
       // Another replica created it between our two calls.
       if (!/already in use/i.test((error as Error).message)) throw error;
+      existing = await jsm.streams.info(spec.name);
     }
   }
+  if (existing.config.max_bytes !== budget.maxBytes || existing.config.discard !== discard)
+    await jsm.streams.update(spec.name, { max_bytes: budget.maxBytes, discard });
+}
+
+/** The event stream: a week to recover from any outage, ten minutes of publish de-duplication. */
+export function ensureEventStream(nc: NatsConnection, budget?: StreamBudget): Promise<void> {
+  return ensureStream(
+    nc,
+    { ...EVENT_STREAM, maxAgeSeconds: 7 * 24 * 3600, duplicateWindowSeconds: 10 * 60 },
+    budget,
+  );
 }
 
 /**

@@ -50,6 +50,12 @@ export interface ProxyCall {
    * provider's own header wins on a clash. The object is written into, not copied.
    */
   replyHeaders?: ReplyHeaders;
+  /**
+   * The caller may send the connection's credentials to any `Base-Url-Override` origin: its key holds
+   * `environment:connections:read_credentials`, so it could read them anyway. Without it, an override
+   * off the provider's own origin is forwarded with no credentials at all.
+   */
+  credentialsOnAnyOrigin: boolean;
 }
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
@@ -149,8 +155,12 @@ export class ProxyForwarder {
         query,
         plan.auth.query,
       );
+    const planned = (plan: ConnectionPlan): ConnectionPlan =>
+      override && !call.credentialsOnAnyOrigin && !onProviderOrigin(override, plan)
+        ? uncredentialed(plan)
+        : plan;
 
-    let plan = this.planFor(provider, integration, connection);
+    let plan = planned(this.planFor(provider, integration, connection));
     let target = targetFor(plan);
 
     const clientHeaders = forwardedRequestHeaders(call.req.headers);
@@ -209,7 +219,7 @@ export class ProxyForwarder {
           await response.body.dump();
           connection = fresh;
           // A refresh may also change connection config (an instance URL), hence the base URL.
-          plan = this.planFor(provider, integration, connection);
+          plan = planned(this.planFor(provider, integration, connection));
           target = targetFor(plan);
           ({ body, form } = prepareBody(call.method, requestBody, clientHeaders, plan.auth.bodyFields));
           continue;
@@ -297,6 +307,32 @@ export class ProxyForwarder {
       const wait = providerWaitMs(response.headers, retry);
       if (wait !== undefined) this.governor.block(key, wait);
     }
+  }
+}
+
+/** No header, query parameter, body field or signature: what an override to a foreign origin carries. */
+const NO_AUTH: AuthPlan = {
+  headers: {},
+  query: [],
+  bodyFields: undefined,
+  sign: undefined,
+  refreshable: false,
+};
+
+function uncredentialed(plan: ConnectionPlan): ConnectionPlan {
+  return { integration: plan.integration, auth: NO_AUTH, baseUrl: plan.baseUrl };
+}
+
+/**
+ * Whether a Base-Url-Override points at the provider's own origin (scheme, host and port of the catalog's
+ * base URL as resolved for this connection). A provider without a base URL, or one this connection
+ * cannot resolve, has no origin of its own, so every override is foreign.
+ */
+function onProviderOrigin(override: string, plan: ConnectionPlan): boolean {
+  try {
+    return new URL(override).origin === new URL(plan.baseUrl()).origin;
+  } catch {
+    return false;
   }
 }
 

@@ -135,7 +135,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     entry = 'dist/main.js',
   ): RunningService => {
     const output: string[] = [];
-    const child = spawn(process.execPath, [join(root, 'apps', name, entry)], {
+    // isolated-vm (functions-runtime) needs Node's own startup snapshot off on Node >= 20, as in its image.
+    const flags = name === 'functions-runtime' ? ['--no-node-snapshot'] : [];
+    const child = spawn(process.execPath, [...flags, join(root, 'apps', name, entry)], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

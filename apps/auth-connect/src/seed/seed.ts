@@ -10,11 +10,15 @@ export interface SeedResult {
   environmentId: number;
   environmentUuid: string;
   created: boolean;
+  /** The key already existed and was revoked: it stays revoked (start.sh says so). */
+  revoked: boolean;
 }
 
 /**
  * Idempotent development seed: one account, its `dev` and `prod` environments, and `secretKey` as a
- * full-scope key of `dev`. Running it again changes nothing; a key that already exists keeps its row.
+ * full-scope key of `dev`, created only when absent. A key that already exists is left exactly as it is:
+ * re-running `npm start` or the compose seed must never un-revoke a key someone revoked, nor give back
+ * scopes someone narrowed (a leaked development key stays dead). A new key is needed to get new scopes.
  */
 export async function seedDevelopment(
   db: AuthDb,
@@ -25,13 +29,12 @@ export async function seedDevelopment(
     const keyHash = hashApiKey(secretKey);
     const existing = await tx.apiKey.findUnique({ where: { keyHash }, include: { environment: true } });
     if (existing) {
-      // Scopes added to the code base since the first seed are granted to the development key.
-      await tx.apiKey.update({ where: { id: existing.id }, data: { scopes: ALL_SCOPES, revokedAt: null } });
       return {
         accountId: existing.environment.accountId,
         environmentId: existing.environmentId,
         environmentUuid: existing.environment.uuid,
         created: false,
+        revoked: existing.revokedAt !== null,
       };
     }
     const account =
@@ -51,6 +54,12 @@ export async function seedDevelopment(
     await tx.apiKey.create({
       data: { environmentId: dev.id, displayName: 'Development key (seed)', keyHash, scopes: ALL_SCOPES },
     });
-    return { accountId: account.id, environmentId: dev.id, environmentUuid: dev.uuid, created: true };
+    return {
+      accountId: account.id,
+      environmentId: dev.id,
+      environmentUuid: dev.uuid,
+      created: true,
+      revoked: false,
+    };
   });
 }

@@ -8,9 +8,12 @@ export const envSchema = z
   .object({
     PORT: envFragments.port(3011),
     ...envFragments.nats,
+    ...envFragments.streams,
     ...envFragments.database,
     ...envFragments.logging,
     ...envFragments.masterKeys,
+    /** An operator's provider catalog file (as auth-connect's): which connection-config fields are secret. */
+    SWITCHBOARD_PROVIDERS_FILE: z.string().optional(),
     /**
      * How long the replica that won a connection's refresh lease may take before another replica may
      * take over (the holder died or hung). Must exceed the refresh timeout.

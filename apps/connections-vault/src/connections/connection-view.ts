@@ -47,11 +47,16 @@ export function toPublicConnection(row: ConnectionRow): ApiPublicConnection {
   };
 }
 
-/** `credentials` undefined means the caller may not see them: the field is then `{}`. */
+/**
+ * `credentials` undefined means the caller may not see them: the field is then `{}`. `connectionConfig`
+ * is what the caller may see of the config: with credentials, the column plus the sealed secret fields;
+ * without, the column with secret fields left out (see SecretConfigFields).
+ */
 export function toFullConnection(
   row: ConnectionRow,
   credentials: Credentials | undefined,
   includeRefreshToken: boolean,
+  connectionConfig: Record<string, unknown> = (row.connectionConfig as Record<string, unknown> | null) ?? {},
 ): ApiPublicConnectionFull {
   const shown =
     credentials === undefined
@@ -68,7 +73,7 @@ export function toFullConnection(
     end_user: endUserOf(row),
     tags: (row.tags as Record<string, string> | null) ?? {},
     metadata: metadataOf(row),
-    connection_config: (row.connectionConfig as Record<string, unknown> | null) ?? {},
+    connection_config: connectionConfig,
     webhook_url_override: row.webhookUrlOverride,
     created_at: publicTimestamp(row.createdAt),
     updated_at: publicTimestamp(row.updatedAt),

@@ -23,6 +23,8 @@ import {
 import { NatsHandler, NatsRequester } from '@switchboard/messaging';
 import { VaultError } from '../vault.errors';
 import { endUserFromInput, toFullConnection, toPublicConnection } from './connection-view';
+import { CredentialsCipher } from '../credentials/credentials-cipher';
+import { SecretConfigFields } from '../credentials/secret-config';
 import { ConnectionsRepository } from './connections.repository';
 import { ImportConnection } from './use-cases/import-connection';
 import { ReadConnection } from './use-cases/read-connection';
@@ -36,6 +38,8 @@ export class ConnectionsApiHandlers {
     private readonly importer: ImportConnection,
     private readonly nats: NatsRequester,
     private readonly changes: ConnectionChanges,
+    private readonly cipher: CredentialsCipher,
+    private readonly secretFields: SecretConfigFields,
   ) {}
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.list, listConnectionsRequestSchema)
@@ -56,11 +60,19 @@ export class ConnectionsApiHandlers {
       githubAppJwt: req.refreshGithubAppJwtToken,
     });
     if (!found) throw await this.missing(req.caller, req.providerConfigKey);
-    return toFullConnection(
-      found.row,
-      req.includeCredentials ? found.credentials : undefined,
-      req.includeRefreshToken,
-    );
+    const column = (found.row.connectionConfig as Record<string, unknown> | null) ?? {};
+    // Secret config fields are shown only with the credentials (the key holds connections:read_credentials).
+    if (!req.includeCredentials || !found.credentials)
+      return toFullConnection(
+        found.row,
+        undefined,
+        false,
+        this.secretFields.redact(found.row.provider, column),
+      );
+    return toFullConnection(found.row, found.credentials, req.includeRefreshToken, {
+      ...column,
+      ...this.cipher.openSecretConfig(found.row.id, found.row.credentials),
+    });
   }
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.patch, patchConnectionRequestSchema)

@@ -15,6 +15,7 @@ import {
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
 import { VaultError } from '../vault.errors';
+import { CredentialsCipher } from '../credentials/credentials-cipher';
 import { ConnectionsRepository } from './connections.repository';
 import { ReadConnection } from './use-cases/read-connection';
 import { StoreConnection } from './use-cases/store-connection';
@@ -29,6 +30,7 @@ export class ConnectionsHandlers {
     private readonly store: StoreConnection,
     private readonly read: ReadConnection,
     private readonly changes: ConnectionChanges,
+    private readonly cipher: CredentialsCipher,
   ) {}
 
   @NatsHandler(CONNECTION_SUBJECTS.countForIntegration, integrationRefSchema)
@@ -89,7 +91,11 @@ export class ConnectionsHandlers {
       providerConfigKey: found.row.providerConfigKey,
       provider: found.row.provider,
       credentials: found.credentials,
-      connectionConfig: (found.row.connectionConfig as Record<string, unknown> | null) ?? {},
+      // The services that call the provider get the whole config, secret fields included.
+      connectionConfig: {
+        ...((found.row.connectionConfig as Record<string, unknown> | null) ?? {}),
+        ...this.cipher.openSecretConfig(found.row.id, found.row.credentials),
+      },
       metadata: (found.row.metadata as Record<string, unknown> | null) ?? null,
     };
   }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CredentialsCipher } from '../credentials/credentials-cipher';
+import { SecretConfigFields } from '../credentials/secret-config';
 import { ConnectionChanges } from '../events/connection-changes';
 import { OutboxPublisher } from '../events/outbox';
 import { RefreshCoordinator } from '../refresh/refresh-coordinator';
@@ -16,6 +17,7 @@ import { StoreConnection } from './use-cases/store-connection';
     ConnectionChanges,
     ConnectionsRepository,
     CredentialsCipher,
+    SecretConfigFields,
     OutboxPublisher,
     RefreshCoordinator,
     StoreConnection,

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import type { VaultDb } from '@switchboard/db';
 import { ensureEventStream, NATS_CONNECTION, publishEvent } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
+import { VAULT_ENV, type VaultEnv } from '../config/env';
 import { VAULT_DB } from '../database/database.module';
 
 const SWEEP_EVERY_MS = 5_000;
@@ -25,6 +26,7 @@ export class OutboxPublisher implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(VAULT_DB) private readonly db: VaultDb,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(VAULT_ENV) private readonly env: VaultEnv,
   ) {}
 
   onModuleInit(): void {
@@ -77,7 +79,10 @@ export class OutboxPublisher implements OnModuleInit, OnApplicationShutdown {
     payload: unknown;
   }): Promise<boolean> {
     try {
-      this.streamReady ??= ensureEventStream(this.nc).catch((error: unknown) => {
+      this.streamReady ??= ensureEventStream(this.nc, {
+        maxBytes: this.env.SWITCHBOARD_STREAM_MAX_BYTES,
+        discard: this.env.SWITCHBOARD_STREAM_DISCARD,
+      }).catch((error: unknown) => {
         this.streamReady = undefined;
         throw error;
       });

@@ -13,7 +13,8 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { VAULT_ENV, type VaultEnv } from '../config/env';
 import { ConnectionsRepository, type ConnectionRow } from '../connections/connections.repository';
-import { CredentialsCipher, expiresAtOf } from '../credentials/credentials-cipher';
+import { CredentialsCipher, credentialsOf, expiresAtOf } from '../credentials/credentials-cipher';
+import { SecretConfigFields, type SplitConfig } from '../credentials/secret-config';
 import { authEvent } from '../events/auth-event';
 import { OutboxPublisher } from '../events/outbox';
 import { VaultError } from '../vault.errors';
@@ -66,6 +67,7 @@ export class RefreshCoordinator {
     private readonly cipher: CredentialsCipher,
     private readonly nats: NatsRequester,
     private readonly outbox: OutboxPublisher,
+    private readonly secretFields: SecretConfigFields,
     @Inject(VAULT_ENV) private readonly env: VaultEnv,
   ) {}
 
@@ -168,7 +170,7 @@ export class RefreshCoordinator {
     // for a forced read. A rewrap changes the ciphertext, not the plaintext, so it does not count.
     const plaintext = this.cipher.openText(current.id, current.credentials);
     if (plaintext !== null && plaintext !== observed.plaintext) {
-      return () => ({ row: current, credentials: JSON.parse(plaintext) as Credentials });
+      return () => ({ row: current, credentials: credentialsOf(JSON.parse(plaintext)) });
     }
     return undefined;
   }
@@ -188,6 +190,7 @@ export class RefreshCoordinator {
       throw new VaultError('invalid_connection', 'This connection has no credentials');
     }
     const previous = this.cipher.open(row.id, blob);
+    const secretConfig = this.cipher.openSecretConfig(row.id, blob);
     let result: RefreshTokenResult;
     try {
       const answer = await this.nats.request<unknown>(
@@ -197,7 +200,7 @@ export class RefreshCoordinator {
           providerConfigKey: row.providerConfigKey,
           connectionId: row.connectionId,
           credentials: previous,
-          connectionConfig: (row.connectionConfig as Record<string, unknown>) ?? {},
+          connectionConfig: { ...((row.connectionConfig as Record<string, unknown>) ?? {}), ...secretConfig },
         },
         { timeoutMs: this.env.SWITCHBOARD_REFRESH_TIMEOUT_MS },
       );
@@ -219,11 +222,14 @@ export class RefreshCoordinator {
     }
 
     const next = keepRefreshToken(previous, result.credentials);
-    const connectionConfig = {
+    // Split again: a field the provider returned may be secret, and a row written before secret fields
+    // were sealed gets them out of its column now.
+    const config = this.secretFields.split(row.provider, {
       ...((row.connectionConfig as Record<string, unknown>) ?? {}),
+      ...secretConfig,
       ...(result.connectionConfig ?? {}),
-    };
-    const saved = await this.save(row, blob, next, connectionConfig);
+    });
+    const saved = await this.save(row, blob, next, config);
     this.logger.log(`connection ${row.id}: credentials refreshed`);
     return saved;
   }
@@ -233,7 +239,7 @@ export class RefreshCoordinator {
     row: ConnectionRow,
     blob: string,
     next: Credentials,
-    connectionConfig: Record<string, unknown>,
+    config: SplitConfig,
   ): Promise<FreshConnection> {
     let from = blob;
     const fromPlain = this.cipher.openText(row.id, blob);
@@ -242,9 +248,9 @@ export class RefreshCoordinator {
         row.id,
         this.owner,
         from,
-        this.cipher.seal(row.id, next),
+        this.cipher.seal(row.id, next, config.secret),
         expiresAtOf(next) ?? null,
-        connectionConfig,
+        config.plain,
       );
       if (saved) return { row: saved, credentials: next };
       const current = await this.repository.credentialsOf(row.id);

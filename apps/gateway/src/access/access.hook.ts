@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import {
   CONNECT_SESSION_TOKEN_PATTERN,
   CONNECT_SESSION_TOKEN_PREFIX,
@@ -8,6 +8,7 @@ import {
   type VerifiedKey,
 } from '@switchboard/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { SessionTokenResolver } from '../connect/session-token.resolver';
 import { sendError } from '../http/error-reply';
 import { ApiKeyResolver } from './api-key.resolver';
@@ -39,7 +40,12 @@ export class AccessHook {
     private readonly keys: ApiKeyResolver,
     private readonly limiter: AccountRateLimiter,
     private readonly sessions: SessionTokenResolver,
-  ) {}
+    @Inject(GATEWAY_ENV) env: GatewayEnv,
+  ) {
+    this.sessionPoints = env.SWITCHBOARD_SESSION_RATE_LIMIT_PER_MIN;
+  }
+
+  private readonly sessionPoints: number;
 
   register(fastify: FastifyInstance): void {
     fastify.decorateRequest('caller', null);
@@ -117,7 +123,11 @@ export class AccessHook {
     return undefined;
   }
 
-  /** A connect session token: its format, then the session (unknown or expired is one answer), then the account's window. */
+  /**
+   * A connect session token: its format, then the session (unknown or expired is one answer), then the
+   * session's own window. Never the account's: the token is in an untrusted browser, which could otherwise
+   * spend the window the customer's backend lives on.
+   */
   private async checkSession(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -139,7 +149,7 @@ export class AccessHook {
         'Authentication failed. The connect session token is unknown or has expired.',
       );
     }
-    const verdict = await this.limiter.consume(`account:${verified.caller.accountId}`);
+    const verdict = await this.limiter.consume(`session:${verified.sessionId}`, this.sessionPoints);
     this.setRateHeaders(reply, verdict);
     if (verdict.limited) return this.tooMany(reply, verdict);
     request.caller = verified.caller;

@@ -36,6 +36,8 @@ return {grant, used, redis.call('PTTL', KEYS[1])}
 `;
 
 interface Bucket {
+  /** The window's allowance for this key (the account limit, or another class's). */
+  points: number;
   /** When the window ends (epoch ms, as Redis reported it; 0 until the first lease). */
   endsAt: number;
   /** Requests this replica may still let through in the window without asking Redis. */
@@ -75,14 +77,14 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
   private readonly buckets = new LRUCache<string, Bucket>({ max: 100_000 });
   private readonly fallback = new LRUCache<string, { endsAt: number; count: number }>({ max: 100_000 });
   readonly points: number;
-  private readonly slice: number;
+  private readonly fraction: number;
 
   constructor(
     @Inject(GATEWAY_ENV) env: GatewayEnv,
     private readonly health: HealthRegistry,
   ) {
     this.points = env.SWITCHBOARD_RATE_LIMIT_PER_MIN;
-    this.slice = Math.max(1, Math.floor(this.points * env.SWITCHBOARD_RATE_LIMIT_LEASE_FRACTION));
+    this.fraction = env.SWITCHBOARD_RATE_LIMIT_LEASE_FRACTION;
     this.redis = new Redis(env.REDIS_URL, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
@@ -123,21 +125,26 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
     const bucket = this.buckets.get(key);
     if (!bucket || bucket.left <= 0 || bucket.endsAt <= Date.now()) return undefined;
     bucket.left -= 1;
-    return this.verdict(bucket.endsAt, false, this.points - bucket.used + bucket.left);
+    return this.verdict(bucket.points, bucket.endsAt, false, bucket.points - bucket.used + bucket.left);
   }
 
-  async consume(key: string): Promise<RateVerdict> {
+  /**
+   * Counts one request against `key`'s window of `points` requests (the account limit unless given). Each
+   * class of key (account, connect session, client address, webhook environment) has its own prefix, so
+   * one class can never spend another's window.
+   */
+  async consume(key: string, points = this.points): Promise<RateVerdict> {
     let bucket = this.buckets.get(key);
-    if (!bucket || (bucket.endsAt !== 0 && bucket.endsAt <= Date.now())) {
-      bucket = { endsAt: 0, left: 0, used: 0, spent: false, pending: null };
+    if (!bucket || bucket.points !== points || (bucket.endsAt !== 0 && bucket.endsAt <= Date.now())) {
+      bucket = { points, endsAt: 0, left: 0, used: 0, spent: false, pending: null };
       this.buckets.set(key, bucket);
     }
     for (;;) {
       if (bucket.left > 0) {
         bucket.left -= 1;
-        return this.verdict(bucket.endsAt, false, this.points - bucket.used + bucket.left);
+        return this.verdict(points, bucket.endsAt, false, points - bucket.used + bucket.left);
       }
-      if (bucket.spent) return this.verdict(bucket.endsAt, true, 0);
+      if (bucket.spent) return this.verdict(points, bucket.endsAt, true, 0);
       if (!bucket.pending) {
         const leasing = bucket;
         leasing.pending = this.lease(key, leasing).finally(() => {
@@ -147,7 +154,7 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
       try {
         await bucket.pending;
       } catch {
-        return this.consumeLocally(key);
+        return this.consumeLocally(key, points);
       }
     }
   }
@@ -155,8 +162,8 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
   private async lease(key: string, bucket: Bucket): Promise<void> {
     const [granted, used, ttlMs] = await this.redis.switchboardLease(
       `${KEY_PREFIX}:${key}`,
-      this.points,
-      this.slice,
+      bucket.points,
+      Math.max(1, Math.floor(bucket.points * this.fraction)),
       WINDOW_MS,
     );
     bucket.left += granted;
@@ -166,23 +173,23 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
     if (granted === 0) bucket.spent = true;
   }
 
-  private consumeLocally(key: string): RateVerdict {
+  private consumeLocally(key: string, points: number): RateVerdict {
     const now = Date.now();
     let entry = this.fallback.get(key);
     if (!entry || entry.endsAt <= now) {
       entry = { endsAt: now + WINDOW_MS, count: 0 };
       this.fallback.set(key, entry);
     }
-    if (entry.count >= this.points) return this.verdict(entry.endsAt, true, 0);
+    if (entry.count >= points) return this.verdict(points, entry.endsAt, true, 0);
     entry.count += 1;
-    return this.verdict(entry.endsAt, false, this.points - entry.count);
+    return this.verdict(points, entry.endsAt, false, points - entry.count);
   }
 
-  private verdict(endsAt: number, limited: boolean, remaining: number): RateVerdict {
+  private verdict(limit: number, endsAt: number, limited: boolean, remaining: number): RateVerdict {
     const msBeforeNext = Math.max(0, endsAt - Date.now());
     return {
       limited,
-      limit: this.points,
+      limit,
       remaining: Math.max(0, remaining),
       resetAt: Math.ceil(endsAt / 1000),
       retryAfter: Math.max(1, Math.ceil(msBeforeNext / 1000)),

@@ -13,6 +13,27 @@ export const envSchema = z
     /** Requests per account per fixed 60-second window, shared by every gateway replica (Redis). */
     SWITCHBOARD_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(1000),
     /**
+     * Requests per connect session per 60-second window. A session token lives in an end user's browser,
+     * so it has a window of its own: it can never spend the account's (and 429 the customer's backend).
+     */
+    SWITCHBOARD_SESSION_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(300),
+    /**
+     * Provider webhooks (`POST /webhook/…`, public) per sender address and per environment per 60 s window.
+     * A provider sends from few addresses for all of its customers, so the address limit is generous.
+     */
+    SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .default(3000),
+    SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .default(6000),
+    /**
      * Largest share of the window's allowance one replica takes from Redis at a time (spent locally, so most
      * requests cost no Redis round trip). Limits under 1 / fraction stay exact; 0 asks Redis on every request.
      */

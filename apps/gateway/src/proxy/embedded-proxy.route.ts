@@ -22,16 +22,32 @@ export class EmbeddedProxyRoute extends ProxyRoute {
     res: ServerResponse,
     caller: Caller,
     replyHeaders: ReplyHeaders,
+    credentialsOnAnyOrigin: boolean,
   ): Promise<SwitchboardError | undefined> {
-    return this.forwarder.handle({ caller, method: req.method!, url: req.url!, req, res, replyHeaders });
+    return this.forwarder.handle({
+      caller,
+      method: req.method!,
+      url: req.url!,
+      req,
+      res,
+      replyHeaders,
+      credentialsOnAnyOrigin,
+    });
   }
 
   protected async forward(
     request: FastifyRequest,
     reply: FastifyReply,
     caller: Caller,
+    credentialsOnAnyOrigin: boolean,
   ): Promise<FastifyReply | undefined> {
-    const error = await this.direct(request.raw, reply.raw, caller, reply.getHeaders());
+    const error = await this.direct(
+      request.raw,
+      reply.raw,
+      caller,
+      reply.getHeaders(),
+      credentialsOnAnyOrigin,
+    );
     if (!error) {
       // Answered on the socket (or the caller left): Fastify must not send anything itself.
       reply.hijack();

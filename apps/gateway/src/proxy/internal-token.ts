@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync } from 'node:crypto';
-import { PROXY_INTERNAL_HEADERS, proxyCallerSigningInput, type Caller } from '@switchboard/contracts';
+import { PROXY_INTERNAL_HEADERS, proxyCallerSigningInput, type ProxyCaller } from '@switchboard/contracts';
 import { MasterKeyring } from '@switchboard/crypto';
 
 /**
@@ -25,7 +25,7 @@ export function signCaller(
   key: Buffer,
   method: string,
   url: string,
-  caller: Caller,
+  caller: ProxyCaller,
   now = Date.now(),
 ): Record<string, string> {
   const encoded = Buffer.from(JSON.stringify(caller), 'utf8').toString('base64url');

@@ -22,7 +22,7 @@ import type { FrontDoor } from '../http/gateway-server';
 import { errorBody } from '../http/error-reply';
 import { statusForCode } from '../http/error-status';
 import { isProxyTarget } from './proxy-path';
-import type { ProxyRoute } from './proxy-route';
+import { mayAimCredentials, type ProxyRoute } from './proxy-route';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -72,9 +72,13 @@ export class ProxyFrontDoor implements FrontDoor {
   }
 
   /** What the direct path needs, when every check passes without a round trip; undefined hands the request to Fastify. */
-  private admit(
-    req: IncomingMessage,
-  ): { caller: ReturnType<typeof toCaller>; headers: Record<string, string | number> } | undefined {
+  private admit(req: IncomingMessage):
+    | {
+        caller: ReturnType<typeof toCaller>;
+        credentialsOnAnyOrigin: boolean;
+        headers: Record<string, string | number>;
+      }
+    | undefined {
     if (!this.route.direct || this.closing) return undefined;
     const method = req.method ?? '';
     // OPTIONS, preflight or not, gets CORS preflight headers from the CORS hook: Fastify's.
@@ -90,6 +94,7 @@ export class ProxyFrontDoor implements FrontDoor {
     if (!verdict) return undefined;
     return {
       caller: toCaller(key),
+      credentialsOnAnyOrigin: mayAimCredentials(key.scopes),
       // In the order and spelling the CORS hook and the access hook give them on the Fastify path. (A
       // literal: spreading an object into one with more keys costs V8 ~2 µs.)
       headers: {
@@ -112,7 +117,13 @@ export class ProxyFrontDoor implements FrontDoor {
     res: ServerResponse,
     admitted: NonNullable<ReturnType<ProxyFrontDoor['admit']>>,
   ): void {
-    void this.route.direct!(req, res, admitted.caller, admitted.headers).then(
+    void this.route.direct!(
+      req,
+      res,
+      admitted.caller,
+      admitted.headers,
+      admitted.credentialsOnAnyOrigin,
+    ).then(
       (error) => {
         if (!error) return;
         try {

@@ -76,11 +76,12 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
     request: FastifyRequest,
     reply: FastifyReply,
     caller: Caller,
+    credentialsOnAnyOrigin: boolean,
   ): Promise<FastifyReply | undefined> {
     const url = request.raw.url ?? request.url;
     const headers = {
       ...relayedRequestHeaders(request.headers),
-      ...signCaller(this.key, request.method, url, caller),
+      ...signCaller(this.key, request.method, url, { ...caller, credentialsOnAnyOrigin }),
     };
     const controller = new AbortController();
     reply.raw.once('close', () => {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Caller, SwitchboardError } from '@switchboard/contracts';
+import type { Caller, Scope, SwitchboardError } from '@switchboard/contracts';
 import type { ReplyHeaders } from '@switchboard/proxy-engine';
 import { registerProxyRoutes } from '@switchboard/proxy-engine';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -31,6 +31,7 @@ export abstract class ProxyRoute {
     res: ServerResponse,
     caller: Caller,
     replyHeaders: ReplyHeaders,
+    credentialsOnAnyOrigin: boolean,
   ): Promise<SwitchboardError | undefined>;
 
   /** Streams the call to the provider and its answer back, or answers with one of our errors. */
@@ -38,6 +39,7 @@ export abstract class ProxyRoute {
     request: FastifyRequest,
     reply: FastifyReply,
     caller: Caller,
+    credentialsOnAnyOrigin: boolean,
   ): Promise<FastifyReply | undefined>;
 
   private handle(
@@ -50,6 +52,14 @@ export abstract class ProxyRoute {
       return reply.code(204).header('content-length', '0').send();
     }
     if (!caller) return sendError(reply, 'forbidden', 'This route requires a secret key');
-    return this.forward(request, reply, caller);
+    return this.forward(request, reply, caller, mayAimCredentials(request.scopes));
   }
+}
+
+/**
+ * A key that may read a connection's credentials may as well send them to a Base-Url-Override origin of
+ * its choosing; any other key's override gets them only on the provider's own origin.
+ */
+export function mayAimCredentials(scopes: readonly Scope[]): boolean {
+  return scopes.includes('environment:connections:read_credentials');
 }

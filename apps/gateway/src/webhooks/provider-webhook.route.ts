@@ -9,6 +9,7 @@ import {
 import type { NatsRequester } from '@switchboard/messaging';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { AccountRateLimiter } from '../access/rate-limiter';
 import type { RouteAccess } from '../access/route-access';
 import { sendError } from '../http/error-reply';
 import { parseParams } from '../http/validation';
@@ -18,6 +19,12 @@ import { parseParams } from '../http/validation';
  * this keeps room for the headers and the envelope. Larger webhooks get a 413.
  */
 export const MAX_WEBHOOK_BODY_BYTES = 768 * 1024;
+
+/** Requests per 60-second window on `/webhook/*`, per sender address and per environment. */
+export interface WebhookLimits {
+  perIp: number;
+  perEnvironment: number;
+}
 
 const paramsSchema = z.object({ environmentUuid: z.string().uuid(), providerConfigKey: uniqueKeySchema });
 
@@ -34,7 +41,11 @@ declare module 'fastify' {
  * parser keeps the raw buffer. The relay answers with what the provider should get.
  */
 export class ProviderWebhookRoute {
-  constructor(private readonly nats: NatsRequester) {}
+  constructor(
+    private readonly nats: NatsRequester,
+    private readonly limiter: AccountRateLimiter,
+    private readonly limits: WebhookLimits,
+  ) {}
 
   /** Called from the gateway's configure step, after the access hook is registered. */
   register(fastify: FastifyInstance): void {
@@ -63,6 +74,8 @@ export class ProviderWebhookRoute {
           return sendError(reply, error.code, error.message, error.errors);
         return sendError(reply, 'server_error', 'An unexpected error occurred');
       });
+      // Before the body is read: a flood costs one Redis lease per slice, never a NATS message or a stored event.
+      scope.addHook('onRequest', (request, reply) => this.admit(request, reply));
       const config = { access: { public: true } satisfies RouteAccess };
       scope.route({
         method: 'POST',
@@ -72,6 +85,26 @@ export class ProviderWebhookRoute {
         handler: (request, reply) => this.handle(request, reply),
       });
     });
+  }
+
+  /**
+   * Anyone can post here, so both windows are checked: the sender's address (a flood from one place,
+   * whatever environment it names) and the environment in the path (a flood spread over many addresses,
+   * which would otherwise fill the event stream that every environment's deliveries share).
+   */
+  private async admit(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const environment = (request.params as { environmentUuid?: unknown }).environmentUuid;
+    const checks: [string, number][] = [[`webhook-ip:${request.ip}`, this.limits.perIp]];
+    if (typeof environment === 'string')
+      checks.push([`webhook-env:${environment.toLowerCase()}`, this.limits.perEnvironment]);
+    for (const [key, points] of checks) {
+      const verdict = await this.limiter.consume(key, points);
+      if (verdict.limited) {
+        reply.header('Retry-After', verdict.retryAfter);
+        return sendError(reply, 'too_many_request', `Rate limit exceeded; retry in ${verdict.retryAfter} s`);
+      }
+    }
+    return undefined;
   }
 
   private async handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {

@@ -27,15 +27,23 @@ export class ProxyRoute {
     reply.hijack();
     const res = reply.raw;
     const url = request.raw.url ?? request.url;
-    const caller = verifyGatewayCaller(this.key, request.method, url, request.headers);
-    if (!caller) {
+    const signed = verifyGatewayCaller(this.key, request.method, url, request.headers);
+    if (!signed) {
       writeProxyError(
         res,
         new ProxyError('forbidden', 'The proxy only accepts requests relayed by the gateway'),
       );
       return;
     }
-    const error = await this.forwarder.handle({ caller, method: request.method, url, req: request.raw, res });
+    const { credentialsOnAnyOrigin, ...caller } = signed;
+    const error = await this.forwarder.handle({
+      caller,
+      method: request.method,
+      url,
+      req: request.raw,
+      res,
+      credentialsOnAnyOrigin,
+    });
     if (error) writeProxyError(res, error);
   }
 }

@@ -29,7 +29,22 @@ describe('verifyGatewayCaller', () => {
   const url = '/proxy/users?page=2';
 
   it('returns the caller the gateway signed for this method and URL', () => {
-    expect(verifyGatewayCaller(key, 'GET', url, signed(key, 'GET', url, caller, now), now)).toEqual(caller);
+    expect(verifyGatewayCaller(key, 'GET', url, signed(key, 'GET', url, caller, now), now)).toEqual({
+      ...caller,
+      credentialsOnAnyOrigin: false,
+    });
+  });
+
+  it('carries the permission to aim credentials at any origin only as signed', () => {
+    const granted = signed(key, 'GET', url, { ...caller, credentialsOnAnyOrigin: true } as Caller, now);
+    expect(verifyGatewayCaller(key, 'GET', url, granted, now)?.credentialsOnAnyOrigin).toBe(true);
+    const forged = {
+      ...signed(key, 'GET', url, caller, now),
+      [PROXY_INTERNAL_HEADERS.caller]: Buffer.from(
+        JSON.stringify({ ...caller, credentialsOnAnyOrigin: true }),
+      ).toString('base64url'),
+    };
+    expect(verifyGatewayCaller(key, 'GET', url, forged, now)).toBeUndefined();
   });
 
   it.each([

@@ -1,10 +1,10 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import {
-  callerSchema,
   PROXY_INTERNAL_HEADERS,
   PROXY_SIGNATURE_MAX_AGE_MS,
+  proxyCallerSchema,
   proxyCallerSigningInput,
-  type Caller,
+  type ProxyCaller,
 } from '@switchboard/contracts';
 import { MasterKeyring } from '@switchboard/crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -44,7 +44,7 @@ export function verifyGatewayCaller(
   url: string,
   headers: IncomingHttpHeaders,
   now = Date.now(),
-): Caller | undefined {
+): ProxyCaller | undefined {
   const caller = header(headers, PROXY_INTERNAL_HEADERS.caller);
   const timestamp = header(headers, PROXY_INTERNAL_HEADERS.timestamp);
   const signature = header(headers, PROXY_INTERNAL_HEADERS.signature);
@@ -56,7 +56,7 @@ export function verifyGatewayCaller(
   const given = Buffer.from(signature, 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
   try {
-    const parsed = callerSchema.safeParse(JSON.parse(Buffer.from(caller, 'base64url').toString('utf8')));
+    const parsed = proxyCallerSchema.safeParse(JSON.parse(Buffer.from(caller, 'base64url').toString('utf8')));
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;

@@ -19,6 +19,7 @@ const positiveInt = (fallback: number) => z.coerce.number().int().positive().def
 export const envSchema = z.object({
   PORT: envFragments.port(3015),
   ...envFragments.nats,
+  ...envFragments.streams,
   ...envFragments.database,
   ...envFragments.logging,
   ...envFragments.publicUrls,

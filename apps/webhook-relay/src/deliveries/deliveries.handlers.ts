@@ -94,6 +94,11 @@ export class DeliveriesHandlers {
     });
     if (!row)
       throw new WebhookRelayError('not_found', `No webhook delivery ${request.id} in this environment`);
+    if (row.status === 'refused')
+      throw new WebhookRelayError(
+        'conflict',
+        'A refused provider webhook was never accepted; it cannot be sent',
+      );
     if (row.status === 'pending' && row.lockedUntil && row.lockedUntil.getTime() > Date.now()) {
       throw new WebhookRelayError('conflict', 'This delivery is being attempted right now');
     }

@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   connectionsChangedSchema,
   VAULT_SUBJECTS,
+  WEBHOOK_VERIFIED_HEADER,
   type AsyncActionEvent,
   type AuthEvent,
   type AuthWebhookBody,
@@ -165,7 +166,8 @@ export class EventPlanner {
       [...matched.values()].some((c) => c.webhookUrlOverride),
     );
     if (!settings) return [];
-    const headers = event.headers;
+    // Whether anyone could have sent this: the customer sees it on every forward (header, and body field).
+    const headers = { ...event.headers, [WEBHOOK_VERIFIED_HEADER]: String(event.verified) };
 
     if (matched.size === 0) {
       // Nango forwards a webhook it cannot attribute as the provider's raw payload, unwrapped.
@@ -191,6 +193,7 @@ export class EventPlanner {
         providerConfigKey: event.providerConfigKey,
         connectionId: connection.connectionId,
         payload: parsed ?? null,
+        verified: event.verified,
       };
       const id = webhookIdFor(event.environmentId, 'forward', event.id, connection.connectionId);
       out.push(

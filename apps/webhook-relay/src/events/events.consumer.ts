@@ -76,7 +76,10 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
       check: async () =>
         this.ready ? { ok: true } : { ok: false, detail: 'JetStream consumers not started' },
     });
-    await ensureEventStream(this.nc);
+    await ensureEventStream(this.nc, {
+      maxBytes: this.env.SWITCHBOARD_STREAM_MAX_BYTES,
+      discard: this.env.SWITCHBOARD_STREAM_DISCARD,
+    });
     const subscriptions: Subscription<z.ZodType>[] = [
       this.subscription('webhook-relay-auth', EVENT_SUBJECTS.auth, authEventSchema, (e) =>
         this.planner.planAuth(e),

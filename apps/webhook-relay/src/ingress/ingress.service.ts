@@ -10,9 +10,11 @@ import {
   type ResolvedIntegration,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
+import type { RelayDb } from '@switchboard/db';
 import { WebhookSchema, type WebhookDefinition } from '@switchboard/providers';
 import type { NatsConnection } from 'nats';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
+import { RELAY_DB } from '../database/database.module';
 import { EnvironmentDirectory } from '../environments/environment-directory';
 import { WebhookRelayError } from '../webhook-relay.errors';
 import {
@@ -56,7 +58,8 @@ const NOT_FORWARDED = new Set([
   'webhook-timestamp',
   'webhook-signature',
 ]);
-const NOT_FORWARDED_PREFIXES = ['sec-', 'proxy-', 'x-forwarded-', 'x-nango-', 'x-real-ip'];
+// `x-switchboard-`: ours (the verified marker), so a sender cannot set them.
+const NOT_FORWARDED_PREFIXES = ['sec-', 'proxy-', 'x-forwarded-', 'x-nango-', 'x-real-ip', 'x-switchboard-'];
 
 export function forwardableHeaders(headers: Record<string, string>): Record<string, string> {
   return Object.fromEntries(
@@ -87,6 +90,7 @@ export class IngressService {
     private readonly nats: NatsRequester,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(WEBHOOK_RELAY_ENV) private readonly env: WebhookRelayEnv,
+    @Inject(RELAY_DB) private readonly db: RelayDb,
   ) {}
 
   async ingest(request: IngestRequest): Promise<IngestReply> {
@@ -125,13 +129,17 @@ export class IngressService {
         this.logger.warn(
           `refused a ${integration.provider} webhook for ${request.providerConfigKey}: ${verdict.reason}`,
         );
+        await this.recordRefusal(environment.id, integration, request, verdict.reason);
         throw new WebhookRelayError('invalid_signature', 'The webhook signature is invalid');
       }
       verified = true;
     }
+    // With a secret to check against, only what verified goes on (a handshake the catalog does not sign is
+    // answered, never forwarded). Without one, it goes on marked `verified: false`.
+    const checkable = Boolean(recipe && secret);
 
     if (handshake) {
-      if (handshake.forward)
+      if (handshake.forward && (verified || !checkable))
         await this.store(environment.id, integration, request, webhook, definition, verified, []);
       const reply = handshakeReply(handshake, webhook);
       return { status: reply.status, contentType: reply.contentType, body: reply.body };
@@ -146,6 +154,42 @@ export class IngressService {
       definition?.routing ?? [],
     );
     return SUCCESS;
+  }
+
+  /**
+   * A refused webhook in the delivery log (status `refused`, sent nowhere): the customer can count and see
+   * them. Only what we know is kept, never the sender's body or headers (a flood must not store payloads).
+   */
+  private async recordRefusal(
+    environmentId: number,
+    integration: ResolvedIntegration,
+    request: IngestRequest,
+    reason: string,
+  ): Promise<void> {
+    const receivedAt = new Date();
+    await this.db.webhookDelivery
+      .create({
+        data: {
+          environmentId,
+          eventId: `refused_${randomUUID()}`,
+          type: 'forward',
+          url: '',
+          providerConfigKey: request.providerConfigKey,
+          body: JSON.stringify({
+            provider: integration.provider,
+            providerConfigKey: request.providerConfigKey,
+            reason,
+            receivedAt: receivedAt.toISOString(),
+          }),
+          status: 'refused',
+          lastError: `signature not verified: ${reason}`,
+          nextAttemptAt: receivedAt,
+        },
+      })
+      .catch((error: unknown) => {
+        // The refusal stands whether or not it could be logged.
+        this.logger.error(`could not record a refused webhook: ${(error as Error).message}`);
+      });
   }
 
   private async store(

@@ -92,7 +92,9 @@ export class ImportConnection {
       webhookUrlOverride:
         body.webhook_url_override === undefined ? undefined : body.webhook_url_override || null,
     });
-    return toFullConnection(row, req.includeCredentials ? credentials : undefined, false);
+    return req.includeCredentials
+      ? toFullConnection(row, credentials, false, connectionConfig)
+      : toFullConnection(row, undefined, false);
   }
 
   private async mintAppCredentials(

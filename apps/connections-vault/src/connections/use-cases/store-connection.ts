@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { Credentials, EndUser } from '@switchboard/contracts';
 import { CredentialsCipher, expiresAtOf } from '../../credentials/credentials-cipher';
+import { SecretConfigFields } from '../../credentials/secret-config';
 import { authEvent } from '../../events/auth-event';
 import { OutboxPublisher } from '../../events/outbox';
 import { ConnectionsRepository, type ConnectionKey, type ConnectionRow } from '../connections.repository';
@@ -32,17 +33,20 @@ export class StoreConnection {
     private readonly repository: ConnectionsRepository,
     private readonly cipher: CredentialsCipher,
     private readonly outbox: OutboxPublisher,
+    private readonly secretFields: SecretConfigFields,
   ) {}
 
   async execute(input: StoreInput): Promise<{ row: ConnectionRow; operation: 'creation' | 'override' }> {
     const eventId = `auth-${randomUUID()}`;
+    // Secret config fields (the catalog's `secret: true`) are sealed with the credentials, never stored plain.
+    const config = this.secretFields.split(input.provider, input.connectionConfig);
     const result = await this.repository.upsert(
       input.key,
       {
         provider: input.provider,
-        sealCredentials: (rowId) => this.cipher.seal(rowId, input.credentials),
+        sealCredentials: (rowId) => this.cipher.seal(rowId, input.credentials, config.secret),
         credentialsExpiresAt: expiresAtOf(input.credentials) ?? null,
-        connectionConfig: input.connectionConfig,
+        connectionConfig: config.plain,
         metadata: input.metadata,
         tags: input.tags,
         endUser: input.endUser ?? undefined,

@@ -1,0 +1,309 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  CONNECTIONS_API_SUBJECTS,
+  ENVIRONMENT_VARIABLE_SUBJECTS,
+  FUNCTION_HOST_SUBJECTS,
+  PROVIDER_SUBJECTS,
+  SwitchboardError,
+  VAULT_SUBJECTS,
+  checkpointSaveRequestSchema,
+  type ApiProvider,
+  type ApiPublicConnectionFull,
+  type Caller,
+  type CheckpointReply,
+  type ConnectionCredentials,
+  type EnvironmentVariable,
+  type FunctionType,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
+import { HostCallError } from './host-call.errors';
+import { ProxyClient, proxyArgsSchema } from './proxy-client';
+
+/** Everything a host call is scoped by. It comes from the run request, never from the script. */
+export interface RunScope {
+  caller: Caller;
+  invocationId: string;
+  functionName: string;
+  type: FunctionType;
+  connectionId: string;
+  providerConfigKey: string;
+  provider: string;
+  variant: string;
+  /** Aborted at the run's wall clock: provider calls in flight stop, new ones are refused. */
+  deadline: AbortSignal;
+  /** Aborted when the run is over (after the abort grace, a limit, or done): every call stops. */
+  signal: AbortSignal;
+}
+
+interface HostCall<S extends z.ZodType> {
+  /** Which function types may make the call: the capability set of a run is chosen by its type. */
+  types: readonly FunctionType[];
+  args: S;
+  run(scope: RunScope, args: z.infer<S>): Promise<unknown>;
+}
+
+/** Largest JSON a script may send in one host call (a proxied body or a metadata object). */
+const MAX_ARGS_CHARS = 16 * 1024 * 1024;
+
+const ALL: readonly FunctionType[] = ['action', 'on-event', 'sync'];
+const jsonObject = z.record(z.string(), z.unknown());
+const optionalKey = z.string().max(255).nullish();
+
+/** The connection a call names must be the run's own; naming none means the run's own. */
+function ownConnection(scope: RunScope, providerConfigKey?: string | null, connectionId?: string | null) {
+  if (
+    (providerConfigKey && providerConfigKey !== scope.providerConfigKey) ||
+    (connectionId && connectionId !== scope.connectionId)
+  ) {
+    throw new HostCallError('script_forbidden_call', 'a function may only use the connection it runs for');
+  }
+}
+
+/** Nango's `getToken()`: the access token, or the credentials' own shape where there is none. */
+function tokenOf(credentials: ConnectionCredentials['credentials']): unknown {
+  const c = credentials as Record<string, unknown>;
+  switch (c.type) {
+    case 'OAUTH2':
+    case 'APP':
+    case 'CUSTOM':
+      return c.access_token;
+    case 'OAUTH1':
+      return { oAuthToken: c.oauth_token, oAuthTokenSecret: c.oauth_token_secret };
+    case 'API_KEY':
+      return c.apiKey;
+    case 'BASIC':
+      return { username: c.username, password: c.password };
+    default:
+      return c.token ?? c.access_token ?? c;
+  }
+}
+
+/**
+ * The one table of what a script's `nango` object can ask the host for. Each entry names the function
+ * types that get it, validates what the script sent, and runs scoped by the run (environment and
+ * connection from the request). Sync calls (`batchSave`, `getRecordsByIds`, `trackDeletes*`, ...) slot in
+ * here with `types: ['sync']`.
+ */
+@Injectable()
+export class HostCalls {
+  private readonly logger = new Logger('HostCalls');
+  private readonly table: Record<string, HostCall<z.ZodType>>;
+
+  constructor(
+    private readonly nats: NatsRequester,
+    private readonly proxy: ProxyClient,
+    @Inject(FUNCTIONS_RUNTIME_ENV) private readonly env: FunctionsRuntimeEnv,
+  ) {
+    this.table = this.build();
+  }
+
+  /** Names of the calls a function type gets (for the README's capability table and tests). */
+  capabilities(type: FunctionType): string[] {
+    return Object.entries(this.table)
+      .filter(([, call]) => call.types.includes(type))
+      .map(([name]) => name);
+  }
+
+  /**
+   * Runs one call the script made and answers with a JSON envelope (`{ok, value}` or `{ok:false, error}`)
+   * that the sandbox turns into a value or a thrown Error. Never rejects: a failure is the script's to handle.
+   */
+  async dispatch(scope: RunScope, name: string, argsJson: string): Promise<string> {
+    try {
+      const call = Object.hasOwn(this.table, name) ? this.table[name] : undefined;
+      if (!call || !call.types.includes(scope.type)) {
+        throw new HostCallError(
+          'script_forbidden_call',
+          `nango.${name} is not available to ${scope.type} functions`,
+        );
+      }
+      if (argsJson.length > MAX_ARGS_CHARS) {
+        throw new HostCallError(
+          'invalid_arguments',
+          `nango.${name}: the arguments are over ${MAX_ARGS_CHARS} characters`,
+        );
+      }
+      const parsed = call.args.safeParse(JSON.parse(argsJson));
+      if (!parsed.success) {
+        throw new HostCallError(
+          'invalid_arguments',
+          `nango.${name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`,
+        );
+      }
+      if (scope.signal.aborted) throw new HostCallError('script_aborted', 'the run has ended');
+      const value = await call.run(scope, parsed.data);
+      return JSON.stringify({ ok: true, value: value ?? null });
+    } catch (error) {
+      if (error instanceof HostCallError || error instanceof SwitchboardError) {
+        return JSON.stringify({ ok: false, error: { code: error.code, message: error.message } });
+      }
+      // Messages may quote credentials or the script's data (JSON parse errors quote their input): only
+      // the kind of failure is logged, and the script gets a generic one.
+      this.logger.error(`host call ${name} failed: ${(error as Error)?.name ?? typeof error}`);
+      return JSON.stringify({ ok: false, error: { code: 'server_error', message: `nango.${name} failed` } });
+    }
+  }
+
+  private build(): Record<string, HostCall<z.ZodType>> {
+    const entry = <S extends z.ZodType>(call: HostCall<S>) => call as unknown as HostCall<z.ZodType>;
+    const key = (s: RunScope) => ({
+      caller: s.caller,
+      connectionId: s.connectionId,
+      providerConfigKey: s.providerConfigKey,
+    });
+    const connection = (s: RunScope) =>
+      this.nats.request<ApiPublicConnectionFull>(CONNECTIONS_API_SUBJECTS.get, {
+        ...key(s),
+        includeCredentials: true,
+        includeRefreshToken: false,
+        forceRefresh: false,
+        refreshGithubAppJwtToken: false,
+      });
+    const hostScope = (s: RunScope) => ({
+      ...key(s),
+      functionName: s.functionName,
+      variant: s.variant,
+    });
+
+    return {
+      proxy: entry({
+        types: ALL,
+        args: proxyArgsSchema,
+        run: (s, args) => {
+          ownConnection(s, args.providerConfigKey, args.connectionId);
+          if (s.deadline.aborted) throw new HostCallError('script_aborted', 'the run is out of time');
+          return this.proxy.send(key(s), args, s.deadline);
+        },
+      }),
+      paginateDefaults: entry({
+        types: ALL,
+        args: z.unknown(),
+        run: async (s) => {
+          const provider = await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: s.provider });
+          const proxy = (provider as { proxy?: { paginate?: unknown } }).proxy;
+          return proxy?.paginate ?? null;
+        },
+      }),
+      getConnection: entry({
+        types: ALL,
+        args: z.object({ providerConfigKey: optionalKey, connectionId: optionalKey }),
+        run: (s, args) => {
+          ownConnection(s, args.providerConfigKey, args.connectionId);
+          return connection(s);
+        },
+      }),
+      getToken: entry({
+        types: ALL,
+        args: z.unknown(),
+        run: async (s) => {
+          const found = await this.nats.request<ConnectionCredentials>(VAULT_SUBJECTS.credentials, {
+            environmentId: s.caller.environmentId,
+            providerConfigKey: s.providerConfigKey,
+            connectionId: s.connectionId,
+            forceRefresh: false,
+          });
+          return tokenOf(found.credentials);
+        },
+      }),
+      getMetadata: entry({
+        types: ALL,
+        args: z.unknown(),
+        run: async (s) => (await connection(s)).metadata ?? {},
+      }),
+      setMetadata: entry({
+        types: ALL,
+        args: z.object({ metadata: jsonObject, providerConfigKey: optionalKey, connectionId: optionalKey }),
+        run: (s, args) => {
+          ownConnection(s, args.providerConfigKey, args.connectionId);
+          return this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, {
+            caller: s.caller,
+            body: {
+              connection_id: s.connectionId,
+              provider_config_key: s.providerConfigKey,
+              metadata: args.metadata,
+            },
+          });
+        },
+      }),
+      updateMetadata: entry({
+        types: ALL,
+        args: z.object({ metadata: jsonObject, providerConfigKey: optionalKey, connectionId: optionalKey }),
+        run: (s, args) => {
+          ownConnection(s, args.providerConfigKey, args.connectionId);
+          return this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, {
+            caller: s.caller,
+            body: {
+              connection_id: s.connectionId,
+              provider_config_key: s.providerConfigKey,
+              metadata: args.metadata,
+            },
+          });
+        },
+      }),
+      getEnvironmentVariables: entry({
+        types: ALL,
+        args: z.unknown(),
+        run: (s) =>
+          this.nats.request<EnvironmentVariable[]>(ENVIRONMENT_VARIABLE_SUBJECTS.list, { caller: s.caller }),
+      }),
+      getWebhookURL: entry({
+        types: ALL,
+        args: z.unknown(),
+        run: (s) => {
+          const base = this.env.SWITCHBOARD_SERVER_URL.replace(/\/+$/, '');
+          return Promise.resolve(
+            `${base}/webhook/${s.caller.environmentUuid}/${encodeURIComponent(s.providerConfigKey)}`,
+          );
+        },
+      }),
+      // Nango lets a script trigger an action on any connection of its environment; the environment is
+      // still the run's own (the orchestrator scopes by `caller`).
+      triggerAction: entry({
+        types: ALL,
+        args: z.object({
+          providerConfigKey: z.string().min(1).max(255),
+          connectionId: z.string().min(1).max(255),
+          actionName: z.string().min(1).max(255),
+          input: z.unknown().optional(),
+        }),
+        run: (s, args) =>
+          this.nats.request(FUNCTION_HOST_SUBJECTS.actionTrigger, {
+            caller: s.caller,
+            providerConfigKey: args.providerConfigKey,
+            connectionId: args.connectionId,
+            actionName: args.actionName,
+            input: args.input,
+            async: false,
+          }),
+      }),
+      getCheckpoint: entry({
+        types: ALL,
+        args: z.unknown(),
+        run: async (s) =>
+          (await this.nats.request<CheckpointReply>(FUNCTION_HOST_SUBJECTS.checkpointGet, hostScope(s)))
+            .checkpoint,
+      }),
+      saveCheckpoint: entry({
+        types: ALL,
+        args: z.object({ checkpoint: checkpointSaveRequestSchema.shape.checkpoint }),
+        run: async (s, args) => {
+          await this.nats.request(FUNCTION_HOST_SUBJECTS.checkpointSave, {
+            ...hostScope(s),
+            checkpoint: args.checkpoint,
+          });
+          return null;
+        },
+      }),
+      clearCheckpoint: entry({
+        types: ALL,
+        args: z.unknown(),
+        run: async (s) => {
+          await this.nats.request(FUNCTION_HOST_SUBJECTS.checkpointClear, hostScope(s));
+          return null;
+        },
+      }),
+    };
+  }
+}

@@ -1,0 +1,188 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import type { FunctionRunRequest, FunctionRunResult, FunctionType } from '@switchboard/contracts';
+import { context, SpanStatusCode, trace } from '@switchboard/observability';
+import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
+import { HostCalls, type RunScope } from '../host/host-calls';
+import { runInSandbox, sandboxLibrary, type RunLimits } from '../sandbox/sandbox';
+import { OutputStore } from './output-store';
+import { RunSlots } from './run-slots';
+
+const tracer = trace.getTracer('@switchboard/functions-runtime');
+
+/**
+ * Runs one invocation: resolves its limits (what the request asks, capped by configuration), runs it in
+ * a fresh sandbox with the host calls its type gets, and shapes the answer. A failing script is a normal
+ * answer (`status: 'failure'`); only a bad request or a broken object store is a transport error.
+ */
+@Injectable()
+export class RunsService implements OnModuleInit {
+  private readonly logger = new Logger('Runs');
+  private readonly slots: RunSlots;
+
+  constructor(
+    @Inject(FUNCTIONS_RUNTIME_ENV) private readonly env: FunctionsRuntimeEnv,
+    private readonly hostCalls: HostCalls,
+    private readonly outputs: OutputStore,
+  ) {
+    this.slots = new RunSlots(env.FUNCTIONS_MAX_CONCURRENT_RUNS);
+  }
+
+  /** The sandbox library is loaded at boot: a missing or broken `dist/sandbox-lib.js` fails the start. */
+  onModuleInit(): void {
+    sandboxLibrary();
+  }
+
+  limitsFor(req: FunctionRunRequest): RunLimits {
+    const cap = (asked: number | undefined, max: number) => Math.min(asked ?? max, max);
+    return {
+      memoryMb: cap(req.limits.memoryMb, this.env.FUNCTIONS_MEMORY_LIMIT_MB),
+      cpuTimeMs: cap(req.limits.cpuTimeMs, this.env.FUNCTIONS_CPU_LIMIT_MS),
+      wallTimeMs: cap(req.limits.wallTimeMs, this.wallLimit(req.function.type)),
+      outputBytes: cap(req.limits.outputBytes, this.env.FUNCTIONS_OUTPUT_LIMIT_BYTES),
+      logLines: this.env.FUNCTIONS_LOG_LINES_LIMIT,
+      logLineChars: this.env.FUNCTIONS_LOG_LINE_CHARS,
+      logTotalChars: this.env.FUNCTIONS_LOG_TOTAL_CHARS,
+      abortGraceMs: this.env.FUNCTIONS_ABORT_GRACE_MS,
+    };
+  }
+
+  private wallLimit(type: FunctionType): number {
+    switch (type) {
+      case 'action':
+        return this.env.FUNCTIONS_ACTION_WALL_LIMIT_MS;
+      case 'on-event':
+        return this.env.FUNCTIONS_ON_EVENT_WALL_LIMIT_MS;
+      case 'sync':
+        return this.env.FUNCTIONS_SYNC_WALL_LIMIT_MS;
+    }
+  }
+
+  async run(req: FunctionRunRequest): Promise<FunctionRunResult> {
+    const release = await this.slots.acquire();
+    try {
+      return await tracer.startActiveSpan(
+        `function.run ${req.function.type}`,
+        {
+          attributes: {
+            'switchboard.function.name': req.function.name,
+            'switchboard.function.type': req.function.type,
+            'switchboard.function.version': req.function.version,
+            'switchboard.invocation_id': req.invocationId,
+            'switchboard.environment_id': req.caller.environmentId,
+            'switchboard.provider_config_key': req.connection.providerConfigKey,
+          },
+        },
+        async (span) => {
+          try {
+            const result = await this.execute(req);
+            span.setAttribute('switchboard.function.status', result.status);
+            if (result.status === 'failure') {
+              span.setAttribute('switchboard.error_code', result.error.code);
+              span.setStatus({ code: SpanStatusCode.ERROR });
+            }
+            this.logger.log(
+              `${req.function.type} ${req.function.name} (${req.invocationId}): ${result.status}` +
+                `${result.status === 'failure' ? ` ${result.error.code}` : ''} in ${Math.round(result.durationMs)} ms`,
+            );
+            return result;
+          } finally {
+            span.end();
+          }
+        },
+      );
+    } finally {
+      release();
+    }
+  }
+
+  private async execute(req: FunctionRunRequest): Promise<FunctionRunResult> {
+    const limits = this.limitsFor(req);
+    const runContext = context.active();
+    // `deadline` fires at the wall clock (provider calls stop, abortSignal fires in the script); `stop`
+    // when the run is over (every host call stops). Between the two is the abort grace.
+    const deadline = new AbortController();
+    const stop = new AbortController();
+    const scope: RunScope = {
+      caller: req.caller,
+      invocationId: req.invocationId,
+      functionName: req.function.name,
+      type: req.function.type,
+      connectionId: req.connection.connectionId,
+      providerConfigKey: req.connection.providerConfigKey,
+      provider: req.connection.provider,
+      variant: req.variant ?? 'base',
+      deadline: deadline.signal,
+      signal: stop.signal,
+    };
+    let outcome;
+    try {
+      outcome = await runInSandbox({
+        type: req.function.type,
+        name: req.function.name,
+        code: req.function.code,
+        input: req.input,
+        connectionId: scope.connectionId,
+        providerConfigKey: scope.providerConfigKey,
+        provider: scope.provider,
+        invocationId: req.invocationId,
+        variant: scope.variant,
+        limits,
+        // isolated-vm calls back from its own thread, outside Node's async context: the run's span is
+        // put back around each host call so provider calls and NATS requests stay in the run's trace.
+        hostCall: (name, argsJson) =>
+          context.with(runContext, () => this.hostCalls.dispatch(scope, name, argsJson)),
+        onWallClock: () => deadline.abort(),
+      });
+    } finally {
+      // Whatever the script left running host-side (a proxied call, a sleep) ends with the run.
+      deadline.abort();
+      stop.abort();
+    }
+    const { logs, logsDropped, durationMs, cpuTimeMs } = outcome;
+    const stats = { logs, logsDropped, durationMs, cpuTimeMs };
+    if (outcome.status === 'failure') {
+      // An ActionError payload (or zod issues) travels inline: it must fit the reply like an inline output.
+      const payloadBytes =
+        outcome.error.payload === undefined ? 0 : Buffer.byteLength(JSON.stringify(outcome.error.payload));
+      if (payloadBytes > this.env.FUNCTIONS_INLINE_OUTPUT_BYTES) {
+        return {
+          status: 'failure',
+          error: {
+            code: 'script_output_too_large',
+            message: `the error payload is ${payloadBytes} bytes, over the limit of ${this.env.FUNCTIONS_INLINE_OUTPUT_BYTES} bytes (${outcome.error.code}: ${outcome.error.message})`,
+          },
+          ...stats,
+        };
+      }
+      return { status: 'failure', error: outcome.error, ...stats };
+    }
+    if (outcome.outputJson === undefined) return { status: 'success', ...stats };
+
+    const bytes = Buffer.from(outcome.outputJson, 'utf8');
+    if (bytes.length > limits.outputBytes) {
+      return {
+        status: 'failure',
+        error: {
+          code: 'script_output_too_large',
+          message: `the output is ${bytes.length} bytes, over the limit of ${limits.outputBytes} bytes`,
+        },
+        ...stats,
+      };
+    }
+    let output: unknown;
+    try {
+      output = JSON.parse(outcome.outputJson);
+    } catch {
+      // Only a script that tampered with the sandbox's own JSON gets here.
+      return {
+        status: 'failure',
+        error: { code: 'script_runtime_error', message: 'the output is not valid JSON' },
+        ...stats,
+      };
+    }
+    if (bytes.length > this.env.FUNCTIONS_INLINE_OUTPUT_BYTES) {
+      return { status: 'success', outputRef: await this.outputs.put(req.invocationId, bytes), ...stats };
+    }
+    return { status: 'success', output, ...stats };
+  }
+}

@@ -1,0 +1,464 @@
+/**
+ * The JavaScript evaluated in every run's fresh context before the function bundle. It runs inside the
+ * isolate (plain V8: no Node, no I/O), so it is kept as source text here rather than compiled with the
+ * host. It finds the host's three References (`__hostCall`, `__hostLog`, `__hostSleep`) and the run's
+ * metadata on the global object, hides them in closures, shuts string code generation off, installs the
+ * globals Nango's runner gives scripts, builds the `nango` object and defines `__start`, which runs the
+ * bundle and answers with one JSON string.
+ *
+ * Everything crossing the boundary is a string of JSON (copied), never a host object: a script can only
+ * ever touch objects of its own heap.
+ */
+export const PRELUDE_SOURCE = String.raw`
+(function () {
+  'use strict';
+  const g = globalThis;
+  const hostCall = g.__hostCall;
+  const hostLog = g.__hostLog;
+  const hostSleep = g.__hostSleep;
+  const meta = JSON.parse(g.__meta);
+  const lib = g.__sandboxLib;
+  for (const name of ['__hostCall', '__hostLog', '__hostSleep', '__meta', '__sandboxLib']) delete g[name];
+
+  // ---- no code generation from strings, no WebAssembly ------------------------------------------
+  // isolated-vm has no switch for V8's AllowCodeGenerationFromStrings, so every way to reach the
+  // Function constructors is replaced. This is defence in depth: code made this way would still be
+  // inside the isolate. zod notices (its eval probe throws) and stays in its interpreted mode.
+  const refuse = function () {
+    throw new EvalError('Code generation from strings is disabled in functions');
+  };
+  const ctors = [
+    Function,
+    Object.getPrototypeOf(async function () {}).constructor,
+    Object.getPrototypeOf(function* () {}).constructor,
+    Object.getPrototypeOf(async function* () {}).constructor,
+  ];
+  for (const C of ctors) {
+    Object.defineProperty(C.prototype, 'constructor', { value: refuse, writable: false, configurable: false });
+  }
+  refuse.prototype = Function.prototype;
+  Object.defineProperty(g, 'Function', { value: refuse, writable: false, configurable: false });
+  Object.defineProperty(g, 'eval', { value: refuse, writable: false, configurable: false });
+  delete g.WebAssembly;
+  lib.zod.config({ jitless: true });
+
+  // ---- logging ----------------------------------------------------------------------------------
+  const LINE_CHARS = meta.logLineChars;
+  const format = (args) =>
+    args
+      .map((a) => {
+        if (typeof a === 'string') return a;
+        if (a instanceof Error) return a.stack || String(a);
+        try {
+          const s = JSON.stringify(a);
+          return s === undefined ? String(a) : s;
+        } catch (e) {
+          return String(a);
+        }
+      })
+      .join(' ');
+  const log = (level, args) => {
+    let message = format(args);
+    if (message.length > LINE_CHARS) message = message.slice(0, LINE_CHARS) + '…';
+    hostLog.applySync(undefined, [level, message]);
+  };
+  const consoleObject = {
+    log: (...a) => log('info', a),
+    info: (...a) => log('info', a),
+    debug: (...a) => log('debug', a),
+    warn: (...a) => log('warn', a),
+    error: (...a) => log('error', a),
+  };
+
+  // ---- timers (bounded by the run's wall clock: the isolate is gone when it ends) ---------------
+  // Each pending timer holds a host timer: capped, so a script cannot pile them up in the host's heap.
+  const MAX_TIMERS = 1000;
+  const timers = new Map();
+  let nextTimer = 1;
+  const setTimeout = (fn, ms, ...args) => {
+    if (typeof fn !== 'function') throw new TypeError('setTimeout needs a function');
+    if (timers.size >= MAX_TIMERS) throw new RangeError('too many pending timers (' + MAX_TIMERS + ')');
+    const id = nextTimer++;
+    timers.set(id, true);
+    hostSleep.apply(undefined, [Math.max(0, Number(ms) || 0)], { result: { promise: true } }).then(() => {
+      if (timers.delete(id)) fn(...args);
+    });
+    return id;
+  };
+  const clearTimeout = (id) => {
+    timers.delete(id);
+  };
+
+  // ---- text and bytes -----------------------------------------------------------------------------
+  const Buffer = lib.Buffer;
+  class TextEncoder {
+    get encoding() {
+      return 'utf-8';
+    }
+    encode(s = '') {
+      const b = Buffer.from(String(s), 'utf8');
+      return new Uint8Array(b.buffer, b.byteOffset, b.length);
+    }
+  }
+  class TextDecoder {
+    constructor(label = 'utf-8') {
+      if (!/^utf-?8$/i.test(String(label))) throw new RangeError('only utf-8 is supported');
+    }
+    get encoding() {
+      return 'utf-8';
+    }
+    decode(bytes) {
+      if (bytes === undefined) return '';
+      const view = ArrayBuffer.isView(bytes)
+        ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+        : new Uint8Array(bytes);
+      return Buffer.from(view).toString('utf8');
+    }
+  }
+
+  // ---- abort signal (fires when the run's wall clock is up) --------------------------------------
+  const abortListeners = new Set();
+  const abortSignal = {
+    aborted: false,
+    reason: undefined,
+    onabort: null,
+    addEventListener(type, fn) {
+      if (type === 'abort' && typeof fn === 'function') abortListeners.add(fn);
+    },
+    removeEventListener(type, fn) {
+      abortListeners.delete(fn);
+    },
+    throwIfAborted() {
+      if (this.aborted) throw this.reason;
+    },
+  };
+  g.__abort = (message) => {
+    if (abortSignal.aborted) return;
+    abortSignal.aborted = true;
+    abortSignal.reason = new Error(message);
+    const event = { type: 'abort', target: abortSignal };
+    for (const fn of [abortSignal.onabort, ...abortListeners]) {
+      try {
+        if (typeof fn === 'function') fn(event);
+      } catch (e) {
+        // a listener's failure must not stop the others
+      }
+    }
+  };
+
+  const installGlobals = {
+    console: consoleObject,
+    setTimeout,
+    clearTimeout,
+    URL: lib.URL,
+    URLSearchParams: lib.URLSearchParams,
+    Buffer,
+    TextEncoder,
+    TextDecoder,
+    atob: (s) => Buffer.from(String(s), 'base64').toString('latin1'),
+    btoa: (s) => Buffer.from(String(s), 'latin1').toString('base64'),
+  };
+  for (const [name, value] of Object.entries(installGlobals)) {
+    Object.defineProperty(g, name, { value, writable: true, configurable: true, enumerable: false });
+  }
+
+  // ---- host calls -----------------------------------------------------------------------------------
+  const hostErrors = new WeakSet();
+  // At most this many host calls of a run are in flight; the others wait here, in the script's own heap
+  // (a Promise.all over thousands of calls must not become thousands of host requests at once).
+  const MAX_IN_FLIGHT = 16;
+  let inFlight = 0;
+  const queue = [];
+  const call = async (name, args) => {
+    const argsJson = JSON.stringify(args === undefined ? null : args);
+    if (inFlight >= MAX_IN_FLIGHT) await new Promise((resolve) => queue.push(resolve));
+    else inFlight++;
+    let raw;
+    try {
+      raw = await hostCall.apply(undefined, [name, argsJson], { result: { promise: true, copy: true } });
+    } finally {
+      const next = queue.shift();
+      if (next) next();
+      else inFlight--;
+    }
+    const reply = JSON.parse(raw);
+    if (reply.ok) return reply.value;
+    const error = new Error(reply.error.message);
+    error.name = 'SwitchboardError';
+    error.code = reply.error.code;
+    hostErrors.add(error);
+    throw error;
+  };
+
+  class ActionError extends Error {
+    constructor(payload) {
+      super(payload && typeof payload.message === 'string' ? payload.message : 'action error');
+      this.type = 'action_script_runtime_error';
+      if (payload !== undefined) this.payload = payload;
+    }
+  }
+
+  const toBody = (data) => {
+    if (data === undefined || data === null) return undefined;
+    if (typeof data === 'string') return { kind: 'text', value: data };
+    if (Buffer.isBuffer(data) || ArrayBuffer.isView(data) || data instanceof ArrayBuffer) {
+      const view = data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+      return { kind: 'base64', value: Buffer.from(view.buffer, view.byteOffset, view.byteLength).toString('base64') };
+    }
+    if (data instanceof lib.URLSearchParams) return { kind: 'form', value: data.toString() };
+    return { kind: 'json', value: data };
+  };
+
+  const proxy = async (config) => {
+    if (!config || typeof config !== 'object') throw new TypeError('proxy needs a config object');
+    const reply = await call('proxy', {
+      method: (config.method || 'GET').toUpperCase(),
+      endpoint: config.endpoint,
+      params: config.params,
+      headers: config.headers,
+      body: toBody(config.data),
+      retries: config.retries,
+      retryOn: config.retryOn,
+      baseUrlOverride: config.baseUrlOverride,
+      decompress: config.decompress,
+      responseType: config.responseType,
+      connectionId: config.connectionId,
+      providerConfigKey: config.providerConfigKey,
+    });
+    const response = {
+      status: reply.status,
+      statusText: reply.statusText,
+      headers: reply.headers,
+      data: reply.base64 === undefined ? reply.data : Buffer.from(reply.base64, 'base64'),
+      config,
+    };
+    if (response.status >= 200 && response.status < 300) return response;
+    // As axios (and so Nango's scripts) do: a non-2xx answer is thrown, carrying the response.
+    const error = new Error('Request failed with status code ' + response.status);
+    error.name = 'AxiosError';
+    error.code = response.status >= 500 ? 'ERR_BAD_RESPONSE' : 'ERR_BAD_REQUEST';
+    error.status = response.status;
+    error.response = response;
+    throw error;
+  };
+
+  // ---- pagination (Nango's cursor, link and offset styles) ---------------------------------------
+  const pick = (object, path) => {
+    if (!path) return object;
+    let value = object;
+    for (const key of String(path).split('.')) {
+      if (value === null || value === undefined) return undefined;
+      value = value[key];
+    }
+    return value;
+  };
+  const nextLink = (header, rel) => {
+    if (!header) return undefined;
+    for (const part of String(header).split(',')) {
+      const match = /<([^>]*)>\s*;(.*)/.exec(part.trim());
+      if (match && new RegExp('rel="?' + rel.replace(/[.*+?^$()|[\]\\{}]/g, '\\$&') + '"?', 'i').test(match[2])) return match[1];
+    }
+    return undefined;
+  };
+  const toEndpoint = (link) => {
+    try {
+      const url = new lib.URL(link);
+      return url.pathname + url.search;
+    } catch (e) {
+      return link;
+    }
+  };
+  let providerPaginate;
+  async function* paginate(config) {
+    if (providerPaginate === undefined) providerPaginate = (await call('paginateDefaults', {})) || null;
+    const settings = Object.assign({}, providerPaginate || {}, config.paginate || {});
+    if (!['cursor', 'link', 'offset'].includes(settings.type)) {
+      throw new Error('paginate: no pagination type for this provider; pass paginate.type (cursor, link or offset)');
+    }
+    const request = Object.assign({}, config, { method: (config.method || 'GET').toUpperCase() });
+    const inBody = ['POST', 'PUT', 'PATCH'].includes(request.method);
+    const place = () => {
+      if (inBody) return (request.data = Object.assign({}, request.data || {}));
+      return (request.params = Object.assign({}, typeof request.params === 'object' ? request.params : {}));
+    };
+    const limit = settings.limit;
+    if (limit !== undefined && settings.limit_name_in_request) place()[settings.limit_name_in_request] = limit;
+    const pageOf = (response) => {
+      const page = pick(response.data, settings.response_path);
+      if (!Array.isArray(page)) throw new Error('paginate: the response has no array at "' + (settings.response_path || '') + '"');
+      return page;
+    };
+    if (settings.type === 'cursor') {
+      for (;;) {
+        const response = await proxy(request);
+        const page = pageOf(response);
+        if (page.length === 0) return;
+        yield page;
+        const cursor = pick(response.data, settings.cursor_path_in_response);
+        if (cursor === undefined || cursor === null || String(cursor).trim() === '') return;
+        place()[settings.cursor_name_in_request] = cursor;
+      }
+    } else if (settings.type === 'link') {
+      for (;;) {
+        const response = await proxy(request);
+        const page = pageOf(response);
+        if (page.length === 0) return;
+        yield page;
+        const link = settings.link_rel_in_response_header
+          ? nextLink(response.headers.link, settings.link_rel_in_response_header)
+          : pick(response.data, settings.link_path_in_response_body);
+        if (!link) return;
+        request.endpoint = toEndpoint(String(link));
+        delete request.params;
+      }
+    } else {
+      let offset = Number(settings.offset_start_value || 0);
+      for (;;) {
+        place()[settings.offset_name_in_request] = String(offset);
+        const response = await proxy(request);
+        const page = pageOf(response);
+        if (page.length === 0) return;
+        yield page;
+        if (limit !== undefined && page.length < Number(limit)) return;
+        offset += settings.offset_calculation_method === 'per-page' ? 1 : page.length;
+      }
+    }
+  }
+
+  // ---- the nango object -------------------------------------------------------------------------
+  const levelOf = (args) => {
+    const last = args[args.length - 1];
+    if (args.length > 1 && last && typeof last === 'object' && Object.keys(last).length === 1 && ['debug', 'info', 'warn', 'error'].includes(last.level)) {
+      return [last.level, args.slice(0, -1)];
+    }
+    return ['info', args];
+  };
+  const nango = {
+    connectionId: meta.connectionId,
+    providerConfigKey: meta.providerConfigKey,
+    provider: meta.provider,
+    activityLogId: meta.invocationId,
+    abortSignal,
+    ActionError,
+    proxy,
+    get: (c) => proxy(Object.assign({}, c, { method: 'GET' })),
+    post: (c) => proxy(Object.assign({}, c, { method: 'POST' })),
+    put: (c) => proxy(Object.assign({}, c, { method: 'PUT' })),
+    patch: (c) => proxy(Object.assign({}, c, { method: 'PATCH' })),
+    delete: (c) => proxy(Object.assign({}, c, { method: 'DELETE' })),
+    paginate,
+    getConnection: (providerConfigKey, connectionId) => call('getConnection', { providerConfigKey, connectionId }),
+    getToken: () => call('getToken', {}),
+    getMetadata: () => call('getMetadata', {}),
+    // Nango's node client takes (providerConfigKey, connectionId, metadata); scripts pass only metadata.
+    // A connection named anyway must be the run's own (the host checks).
+    setMetadata: (metadata, connectionId, providerConfigKey) => call('setMetadata', { metadata, connectionId, providerConfigKey }),
+    updateMetadata: (metadata, connectionId, providerConfigKey) => call('updateMetadata', { metadata, connectionId, providerConfigKey }),
+    getEnvironmentVariables: () => call('getEnvironmentVariables', {}),
+    getWebhookURL: () => call('getWebhookURL', {}),
+    log: async (...args) => {
+      const [level, rest] = levelOf(args);
+      log(level, rest);
+    },
+    triggerAction: (providerConfigKey, connectionId, actionName, input) =>
+      call('triggerAction', { providerConfigKey, connectionId, actionName, input }),
+    getCheckpoint: () => call('getCheckpoint', {}),
+    saveCheckpoint: (checkpoint) => call('saveCheckpoint', { checkpoint }),
+    clearCheckpoint: () => call('clearCheckpoint', {}),
+    zodValidateInput: async ({ zodSchema, input }) => {
+      const result = zodSchema.safeParse(input);
+      if (result.success) return result;
+      throw new ActionError({ message: 'Invalid input provided', issues: JSON.parse(JSON.stringify(result.error.issues)) });
+    },
+  };
+  if (meta.type === 'sync') {
+    nango.variant = meta.variant;
+  }
+
+  // ---- running the bundle -----------------------------------------------------------------------
+  const requireModule = (name) => {
+    if (name === 'zod') return lib.zod;
+    throw new Error('Cannot find module "' + name + '": only "zod" is available to functions');
+  };
+  const plain = (value) => {
+    try {
+      const json = JSON.stringify(value);
+      return json === undefined ? undefined : JSON.parse(json);
+    } catch (e) {
+      return undefined;
+    }
+  };
+  const MESSAGE_CHARS = 4000;
+  const failure = (code, message, extra) =>
+    JSON.stringify(Object.assign({ status: 'failure', code, message: String(message).slice(0, MESSAGE_CHARS) }, extra || {}));
+  const describe = (error) => {
+    if (error && error.type === 'action_script_runtime_error') {
+      return failure('action_script_runtime_error', error.message || 'action error', { payload: plain(error.payload) });
+    }
+    if (error && hostErrors.has(error)) {
+      if (error.code === 'script_forbidden_call') return failure('script_forbidden_call', error.message);
+      return failure('script_runtime_error', error.message, { cause: { code: String(error.code) } });
+    }
+    // The isolate's allocator refusing a typed array is the memory limit, even if V8 lets the script see it.
+    if (error instanceof RangeError && /allocation failed/.test(error.message)) {
+      return failure('script_memory_limit', 'the function ran out of memory: ' + error.message);
+    }
+    if (error instanceof Error) return failure('script_runtime_error', (error.name || 'Error') + ': ' + error.message);
+    return failure('script_runtime_error', 'the function threw ' + (plain(error) === undefined ? String(error) : JSON.stringify(plain(error))));
+  };
+
+  g.__start = async (inputJson) => {
+    const module = { exports: {} };
+    try {
+      g.__factory(module, module.exports, requireModule);
+    } catch (error) {
+      return failure('script_load_error', 'the bundle threw while loading: ' + (error && error.message ? error.message : String(error)));
+    } finally {
+      delete g.__factory;
+    }
+    const def = module.exports && (module.exports.default || module.exports);
+    if (!def || typeof def.exec !== 'function') {
+      return failure('script_load_error', 'the bundle does not export a function definition with exec()');
+    }
+    const input = inputJson === undefined ? undefined : JSON.parse(inputJson);
+    try {
+      let output;
+      if (meta.type === 'action') {
+        if (def.input && typeof def.input.safeParse === 'function') {
+          const parsed = def.input.safeParse(input);
+          if (!parsed.success) {
+            return failure('script_invalid_input', 'the input does not match the action\'s input schema', {
+              payload: plain(parsed.error.issues),
+            });
+          }
+        }
+        output = await def.exec(nango, input);
+        if (def.output && typeof def.output.safeParse === 'function') {
+          const parsed = def.output.safeParse(output);
+          if (!parsed.success) {
+            return failure('script_invalid_output', 'the output does not match the action\'s output schema', {
+              payload: plain(parsed.error.issues),
+            });
+          }
+        }
+      } else {
+        // on-event scripts and (until the records host calls land) syncs; a sync's onWebhook comes with them.
+        output = await def.exec(nango);
+      }
+      let json;
+      try {
+        json = JSON.stringify(output);
+      } catch (error) {
+        return failure('script_runtime_error', 'the output is not JSON: ' + error.message);
+      }
+      // Characters never outnumber UTF-8 bytes: over the limit here is over it for sure, and is not copied out.
+      if (json !== undefined && json.length > meta.outputLimitBytes) {
+        return failure('script_output_too_large', 'the output is over ' + meta.outputLimitBytes + ' bytes');
+      }
+      return JSON.stringify({ status: 'success' }).slice(0, -1) + (json === undefined ? '}' : ',"output":' + json + '}');
+    } catch (error) {
+      return describe(error);
+    }
+  };
+})();
+`;

@@ -1,0 +1,168 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runInSandbox, type SandboxRequest } from './sandbox';
+
+/**
+ * The sandbox alone (no NATS, no host services): real bundles from the nango CLI and hand-written ones.
+ * Host calls are answered by a function that refuses them all, as the dispatcher does for a call a
+ * function type lacks. Needs `dist/sandbox-lib.js` (the app's build).
+ */
+
+const fixture = (name: string) => readFileSync(join(__dirname, '../../test/fixtures', `${name}.cjs`), 'utf8');
+const action = (body: string) =>
+  `"use strict";\nmodule.exports = { default: { type: "action", exec: async (nango, input) => {\n${body}\n} } };`;
+
+const hostCalls: string[] = [];
+const request = (code: string, input: unknown, overrides: Partial<SandboxRequest> = {}): SandboxRequest => ({
+  type: 'action',
+  name: 'spec',
+  code,
+  input,
+  connectionId: 'conn-1',
+  providerConfigKey: 'github',
+  provider: 'github',
+  invocationId: '00000000-0000-4000-8000-000000000000',
+  variant: 'base',
+  limits: {
+    memoryMb: 32,
+    cpuTimeMs: 1000,
+    wallTimeMs: 3000,
+    outputBytes: 1024,
+    logLines: 3,
+    logLineChars: 80,
+    logTotalChars: 100_000,
+    abortGraceMs: 500,
+  },
+  hostCall: (name) => {
+    hostCalls.push(name);
+    return Promise.resolve(
+      JSON.stringify({ ok: false, error: { code: 'script_forbidden_call', message: `no ${name} here` } }),
+    );
+  },
+  onWallClock: () => undefined,
+  ...overrides,
+});
+
+describe('runInSandbox', () => {
+  it('runs a CLI bundle with its inline sourcemap up to its first host call', async () => {
+    const result = await runInSandbox(
+      request(fixture('create-issue.sourcemap'), { repo: 'o/r', title: 't' }),
+    );
+    expect(hostCalls).toContain('proxy');
+    expect(result).toMatchObject({ status: 'failure', error: { code: 'script_forbidden_call' } });
+  });
+
+  it('gives scripts URL, URLSearchParams, Buffer, TextEncoder/Decoder, atob/btoa and a bounded setTimeout', async () => {
+    const result = await runInSandbox(
+      request(
+        action(`
+          const url = new URL('https://api.example.com/v1/items?page=2');
+          url.searchParams.set('q', 'a b');
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return {
+            url: url.toString(),
+            form: new URLSearchParams({ a: '1', b: 'x&y' }).toString(),
+            base64: Buffer.from('user:pass').toString('base64'),
+            utf8: new TextDecoder().decode(new TextEncoder().encode('héllo')),
+            btoa: btoa('hi'),
+          };`),
+        {},
+      ),
+    );
+    expect(result.status).toBe('success');
+    if (result.status !== 'success') return;
+    expect(JSON.parse(result.outputJson!)).toEqual({
+      url: 'https://api.example.com/v1/items?page=2&q=a+b',
+      form: 'a=1&b=x%26y',
+      base64: 'dXNlcjpwYXNz',
+      utf8: 'héllo',
+      btoa: 'aGk=',
+    });
+  });
+
+  it('keeps at most the configured log lines, each cut to the configured length', async () => {
+    const result = await runInSandbox(
+      request(
+        action(
+          'console.error("x".repeat(500)); for (let i = 0; i < 5; i++) await nango.log("n", i); return null;',
+        ),
+        {},
+      ),
+    );
+    expect(result.logs).toHaveLength(3);
+    expect(result.logs[0]).toMatchObject({ level: 'error' });
+    expect(result.logs[0]!.message.length).toBeLessThanOrEqual(81);
+    expect(result.logsDropped).toBe(3);
+  });
+
+  it('refuses an output over the limit without copying it out of the isolate', async () => {
+    const result = await runInSandbox(request(action('return "z".repeat(5000);'), {}));
+    expect(result).toMatchObject({ status: 'failure', error: { code: 'script_output_too_large' } });
+  });
+
+  it('answers a bundle that does not compile, or exports no exec, with script_load_error', async () => {
+    const broken = await runInSandbox(request('module.exports = {', {}));
+    expect(broken).toMatchObject({ status: 'failure', error: { code: 'script_load_error' } });
+    const empty = await runInSandbox(request('module.exports = { default: {} };', {}));
+    expect(empty).toMatchObject({ status: 'failure', error: { code: 'script_load_error' } });
+  });
+
+  it('validates the output against the action output schema', async () => {
+    const code = `"use strict";
+      var z = require("zod");
+      module.exports = { default: { type: "action", input: z.object({}), output: z.object({ n: z.number() }),
+        exec: async () => ({ n: "not a number" }) } };`;
+    const result = await runInSandbox(request(code, {}));
+    expect(result).toMatchObject({
+      status: 'failure',
+      error: { code: 'script_invalid_output', payload: [expect.objectContaining({ path: ['n'] })] },
+    });
+  });
+
+  it('fires abortSignal at the wall clock and lets the script wind down before ending it', async () => {
+    const result = await runInSandbox(
+      request(
+        action(`
+          await new Promise((resolve) => nango.abortSignal.addEventListener('abort', resolve));
+          await nango.log('aborted: ' + nango.abortSignal.aborted);
+          await new Promise(() => {});`),
+        {},
+        {
+          limits: { ...request('', {}).limits, wallTimeMs: 200, abortGraceMs: 300 },
+        },
+      ),
+    );
+    expect(result).toMatchObject({ status: 'failure', error: { code: 'script_timeout' } });
+    expect(result.logs.map((l) => l.message)).toEqual(['aborted: true']);
+    expect(result.durationMs).toBeGreaterThanOrEqual(450);
+    expect(result.durationMs).toBeLessThan(2000);
+  });
+
+  it('ends a script that ignores its abortSignal and keeps the CPU busy in the grace', async () => {
+    const result = await runInSandbox(
+      request(
+        action('await new Promise((r) => setTimeout(r, 150)); for (;;) {}'),
+        {},
+        {
+          limits: { ...request('', {}).limits, cpuTimeMs: 5000, wallTimeMs: 300, abortGraceMs: 200 },
+        },
+      ),
+    );
+    expect(result).toMatchObject({ status: 'failure', error: { code: 'script_timeout' } });
+    expect(result.durationMs).toBeLessThan(1500);
+  });
+
+  it("stops keeping log lines once the run's log text is over its total", async () => {
+    const result = await runInSandbox(
+      request(
+        action('for (let i = 0; i < 3; i++) console.log("y".repeat(60)); return 1;'),
+        {},
+        {
+          limits: { ...request('', {}).limits, logTotalChars: 130 },
+        },
+      ),
+    );
+    expect(result.logs).toHaveLength(2);
+    expect(result.logsDropped).toBe(1);
+  });
+});

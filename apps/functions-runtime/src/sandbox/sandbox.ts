@@ -1,0 +1,327 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
+import {
+  FUNCTION_FAILURE_CODES,
+  type FunctionFailureCode,
+  type FunctionLog,
+  type FunctionType,
+} from '@switchboard/contracts';
+import ivm from 'isolated-vm';
+import { z } from 'zod';
+import { PRELUDE_SOURCE } from './prelude';
+
+/** The limits one run gets, already capped by configuration. */
+export interface RunLimits {
+  memoryMb: number;
+  cpuTimeMs: number;
+  wallTimeMs: number;
+  outputBytes: number;
+  logLines: number;
+  logLineChars: number;
+  /** Log text kept per run, all lines together. */
+  logTotalChars: number;
+  /** After the wall clock: how long the script may wind down (abortSignal fired) before it is disposed. */
+  abortGraceMs: number;
+}
+
+export interface SandboxRequest {
+  type: FunctionType;
+  name: string;
+  code: string;
+  input: unknown;
+  connectionId: string;
+  providerConfigKey: string;
+  provider: string;
+  invocationId: string;
+  variant: string;
+  limits: RunLimits;
+  /** Answers one host call with the JSON envelope the prelude expects; never rejects. */
+  hostCall(name: string, argsJson: string): Promise<string>;
+  /** Called once when the run's wall clock is up, so in-flight host calls stop. */
+  onWallClock(): void;
+}
+
+export type SandboxOutcome = {
+  logs: FunctionLog[];
+  logsDropped: number;
+  durationMs: number;
+  cpuTimeMs: number;
+} & (
+  | {
+      status: 'success';
+      /** The output as JSON text, absent when the function returned undefined. */ outputJson?: string;
+    }
+  | {
+      status: 'failure';
+      error: { code: FunctionFailureCode; message: string; payload?: unknown; cause?: { code: string } };
+    }
+);
+
+/** How often the CPU clock of a running isolate is read. */
+const CPU_POLL_MS = 20;
+
+/**
+ * The library every isolate gets (zod, URL, URLSearchParams, Buffer): `dist/sandbox-lib.js`, built by
+ * `scripts/build-sandbox-lib.mjs`, with V8's code cache for it made once per process, so a new isolate
+ * compiles it without parsing (~15 ms to a ready context instead of ~50 ms; README). This file sits one
+ * folder below both `src/` and `dist/`, so the same relative path finds the library from either.
+ * (isolated-vm's heap snapshots would be as fast, but its author advises against them: V8 may crash a
+ * process whose isolates start from different snapshots.)
+ */
+interface SandboxLibrary {
+  source: string;
+  cachedData?: ivm.ExternalCopy<ArrayBuffer>;
+}
+let library: SandboxLibrary | undefined;
+export function sandboxLibrary(): SandboxLibrary {
+  if (!library) {
+    const source = readFileSync(join(__dirname, '..', '..', 'dist', 'sandbox-lib.js'), 'utf8');
+    const scratch = new ivm.Isolate({ memoryLimit: 64 });
+    try {
+      const script = scratch.compileScriptSync(source, {
+        filename: 'sandbox-lib.js',
+        produceCachedData: true,
+      });
+      // Evaluated once here too, so a broken library fails the boot rather than every run.
+      script.runSync(scratch.createContextSync());
+      library = { source, cachedData: (script as ivm.Script & ivm.CachedDataResult).cachedData };
+    } finally {
+      scratch.dispose();
+    }
+  }
+  return library;
+}
+
+const logger = new Logger('Sandbox');
+
+/**
+ * Runs one invocation in a fresh isolate and disposes of it: nothing of one run (heap, globals, timers)
+ * is left for the next, so two environments never share a context. The isolate runs on its own thread;
+ * this thread keeps serving host calls and watches the CPU and wall clocks, and disposing of the isolate
+ * is what ends a run that breaks a limit.
+ */
+export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome> {
+  const started = performance.now();
+  const logs: FunctionLog[] = [];
+  let logsDropped = 0;
+  let logChars = 0;
+  let broken: { code: FunctionFailureCode; message: string } | undefined;
+
+  const isolate = new ivm.Isolate({
+    memoryLimit: req.limits.memoryMb,
+    onCatastrophicError: (message) => {
+      // isolated-vm: V8 lost control of an isolate; the process cannot be trusted to go on.
+      logger.fatal(`isolated-vm catastrophic error: ${message}`);
+      process.abort();
+    },
+  });
+  // The last reading is kept: a disposed isolate has no clock left to read.
+  let lastCpuMs = 0;
+  const cpuMs = () => {
+    if (!isolate.isDisposed) {
+      try {
+        lastCpuMs = Number(isolate.cpuTime) / 1e6;
+      } catch {
+        // disposed between the check and the read
+      }
+    }
+    return lastCpuMs;
+  };
+  const end = (code: FunctionFailureCode, message: string) => {
+    // During the abort grace the answer is already script_timeout; a limit broken then still ends it.
+    broken ??= { code, message };
+    req.onWallClock();
+    if (!isolate.isDisposed) isolate.dispose();
+  };
+  const cpuWatch = setInterval(() => {
+    if (!isolate.isDisposed && cpuMs() > req.limits.cpuTimeMs) {
+      end('script_cpu_limit', `the function used more than ${req.limits.cpuTimeMs} ms of CPU time`);
+    }
+  }, CPU_POLL_MS);
+  let abortRef: ivm.Reference<(message: string) => void> | undefined;
+  let graceWatch: NodeJS.Timeout | undefined;
+  const wallWatch = setTimeout(() => {
+    const message = `the function ran longer than ${req.limits.wallTimeMs} ms`;
+    if (req.limits.abortGraceMs <= 0 || !abortRef || isolate.isDisposed) {
+      end('script_timeout', message);
+      return;
+    }
+    // The answer is decided now; the script only gets a moment to react to its abortSignal.
+    broken = { code: 'script_timeout', message };
+    req.onWallClock();
+    abortRef.apply(undefined, [message], { timeout: req.limits.abortGraceMs }).catch(() => undefined);
+    graceWatch = setTimeout(() => {
+      if (!isolate.isDisposed) isolate.dispose();
+    }, req.limits.abortGraceMs);
+  }, req.limits.wallTimeMs);
+
+  let resultJson: string | undefined;
+  let thrown: unknown;
+  let cpuTimeMs = 0;
+  try {
+    const context = await isolate.createContext();
+    const lib = sandboxLibrary();
+    const libScript = await isolate.compileScript(lib.source, {
+      filename: 'sandbox-lib.js',
+      ...(lib.cachedData ? { cachedData: lib.cachedData } : {}),
+    });
+    await libScript.run(context);
+    const global = context.global;
+    await global.set(
+      '__hostCall',
+      new ivm.Reference((name: string, argsJson: string) => req.hostCall(name, argsJson)),
+    );
+    await global.set(
+      '__hostLog',
+      new ivm.Reference((level: FunctionLog['level'], message: string) => {
+        if (logs.length >= req.limits.logLines || logChars + message.length > req.limits.logTotalChars) {
+          logsDropped++;
+          return;
+        }
+        logChars += message.length;
+        logs.push({ level, message, at: new Date().toISOString() });
+      }),
+    );
+    await global.set(
+      '__hostSleep',
+      new ivm.Reference(
+        (ms: number) =>
+          new Promise<void>((resolve) => {
+            // Never past the wall clock (the isolate is gone then); unref'd so it holds nothing up.
+            setTimeout(resolve, Math.min(ms, req.limits.wallTimeMs)).unref();
+          }),
+      ),
+    );
+    await global.set(
+      '__meta',
+      JSON.stringify({
+        type: req.type,
+        connectionId: req.connectionId,
+        providerConfigKey: req.providerConfigKey,
+        provider: req.provider,
+        invocationId: req.invocationId,
+        variant: req.variant,
+        outputLimitBytes: req.limits.outputBytes,
+        logLineChars: req.limits.logLineChars,
+      }),
+    );
+    await context.eval(PRELUDE_SOURCE, { filename: 'switchboard-prelude.js' });
+    // Taken before the bundle runs: code that breaks out of its wrapper cannot replace them.
+    const start = (await global.get('__start', { reference: true })) as ivm.Reference<
+      (input: string | undefined) => Promise<string>
+    >;
+    abortRef = (await global.get('__abort', { reference: true })) as ivm.Reference<(message: string) => void>;
+    await global.delete('__abort');
+    let bundle: ivm.Script;
+    try {
+      // The bundle is CommonJS: wrapped so `module`, `exports` and `require` are the prelude's.
+      bundle = await isolate.compileScript(
+        `globalThis.__factory = function (module, exports, require) {\n${req.code}\n};`,
+        { filename: `function:${req.name}.js` },
+      );
+    } catch (error) {
+      const outcome: SandboxOutcome = {
+        status: 'failure',
+        error: {
+          code: 'script_load_error',
+          message: `the bundle does not compile: ${(error as Error).message}`,
+        },
+        logs,
+        logsDropped,
+        durationMs: performance.now() - started,
+        cpuTimeMs: cpuMs(),
+      };
+      return outcome;
+    }
+    await bundle.run(context);
+    resultJson = (await start.apply(
+      undefined,
+      [req.input === undefined ? undefined : JSON.stringify(req.input)],
+      { result: { promise: true, copy: true } },
+    )) as string;
+  } catch (error) {
+    thrown = error;
+  } finally {
+    clearInterval(cpuWatch);
+    clearTimeout(wallWatch);
+    clearTimeout(graceWatch);
+    cpuTimeMs = cpuMs();
+    if (!broken && isolate.isDisposed) {
+      // isolated-vm disposes of an isolate by itself only when its heap is over the limit.
+      broken = {
+        code: 'script_memory_limit',
+        message: `the function used more than ${req.limits.memoryMb} MB of memory`,
+      };
+    }
+    if (!isolate.isDisposed) isolate.dispose();
+  }
+
+  const stats = { logs, logsDropped, durationMs: performance.now() - started, cpuTimeMs };
+  if (broken) return { status: 'failure', error: broken, ...stats };
+  if (thrown !== undefined || resultJson === undefined) {
+    const message = thrown instanceof Error ? thrown.message : String(thrown);
+    if (/memory limit/i.test(message)) {
+      return {
+        status: 'failure',
+        error: {
+          code: 'script_memory_limit',
+          message: `the function used more than ${req.limits.memoryMb} MB of memory`,
+        },
+        ...stats,
+      };
+    }
+    return { status: 'failure', error: { code: 'script_runtime_error', message }, ...stats };
+  }
+  return { ...parseResult(resultJson), ...stats } as SandboxOutcome;
+}
+
+const preludeFailureSchema = z.object({
+  status: z.literal('failure'),
+  code: z.enum(FUNCTION_FAILURE_CODES),
+  message: z.string().max(64 * 1024),
+  payload: z.unknown().optional(),
+  cause: z.object({ code: z.string().max(128) }).optional(),
+});
+
+/**
+ * The prelude's answer. It comes out of the isolate, where the script may have tampered with the globals
+ * the prelude uses (JSON, String.prototype, ...), so it is checked like any untrusted input; a success
+ * keeps its output as the JSON text it is (parsed once, by the caller).
+ */
+function parseResult(json: string) {
+  const prefix = '{"status":"success"';
+  if (json.startsWith(prefix)) {
+    const withOutput = `${prefix},"output":`;
+    return {
+      status: 'success' as const,
+      outputJson: json.startsWith(withOutput) ? json.slice(withOutput.length, -1) : undefined,
+    };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    parsed = undefined;
+  }
+  const result = preludeFailureSchema.safeParse(parsed);
+  if (!result.success) {
+    return {
+      status: 'failure' as const,
+      error: {
+        code: 'script_runtime_error' as const,
+        message: 'the function ended with an unreadable result',
+      },
+    };
+  }
+  const { code, message, payload, cause } = result.data;
+  return {
+    status: 'failure' as const,
+    error: {
+      code,
+      message,
+      ...(payload !== undefined ? { payload } : {}),
+      ...(cause !== undefined ? { cause } : {}),
+    },
+  };
+}

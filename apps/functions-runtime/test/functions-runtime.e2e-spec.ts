@@ -1,0 +1,457 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  ENVIRONMENT_SUBJECTS,
+  FUNCTION_OUTPUT_BUCKET,
+  FUNCTIONS_SUBJECTS,
+  functionRunResultSchema,
+  type Caller,
+  type FunctionRunRequest,
+  type FunctionRunResult,
+  type ResolvedEnvironment,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { startStack, type Stack } from '@switchboard/testing';
+import { connect, type NatsConnection } from 'nats';
+import {
+  ITEM_IDS,
+  startFakePagesProvider,
+  writePagesProvidersFile,
+  type FakePagesProvider,
+} from './support/fake-pages-provider';
+
+/**
+ * functions-runtime as the orchestrator uses it: `functions.v1.run` over real NATS, with the real
+ * vault, auth-connect and proxy service behind the script's `nango` calls, and a provider faked by an
+ * HTTP server on loopback. Bundles are the nango CLI's own output (test/fixtures, compiled from
+ * test/fixtures/nango-project) or hand-written CommonJS in the same shape for the escape attempts.
+ */
+
+const FIXTURES = join(__dirname, 'fixtures');
+const fixture = (name: string) => readFileSync(join(FIXTURES, `${name}.cjs`), 'utf8');
+
+const CPU_LIMIT_MS = 1500;
+const OUTPUT_LIMIT_BYTES = 2 * 1024 * 1024;
+const INLINE_OUTPUT_BYTES = 64 * 1024;
+const RUNTIME_ENV = {
+  FUNCTIONS_CPU_LIMIT_MS: String(CPU_LIMIT_MS),
+  FUNCTIONS_MEMORY_LIMIT_MB: '64',
+  FUNCTIONS_ACTION_WALL_LIMIT_MS: '20000',
+  FUNCTIONS_OUTPUT_LIMIT_BYTES: String(OUTPUT_LIMIT_BYTES),
+  FUNCTIONS_INLINE_OUTPUT_BYTES: String(INLINE_OUTPUT_BYTES),
+  FUNCTIONS_LOG_LINES_LIMIT: '5',
+};
+
+/** A hand-written action bundle shaped like the CLI's (CommonJS, zod required, config as the default export). */
+function actionBundle(body: string): string {
+  return `"use strict";
+var z = require("zod");
+var action = {
+  type: "action",
+  description: "escape attempt",
+  input: z.any(),
+  output: z.any(),
+  exec: async (nango, input) => {
+${body}
+  }
+};
+module.exports = { default: action };
+`;
+}
+
+describe('functions-runtime: functions.v1.run', () => {
+  let stack: Stack;
+  let fake: FakePagesProvider;
+  let nc: NatsConnection;
+  let nats: NatsRequester;
+  let caller: Caller;
+
+  const gateway = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${stack.gatewayUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${stack.secretKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+  };
+
+  const run = async (
+    code: string,
+    input: unknown,
+    options: Partial<Pick<FunctionRunRequest, 'limits' | 'connection'>> & {
+      type?: FunctionRunRequest['function']['type'];
+    } = {},
+  ): Promise<FunctionRunResult> => {
+    const request = {
+      caller,
+      invocationId: randomUUID(),
+      function: {
+        id: 'fn-1',
+        name: 'under-test',
+        type: options.type ?? 'action',
+        version: '1.0.0',
+        codeSha256: createHash('sha256').update(code).digest('hex'),
+        code,
+      },
+      connection: options.connection ?? {
+        connectionId: 'conn-a',
+        providerConfigKey: 'fake-pages',
+        provider: 'fake-pages',
+      },
+      input,
+      attempt: 1,
+      limits: options.limits ?? {},
+    };
+    const reply = await nats.request<unknown>(FUNCTIONS_SUBJECTS.run, request, { timeoutMs: 60_000 });
+    return functionRunResultSchema.parse(reply);
+  };
+
+  /** After any refusal the service must still run a normal script to the end. */
+  const expectStillServing = async () => {
+    const result = await run(fixture('sum-numbers'), { numbers: [2, 4], label: 'ok' });
+    expect(result).toMatchObject({ status: 'success', output: { label: 'OK', total: 6, mean: 3 } });
+  };
+
+  beforeAll(async () => {
+    fake = await startFakePagesProvider();
+    stack = await startStack({
+      env: { SWITCHBOARD_PROVIDERS_FILE: writePagesProvidersFile() },
+      serviceEnv: {
+        // The fake listens on 127.0.0.1; anything else on loopback (127.0.0.2) stays refused.
+        proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        'functions-runtime': RUNTIME_ENV,
+      },
+      readyTimeoutMs: 120_000,
+    });
+    nc = await connect({ servers: stack.natsUrl });
+    nats = new NatsRequester(nc);
+    const environment = await nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, {
+      uuid: stack.environmentUuid,
+    });
+    caller = {
+      accountId: environment.accountId,
+      environmentId: environment.id,
+      environmentUuid: environment.uuid,
+      environmentName: environment.name,
+    };
+    expect(
+      (
+        await gateway('POST', '/integrations', {
+          provider: 'fake-pages',
+          unique_key: 'fake-pages',
+          credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' },
+        })
+      ).status,
+    ).toBe(200);
+    for (const [connectionId, token] of [
+      ['conn-a', 'at-conn-a'],
+      ['conn-b', 'at-conn-b'],
+    ] as const) {
+      const imported = await gateway('POST', '/connections', {
+        provider_config_key: 'fake-pages',
+        connection_id: connectionId,
+        credentials: { type: 'OAUTH2', access_token: token },
+        connection_config: { origin: fake.url },
+        metadata: { owner: connectionId },
+      });
+      expect([200, 201]).toContain(imported.status);
+    }
+    expect(
+      (await gateway('PUT', '/environment-variables', { variables: [{ name: 'REGION', value: 'eu-1' }] }))
+        .status,
+    ).toBeLessThan(300);
+  }, 180_000);
+
+  afterAll(async () => {
+    await nc?.drain().catch(() => undefined);
+    await stack?.stop();
+    await fake?.close();
+  });
+
+  describe('real bundles compiled by the nango CLI', () => {
+    it('runs an action and returns its computed output with its logs', async () => {
+      const result = await run(fixture('sum-numbers'), { numbers: [1, 2, 3, 10], label: 'sum' });
+      expect(result).toMatchObject({ status: 'success', output: { label: 'SUM', total: 16, mean: 4 } });
+      expect(result.logs.map((l) => [l.level, l.message])).toEqual([
+        ['info', 'summing 4 numbers'],
+        ['warn', 'total computed'],
+      ]);
+    });
+
+    it('refuses input that does not match the zod input schema, before the script runs', async () => {
+      const result = await run(fixture('create-issue.sourcemap'), { repo: 'a/b' });
+      expect(result.status).toBe('failure');
+      if (result.status !== 'failure') return;
+      expect(result.error.code).toBe('script_invalid_input');
+      expect(result.error.payload).toEqual([expect.objectContaining({ path: ['title'] })]);
+      // Nothing reached the provider.
+      expect(fake.seen.some((r) => r.url.includes('/issues'))).toBe(false);
+    });
+
+    it("returns an ActionError's payload as the caller's error", async () => {
+      const result = await run(fixture('fail-action'), { reason: 'quota' });
+      expect(result).toMatchObject({
+        status: 'failure',
+        error: {
+          code: 'action_script_runtime_error',
+          payload: { message: 'failed: quota', code: 'always_fails', details: { reason: 'quota' } },
+        },
+      });
+    });
+
+    it.each(['cursor', 'link', 'offset', 'provider-default'])(
+      'proxies a GET and reads every page (%s pagination) with the credentials injected',
+      async (style) => {
+        const before = fake.seen.length;
+        const result = await run(fixture('list-items'), { style });
+        expect(result).toMatchObject({
+          status: 'success',
+          output: { ids: ITEM_IDS, pages: 3, firstStatus: 200 },
+        });
+        const calls = fake.seen.slice(before);
+        expect(calls.map((c) => c.url.split('?')[0])).toEqual([
+          '/me',
+          ...Array(3).fill(style === 'provider-default' ? '/cursor/items' : `/${style}/items`),
+        ]);
+        for (const c of calls) expect(c.headers.authorization).toBe('Bearer at-conn-a');
+      },
+    );
+
+    it("reads and writes its own connection's metadata, token, webhook URL and environment variables", async () => {
+      const result = await run(fixture('whoami'), { tag: 'blue' });
+      expect(result).toMatchObject({
+        status: 'success',
+        output: {
+          connectionId: 'conn-a',
+          metadata: { owner: 'conn-a', tag: 'blue' },
+          token: 'at-conn-a',
+          webhookUrl: expect.stringMatching(new RegExp(`/webhook/${stack.environmentUuid}/fake-pages$`)),
+          variables: [{ name: 'REGION', value: 'eu-1' }],
+        },
+      });
+    });
+
+    it('runs an on-event script that sets the metadata of its connection', async () => {
+      const result = await run(fixture('onboard'), undefined, { type: 'on-event' });
+      expect(result).toMatchObject({
+        status: 'success',
+        logs: [expect.objectContaining({ message: 'onboarded' })],
+      });
+      const connection = await gateway('GET', '/connections/conn-a?provider_config_key=fake-pages');
+      expect(connection.body?.metadata).toEqual({ onboarded: true, by: 'conn-a' });
+    });
+
+    it('puts an output too large for a NATS message in the object store', async () => {
+      const big = 'x'.repeat(INLINE_OUTPUT_BYTES * 3);
+      const result = await run(actionBundle(`return { big: "x".repeat(${big.length}) };`), {});
+      expect(result.status).toBe('success');
+      if (result.status !== 'success') return;
+      expect(result.output).toBeUndefined();
+      expect(result.outputRef).toMatchObject({ bucket: FUNCTION_OUTPUT_BUCKET });
+      const store = await nc.jetstream().views.os(FUNCTION_OUTPUT_BUCKET);
+      const blob = await store.getBlob(result.outputRef!.name);
+      expect(JSON.parse(Buffer.from(blob!).toString('utf8'))).toEqual({ big });
+      expect(result.outputRef!.bytes).toBe(blob!.length);
+    });
+
+    it('throws a provider error answer as an axios-like error carrying the response', async () => {
+      const caught = await run(
+        actionBundle(`try { await nango.get({ endpoint: '/missing' }); return 'no error'; }
+          catch (e) { return { status: e.response.status, data: e.response.data, message: e.message }; }`),
+        {},
+      );
+      expect(caught).toMatchObject({
+        status: 'success',
+        output: {
+          status: 404,
+          data: { message: 'not found' },
+          message: 'Request failed with status code 404',
+        },
+      });
+      const uncaught = await run(actionBundle("await nango.get({ endpoint: '/missing' });"), {});
+      expect(uncaught).toMatchObject({
+        status: 'failure',
+        error: { code: 'script_runtime_error', message: 'AxiosError: Request failed with status code 404' },
+      });
+    });
+
+    it('refuses an ActionError payload too large for the reply', async () => {
+      const result = await run(
+        actionBundle(`throw new nango.ActionError({ blob: 'b'.repeat(${INLINE_OUTPUT_BYTES * 2}) });`),
+        {},
+      );
+      expect(result).toMatchObject({ status: 'failure', error: { code: 'script_output_too_large' } });
+    });
+
+    it('caps the log lines it keeps and counts the rest', async () => {
+      const result = await run(
+        actionBundle('for (let i = 0; i < 12; i++) console.log("line", i); return 1;'),
+        {},
+      );
+      expect(result.logs).toHaveLength(5);
+      expect(result.logsDropped).toBe(7);
+    });
+  });
+
+  describe('sandbox escape table: each attempt is refused with its code, and the service goes on', () => {
+    const rows: {
+      attempt: string;
+      body: string;
+      limits?: FunctionRunRequest['limits'];
+      code: string;
+      message?: RegExp;
+      cause?: string;
+    }[] = [
+      {
+        attempt: "require('fs')",
+        body: 'return require("fs").readFileSync("/etc/passwd", "utf8");',
+        code: 'script_runtime_error',
+        message: /Cannot find module "fs"/,
+      },
+      {
+        attempt: "require('child_process')",
+        body: 'return require("child_process").execSync("id").toString();',
+        code: 'script_runtime_error',
+        message: /Cannot find module "child_process"/,
+      },
+      {
+        attempt: 'process.env',
+        body: 'return process.env;',
+        code: 'script_runtime_error',
+        message: /process is not defined/,
+      },
+      {
+        attempt: "globalThis.constructor.constructor('return process')()",
+        body: 'return globalThis.constructor.constructor("return process")().env;',
+        code: 'script_runtime_error',
+        message: /Code generation from strings is disabled/,
+      },
+      {
+        attempt: 'eval codegen',
+        body: 'return eval("1 + 1");',
+        code: 'script_runtime_error',
+        message: /Code generation from strings is disabled/,
+      },
+      {
+        attempt: 'Function codegen',
+        body: 'return new Function("return this")();',
+        code: 'script_runtime_error',
+        message: /Code generation from strings is disabled/,
+      },
+      {
+        attempt: 'async function constructor codegen',
+        body: 'return await (async function () {}).constructor("return 1")();',
+        code: 'script_runtime_error',
+        message: /Code generation from strings is disabled/,
+      },
+      {
+        attempt: 'prototype tricks on a host call result',
+        body: `const c = await nango.getConnection();
+          if (Object.getPrototypeOf(c) !== Object.prototype) return "foreign prototype";
+          return c.__proto__.constructor.constructor("return process")();`,
+        code: 'script_runtime_error',
+        message: /Code generation from strings is disabled/,
+      },
+      {
+        attempt: 'WebAssembly',
+        body: 'return typeof WebAssembly.Module;',
+        code: 'script_runtime_error',
+        message: /WebAssembly is not defined/,
+      },
+      {
+        attempt: 'an infinite loop',
+        body: 'for (;;) {}',
+        code: 'script_cpu_limit',
+      },
+      {
+        attempt: 'a promise that never settles',
+        body: 'await new Promise(() => {});',
+        limits: { wallTimeMs: 1500 },
+        code: 'script_timeout',
+      },
+      {
+        attempt: 'a memory bomb',
+        body: 'const hoard = []; for (;;) hoard.push(new Array(1e6).fill(Math.random()));',
+        code: 'script_memory_limit',
+      },
+      {
+        attempt: 'a huge output',
+        body: 'return "y".repeat(3 * 1024 * 1024);',
+        code: 'script_output_too_large',
+      },
+      {
+        attempt: 'nango.proxy to a host the egress policy refuses',
+        body: 'return (await nango.get({ endpoint: "/me", baseUrlOverride: "http://127.0.0.2:9" })).data;',
+        code: 'script_runtime_error',
+        cause: 'egress_refused',
+      },
+      {
+        attempt: 'a flood of timers',
+        body: 'for (let i = 0; i < 5000; i++) setTimeout(() => {}, 60000); return 1;',
+        code: 'script_runtime_error',
+        message: /too many pending timers/,
+      },
+      {
+        attempt: 'forging the sandbox result through a patched JSON.stringify',
+        body: 'JSON.stringify = () => \'{"status":"failure","code":"pwned","message":"x"}\'; return 1;',
+        code: 'script_runtime_error',
+        message: /unreadable result/,
+      },
+      {
+        attempt: 'nango.getConnection naming another connection',
+        body: 'return await nango.getConnection("fake-pages", "conn-b");',
+        code: 'script_forbidden_call',
+      },
+      {
+        attempt: 'nango.proxy naming another connection',
+        body: 'return (await nango.get({ endpoint: "/me", connectionId: "conn-b" })).data;',
+        code: 'script_forbidden_call',
+      },
+      {
+        attempt: 'nango.setMetadata naming another connection',
+        body: 'await nango.setMetadata({ owner: "stolen" }, "conn-b", "fake-pages"); return 1;',
+        code: 'script_forbidden_call',
+      },
+    ];
+
+    it.each(rows)('$attempt → $code', async ({ body, limits, code, message, cause }) => {
+      const result = await run(actionBundle(body), {}, limits ? { limits } : {});
+      expect(result.status).toBe('failure');
+      if (result.status !== 'failure') return;
+      expect(result.error.code).toBe(code);
+      if (message) expect(result.error.message).toMatch(message);
+      if (cause) expect(result.error.cause).toEqual({ code: cause });
+      await expectStillServing();
+    });
+
+    it('a bundle that breaks out of its CommonJS wrapper cannot replace the sandbox entry point', async () => {
+      const code = [
+        'module.exports = { default: { type: "action", exec: async () => "first" } };',
+        '};',
+        'globalThis.__start = async () => JSON.stringify({ status: "success", output: "forged" });',
+        'globalThis.__factory = function (module) {',
+        '  module.exports = { default: { type: "action", exec: async () => "real" } };',
+      ].join('\n');
+      const result = await run(code, {});
+      expect(result).toMatchObject({ status: 'success', output: 'real' });
+    });
+
+    it('a script that rewrites nango.connectionId still reaches only its own connection', async () => {
+      const result = await run(
+        actionBundle(
+          'nango.connectionId = "conn-b"; const c = await nango.getConnection(); return { id: c.connection_id, token: await nango.getToken() };',
+        ),
+        {},
+      );
+      expect(result).toMatchObject({ status: 'success', output: { id: 'conn-a', token: 'at-conn-a' } });
+      const other = await gateway('GET', '/connections/conn-b?provider_config_key=fake-pages');
+      expect(other.body?.metadata).toEqual({ owner: 'conn-b' });
+    });
+  });
+});
