@@ -84,10 +84,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
 
     it('lists the deployed functions of the integration with filters and pages', async () => {
       const all = await nango.listFunctions({ uniqueKey: 'fakehub' });
-      expect(all.pagination).toEqual({ total: 4, page: 0, limit: 20 });
+      expect(all.pagination).toEqual({ total: 5, page: 0, limit: 20 });
       expect(all.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
         'action:refuse',
         'action:summarize-items',
+        'on-event:farewell',
         'on-event:mark-onboarded',
         'sync:items',
       ]);
@@ -96,8 +97,8 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const searched = await nango.listFunctions({ uniqueKey: 'fakehub' }, { search: 'SUMMAR' });
       expect(searched.data.map((f) => f.name)).toEqual(['summarize-items']);
       const page = await nango.listFunctions({ uniqueKey: 'fakehub' }, { page: 1, limit: 3 });
-      expect(page.pagination).toEqual({ total: 4, page: 1, limit: 3 });
-      expect(page.data).toHaveLength(1);
+      expect(page.pagination).toEqual({ total: 5, page: 1, limit: 3 });
+      expect(page.data).toHaveLength(2);
       expectError(await api('GET', '/integrations/fakehub/functions?limit=101'), 400, 'invalid_query_params');
       expectError(await api('GET', '/integrations/nope/functions'), 404, 'not_found');
     });
@@ -172,7 +173,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         }),
       ]);
       // single mode never deletes: everything deployed before is still there.
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(5);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(6);
 
       const ambiguous = await failure(nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'items' }));
       expect(ambiguous.status).toBe(409);
@@ -218,7 +219,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       expect(fakehub).toMatchObject({ providerConfigKey: 'fakehub', provider: 'fake-api-key' });
       expect(fakehub!.syncs.map((s) => s.name)).toEqual(['items']);
       expect(fakehub!.actions.map((a) => a.name).sort()).toEqual(['refuse', 'summarize-items']);
-      expect(fakehub!['on-events'].map((o) => o.name)).toEqual(['mark-onboarded']);
+      expect(fakehub!['on-events'].map((o) => o.name)).toEqual(['farewell', 'mark-onboarded']);
       expect(fakehub!.actions.find((a) => a.name === 'summarize-items')).toMatchObject({
         version: '1.0.0',
         endpoints: [{ method: 'POST', path: '/fakehub/summary', group: 'Items' }],
@@ -277,7 +278,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       } finally {
         rmSync(bad, { recursive: true, force: true });
       }
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(4);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(5);
     });
 
     it('refuses a CLI too old for the deploy payload with a message the CLI prints', async () => {
@@ -311,7 +312,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         400,
         'invalid_body',
       );
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(4);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(5);
     });
   });
 
@@ -516,6 +517,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const after = await nango.listFunctions({ uniqueKey: 'fakehub' });
       expect(after.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
         'action:summarize-items',
+        'on-event:farewell',
         'on-event:mark-onboarded',
       ]);
       const same = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'summarize-items' }))
@@ -527,6 +529,48 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         status: 404,
         data: { error: { code: 'not_found' } },
       });
+    });
+  });
+
+  describe('on-event scripts', () => {
+    it('runs post-connection-creation after a connection is authorised through a connect session', async () => {
+      const session = await api('POST', '/connect/sessions', {
+        end_user: { id: 'on-event-user' },
+        allowed_integrations: ['fakehub'],
+        // The catalog entry requires these (the on-event script never calls the provider).
+        integrations_config_defaults: {
+          fakehub: { connection_config: { origin: 'fakehub.invalid', account: 'acme' } },
+        },
+      });
+      expect(session.status).toBe(201);
+      const token = (session.body as { data: { token: string } }).data.token;
+      const connected = await call(
+        stack.gatewayUrl,
+        'POST',
+        `/api-auth/api-key/fakehub?connect_session_token=${encodeURIComponent(token)}`,
+        { body: { apiKey: API_KEY } },
+      );
+      if (connected.status !== 200) throw new Error(connected.text);
+      const { connectionId } = connected.body as { connectionId: string };
+      const started = Date.now();
+      for (;;) {
+        const connection = (await nango.getConnection('fakehub', connectionId)) as {
+          metadata: Record<string, unknown> | null;
+        };
+        if (connection.metadata?.onboarded === true) break;
+        if (Date.now() - started > 60_000) throw new Error('the post-connection-creation script never ran');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    });
+
+    it('runs pre-connection-deletion while the connection still exists, then deletes it', async () => {
+      const before = provider.seen.length;
+      await nango.deleteConnection('fakehub', CONNECTION);
+      const farewell = provider.seen.slice(before).filter((c) => c.url.startsWith('/v2/farewell'));
+      // The script called the provider with the connection's credentials, before they were deleted.
+      expect(farewell).toHaveLength(1);
+      expect(farewell[0]!.headers['x-api-key']).toBe(API_KEY);
+      expect(await failure(nango.getConnection('fakehub', CONNECTION))).toMatchObject({ status: 404 });
     });
   });
 });

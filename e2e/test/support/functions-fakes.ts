@@ -12,7 +12,7 @@ export const ITEM_NAMES = ['alpha', 'beta', 'gamma', 'delta', 'epsilon'];
 
 /**
  * A provider API on loopback for the fixture's `fakehub` scripts, behind the `fake-api-key` catalog
- * entry (base URL `<origin>/v2`, key in `x-api-key`): `/v2/account` and `/v2/items` paged by cursor.
+ * entry (base URL `<origin>/v2`, key in `x-api-key`): `/v2/account`, `/v2/items` paged by cursor, and `POST /v2/farewell`.
  */
 export async function startItemsProvider(apiKey: string): Promise<ItemsProvider> {
   const seen: ItemsProvider['seen'] = [];
@@ -25,6 +25,7 @@ export async function startItemsProvider(apiKey: string): Promise<ItemsProvider>
     };
     if (req.headers['x-api-key'] !== apiKey) return send(401, { message: 'bad key' });
     if (url.pathname === '/v2/account') return send(200, { login: 'acme' });
+    if (url.pathname === '/v2/farewell' && req.method === 'POST') return send(200, { ok: true });
     if (url.pathname === '/v2/items') {
       const limit = Number(url.searchParams.get('limit') ?? '2');
       const start = Number(url.searchParams.get('cursor') ?? '0');

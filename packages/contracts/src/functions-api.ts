@@ -231,7 +231,7 @@ export const RUN_ID_HEADER = 'x-switchboard-run-id';
 // ---- on-event -------------------------------------------------------------------------------------
 
 export const onEventConnectionSchema = z.object({
-  environmentId: z.number().int(),
+  caller: callerSchema,
   connectionId: z.string(),
   providerConfigKey: z.string(),
 });

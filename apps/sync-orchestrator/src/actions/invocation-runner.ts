@@ -59,6 +59,7 @@ function publicCode(code: FunctionFailureCode): ErrorCode {
     case 'script_cpu_limit':
     case 'script_memory_limit':
     case 'script_aborted':
+    case 'script_forbidden_call':
       return 'action_script_failure';
     default: {
       const unknownCode: never = code;
