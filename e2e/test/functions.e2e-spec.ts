@@ -1,7 +1,8 @@
+import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { startStack, type Stack } from '@switchboard/testing';
+import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { startItemsProvider, ITEM_NAMES, type ItemsProvider } from './support/functions-fakes';
 import { call, createKey, expectError, failure } from './support/http';
@@ -529,6 +530,41 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         status: 404,
         data: { error: { code: 'not_found' } },
       });
+    });
+  });
+
+  describe('switchboard deploy', () => {
+    it('deploys the compiled project with our own CLI, printing the plan and the versions', async () => {
+      const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [
+            join(repoRoot(), 'packages', 'cli', 'dist', 'main.js'),
+            '--host',
+            stack.gatewayUrl,
+            '--key',
+            stack.secretKey,
+            'deploy',
+            project,
+            '--integration',
+            'fakehub',
+          ],
+          { timeout: 60_000 },
+          (error, stdout, stderr) =>
+            resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+        );
+      });
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(run.stdout).toContain('updated action: fakehub/summarize-items');
+      expect(run.stdout).toContain('- fakehub/summarize-items@v1.0.0');
+      expect(run.stdout.trim().split('\n').pop()).toBe('Deployed');
+      // The same project as the nango CLI deployed: nothing added, nothing removed.
+      const listed = await nango.listFunctions({ uniqueKey: 'fakehub' });
+      expect(listed.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
+        'action:summarize-items',
+        'on-event:farewell',
+        'on-event:mark-onboarded',
+      ]);
     });
   });
 
