@@ -85,21 +85,22 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
 
     it('lists the deployed functions of the integration with filters and pages', async () => {
       const all = await nango.listFunctions({ uniqueKey: 'fakehub' });
-      expect(all.pagination).toEqual({ total: 5, page: 0, limit: 20 });
+      expect(all.pagination).toEqual({ total: 6, page: 0, limit: 20 });
       expect(all.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
         'action:refuse',
+        'action:slow-echo',
         'action:summarize-items',
         'on-event:farewell',
         'on-event:mark-onboarded',
         'sync:items',
       ]);
       const actions = await nango.listFunctions({ uniqueKey: 'fakehub' }, { type: 'action' });
-      expect(actions.data.map((f) => f.name).sort()).toEqual(['refuse', 'summarize-items']);
+      expect(actions.data.map((f) => f.name).sort()).toEqual(['refuse', 'slow-echo', 'summarize-items']);
       const searched = await nango.listFunctions({ uniqueKey: 'fakehub' }, { search: 'SUMMAR' });
       expect(searched.data.map((f) => f.name)).toEqual(['summarize-items']);
       const page = await nango.listFunctions({ uniqueKey: 'fakehub' }, { page: 1, limit: 3 });
-      expect(page.pagination).toEqual({ total: 5, page: 1, limit: 3 });
-      expect(page.data).toHaveLength(2);
+      expect(page.pagination).toEqual({ total: 6, page: 1, limit: 3 });
+      expect(page.data).toHaveLength(3);
       expectError(await api('GET', '/integrations/fakehub/functions?limit=101'), 400, 'invalid_query_params');
       expectError(await api('GET', '/integrations/nope/functions'), 404, 'not_found');
     });
@@ -174,7 +175,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         }),
       ]);
       // single mode never deletes: everything deployed before is still there.
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(6);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
 
       const ambiguous = await failure(nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'items' }));
       expect(ambiguous.status).toBe(409);
@@ -219,7 +220,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const [fakehub] = config;
       expect(fakehub).toMatchObject({ providerConfigKey: 'fakehub', provider: 'fake-api-key' });
       expect(fakehub!.syncs.map((s) => s.name)).toEqual(['items']);
-      expect(fakehub!.actions.map((a) => a.name).sort()).toEqual(['refuse', 'summarize-items']);
+      expect(fakehub!.actions.map((a) => a.name).sort()).toEqual(['refuse', 'slow-echo', 'summarize-items']);
       expect(fakehub!['on-events'].map((o) => o.name)).toEqual(['farewell', 'mark-onboarded']);
       expect(fakehub!.actions.find((a) => a.name === 'summarize-items')).toMatchObject({
         version: '1.0.0',
@@ -241,7 +242,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
           required: ['owner'],
         }),
       });
-      expect(openai.data.map((f) => f.name).sort()).toEqual(['refuse', 'summarize-items']);
+      expect(openai.data.map((f) => f.name).sort()).toEqual(['refuse', 'slow-echo', 'summarize-items']);
     });
 
     it('needs environment:functions:read to read and environment:functions:write to deploy or delete', async () => {
@@ -279,7 +280,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       } finally {
         rmSync(bad, { recursive: true, force: true });
       }
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(5);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(6);
     });
 
     it('refuses a CLI too old for the deploy payload with a message the CLI prints', async () => {
@@ -313,7 +314,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         400,
         'invalid_body',
       );
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(5);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(6);
     });
   });
 
@@ -498,6 +499,49 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
     });
   });
 
+  describe('versions', () => {
+    it('keeps a running invocation on the version it started with while a redeploy swaps in a new one', async () => {
+      const { id } = (await nango.triggerActionAsync('fakehub', CONNECTION, 'slow-echo', {
+        waitMs: 3000,
+      })) as {
+        id: string;
+      };
+      // A new build of the same action, deployed while the first run is still waiting.
+      const bundle = readFileSync(join(project, 'build', 'fakehub_actions_slow-echo.cjs'), 'utf8');
+      expect(bundle).toContain('"first"');
+      const redeployed = await api('POST', '/sync/deploy', {
+        flowConfigs: [
+          {
+            syncName: 'slow-echo',
+            providerConfigKey: 'fakehub',
+            type: 'action',
+            models: ['ActionOutput_fakehub_slowecho'],
+            runs: null,
+            version: '2.0.0',
+            fileBody: { js: bundle.replace('"first"', '"second"') },
+          },
+        ],
+        deployMode: 'single',
+      });
+      expect(redeployed.body).toEqual([expect.objectContaining({ name: 'slow-echo', version: '2.0.0' })]);
+      expect(await nango.triggerAction('fakehub', CONNECTION, 'slow-echo', { waitMs: 0 })).toEqual({
+        build: 'second',
+      });
+
+      const started = Date.now();
+      for (;;) {
+        const res = await api('GET', `/action/${id}`);
+        if (res.status === 200) {
+          expect(res.body).toEqual({ build: 'first' });
+          break;
+        }
+        expect(res.status).toBe(404);
+        if (Date.now() - started > 60_000) throw new Error('the async action never finished');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    });
+  });
+
   describe('redeploy', () => {
     it('reconciles: functions removed from the project are deleted, the rest keep their versions', async () => {
       const before = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'summarize-items' }))
@@ -517,6 +561,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       expect(run.stdout).toContain('Successfully deployed the functions');
       const after = await nango.listFunctions({ uniqueKey: 'fakehub' });
       expect(after.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
+        'action:slow-echo',
         'action:summarize-items',
         'on-event:farewell',
         'on-event:mark-onboarded',
@@ -561,6 +606,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       // The same project as the nango CLI deployed: nothing added, nothing removed.
       const listed = await nango.listFunctions({ uniqueKey: 'fakehub' });
       expect(listed.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
+        'action:slow-echo',
         'action:summarize-items',
         'on-event:farewell',
         'on-event:mark-onboarded',
