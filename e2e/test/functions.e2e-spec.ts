@@ -283,6 +283,29 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(6);
     });
 
+    it('deploys a body larger than one NATS message (several bundles near the cap)', async () => {
+      const bundle = readFileSync(join(project, 'build', 'fakehub_actions_refuse.cjs'), 'utf8');
+      const names = ['big-a', 'big-b', 'big-c'];
+      const res = await api('POST', '/sync/deploy', {
+        flowConfigs: names.map((name) => ({
+          syncName: name,
+          providerConfigKey: 'fakehub',
+          type: 'action',
+          models: [],
+          runs: null,
+          // Real bundles carry inline source maps; this padding stands in for one.
+          fileBody: { js: `${bundle}\n//# ${'x'.repeat(600 * 1024)}` },
+        })),
+        deployMode: 'single',
+      });
+      expect(res.status).toBe(200);
+      expect((res.body as { name: string }[]).map((r) => r.name)).toEqual(names);
+      const code = await nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'big-b' });
+      expect(code.code.length).toBeGreaterThan(600 * 1024);
+      for (const name of names)
+        await nango.deleteFunction({ uniqueKey: 'fakehub', name }, { type: 'action' });
+    });
+
     it('refuses a CLI too old for the deploy payload with a message the CLI prints', async () => {
       const res = await call(stack.gatewayUrl, 'POST', '/sync/deploy/confirmation', {
         key: stack.secretKey,
