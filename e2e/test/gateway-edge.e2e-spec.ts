@@ -46,8 +46,16 @@ describe('gateway edge', () => {
       expect(res.text).toBe('{"result":"ok"}');
     });
 
-    it('GET /ready lists every service it depends on as ok; not the proxy service, the proxy is embedded', async () => {
-      const res = await call(stack.gatewayUrl, 'GET', '/ready');
+    it('GET /ready without a key (or with a key nobody issued) answers the status alone', async () => {
+      for (const key of [null, randomUUID()]) {
+        const res = await call(stack.gatewayUrl, 'GET', '/ready', key ? { key } : {});
+        expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { status: 'ready' } });
+        expect(res.text).not.toMatch(/auth-connect|version|uptime|nats/);
+      }
+    });
+
+    it('GET /ready with a secret key lists every service it depends on as ok; not the proxy service, the proxy is embedded', async () => {
+      const res = await call(stack.gatewayUrl, 'GET', '/ready', { key: stack.secretKey });
       expect(res.status).toBe(200);
       const checks = (res.body as { checks: { name: string; ok: boolean }[] }).checks;
       for (const service of [
@@ -155,6 +163,45 @@ describe('gateway edge', () => {
       expect(paths).toHaveLength(5);
       expectError(await get('/integrations/bad-body'), 404, 'not_found');
       expect(await integrationKeys()).not.toContain('bad-body');
+    });
+
+    it('400 invalid_body for a webhook_secret over 255 characters on create and on update, nothing stored', async () => {
+      const long = 'w'.repeat(256);
+      const credentials = { type: 'OAUTH2', client_id: 'id', client_secret: 's' };
+      const created = await post({
+        provider: 'github',
+        unique_key: 'long-webhook-secret',
+        credentials: { ...credentials, webhook_secret: long },
+      });
+      expect(expectError(created, 400, 'invalid_body').errors!.map((e) => e.path)).toEqual([
+        ['credentials', 'webhook_secret'],
+      ]);
+      expectError(await get('/integrations/long-webhook-secret'), 404, 'not_found');
+
+      // 255 is accepted; growing it past the limit later is refused the same way, and the stored one stays.
+      const ok = await post({
+        provider: 'github',
+        unique_key: 'long-webhook-secret',
+        credentials: { ...credentials, webhook_secret: 'w'.repeat(255) },
+      });
+      expect(ok.status).toBe(200);
+      const patched = await call(stack.gatewayUrl, 'PATCH', '/integrations/long-webhook-secret', {
+        key: stack.secretKey,
+        body: { credentials: { ...credentials, webhook_secret: long } },
+      });
+      expectError(patched, 400, 'invalid_body');
+      const stored = await call(
+        stack.gatewayUrl,
+        'GET',
+        '/integrations/long-webhook-secret?include=credentials',
+        {
+          key: stack.secretKey,
+        },
+      );
+      expect(
+        (stored.body as { data: { credentials: { webhook_secret: string } } }).data.credentials
+          .webhook_secret,
+      ).toHaveLength(255);
     });
 
     it('400 invalid_body for a missing body on a route that takes one', async () => {

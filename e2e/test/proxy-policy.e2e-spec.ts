@@ -44,6 +44,57 @@ async function canary(host: string): Promise<{ port: number; hits: number; close
   };
 }
 
+interface Captured {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+interface Neighbour {
+  url: string;
+  /** Pass requests on to the proxy service (else answer 502 itself, keeping them unspent). */
+  forward: boolean;
+  captured: Captured[];
+  close(): Promise<void>;
+}
+
+/** Sits on the gateway → proxy service hop, recording each request as sent (a sniffing neighbour). */
+async function startNeighbour(target: string): Promise<Neighbour> {
+  const state: Neighbour = { url: '', forward: true, captured: [], close: async () => undefined };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(req.headers))
+        if (typeof value === 'string' && !['host', 'connection', 'keep-alive'].includes(name))
+          headers[name] = value;
+      const captured = {
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        headers,
+        body: Buffer.concat(chunks),
+      };
+      state.captured.push(captured);
+      if (!state.forward) {
+        res.writeHead(502).end();
+        return;
+      }
+      raw(target, captured.method, captured.url, captured.headers, captured.body).then(
+        (answer) => {
+          res.writeHead(answer.status, answer.headers);
+          res.end(answer.body);
+        },
+        () => res.writeHead(502).end(),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  state.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return state;
+}
+
 describe('proxy: credentials, errors and policies', () => {
   let stack: Stack;
   let fake: FakeProvider;
@@ -52,6 +103,9 @@ describe('proxy: credentials, errors and policies', () => {
   /** A server the caller of a proxy-only key controls, on an allowed address: it must never see a credential. */
   let foreign: FakeProvider;
   let remoteGateway: RunningService;
+  /** A remote-mode gateway whose hop to the proxy service passes a network neighbour that records it. */
+  let tappedGateway: RunningService;
+  let neighbour: Neighbour;
 
   const proxy = (
     method: string,
@@ -133,6 +187,11 @@ describe('proxy: credentials, errors and policies', () => {
     });
     await connection('secret-header', 'c1', { type: 'OAUTH2', access_token: 'at-secret-header' });
     remoteGateway = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_MODE: 'remote' });
+    neighbour = await startNeighbour(`http://127.0.0.1:${stack.services.proxy.port}`);
+    tappedGateway = await stack.startReplica('gateway', {
+      SWITCHBOARD_PROXY_MODE: 'remote',
+      SWITCHBOARD_PROXY_URL: neighbour.url,
+    });
 
     await connection('oauth2', 'c1', { type: 'OAUTH2', access_token: 'at-1', refresh_token: 'rt-0' });
     await connection('oauth2-ungoverned', 'c1', { type: 'OAUTH2', access_token: 'at-1' });
@@ -167,7 +226,13 @@ describe('proxy: credentials, errors and policies', () => {
 
   afterAll(async () => {
     await stack?.stop();
-    await Promise.all([fake?.close(), foreign?.close(), canary4?.close(), canary6?.close()]);
+    await Promise.all([
+      fake?.close(),
+      foreign?.close(),
+      canary4?.close(),
+      canary6?.close(),
+      neighbour?.close(),
+    ]);
   });
 
   describe('credential injection', () => {
@@ -400,6 +465,50 @@ describe('proxy: credentials, errors and policies', () => {
       });
       expect(direct.status).toBe(403);
       expect(JSON.parse(direct.body.toString('utf8'))).toMatchObject({ error: { code: 'forbidden' } });
+    });
+
+    it('refuses a signed gateway request replayed by a network neighbour, and one whose connection or body it changed', async () => {
+      const proxyService = `http://127.0.0.1:${stack.services.proxy.port}`;
+      const viaTap = (body?: unknown) =>
+        call(`http://127.0.0.1:${tappedGateway.port}`, body === undefined ? 'GET' : 'POST', '/proxy/echo', {
+          key: stack.secretKey,
+          headers: { 'provider-config-key': 'api-key', 'connection-id': 'c1' },
+          ...(body === undefined ? {} : { body }),
+        });
+      const resend = (captured: Captured, headers: Record<string, string> = {}, body = captured.body) =>
+        raw(proxyService, captured.method, captured.url, { ...captured.headers, ...headers }, body);
+
+      // Passed on once: the provider answers; the same bytes sent again are refused, and reach no provider.
+      neighbour.forward = true;
+      expect((await viaTap()).status).toBe(200);
+      const passed = neighbour.captured.at(-1)!;
+      const seen = fake.seen.length;
+      const replayed = await resend(passed);
+      expect(replayed.status).toBe(403);
+      expect(JSON.parse(replayed.body.toString('utf8'))).toMatchObject({ error: { code: 'forbidden' } });
+
+      // Held back by the neighbour (its nonce unspent): changing the connection headers is refused...
+      neighbour.forward = false;
+      await viaTap({ amount: 1 });
+      const held = neighbour.captured.at(-1)!;
+      expect((await resend(held, { 'connection-id': 'expired' })).status).toBe(403);
+      expect((await resend(held, { 'base-url-override': foreign.url })).status).toBe(403);
+      expect(fake.seen.length).toBe(seen);
+      // ...while the untouched request still goes through, once.
+      const original = await resend(held);
+      expect(original.status).toBe(200);
+      expect(JSON.parse((JSON.parse(original.body.toString('utf8')) as { body: string }).body)).toEqual({
+        amount: 1,
+      });
+      // A body swapped for another of the same length (signature and nonce intact) never reaches the provider.
+      await viaTap({ amount: 2 });
+      const another = neighbour.captured.at(-1)!;
+      const swapped = Buffer.from(JSON.stringify({ amount: 9 }));
+      expect(another.body.length).toBe(swapped.length);
+      const before = fake.seen.length;
+      expect((await resend(another, {}, swapped)).status).toBe(403);
+      expect(fake.seen.length).toBe(before);
+      expect((await resend(held)).status).toBe(403);
     });
 
     it('answers a hung provider with 504 in our shape at the configured time, and frees the socket', async () => {

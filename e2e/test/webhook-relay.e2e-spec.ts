@@ -486,7 +486,13 @@ describe('webhook relay', () => {
     });
 
     /** A signed Linear webhook from `localAddress` (any 127/8 address reaches the gateway on 127.0.0.1). */
-    const post = (gatewayUrl: string, environmentUuid: string, body: unknown, localAddress?: string) => {
+    const post = (
+      gatewayUrl: string,
+      environmentUuid: string,
+      body: unknown,
+      localAddress?: string,
+      extraHeaders: Record<string, string> = {},
+    ) => {
       const text = JSON.stringify(body);
       return new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>(
         (resolve, reject) => {
@@ -540,8 +546,15 @@ describe('webhook relay', () => {
 
     it('counts one sender address across environments, so naming many environments does not escape it', async () => {
       const statuses: number[] = [];
+      // A sender naming another client in X-Forwarded-For is not believed (no proxy is trusted by default).
       for (let i = 0; i < 4; i++)
-        statuses.push((await post(perAddress.url, randomUUID(), {}, sourceAddress)).status);
+        statuses.push(
+          (
+            await post(perAddress.url, randomUUID(), {}, sourceAddress, {
+              'x-forwarded-for': `198.51.100.${i}`,
+            })
+          ).status,
+        );
       expect(statuses).toEqual([404, 404, 429, 429]);
       // Another address still gets through.
       expect((await post(perAddress.url, randomUUID(), {}, otherAddress)).status).not.toBe(429);

@@ -1,4 +1,5 @@
 import { Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { EgressPolicy } from '@switchboard/egress';
 import { ServiceKitModule } from '@switchboard/service-kit';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AUTH_CONNECT_ENV, type AuthConnectEnv } from './config/env';
@@ -17,7 +18,13 @@ import { TokenRefreshModule } from './token-refresh/token-refresh.module';
 export class AppModule implements OnApplicationShutdown {
   static forRoot(env: AuthConnectEnv): DynamicModule {
     // Before any flow can run; a malformed allow-list entry fails the boot here.
-    configureProviderEgress(env.SWITCHBOARD_EGRESS_ALLOW);
+    configureProviderEgress(
+      EgressPolicy.forTraffic(
+        'SWITCHBOARD_TOKEN_EGRESS_ALLOW',
+        env.SWITCHBOARD_TOKEN_EGRESS_ALLOW,
+        env.SWITCHBOARD_EGRESS_ALLOW,
+      ),
+    );
     return {
       module: AppModule,
       global: true,

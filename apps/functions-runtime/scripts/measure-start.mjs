@@ -1,5 +1,5 @@
-// Start-up cost of one sandbox, three ways (README "Isolates: one per run"). Run after a build:
-//   node scripts/measure-start.mjs [runs=20]
+// Start-up cost of one sandbox, four ways (README "Isolates: one per run"). Run after a build:
+//   node --no-node-snapshot scripts/measure-start.mjs [runs=20]
 // cold:     new isolate, evaluate the sandbox library (zod, URL, Buffer), compile and run a bundle
 // cached:   new isolate, the library compiled from V8's code cache, compile and run a bundle (what the runtime does)
 // snapshot: new isolate from the library's heap snapshot, compile and run a bundle

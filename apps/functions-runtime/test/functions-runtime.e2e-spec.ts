@@ -6,6 +6,7 @@ import {
   FUNCTION_OUTPUT_BUCKET,
   FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
+  MAX_ACTION_TRIGGER_DEPTH,
   type Caller,
   type FunctionRunRequest,
   type FunctionRunResult,
@@ -83,7 +84,7 @@ describe('functions-runtime: functions.v1.run', () => {
   const run = async (
     code: string,
     input: unknown,
-    options: Partial<Pick<FunctionRunRequest, 'limits' | 'connection'>> & {
+    options: Partial<Pick<FunctionRunRequest, 'limits' | 'connection' | 'depth'>> & {
       type?: FunctionRunRequest['function']['type'];
     } = {},
   ): Promise<FunctionRunResult> => {
@@ -105,6 +106,7 @@ describe('functions-runtime: functions.v1.run', () => {
       },
       input,
       attempt: 1,
+      depth: options.depth ?? 0,
       limits: options.limits ?? {},
     };
     const reply = await nats.request<unknown>(FUNCTIONS_SUBJECTS.run, request, { timeoutMs: 60_000 });
@@ -427,6 +429,19 @@ describe('functions-runtime: functions.v1.run', () => {
       expect(result.error.code).toBe(code);
       if (message) expect(result.error.message).toMatch(message);
       if (cause) expect(result.error.cause).toEqual({ code: cause });
+      await expectStillServing();
+    });
+
+    it('an action chain triggering actions past the depth limit is refused before reaching the orchestrator', async () => {
+      const result = await run(
+        actionBundle('return await nango.triggerAction("fake-pages", "conn-a", "under-test", {});'),
+        {},
+        { depth: MAX_ACTION_TRIGGER_DEPTH },
+      );
+      expect(result).toMatchObject({
+        status: 'failure',
+        error: { code: 'script_forbidden_call', message: expect.stringMatching(/at most 5 deep/) },
+      });
       await expectStillServing();
     });
 

@@ -52,6 +52,8 @@ export class AppModule {
           name: 'gateway',
           natsUrl: env.NATS_URL,
           requestTimeoutMs: env.NATS_REQUEST_TIMEOUT_MS,
+          // The public edge: which services run, their versions and what fails are for key holders only.
+          readinessDetails: 'authenticated',
         }),
         AccessModule,
         ProxyModule.forRoot(env),

@@ -36,7 +36,8 @@ async function main(): Promise<void> {
         maxParamLength: 500,
         querystringParser: parseQueryString,
       },
-      trustProxy: true,
+      // Only the configured proxies may name the client (X-Forwarded-For): per-address limits count by it.
+      trustProxy: env.SWITCHBOARD_TRUST_PROXY,
       // A target the router cannot decode (malformed percent-encoding) gets our error shape, not Fastify's.
       frameworkErrors: (error, _request, reply) => {
         void (error.code === 'FST_ERR_BAD_URL'

@@ -26,7 +26,9 @@ export class AppModule {
         { provide: WEBHOOK_RELAY_ENV, useValue: env },
         {
           provide: EgressPolicy,
-          useValue: new EgressPolicy(
+          useValue: EgressPolicy.forTraffic(
+            'SWITCHBOARD_WEBHOOK_EGRESS_ALLOW',
+            env.SWITCHBOARD_WEBHOOK_EGRESS_ALLOW,
             [env.SWITCHBOARD_EGRESS_ALLOW, env.SWITCHBOARD_EGRESS_ALLOWED_CIDRS].join(','),
           ),
         },

@@ -20,6 +20,9 @@ export const FUNCTION_HOST_SUBJECTS = {
   actionTrigger: 'orchestrator.v1.action.trigger',
 } as const;
 
+/** Deepest chain of scripts triggering actions (`nango.triggerAction`) the runtime lets through. */
+export const MAX_ACTION_TRIGGER_DEPTH = 5;
+
 export const FUNCTION_TYPES = ['sync', 'action', 'on-event'] as const;
 export type FunctionType = (typeof FUNCTION_TYPES)[number];
 
@@ -77,6 +80,12 @@ export const functionRunRequestSchema = z.object({
   variant: z.string().optional(),
   attempt: z.number().int().min(1).default(1),
   limits: functionRunLimitsSchema.default({}),
+  /**
+   * How many `nango.triggerAction` calls led to this run (0 for a run the API started). The orchestrator
+   * copies it from the trigger request; the runtime refuses a trigger past MAX_ACTION_TRIGGER_DEPTH, so an
+   * action that triggers itself cannot pile up runs (each one holding a run slot) without end.
+   */
+  depth: z.number().int().min(0).default(0),
 });
 export type FunctionRunRequest = z.infer<typeof functionRunRequestSchema>;
 
@@ -176,5 +185,7 @@ export const actionTriggerRequestSchema = z.object({
   input: z.unknown().optional(),
   async: z.boolean().default(false),
   maxRetries: z.number().int().min(0).max(5).default(0),
+  /** Set by functions-runtime for a script's `nango.triggerAction`: the triggering run's depth + 1. */
+  depth: z.number().int().min(0).default(0),
 });
 export type ActionTriggerRequest = z.infer<typeof actionTriggerRequestSchema>;

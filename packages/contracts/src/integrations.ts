@@ -34,7 +34,8 @@ const oauthCredentialsFields = {
   client_id: z.string().min(1).max(255),
   client_secret: z.string().min(1).max(4096),
   scopes: scopesListSchema.optional(),
-  webhook_secret: z.string().max(1024).optional(),
+  // As Nango: at most 255 characters (anything longer is refused, never cut).
+  webhook_secret: z.string().max(255).optional(),
 };
 const appCredentialsFields = {
   app_id: z.string().min(1).max(255),

@@ -60,6 +60,13 @@ export const PROXY_INTERNAL_HEADERS = {
   timestamp: 'x-switchboard-timestamp',
   /** base64url(HMAC-SHA256(internal token, proxyCallerSigningInput(...))). */
   signature: 'x-switchboard-signature',
+  /** 16 random bytes (base64url), signed: the proxy accepts each nonce once, so a captured request cannot be replayed. */
+  nonce: 'x-switchboard-nonce',
+  /**
+   * base64url(SHA-256 of the body) for a body the gateway holds (known length up to
+   * PROXY_SIGNED_BODY_MAX_BYTES, or none), else `UNSIGNED-PAYLOAD` for a larger or chunked body it streams.
+   */
+  bodyDigest: 'x-switchboard-body-digest',
   /**
    * Set by the proxy on an answer that is its own error (not the provider's): the body is our error
    * shape, and the gateway re-emits it with the status from its one code → status table.
@@ -79,14 +86,46 @@ export type ProxyCaller = z.infer<typeof proxyCallerSchema>;
 /** How long a signed gateway request stays acceptable to the proxy (clock skew plus queueing). */
 export const PROXY_SIGNATURE_MAX_AGE_MS = 60_000;
 
-/** The exact bytes the gateway signs: a version, the time, the method, the raw URL and the caller. */
-export function proxyCallerSigningInput(
-  timestamp: string,
-  method: string,
-  url: string,
-  caller: string,
-): string {
-  return `v1\n${timestamp}\n${method.toUpperCase()}\n${url}\n${caller}`;
+/** Largest body the gateway hashes for the signature (it buffers it to do so); larger ones stream unsigned. */
+export const PROXY_SIGNED_BODY_MAX_BYTES = 1_048_576;
+export const PROXY_UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
+
+/** The client headers that pick the connection and where its credentials go: signed with the caller. */
+export const PROXY_SIGNED_HEADERS = [
+  'provider-config-key',
+  'connection-id',
+  'base-url-override',
+  'forward-headers-on-redirect',
+] as const;
+
+export interface ProxySignedRequest {
+  timestamp: string;
+  nonce: string;
+  method: string;
+  url: string;
+  /** The caller header's value (base64url JSON). */
+  caller: string;
+  /** Values of PROXY_SIGNED_HEADERS in order ('' when absent). */
+  headers: readonly string[];
+  bodyDigest: string;
+}
+
+/**
+ * The exact bytes the gateway signs: a version, the time, a nonce, the method, the raw URL, the caller, the
+ * connection headers and the body digest. Header values cannot hold a line break, so the fields cannot run
+ * into each other.
+ */
+export function proxyCallerSigningInput(request: ProxySignedRequest): string {
+  return [
+    'v2',
+    request.timestamp,
+    request.nonce,
+    request.method.toUpperCase(),
+    request.url,
+    request.caller,
+    ...request.headers,
+    request.bodyDigest,
+  ].join('\n');
 }
 
 /** integration_config key that turns per-connection rate-limit governance off for one integration. */

@@ -84,6 +84,20 @@ describe('EgressPolicy', () => {
     expect(policy.checkAddress('::ffff:127.0.0.1').allowed).toBe(true);
   });
 
+  it("reads a traffic's own list when its variable is set (even empty), else the shared one", () => {
+    const shared = '127.0.0.1';
+    const proxy = EgressPolicy.forTraffic('SWITCHBOARD_PROXY_EGRESS_ALLOW', '', shared);
+    const webhooks = EgressPolicy.forTraffic('SWITCHBOARD_WEBHOOK_EGRESS_ALLOW', '10.1.0.0/16', shared);
+    const tokens = EgressPolicy.forTraffic('SWITCHBOARD_TOKEN_EGRESS_ALLOW', undefined, shared);
+    expect(proxy.checkAddress('127.0.0.1').allowed).toBe(false);
+    expect(webhooks.checkAddress('127.0.0.1').allowed).toBe(false);
+    expect(webhooks.checkAddress('10.1.2.3').allowed).toBe(true);
+    expect(tokens.checkAddress('127.0.0.1').allowed).toBe(true);
+    expect(() => EgressPolicy.forTraffic('SWITCHBOARD_PROXY_EGRESS_ALLOW', 'nope', shared)).toThrow(
+      /^SWITCHBOARD_PROXY_EGRESS_ALLOW: "nope"/,
+    );
+  });
+
   it('fails the boot on a malformed CIDR', () => {
     expect(() => new EgressPolicy('10.0.0.0/99')).toThrow(/SWITCHBOARD_EGRESS_ALLOW/);
   });

@@ -30,8 +30,28 @@ export class EgressPolicy {
   private readonly hosts = new Set<string>();
   private readonly ranges: [Address, number][] = [];
 
-  /** `allow`: the raw comma list, or its entries already split. A malformed entry throws (fails the boot). */
-  constructor(allow: string | readonly string[] = '') {
+  /**
+   * The policy of one kind of traffic: its own list (`SWITCHBOARD_PROXY_EGRESS_ALLOW`,
+   * `SWITCHBOARD_TOKEN_EGRESS_ALLOW`, `SWITCHBOARD_WEBHOOK_EGRESS_ALLOW`) when that variable is set, even
+   * to nothing, else the shared `SWITCHBOARD_EGRESS_ALLOW` (what every user read before the lists were
+   * split, so an unchanged configuration behaves as before). Separate lists let a receiver inside the
+   * network be reachable by webhook deliveries without the proxy (which any `environment:proxy` key
+   * aims with Base-Url-Override) reaching it too.
+   */
+  static forTraffic(variable: string, own: string | undefined, shared: string): EgressPolicy {
+    return own === undefined
+      ? new EgressPolicy(shared, 'SWITCHBOARD_EGRESS_ALLOW')
+      : new EgressPolicy(own, variable);
+  }
+
+  /**
+   * `allow`: the raw comma list, or its entries already split. A malformed entry throws (fails the boot),
+   * naming `variable`.
+   */
+  constructor(
+    allow: string | readonly string[] = '',
+    private readonly variable = 'SWITCHBOARD_EGRESS_ALLOW',
+  ) {
     const entries = typeof allow === 'string' ? allow.split(',') : allow;
     for (const raw of entries.map((s) => s.trim()).filter(Boolean)) {
       const entry = raw.replace(/^\[|\]$/g, '');
@@ -40,7 +60,7 @@ export class EgressPolicy {
           this.ranges.push(ipaddr.parseCIDR(entry));
         } catch {
           throw new Error(
-            `SWITCHBOARD_EGRESS_ALLOW: "${raw}" is not a valid CIDR (address or prefix length out of range)`,
+            `${variable}: "${raw}" is not a valid CIDR (address or prefix length out of range)`,
           );
         }
       } else if (isIP(entry)) {
@@ -51,9 +71,7 @@ export class EgressPolicy {
       } else {
         // A single-label name would mean whatever the machine's DNS search domains make of it, and
         // anything else here is most likely a mistyped CIDR: refuse both rather than open the wrong thing.
-        throw new Error(
-          `SWITCHBOARD_EGRESS_ALLOW: "${raw}" is not a CIDR, an IP address or a fully qualified host name`,
-        );
+        throw new Error(`${variable}: "${raw}" is not a CIDR, an IP address or a fully qualified host name`);
       }
     }
   }

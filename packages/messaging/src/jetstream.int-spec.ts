@@ -45,4 +45,10 @@ describe('ensureStream', () => {
     expect(updated.config).toMatchObject({ max_bytes: 2 * maxBytes, discard: DiscardPolicy.New });
     expect(updated.state.last_seq).toBe(64);
   });
+
+  it('names the variable to lower when the server cannot reserve the budget', async () => {
+    await expect(ensureStream(nc, spec, { maxBytes: 2 ** 52, discard: 'old' })).rejects.toThrow(
+      /SWITCHBOARD_STREAM_MAX_BYTES/,
+    );
+  });
 });

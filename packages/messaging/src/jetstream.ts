@@ -67,12 +67,26 @@ export async function ensureStream(
       return;
     } catch (error) {
       // Another replica created it between our two calls.
-      if (!/already in use/i.test((error as Error).message)) throw error;
+      if (!/already in use/i.test((error as Error).message)) throw budgetError(spec.name, budget, error);
       existing = await jsm.streams.info(spec.name);
     }
   }
-  if (existing.config.max_bytes !== budget.maxBytes || existing.config.discard !== discard)
-    await jsm.streams.update(spec.name, { max_bytes: budget.maxBytes, discard });
+  if (existing.config.max_bytes !== budget.maxBytes || existing.config.discard !== discard) {
+    await jsm.streams.update(spec.name, { max_bytes: budget.maxBytes, discard }).catch((error: unknown) => {
+      throw budgetError(spec.name, budget, error);
+    });
+  }
+}
+
+/** JetStream reserves `max_bytes` on disk: say which variable to lower when the server cannot. */
+function budgetError(stream: string, budget: StreamBudget, error: unknown): Error {
+  const message = (error as Error).message;
+  return /insufficient/i.test(message)
+    ? new Error(
+        `JetStream cannot reserve ${budget.maxBytes} bytes for stream ${stream} (${message}); ` +
+          'lower SWITCHBOARD_STREAM_MAX_BYTES or give the NATS server more storage',
+      )
+    : (error as Error);
 }
 
 /** The event stream: a week to recover from any outage, ten minutes of publish de-duplication. */

@@ -56,6 +56,11 @@ export interface ProxyCall {
    * off the provider's own origin is forwarded with no credentials at all.
    */
   credentialsOnAnyOrigin: boolean;
+  /**
+   * The body, already read by the caller (the proxy service checks it against the gateway's signature
+   * first); `null` = none. Undefined: read from `req` as it comes.
+   */
+  body?: Buffer | null;
 }
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
@@ -164,9 +169,14 @@ export class ProxyForwarder {
     let target = targetFor(plan);
 
     const clientHeaders = forwardedRequestHeaders(call.req.headers);
-    const requestBody = hasBody(call.req.headers)
-      ? await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES)
-      : NO_BODY;
+    const requestBody: RequestBody =
+      call.body !== undefined
+        ? call.body === null || call.body.length === 0
+          ? NO_BODY
+          : { kind: 'buffer', data: call.body }
+        : hasBody(call.req.headers)
+          ? await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES)
+          : NO_BODY;
     let { body, form } = prepareBody(call.method, requestBody, clientHeaders, plan.auth.bodyFields);
     const replayable = requestBody.kind !== 'stream';
 

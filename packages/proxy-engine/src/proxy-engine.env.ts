@@ -10,6 +10,8 @@ const ms = (fallback: number, min = 0) => z.coerce.number().int().min(min).defau
 export const proxyEngineEnv = {
   /** Comma list of host names, IPs or CIDRs the egress policy lets through although they are private. */
   SWITCHBOARD_EGRESS_ALLOW: z.string().default(''),
+  /** The proxy's own list; when set (even empty) it replaces SWITCHBOARD_EGRESS_ALLOW for proxied calls. */
+  SWITCHBOARD_PROXY_EGRESS_ALLOW: z.string().optional(),
   SWITCHBOARD_PROXY_CONNECT_TIMEOUT_MS: ms(10_000, 1),
   /** Time to the provider's response headers, per attempt; a hung provider becomes a 504 after it. */
   SWITCHBOARD_PROXY_HEADERS_TIMEOUT_MS: ms(60_000, 1),

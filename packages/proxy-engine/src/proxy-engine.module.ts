@@ -35,7 +35,15 @@ export class ProxyEngineModule {
         { provide: PROXY_ENGINE_ENV, useValue: options.env },
         ConnectionResolver,
         AgentCloser,
-        { provide: EgressPolicy, useFactory: () => new EgressPolicy(options.env.SWITCHBOARD_EGRESS_ALLOW) },
+        {
+          provide: EgressPolicy,
+          useFactory: () =>
+            EgressPolicy.forTraffic(
+              'SWITCHBOARD_PROXY_EGRESS_ALLOW',
+              options.env.SWITCHBOARD_PROXY_EGRESS_ALLOW,
+              options.env.SWITCHBOARD_EGRESS_ALLOW,
+            ),
+        },
         {
           provide: EGRESS_AGENT,
           inject: [EgressPolicy],

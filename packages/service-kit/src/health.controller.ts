@@ -1,12 +1,19 @@
-import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
 import { RouteConfig } from '@nestjs/platform-fastify';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { healthSubject, type HealthReport, type ServiceName } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import { z } from 'zod';
 import { HealthRegistry } from './health.registry';
 
 export const SERVICE_IDENTITY = Symbol('SERVICE_IDENTITY');
+export const READINESS_DETAILS = Symbol('READINESS_DETAILS');
+
+/**
+ * Set to true on a request by an access layer that verified the caller's key on an open route (the
+ * gateway does for `GET /ready`): such a caller sees the readiness checks where they are otherwise hidden.
+ */
+export const READINESS_VIEWER = 'readinessViewer';
 export interface ServiceIdentity {
   name: ServiceName;
   version: string;
@@ -33,12 +40,16 @@ export async function buildReport(
  */
 export const PublicRoute = () => RouteConfig({ access: { public: true } });
 
+/** Open without credentials, but a key, when presented and valid, is recognised (see READINESS_VIEWER). */
+export const PublicRouteWithOptionalKey = () => RouteConfig({ access: { public: true, optionalKey: true } });
+
 /** `GET /health`: alive and connected to NATS. `GET /ready`: every registered dependency answers. */
 @Controller()
 export class HealthController {
   constructor(
     private readonly registry: HealthRegistry,
     @Inject(SERVICE_IDENTITY) private readonly identity: ServiceIdentity,
+    @Inject(READINESS_DETAILS) private readonly details: 'everyone' | 'authenticated',
   ) {}
 
   @Get('health')
@@ -50,10 +61,17 @@ export class HealthController {
   }
 
   @Get('ready')
-  @PublicRoute()
-  async ready(@Res() reply: FastifyReply): Promise<void> {
+  @PublicRouteWithOptionalKey()
+  async ready(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const report = await buildReport(this.identity, this.registry);
-    await reply.status(report.status === 'ready' ? 200 : 503).send(report);
+    const code = report.status === 'ready' ? 200 : 503;
+    const viewer = (request as unknown as Record<string, unknown>)[READINESS_VIEWER] === true;
+    // The checks name every service, version and failing dependency: not for anonymous callers of an edge.
+    if (this.details === 'authenticated' && !viewer) {
+      await reply.status(code).send({ status: report.status });
+      return;
+    }
+    await reply.status(code).send(report);
   }
 }
 

@@ -2,7 +2,12 @@ import { Global, Inject, Module, type DynamicModule, type OnModuleInit } from '@
 import type { ServiceName } from '@switchboard/contracts';
 import { MessagingModule, NATS_CONNECTION } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
-import { createHealthHandler, HealthController, SERVICE_IDENTITY } from './health.controller';
+import {
+  createHealthHandler,
+  HealthController,
+  READINESS_DETAILS,
+  SERVICE_IDENTITY,
+} from './health.controller';
 import { HealthRegistry } from './health.registry';
 
 export interface ServiceKitOptions {
@@ -10,6 +15,12 @@ export interface ServiceKitOptions {
   natsUrl: string;
   version?: string;
   requestTimeoutMs?: number;
+  /**
+   * Who sees the checks of `GET /ready` (names, versions, what is failing): `everyone` (a service's own
+   * port, reached only from inside) or `authenticated` (a public edge: an anonymous caller gets the status
+   * alone; the edge's access layer marks a request with a valid key, see READINESS_VIEWER).
+   */
+  readinessDetails?: 'everyone' | 'authenticated';
 }
 
 class NatsHealthCheck implements OnModuleInit {
@@ -48,6 +59,7 @@ export class ServiceKitModule {
       providers: [
         HealthRegistry,
         NatsHealthCheck,
+        { provide: READINESS_DETAILS, useValue: options.readinessDetails ?? 'everyone' },
         {
           provide: SERVICE_IDENTITY,
           useValue: { name: options.name, version: options.version ?? '0.1.0', startedAt: Date.now() },

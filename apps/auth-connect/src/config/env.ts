@@ -18,6 +18,8 @@ export const envSchema = z.object({
    * proxy: comma list of fully qualified host names or IPs/CIDRs. Private and loopback addresses are refused otherwise.
    */
   SWITCHBOARD_EGRESS_ALLOW: z.string().default(''),
+  /** Token, refresh and verification calls' own list; when set (even empty) it replaces SWITCHBOARD_EGRESS_ALLOW. */
+  SWITCHBOARD_TOKEN_EGRESS_ALLOW: z.string().optional(),
 });
 export type AuthConnectEnv = z.infer<typeof envSchema>;
 

@@ -21,10 +21,11 @@ export function providerEgress(): Agent {
   }));
 }
 
-/** At boot, from SWITCHBOARD_EGRESS_ALLOW (tests: `127.0.0.1` for fake providers on loopback). Throws on a malformed entry. */
-export function configureProviderEgress(allow: string): void {
+/** At boot, from SWITCHBOARD_TOKEN_EGRESS_ALLOW or SWITCHBOARD_EGRESS_ALLOW (tests: `127.0.0.1` for fake providers on loopback). */
+export function configureProviderEgress(allow: string | EgressPolicy): void {
   const previous = agent;
-  agent = createEgressAgent({ policy: new EgressPolicy(allow), connectTimeoutMs: CONNECT_TIMEOUT_MS });
+  const policy = typeof allow === 'string' ? new EgressPolicy(allow) : allow;
+  agent = createEgressAgent({ policy, connectTimeoutMs: CONNECT_TIMEOUT_MS });
   void previous?.close().catch(() => undefined);
 }
 

@@ -52,6 +52,11 @@ export const envSchema = z
     FUNCTIONS_PROXY_RESPONSE_LIMIT_BYTES: int(1, 10 * 1024 * 1024),
     /** Runs executed at once by one process; more wait for a free slot. */
     FUNCTIONS_MAX_CONCURRENT_RUNS: int(1, 8),
+    /**
+     * Isolates made ahead of need (each still used for one run only): takes the isolate's start off a
+     * run's critical path. 0 makes every isolate when its run starts.
+     */
+    FUNCTIONS_SPARE_ISOLATES: int(0, 2),
   })
   .superRefine((env, ctx) => {
     if (!env.SWITCHBOARD_INTERNAL_TOKEN && !env.SWITCHBOARD_MASTER_KEYS) {

@@ -3,6 +3,7 @@ import {
   CONNECTIONS_API_SUBJECTS,
   ENVIRONMENT_VARIABLE_SUBJECTS,
   FUNCTION_HOST_SUBJECTS,
+  MAX_ACTION_TRIGGER_DEPTH,
   PROVIDER_SUBJECTS,
   SwitchboardError,
   VAULT_SUBJECTS,
@@ -31,10 +32,14 @@ export interface RunScope {
   providerConfigKey: string;
   provider: string;
   variant: string;
+  /** The run's `depth` (how many triggerAction calls led to it). */
+  depth: number;
   /** Aborted at the run's wall clock: provider calls in flight stop, new ones are refused. */
   deadline: AbortSignal;
   /** Aborted when the run is over (after the abort grace, a limit, or done): every call stops. */
   signal: AbortSignal;
+  /** Runs `wait` without holding a run slot (for calls that wait on another run). */
+  whileWaiting<T>(wait: () => Promise<T>): Promise<T>;
 }
 
 interface HostCall<S extends z.ZodType> {
@@ -43,6 +48,9 @@ interface HostCall<S extends z.ZodType> {
   args: S;
   run(scope: RunScope, args: z.infer<S>): Promise<unknown>;
 }
+
+/** What the orchestrator answers a synchronous trigger with (only `output` matters here). */
+const syncTriggerReply = z.object({ async: z.literal(false), output: z.unknown() });
 
 /** Largest JSON a script may send in one host call (a proxied body or a metadata object). */
 const MAX_ARGS_CHARS = 16 * 1024 * 1024;
@@ -268,15 +276,36 @@ export class HostCalls {
           actionName: z.string().min(1).max(255),
           input: z.unknown().optional(),
         }),
-        run: (s, args) =>
-          this.nats.request(FUNCTION_HOST_SUBJECTS.actionTrigger, {
-            caller: s.caller,
-            providerConfigKey: args.providerConfigKey,
-            connectionId: args.connectionId,
-            actionName: args.actionName,
-            input: args.input,
-            async: false,
-          }),
+        run: async (s, args) => {
+          if (s.depth + 1 > MAX_ACTION_TRIGGER_DEPTH) {
+            throw new HostCallError(
+              'script_forbidden_call',
+              `nango.triggerAction: actions may trigger actions at most ${MAX_ACTION_TRIGGER_DEPTH} deep`,
+            );
+          }
+          const reply = await s.whileWaiting(() =>
+            this.nats.request<unknown>(
+              FUNCTION_HOST_SUBJECTS.actionTrigger,
+              {
+                caller: s.caller,
+                providerConfigKey: args.providerConfigKey,
+                connectionId: args.connectionId,
+                actionName: args.actionName,
+                input: args.input,
+                async: false,
+                depth: s.depth + 1,
+              },
+              // The triggered action may run as long as this one may.
+              {
+                timeoutMs:
+                  this.env.FUNCTIONS_ACTION_WALL_LIMIT_MS + this.env.FUNCTIONS_ABORT_GRACE_MS + 5_000,
+              },
+            ),
+          );
+          // As Nango's: the script gets the triggered action's output (the orchestrator wraps it).
+          const sync = syncTriggerReply.safeParse(reply);
+          return sync.success ? sync.data.output : reply;
+        },
       }),
       getCheckpoint: entry({
         types: ALL,

@@ -85,7 +85,7 @@ export class ProxyClient implements OnApplicationShutdown {
       headers[`nango-proxy-${name.toLowerCase()}`] = String(value);
     }
     const body = encodeBody(args, headers);
-    Object.assign(headers, signCaller(this.key, args.method, path, target.caller));
+    Object.assign(headers, signCaller(this.key, args.method, path, target.caller, headers, body));
 
     return tracer.startActiveSpan(
       `nango.proxy ${args.method}`,

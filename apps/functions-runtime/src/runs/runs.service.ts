@@ -3,7 +3,7 @@ import type { FunctionRunRequest, FunctionRunResult, FunctionType } from '@switc
 import { context, SpanStatusCode, trace } from '@switchboard/observability';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
 import { HostCalls, type RunScope } from '../host/host-calls';
-import { runInSandbox, sandboxLibrary, type RunLimits } from '../sandbox/sandbox';
+import { configureSpares, runInSandbox, sandboxLibrary, type RunLimits } from '../sandbox/sandbox';
 import { OutputStore } from './output-store';
 import { RunSlots } from './run-slots';
 
@@ -30,6 +30,7 @@ export class RunsService implements OnModuleInit {
   /** The sandbox library is loaded at boot: a missing or broken `dist/sandbox-lib.js` fails the start. */
   onModuleInit(): void {
     sandboxLibrary();
+    configureSpares(this.env.FUNCTIONS_SPARE_ISOLATES, this.env.FUNCTIONS_MEMORY_LIMIT_MB);
   }
 
   limitsFor(req: FunctionRunRequest): RunLimits {
@@ -58,7 +59,7 @@ export class RunsService implements OnModuleInit {
   }
 
   async run(req: FunctionRunRequest): Promise<FunctionRunResult> {
-    const release = await this.slots.acquire();
+    const slot = { release: await this.slots.acquire() };
     try {
       return await tracer.startActiveSpan(
         `function.run ${req.function.type}`,
@@ -74,7 +75,7 @@ export class RunsService implements OnModuleInit {
         },
         async (span) => {
           try {
-            const result = await this.execute(req);
+            const result = await this.execute(req, slot);
             span.setAttribute('switchboard.function.status', result.status);
             if (result.status === 'failure') {
               span.setAttribute('switchboard.error_code', result.error.code);
@@ -91,11 +92,11 @@ export class RunsService implements OnModuleInit {
         },
       );
     } finally {
-      release();
+      slot.release();
     }
   }
 
-  private async execute(req: FunctionRunRequest): Promise<FunctionRunResult> {
+  private async execute(req: FunctionRunRequest, slot: { release: () => void }): Promise<FunctionRunResult> {
     const limits = this.limitsFor(req);
     const runContext = context.active();
     // `deadline` fires at the wall clock (provider calls stop, abortSignal fires in the script); `stop`
@@ -111,8 +112,20 @@ export class RunsService implements OnModuleInit {
       providerConfigKey: req.connection.providerConfigKey,
       provider: req.connection.provider,
       variant: req.variant ?? 'base',
+      depth: req.depth,
       deadline: deadline.signal,
       signal: stop.signal,
+      // A run waiting on an action it triggered gives its slot to that action (which may need one on this
+      // very process) and takes a slot again after: otherwise chains of triggers could hold every slot
+      // while waiting for one. The depth limit bounds how many runs wait like this per chain.
+      whileWaiting: async (wait) => {
+        slot.release();
+        try {
+          return await wait();
+        } finally {
+          slot.release = await this.slots.acquire();
+        }
+      },
     };
     let outcome;
     try {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runInSandbox, type SandboxRequest } from './sandbox';
+import { configureSpares, runInSandbox, type SandboxRequest } from './sandbox';
 
 /**
  * The sandbox alone (no NATS, no host services): real bundles from the nango CLI and hand-written ones.
@@ -164,5 +164,42 @@ describe('runInSandbox', () => {
     );
     expect(result.logs).toHaveLength(2);
     expect(result.logsDropped).toBe(1);
+  });
+
+  describe('with spare isolates made ahead of need', () => {
+    beforeAll(() => configureSpares(2, 32));
+    afterAll(() => configureSpares(0, 32));
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+
+    it('gives every run an isolate nothing else ran in: a global one run leaves is not there for the next', async () => {
+      await settle();
+      const writer = await runInSandbox(
+        request(
+          action('globalThis.leaked = "secret-of-env-1"; Object.prototype.polluted = 1; return 1;'),
+          undefined,
+        ),
+      );
+      expect(writer.status).toBe('success');
+      await settle();
+      const reader = await runInSandbox(
+        request(
+          action('return { leaked: typeof globalThis.leaked, polluted: ({}).polluted ?? null };'),
+          undefined,
+        ),
+      );
+      expect(reader).toMatchObject({
+        status: 'success',
+        outputJson: '{"leaked":"undefined","polluted":null}',
+      });
+    });
+
+    it('charges a run only its own CPU time, not the library the spare evaluated before it', async () => {
+      await settle();
+      const quick = await runInSandbox(request(action('return 1;'), undefined));
+      expect(quick.status).toBe('success');
+      expect(quick.cpuTimeMs).toBeLessThan(50);
+      const loop = await runInSandbox(request(action('for (;;) {}'), undefined));
+      expect(loop).toMatchObject({ status: 'failure', error: { code: 'script_cpu_limit' } });
+    });
   });
 });

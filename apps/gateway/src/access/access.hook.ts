@@ -10,6 +10,7 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { SessionTokenResolver } from '../connect/session-token.resolver';
+import { READINESS_VIEWER } from '@switchboard/service-kit';
 import { sendError } from '../http/error-reply';
 import { ApiKeyResolver } from './api-key.resolver';
 import { AccountRateLimiter, type RateVerdict } from './rate-limiter';
@@ -56,7 +57,10 @@ export class AccessHook {
 
   private async check(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const access = (request.routeOptions.config as { access?: RouteAccess } | undefined)?.access;
-    if (access && 'public' in access) return undefined;
+    if (access && 'public' in access) {
+      if (access.optionalKey) await this.recognise(request, reply);
+      return undefined;
+    }
     // A CORS preflight carries no credentials by design; the CORS handler answers it.
     if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) return undefined;
 
@@ -121,6 +125,23 @@ export class AccessHook {
     request.caller = toCaller(verified);
     request.scopes = verified.scopes;
     return undefined;
+  }
+
+  /**
+   * An open route that shows more to a key holder (`GET /ready`): a valid secret key marks the request
+   * (READINESS_VIEWER); anything else just leaves it anonymous. A key nobody issued counts against the
+   * address's window like any failed authentication, so guessing costs the same here.
+   */
+  private async recognise(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const token = BEARER.exec(request.headers.authorization ?? '')?.[1];
+    if (!token || !UUID_V4.test(token)) return;
+    const verified = await this.keys.resolve(token).catch(() => null);
+    if (verified) {
+      (request as unknown as Record<string, unknown>)[READINESS_VIEWER] = true;
+      return;
+    }
+    const verdict = await this.limiter.consume(`ip:${request.ip}`);
+    this.setRateHeaders(reply, verdict);
   }
 
   /**

@@ -5,9 +5,13 @@ import { PublicRoute } from '@switchboard/service-kit';
 /**
  * Who may call a route: nobody in particular (`public`), a secret key with a scope, or a connect session
  * token (`session: true` as `Authorization: Bearer`, `session: 'query'` as `?connect_session_token=`).
- * `{ scope, session: true }` takes either a key with the scope or a session token.
+ * `{ scope, session: true }` takes either a key with the scope or a session token. `{ public, optionalKey }`
+ * (`GET /ready`) is open, and a valid secret key presented there is recognised (any scope).
  */
-export type RouteAccess = { public: true } | { scope: Scope; session?: true } | { session: true | 'query' };
+export type RouteAccess =
+  | { public: true; optionalKey?: true }
+  | { scope: Scope; session?: true }
+  | { session: true | 'query' };
 
 /** No API key needed (health, docs, logos); the same marker service-kit puts on its probes. */
 export const Public = PublicRoute;

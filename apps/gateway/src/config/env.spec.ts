@@ -6,6 +6,19 @@ const base = { NATS_URL: 'nats://127.0.0.1:4222', REDIS_URL: 'redis://127.0.0.1:
 const token = randomBytes(24).toString('base64url');
 
 describe('gateway configuration', () => {
+  it('trusts no X-Forwarded-For by default; a hop count or proxy CIDRs when told; refuses anything else', () => {
+    expect(parseEnv(envSchema, base).SWITCHBOARD_TRUST_PROXY).toBe(false);
+    expect(parseEnv(envSchema, { ...base, SWITCHBOARD_TRUST_PROXY: '1' }).SWITCHBOARD_TRUST_PROXY).toBe(1);
+    expect(
+      parseEnv(envSchema, { ...base, SWITCHBOARD_TRUST_PROXY: '10.0.0.0/8, fd00::/8,192.0.2.7' })
+        .SWITCHBOARD_TRUST_PROXY,
+    ).toEqual(['10.0.0.0/8', 'fd00::/8', '192.0.2.7']);
+    for (const bad of ['true', '10.0.0.0/33', 'lb.internal', '10.0.0.0/8,*'])
+      expect(() => parseEnv(envSchema, { ...base, SWITCHBOARD_TRUST_PROXY: bad })).toThrow(
+        /SWITCHBOARD_TRUST_PROXY/,
+      );
+  });
+
   it('needs neither the proxy service URL nor a signing secret in embedded mode (the default)', () => {
     const env = parseEnv(envSchema, base);
     expect(env.SWITCHBOARD_PROXY_MODE).toBe('embedded');

@@ -1,6 +1,40 @@
 import { envFragments, parseEnv } from '@switchboard/config';
 import { proxyEngineEnv } from '@switchboard/proxy-engine';
+import { isIP } from 'node:net';
 import { z } from 'zod';
+
+/**
+ * Which `X-Forwarded-For` hops the gateway believes (the client address rate limits count by): `false`
+ * (none: the socket's peer is the client), a hop count (`1` = one load balancer in front), or a comma list of
+ * the proxies' IPs/CIDRs. Anything else fails the boot.
+ */
+const trustProxySchema = z
+  .string()
+  .trim()
+  .default('false')
+  .transform((value, ctx): false | number | string[] => {
+    if (value === '' || value === 'false' || value === '0') return false;
+    if (/^\d{1,2}$/.test(value)) return Number(value);
+    const entries = value.split(',').map((entry) => entry.trim());
+    for (const entry of entries) {
+      const [address, bits, ...rest] = entry.split('/');
+      const family = isIP(address ?? '');
+      const prefix = bits === undefined ? undefined : Number(bits);
+      const valid =
+        family !== 0 &&
+        rest.length === 0 &&
+        (prefix === undefined ||
+          (Number.isInteger(prefix) && prefix >= 0 && prefix <= (family === 4 ? 32 : 128)));
+      if (!valid) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${entry}" is not an IP or CIDR; use false, a hop count, or proxy IPs/CIDRs`,
+        });
+        return z.NEVER;
+      }
+    }
+    return entries;
+  });
 
 export const envSchema = z
   .object({
@@ -10,6 +44,12 @@ export const envSchema = z
     ...envFragments.redis,
     ...envFragments.logging,
     ...envFragments.publicUrls,
+    /**
+     * Which proxies in front of the gateway may name the client in `X-Forwarded-For` (default none: a
+     * client could otherwise pick any address and escape every per-address limit). `1` for one load
+     * balancer, or its IPs/CIDRs (`10.0.0.0/8,fd00::/8`).
+     */
+    SWITCHBOARD_TRUST_PROXY: trustProxySchema,
     /** Requests per account per fixed 60-second window, shared by every gateway replica (Redis). */
     SWITCHBOARD_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(1000),
     /**

@@ -5,6 +5,7 @@ import {
   HOP_BY_HOP_HEADERS,
   INTERNAL_HEADER_PREFIX,
   PROXY_INTERNAL_HEADERS,
+  PROXY_SIGNED_BODY_MAX_BYTES,
   type Caller,
   type ErrorCode,
   type FieldError,
@@ -15,7 +16,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Pool, type Dispatcher } from 'undici';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { sendError } from '../http/error-reply';
-import { internalSigningKey, signCaller } from './internal-token';
+import { bodyDigest, internalSigningKey, signCaller } from './internal-token';
 import { ProxyRoute } from './proxy-route';
 
 /** Request headers that must not reach the proxy service: per-hop ones, the caller's key, trace headers (re-injected for our hop). */
@@ -42,6 +43,24 @@ function relayedRequestHeaders(headers: IncomingHttpHeaders): Record<string, str
     out[name] = value;
   }
   return out;
+}
+
+/**
+ * The body in memory when its declared length is at most PROXY_SIGNED_BODY_MAX_BYTES (undefined when
+ * there is none), `stream` when it is larger or chunked, `too_large` when it runs past what it declared.
+ */
+async function heldBody(request: FastifyRequest): Promise<Buffer | undefined | 'stream' | 'too_large'> {
+  if (!hasBody(request.headers)) return undefined;
+  const declared = request.headers['content-length'];
+  if (declared === undefined || Number(declared) > PROXY_SIGNED_BODY_MAX_BYTES) return 'stream';
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request.raw as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > PROXY_SIGNED_BODY_MAX_BYTES) return 'too_large';
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
 }
 
 const isErrorCode = (code: string): code is ErrorCode => (ERROR_CODES as readonly string[]).includes(code);
@@ -79,9 +98,21 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
     credentialsOnAnyOrigin: boolean,
   ): Promise<FastifyReply | undefined> {
     const url = request.raw.url ?? request.url;
+    // A body of known, modest size is held so its digest can be signed; a larger or chunked one streams
+    // through unsigned (the nonce still stops a captured request from being replayed).
+    const held = await heldBody(request);
+    if (held === 'too_large')
+      return sendError(reply, 'payload_too_large', 'The request body is larger than it declared');
     const headers = {
       ...relayedRequestHeaders(request.headers),
-      ...signCaller(this.key, request.method, url, { ...caller, credentialsOnAnyOrigin }),
+      ...signCaller(
+        this.key,
+        request.method,
+        url,
+        { ...caller, credentialsOnAnyOrigin },
+        request.headers,
+        held === 'stream' ? undefined : bodyDigest(held),
+      ),
     };
     const controller = new AbortController();
     reply.raw.once('close', () => {
@@ -96,7 +127,7 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
         path: url,
         method: request.method as Dispatcher.HttpMethod,
         headers,
-        body: hasBody(request.headers) ? request.raw : null,
+        body: held === 'stream' ? request.raw : (held ?? null),
         signal: controller.signal,
       });
       endClientSpan(span, response);

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ProxyError, ProxyForwarder, registerProxyRoutes, writeProxyError } from '@switchboard/proxy-engine';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PROXY_ENV, type ProxyEnv } from '../config/env';
-import { internalSigningKey, verifyGatewayCaller } from '../internal/internal-token';
+import { checkedBody, GatewaySignatures, internalSigningKey } from '../internal/internal-token';
 
 /**
  * `/proxy/*` as a bare Fastify route: no body parser (the body is streamed to the provider), no Nest
@@ -10,13 +10,13 @@ import { internalSigningKey, verifyGatewayCaller } from '../internal/internal-to
  */
 @Injectable()
 export class ProxyRoute {
-  private readonly key: Buffer;
+  private readonly signatures: GatewaySignatures;
 
   constructor(
     private readonly forwarder: ProxyForwarder,
     @Inject(PROXY_ENV) env: ProxyEnv,
   ) {
-    this.key = internalSigningKey(env);
+    this.signatures = new GatewaySignatures(internalSigningKey(env));
   }
 
   register(fastify: FastifyInstance): void {
@@ -27,7 +27,7 @@ export class ProxyRoute {
     reply.hijack();
     const res = reply.raw;
     const url = request.raw.url ?? request.url;
-    const signed = verifyGatewayCaller(this.key, request.method, url, request.headers);
+    const signed = this.signatures.verify(request.method, url, request.headers);
     if (!signed) {
       writeProxyError(
         res,
@@ -35,7 +35,13 @@ export class ProxyRoute {
       );
       return;
     }
-    const { credentialsOnAnyOrigin, ...caller } = signed;
+    // Nothing goes to the provider before the body is known to be the one the gateway signed.
+    const body = await checkedBody(request.raw, signed.bodyDigest);
+    if (body === 'mismatch') {
+      writeProxyError(res, new ProxyError('forbidden', 'The request body is not the one the gateway signed'));
+      return;
+    }
+    const { credentialsOnAnyOrigin, ...caller } = signed.caller;
     const error = await this.forwarder.handle({
       caller,
       method: request.method,
@@ -43,6 +49,7 @@ export class ProxyRoute {
       req: request.raw,
       res,
       credentialsOnAnyOrigin,
+      ...(body === 'stream' ? {} : { body: body ?? null }),
     });
     if (error) writeProxyError(res, error);
   }

@@ -1,13 +1,17 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import {
   PROXY_INTERNAL_HEADERS,
   PROXY_SIGNATURE_MAX_AGE_MS,
+  PROXY_SIGNED_BODY_MAX_BYTES,
+  PROXY_SIGNED_HEADERS,
+  PROXY_UNSIGNED_PAYLOAD,
   proxyCallerSchema,
   proxyCallerSigningInput,
   type ProxyCaller,
 } from '@switchboard/contracts';
 import { MasterKeyring } from '@switchboard/crypto';
-import type { IncomingHttpHeaders } from 'node:http';
+import { LRUCache } from 'lru-cache';
 
 /**
  * The secret the gateway signs callers with. SWITCHBOARD_INTERNAL_TOKEN when set; otherwise a key
@@ -33,32 +37,93 @@ const header = (headers: IncomingHttpHeaders, name: string): string | undefined 
   return typeof value === 'string' ? value : undefined;
 };
 
+/** A gateway-signed request: who is calling, and the body digest the proxy must still check. */
+export interface SignedCall {
+  caller: ProxyCaller;
+  /** base64url SHA-256 of the body, or PROXY_UNSIGNED_PAYLOAD for a large streamed one. */
+  bodyDigest: string;
+}
+
 /**
- * Returns who is calling when the gateway's signature over (time, method, URL, caller) verifies and is
- * fresh; undefined otherwise. Nothing but the gateway can produce it, so a request sent straight to the
- * proxy's port cannot pick an environment.
+ * Checks the gateway's signature over (time, nonce, method, URL, caller, connection headers, body digest)
+ * and takes the nonce: the same signed request is accepted once. Nonces are remembered per process for
+ * twice the signature's lifetime, so a replay to this replica is refused until the signature is stale
+ * anyway (another replica of the proxy does not know this one's nonces: see SECURITY.md).
  */
-export function verifyGatewayCaller(
-  key: Buffer,
-  method: string,
-  url: string,
-  headers: IncomingHttpHeaders,
-  now = Date.now(),
-): ProxyCaller | undefined {
-  const caller = header(headers, PROXY_INTERNAL_HEADERS.caller);
-  const timestamp = header(headers, PROXY_INTERNAL_HEADERS.timestamp);
-  const signature = header(headers, PROXY_INTERNAL_HEADERS.signature);
-  if (!caller || !timestamp || !signature || !/^\d{1,16}$/.test(timestamp)) return undefined;
-  if (Math.abs(now - Number(timestamp)) > PROXY_SIGNATURE_MAX_AGE_MS) return undefined;
-  const expected = createHmac('sha256', key)
-    .update(proxyCallerSigningInput(timestamp, method, url, caller))
-    .digest();
-  const given = Buffer.from(signature, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-  try {
-    const parsed = proxyCallerSchema.safeParse(JSON.parse(Buffer.from(caller, 'base64url').toString('utf8')));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
+export class GatewaySignatures {
+  private readonly seen = new LRUCache<string, true>({
+    max: 1_000_000,
+    ttl: 2 * PROXY_SIGNATURE_MAX_AGE_MS,
+    ttlAutopurge: false,
+  });
+
+  constructor(private readonly key: Buffer) {}
+
+  verify(
+    method: string,
+    url: string,
+    headers: IncomingHttpHeaders,
+    now = Date.now(),
+  ): SignedCall | undefined {
+    const caller = header(headers, PROXY_INTERNAL_HEADERS.caller);
+    const timestamp = header(headers, PROXY_INTERNAL_HEADERS.timestamp);
+    const signature = header(headers, PROXY_INTERNAL_HEADERS.signature);
+    const nonce = header(headers, PROXY_INTERNAL_HEADERS.nonce);
+    const bodyDigest = header(headers, PROXY_INTERNAL_HEADERS.bodyDigest);
+    if (!caller || !timestamp || !signature || !nonce || !bodyDigest) return undefined;
+    if (!/^\d{1,16}$/.test(timestamp) || !/^[A-Za-z0-9_-]{16,64}$/.test(nonce)) return undefined;
+    if (Math.abs(now - Number(timestamp)) > PROXY_SIGNATURE_MAX_AGE_MS) return undefined;
+    const expected = createHmac('sha256', this.key)
+      .update(
+        proxyCallerSigningInput({
+          timestamp,
+          nonce,
+          method,
+          url,
+          caller,
+          headers: PROXY_SIGNED_HEADERS.map((name) => header(headers, name) ?? ''),
+          bodyDigest,
+        }),
+      )
+      .digest();
+    const given = Buffer.from(signature, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+    // Only a valid signature spends its nonce (a forger cannot burn the gateway's nonces).
+    if (this.seen.has(nonce)) return undefined;
+    this.seen.set(nonce, true);
+    try {
+      const parsed = proxyCallerSchema.safeParse(
+        JSON.parse(Buffer.from(caller, 'base64url').toString('utf8')),
+      );
+      return parsed.success ? { caller: parsed.data, bodyDigest } : undefined;
+    } catch {
+      return undefined;
+    }
   }
+}
+
+/**
+ * The body of a signed call, checked against its digest before anything is sent on: the bytes (or
+ * undefined when there are none) when they match, `mismatch` otherwise. A body signed as unsigned must
+ * be one the gateway could not have held (chunked, or declared larger than it hashes).
+ */
+export async function checkedBody(
+  req: IncomingMessage,
+  bodyDigest: string,
+): Promise<Buffer | undefined | 'stream' | 'mismatch'> {
+  const declared = req.headers['content-length'];
+  if (bodyDigest === PROXY_UNSIGNED_PAYLOAD)
+    return declared === undefined || Number(declared) > PROXY_SIGNED_BODY_MAX_BYTES ? 'stream' : 'mismatch';
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > PROXY_SIGNED_BODY_MAX_BYTES) return 'mismatch';
+    chunks.push(chunk);
+  }
+  const body = Buffer.concat(chunks, size);
+  const digest = createHash('sha256').update(body).digest();
+  const given = Buffer.from(bodyDigest, 'base64url');
+  if (given.length !== digest.length || !timingSafeEqual(given, digest)) return 'mismatch';
+  return size === 0 ? undefined : body;
 }

@@ -71,6 +71,8 @@ export const envSchema = z.object({
   SWITCHBOARD_EGRESS_ALLOW: z.string().default(''),
   /** Deprecated alias of SWITCHBOARD_EGRESS_ALLOW (its entries are added to it); still set by bench/webhooks. */
   SWITCHBOARD_EGRESS_ALLOWED_CIDRS: z.string().default(''),
+  /** Webhook deliveries' own list; when set (even empty) it replaces the two above for customer URLs. */
+  SWITCHBOARD_WEBHOOK_EGRESS_ALLOW: z.string().optional(),
 });
 export type WebhookRelayEnv = z.infer<typeof envSchema>;
 

@@ -1,0 +1,318 @@
+/**
+ * `pnpm --filter bench run functions`: one run, on this machine, of
+ *   1. a proxied GET through `/proxy` (the gateway's embedded engine, credentials injected), and
+ *   2. an action that makes the same proxied GET through `nango.get` and returns the provider's 1 KB of
+ *      JSON, triggered with `POST /action/trigger` (gateway → orchestrator → functions-runtime sandbox →
+ *      proxy service → provider, and back),
+ * measuring latency one request at a time (in chunks that alternate between the two, so the host's
+ * other load falls on both alike), then actions per second at a fixed concurrency beside `/proxy` calls
+ * per second at the same concurrency, and last the sandbox's own start-up, cold (an isolate made for the
+ * run) against warm (a spare isolate made ahead of need), from the runtime's measurement script.
+ *
+ * Needs the built services (`pnpm build`) and the test infrastructure variables (TEST_DATABASE_URL,
+ * TEST_NATS_URL, TEST_TEMPORAL_ADDRESS, TEST_REDIS_URL); see bench/README.md.
+ */
+import { execFileSync, execSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { cpuMicros } from '../tools/proc';
+
+const args = new Map(
+  process.argv
+    .slice(2)
+    .filter((a) => a.startsWith('--'))
+    .map((a) => {
+      const [k, v] = a.slice(2).split('=');
+      return [k ?? '', v ?? 'true'] as const;
+    }),
+);
+const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const SETTINGS = {
+  warmupRequests: num('warmup-requests', 300),
+  latencyRequests: num('latency-requests', 2000),
+  latencyChunk: num('latency-chunk', 100),
+  throughputMs: num('throughput-ms', 10_000),
+  concurrency: num('concurrency', 16),
+};
+const TARGETS = { p50AddedMs: 5, actionsPerSecond: 200 };
+
+// 1 KB of JSON with no padding, so the action's output (the parsed and re-serialised body) is 1 KB too.
+const JSON_1KB = Buffer.from(
+  JSON.stringify({
+    data: Array.from({ length: 22 }, (_, i) => ({ id: i, name: `item-${i}`, email: `u${i}@example.com` })),
+  }),
+);
+
+/** What `nango deploy` would send for one action: the CommonJS shape the nango CLI's compiler gives. */
+const ACTION_BUNDLE = `"use strict";
+module.exports = { default: { type: "action", description: "One proxied GET, its JSON returned",
+  exec: async (nango) => { const response = await nango.get({ endpoint: "/json" }); return response.data; } } };`;
+
+function startUpstream(): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => {
+    if (req.headers.authorization !== 'Bearer bench-token') {
+      res.writeHead(401).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': JSON_1KB.length });
+    res.end(JSON_1KB);
+  });
+  server.keepAliveTimeout = 60_000;
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
+    ),
+  );
+}
+
+interface Call {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+async function once(pool: Pool, call: Call): Promise<number> {
+  const started = process.hrtime.bigint();
+  const res = await pool.request({
+    method: call.method,
+    path: call.path,
+    headers: call.headers,
+    ...(call.body ? { body: call.body } : {}),
+  });
+  const body = await res.body.arrayBuffer();
+  if (res.statusCode !== 200 || body.byteLength < 1000) {
+    throw new Error(`${call.name}: ${res.statusCode} ${Buffer.from(body).toString('utf8').slice(0, 300)}`);
+  }
+  return Number(process.hrtime.bigint() - started) / 1e6;
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+
+async function interleavedLatency(pool: Pool, calls: Call[]): Promise<Map<string, number[]>> {
+  const samples = new Map<string, number[]>(calls.map((c) => [c.name, []]));
+  const rounds = Math.ceil(SETTINGS.latencyRequests / SETTINGS.latencyChunk);
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? calls : [...calls].reverse();
+    for (const call of order) {
+      for (let i = 0; i < SETTINGS.latencyChunk; i++) samples.get(call.name)!.push(await once(pool, call));
+    }
+  }
+  for (const list of samples.values()) list.sort((a, b) => a - b);
+  return samples;
+}
+
+interface Measured {
+  name: string;
+  pid: number;
+}
+
+async function throughput(
+  pool: Pool,
+  call: Call,
+  processes: Measured[],
+): Promise<{ perSecond: number; cpuMs: number; byProcess: string }> {
+  const pids = processes.map((p) => p.pid);
+  const deadline = Date.now() + SETTINGS.throughputMs;
+  const cpuBefore = pids.map(cpuMicros);
+  const started = Date.now();
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: SETTINGS.concurrency }, async () => {
+      while (Date.now() < deadline) {
+        await once(pool, call);
+        done++;
+      }
+    }),
+  );
+  const seconds = (Date.now() - started) / 1000;
+  const each = pids.map((pid, i) => (cpuMicros(pid) - cpuBefore[i]!) / 1000 / Math.max(1, done));
+  const byProcess = processes
+    .map((p, i) => `${p.name} ${each[i]!.toFixed(2)}`)
+    .filter((_, i) => each[i]! >= 0.01)
+    .join(', ');
+  return { perSecond: done / seconds, cpuMs: each.reduce((a, b) => a + b, 0), byProcess };
+}
+
+async function api(base: string, key: string, method: string, path: string, body: unknown): Promise<void> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+}
+
+async function main(): Promise<void> {
+  const { startStack, freePort, repoRoot } = await import('@switchboard/testing');
+  const upstream = await startUpstream();
+  const providersFile = join(os.tmpdir(), `switchboard-bench-functions-providers-${process.pid}.json`);
+  writeFileSync(
+    providersFile,
+    JSON.stringify({
+      'bench-upstream': {
+        display_name: 'Bench upstream',
+        categories: ['dev-tools'],
+        docs: 'https://example.com/docs',
+        auth_mode: 'OAUTH2',
+        authorization_url: '${connectionConfig.origin}/authorize',
+        token_url: '${connectionConfig.origin}/token',
+        proxy: { base_url: '${connectionConfig.origin}' },
+        connection_config: { origin: { type: 'string', title: 'Origin' } },
+      },
+    }),
+  );
+  console.log('starting the Switchboard stack...');
+  const loopback = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' };
+  const stack = await startStack({
+    env: {
+      SWITCHBOARD_PROVIDERS_FILE: providersFile,
+      SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
+      LOG_LEVEL: 'warn',
+    },
+    serviceEnv: {
+      gateway: loopback,
+      proxy: loopback,
+      'functions-runtime': loopback,
+      'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
+    },
+    readyTimeoutMs: 180_000,
+  });
+  try {
+    const { gatewayUrl, secretKey } = stack;
+    await api(gatewayUrl, secretKey, 'POST', '/integrations', {
+      provider: 'bench-upstream',
+      unique_key: 'bench',
+      credentials: { type: 'OAUTH2', client_id: 'bench', client_secret: 'bench-secret' },
+    });
+    await api(gatewayUrl, secretKey, 'POST', '/connections', {
+      provider_config_key: 'bench',
+      connection_id: 'bench-1',
+      credentials: { type: 'OAUTH2', access_token: 'bench-token' },
+      connection_config: { origin: upstream.url },
+    });
+    await api(gatewayUrl, secretKey, 'POST', '/sync/deploy', {
+      flowConfigs: [
+        {
+          type: 'action',
+          syncName: 'fetch-json',
+          providerConfigKey: 'bench',
+          models: ['ActionOutput_bench_fetchjson'],
+          runs: null,
+          track_deletes: false,
+          version: '1.0.0',
+          metadata: { description: 'One proxied GET', scopes: [] },
+          endpoints: [],
+          fileBody: { js: ACTION_BUNDLE, ts: '// compiled by hand for the bench' },
+        },
+      ],
+      deployMode: 'single',
+      reconcile: false,
+      debug: false,
+      nangoYamlBody: '',
+    });
+
+    const auth = {
+      authorization: `Bearer ${secretKey}`,
+      'provider-config-key': 'bench',
+      'connection-id': 'bench-1',
+    };
+    const proxyCall: Call = { name: 'GET /proxy/json', method: 'GET', path: '/proxy/json', headers: auth };
+    const actionCall: Call = {
+      name: 'POST /action/trigger',
+      method: 'POST',
+      path: '/action/trigger',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ action_name: 'fetch-json', input: {} }),
+    };
+    const pool = new Pool(gatewayUrl, { connections: SETTINGS.concurrency, pipelining: 1 });
+    console.log(`warming up (${SETTINGS.warmupRequests} of each)...`);
+    for (let i = 0; i < SETTINGS.warmupRequests; i++) {
+      await once(pool, proxyCall);
+      await once(pool, actionCall);
+    }
+
+    console.log(`latency at c=1 (${SETTINGS.latencyRequests} of each, interleaved)...`);
+    const latency = await interleavedLatency(pool, [proxyCall, actionCall]);
+    const processes = (
+      [
+        'gateway',
+        'sync-orchestrator',
+        'functions-runtime',
+        'proxy',
+        'connections-vault',
+        'auth-connect',
+      ] as const
+    )
+      .flatMap((name) => stack.replicas[name])
+      .map((r) => ({ name: r.name, pid: r.process.pid! }));
+    console.log(`throughput at c=${SETTINGS.concurrency} (${SETTINGS.throughputMs} ms each)...`);
+    const proxyRate = await throughput(pool, proxyCall, processes);
+    const actionRate = await throughput(pool, actionCall, processes);
+    await pool.close();
+
+    const start = execFileSync(
+      process.execPath,
+      ['--no-node-snapshot', join(repoRoot(), 'apps/functions-runtime/scripts/measure-start.mjs'), '30'],
+      { encoding: 'utf8' },
+    );
+
+    let sha = '';
+    try {
+      sha = execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
+    } catch {
+      // not a checkout
+    }
+    const proxy = latency.get(proxyCall.name)!;
+    const action = latency.get(actionCall.name)!;
+    const added = percentile(action, 0.5) - percentile(proxy, 0.5);
+    const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
+    console.log(
+      `\ndate ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? '?'} × ${os.cpus().length} | node ${process.version} | git ${sha}`,
+    );
+    console.log(
+      `settings: ${SETTINGS.latencyRequests} requests each at c=1 in chunks of ${SETTINGS.latencyChunk} interleaved, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency} each, 1 KB JSON, OpenTelemetry on (no exporter)\n`,
+    );
+    console.log(
+      '| call | c=1 p50 | c=1 p90 | c=1 p99 | per second at c=' +
+        SETTINGS.concurrency +
+        ' | CPU per call (services) |',
+    );
+    console.log('|---|---|---|---|---|---|');
+    for (const [name, sorted, rate] of [
+      [proxyCall.name, proxy, proxyRate],
+      [actionCall.name, action, actionRate],
+    ] as const) {
+      console.log(
+        `| ${name} | ${percentile(sorted, 0.5).toFixed(2)} ms | ${percentile(sorted, 0.9).toFixed(2)} ms | ${percentile(sorted, 0.99).toFixed(2)} ms | ${rate.perSecond.toFixed(0)} | ${rate.cpuMs.toFixed(2)} ms |`,
+      );
+    }
+    console.log(
+      `\nCPU ms per call by process, /proxy: ${proxyRate.byProcess}; action: ${actionRate.byProcess}`,
+    );
+    console.log(
+      `action over the same proxied call: p50 +${added.toFixed(2)} ms (target ≤ +${TARGETS.p50AddedMs} ms: ${met(added <= TARGETS.p50AddedMs)})`,
+    );
+    console.log(
+      `actions per second: ${actionRate.perSecond.toFixed(0)} (target ≥ ${TARGETS.actionsPerSecond}: ${met(actionRate.perSecond >= TARGETS.actionsPerSecond)}); actions / proxied calls = ${(actionRate.perSecond / proxyRate.perSecond).toFixed(2)}`,
+    );
+    console.log(`\nsandbox start (functions-runtime scripts/measure-start.mjs 30):\n${start.trim()}`);
+  } finally {
+    await stack.stop();
+    upstream.server.close();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
