@@ -85,9 +85,10 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
 
     it('lists the deployed functions of the integration with filters and pages', async () => {
       const all = await nango.listFunctions({ uniqueKey: 'fakehub' });
-      expect(all.pagination).toEqual({ total: 6, page: 0, limit: 20 });
+      expect(all.pagination).toEqual({ total: 7, page: 0, limit: 20 });
       expect(all.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
         'action:refuse',
+        'action:relay-summary',
         'action:slow-echo',
         'action:summarize-items',
         'on-event:farewell',
@@ -95,11 +96,16 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         'sync:items',
       ]);
       const actions = await nango.listFunctions({ uniqueKey: 'fakehub' }, { type: 'action' });
-      expect(actions.data.map((f) => f.name).sort()).toEqual(['refuse', 'slow-echo', 'summarize-items']);
-      const searched = await nango.listFunctions({ uniqueKey: 'fakehub' }, { search: 'SUMMAR' });
+      expect(actions.data.map((f) => f.name).sort()).toEqual([
+        'refuse',
+        'relay-summary',
+        'slow-echo',
+        'summarize-items',
+      ]);
+      const searched = await nango.listFunctions({ uniqueKey: 'fakehub' }, { search: 'IZE-IT' });
       expect(searched.data.map((f) => f.name)).toEqual(['summarize-items']);
       const page = await nango.listFunctions({ uniqueKey: 'fakehub' }, { page: 1, limit: 3 });
-      expect(page.pagination).toEqual({ total: 6, page: 1, limit: 3 });
+      expect(page.pagination).toEqual({ total: 7, page: 1, limit: 3 });
       expect(page.data).toHaveLength(3);
       expectError(await api('GET', '/integrations/fakehub/functions?limit=101'), 400, 'invalid_query_params');
       expectError(await api('GET', '/integrations/nope/functions'), 404, 'not_found');
@@ -175,7 +181,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         }),
       ]);
       // single mode never deletes: everything deployed before is still there.
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(8);
 
       const ambiguous = await failure(nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'items' }));
       expect(ambiguous.status).toBe(409);
@@ -220,7 +226,12 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const [fakehub] = config;
       expect(fakehub).toMatchObject({ providerConfigKey: 'fakehub', provider: 'fake-api-key' });
       expect(fakehub!.syncs.map((s) => s.name)).toEqual(['items']);
-      expect(fakehub!.actions.map((a) => a.name).sort()).toEqual(['refuse', 'slow-echo', 'summarize-items']);
+      expect(fakehub!.actions.map((a) => a.name).sort()).toEqual([
+        'refuse',
+        'relay-summary',
+        'slow-echo',
+        'summarize-items',
+      ]);
       expect(fakehub!['on-events'].map((o) => o.name)).toEqual(['farewell', 'mark-onboarded']);
       expect(fakehub!.actions.find((a) => a.name === 'summarize-items')).toMatchObject({
         version: '1.0.0',
@@ -242,7 +253,12 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
           required: ['owner'],
         }),
       });
-      expect(openai.data.map((f) => f.name).sort()).toEqual(['refuse', 'slow-echo', 'summarize-items']);
+      expect(openai.data.map((f) => f.name).sort()).toEqual([
+        'refuse',
+        'relay-summary',
+        'slow-echo',
+        'summarize-items',
+      ]);
     });
 
     it('needs environment:functions:read to read and environment:functions:write to deploy or delete', async () => {
@@ -280,7 +296,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       } finally {
         rmSync(bad, { recursive: true, force: true });
       }
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(6);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
     });
 
     it('deploys a body larger than one NATS message (several bundles near the cap)', async () => {
@@ -337,7 +353,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         400,
         'invalid_body',
       );
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(6);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
     });
   });
 
@@ -362,6 +378,12 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         '/v2/items',
       ]);
       expect(calls.every((c) => c.headers['x-api-key'] === API_KEY)).toBe(true);
+    });
+
+    it('lets a script trigger another action (nango.triggerAction) and use its output', async () => {
+      expect(await nango.triggerAction('fakehub', CONNECTION, 'relay-summary', { owner: 'acme' })).toEqual({
+        relayed: ITEM_NAMES.length,
+      });
     });
 
     it("shows the metadata the script wrote through the connections API, and the run's logs", async () => {
@@ -584,6 +606,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       expect(run.stdout).toContain('Successfully deployed the functions');
       const after = await nango.listFunctions({ uniqueKey: 'fakehub' });
       expect(after.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
+        'action:relay-summary',
         'action:slow-echo',
         'action:summarize-items',
         'on-event:farewell',
@@ -629,6 +652,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       // The same project as the nango CLI deployed: nothing added, nothing removed.
       const listed = await nango.listFunctions({ uniqueKey: 'fakehub' });
       expect(listed.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
+        'action:relay-summary',
         'action:slow-echo',
         'action:summarize-items',
         'on-event:farewell',

@@ -83,6 +83,7 @@ export class ActionsService {
         attempt: 1,
         input: request.input,
         wallTimeMs: this.env.SWITCHBOARD_ACTION_TIMEOUT_MS,
+        depth: request.depth,
         final: true,
       });
       if (outcome.status === 'failed') throw toError(outcome.error, invocationId);
@@ -97,6 +98,7 @@ export class ActionsService {
       ...(request.input !== undefined ? { input: request.input } : {}),
       maxRetries: request.maxRetries,
       wallTimeMs: this.env.SWITCHBOARD_ACTION_TIMEOUT_MS,
+      depth: request.depth,
       notify: true,
     });
     return { async: true, invocationId };

@@ -37,6 +37,8 @@ export interface AttemptInput {
   input?: unknown;
   event?: OnEventType;
   wallTimeMs: number;
+  /** How many `nango.triggerAction` calls led here (0 from the API); the runtime bounds the chain. */
+  depth?: number;
   /** The last attempt: the invocation's status is settled with its outcome. */
   final: boolean;
 }
@@ -123,6 +125,7 @@ export class InvocationRunner {
         ...(input.input !== undefined ? { input: input.input } : {}),
         ...(input.event ? { event: input.event } : {}),
         attempt: input.attempt,
+        depth: input.depth ?? 0,
         limits: { wallTimeMs: input.wallTimeMs, outputBytes: MAX_ACTION_OUTPUT_BYTES },
       };
       ({ outcome, logs } = await this.run(request, input.wallTimeMs));

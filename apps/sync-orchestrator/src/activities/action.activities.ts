@@ -14,6 +14,7 @@ export interface InvocationWorkflowInput {
   event?: OnEventType;
   maxRetries: number;
   wallTimeMs: number;
+  depth?: number;
   /** Async actions tell the customer when they are done (`async_action` webhook). */
   notify: boolean;
 }
@@ -41,6 +42,7 @@ export function createActionActivities(deps: ActionActivityDeps) {
         ...(input.input !== undefined ? { input: input.input } : {}),
         ...(input.event ? { event: input.event } : {}),
         wallTimeMs: input.wallTimeMs,
+        ...(input.depth !== undefined ? { depth: input.depth } : {}),
         final: input.final,
       });
       return {
