@@ -448,6 +448,14 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         nango.triggerAction('fakehub', CONNECTION, 'summarize-items', { owner: 7 }),
       );
       expect(badInput).toMatchObject({ status: 400, data: { error: { code: 'invalid_action_input' } } });
+      // Bundle and input travel to the sandbox as one NATS message: an input that cannot fit is refused up front.
+      const huge = await failure(
+        nango.triggerAction('fakehub', CONNECTION, 'summarize-items', { owner: 'x'.repeat(990 * 1024) }),
+      );
+      expect(huge).toMatchObject({
+        status: 413,
+        data: { error: { code: 'payload_too_large', message: expect.stringContaining('accepts at most') } },
+      });
       const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
         key: stack.secretKey,
         headers: {

@@ -22,6 +22,12 @@ import { IntegrationDirectory } from '../functions/integration-directory';
 import { invocationWorkflow } from '../workflows';
 import { InvocationRunner, type InvocationError } from './invocation-runner';
 
+/**
+ * A run request (bundle + input) travels as one NATS message (1 MiB by default); what is left once the
+ * envelope and headers are counted. A bigger input is refused up front rather than failing on the wire.
+ */
+const MAX_RUN_REQUEST_BYTES = 960 * 1024;
+
 /** How long starting a workflow may take before Temporal counts as unavailable. */
 const START_DEADLINE_MS = 5_000;
 
@@ -70,6 +76,14 @@ export class ActionsService {
     }
     if (!fn.enabled)
       throw new SwitchboardError('disabled_resource', `Action "${request.actionName}" is disabled`);
+    const inputBytes = request.input === undefined ? 0 : Buffer.byteLength(JSON.stringify(request.input));
+    const room = MAX_RUN_REQUEST_BYTES - Buffer.byteLength(fn.currentVersion.codeJs);
+    if (inputBytes > room) {
+      throw new SwitchboardError(
+        'payload_too_large',
+        `The action input is ${inputBytes} bytes; this action accepts at most ${Math.max(0, room)}`,
+      );
+    }
 
     const invocationId = await this.createInvocation(fn, caller, request.connectionId, {
       async: request.async,
