@@ -386,6 +386,19 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       });
     });
 
+    it('answers an output larger than one NATS message, and refuses one over 10 MB', async () => {
+      const big = (await nango.triggerAction('fakehub', CONNECTION, 'slow-echo', {
+        waitMs: 0,
+        padBytes: 2 * 1024 * 1024,
+      })) as { build: string; pad: string };
+      expect(big.build).toBe('first');
+      expect(big.pad).toHaveLength(2 * 1024 * 1024);
+      const tooBig = await failure(
+        nango.triggerAction('fakehub', CONNECTION, 'slow-echo', { waitMs: 0, padBytes: 11 * 1024 * 1024 }),
+      );
+      expect(tooBig).toMatchObject({ status: 500, data: { error: { code: 'action_output_too_large' } } });
+    });
+
     it("shows the metadata the script wrote through the connections API, and the run's logs", async () => {
       const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
         key: stack.secretKey,
@@ -571,7 +584,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
             models: ['ActionOutput_fakehub_slowecho'],
             runs: null,
             version: '2.0.0',
-            fileBody: { js: bundle.replace('"first"', '"second"') },
+            fileBody: { js: bundle.replaceAll('"first"', '"second"') },
           },
         ],
         deployMode: 'single',

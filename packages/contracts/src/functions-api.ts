@@ -190,9 +190,22 @@ export const triggerActionHeadersSchema = z.object({
     .optional(),
 });
 
+/**
+ * An action output too large for one NATS reply is put in this JetStream object store bucket by the
+ * orchestrator (under a fresh id, `outputRef`); the gateway streams it to the caller and deletes it.
+ */
+export const ACTION_REPLY_BUCKET = 'action-replies';
+
+/** An action's output as the orchestrator hands it over: inline, or where it put it. */
+export const actionOutputReplySchema = z.object({
+  output: z.unknown().optional(),
+  outputRef: z.string().optional(),
+});
+export type ActionOutputReply = z.infer<typeof actionOutputReplySchema>;
+
 /** What the orchestrator answers on `orchestrator.v1.action.trigger` (the script's own failure is thrown as a coded error). */
 export const actionTriggerReplySchema = z.discriminatedUnion('async', [
-  z.object({ async: z.literal(false), invocationId: z.string().uuid(), output: z.unknown() }),
+  z.object({ async: z.literal(false), invocationId: z.string().uuid(), ...actionOutputReplySchema.shape }),
   z.object({ async: z.literal(true), invocationId: z.string().uuid() }),
 ]);
 export type ActionTriggerReply = z.infer<typeof actionTriggerReplySchema>;

@@ -7,10 +7,13 @@ import {
   SwitchboardError,
   triggerActionBodySchema,
   triggerActionHeadersSchema,
+  ACTION_REPLY_BUCKET,
+  type ActionOutputReply,
   type ActionTriggerReply,
   type Caller as CallerType,
 } from '@switchboard/contracts';
-import { NatsRequester } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
@@ -34,7 +37,21 @@ export class ActionsController {
   constructor(
     private readonly nats: NatsRequester,
     @Inject(GATEWAY_ENV) private readonly env: GatewayEnv,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
+
+  /** The output inline, or (too large for a NATS reply) from where the orchestrator put it, then deleted. */
+  private async sendOutput(reply: FastifyReply, result: ActionOutputReply): Promise<void> {
+    if (!result.outputRef) {
+      sendJson(reply, 200, result.output);
+      return;
+    }
+    const store = await this.nc.jetstream().views.os(ACTION_REPLY_BUCKET);
+    const blob = await store.getBlob(result.outputRef);
+    await store.delete(result.outputRef).catch(() => undefined);
+    if (!blob) throw new SwitchboardError('server_error', 'The action output expired before it was sent');
+    void reply.status(200).type('application/json').send(Buffer.from(blob));
+  }
 
   /**
    * `triggerAction` (200 with the output) and `triggerActionAsync` (`X-Async: true`: 202 with where to
@@ -85,7 +102,7 @@ export class ActionsController {
       sendJson(reply, 202, { id: result.invocationId, statusUrl });
       return;
     }
-    sendJson(reply, 200, result.output);
+    await this.sendOutput(reply, result);
   }
 
   /** `getAsyncActionResult`: 404 `not_found` while it runs, the output once done, its error if it failed. */
@@ -102,7 +119,10 @@ export class ActionsController {
     if (!z.string().uuid().safeParse(id).success) {
       throw new SwitchboardError('not_found', `No action '${id}' found`);
     }
-    const output = await this.nats.request<unknown>(FUNCTIONS_API_SUBJECTS.actionResult, { caller, id });
-    sendJson(reply, 200, output);
+    const result = await this.nats.request<ActionOutputReply>(FUNCTIONS_API_SUBJECTS.actionResult, {
+      caller,
+      id,
+    });
+    await this.sendOutput(reply, result);
   }
 }

@@ -3,7 +3,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import {
   SwitchboardError,
   VAULT_SUBJECTS,
-  type ActionTriggerReply,
   type ActionTriggerRequest,
   type Caller,
   type matchedConnectionSchema,
@@ -47,7 +46,11 @@ export class ActionsService {
    * the caller and the script, so the answer leaves as soon as the script is done); an async one is a
    * Temporal workflow whose id is the invocation id.
    */
-  async trigger(request: ActionTriggerRequest): Promise<ActionTriggerReply> {
+  async trigger(
+    request: ActionTriggerRequest,
+  ): Promise<
+    { async: false; invocationId: string; output: unknown } | { async: true; invocationId: string }
+  > {
     const { caller } = request;
     const provider = await this.integrations.providerOf(caller, request.providerConfigKey);
     if (!provider) {
