@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { startStack, type Stack } from '@switchboard/testing';
 import { makeLoopbackCertificate } from './support/connect-fakes';
-import { call } from './support/http';
+import { call, CookieJar } from './support/http';
 
 /**
  * The two redirect flows that need more than one provider call, through the real connect flow:
@@ -280,6 +280,15 @@ async function startFake(): Promise<Fake> {
         expires_in: 28800,
       });
     }
+    // GET /user/installations with a user token: the installations that user can see (only this one).
+    if (req.method === 'GET' && url.pathname === '/gh/api/user/installations') {
+      const userToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      if (!fake.userTokens.includes(userToken)) {
+        fake.rejected.push('installations: bad credentials');
+        return json(res, 401, { message: 'Bad credentials' });
+      }
+      return json(res, 200, { total_count: 1, installations: [{ id: Number(installationId) }] });
+    }
     const installation = /^\/gh\/api\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
     if (req.method === 'POST' && installation) {
       const problem =
@@ -364,6 +373,7 @@ fake-github-app-oauth:
       type: string
       title: App public link
       format: uri
+      pattern: '^${providerUrl.replace(/\./g, '\\.')}/gh/apps/[a-z-]+$'
       automated: true
     installation_id:
       type: string
@@ -393,12 +403,15 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
     expect(res.status).toBe(201);
     return (res.body as { data: { token: string } }).data.token;
   };
+  /** The end user's browser: it keeps the flow's nonce cookie from the start to the callback. */
+  const browser = new CookieJar();
   const startFlow = async (integration: string, token: string) => {
     const res = await fetch(
       `${stack.gatewayUrl}/oauth/connect/${integration}?connect_session_token=${encodeURIComponent(token)}`,
       { redirect: 'manual' },
     );
     expect(res.status).toBe(302);
+    browser.take(res);
     return new URL(res.headers.get('location')!);
   };
   /** The browser at the provider: it sends the browser straight back to us. */
@@ -408,7 +421,7 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
     return new URL(res.location!);
   };
   const resultPage = async (callback: URL) => {
-    const page = await fetch(callback);
+    const page = await fetch(callback, { headers: browser.headers() });
     return { status: page.status, html: await page.text() };
   };
 

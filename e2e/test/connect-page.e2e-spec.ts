@@ -61,6 +61,8 @@ describe('the connect page in Chromium', () => {
         SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
         NODE_EXTRA_CA_CERTS: fake.caFile,
         SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
+        // The customer's app lives on the fake's origin here: only it may frame the page or hear from it.
+        SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: fake.url,
       },
       serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
     });
@@ -109,7 +111,7 @@ describe('the connect page in Chromium', () => {
 
     // The customer's app opens the connect link in a popup and listens for its events.
     const host = await context.newPage();
-    await host.goto(`${stack.gatewayUrl}/health`);
+    await host.goto(`${fake.url}/customer-app`);
     await host.evaluate(() => {
       window.events = [];
       window.addEventListener('message', (event) => window.events.push(event.data));
@@ -263,5 +265,33 @@ describe('the connect page in Chromium', () => {
     await expect(page.getByRole('alert').textContent()).resolves.toContain('Ask for a new link');
     await shot(page, '08-expired-link');
     await page.close();
+  });
+
+  it('tells only an allowed origin what happened: another opener hears nothing', async () => {
+    const { data } = await nango.createConnectSession({ end_user: { id: `origins-${run}` } });
+    await fetch(`${stack.gatewayUrl}/connect/session`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${data.token}` },
+    });
+    const heard = async (hostUrl: string) => {
+      const host = await context.newPage();
+      await host.goto(hostUrl);
+      await host.evaluate(() => {
+        window.events = [];
+        window.addEventListener('message', (event) => window.events.push(event.data));
+      });
+      const [popup] = await Promise.all([
+        context.waitForEvent('page'),
+        host.evaluate((link) => void window.open(link, '_blank', 'popup'), data.connect_link),
+      ]);
+      await popup.waitForSelector('h1:has-text("This link has expired")');
+      await new Promise((r) => setTimeout(r, 300));
+      const events = (await host.evaluate(() => window.events)) as { type: string }[];
+      await popup.close();
+      await host.close();
+      return events.map((e) => e.type);
+    };
+    expect(await heard(`${fake.url}/customer-app`)).toEqual(['error']);
+    expect(await heard(`${stack.gatewayUrl}/health`)).toEqual([]);
   });
 });

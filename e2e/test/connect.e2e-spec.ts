@@ -9,7 +9,7 @@ import {
   writeConnectProvidersFile,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
-import { call, createKey, expectError, failure } from './support/http';
+import { call, CookieJar, createKey, expectError, failure } from './support/http';
 
 /**
  * Connect sessions and the auth flows behind them, through the gateway: the official `@nangohq/node`
@@ -90,16 +90,24 @@ describe('connect sessions and auth flows', () => {
       unique_key: tbaIntegration,
       credentials: { type: 'TBA', client_id: 'consumer-key', client_secret: 'consumer-secret' },
     });
-    await nango.createIntegration({
-      provider: 'fake-app',
-      unique_key: appIntegration,
-      credentials: {
-        type: 'APP',
-        app_id: '99',
-        app_link: `${fake.url}/apps/test-app`,
-        private_key: appKeys.privateKey,
+    // Raw HTTP: @nangohq/node's types do not know an APP integration's optional OAuth client.
+    const created = await call(stack.gatewayUrl, 'POST', '/integrations', {
+      key: stack.secretKey,
+      body: {
+        provider: 'fake-app',
+        unique_key: appIntegration,
+        credentials: {
+          type: 'APP',
+          app_id: '99',
+          app_link: `${fake.url}/apps/test-app`,
+          private_key: appKeys.privateKey,
+          // The app's OAuth client: it turns the user code of an install into the token that checks it.
+          client_id: fake.clientId,
+          client_secret: fake.clientSecret,
+        },
       },
     });
+    expect(created.status).toBe(200);
     fake.setAppSetupUrl(`${stack.gatewayUrl}/app-auth/connect`, appKeys.publicKey);
   }, 120_000);
 
@@ -460,6 +468,9 @@ describe('connect sessions and auth flows', () => {
     });
   });
 
+  /** The end user's browser: it keeps the flow's nonce cookie from the start to the callback. */
+  const browser = new CookieJar();
+
   describe('OAuth 2 authorization code', () => {
     const startFlow = async (token: string, tenant = 'acme') => {
       const res = await fetch(
@@ -467,6 +478,7 @@ describe('connect sessions and auth flows', () => {
         { redirect: 'manual' },
       );
       expect(res.status).toBe(302);
+      browser.take(res);
       return new URL(res.headers.get('location')!);
     };
     /** The fake provider auto-approves: its redirect goes straight back to our callback. */
@@ -500,7 +512,7 @@ describe('connect sessions and auth flows', () => {
 
       const callbackUrl = await approve(authorizeUrl);
       expect(callbackUrl.origin + callbackUrl.pathname).toBe(`${stack.gatewayUrl}/oauth/callback`);
-      const page = await fetch(callbackUrl);
+      const page = await fetch(callbackUrl, { headers: browser.headers() });
       const html = await page.text();
       expect(page.status).toBe(200);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
@@ -519,7 +531,7 @@ describe('connect sessions and auth flows', () => {
       expect(connection.webhook_url_override).toBe('https://hooks.example.com/switchboard');
 
       // The state is single-use: replaying the callback changes nothing and says why.
-      const replay = await fetch(callbackUrl);
+      const replay = await fetch(callbackUrl, { headers: browser.headers() });
       expect(replay.status).toBe(400);
       expect(await replay.text()).toContain('state_err');
       expect(fake.tokenRequests.length).toBe(1);
@@ -533,6 +545,7 @@ describe('connect sessions and auth flows', () => {
       const authorizeUrl = await startFlow(token);
       const denied = await fetch(
         `${stack.gatewayUrl}/oauth/callback?state=${authorizeUrl.searchParams.get('state')}&error=access_denied&error_description=User+said+no`,
+        { headers: browser.headers() },
       );
       expect(denied.status).toBe(400);
       const html = await denied.text();
@@ -584,9 +597,15 @@ describe('connect sessions and auth flows', () => {
         },
       });
       expect(started.status).toBe(200);
-      const authorizeUrl = new URL((started.body as { url: string }).url);
+      // The page opens the gateway's launch URL in its popup: that binds the flow to this browser.
+      const launchUrl = (started.body as { url: string }).url;
+      expect(launchUrl).toMatch(new RegExp(`^${stack.gatewayUrl}/oauth/launch/[0-9a-f-]{36}$`));
+      const launch = await fetch(launchUrl, { redirect: 'manual' });
+      expect(launch.status).toBe(302);
+      browser.take(launch);
+      const authorizeUrl = new URL(launch.headers.get('location')!);
       expect(authorizeUrl.searchParams.get('client_id')).toBe(fake.clientId);
-      const page = await fetch(await approve(authorizeUrl));
+      const page = await fetch(await approve(authorizeUrl), { headers: browser.headers() });
       const html = await page.text();
       expect(page.status).toBe(200);
       const connectionId = /"connectionId":"([^"]+)"/.exec(html)![1]!;
@@ -661,13 +680,14 @@ describe('connect sessions and auth flows', () => {
         { redirect: 'manual' },
       );
       expect(start.status).toBe(302);
+      browser.take(start);
       const install = new URL(start.headers.get('location')!);
       expect(install.origin + install.pathname).toBe(`${fake.url}/apps/test-app/installations/new`);
       const back = await fake.get(install);
       expect(back.status).toBe(302);
       const setup = new URL(back.location!);
       expect(setup.origin + setup.pathname).toBe(`${stack.gatewayUrl}/app-auth/connect`);
-      const page = await fetch(setup);
+      const page = await fetch(setup, { headers: browser.headers() });
       const html = await page.text();
       expect(page.status).toBe(200);
       const connectionId = /"connectionId":"([^"]+)"/.exec(html)![1]!;
@@ -676,6 +696,7 @@ describe('connect sessions and auth flows', () => {
         type: 'APP',
         access_token: fake.installationTokens.at(-1),
       });
+      expect(fake.installationChecks).toBeGreaterThan(0);
       expect(connection.connection_config).toMatchObject({
         installation_id: '4242',
         appPublicLink: `${fake.url}/apps/test-app`,

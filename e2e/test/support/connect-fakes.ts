@@ -35,6 +35,12 @@ export interface ConnectFakeProvider {
   clientCredentialTokens: string[];
   /** Installation tokens issued to a correctly signed app JWT. */
   installationTokens: string[];
+  /** Installation ids an installation token was asked for (signed or not). */
+  installationTokenRequests: string[];
+  /** Installation lists served to a GitHub-style user token (`GET /gh/user/installations`). */
+  installationChecks: number;
+  /** Access tokens that asked `GET /v1/account` which account they belong to (a post-connect call). */
+  accountLookups: string[];
   /** Where the fake GitHub-style app install sends the browser back (the app's "Setup URL"). */
   setAppSetupUrl(url: string, appPublicKey: string): void;
   /** A GET to the fake from the test itself (trusting its certificate): the status and the redirect target. */
@@ -92,6 +98,14 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
   const accessTokens: string[] = [];
   const clientCredentialTokens: string[] = [];
   const installationTokens: string[] = [];
+  const installationTokenRequests: string[] = [];
+  const accountLookups: string[] = [];
+  /** Access token → the tenant whose code it was issued for: its account is `portal-<tenant>`. */
+  const tokenTenants = new Map<string, string>();
+  let installationChecks = 0;
+  /** GitHub-style user codes and tokens of the app install: the installing user sees installation 4242. */
+  const githubCodes = new Set<string>();
+  const githubUserTokens = new Set<string>();
   let appSetupUrl: string | undefined;
   let appPublicKey: string | undefined;
 
@@ -106,6 +120,13 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
 
+    if (req.method === 'GET' && url.pathname === '/v1/account') {
+      const accessToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      const tenant = tokenTenants.get(accessToken);
+      if (!tenant) return json(res, 401, { error: 'invalid_token' });
+      accountLookups.push(accessToken);
+      return json(res, 200, { portal: { id: `portal-${tenant}`, name: tenant } });
+    }
     if (req.method === 'GET' && url.pathname === '/v1/me') {
       const key = String(req.headers['x-api-key'] ?? '');
       verificationKeys.push(key);
@@ -153,18 +174,40 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       return json(res, 200, { access_token: issued, token_type: 'bearer', expires_in: 3600 });
     }
 
-    // A GitHub-style app: installing it sends the browser to the app's setup URL with the installation.
+    // A GitHub-style app: installing it sends the browser to the app's setup URL with the installation and,
+    // as GitHub does when the app requests user authorization during installation, a user code.
     if (req.method === 'GET' && url.pathname === '/apps/test-app/installations/new') {
       if (!appSetupUrl || !url.searchParams.get('state'))
         return json(res, 400, { error: 'no setup url or state' });
+      const code = `ghcode_${randomBytes(8).toString('hex')}`;
+      githubCodes.add(code);
       const back = new URL(appSetupUrl);
+      back.searchParams.set('code', code);
       back.searchParams.set('installation_id', '4242');
       back.searchParams.set('setup_action', 'install');
       back.searchParams.set('state', url.searchParams.get('state')!);
       res.writeHead(302, { location: back.toString() });
       return res.end();
     }
-    if (req.method === 'POST' && url.pathname === '/app/installations/4242/access_tokens') {
+    if (req.method === 'POST' && url.pathname === '/gh/login/oauth/access_token') {
+      const params = new URLSearchParams(text);
+      if (params.get('client_id') !== clientId || params.get('client_secret') !== clientSecret)
+        return json(res, 200, { error: 'incorrect_client_credentials' });
+      const code = params.get('code') ?? '';
+      if (!githubCodes.delete(code)) return json(res, 200, { error: 'bad_verification_code' });
+      const userToken = `ghu_${randomBytes(8).toString('hex')}`;
+      githubUserTokens.add(userToken);
+      return json(res, 200, { access_token: userToken, token_type: 'bearer' });
+    }
+    if (req.method === 'GET' && url.pathname === '/gh/user/installations') {
+      installationChecks += 1;
+      const userToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      if (!githubUserTokens.has(userToken)) return json(res, 401, { message: 'Bad credentials' });
+      return json(res, 200, { total_count: 1, installations: [{ id: 4242, account: { login: 'acme' } }] });
+    }
+    const installationToken = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
+    if (req.method === 'POST' && installationToken) {
+      installationTokenRequests.push(installationToken[1]!);
       const jwt = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
       const [header, payload, signature] = jwt.split('.');
       const valid =
@@ -216,6 +259,7 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       }
       const accessToken = `at_${randomBytes(16).toString('hex')}`;
       accessTokens.push(accessToken);
+      tokenTenants.set(accessToken, pending.tenant);
       record('issued');
       return json(res, 200, {
         access_token: accessToken,
@@ -248,6 +292,11 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     accessTokens,
     clientCredentialTokens,
     installationTokens,
+    installationTokenRequests,
+    accountLookups,
+    get installationChecks() {
+      return installationChecks;
+    },
     setAppSetupUrl: (setupUrl, publicKey) => {
       appSetupUrl = setupUrl;
       appPublicKey = publicKey;
@@ -271,6 +320,8 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
 
 /** A providers file (SWITCHBOARD_PROVIDERS_FILE) whose providers (OAuth 2, API key, basic, client credentials, app) point at the fake. */
 export function writeConnectProvidersFile(providerUrl: string): string {
+  const hostPattern = `^${providerUrl.replace(/^https:\/\//, '').replace(/\./g, '\\.')}$`;
+  const appLinkPattern = `^${providerUrl.replace(/\./g, '\\.')}/apps/[a-z-]+$`;
   const file = join(mkdtempSync(join(tmpdir(), 'connect-providers-')), 'providers.yaml');
   writeFileSync(
     file,
@@ -292,6 +343,42 @@ export function writeConnectProvidersFile(providerUrl: string): string {
       description: The part of your Fake OAuth address before .fake.example.
       pattern: '^[a-z0-9-]+$'
       example: acme
+
+fake-hosted:
+  display_name: Fake Hosted OAuth
+  categories: [other]
+  auth_mode: OAUTH2
+  authorization_url: https://\${connectionConfig.host}/hosted/authorize
+  token_url: https://\${connectionConfig.host}/hosted/token
+  docs: https://docs.example.com/fake-hosted
+  connection_config:
+    host:
+      type: string
+      title: Your instance host
+      description: Pinned to the provider's own domain (here its loopback address).
+      pattern: '${hostPattern}'
+
+fake-routed:
+  display_name: Fake Routed
+  categories: [other]
+  auth_mode: OAUTH2
+  authorization_url: ${providerUrl}/\${connectionConfig.tenant}/authorize
+  token_url: ${providerUrl}/\${connectionConfig.tenant}/token
+  post_connect:
+    - url: ${providerUrl}/v1/account
+      connection_config: { portalId: portal.id }
+  docs: https://docs.example.com/fake-routed
+  connection_config:
+    tenant:
+      type: string
+      title: Tenant
+      pattern: '^[a-z0-9-]+$'
+  webhook:
+    signature:
+      header: x-fake-signature
+    routing:
+      - value: { from: body, path: portalId }
+        match: connection_config.portalId
 
 fake-key:
   display_name: Fake Key
@@ -332,12 +419,16 @@ fake-app:
   auth_mode: APP
   authorization_url: \${connectionConfig.appPublicLink}/installations/new
   token_url: ${providerUrl}/app/installations/\${connectionConfig.installation_id}/access_tokens
+  installation_check:
+    token_url: ${providerUrl}/gh/login/oauth/access_token
+    installations_url: ${providerUrl}/gh/user/installations
   docs: https://docs.example.com/fake-app
   connection_config:
     appPublicLink:
       type: string
       title: App public link
       format: uri
+      pattern: '${appLinkPattern}'
       automated: true
     installation_id:
       type: string

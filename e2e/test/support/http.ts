@@ -94,3 +94,33 @@ export async function failure(promise: Promise<unknown>): Promise<{ status: numb
   }
   throw new Error('expected the call to fail');
 }
+
+/**
+ * The cookies one browser keeps (name → value), taken from responses and sent back as a `Cookie` header,
+ * the way a browser carries the OAuth flow's nonce cookie from the start to the callback. Paths are not
+ * modelled: tests only send the jar where the cookie's path would match.
+ */
+export class CookieJar {
+  private readonly cookies = new Map<string, string>();
+
+  take(res: Response): this {
+    for (const line of res.headers.getSetCookie()) {
+      const [pair = '', ...attributes] = line.split(';');
+      const index = pair.indexOf('=');
+      const name = pair.slice(0, index).trim();
+      const expired = attributes.some((a) => /^\s*max-age=0\s*$/i.test(a));
+      if (expired) this.cookies.delete(name);
+      else this.cookies.set(name, pair.slice(index + 1).trim());
+    }
+    return this;
+  }
+
+  get size(): number {
+    return this.cookies.size;
+  }
+
+  headers(): Record<string, string> {
+    if (this.cookies.size === 0) return {};
+    return { cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ') };
+  }
+}

@@ -348,7 +348,8 @@ export async function startFakeProvider(name = 'fake'): Promise<FakeProvider> {
  * `connection_config.origin` (as Salesforce takes its instance URL).
  */
 export function writeProxyProvidersFile(): string {
-  const origin = { origin: { type: 'string', title: 'Origin' } };
+  // A host field: the catalog validator wants it pinned to the provider's own origin (the fakes on loopback).
+  const origin = { origin: { type: 'string', title: 'Origin', pattern: '^http://127\\.0\\.0\\.1:[0-9]+$' } };
   const common = { categories: ['dev-tools'], docs: 'https://example.com/docs' };
   const providers = {
     'fake-oauth2': {

@@ -50,6 +50,38 @@ export const envFragments = {
   publicUrls: {
     SWITCHBOARD_SERVER_URL: z.url().default('http://localhost:3003'),
     SWITCHBOARD_CONNECT_URL: z.url().default('http://localhost:3009'),
+    /**
+     * Origins of the customer's app that may embed the connect page (CSP `frame-ancestors`) and receive the
+     * connect page's and the OAuth result page's messages (`postMessage` targets), comma separated. Empty
+     * (the default): no other site may frame the page and no message leaves for another origin; the connect
+     * link still works as a page or a popup of its own.
+     */
+    SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: z
+      .string()
+      .default('')
+      .transform((value, ctx) => {
+        const origins: string[] = [];
+        for (const item of value
+          .split(',')
+          .map((v) => v.trim())
+          .filter(Boolean)) {
+          let origin: string | undefined;
+          try {
+            const url = new URL(item);
+            if (
+              (url.protocol === 'https:' || url.protocol === 'http:') &&
+              url.origin === item.replace(/\/$/, '')
+            )
+              origin = url.origin;
+          } catch {
+            origin = undefined;
+          }
+          if (!origin)
+            ctx.addIssue({ code: 'custom', message: `"${item}" is not an origin (scheme://host[:port])` });
+          else origins.push(origin);
+        }
+        return origins;
+      }),
   },
   /**
    * The disk budget of each JetStream stream a service creates (give every service the same values): at

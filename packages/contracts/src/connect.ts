@@ -192,6 +192,11 @@ export const connectSessionRefSchema = z.object({ caller: callerSchema, sessionI
 export const CONNECT_FLOW_SUBJECTS = {
   /** Start a redirect flow (OAUTH2, OAUTH1, APP, CUSTOM): returns the provider URL to send the browser to. */
   start: 'auth.v1.flow.start',
+  /**
+   * Bind a started flow to the browser that opens it (the connect page's POST start returns a gateway
+   * launch URL; the browser opening it gets the nonce cookie): returns the provider URL.
+   */
+  bind: 'auth.v1.flow.bind',
   /** The provider redirected back to `/oauth/callback` (or the GitHub App setup URL). */
   callback: 'auth.v1.flow.callback',
   /** A form flow (API_KEY, BASIC, OAUTH2_CC, TBA): credentials in, connection out. */
@@ -252,6 +257,9 @@ export const tbaFlowBodySchema = z.strictObject({
 export const SUBMIT_FLOW_MODES = ['API_KEY', 'BASIC', 'OAUTH2_CC', 'TBA'] as const;
 export type SubmitFlowMode = (typeof SUBMIT_FLOW_MODES)[number];
 
+/** SHA-256 (base64url) of the nonce the gateway puts in the browser's cookie; only the hash leaves the gateway. */
+export const browserBindingSchema = z.string().regex(/^[A-Za-z0-9_-]{43}$/);
+
 const sessionFlowFields = {
   caller: callerSchema,
   sessionId: z.number().int(),
@@ -263,12 +271,25 @@ export const startFlowRequestSchema = z.object({
   ...sessionFlowFields,
   authorizationParams: z.record(z.string(), z.string()).default({}),
   userScope: z.string().optional(),
+  /** Set when the browser that starts the flow is the one that goes to the provider (the popup route). */
+  browserBinding: browserBindingSchema.optional(),
   clientOverride: z
     .object({ clientId: z.string().optional(), clientSecret: z.string().optional() })
     .default({}),
 });
 export type StartFlowRequest = z.infer<typeof startFlowRequestSchema>;
-export const startedFlowSchema = z.object({ url: z.string() });
+/**
+ * `state` is the OAuth state (also the key of the browser nonce cookie); `url` the provider URL, empty
+ * when the flow still has to be bound to a browser (`bind`).
+ */
+export const startedFlowSchema = z.object({ url: z.string(), state: z.string() });
+export type StartedFlow = z.infer<typeof startedFlowSchema>;
+
+export const bindFlowRequestSchema = z.object({
+  state: z.uuid(),
+  browserBinding: browserBindingSchema,
+});
+export type BindFlowRequest = z.infer<typeof bindFlowRequestSchema>;
 
 export const submitFlowRequestSchema = z.discriminatedUnion('mode', [
   z.object({ ...sessionFlowFields, mode: z.literal('API_KEY'), body: apiKeyFlowBodySchema }),
@@ -285,6 +306,8 @@ export type FlowResult = z.infer<typeof flowResultSchema>;
 export const callbackFlowRequestSchema = z.object({
   /** Every query parameter the provider sent back, as strings. */
   query: z.record(z.string(), z.string()),
+  /** The nonce cookie the browser sent with the callback, if any; it must match the flow's binding. */
+  browserNonce: z.string().max(200).optional(),
 });
 
 /**
@@ -297,6 +320,8 @@ export const callbackOutcomeSchema = z.discriminatedUnion('ok', [
     providerConfigKey: z.string(),
     connectionId: z.string(),
     isPending: z.boolean().default(false),
+    /** The provider's name, for the result page: the session (and its integration list) has ended. */
+    displayName: z.string().optional(),
   }),
   z.object({
     ok: z.literal(false),

@@ -47,7 +47,16 @@ export const integrationCredentialsInputSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('OAUTH1'), ...oauthCredentialsFields }).strict(),
   z.object({ type: z.literal('OAUTH2'), ...oauthCredentialsFields }).strict(),
   z.object({ type: z.literal('TBA'), ...oauthCredentialsFields }).strict(),
-  z.object({ type: z.literal('APP'), ...appCredentialsFields }).strict(),
+  // client_id / client_secret: the app's OAuth client, needed to exchange the user code GitHub sends with an
+  // installation ("Request user authorization during installation") and so check who installed it.
+  z
+    .object({
+      type: z.literal('APP'),
+      ...appCredentialsFields,
+      client_id: oauthCredentialsFields.client_id.optional(),
+      client_secret: oauthCredentialsFields.client_secret.optional(),
+    })
+    .strict(),
   z.object({ type: z.literal('CUSTOM'), ...oauthCredentialsFields, ...appCredentialsFields }).strict(),
 ]);
 export type IntegrationCredentialsInput = z.infer<typeof integrationCredentialsInputSchema>;

@@ -161,6 +161,7 @@ github:
       type: string
       title: GitHub Enterprise host
       format: hostname
+      pattern: '^github\\.acme\\.example$'
 `,
     );
 

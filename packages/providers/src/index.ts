@@ -25,6 +25,9 @@ export {
   ProviderDefinitionSchema,
   type ProviderEntry,
   ProviderEntrySchema,
+  type PostConnectCall,
+  PostConnectCallSchema,
+  providerFilledKeys,
   urlTemplateProblem,
 } from './schema';
 export {
@@ -36,3 +39,15 @@ export {
   WebhookRoutingRuleSchema,
   WebhookSchema,
 } from './webhook-schema';
+export {
+  FOREIGN_HOST_PROBES,
+  connectionConfigValueProblems,
+  hostFieldNames,
+  hostFieldProblems,
+  hostValueAllowed,
+  mustPinHosts,
+  originPlaceholders,
+  originTemplates,
+  type HostFieldShape,
+  type HostFieldsProviderShape,
+} from './host-fields';

@@ -63,3 +63,41 @@ describe('FormFieldSchema', () => {
     );
   });
 });
+
+describe('webhook routing keys', () => {
+  const routed = (extra: Record<string, unknown>) => ({
+    display_name: 'Acme',
+    categories: ['other'],
+    docs: 'https://acme.example/docs',
+    auth_mode: 'OAUTH2',
+    authorization_url: 'https://login.acme.example/authorize',
+    token_url: 'https://login.acme.example/token',
+    webhook: {
+      routing: [{ value: { from: 'body', path: 'account' }, match: 'connection_config.accountId' }],
+    },
+    ...extra,
+  });
+
+  it('refuses a routing key the end user could set', () => {
+    const result = ProviderDefinitionSchema.safeParse(
+      routed({ connection_config: { accountId: { type: 'string', title: 'Account' } } }),
+    );
+    expect(result.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      ['webhook.routing.0.match', expect.stringContaining('must come from the provider')],
+    ]);
+  });
+
+  it.each([
+    ['token_response_metadata', { token_response_metadata: ['accountId'] }],
+    [
+      'a post_connect call',
+      {
+        post_connect: [
+          { url: 'https://api.acme.example/me', connection_config: { accountId: 'account.id' } },
+        ],
+      },
+    ],
+  ])('accepts one the provider returns (%s)', (_source, extra) => {
+    expect(ProviderDefinitionSchema.safeParse(routed(extra)).error?.issues).toBeUndefined();
+  });
+});

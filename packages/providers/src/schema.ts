@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { hostFieldProblems, originPlaceholders } from './host-fields';
 import { WebhookSchema } from './webhook-schema';
 
 /**
@@ -162,6 +163,22 @@ export const ProxySchema = z.strictObject({
   decompress: z.boolean().optional(),
 });
 
+/**
+ * A call Switchboard makes to the provider right after the token exchange, with the new access token, to
+ * learn connection data the token response does not carry (the account a webhook names, e.g. HubSpot's
+ * portal). `connection_config` maps a connection-config key to a dot path in the JSON answer. These values
+ * come only from the provider: the connect page cannot set them.
+ */
+export const PostConnectCallSchema = z.strictObject({
+  method: z.enum(['GET', 'POST']).default('GET'),
+  url: urlTemplate,
+  headers: headerMap.optional(),
+  /** A JSON body (POST), e.g. a GraphQL query. */
+  body: z.string().optional(),
+  connection_config: z.record(nonEmpty, z.string().regex(/^[A-Za-z0-9_$@-]+(?:\.[A-Za-z0-9_$@-]+)*$/)),
+});
+export type PostConnectCall = z.infer<typeof PostConnectCallSchema>;
+
 /** Every field an entry may carry; which ones are required depends on `auth_mode` and `alias`. */
 const entryFields = {
   display_name: nonEmpty,
@@ -187,6 +204,15 @@ const entryFields = {
   token_response_metadata: z.array(nonEmpty).optional(),
   redirect_uri_metadata: z.array(nonEmpty).optional(),
   alternate_access_token_response_path: nonEmpty.optional(),
+
+  /**
+   * GitHub App installs (APP): where the user code sent with an installation is exchanged for a user token
+   * (`token_url`) and where that token lists the installations it can see (`installations_url`). An
+   * installation is accepted only if it is in that list, never on the redirect's `installation_id` alone.
+   * CUSTOM uses its own `token_url` and `{proxy.base_url}/user/installations` unless this is set.
+   */
+  post_connect: z.array(PostConnectCallSchema).optional(),
+  installation_check: z.strictObject({ token_url: urlTemplate, installations_url: urlTemplate }).optional(),
 
   request_url: urlTemplate.optional(),
   signature_method: z.enum(['HMAC-SHA1', 'RSA-SHA1', 'PLAINTEXT']).optional(),
@@ -282,6 +308,26 @@ function collectTemplates(entry: ProviderDefinitionShape): { path: (string | num
 
 type ProviderDefinitionShape = z.infer<typeof ProviderDefinitionBase>;
 
+/**
+ * Connection-config keys whose value the provider vouches for: returned by its token endpoint or a
+ * post-connect call, filled by Switchboard itself (`automated`), or naming the host the token was obtained
+ * from (a token from `acme.myshopify.com` proves the shop is `acme`).
+ */
+export function providerFilledKeys(entry: {
+  token_response_metadata?: string[] | undefined;
+  post_connect?: { connection_config: Record<string, string> }[] | undefined;
+  connection_config?: Record<string, { automated?: boolean | undefined }> | undefined;
+  token_url?: string | undefined;
+}): Set<string> {
+  const keys = new Set<string>(entry.token_response_metadata ?? []);
+  for (const call of entry.post_connect ?? [])
+    for (const key of Object.keys(call.connection_config)) keys.add(key);
+  for (const [name, field] of Object.entries(entry.connection_config ?? {}))
+    if (field.automated) keys.add(name);
+  if (entry.token_url) for (const name of originPlaceholders(entry.token_url)) keys.add(name);
+  return keys;
+}
+
 const ProviderDefinitionBase = z.strictObject(entryFields, {
   error: (issue) => (issue.code === 'unrecognized_keys' ? unknownFieldMessage(issue.keys) : undefined),
 });
@@ -289,6 +335,14 @@ const ProviderDefinitionBase = z.strictObject(entryFields, {
 /** A complete provider (after any alias merge): what the rest of Switchboard reads. */
 export const ProviderDefinitionSchema = ProviderDefinitionBase.superRefine((entry, ctx) => {
   checkAuthRequirements(entry, ctx);
+  if (entry.auth_mode === 'APP' && !entry.installation_check) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['installation_check'],
+      message:
+        'is required for auth_mode APP: an installation is only accepted when the installing user can see it',
+    });
+  }
   const declared = new Set([
     ...Object.keys(entry.connection_config ?? {}),
     ...(entry.token_response_metadata ?? []),
@@ -304,6 +358,20 @@ export const ProviderDefinitionSchema = ProviderDefinitionBase.superRefine((entr
         });
       }
     }
+  }
+  for (const [index, rule] of (entry.webhook?.routing ?? []).entries()) {
+    const key = rule.match.startsWith('connection_config.')
+      ? rule.match.slice('connection_config.'.length)
+      : undefined;
+    if (key === undefined || providerFilledKeys(entry).has(key)) continue;
+    ctx.addIssue({
+      code: 'custom',
+      path: ['webhook', 'routing', index, 'match'],
+      message: `routes on connection_config.${key}, which the end user could set: a routing key must come from the provider (token_response_metadata, post_connect, an automated field, or the token URL's host)`,
+    });
+  }
+  for (const [name, problem] of hostFieldProblems(entry)) {
+    ctx.addIssue({ code: 'custom', path: ['connection_config', name], message: problem });
   }
 });
 export type ProviderDefinition = z.infer<typeof ProviderDefinitionSchema>;

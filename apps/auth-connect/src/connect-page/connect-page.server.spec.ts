@@ -5,6 +5,7 @@ const env = {
   SWITCHBOARD_SERVER_URL: 'https://api.example.com/',
   SWITCHBOARD_CONNECT_URL: 'https://connect.example.com',
   CONNECT_PORT: 0,
+  SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: [] as string[],
 } as AuthConnectEnv;
 
 describe('ConnectPageServer', () => {
@@ -34,5 +35,24 @@ describe('ConnectPageServer', () => {
       404,
     );
     expect((await app.inject({ method: 'GET', url: '/assets/index.html' })).statusCode).toBe(404);
+  });
+
+  it('lets no other site frame the page by default, and only the allowed origins when set', async () => {
+    const csp = String((await app.inject({ method: 'GET', url: '/' })).headers['content-security-policy']);
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('frame-ancestors *');
+
+    const allowed = new ConnectPageServer({
+      ...env,
+      SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: ['https://app.customer.example', 'https://admin.customer.example'],
+    }).build();
+    const res = await allowed.inject({ method: 'GET', url: '/' });
+    expect(String(res.headers['content-security-policy'])).toContain(
+      'frame-ancestors https://app.customer.example https://admin.customer.example',
+    );
+    expect(res.body).toContain(
+      '<meta name="switchboard-allowed-origins" content="https://app.customer.example https://admin.customer.example" />',
+    );
+    await allowed.close();
   });
 });

@@ -36,7 +36,10 @@ export class ConnectPageServer implements OnApplicationBootstrap, OnApplicationS
     const apiUrl = this.env.SWITCHBOARD_SERVER_URL.replace(/\/$/, '');
     const apiOrigin = new URL(apiUrl).origin;
     const read = (file: string) => readFileSync(join(dir, file), 'utf8');
-    const index = read('index.html').replace('__API_URL__', escapeAttribute(apiUrl));
+    const allowed = this.env.SWITCHBOARD_CONNECT_ALLOWED_ORIGINS;
+    const index = read('index.html')
+      .replace('__API_URL__', escapeAttribute(apiUrl))
+      .replace('__ALLOWED_ORIGINS__', escapeAttribute(allowed.join(' ')));
     const assets: Record<string, Asset> = {
       'connect.js': { type: 'text/javascript; charset=utf-8', body: read('connect.js') },
       'connect.css': { type: 'text/css; charset=utf-8', body: read('connect.css') },
@@ -49,8 +52,9 @@ export class ConnectPageServer implements OnApplicationBootstrap, OnApplicationS
       `connect-src ${apiOrigin}`,
       "base-uri 'none'",
       "form-action 'none'",
-      // Nango's frontend embeds the page in an iframe on the customer's own site.
-      'frame-ancestors *',
+      // Nango's frontend embeds the page in an iframe on the customer's own site: only the origins the
+      // operator allowed may, so no other site can frame it (clickjacking) or read its messages.
+      `frame-ancestors ${allowed.length > 0 ? allowed.join(' ') : "'none'"}`,
     ].join('; ');
 
     const app = Fastify({ logger: false });

@@ -15,9 +15,11 @@ import {
 import { EnvelopeCipher } from '@switchboard/crypto';
 import { Prisma, type ConnectDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
+import { connectionConfigValueProblems } from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
 import { AUTH_CONNECT_ENV, type AuthConnectEnv } from '../config/env';
 import { AUTH_DB } from '../database/database.module';
+import { ProvidersService } from '../providers/providers.service';
 import { generateSessionToken, hashSessionToken } from './session-token';
 import { buildSessionTags, endUserView } from './session-tags';
 
@@ -62,6 +64,7 @@ export class ConnectSessionsService {
     @Inject(AUTH_CONNECT_ENV) private readonly env: AuthConnectEnv,
     private readonly cipher: EnvelopeCipher,
     private readonly nats: NatsRequester,
+    private readonly providers: ProvidersService,
   ) {}
 
   async create(caller: Caller, body: CreateConnectSessionBody): Promise<ConnectSessionCreated> {
@@ -73,6 +76,7 @@ export class ConnectSessionsService {
       ...this.keyedPaths('integrations_config_defaults', body.integrations_config_defaults),
       ...this.keyedPaths('overrides', body.overrides),
     ]);
+    await this.checkDefaultsHosts(caller, body.integrations_config_defaults);
     const { defaults, webhookUrlOverride } = hoistDeprecatedWebhookUrl(
       body.integrations_config_defaults,
       body.webhook_url_override,
@@ -130,6 +134,7 @@ export class ConnectSessionsService {
       ...this.keyedPaths('integrations_config_defaults', body.integrations_config_defaults),
       ...this.keyedPaths('overrides', body.overrides),
     ]);
+    await this.checkDefaultsHosts(caller, body.integrations_config_defaults);
     let endUser = endUserView(body.end_user, body.organization);
     if (!endUser && record.endUserId) {
       const existing = await this.db.endUser.findUnique({
@@ -286,6 +291,37 @@ export class ConnectSessionsService {
 
   private keyedPaths(field: string, record: Record<string, unknown> | undefined) {
     return Object.keys(record ?? {}).map((key) => ({ key, path: [field, key] }));
+  }
+
+  /**
+   * `integrations_config_defaults.<key>.connection_config` lands in the connection like the page's values:
+   * the same catalog patterns apply, so a session cannot point a token URL at a host the provider does not
+   * use either (the flow checks again when it runs).
+   */
+  private async checkDefaultsHosts(
+    caller: Caller,
+    defaults: Record<string, ConnectIntegrationDefaults> | undefined,
+  ): Promise<void> {
+    const keys = Object.keys(defaults ?? {});
+    if (keys.length === 0) return;
+    const rows = await this.db.integration.findMany({
+      where: { environmentId: caller.environmentId, uniqueKey: { in: keys } },
+      select: { uniqueKey: true, provider: true },
+    });
+    const errors: FieldError[] = [];
+    for (const row of rows) {
+      const provider = this.providers.find(row.provider);
+      const config = defaults?.[row.uniqueKey]?.connection_config;
+      if (!provider || !config) continue;
+      for (const [name, problem] of connectionConfigValueProblems(provider, config)) {
+        errors.push({
+          code: 'invalid_format',
+          message: `${name} ${problem}`,
+          path: ['integrations_config_defaults', row.uniqueKey, 'connection_config', name],
+        });
+      }
+    }
+    if (errors.length > 0) throw invalid('Invalid body', errors);
   }
 
   /** Every integration a session names must exist, each missing one reported at its own path. */

@@ -9,6 +9,8 @@ export const EXCHANGE_STAGES = [
   'oauth1_request_token',
   'oauth1_access_token',
   'app_installation_token',
+  'app_installation_check',
+  'post_connect',
 ] as const;
 export type ExchangeStage = (typeof EXCHANGE_STAGES)[number];
 

@@ -5,6 +5,7 @@ import type { ResolvedProvider } from '@switchboard/providers';
 import { ProviderExchangeError } from './exchange.errors';
 import {
   createGithubAppJwt,
+  exchangeGithubAppInstallation,
   exchangeGithubAppOAuth,
   fetchInstallationToken,
   refreshGithubAppOAuth,
@@ -26,6 +27,9 @@ const INSTALLATION_ID = '987654';
 class FakeGithub {
   readonly installationCalls: { installation: string; accept?: string; apiVersion?: string }[] = [];
   userTokenCalls = 0;
+  installationListCalls = 0;
+  /** User token → the installations that user can see (GET /user/installations). */
+  private readonly visible = new Map<string, string[]>();
   private server!: Server;
   url = '';
 
@@ -71,6 +75,13 @@ class FakeGithub {
         repository_selection: 'all',
       });
     }
+    if (url.pathname === '/user/installations' && req.method === 'GET') {
+      this.installationListCalls += 1;
+      const token = req.headers.authorization?.replace(/^Bearer /, '') ?? '';
+      const ids = this.visible.get(token);
+      if (!ids) return send(401, { message: 'Bad credentials' });
+      return send(200, { total_count: ids.length, installations: ids.map((id) => ({ id: Number(id) })) });
+    }
     if (url.pathname === '/login/oauth/access_token') {
       this.userTokenCalls += 1;
       const fields = Object.fromEntries(new URLSearchParams(body));
@@ -78,8 +89,11 @@ class FakeGithub {
         return send(200, { error: 'incorrect_client_credentials' });
       if (fields['grant_type'] === 'refresh_token' && fields['refresh_token'] !== 'ghr_1')
         return send(200, { error: 'bad_refresh_token' });
+      const accessToken = `ghu_${randomBytes(6).toString('hex')}`;
+      // "stranger-code" is another GitHub user's authorization: they see only their own installation.
+      this.visible.set(accessToken, fields['code'] === 'stranger-code' ? ['111'] : [INSTALLATION_ID]);
       return send(200, {
-        access_token: `ghu_${randomBytes(6).toString('hex')}`,
+        access_token: accessToken,
         refresh_token: 'ghr_1',
         expires_in: 28800,
         token_type: 'bearer',
@@ -135,6 +149,10 @@ describe('GitHub App client against a fake GitHub', () => {
       docs: 'https://example.com/docs',
       auth_mode: 'APP',
       token_url: `${github.url}/app/installations/\${connectionConfig.installation_id}/access_tokens`,
+      installation_check: {
+        token_url: `${github.url}/login/oauth/access_token`,
+        installations_url: `${github.url}/user/installations`,
+      },
     } as ResolvedProvider;
     customProvider = {
       name: 'github-app-oauth',
@@ -266,5 +284,48 @@ describe('GitHub App client against a fake GitHub', () => {
     expect(github.installationCalls.length).toBe(before.app + 1);
     expect(refreshed.credentials.app.access_token).not.toBe(credentials.app.access_token);
     expect(refreshed.credentials.user?.access_token).not.toBe(credentials.user?.access_token);
+  });
+
+  describe('installation check: the installation_id of a redirect is only a claim', () => {
+    const client = { clientId: 'Iv1.client', clientSecret: 'gh-client-secret' };
+    const common = {
+      client,
+      appId: APP_ID,
+      privateKey,
+      redirectUri: 'https://switchboard.example/oauth/callback',
+      connectionConfig: { installation_id: INSTALLATION_ID },
+    };
+
+    it('APP: mints an installation token once the installing user can see the installation', async () => {
+      const before = github.installationListCalls;
+      const { credentials } = await exchangeGithubAppInstallation({
+        ...common,
+        provider: appProvider,
+        code: 'user-code',
+      });
+      expect(credentials).toMatchObject({ type: 'APP', access_token: expect.stringMatching(/^ghs_/) });
+      expect(github.installationListCalls).toBe(before + 1);
+    });
+
+    it.each([
+      [
+        'APP',
+        () => exchangeGithubAppInstallation({ ...common, provider: appProvider, code: 'stranger-code' }),
+      ],
+      [
+        'CUSTOM',
+        () => exchangeGithubAppOAuth({ ...common, provider: customProvider, code: 'stranger-code' }),
+      ],
+    ])(
+      '%s: refuses an installation the user token cannot see, before any installation token',
+      async (_mode, run) => {
+        const minted = github.installationCalls.length;
+        const error = (await run().then(unexpected, (e: unknown) => e)) as ProviderExchangeError;
+        expect(error).toBeInstanceOf(ProviderExchangeError);
+        expect(error.details).toMatchObject({ stage: 'app_installation_check', failure: 'rejected' });
+        expect(error.message).toContain(`cannot see installation ${INSTALLATION_ID}`);
+        expect(github.installationCalls.length).toBe(minted);
+      },
+    );
   });
 });

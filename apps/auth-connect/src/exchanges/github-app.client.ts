@@ -136,7 +136,110 @@ export async function fetchInstallationToken(
   return { credentials, connectionConfig: {} };
 }
 
-/** CUSTOM at connect time: the OAuth callback's code for the user token, and an installation token for the app. */
+/** At most this many pages of 100 installations are read when checking an installation. */
+const MAX_INSTALLATION_PAGES = 10;
+
+/**
+ * Whether the user token can see the installation: GitHub's `GET /user/installations` lists the app's
+ * installations the user has access to. The redirect's `installation_id` is only a claim (anyone can edit a
+ * query string), so an installation is accepted only when the user who approved it can see it.
+ */
+export async function verifyInstallationAccess(input: {
+  provider: ResolvedProvider;
+  userToken: string;
+  installationId: string;
+  connectionConfig: ConnectionConfig;
+  timeoutMs?: number;
+}): Promise<void> {
+  const { provider } = input;
+  const stage: ExchangeStage = 'app_installation_check';
+  const template = provider.installation_check?.installations_url;
+  const base = template
+    ? interpolateUrl(template, input.connectionConfig, provider)
+    : provider.proxy?.base_url
+      ? new URL(
+          `${interpolateUrl(provider.proxy.base_url, input.connectionConfig, provider).toString().replace(/\/$/, '')}/user/installations`,
+        )
+      : undefined;
+  if (!base) {
+    throw new ProviderExchangeError(`${provider.name} has no installation_check in the provider catalog`, {
+      stage,
+      failure: 'misconfigured',
+      provider: provider.name,
+    });
+  }
+  for (let page = 1; page <= MAX_INSTALLATION_PAGES; page += 1) {
+    const url = new URL(base);
+    url.searchParams.set('per_page', '100');
+    url.searchParams.set('page', String(page));
+    const { body } = await callProvider({
+      stage,
+      provider: provider.name,
+      method: 'GET',
+      url,
+      headers: {
+        accept: 'application/vnd.github+json',
+        authorization: `Bearer ${input.userToken}`,
+        'x-github-api-version': '2022-11-28',
+      },
+      secrets: [input.userToken],
+      ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
+    });
+    const installations = Array.isArray(body['installations']) ? (body['installations'] as unknown[]) : [];
+    const ids = installations.map((item) =>
+      item && typeof item === 'object' ? String((item as { id?: unknown }).id) : '',
+    );
+    if (ids.includes(input.installationId)) return;
+    if (installations.length < 100) break;
+  }
+  throw new ProviderExchangeError(
+    `The ${provider.display_name} account that approved this cannot see installation ${input.installationId}; nothing was stored`,
+    { stage, failure: 'rejected', provider: provider.name },
+  );
+}
+
+/**
+ * APP at connect time: GitHub sends the installation with a user code when the app requests user
+ * authorization during installation. The code becomes a user token (used only for the check, not kept),
+ * the token must see the installation, and only then is an installation token minted.
+ */
+export async function exchangeGithubAppInstallation(
+  input: GithubAppOAuthInput,
+): Promise<ExchangeResult<AppCredentials>> {
+  const check = input.provider.installation_check;
+  if (!check) {
+    throw new ProviderExchangeError(
+      `${input.provider.name} has no installation_check in the provider catalog`,
+      {
+        stage: 'app_installation_check',
+        failure: 'misconfigured',
+        provider: input.provider.name,
+      },
+    );
+  }
+  const user = await exchangeAuthorizationCode({
+    // The user code is GitHub's OAuth code: exchanged at the app's OAuth token endpoint, not the installation one.
+    provider: { ...input.provider, token_url: check.token_url, token_params: undefined },
+    client: input.client,
+    code: input.code,
+    redirectUri: input.redirectUri,
+    connectionConfig: input.connectionConfig,
+    ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
+  });
+  await verifyInstallationAccess({
+    provider: input.provider,
+    userToken: user.credentials.access_token,
+    installationId: String(input.connectionConfig['installation_id']),
+    connectionConfig: input.connectionConfig,
+    ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
+  });
+  return fetchInstallationToken({ ...input, connectionConfig: input.connectionConfig });
+}
+
+/**
+ * CUSTOM at connect time: the OAuth callback's code for the user token, a check that this user can see the
+ * installation the redirect names, then an installation token for the app.
+ */
 export async function exchangeGithubAppOAuth(
   input: GithubAppOAuthInput,
 ): Promise<ExchangeResult<CustomCredentials>> {
@@ -146,6 +249,13 @@ export async function exchangeGithubAppOAuth(
     code: input.code,
     redirectUri: input.redirectUri,
     ...(input.codeVerifier ? { codeVerifier: input.codeVerifier } : {}),
+    connectionConfig: input.connectionConfig,
+    ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
+  });
+  await verifyInstallationAccess({
+    provider: input.provider,
+    userToken: user.credentials.access_token,
+    installationId: String(input.connectionConfig['installation_id']),
     connectionConfig: input.connectionConfig,
     ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
   });
@@ -197,7 +307,7 @@ function customCredentials(app: AppCredentials, user: OAuth2Credentials | undefi
  */
 export function installationTokenUrl(provider: ResolvedProvider, connectionConfig: ConnectionConfig): URL {
   if (provider.auth_mode === 'APP' && provider.token_url)
-    return interpolateUrl(provider.token_url, connectionConfig);
+    return interpolateUrl(provider.token_url, connectionConfig, provider);
   if (!provider.proxy?.base_url) {
     throw new ProviderExchangeError(
       `${provider.name} has neither an installation token_url nor a proxy base_url`,
@@ -208,7 +318,9 @@ export function installationTokenUrl(provider: ResolvedProvider, connectionConfi
       },
     );
   }
-  const base = interpolateUrl(provider.proxy.base_url, connectionConfig).toString().replace(/\/$/, '');
+  const base = interpolateUrl(provider.proxy.base_url, connectionConfig, provider)
+    .toString()
+    .replace(/\/$/, '');
   return new URL(
     `${base}/app/installations/${encodeURIComponent(String(connectionConfig['installation_id']))}/access_tokens`,
   );

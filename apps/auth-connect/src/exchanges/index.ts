@@ -5,6 +5,7 @@ export * from './exchange.errors';
 export * from './github-app.client';
 export * from './oauth1.client';
 export * from './oauth2-token.client';
+export * from './post-connect';
 export { DEFAULT_PROVIDER_TIMEOUT_MS } from './provider-http';
 export * from './tba';
 export * from './templates';

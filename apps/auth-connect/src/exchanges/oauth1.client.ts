@@ -241,7 +241,7 @@ function endpoint(
       provider: provider.name,
     });
   }
-  return interpolateUrl(template, connectionConfig);
+  return interpolateUrl(template, connectionConfig, provider);
 }
 
 function incomplete(provider: ResolvedProvider, stage: ExchangeStage): ProviderExchangeError {

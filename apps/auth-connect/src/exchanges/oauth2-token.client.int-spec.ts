@@ -479,6 +479,11 @@ describe('OAuth 2 token client against a fake authorization server', () => {
           provider: provider(server, {
             auth_mode: 'OAUTH2_CC',
             token_url: 'http://${connectionConfig.host}/token',
+            // The host pattern lets loopback through, as an operator's catalog entry might for an
+            // on-premises host: the egress policy is what refuses it here.
+            connection_config: {
+              host: { type: 'string', title: 'Host', pattern: '^127\\.0\\.0\\.[0-9]+:[0-9]+$' },
+            },
           }),
           client: CLIENT,
           connectionConfig: { host: outside.url.replace('http://', '') },

@@ -116,7 +116,7 @@ export async function refreshOAuth2Token(
     refresh_token: credentials.refresh_token,
   };
   const url = provider.refresh_url
-    ? interpolateUrl(provider.refresh_url, connectionConfig)
+    ? interpolateUrl(provider.refresh_url, connectionConfig, provider)
     : tokenUrl(provider, connectionConfig, 'refresh');
   const raw = await postTokenRequest({ ...input, client }, 'refresh', url, params, [
     credentials.refresh_token,
@@ -176,7 +176,7 @@ function tokenUrl(provider: ResolvedProvider, connectionConfig: ConnectionConfig
       provider: provider.name,
     });
   }
-  return interpolateUrl(provider.token_url, connectionConfig);
+  return interpolateUrl(provider.token_url, connectionConfig, provider);
 }
 
 async function postTokenRequest(

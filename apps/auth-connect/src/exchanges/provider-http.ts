@@ -15,6 +15,8 @@ const STAGE_LABEL: Record<ExchangeStage, string> = {
   oauth1_request_token: 'OAuth 1.0a request token',
   oauth1_access_token: 'OAuth 1.0a access token',
   app_installation_token: 'app installation token',
+  app_installation_check: 'installation check',
+  post_connect: 'post-connect call',
 };
 
 export interface ProviderRequest {

@@ -1,3 +1,9 @@
+import {
+  hostValueAllowed,
+  originPlaceholders,
+  originTemplates,
+  type HostFieldsProviderShape,
+} from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
 
 /**
@@ -40,10 +46,16 @@ export function interpolateValue(template: string, connectionConfig: ConnectionC
 }
 
 /**
- * Fills a URL template and checks that the result is an http(s) URL. A value that would change the URL's
- * structure (a host such as `evil.example/x?`) is refused: connection config comes from end users.
+ * Fills a URL template and checks that the result is an http(s) URL. Connection config may come from an
+ * end user, so every value that lands in the URL's origin must pass its field's catalog pattern (pinned to
+ * the provider's domains), whatever the template's shape, and must fill exactly the origin: a value such
+ * as `evil.example/x?` cannot move the request elsewhere.
  */
-export function interpolateUrl(template: string, connectionConfig: ConnectionConfig): URL {
+export function interpolateUrl(
+  template: string,
+  connectionConfig: ConnectionConfig,
+  provider: Pick<HostFieldsProviderShape, 'connection_config'>,
+): URL {
   const alternatives = template.split('||').map((part) => part.trim());
   let firstMissing: string[] = [];
   for (const [index, alternative] of alternatives.entries()) {
@@ -52,12 +64,32 @@ export function interpolateUrl(template: string, connectionConfig: ConnectionCon
       if (index === 0) firstMissing = missing;
       continue;
     }
-    return checkedUrl(alternative, connectionConfig);
+    return checkedUrl(alternative, connectionConfig, provider);
   }
   throw missingConfigError(firstMissing);
 }
 
-function checkedUrl(alternative: string, connectionConfig: ConnectionConfig): URL {
+function checkedUrl(
+  alternative: string,
+  connectionConfig: ConnectionConfig,
+  provider: Pick<HostFieldsProviderShape, 'connection_config'>,
+): URL {
+  for (const name of originPlaceholders(alternative)) {
+    const value = lookup(`connectionConfig.${name}`, connectionConfig) ?? '';
+    if (!hostValueAllowed(provider.connection_config?.[name], value)) {
+      throw new AuthConnectError(
+        'invalid_connection',
+        `The connection config puts a host the provider does not use in its URL (${name})`,
+        [
+          {
+            code: 'invalid_format',
+            message: `${name} is not an allowed host`,
+            path: ['connection_config', name],
+          },
+        ],
+      );
+    }
+  }
   const filled = fill(alternative, connectionConfig);
   let url: URL;
   try {
@@ -77,22 +109,37 @@ function checkedUrl(alternative: string, connectionConfig: ConnectionConfig): UR
   if (url.username || url.password) {
     throw new AuthConnectError('invalid_connection', 'A provider URL must not carry user information');
   }
-  // A placeholder inside the host must fill exactly the host: `${connectionConfig.subdomain}.zendesk.com`
-  // with `evil.example/x?` would otherwise move the request elsewhere.
-  const hostTemplate = /^[a-z]+:\/\/([^/?#]*)/i.exec(alternative)?.[1];
-  if (hostTemplate?.includes('${')) {
-    const host = fill(hostTemplate, connectionConfig);
-    if (
-      !/^[A-Za-z0-9.-]+(?::\d{1,5})?$/.test(host) ||
-      url.hostname.toLowerCase() !== host.replace(/:\d+$/, '').toLowerCase()
-    ) {
-      throw new AuthConnectError(
-        'invalid_connection',
-        'The connection config puts an invalid host in the provider URL',
-      );
-    }
+  // The origin the template meant, filled, must be exactly the URL's origin: `${connectionConfig.subdomain}`
+  // set to `evil.example/x?` or an instance URL with a path would otherwise move the request elsewhere.
+  const originTemplate = originTemplates(alternative)[0] ?? '';
+  if (originTemplate.includes('${') && expectedOrigin(originTemplate, connectionConfig) !== url.origin) {
+    throw new AuthConnectError(
+      'invalid_connection',
+      'The connection config puts an invalid host in the provider URL',
+    );
   }
   return url;
+}
+
+/**
+ * The origin a template's origin part names once filled. A lone placeholder (`${connectionConfig.instance_url}`,
+ * a GitHub App's public link) holds a whole URL whose origin counts; otherwise the filled text must be
+ * nothing but a scheme, a host and a port.
+ */
+function expectedOrigin(originTemplate: string, connectionConfig: ConnectionConfig): string | undefined {
+  const filled = fill(originTemplate, connectionConfig);
+  if (/^\$\{[^{}]+\}$/.test(originTemplate)) {
+    if (/[?#@\s\\]/.test(filled)) return undefined;
+    try {
+      const whole = new URL(filled);
+      if (whole.username || whole.password || whole.search || whole.hash) return undefined;
+      return whole.origin;
+    } catch {
+      return undefined;
+    }
+  }
+  if (!/^https?:\/\/[A-Za-z0-9.-]+(?::\d{1,5})?$/i.test(filled)) return undefined;
+  return new URL(filled).origin;
 }
 
 /** Fills every string value of a parameter map (provider `token_params`, `refresh_params`, ...). */

@@ -7,13 +7,15 @@ import {
 } from '@switchboard/contracts';
 import { Prisma, type ConnectDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
+import { connectionConfigValueProblems } from '@switchboard/providers';
+import { AuthConnectError } from '../auth-connect.errors';
 import { AUTH_DB } from '../database/database.module';
 import type { FlowContext } from './flow-context.service';
 
 /**
  * The last step of every flow: the vault stores the connection (and publishes the auth event for the
  * webhook relay), then the end user and the fact that a session created this connection are recorded
- * here (the latter is what makes it eligible for a reconnect session).
+ * here (the latter is what makes it eligible for a reconnect session), and the connect session ends.
  */
 @Injectable()
 export class CompletionService {
@@ -30,6 +32,20 @@ export class CompletionService {
     connectionConfig: Record<string, unknown>,
   ): Promise<FlowResult> {
     const { session } = ctx;
+    // The last gate before anything is stored, whoever supplied the values (the page, the session, the
+    // provider's token response): a host field outside the provider's domains never reaches the vault.
+    const problems = connectionConfigValueProblems(ctx.provider, connectionConfig);
+    if (problems.length > 0) {
+      throw new AuthConnectError(
+        'invalid_connection',
+        'The connection config names a host or value the provider does not allow',
+        problems.map(([name, message]) => ({
+          code: 'invalid_format',
+          message: `${name} ${message}`,
+          path: ['connection_config', name],
+        })),
+      );
+    }
     await this.nats.request<StoredConnection>(VAULT_SUBJECTS.store, {
       environmentId: ctx.caller.environmentId,
       providerConfigKey: ctx.providerConfigKey,
@@ -86,6 +102,9 @@ export class CompletionService {
         `recording the session connection ${ctx.providerConfigKey}/${ctx.connectionId} failed: ${String(error)}`,
       );
     }
+    // The session did its job: its token stops working (any other flow it had open is dropped with it), so a
+    // leaked connect link cannot add or replace connections afterwards.
+    await this.db.connectSession.deleteMany({ where: { id: session.id } });
     return { connectionId: ctx.connectionId, providerConfigKey: ctx.providerConfigKey };
   }
 }

@@ -11,9 +11,15 @@ const provider = {
   authorization_url: 'https://${connectionConfig.subdomain}.acme.example/authorize',
   token_url: 'https://${connectionConfig.subdomain}.acme.example/token',
   connection_config: {
-    subdomain: { type: 'string', title: 'Subdomain' },
+    subdomain: { type: 'string', title: 'Subdomain', pattern: '^[a-z0-9-]+$' },
     region: { type: 'string', title: 'Region', enum: ['eu', 'us'], optional: true },
-    instance_url: { type: 'string', title: 'Instance URL', format: 'uri', optional: true },
+    instance_url: {
+      type: 'string',
+      title: 'Instance URL',
+      format: 'uri',
+      pattern: '^https://[a-z0-9-]+\\.acme\\.example$',
+      optional: true,
+    },
     installation_id: { type: 'string', title: 'Installation', automated: true },
   },
 } as unknown as ResolvedProvider;
@@ -35,7 +41,7 @@ describe('buildConnectionConfig', () => {
   it("merges the page's params under the session's defaults, leaving client overrides out", () => {
     const config = buildConnectionConfig(
       provider,
-      { subdomain: 'from-page', note: 'kept' },
+      { subdomain: 'from-page' },
       {
         connection_config: {
           subdomain: 'from-session',
@@ -45,7 +51,33 @@ describe('buildConnectionConfig', () => {
         },
       },
     );
-    expect(config).toEqual({ subdomain: 'from-session', note: 'kept' });
+    expect(config).toEqual({ subdomain: 'from-session' });
+  });
+
+  it('refuses params the form does not ask for: undeclared keys and fields the provider fills', () => {
+    expect(
+      errorsOf(() =>
+        buildConnectionConfig(
+          provider,
+          { subdomain: 'acme', token_url: 'https://evil.example', installation_id: '1' },
+          undefined,
+        ),
+      ),
+    ).toEqual({
+      code: 'invalid_connection',
+      paths: [
+        ['params', 'token_url'],
+        ['params', 'installation_id'],
+      ],
+    });
+  });
+
+  it("holds the session's defaults to the same host rules", () => {
+    expect(
+      errorsOf(() =>
+        buildConnectionConfig(provider, {}, { connection_config: { subdomain: 'evil.example/x?' } }),
+      ).paths,
+    ).toEqual([['params', 'subdomain']]);
   });
 
   it('asks for required fields the end user fills in, but not automated ones', () => {
@@ -76,7 +108,12 @@ describe('buildConnectionConfig', () => {
       ).paths,
     ).toEqual([['params', 'instance_url']]);
     expect(
-      buildConnectionConfig(provider, { subdomain: 'a', instance_url: 'https://x.example.com' }, undefined),
-    ).toMatchObject({ instance_url: 'https://x.example.com' });
+      buildConnectionConfig(provider, { subdomain: 'a', instance_url: 'https://x.acme.example' }, undefined),
+    ).toMatchObject({ instance_url: 'https://x.acme.example' });
+    expect(
+      errorsOf(() =>
+        buildConnectionConfig(provider, { subdomain: 'a', instance_url: 'https://evil.example' }, undefined),
+      ).paths,
+    ).toEqual([['params', 'instance_url']]);
   });
 });

@@ -1,5 +1,10 @@
 import type { ConnectIntegrationDefaults, FieldError } from '@switchboard/contracts';
-import type { FormField, ResolvedProvider } from '@switchboard/providers';
+import {
+  connectionConfigValueProblems,
+  providerFilledKeys,
+  type FormField,
+  type ResolvedProvider,
+} from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
 
 /** Keys of the session's connection_config that configure the OAuth client, not the connection. */
@@ -32,6 +37,12 @@ export function userFields(provider: ResolvedProvider): [string, FormField][] {
  * form, then the session's `integrations_config_defaults.<key>.connection_config`, which wins (the
  * customer's backend decides, not the browser). Client override keys are left out: they configure the
  * OAuth client, and a secret must never land in a connection's config.
+ *
+ * The browser is not trusted: it may only fill the fields the form asks of it. A key the provider does not
+ * declare, or one Switchboard fills itself from the provider (`automated`, `hidden`: instance URLs, webhook
+ * routing ids), is refused rather than merged, so an end user can neither point a token URL at their own
+ * server nor claim another tenant's account id. Every value, the session's too, must pass its field's
+ * pattern; host fields must name the provider's own domains.
  */
 export function buildConnectionConfig(
   provider: ResolvedProvider,
@@ -40,10 +51,23 @@ export function buildConnectionConfig(
 ): Record<string, unknown> {
   const fromSession = { ...(defaults?.connection_config ?? {}) } as Record<string, unknown>;
   for (const key of CLIENT_OVERRIDE_KEYS) delete fromSession[key];
+  // What the provider returns (token metadata, post-connect answers, automated fields) is filled from the
+  // provider alone, never preset: a webhook routing key set here would route another tenant's events.
+  for (const key of providerReturnedKeys(provider)) delete fromSession[key];
   const merged: Record<string, unknown> = { ...params, ...fromSession };
 
   const errors: FieldError[] = [];
   const declared = provider.connection_config ?? {};
+  const askable = new Set(userFields(provider).map(([name]) => name));
+  const returned = providerReturnedKeys(provider);
+  for (const name of Object.keys(params)) {
+    if (askable.has(name) && !returned.has(name)) continue;
+    errors.push({
+      code: 'unrecognized_keys',
+      message: `${name} is not a connection field of ${provider.display_name}`,
+      path: ['params', name],
+    });
+  }
   for (const [name, field] of Object.entries(declared)) {
     const value = merged[name];
     if (value === undefined || value === '') {
@@ -58,14 +82,20 @@ export function buildConnectionConfig(
     if (problem)
       errors.push({ code: 'invalid_format', message: `${field.title} ${problem}`, path: ['params', name] });
   }
-  for (const [name, value] of Object.entries(params)) {
-    if (!(name in declared) && typeof value === 'string' && value.length > 1024) {
-      errors.push({ code: 'too_big', message: 'is too long', path: ['params', name] });
+  if (errors.length === 0) {
+    for (const [name, problem] of connectionConfigValueProblems(provider, merged)) {
+      const title = declared[name]?.title ?? name;
+      errors.push({ code: 'invalid_format', message: `${title} ${problem}`, path: ['params', name] });
     }
   }
   if (errors.length > 0)
     throw new AuthConnectError('invalid_connection', 'Invalid connection configuration', errors);
   return merged;
+}
+
+/** Keys the provider's own answers fill; a token-URL host field (proven by the exchange) is the user's to type. */
+function providerReturnedKeys(provider: ResolvedProvider): Set<string> {
+  return providerFilledKeys({ ...provider, token_url: undefined });
 }
 
 function fieldProblem(field: FormField, value: string): string | undefined {

@@ -15,6 +15,8 @@ const provider = {
     headers: { authorization: 'Bearer ${apiKey}' },
     verification: { method: 'GET', endpoints: ['/me'] },
   },
+  // A self-hosted API-key provider: any host its pattern accepts, the egress policy still applies.
+  connection_config: { host: { type: 'string', title: 'Host', pattern: '^[0-9.]+(?::[0-9]+)?$' } },
 } as unknown as ResolvedProvider;
 
 describe('checkCredentials', () => {

@@ -50,7 +50,7 @@ export async function checkCredentials(
   const proxy = provider.proxy;
   const verification = proxy?.verification;
   if (!proxy || !verification) return;
-  const base = interpolateUrl(verification.base_url_override ?? proxy.base_url, connectionConfig);
+  const base = interpolateUrl(verification.base_url_override ?? proxy.base_url, connectionConfig, provider);
 
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(proxy.headers ?? {}))

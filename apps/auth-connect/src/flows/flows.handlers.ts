@@ -1,5 +1,6 @@
 import { Controller } from '@nestjs/common';
 import {
+  bindFlowRequestSchema,
   callbackFlowRequestSchema,
   CONNECT_FLOW_SUBJECTS,
   startFlowRequestSchema,
@@ -24,7 +25,12 @@ export class FlowsHandlers {
 
   @NatsHandler(CONNECT_FLOW_SUBJECTS.callback, callbackFlowRequestSchema)
   async callback(req: z.infer<typeof callbackFlowRequestSchema>) {
-    return this.redirects.callback(req.query);
+    return this.redirects.callback(req.query, req.browserNonce);
+  }
+
+  @NatsHandler(CONNECT_FLOW_SUBJECTS.bind, bindFlowRequestSchema)
+  async bind(req: z.infer<typeof bindFlowRequestSchema>) {
+    return this.redirects.bind(req);
   }
 
   @NatsHandler(CONNECT_FLOW_SUBJECTS.submit, submitFlowRequestSchema)

@@ -1,9 +1,11 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   SwitchboardError,
+  type BindFlowRequest,
   type CallbackOutcome,
   type Credentials,
+  type StartedFlow,
   type StartFlowRequest,
 } from '@switchboard/contracts';
 import { EnvelopeCipher } from '@switchboard/crypto';
@@ -16,13 +18,14 @@ import { AUTH_DB } from '../database/database.module';
 import {
   buildOAuth1AuthorizeUrl,
   exchangeAuthorizationCode,
+  exchangeGithubAppInstallation,
   exchangeGithubAppOAuth,
   exchangeOAuth1Verifier,
-  fetchInstallationToken,
   interpolateParams,
   interpolateUrl,
   ProviderExchangeError,
   requestOAuth1RequestToken,
+  runPostConnect,
 } from '../exchanges';
 import { CompletionService } from './completion.service';
 import { FlowContextService, type FlowContext, type OAuthClient } from './flow-context.service';
@@ -39,6 +42,10 @@ interface StateSecrets {
   /** Only an override client is kept; the integration's own is looked up again at the callback. */
   client?: OAuthClient;
   requestToken?: { key: string; secret: string };
+  /** SHA-256 of the nonce cookie of the browser this flow belongs to; the callback must present it. */
+  browserBinding?: string;
+  /** Kept until the flow is bound to a browser (the launch step answers with it). */
+  providerUrl?: string;
 }
 
 const stateAad = (id: string) => `auth.oauth_states:${id}:secrets`;
@@ -73,7 +80,8 @@ export class RedirectFlowsService {
     return `${this.env.SWITCHBOARD_SERVER_URL.replace(/\/$/, '')}/oauth/callback`;
   }
 
-  async start(req: StartFlowRequest): Promise<{ url: string }> {
+  async start(req: StartFlowRequest): Promise<StartedFlow> {
+    refuseEndUserOverrides(req);
     const ctx = await this.contexts.open(req.caller, req.sessionId, req.providerConfigKey, REDIRECT_MODES);
     const connectionConfig = this.contexts.connectionConfig(ctx, req.params);
     const state = randomUUID();
@@ -129,7 +137,7 @@ export class RedirectFlowsService {
         connectionConfig['appPublicLink'] = integration.appLink.replace(/\/$/, '');
         const template =
           ctx.provider.authorization_url ?? '${connectionConfig.appPublicLink}/installations/new';
-        const target = interpolateUrl(template, connectionConfig);
+        const target = interpolateUrl(template, connectionConfig, ctx.provider);
         target.searchParams.set('state', state);
         url = target.toString();
         break;
@@ -138,6 +146,8 @@ export class RedirectFlowsService {
         throw new AuthConnectError('invalid_auth_mode', `${ctx.provider.auth_mode} is not a redirect flow`);
     }
 
+    if (req.browserBinding) secrets.browserBinding = req.browserBinding;
+    else secrets.providerUrl = url;
     const now = Date.now();
     await this.db.oAuthState.deleteMany({
       where: { environmentId: ctx.caller.environmentId, expiresAt: { lt: new Date(now) } },
@@ -156,6 +166,42 @@ export class RedirectFlowsService {
         expiresAt: new Date(now + STATE_TTL_MS),
       },
     });
+    return { url, state };
+  }
+
+  /**
+   * Binds a flow started without a browser (the connect page's POST) to the first browser that opens its
+   * launch URL. Once bound it stays bound: a second browser gets a refusal, not the provider URL.
+   */
+  async bind(req: BindFlowRequest): Promise<{ url: string }> {
+    const row = await this.db.oAuthState.findUnique({ where: { id: req.state } });
+    if (!row || row.expiresAt.getTime() <= Date.now()) {
+      throw new AuthConnectError(
+        'not_found',
+        'This authorization is unknown or expired; start again from the connect page',
+      );
+    }
+    const secrets = this.cipher.decryptJson<StateSecrets>(row.secrets, stateAad(row.id));
+    if (secrets.browserBinding || !secrets.providerUrl) {
+      throw new AuthConnectError(
+        'conflict',
+        'This authorization was already opened; start again from the connect page',
+      );
+    }
+    const url = secrets.providerUrl;
+    const bound: StateSecrets = { ...secrets, browserBinding: req.browserBinding };
+    delete bound.providerUrl;
+    // Compare-and-set on the sealed value: of two browsers racing for the same launch URL, one wins.
+    const { count } = await this.db.oAuthState.updateMany({
+      where: { id: row.id, secrets: row.secrets },
+      data: { secrets: this.cipher.encryptJson(bound, stateAad(row.id)) },
+    });
+    if (count !== 1) {
+      throw new AuthConnectError(
+        'conflict',
+        'This authorization was already opened; start again from the connect page',
+      );
+    }
     return { url };
   }
 
@@ -164,10 +210,19 @@ export class RedirectFlowsService {
    * nothing), then the code or installation is exchanged and the connection stored. Failures come back as
    * an outcome for the result page, never as a thrown error: the page must tell the end user what happened.
    */
-  async callback(query: Record<string, string>): Promise<CallbackOutcome> {
+  async callback(query: Record<string, string>, browserNonce: string | undefined): Promise<CallbackOutcome> {
     let pending: Prisma.OAuthStateGetPayload<object> | undefined;
     try {
       pending = await this.consumeState(query['state']);
+      const secrets = this.cipher.decryptJson<StateSecrets>(pending.secrets, stateAad(pending.id));
+      // Login CSRF / connection fixation: a state is only good in the browser that started the flow. A
+      // provider URL passed to someone else comes back without (or with another) nonce cookie.
+      if (!sameBinding(secrets.browserBinding, browserNonce)) {
+        throw new CallbackError(
+          'state_err',
+          'This authorization was not started in this browser; start again from the connect page',
+        );
+      }
       const opened = await this.sessions.loadForCallback(pending.connectSessionId);
       if (!opened)
         throw new CallbackError('state_err', 'The connect session of this authorization no longer exists');
@@ -184,14 +239,13 @@ export class RedirectFlowsService {
           `${ctx.provider.display_name} declined the authorization (${query['error'].slice(0, 100)})${description}`,
         );
       }
-      const secrets = this.cipher.decryptJson<StateSecrets>(pending.secrets, stateAad(pending.id));
       const connectionConfig = pending.connectionConfig as Record<string, unknown>;
       const { credentials, extraConfig } = await this.exchange(ctx, query, secrets, connectionConfig);
       const result = await this.completion.complete(ctx, credentials, {
         ...connectionConfig,
         ...extraConfig,
       });
-      return { ok: true, ...result, isPending: false };
+      return { ok: true, ...result, isPending: false, displayName: ctx.provider.display_name };
     } catch (error) {
       return this.failure(error, pending);
     }
@@ -242,9 +296,15 @@ export class RedirectFlowsService {
           connectionConfig,
           clientIsOverride: oauthClient.isOverride,
         });
+        // Routing keys (the account a provider webhook names) come from the provider, with the new token.
+        const fromProvider = await runPostConnect({
+          provider: ctx.provider,
+          accessToken: result.credentials.access_token,
+          connectionConfig: { ...connectionConfig, ...result.connectionConfig },
+        });
         return {
           credentials: result.credentials as unknown as Credentials,
-          extraConfig: result.connectionConfig,
+          extraConfig: { ...result.connectionConfig, ...fromProvider },
         };
       }
       case 'OAUTH1': {
@@ -282,10 +342,25 @@ export class RedirectFlowsService {
         }
         const config = { ...connectionConfig, installation_id: installationId };
         const app = { appId: integration.appId, privateKey: integration.privateKey };
+        // The query's installation_id is only a claim anyone can edit: it is accepted once the user token
+        // from the code GitHub sends with it can see that installation (GET /user/installations).
+        const code = query['code'];
+        if (!code) {
+          throw new CallbackError(
+            'callback_err',
+            ctx.provider.auth_mode === 'APP'
+              ? 'GitHub sent the installation without a user authorization, so it cannot be checked: enable "Request user authorization (OAuth) during installation" in the GitHub App settings'
+              : 'GitHub sent no authorization code back',
+          );
+        }
+        const oauthClient = await client();
         if (ctx.provider.auth_mode === 'APP') {
-          const result = await fetchInstallationToken({
+          const result = await exchangeGithubAppInstallation({
             ...app,
             provider: ctx.provider,
+            client: oauthClient,
+            code,
+            redirectUri: this.callbackUrl,
             connectionConfig: config,
           });
           return {
@@ -293,9 +368,6 @@ export class RedirectFlowsService {
             extraConfig: { installation_id: installationId, ...result.connectionConfig },
           };
         }
-        const code = query['code'];
-        if (!code) throw new CallbackError('callback_err', 'GitHub sent no authorization code back');
-        const oauthClient = await client();
         const result = await exchangeGithubAppOAuth({
           ...app,
           provider: ctx.provider,
@@ -325,7 +397,7 @@ export class RedirectFlowsService {
     const { provider } = ctx;
     if (!provider.authorization_url)
       throw new AuthConnectError('invalid_connection', `${provider.name} has no authorization_url`);
-    const target = interpolateUrl(provider.authorization_url, connectionConfig);
+    const target = interpolateUrl(provider.authorization_url, connectionConfig, provider);
     const params = new Map<string, string>([['response_type', 'code']]);
     const scopes = await this.scopes(ctx);
     if (scopes.length > 0) params.set('scope', scopes.join(provider.scope_separator ?? ' '));
@@ -339,7 +411,7 @@ export class RedirectFlowsService {
     )) {
       if (!PROTECTED_AUTHORIZATION_PARAMS.has(key)) params.set(key, value);
     }
-    const userScope = ctx.defaults?.user_scopes ?? req.userScope;
+    const userScope = ctx.defaults?.user_scopes;
     if (userScope) params.set('user_scope', userScope);
     params.set('client_id', client.clientId);
     params.set('redirect_uri', this.callbackUrl);
@@ -410,6 +482,13 @@ export class RedirectFlowsService {
   }
 }
 
+function sameBinding(binding: string | undefined, nonce: string | undefined): boolean {
+  if (!binding || !nonce) return false;
+  const presented = createHash('sha256').update(nonce).digest();
+  const expected = Buffer.from(binding, 'base64url');
+  return expected.length === presented.length && timingSafeEqual(expected, presented);
+}
+
 /** Parameters a page or session must not replace: they carry the flow's own security. */
 const PROTECTED_AUTHORIZATION_PARAMS = new Set([
   'client_id',
@@ -417,4 +496,35 @@ const PROTECTED_AUTHORIZATION_PARAMS = new Set([
   'state',
   'code_challenge',
   'code_challenge_method',
+  'response_type',
 ]);
+
+/**
+ * What the end user's browser may not choose: the flow's own parameters, and scopes beyond what the
+ * integration (or the session its backend created) grants. Refused, not dropped, so the page says why.
+ */
+const END_USER_FORBIDDEN_PARAMS = new Set([...PROTECTED_AUTHORIZATION_PARAMS, 'scope', 'user_scope']);
+
+function refuseEndUserOverrides(req: StartFlowRequest): void {
+  const errors = Object.keys(req.authorizationParams)
+    .filter((key) => END_USER_FORBIDDEN_PARAMS.has(key.toLowerCase()))
+    .map((key) => ({
+      code: 'custom',
+      message: `${key} is set by the integration, not the connect page`,
+      path: ['authorization_params', key],
+    }));
+  if (req.userScope !== undefined) {
+    errors.push({
+      code: 'custom',
+      message: 'user_scope is set by the integration or the connect session, not the connect page',
+      path: ['user_scope'],
+    });
+  }
+  if (errors.length > 0) {
+    throw new AuthConnectError(
+      'invalid_connection',
+      'The connect page may not choose the authorization parameters the integration sets',
+      errors,
+    );
+  }
+}

@@ -159,7 +159,7 @@ fake-oauth2:
   token_request_auth_method: basic
   token_response_metadata: [instance_url]
   connection_config:
-    fake_base: { type: string, title: Fake base URL }
+    fake_base: { type: string, title: Fake base URL, pattern: '^https?://127\\.0\\.0\\.1:[0-9]+$' }
 fake-cc:
   display_name: Fake client credentials
   categories: [other]
@@ -167,15 +167,18 @@ fake-cc:
   auth_mode: OAUTH2_CC
   token_url: \${connectionConfig.fake_base}/token
   connection_config:
-    fake_base: { type: string, title: Fake base URL }
+    fake_base: { type: string, title: Fake base URL, pattern: '^https?://127\\.0\\.0\\.1:[0-9]+$' }
 fake-app:
   display_name: Fake GitHub App
   categories: [other]
   docs: https://example.com/docs
   auth_mode: APP
   token_url: \${connectionConfig.fake_base}/app/installations/\${connectionConfig.installation_id}/access_tokens
+  installation_check:
+    token_url: \${connectionConfig.fake_base}/login/oauth/access_token
+    installations_url: \${connectionConfig.fake_base}/user/installations
   connection_config:
-    fake_base: { type: string, title: Fake base URL }
+    fake_base: { type: string, title: Fake base URL, pattern: '^https?://127\\.0\\.0\\.1:[0-9]+$' }
     installation_id: { type: string, title: Installation, automated: true }
 fake-custom:
   display_name: Fake GitHub App OAuth
@@ -187,7 +190,7 @@ fake-custom:
   proxy:
     base_url: \${connectionConfig.fake_base}
   connection_config:
-    fake_base: { type: string, title: Fake base URL }
+    fake_base: { type: string, title: Fake base URL, pattern: '^https?://127\\.0\\.0\\.1:[0-9]+$' }
     installation_id: { type: string, title: Installation, automated: true }
 ${extra}`;
 

@@ -54,4 +54,19 @@ describe('gateway configuration', () => {
     });
     expect(env.SWITCHBOARD_PROXY_URL).toBe('http://127.0.0.1:3012');
   });
+
+  it('allows no other origin for the connect page by default, and refuses an allowed origin that is not one', () => {
+    expect(parseEnv(envSchema, base).SWITCHBOARD_CONNECT_ALLOWED_ORIGINS).toEqual([]);
+    expect(
+      parseEnv(envSchema, {
+        ...base,
+        SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: 'https://app.example.com, http://127.0.0.1:8080',
+      }).SWITCHBOARD_CONNECT_ALLOWED_ORIGINS,
+    ).toEqual(['https://app.example.com', 'http://127.0.0.1:8080']);
+    for (const bad of ['*', 'https://app.example.com/path', 'javascript:alert(1)']) {
+      expect(() => parseEnv(envSchema, { ...base, SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: bad })).toThrow(
+        /SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: .* is not an origin/,
+      );
+    }
+  });
 });

@@ -12,6 +12,7 @@ import {
   uniqueKeySchema,
   type CallbackOutcome,
   type FlowResult,
+  type StartedFlow,
   type SubmitFlowMode,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
@@ -22,10 +23,12 @@ import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { statusForCode } from '../http/error-status';
 import { parseBody, parseParams, parseQuery } from '../http/validation';
 import { renderCallbackPage } from './callback-page';
+import { clearedFlowCookies, flowCookies, isFlowState, newBrowserNonce, readFlowNonce } from './flow-cookie';
 import { sessionOf } from './session-of';
 
 const keyParams = z.object({ providerConfigKey: uniqueKeySchema });
 const tokenOnlyQuery = z.strictObject({ connect_session_token: z.string() });
+const launchParams = z.object({ state: z.uuid() });
 
 const FORM_BODIES = {
   API_KEY: apiKeyFlowBodySchema,
@@ -83,13 +86,16 @@ export class AuthFlowsController {
         );
       }
       const parsed = parseQuery(oauthConnectQuerySchema, query);
-      const { url } = await this.start(request, providerConfigKey, {
+      // This browser goes to the provider itself: bind the state to it now.
+      const browser = newBrowserNonce();
+      const { url, state } = await this.start(request, providerConfigKey, {
         params: parsed.params ?? {},
         authorizationParams: parsed.authorization_params ?? {},
         userScope: parsed.user_scope,
         clientOverride: { clientId: parsed.credentials?.oauth_client_id_override },
+        browserBinding: browser.binding,
       });
-      return reply.status(302).header('location', url).header('cache-control', 'no-store').send();
+      return this.redirectBound(reply, url, state, browser.nonce);
     } catch (error) {
       if (!(error instanceof SwitchboardError)) throw error;
       // The page is all a popup shows: name the fields too, not only the summary.
@@ -119,7 +125,7 @@ export class AuthFlowsController {
     const { providerConfigKey } = parseParams(keyParams, params);
     parseQuery(tokenOnlyQuery, query);
     const parsed = parseBody(oauthConnectBodySchema, body ?? {});
-    return this.start(request, providerConfigKey, {
+    const { state } = await this.start(request, providerConfigKey, {
       params: parsed.params ?? {},
       authorizationParams: parsed.authorization_params ?? {},
       userScope: parsed.user_scope,
@@ -128,25 +134,50 @@ export class AuthFlowsController {
         clientSecret: parsed.credentials?.oauth_client_secret_override,
       },
     });
+    // A fetch response cannot reliably set a cookie in the browser that will visit the provider (the page
+    // may be on another site): the page opens this launch URL instead, which binds the flow and redirects.
+    return { url: `${this.env.SWITCHBOARD_SERVER_URL.replace(/\/$/, '')}/oauth/launch/${state}` };
+  }
+
+  /** Where the connect page sends its popup: binds the flow to this browser, then 302 to the provider. */
+  @Get('oauth/launch/:state')
+  @Public()
+  async launch(@Res() reply: FastifyReply, @Param() params: unknown) {
+    try {
+      const { state } = parseParams(launchParams, params);
+      const browser = newBrowserNonce();
+      const { url } = await this.nats.request<{ url: string }>(CONNECT_FLOW_SUBJECTS.bind, {
+        state,
+        browserBinding: browser.binding,
+      });
+      return this.redirectBound(reply, url, state, browser.nonce);
+    } catch (error) {
+      if (!(error instanceof SwitchboardError)) throw error;
+      return this.sendPage(
+        reply,
+        {
+          ok: false,
+          providerConfigKey: null,
+          connectionId: null,
+          errorType: error.code,
+          message: error.message,
+        },
+        statusForCode(error.code),
+      );
+    }
   }
 
   @Get('oauth/callback')
   @Public()
-  async callback(@Res() reply: FastifyReply, @Query() query: unknown) {
-    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, {
-      query: flatQuery(query),
-    });
-    return this.sendPage(reply, outcome);
+  async callback(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Query() query: unknown) {
+    return this.finish(request, reply, flatQuery(query));
   }
 
   /** A GitHub App's "Setup URL": the installation comes back here with the state we sent. */
   @Get('app-auth/connect')
   @Public()
-  async appCallback(@Res() reply: FastifyReply, @Query() query: unknown) {
-    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, {
-      query: flatQuery(query),
-    });
-    return this.sendPage(reply, outcome);
+  async appCallback(@Req() request: FastifyRequest, @Res() reply: FastifyReply, @Query() query: unknown) {
+    return this.finish(request, reply, flatQuery(query));
   }
 
   @Post('api-auth/api-key/:providerConfigKey')
@@ -205,18 +236,46 @@ export class AuthFlowsController {
       authorizationParams: Record<string, string>;
       userScope: string | undefined;
       clientOverride: { clientId?: string | undefined; clientSecret?: string | undefined };
+      browserBinding?: string;
     },
-  ): Promise<{ url: string }> {
+  ): Promise<StartedFlow> {
     const { caller, sessionId } = sessionOf(request);
-    return this.nats.request<{ url: string }>(CONNECT_FLOW_SUBJECTS.start, {
+    return this.nats.request<StartedFlow>(CONNECT_FLOW_SUBJECTS.start, {
       caller,
       sessionId,
       providerConfigKey,
       params: input.params,
       authorizationParams: input.authorizationParams,
       ...(input.userScope ? { userScope: input.userScope } : {}),
+      ...(input.browserBinding ? { browserBinding: input.browserBinding } : {}),
       clientOverride: input.clientOverride,
     });
+  }
+
+  private get secureCookies(): boolean {
+    return this.env.SWITCHBOARD_SERVER_URL.startsWith('https:');
+  }
+
+  private redirectBound(reply: FastifyReply, url: string, state: string, nonce: string) {
+    return reply
+      .status(302)
+      .header('set-cookie', flowCookies(state, nonce, this.secureCookies))
+      .header('location', url)
+      .header('cache-control', 'no-store')
+      .send();
+  }
+
+  /** The callback: the nonce this browser holds for the state goes along; the binding is spent either way. */
+  private async finish(request: FastifyRequest, reply: FastifyReply, query: Record<string, string>) {
+    const state = query['state'];
+    const browserNonce = isFlowState(state) ? readFlowNonce(request.headers.cookie, state) : undefined;
+    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, {
+      query,
+      ...(browserNonce ? { browserNonce } : {}),
+    });
+    if (isFlowState(state) && browserNonce)
+      reply.header('set-cookie', clearedFlowCookies(state, this.secureCookies));
+    return this.sendPage(reply, outcome);
   }
 
   private async submit(
@@ -254,7 +313,11 @@ export class AuthFlowsController {
   }
 
   private sendPage(reply: FastifyReply, outcome: CallbackOutcome, status?: number) {
-    const page = renderCallbackPage(outcome, this.env.SWITCHBOARD_CONNECT_URL);
+    const page = renderCallbackPage(
+      outcome,
+      this.env.SWITCHBOARD_CONNECT_URL,
+      this.env.SWITCHBOARD_CONNECT_ALLOWED_ORIGINS,
+    );
     return reply
       .status(status ?? page.status)
       .header('content-security-policy', page.csp)

@@ -48,4 +48,14 @@ describe('renderCallbackPage', () => {
     expect(page.html.match(/<script nonce="/g)).toHaveLength(1);
     expect(page.html).toContain(`<script nonce="${nonce}">`);
   });
+
+  it("posts its outcome only to the connect page's origin and the allowed origins, never to '*'", () => {
+    const page = renderCallbackPage(
+      { ok: true, providerConfigKey: 'github', connectionId: 'c-1', isPending: false },
+      `${CONNECT_URL}/connect`,
+      ['https://app.customer.example'],
+    );
+    expect(page.html).not.toContain("'*'");
+    expect(page.html).toContain('"targets":["https://connect.example.com","https://app.customer.example"]');
+  });
 });

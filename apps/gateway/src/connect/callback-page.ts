@@ -24,7 +24,14 @@ export interface RenderedPage {
  * closes itself. Opened as a full page (no opener) it sends the browser back to the connect page, which
  * shows the outcome. It carries no secret: only the integration key, connection id and error text.
  */
-export function renderCallbackPage(outcome: CallbackOutcome, connectUrl: string): RenderedPage {
+export function renderCallbackPage(
+  outcome: CallbackOutcome,
+  connectUrl: string,
+  allowedOrigins: readonly string[] = [],
+): RenderedPage {
+  // Its opener is Switchboard's connect page or the customer's app (@nangohq/frontend); no other origin
+  // may read the outcome (it names the connection).
+  const targets = [...new Set([new URL(connectUrl).origin, ...allowedOrigins])];
   const nonce = randomBytes(16).toString('base64');
   const message = outcome.ok
     ? {
@@ -42,8 +49,10 @@ export function renderCallbackPage(outcome: CallbackOutcome, connectUrl: string)
   const back = new URL(connectUrl);
   back.searchParams.set('oauth_result', outcome.ok ? 'success' : 'error');
   if (outcome.providerConfigKey) back.searchParams.set('provider_config_key', outcome.providerConfigKey);
-  if (outcome.ok) back.searchParams.set('connection_id', outcome.connectionId);
-  else back.searchParams.set('error_type', outcome.errorType);
+  if (outcome.ok) {
+    back.searchParams.set('connection_id', outcome.connectionId);
+    if (outcome.displayName) back.searchParams.set('display_name', outcome.displayName);
+  } else back.searchParams.set('error_type', outcome.errorType);
 
   const title = outcome.ok ? 'Connected' : 'The connection failed';
   const text = outcome.ok ? 'Your account is connected. You can close this window.' : outcome.message;
@@ -66,14 +75,17 @@ h1{font-size:1.25rem;margin:0 0 8px}.error{color:#b42318}a{color:#2563eb}
 <p${outcome.ok ? '' : ' class="error" role="alert"'}>${escapeHtml(text)}</p>
 <p><a id="back" href="${escapeHtml(back.toString())}">Back to the connect page</a></p>
 </main>
-<script type="application/json" id="outcome">${scriptJson({ message, ok: outcome.ok, back: back.toString() })}</script>
+<script type="application/json" id="outcome">${scriptJson({ message, ok: outcome.ok, back: back.toString(), targets })}</script>
 <script nonce="${nonce}">
 (function () {
   var data = JSON.parse(document.getElementById('outcome').textContent);
   document.getElementById('title').focus();
   var told = false;
   try {
-    if (window.opener && !window.opener.closed) { window.opener.postMessage(data.message, '*'); told = true; }
+    if (window.opener && !window.opener.closed) {
+      data.targets.forEach(function (origin) { window.opener.postMessage(data.message, origin); });
+      told = true;
+    }
   } catch (e) {}
   try { var channel = new BroadcastChannel('nango-oauth-callback'); channel.postMessage(data.message); channel.close(); } catch (e) {}
   if (told) {

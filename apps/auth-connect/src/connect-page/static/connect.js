@@ -9,6 +9,13 @@
     document.querySelector('meta[name="switchboard-api-url"]').getAttribute('content') || ''
   ).replace(/\/$/, '');
   var API_ORIGIN = new URL(API_URL).origin;
+  // The customer's origins (SWITCHBOARD_CONNECT_ALLOWED_ORIGINS): the only parents or openers that receive
+  // this page's events or may hand it a session token.
+  var ALLOWED_ORIGINS = (
+    document.querySelector('meta[name="switchboard-allowed-origins"]').getAttribute('content') || ''
+  )
+    .split(' ')
+    .filter(Boolean);
   var TOKEN_KEY = 'switchboard_connect_session_token';
   var app = document.getElementById('app');
   var query = new URLSearchParams(window.location.search);
@@ -53,14 +60,17 @@
 
   function emit(type, payload) {
     var message = payload === undefined ? { type: type } : { type: type, payload: payload };
-    if (embedded) window.parent.postMessage(message, '*');
-    if (window.opener && window.opener !== window) {
-      try {
-        window.opener.postMessage(message, '*');
-      } catch (e) {
-        /* the opener went away */
+    // One post per allowed origin: the browser delivers only the one matching the receiver's origin.
+    ALLOWED_ORIGINS.forEach(function (origin) {
+      if (embedded) window.parent.postMessage(message, origin);
+      if (window.opener && window.opener !== window) {
+        try {
+          window.opener.postMessage(message, origin);
+        } catch (e) {
+          /* the opener went away */
+        }
       }
-    }
+    });
   }
 
   function ApiError(status, body) {
@@ -570,13 +580,8 @@
       })
       .then(function (integrations) {
         state.integrations = integrations;
-        var returned = query.get('oauth_result');
-        var key = query.get('provider_config_key');
-        var match = integrations.filter(function (i) {
-          return i.unique_key === key;
-        })[0];
-        if (returned === 'success' && match) return showSuccess(match, query.get('connection_id'));
-        if (returned === 'error') {
+        // A successful full-page authorization never gets here: its session has ended (see the start below).
+        if (query.get('oauth_result') === 'error') {
           showList();
           app.insertBefore(
             el('p', {
@@ -624,21 +629,33 @@
   }
   if (fromLink) {
     begin(fromLink);
-  } else if (stored && query.get('oauth_result')) {
-    begin(stored);
   } else if (query.get('oauth_result') === 'success') {
-    // Back from a full-page authorization without the session at hand: the outcome is all there is to show.
+    // Back from a full-page authorization: the connection is stored and its session has ended (the token no
+    // longer works), so the outcome in the URL is all there is to show.
+    try {
+      window.sessionStorage.removeItem(TOKEN_KEY);
+    } catch (e) {
+      /* storage disabled */
+    }
+    var name = query.get('display_name');
+    emit('connect', {
+      providerConfigKey: query.get('provider_config_key'),
+      connectionId: query.get('connection_id'),
+    });
     show([
       el('p', { class: 'success-mark', 'aria-hidden': 'true', text: '✓' }),
-      el('h1', { text: 'Your account is connected' }),
+      el('h1', { text: name ? name + ' is connected' : 'Your account is connected' }),
       el('p', { class: 'muted', text: 'You can close this window now.' }),
     ]);
+  } else if (stored && query.get('oauth_result')) {
+    begin(stored);
   } else if (query.get('oauth_result') === 'error') {
     showFatal('The connection failed', 'Please go back and try again.');
   } else if (embedded) {
     // Inside @nangohq/frontend's iframe the parent hands the token over once we say we are ready.
     window.addEventListener('message', function onToken(event) {
-      if (event.source !== window.parent || !event.data || event.data.type !== 'session_token') return;
+      if (event.source !== window.parent || ALLOWED_ORIGINS.indexOf(event.origin) === -1) return;
+      if (!event.data || event.data.type !== 'session_token') return;
       window.removeEventListener('message', onToken);
       begin(String(event.data.sessionToken || ''));
     });

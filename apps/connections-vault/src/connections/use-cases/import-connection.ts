@@ -13,6 +13,7 @@ import {
   type Integration,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
+import { connectionConfigValueProblems, type HostFieldsProviderShape } from '@switchboard/providers';
 import { VaultError } from '../../vault.errors';
 import { endUserFromInput, toFullConnection } from '../connection-view';
 import { StoreConnection } from './store-connection';
@@ -44,6 +45,24 @@ export class ImportConnection {
         'invalid_body',
         `Provider ${integration.provider} uses ${provider.auth_mode} auth; it does not accept ${body.credentials.type} credentials`,
         [{ code: 'invalid_value', message: `must be ${provider.auth_mode}`, path: ['credentials', 'type'] }],
+      );
+    }
+
+    // An imported connection is refreshed against the catalog's token URL like any other: its host fields
+    // must name the provider's own domains, so the integration's client secret cannot be sent elsewhere.
+    const problems = connectionConfigValueProblems(
+      provider as unknown as HostFieldsProviderShape,
+      body.connection_config ?? {},
+    );
+    if (problems.length > 0) {
+      throw new VaultError(
+        'invalid_body',
+        'The connection config names a host or value the provider does not allow',
+        problems.map(([name, message]) => ({
+          code: 'invalid_format',
+          message: `${name} ${message}`,
+          path: ['connection_config', name],
+        })),
       );
     }
 
