@@ -687,12 +687,12 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const session = await api('POST', '/connect/sessions', {
         end_user: { id: 'on-event-user' },
         allowed_integrations: ['fakehub'],
-        // The catalog entry requires these (the on-event script never calls the provider).
+        // The catalog entry requires these (its origin pinned to the fakes on loopback).
         integrations_config_defaults: {
-          fakehub: { connection_config: { origin: 'fakehub.invalid', account: 'acme' } },
+          fakehub: { connection_config: { origin: provider.url, account: 'acme' } },
         },
       });
-      expect(session.status).toBe(201);
+      if (session.status !== 201) throw new Error(session.text);
       const token = (session.body as { data: { token: string } }).data.token;
       const connected = await call(
         stack.gatewayUrl,
