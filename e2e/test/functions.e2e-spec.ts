@@ -565,6 +565,36 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
     });
   });
 
+  describe('retries', () => {
+    it('tries a failing async action 1 + X-Max-Retries times, then answers its error', async () => {
+      const accepted = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+        key: stack.secretKey,
+        headers: {
+          'connection-id': CONNECTION,
+          'provider-config-key': 'fakehub',
+          'x-async': 'true',
+          'x-max-retries': '2',
+        },
+        body: { action_name: 'refuse', input: { reason: 'again' } },
+      });
+      expect(accepted.status).toBe(202);
+      const { id } = accepted.body as { id: string };
+      expect(accepted.headers.get('x-switchboard-run-id')).toBe(id);
+      const started = Date.now();
+      for (;;) {
+        const res = await api('GET', `/action/${id}`);
+        if (res.status !== 404) {
+          expect(res.status).toBe(500);
+          break;
+        }
+        if (Date.now() - started > 60_000) throw new Error('the async action never finished');
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const logs = await api('GET', `/functions/runs/${id}/logs`);
+      expect(logs.body).toMatchObject({ data: { status: 'failed', attempts: 3 } });
+    });
+  });
+
   describe('versions', () => {
     it('keeps a running invocation on the version it started with while a redeploy swaps in a new one', async () => {
       const { id } = (await nango.triggerActionAsync('fakehub', CONNECTION, 'slow-echo', {
