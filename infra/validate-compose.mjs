@@ -9,6 +9,12 @@
 //   - the stages the app Dockerfiles share are still the same text (so BuildKit shares them),
 //     and every .dockerignore is the same;
 //   - docker-compose.yml has a service for every app, built from that app's Dockerfile.
+//   - metrics: every ./infra file compose mounts exists; the collector has a metrics pipeline whose
+//     exporters are defined, and Prometheus scrapes the port its prometheus exporter listens on;
+//     Grafana's provisioning names a datasource uid and the dashboards folder compose mounts; every
+//     dashboard JSON parses, has unique panel ids, a query on every panel against that datasource,
+//     balanced brackets, and names only metrics the code defines (instrument names found in
+//     apps/ and packages/, spelled as the collector's Prometheus exporter spells them).
 // When a compose CLI is available (`docker compose` or `docker-compose`; `config` needs no
 // daemon): `config --quiet` on docker-compose.yml, alone and with infra/compose.providers.yml,
 // and every app is in `config --services`. Otherwise it prints
@@ -112,6 +118,170 @@ if (ignoreFiles.length > 1) {
     different.length === 0,
     'every infra/docker/*.Dockerfile.dockerignore is the same',
     different.length ? `differs from ${ignoreFiles[0]}: ${different.join(', ')}` : undefined,
+  );
+}
+
+// ---- metrics: collector, Prometheus, Grafana -------------------------------------------------------
+const composeText = existsSync(composeFile) ? readFileSync(composeFile, 'utf8') : '';
+for (const [, source] of composeText.matchAll(/^\s*-\s*'?\.\/(infra\/[^:'\s]+):/gm)) {
+  check(existsSync(join(root, source)), `compose mounts ${source}, which exists`);
+}
+
+/** The lines of a top-level YAML section (`name:` in column 0) up to the next one. */
+function yamlSection(text, name) {
+  const lines = text.split('\n');
+  const start = lines.findIndex((l) => l === `${name}:`);
+  if (start < 0) return null;
+  const end = lines.findIndex((l, i) => i > start && /^[A-Za-z_]/.test(l));
+  return lines.slice(start + 1, end < 0 ? undefined : end);
+}
+const collectorFile = join(root, 'infra', 'otel-collector.yaml');
+const collector = existsSync(collectorFile) ? readFileSync(collectorFile, 'utf8') : '';
+const exporterNames = new Set(
+  (yamlSection(collector, 'exporters') ?? [])
+    .map((l) => /^ {2}([A-Za-z0-9_/-]+):/.exec(l)?.[1])
+    .filter(Boolean),
+);
+const serviceLines = (yamlSection(collector, 'service') ?? []).join('\n');
+const metricsPipeline = /^ {4}metrics:\n((?: {6}.*\n?)+)/m.exec(serviceLines)?.[1] ?? '';
+const metricsExporters = /exporters:\s*\[([^\]]*)\]/.exec(metricsPipeline)?.[1];
+if (
+  check(metricsExporters !== undefined, 'infra/otel-collector.yaml has a metrics pipeline with exporters')
+) {
+  const listed = metricsExporters
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
+  const missing = listed.filter((e) => !exporterNames.has(e));
+  check(
+    listed.length > 0 && missing.length === 0,
+    'the metrics pipeline exports through defined exporters',
+    missing.join(', '),
+  );
+}
+const promPort = /^ {2}prometheus:\n(?: {4}.*\n)*? {4}endpoint: [^:\s]+:(\d+)/m.exec(collector)?.[1];
+const prometheusFile = join(root, 'infra', 'prometheus.yml');
+if (
+  check(
+    promPort !== undefined && existsSync(prometheusFile),
+    "the collector's prometheus exporter and infra/prometheus.yml exist",
+  )
+) {
+  check(
+    readFileSync(prometheusFile, 'utf8').includes(`otel-collector:${promPort}`),
+    `infra/prometheus.yml scrapes otel-collector:${promPort}`,
+  );
+}
+
+// Instrument names from the code, as Prometheus names (dots to underscores, `_seconds` for unit s,
+// `_total` for counters, `_bucket/_count/_sum` for histograms).
+function sourceFiles(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (name === 'node_modules' || name === 'dist') return [];
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return name.endsWith('.ts') && !name.endsWith('.spec.ts') ? [path] : [];
+  });
+}
+const knownMetrics = new Set();
+const instrument =
+  /(createHistogram|createCounter|createUpDownCounter|createObservableGauge|durationHistogram)\(\s*(?:meter,\s*)?'([a-z0-9_.]+)'(?=([\s\S]{0,300}))/g;
+for (const file of [...sourceFiles(join(root, 'apps')), ...sourceFiles(join(root, 'packages'))]) {
+  for (const [, kind, name, after] of readFileSync(file, 'utf8').matchAll(instrument)) {
+    const base = name.replace(/\./g, '_');
+    if (kind === 'durationHistogram' || kind === 'createHistogram') {
+      const seconds = kind === 'durationHistogram' || /unit: 's'/.test(after.split(/\n\);|\}\);/)[0]);
+      const stem = seconds ? `${base}_seconds` : base;
+      for (const suffix of ['_bucket', '_count', '_sum']) knownMetrics.add(stem + suffix);
+    } else if (kind === 'createCounter') knownMetrics.add(`${base}_total`);
+    else knownMetrics.add(base);
+  }
+}
+check(knownMetrics.size > 0, `found ${knownMetrics.size} metric series names in the code`);
+
+const grafanaDir = join(root, 'infra', 'grafana');
+const datasourceFiles = sourceFilesOf(join(grafanaDir, 'provisioning', 'datasources'), '.yaml');
+const datasourceUids = new Set(
+  datasourceFiles.flatMap((f) =>
+    [...readFileSync(f, 'utf8').matchAll(/^\s+uid:\s*(\S+)/gm)].map((m) => m[1]),
+  ),
+);
+check(
+  datasourceUids.size > 0,
+  'Grafana provisions a datasource with a uid',
+  datasourceFiles.map(rel).join(', '),
+);
+const dashboardProviders = sourceFilesOf(join(grafanaDir, 'provisioning', 'dashboards'), '.yaml');
+const providerPaths = dashboardProviders.flatMap((f) =>
+  [...readFileSync(f, 'utf8').matchAll(/^\s+path:\s*(\S+)/gm)].map((m) => m[1]),
+);
+check(
+  providerPaths.length > 0 &&
+    providerPaths.every((p) => composeText.includes(`./infra/grafana/dashboards:${p}:ro`)),
+  'the Grafana dashboard provider reads the folder compose mounts infra/grafana/dashboards on',
+  providerPaths.join(', '),
+);
+function sourceFilesOf(dir, ext) {
+  return existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith(ext))
+        .map((f) => join(dir, f))
+    : [];
+}
+function balanced(text) {
+  const pairs = { ')': '(', ']': '[', '}': '{' };
+  const stack = [];
+  for (const c of text.replace(/"(?:[^"\\]|\\.)*"/g, '""')) {
+    if ('([{'.includes(c)) stack.push(c);
+    else if (c in pairs && stack.pop() !== pairs[c]) return false;
+  }
+  return stack.length === 0;
+}
+const dashboards = sourceFilesOf(join(grafanaDir, 'dashboards'), '.json');
+check(dashboards.length > 0, `found ${dashboards.length} Grafana dashboard(s) in infra/grafana/dashboards`);
+for (const file of dashboards) {
+  let dashboard;
+  try {
+    dashboard = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    check(false, `${rel(file)} is valid JSON`, String(error));
+    continue;
+  }
+  const panels = (dashboard.panels ?? []).flatMap((p) => [p, ...(p.panels ?? [])]);
+  const ids = panels.map((p) => p.id);
+  const problems = [];
+  if (typeof dashboard.uid !== 'string' || !dashboard.title) problems.push('no uid or title');
+  if (new Set(ids).size !== ids.length || ids.some((id) => typeof id !== 'number'))
+    problems.push('panel ids missing or repeated');
+  for (const panel of panels.filter((p) => p.type !== 'row')) {
+    const where = `panel "${panel.title}"`;
+    if (!panel.gridPos) problems.push(`${where}: no gridPos`);
+    if (!Array.isArray(panel.targets) || panel.targets.length === 0) problems.push(`${where}: no query`);
+    for (const target of panel.targets ?? []) {
+      const uid = target.datasource?.uid ?? panel.datasource?.uid;
+      if (!datasourceUids.has(uid)) problems.push(`${where}: datasource uid ${uid} is not provisioned`);
+      if (typeof target.expr !== 'string' || !target.expr.trim()) problems.push(`${where}: empty expr`);
+      else if (!balanced(target.expr)) problems.push(`${where}: unbalanced brackets in ${target.expr}`);
+      // Metric names only: label matchers `{...}` and groupings `by (...)` name labels.
+      const names = (target.expr ?? '')
+        .replace(/\{[^}]*\}/g, '')
+        .replace(/\b(?:by|without)\s*\([^)]*\)/g, '');
+      for (const [name] of names.matchAll(/\b(?:switchboard|http_server|messaging)_[a-z0-9_]+/g)) {
+        if (!knownMetrics.has(name)) problems.push(`${where}: no instrument in the code makes ${name}`);
+      }
+    }
+  }
+  for (const variable of dashboard.templating?.list ?? []) {
+    if (variable.datasource && !datasourceUids.has(variable.datasource.uid))
+      problems.push(
+        `variable ${variable.name}: datasource uid ${variable.datasource.uid} is not provisioned`,
+      );
+  }
+  check(
+    problems.length === 0,
+    `${rel(file)}: ${panels.length} panels, every query valid`,
+    problems.join('\n'),
   );
 }
 

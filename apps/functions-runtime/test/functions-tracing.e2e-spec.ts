@@ -161,9 +161,14 @@ describe('functions-runtime tracing', () => {
       ours().filter(
         (s) => s.service === 'proxy' && s.attributes.some((a) => a.value.stringValue === `${fake.url}/me`),
       );
+    // Each service exports in its own batches: wait until the proxy's, the runtime's run span and its
+    // four proxied-call spans are all in, not just the first of them.
+    const complete = () =>
+      providerCalls().length > 0 &&
+      ours().some((s) => s.name === 'function.run action') &&
+      ours().filter((s) => s.name === 'nango.proxy GET').length >= 4;
     const deadline = Date.now() + 15_000;
-    while (providerCalls().length === 0 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    while (!complete() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
 
     const spans = ours();
     const run = spans.find((s) => s.name === 'function.run action');

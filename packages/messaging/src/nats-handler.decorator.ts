@@ -4,6 +4,7 @@ import { fieldErrorsFromZod, SwitchboardError, type Reply } from '@switchboard/c
 import { context, extractTraceContext, SpanKind, SpanStatusCode, trace } from '@switchboard/observability';
 import type { MsgHdrs } from 'nats';
 import type { z } from 'zod';
+import { recordProcessed } from './metrics';
 
 const logger = new Logger('NatsHandler');
 const tracer = trace.getTracer('@switchboard/messaging');
@@ -41,6 +42,8 @@ export function NatsHandler<S extends z.ZodType>(subject: string, schema: S) {
             attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
           },
           async (span) => {
+            const start = performance.now();
+            let errorType: string | undefined;
             try {
               const parsed = schema.safeParse(data);
               if (!parsed.success) {
@@ -53,6 +56,7 @@ export function NatsHandler<S extends z.ZodType>(subject: string, schema: S) {
               const result = await original.call(this, parsed.data);
               return { ok: true as const, data: result ?? null };
             } catch (error) {
+              errorType = error instanceof SwitchboardError ? error.code : 'server_error';
               if (error instanceof SwitchboardError) {
                 span.setAttribute('switchboard.error_code', error.code);
                 return { ok: false as const, error: error.toWire() };
@@ -65,6 +69,7 @@ export function NatsHandler<S extends z.ZodType>(subject: string, schema: S) {
                 error: { code: 'server_error' as const, message: 'internal error' },
               };
             } finally {
+              recordProcessed(subject, start, errorType);
               span.end();
             }
           },

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SwitchboardError, type Reply } from '@switchboard/contracts';
 import { injectTraceContext, SpanKind, SpanStatusCode, trace } from '@switchboard/observability';
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from 'nats';
+import { recordSent } from './metrics';
 
 const tracer = trace.getTracer('@switchboard/messaging');
 const headerSetter = { set: (h: MsgHdrs, key: string, value: string) => h.set(key, value) };
@@ -30,6 +31,8 @@ export class NatsRequester {
         attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
       },
       async (span) => {
+        const start = performance.now();
+        let errorType: string | undefined;
         try {
           const hdrs = natsHeaders();
           injectTraceContext(hdrs, headerSetter);
@@ -61,10 +64,12 @@ export class NatsRequester {
             );
           return response.data;
         } catch (error) {
+          errorType = error instanceof SwitchboardError ? error.code : 'server_error';
           if (error instanceof SwitchboardError) span.setAttribute('switchboard.error_code', error.code);
           span.setStatus({ code: SpanStatusCode.ERROR });
           throw error;
         } finally {
+          recordSent(subject, start, errorType);
           span.end();
         }
       },

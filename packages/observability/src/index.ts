@@ -1,2 +1,3 @@
 export * from './tracing';
 export { endClientSpan, startClientSpan } from './client-span';
+export * from './metrics';

@@ -13,6 +13,7 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { METRIC_VIEWS } from './metrics';
 
 let sdk: NodeSDK | undefined;
 
@@ -36,11 +37,14 @@ export function startTracing(serviceName: string, options: TracingOptions = {}):
   if (sdk) return;
   // The specification's switch for the whole SDK: nothing is patched, so nothing is paid per request.
   if (process.env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return;
-  // NodeSDK also sets up metric and log exporters by default; they are not used yet, and they make
-  // shutdown wait ~8 s for a collector that may not exist.
+  // NodeSDK picks the metric readers from the standard variables (`OTEL_METRICS_EXPORTER=otlp|prometheus|
+  // console|none`, `OTEL_EXPORTER_OTLP_METRICS_*`, `OTEL_METRIC_EXPORT_INTERVAL`,
+  // `OTEL_EXPORTER_PROMETHEUS_HOST/PORT`). Unset means none here (NodeSDK's default is otlp): a service
+  // should not push to a collector nobody configured. Logs stay off (they go to stdout).
   process.env.OTEL_METRICS_EXPORTER ??= 'none';
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
   sdk = new NodeSDK({
+    views: METRIC_VIEWS,
     resource: resourceFromAttributes({
       [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME ?? serviceName,
       [ATTR_SERVICE_VERSION]: options.version ?? '0.1.0',
@@ -87,11 +91,25 @@ export function startTracing(serviceName: string, options: TracingOptions = {}):
   sdk.start();
 }
 
-/** Flushes and stops tracing; safe to call when tracing never started. */
-export async function stopTracing(): Promise<void> {
+/**
+ * Flushes and stops tracing and metrics; safe to call when they never started. Bounded: an exporter
+ * aimed at a collector that is down retries for its whole timeout (NodeSDK's shutdown was measured at
+ * ~8.5 s with the default OTLP metric exporter and no collector), and a stopping service must not wait
+ * for that. What is not flushed within `timeoutMs` is lost.
+ */
+export async function stopTracing(timeoutMs = 2_000): Promise<void> {
   const current = sdk;
   sdk = undefined;
-  await current?.shutdown().catch(() => undefined);
+  if (!current) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    current.shutdown().catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+      timer.unref();
+    }),
+  ]);
+  clearTimeout(timer);
 }
 
 /** A query string for a span: parameter names kept (they help debugging), values replaced (they may be secret). */
@@ -119,5 +137,33 @@ export function currentTraceId(): string | undefined {
   return id && id !== '00000000000000000000000000000000' ? id : undefined;
 }
 
-export { context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
-export type { Attributes, Span, Tracer, Context } from '@opentelemetry/api';
+/**
+ * The active span's ids for log lines (`trace_id`, `span_id`), or undefined outside a span (or in an
+ * unsampled one with no valid context).
+ */
+export function currentSpanIds(): { traceId: string; spanId: string } | undefined {
+  const ctx = trace.getActiveSpan()?.spanContext();
+  if (!ctx || !trace.isSpanContextValid(ctx)) return undefined;
+  return { traceId: ctx.traceId, spanId: ctx.spanId };
+}
+
+export {
+  context,
+  propagation,
+  trace,
+  metrics,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+} from '@opentelemetry/api';
+export type {
+  Attributes,
+  Span,
+  Tracer,
+  Context,
+  Counter,
+  Histogram,
+  Meter,
+  ObservableGauge,
+  UpDownCounter,
+} from '@opentelemetry/api';

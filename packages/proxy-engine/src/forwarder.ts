@@ -36,6 +36,7 @@ import {
   type RetrySettings,
 } from './retry-policy';
 import { buildTarget, splitEndpoint } from './target';
+import { recordUpstream, recordUpstreamFailure } from './metrics';
 import { resolveBaseUrl } from './templates';
 
 export interface ProxyCall {
@@ -194,6 +195,7 @@ export class ProxyForwarder {
     let refreshed = false;
     for (;;) {
       let response: UpstreamResponse;
+      const sentAt = performance.now();
       try {
         response = await this.exchange.send({
           method: call.method,
@@ -206,6 +208,7 @@ export class ProxyForwarder {
           signal,
         });
       } catch (error) {
+        recordUpstreamFailure(integration.provider, error, sentAt);
         if (signal.aborted) throw error;
         if (replayable && attempt < retries && retryableError(error, call.method)) {
           await signal.pause(this.backoff(attempt));
@@ -215,6 +218,7 @@ export class ProxyForwarder {
         throw upstreamFailure(error);
       }
 
+      recordUpstream(integration.provider, response.statusCode, sentAt);
       if (governed) this.observeRateLimit(governorKey, response, provider);
 
       if (response.statusCode === 401 && plan.auth.refreshable && !refreshed && replayable) {

@@ -1,16 +1,11 @@
-import {
-  ConsoleLogger,
-  type DynamicModule,
-  type INestApplication,
-  type LogLevel,
-  type Type,
-} from '@nestjs/common';
+import type { DynamicModule, INestApplication, LogLevel, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { ServiceName } from '@switchboard/contracts';
-import { stopTracing } from '@switchboard/observability';
+import { HttpServerMetrics, stopTracing } from '@switchboard/observability';
 import type { FastifyServerOptions } from 'fastify';
+import { TraceLogger } from './trace-logger';
 
 const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
 
@@ -29,12 +24,35 @@ export interface BootstrapOptions {
   configure?: (app: NestFastifyApplication) => void | Promise<void>;
 }
 
+/** One per process: the gateway's front door records into the same histogram. */
+export const httpServerMetrics = new HttpServerMetrics();
+
+/**
+ * RED per route: every answered request, by its route template (`/connection/:connectionId`; `unmatched`
+ * for a 404 no route took, so probing URLs cannot grow the series), method and status. Added before any
+ * route or plugin, so every scope inherits it.
+ */
+function recordHttpMetrics(app: NestFastifyApplication): void {
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onResponse', (request, reply, done) => {
+      httpServerMetrics.record(
+        request.method,
+        request.routeOptions.url ?? 'unmatched',
+        reply.statusCode,
+        reply.elapsedTime / 1000,
+      );
+      done();
+    });
+}
+
 /**
  * Starts a service: its HTTP server (health, readiness and whatever routes it has) and its NATS
  * microservice in the queue group named after the service, so replicas share the work.
  */
 export async function bootstrapService(options: BootstrapOptions): Promise<INestApplication> {
-  const logger = new ConsoleLogger(options.name, {
+  const logger = new TraceLogger(options.name, {
     json: options.logFormat === 'json',
     colors: options.logFormat === 'pretty' && process.stdout.isTTY,
     logLevels: LEVELS.slice(0, LEVELS.indexOf(options.logLevel) + 1),
@@ -44,6 +62,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
     new FastifyAdapter({ ...options.fastify }),
     { logger, bufferLogs: false, bodyParser: options.bodyParser ?? true },
   );
+  recordHttpMetrics(app);
   app.connectMicroservice<MicroserviceOptions>(
     {
       transport: Transport.NATS,

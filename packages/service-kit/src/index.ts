@@ -3,3 +3,4 @@ export * from './health.registry';
 export * from './health.controller';
 export * from './service-kit.module';
 export * from './database-lifecycle';
+export * from './trace-logger';

@@ -19,6 +19,7 @@ import { authEvent } from '../events/auth-event';
 import { OutboxPublisher } from '../events/outbox';
 import { VaultError } from '../vault.errors';
 import { backoffMs, justRefreshed, keepRefreshToken, needsRefresh, type RefreshAsk } from './refresh-policy';
+import { recordRefresh } from '../metrics';
 
 export interface FreshConnection {
   row: ConnectionRow;
@@ -215,6 +216,7 @@ export class RefreshCoordinator {
       const code = error instanceof SwitchboardError ? error.code : 'server_error';
       // Nobody could take the call (auth-connect down): not the provider's failure, so nothing is recorded.
       if (code === 'service_unavailable') {
+        recordRefresh(row.provider, 'unavailable');
         await this.repository.releaseLease(row.id, this.owner);
         throw error;
       }
@@ -230,6 +232,7 @@ export class RefreshCoordinator {
       ...(result.connectionConfig ?? {}),
     });
     const saved = await this.save(row, blob, next, config);
+    recordRefresh(row.provider, 'success');
     this.logger.log(`connection ${row.id}: credentials refreshed`);
     return saved;
   }
@@ -280,6 +283,7 @@ export class RefreshCoordinator {
         ? 'The token refresh did not finish in time'
         : (wire?.message ?? 'The token refresh failed')
     ).slice(0, MAX_MESSAGE);
+    recordRefresh(row.provider, 'failure', code);
     const logId = randomUUID();
     const recorded = await this.repository.recordRefreshFailure(
       row.id,

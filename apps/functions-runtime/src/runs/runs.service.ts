@@ -6,6 +6,7 @@ import { HostCalls, type RunScope } from '../host/host-calls';
 import { configureSpares, runInSandbox, sandboxLibrary, type RunLimits } from '../sandbox/sandbox';
 import { OutputStore } from './output-store';
 import { RunSlots } from './run-slots';
+import { recordFunctionRun } from '../metrics';
 
 const tracer = trace.getTracer('@switchboard/functions-runtime');
 
@@ -77,6 +78,12 @@ export class RunsService implements OnModuleInit {
           try {
             const result = await this.execute(req, slot);
             span.setAttribute('switchboard.function.status', result.status);
+            recordFunctionRun(
+              req.function.type,
+              result.status,
+              result.durationMs,
+              result.status === 'failure' ? result.error.code : undefined,
+            );
             if (result.status === 'failure') {
               span.setAttribute('switchboard.error_code', result.error.code);
               span.setStatus({ code: SpanStatusCode.ERROR });

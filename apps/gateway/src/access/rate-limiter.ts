@@ -3,6 +3,7 @@ import { HealthRegistry } from '@switchboard/service-kit';
 import Redis from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
+import { recordRateLimitRejection } from '../metrics';
 
 export interface RateVerdict {
   limited: boolean;
@@ -144,7 +145,7 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
         bucket.left -= 1;
         return this.verdict(points, bucket.endsAt, false, points - bucket.used + bucket.left);
       }
-      if (bucket.spent) return this.verdict(points, bucket.endsAt, true, 0);
+      if (bucket.spent) return this.refused(key, points, bucket.endsAt);
       if (!bucket.pending) {
         const leasing = bucket;
         leasing.pending = this.lease(key, leasing).finally(() => {
@@ -180,9 +181,14 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
       entry = { endsAt: now + WINDOW_MS, count: 0 };
       this.fallback.set(key, entry);
     }
-    if (entry.count >= points) return this.verdict(points, entry.endsAt, true, 0);
+    if (entry.count >= points) return this.refused(key, points, entry.endsAt);
     entry.count += 1;
     return this.verdict(points, entry.endsAt, false, points - entry.count);
+  }
+
+  private refused(key: string, limit: number, endsAt: number): RateVerdict {
+    recordRateLimitRejection(key);
+    return this.verdict(limit, endsAt, true, 0);
   }
 
   private verdict(limit: number, endsAt: number, limited: boolean, remaining: number): RateVerdict {

@@ -13,6 +13,7 @@ import {
   type Span,
 } from '@switchboard/observability';
 import { PROXY_METHODS, ProxyError } from '@switchboard/proxy-engine';
+import { httpServerMetrics } from '@switchboard/service-kit';
 import type { FastifyInstance } from 'fastify';
 import { BEARER, toCaller, UUID_V4 } from '../access/access.hook';
 import type { ApiKeyResolver } from '../access/api-key.resolver';
@@ -27,6 +28,8 @@ import { mayAimCredentials, type ProxyRoute } from './proxy-route';
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 const METHODS = new Set(PROXY_METHODS);
+/** The route template the Fastify lane records `/proxy/...` calls under. */
+const PROXY_ROUTE = '/proxy/*';
 const tracer = trace.getTracer('@switchboard/gateway');
 
 /**
@@ -66,7 +69,8 @@ export class ProxyFrontDoor implements FrontDoor {
     context.with(trace.setSpan(parent, span), () => {
       const direct = this.admit(req);
       span.setAttribute('switchboard.proxy.lane', direct ? 'direct' : 'framework');
-      if (direct) this.serve(req, res, direct);
+      // The Fastify lane is counted by service-kit's hook under the same route.
+      if (direct) this.serve(req, res, direct, performance.now());
       else next(req, res);
     });
   }
@@ -116,6 +120,7 @@ export class ProxyFrontDoor implements FrontDoor {
     req: IncomingMessage,
     res: ServerResponse,
     admitted: NonNullable<ReturnType<ProxyFrontDoor['admit']>>,
+    start: number,
   ): void {
     void this.route.direct!(
       req,
@@ -125,12 +130,19 @@ export class ProxyFrontDoor implements FrontDoor {
       admitted.credentialsOnAnyOrigin,
     ).then(
       (error) => {
-        if (!error) return;
-        try {
-          writeError(res, error, admitted.headers);
-        } catch {
-          res.destroy();
+        if (error) {
+          try {
+            writeError(res, error, admitted.headers);
+          } catch {
+            res.destroy();
+          }
         }
+        httpServerMetrics.record(
+          req.method!,
+          PROXY_ROUTE,
+          res.statusCode,
+          (performance.now() - start) / 1000,
+        );
       },
       () => res.destroy(),
     );

@@ -55,4 +55,22 @@ describe('CircuitBreakers', () => {
     expect(b.success('http://dead')).toBe(true);
     expect(b.success('http://dead')).toBe(false);
   });
+
+  it('counts open and half-open breakers for the breaker gauge', () => {
+    const b = breakers();
+    expect(b.counts()).toEqual({ open: 0, halfOpen: 0 });
+    for (let i = 0; i < 5; i++) b.failure('http://a');
+    for (let i = 0; i < 5; i++) b.failure('http://b');
+    b.failure('http://c'); // one failure: still closed
+    expect(b.counts()).toEqual({ open: 2, halfOpen: 0 });
+    now += 60_000; // both cooldowns over: the next attempt to each is its probe
+    expect(b.counts()).toEqual({ open: 0, halfOpen: 2 });
+    expect(b.tryPass('http://a')).toBe(true);
+    expect(b.tryPass('http://a')).toBe(false); // one probe at a time
+    expect(b.counts()).toEqual({ open: 0, halfOpen: 2 });
+    b.success('http://a');
+    expect(b.tryPass('http://b')).toBe(true);
+    b.failure('http://b'); // b's probe failed: open again
+    expect(b.counts()).toEqual({ open: 1, halfOpen: 0 });
+  });
 });

@@ -44,6 +44,22 @@ export class CircuitBreakers {
       .map(([url]) => url);
   }
 
+  /**
+   * How many breakers are open (refusing until their cooldown ends) and half-open (cooldown over: the
+   * next attempt is the probe, or it is under way), for the breaker gauge.
+   */
+  counts(): { open: number; halfOpen: number } {
+    const now = this.now();
+    let open = 0;
+    let halfOpen = 0;
+    for (const s of this.states.values()) {
+      if (s.openUntil === 0) continue;
+      if (s.probing || now >= s.openUntil) halfOpen++;
+      else open++;
+    }
+    return { open, halfOpen };
+  }
+
   /** Closes the endpoint's breaker; true when it had been open, i.e. the endpoint just came back. */
   success(url: string): boolean {
     const state = this.states.get(url);

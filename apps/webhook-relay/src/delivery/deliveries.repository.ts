@@ -12,6 +12,8 @@ export interface NewDelivery {
   providerConfigKey: string | null;
   body: string;
   headers: Record<string, string>;
+  /** When the event was published (epoch ms), for the delivery-lag metric. */
+  eventCreatedAtMs?: number;
 }
 
 /** A delivery this process holds the lease of, with what an attempt needs. */
@@ -24,6 +26,8 @@ export interface ClaimedDelivery {
   headers: Record<string, string>;
   attempts: number;
   endpointDisabled: boolean;
+  /** When the delivery was stored (epoch ms), for the delivery-lag metric. */
+  eventCreatedAtMs?: number;
 }
 
 export interface AttemptRecord {
@@ -47,6 +51,7 @@ interface ClaimedRow {
   headers: Record<string, string> | null;
   attempts: number;
   disabled: boolean;
+  created_at?: Date;
 }
 
 // Columns are `timestamp` holding UTC (Prisma's convention); `now()` is converted explicitly so the
@@ -74,6 +79,7 @@ const toClaimed = (row: ClaimedRow): ClaimedDelivery => ({
   headers: row.headers ?? {},
   attempts: row.attempts,
   endpointDisabled: row.disabled,
+  eventCreatedAtMs: row.created_at?.getTime(),
 });
 
 /**
@@ -101,7 +107,7 @@ export class DeliveriesRepository {
         ${UTC_NOW}, ${UTC_NOW}, ${UTC_NOW}
       FROM jsonb_to_recordset(${JSON.stringify(deliveries.map(columnsOf))}::jsonb) AS d(environment_id int, event_id text, type text, url text, connection_id text, provider_config_key text, body text, headers jsonb)
       ON CONFLICT (event_id, url) DO NOTHING
-      RETURNING id, environment_id, event_id, url, body, headers, attempts,
+      RETURNING id, environment_id, event_id, url, body, headers, attempts, created_at,
         EXISTS (SELECT 1 FROM relay.webhook_disabled_endpoints e
                 WHERE e.environment_id = webhook_deliveries.environment_id AND e.url = webhook_deliveries.url) AS disabled`;
     return rows.map(toClaimed);
@@ -180,7 +186,7 @@ export class DeliveriesRepository {
         FOR UPDATE SKIP LOCKED
       ) due
       WHERE d.id = due.id
-      RETURNING d.id, d.environment_id, d.event_id, d.url, d.body, d.headers, d.attempts,
+      RETURNING d.id, d.environment_id, d.event_id, d.url, d.body, d.headers, d.attempts, d.created_at,
         EXISTS (SELECT 1 FROM relay.webhook_disabled_endpoints e WHERE e.environment_id = d.environment_id AND e.url = d.url) AS disabled`;
     return rows.map(toClaimed);
   }

@@ -10,6 +10,7 @@ import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
 import { EgressPolicy } from '@switchboard/egress';
 import { SettingsService } from '../settings/settings.service';
 import { signDelivery } from '../signing/webhook-signer';
+import { observeBreakers, recordAttempt, recordDropped } from '../metrics';
 import { CircuitBreakers } from './circuit-breaker';
 import {
   DeliveriesRepository,
@@ -94,6 +95,7 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
       env.SWITCHBOARD_WEBHOOK_BREAKER_WINDOW,
       env.SWITCHBOARD_WEBHOOK_BREAKER_COOLDOWN,
     );
+    observeBreakers(() => this.breakers.counts());
     // Long enough for one attempt to finish and be recorded; short enough that a killed process's
     // deliveries are retaken quickly.
     this.leaseMs = env.SWITCHBOARD_WEBHOOK_TIMEOUT + Math.min(env.SWITCHBOARD_WEBHOOK_TIMEOUT, 5_000);
@@ -255,10 +257,12 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
     if (delivery.endpointDisabled) {
+      recordDropped('endpoint_disabled');
       await this.repository.skipDisabled(delivery);
       return;
     }
     if (!this.breakers.tryPass(delivery.url)) {
+      recordDropped('breaker_open');
       const at = new Date(Math.max(this.breakers.openUntil(delivery.url), Date.now() + 100));
       await this.repository.release(delivery.id, at);
       this.wakeAt(at);
@@ -295,7 +299,10 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
 
   /** Signs and sends one attempt and decides what follows from the answer; writes nothing. */
   private async sendAndDecide(
-    delivery: Pick<ClaimedDelivery, 'environmentId' | 'eventId' | 'url' | 'body' | 'headers' | 'attempts'>,
+    delivery: Pick<
+      ClaimedDelivery,
+      'environmentId' | 'eventId' | 'url' | 'body' | 'headers' | 'attempts' | 'eventCreatedAtMs'
+    >,
     attemptNumber: number,
   ): Promise<AttemptDecision> {
     let outcome: SendOutcome;
@@ -324,7 +331,9 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
       this.breakers.failure(delivery.url);
       throw error;
     }
-    return this.decide(attemptNumber, startedAt, delivery.url, outcome);
+    const decision = this.decide(attemptNumber, startedAt, delivery.url, outcome);
+    recordAttempt(decision.next.status, delivery.eventCreatedAtMs);
+    return decision;
   }
 
   private decide(attemptNumber: number, startedAt: Date, url: string, outcome: SendOutcome): AttemptDecision {

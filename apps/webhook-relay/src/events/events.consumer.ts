@@ -28,6 +28,7 @@ import type { z } from 'zod';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
 import { DeliveriesRepository, type NewDelivery } from '../delivery/deliveries.repository';
 import { AttemptLog } from '../delivery/attempt-log';
+import { recordDropped } from '../metrics';
 import { Dispatcher, type FirstAttempt } from '../delivery/dispatcher';
 import { EventPlanner } from './event-planner';
 
@@ -173,6 +174,7 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
       event = parsed.data;
     } catch (error) {
       // A malformed event will never become valid: drop it loudly rather than block the consumer.
+      recordDropped('malformed_event');
       this.logger.error(
         `dropping a malformed ${subscription.subject} event: ${(error as Error).message.slice(0, 500)}`,
       );
@@ -197,6 +199,7 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
       const attempts: { delivery: NewDelivery; result: Promise<FirstAttempt> }[] = [];
       const waiting: NewDelivery[] = [];
       for (const delivery of deliveries) {
+        delivery.eventCreatedAtMs = message.info.timestampNanos / 1e6;
         const result = this.dispatcher.sendFirst(delivery);
         if (result) attempts.push({ delivery, result });
         else waiting.push(delivery);
@@ -270,6 +273,7 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
     if (error instanceof CryptoError) {
       // The environment's signing key cannot be read with this deployment's master keys: retrying
       // cannot help, and waiting messages would hold back everyone else's.
+      recordDropped('undecryptable_key');
       this.logger.error(
         `dropping a ${subscription.subject} event: its environment's signing key cannot be decrypted`,
       );
