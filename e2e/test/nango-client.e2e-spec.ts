@@ -69,8 +69,19 @@ describe('@nangohq/node 0.71.10 against Switchboard', () => {
       });
     });
 
-    it('lists provider templates: none yet, as an empty list', async () => {
-      expect(await nango.getProviderTemplates({ provider: 'github' })).toEqual({ data: [] });
+    it("lists a provider's function templates (ours for github), none for most, 404 for an unknown provider", async () => {
+      const github = await nango.getProviderTemplates({ provider: 'github' });
+      expect(github.data.map((t) => `${t.type}:${t.name}`).sort()).toEqual([
+        'action:create-issue',
+        'sync:issues',
+      ]);
+      expect(github.data.find((t) => t.name === 'create-issue')).toMatchObject({
+        type: 'action',
+        input: 'CreateGithubIssue',
+        returns: ['GithubIssue'],
+        json_schema: { definitions: expect.objectContaining({ CreateGithubIssue: expect.any(Object) }) },
+      });
+      expect(await nango.getProviderTemplates({ provider: 'linear' })).toEqual({ data: [] });
       const missing = await failure(nango.getProviderTemplates({ provider: 'no-such-provider' }));
       expect(missing.status).toBe(404);
     });

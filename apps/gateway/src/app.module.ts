@@ -11,6 +11,11 @@ import { ConnectionsController } from './connections/connections.controller';
 import { EnvironmentController } from './environment/environment.controller';
 import { EnvironmentSettingsController } from './environment-settings/environment-settings.controller';
 import { ErrorsFilter } from './http/errors.filter';
+import { ActionsController } from './functions/actions.controller';
+import { DeployController } from './functions/deploy.controller';
+import { FunctionsController } from './functions/functions.controller';
+import { RunsController } from './functions/runs.controller';
+import { ScriptsConfigController } from './functions/scripts-config.controller';
 import { IntegrationsController } from './integrations/integrations.controller';
 import { OpenApiController } from './openapi/openapi.controller';
 import { LogosController } from './providers/logos.controller';
@@ -29,6 +34,11 @@ export const API_CONTROLLERS = [
   ConnectSessionsController,
   EnvironmentSettingsController,
   WebhookDeliveriesController,
+  DeployController,
+  FunctionsController,
+  ScriptsConfigController,
+  ActionsController,
+  RunsController,
 ];
 
 @Module({})

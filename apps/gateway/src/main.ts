@@ -52,7 +52,10 @@ async function main(): Promise<void> {
       serverFactory: gatewayServerFactory(() => frontDoor),
     },
     configure: (app) => {
-      configureHttp(app, env.SWITCHBOARD_BODY_LIMIT_BYTES);
+      configureHttp(app, env.SWITCHBOARD_BODY_LIMIT_BYTES, {
+        '/sync/deploy': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
+        '/sync/deploy/confirmation': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
+      });
       app.get(AccessHook).register(app.getHttpAdapter().getInstance());
       app.enableCors({ origin: CORS_POLICY.origin, exposedHeaders: [...CORS_POLICY.exposedHeaders] });
       // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.

@@ -1,6 +1,8 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ServiceKitModule } from '@switchboard/service-kit';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from './config/env';
+import { DatabaseModule } from './database/database.module';
+import { FunctionsModule } from './functions/functions.module';
 import { TemporalModule } from './temporal/temporal.module';
 
 @Module({})
@@ -11,7 +13,9 @@ export class AppModule {
       global: true,
       imports: [
         ServiceKitModule.forRoot({ name: 'sync-orchestrator', natsUrl: env.NATS_URL }),
+        DatabaseModule,
         TemporalModule,
+        FunctionsModule,
       ],
       providers: [{ provide: ORCHESTRATOR_ENV, useValue: env }],
       exports: [ORCHESTRATOR_ENV],

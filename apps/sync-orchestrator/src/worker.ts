@@ -8,7 +8,12 @@ import {
   type LogEntry,
   type LogLevel,
 } from '@temporalio/worker';
+import { createPrismaClient } from '@switchboard/db';
+import { NatsRequester } from '@switchboard/messaging';
+import { connect } from 'nats';
 import * as activities from './activities';
+import { createActionActivities } from './activities/action.activities';
+import { InvocationRunner } from './actions/invocation-runner';
 import { loadEnv, type OrchestratorEnv } from './config/env';
 
 /**
@@ -37,6 +42,9 @@ async function main(): Promise<void> {
 
   const connection = await connectWithRetry(env.TEMPORAL_ADDRESS, stopping.signal, log);
   if (!connection) return;
+  // Activities of actions and on-event scripts ask functions-runtime over NATS and record in Postgres.
+  const nc = await connect({ servers: env.NATS_URL, name: 'sync-orchestrator-worker' });
+  const db = createPrismaClient(env.DATABASE_URL, { poolSize: 5 });
   try {
     worker = await Worker.create({
       connection,
@@ -44,7 +52,10 @@ async function main(): Promise<void> {
       taskQueue: env.TEMPORAL_TASK_QUEUE,
       // From dist/ this is dist/workflows/index.js; the SDK bundles it (and only it) for the sandbox.
       workflowsPath: require.resolve('./workflows'),
-      activities,
+      activities: {
+        ...activities,
+        ...createActionActivities({ runner: new InvocationRunner(db, new NatsRequester(nc), nc), nc }),
+      },
       shutdownGraceTime: '10 seconds',
     });
     // run() marks the worker RUNNING synchronously; a worker created but never run would keep the
@@ -58,6 +69,8 @@ async function main(): Promise<void> {
     await running;
   } finally {
     await connection.close().catch(() => undefined);
+    await nc.drain().catch(() => undefined);
+    await db.$disconnect().catch(() => undefined);
     await stopTracing();
   }
 }

@@ -1,4 +1,5 @@
 import type { ApiClient } from './api-client';
+import { DEPLOY_USAGE, runDeploy } from './deploy-command';
 import { runWebhookCommand, WEBHOOK_USAGE } from './webhook-commands';
 
 export type Output = (line: string) => void;
@@ -15,6 +16,7 @@ Commands:
   api-keys revoke ID                    Revoke a key
   integrations list                     List integrations
 ${WEBHOOK_USAGE}
+${DEPLOY_USAGE}
 
 --host defaults to $SWITCHBOARD_HOST or http://localhost:3003; --key to $SWITCHBOARD_SECRET_KEY.`;
 
@@ -33,6 +35,7 @@ function flagValues(args: string[], flag: string): string[] {
 
 export async function run(api: ApiClient, args: string[], out: Output): Promise<void> {
   const [group, action, ...rest] = args;
+  if (group === 'deploy') return runDeploy(api, args.slice(1), out);
   switch (`${group} ${action}`) {
     case 'env-vars list': {
       const vars = await api.call<Variable[]>('GET', '/environment-variables');

@@ -48,6 +48,17 @@ export const ERROR_CODES = [
   // Provider webhooks
   'invalid_signature',
   'feature_disabled',
+  // Functions and actions
+  'invalid_cli_version',
+  'ambiguous_function',
+  'disabled_resource',
+  'action_script_runtime_error',
+  'action_script_failure',
+  'invalid_action_input',
+  'invalid_action_output',
+  'action_output_too_large',
+  'script_timeout',
+  'connection_validation_failed',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -65,6 +76,8 @@ export const errorBodySchema = z
       code: z.string(),
       message: z.string().optional(),
       errors: z.array(fieldErrorSchema).optional(),
+      /** Details for codes that carry some (an ActionError's payload, the matches of an ambiguous name). */
+      payload: z.unknown().optional(),
     }),
   })
   .meta({ id: 'Error' });
@@ -75,6 +88,7 @@ export const wireErrorSchema = z.object({
   code: z.enum(ERROR_CODES),
   message: z.string(),
   errors: z.array(fieldErrorSchema).optional(),
+  payload: z.unknown().optional(),
 });
 export type WireError = z.infer<typeof wireErrorSchema>;
 
@@ -84,13 +98,20 @@ export class SwitchboardError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly errors?: FieldError[],
+    /** Sent to the caller as `error.payload` (JSON); never put secrets in it. */
+    readonly payload?: unknown,
   ) {
     super(message);
     this.name = new.target.name;
   }
 
   toWire(): WireError {
-    return { code: this.code, message: this.message, ...(this.errors ? { errors: this.errors } : {}) };
+    return {
+      code: this.code,
+      message: this.message,
+      ...(this.errors ? { errors: this.errors } : {}),
+      ...(this.payload !== undefined ? { payload: this.payload } : {}),
+    };
   }
 }
 

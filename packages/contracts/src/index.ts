@@ -16,3 +16,5 @@ export * from './proxy';
 export * from './connections-api';
 export * from './webhooks';
 export * from './functions';
+export * from './function-deploy';
+export * from './functions-api';

@@ -33,3 +33,9 @@ export type RelayDb = Pick<
   PrismaClient,
   Common | 'webhookSettings' | 'webhookDisabledEndpoint' | 'webhookDelivery' | 'webhookAttempt'
 >;
+
+/** What sync-orchestrator may touch: the `orchestrator` schema only. */
+export type OrchestratorDb = Pick<
+  PrismaClient,
+  Common | 'deployedFunction' | 'functionVersion' | 'invocation' | 'invocationLog' | 'functionCheckpoint'
+>;

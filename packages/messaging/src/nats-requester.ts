@@ -56,7 +56,12 @@ export class NatsRequester {
           const response = reply.response;
           if (!response) throw new SwitchboardError('server_error', `${subject} sent an empty reply`);
           if (!response.ok)
-            throw new SwitchboardError(response.error.code, response.error.message, response.error.errors);
+            throw new SwitchboardError(
+              response.error.code,
+              response.error.message,
+              response.error.errors,
+              response.error.payload,
+            );
           return response.data;
         } catch (error) {
           errorType = error instanceof SwitchboardError ? error.code : 'server_error';

@@ -111,6 +111,8 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     OTEL_TRACES_EXPORTER: 'none',
     // The connect page listens on a port of its own; any free one, unless a test names it (serviceEnv).
     CONNECT_PORT: '0',
+    // Each stack's orchestrator and worker share a task queue no other stack polls.
+    TEMPORAL_TASK_QUEUE: `switchboard-e2e-${randomUUID()}`,
     ...options.env,
   };
   // Master keys must be the same in every service of one stack.
@@ -126,11 +128,16 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       : {}),
     ...options.serviceEnv?.[name],
   });
-  const launch = (name: StackService, env: Record<string, string>, label: string): RunningService => {
+  const launch = (
+    name: StackService,
+    env: Record<string, string>,
+    label: string,
+    entry = 'dist/main.js',
+  ): RunningService => {
     const output: string[] = [];
     // isolated-vm (functions-runtime) needs Node's own startup snapshot off on Node >= 20, as in its image.
     const flags = name === 'functions-runtime' ? ['--no-node-snapshot'] : [];
-    const child = spawn(process.execPath, [...flags, join(root, 'apps', name, 'dist/main.js')], {
+    const child = spawn(process.execPath, [...flags, join(root, 'apps', name, entry)], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -154,6 +161,15 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       );
     }
   }
+
+  // The orchestrator's Temporal worker runs async actions and on-event scripts: a process of its own, as
+  // in production. It serves no HTTP, so readiness does not wait for it (it polls once Temporal answers).
+  const worker = launch(
+    'sync-orchestrator',
+    envOf('sync-orchestrator'),
+    'sync-orchestrator-worker',
+    'dist/worker.js',
+  );
 
   const stopProcess = (child: ChildProcess, signal: NodeJS.Signals) =>
     new Promise<number | null>((resolve) => {
@@ -184,12 +200,15 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     natsUrl: infra.natsUrl,
     services,
     replicas,
-    logs: (service) => replicas[service].map((r) => r.output.join('')).join(''),
+    logs: (service) =>
+      [...replicas[service], ...(service === 'sync-orchestrator' ? [worker] : [])]
+        .map((r) => r.output.join(''))
+        .join(''),
     stopService,
     envOf,
     startReplica,
     stop: async () => {
-      await Promise.all(ALL_SERVICES.map((s) => stopService(s)));
+      await Promise.all([...ALL_SERVICES.map((s) => stopService(s)), stopProcess(worker.process, 'SIGTERM')]);
     },
   };
 

@@ -1,5 +1,5 @@
 import { ConnectionChanges } from '../events/connection-changes';
-import { Controller } from '@nestjs/common';
+import { Controller, Logger } from '@nestjs/common';
 import {
   CONNECTIONS_API_SUBJECTS,
   connectionMetadataRequestSchema,
@@ -12,6 +12,8 @@ import {
   SwitchboardError,
   type ApiPublicConnection,
   type ApiPublicConnectionFull,
+  ON_EVENT_SUBJECTS,
+  type OnEventReply,
   type Caller,
   type ConnectionMetadataRequest,
   type DeleteConnectionRequest,
@@ -22,6 +24,12 @@ import {
 } from '@switchboard/contracts';
 import { NatsHandler, NatsRequester } from '@switchboard/messaging';
 import { VaultError } from '../vault.errors';
+
+/**
+ * Longest a deletion waits for the pre-connection-deletion scripts: under the gateway's 10 s NATS wait,
+ * above the orchestrator's default 5 s per script.
+ */
+const PRE_DELETION_WAIT_MS = 8_000;
 import { endUserFromInput, toFullConnection, toPublicConnection } from './connection-view';
 import { CredentialsCipher } from '../credentials/credentials-cipher';
 import { SecretConfigFields } from '../credentials/secret-config';
@@ -32,6 +40,8 @@ import { ReadConnection } from './use-cases/read-connection';
 /** The public connections API, asked by the gateway after it validated the request and the key's scopes. */
 @Controller()
 export class ConnectionsApiHandlers {
+  private readonly logger = new Logger('Connections');
+
   constructor(
     private readonly repository: ConnectionsRepository,
     private readonly read: ReadConnection,
@@ -97,11 +107,13 @@ export class ConnectionsApiHandlers {
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.delete, deleteConnectionRequestSchema)
   async delete(req: DeleteConnectionRequest): Promise<{ success: true }> {
-    const deleted = await this.repository.delete({
+    const key = {
       environmentId: req.caller.environmentId,
       providerConfigKey: req.providerConfigKey,
       connectionId: req.connectionId,
-    });
+    };
+    if (await this.repository.findByKey(key)) await this.beforeDeletion(req);
+    const deleted = await this.repository.delete(key);
     if (!deleted) {
       throw new VaultError(
         'unknown_connection',
@@ -110,6 +122,27 @@ export class ConnectionsApiHandlers {
     }
     this.changes.announce(req.caller.environmentId, req.providerConfigKey);
     return { success: true };
+  }
+
+  /**
+   * The integration's pre-connection-deletion scripts run while the connection still exists. Fail-open:
+   * a script that fails, a slow one (bounded wait) or an orchestrator that is down never keeps a customer
+   * from deleting a connection; the run and its logs stay readable in the orchestrator.
+   */
+  private async beforeDeletion(req: DeleteConnectionRequest): Promise<void> {
+    try {
+      const reply = await this.nats.request<OnEventReply>(
+        ON_EVENT_SUBJECTS.preConnectionDeletion,
+        { caller: req.caller, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId },
+        { timeoutMs: PRE_DELETION_WAIT_MS },
+      );
+      if (!reply.ok)
+        this.logger.warn(`pre-connection-deletion scripts failed, deleting anyway: ${reply.message}`);
+    } catch (error) {
+      this.logger.warn(
+        `pre-connection-deletion scripts not run, deleting anyway: ${(error as Error).message}`,
+      );
+    }
   }
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.import, importConnectionRequestSchema)

@@ -83,6 +83,14 @@ export const envSchema = z
     /** How long a verified key is trusted before it is checked again (revocation delay), in ms. */
     SWITCHBOARD_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
     NATS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+    /** Largest JSON body of `POST /sync/deploy(/confirmation)`: compiled bundles with inline source maps, in bytes. */
+    SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .default(16 * 1_048_576),
+    /** How long a synchronous `POST /action/trigger` waits for the script (the orchestrator's limit, same name), in ms. */
+    SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(300_000),
     /**
      * `embedded`: `/proxy/*` runs the forwarding engine in this process (one hop fewer). `remote`: it is
      * streamed to the proxy service at SWITCHBOARD_PROXY_URL, which then scales on its own.

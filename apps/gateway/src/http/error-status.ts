@@ -17,6 +17,9 @@ export function statusForCode(code: ErrorCode): number {
     case 'connection_test_failed':
     case 'refresh_token_external_error':
     case 'invalid_credentials':
+    case 'invalid_cli_version':
+    case 'invalid_action_input':
+    case 'connection_validation_failed':
       return 400;
     case 'missing_auth_header':
     case 'malformed_auth_header':
@@ -38,10 +41,12 @@ export function statusForCode(code: ErrorCode): number {
     case 'unknown_connection':
     case 'unknown_provider_template':
     case 'feature_disabled':
+    case 'disabled_resource':
       return 404;
     case 'method_not_allowed':
       return 405;
     case 'conflict':
+    case 'ambiguous_function':
       return 409;
     case 'payload_too_large':
       return 413;
@@ -53,6 +58,12 @@ export function statusForCode(code: ErrorCode): number {
     case 'too_many_request':
       return 429;
     case 'server_error':
+    // What Nango answers when an action fails: 500, with the script's error in the body.
+    case 'action_script_runtime_error':
+    case 'action_script_failure':
+    case 'invalid_action_output':
+    case 'action_output_too_large':
+    case 'script_timeout':
       return 500;
     case 'bad_gateway':
       return 502;

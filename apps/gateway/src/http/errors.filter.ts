@@ -38,7 +38,7 @@ export class ErrorsFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     if (exception instanceof SwitchboardError) {
-      sendError(reply, exception.code, exception.message, exception.errors);
+      sendError(reply, exception.code, exception.message, exception.errors, exception.payload);
       return;
     }
     const fastifyCode = (exception as { code?: string })?.code;

@@ -35,8 +35,17 @@ const nulError = (
  * `Content-Type: application/json` on GET and DELETE) and refuses NUL characters anywhere in the
  * request before a handler can store them.
  */
-export function configureHttp(app: NestFastifyApplication, bodyLimit: number): void {
+export function configureHttp(
+  app: NestFastifyApplication,
+  bodyLimit: number,
+  largeBodyRoutes: Record<string, number> = {},
+): void {
   const fastify = app.getHttpAdapter().getInstance() as FastifyInstance;
+  // A route's own limit wins over the parser's: deploys carry compiled bundles, several MB of them.
+  fastify.addHook('onRoute', (route) => {
+    const limit = largeBodyRoutes[route.url];
+    if (limit !== undefined) route.bodyLimit = limit;
+  });
   // Fastify would hand a text/plain body to handlers as a string; every management route takes JSON,
   // so any other media type is a 415, as Nango answers.
   fastify.removeContentTypeParser('text/plain');

@@ -30,12 +30,14 @@ import {
   reconnectConnectSessionBodySchema,
 } from '@switchboard/contracts';
 import { z } from 'zod';
+import { FUNCTIONS_DOCUMENTED_ROUTES } from '../functions/functions.openapi';
 import { registerProxyPaths } from '../proxy/proxy.openapi';
 import { registerWebhookIngressPath, WEBHOOK_DOCUMENTED_ROUTES } from '../webhooks/webhooks.openapi';
 
 type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
   scope: Scope;
-  ok: { status: number; schema: z.ZodType; description: string };
+  ok: { status: number; schema: z.ZodType; description: string; headers?: Record<string, string> };
+  errors?: Record<number, string>;
 };
 
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
@@ -74,7 +76,7 @@ export const DOCUMENTED_ROUTES: Documented[] = [
     ok: {
       status: 200,
       schema: z.object({ data: z.array(z.unknown()) }),
-      description: 'Templates (none yet)',
+      description: 'Templates (github, slack and hubspot have some)',
     },
   },
   {
@@ -258,6 +260,7 @@ export const DOCUMENTED_ROUTES: Documented[] = [
     },
   },
   ...WEBHOOK_DOCUMENTED_ROUTES,
+  ...FUNCTIONS_DOCUMENTED_ROUTES,
 ];
 
 /** The OpenAPI 3.1 document, generated from the zod contracts. Deterministic, so CI can diff it. */
@@ -270,13 +273,26 @@ export function buildOpenApiDocument(
     scheme: 'bearer',
     description: 'An environment secret key. Each route names the scope it needs.',
   });
-  for (const { scope, ok, ...route } of DOCUMENTED_ROUTES) {
+  for (const { scope, ok, errors, ...route } of DOCUMENTED_ROUTES) {
     registry.registerPath({
       ...route,
       description: `Requires scope \`${scope}\` (${SCOPES[scope]}).`,
       security: [{ secretKey: [scope] }],
       responses: {
-        [ok.status]: { description: ok.description, ...json(ok.schema) },
+        [ok.status]: {
+          description: ok.description,
+          ...json(ok.schema),
+          ...(ok.headers
+            ? {
+                headers: Object.fromEntries(
+                  Object.entries(ok.headers).map(([name, description]) => [
+                    name,
+                    { description, schema: { type: 'string' as const } },
+                  ]),
+                ),
+              }
+            : {}),
+        },
         400: errorResponse(
           'Invalid input (`invalid_body`, `invalid_query_params`, `invalid_uri_params`, `invalid_json`)',
         ),
@@ -284,6 +300,12 @@ export function buildOpenApiDocument(
         403: errorResponse('The key lacks the scope (`forbidden`)'),
         404: errorResponse('Not found'),
         429: errorResponse('Rate limited (`too_many_request`); see Retry-After'),
+        ...Object.fromEntries(
+          Object.entries(errors ?? {}).map(([status, description]) => [
+            status,
+            Number(status) < 400 ? { description } : errorResponse(description),
+          ]),
+        ),
       },
     });
   }

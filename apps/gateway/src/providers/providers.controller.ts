@@ -9,6 +9,7 @@ import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { RequireScope, RequireScopeOrSession } from '../access/route-access';
 import { parseParams, parseQuery } from '../http/validation';
+import { PROVIDER_TEMPLATES } from './templates';
 
 const paramsSchema = z.object({ provider: providerKeySchema });
 
@@ -30,12 +31,13 @@ export class ProvidersController {
     return { data: await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: provider }) };
   }
 
-  /** Pre-built function templates; none exist until functions do, but an unknown provider is still a 404. */
+  /** Pre-built function templates (a few providers have some); an unknown provider is a 404. */
   @Get(':provider/templates')
   @RequireScope('environment:providers:read')
   async templates(@Param() params: unknown): Promise<{ data: unknown[] }> {
     const { provider } = parseParams(paramsSchema, params);
-    await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: provider });
-    return { data: [] };
+    // The catalog's name, so an alias finds its provider's templates.
+    const found = await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: provider });
+    return { data: PROVIDER_TEMPLATES[found.name] ?? PROVIDER_TEMPLATES[provider] ?? [] };
   }
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 export const envSchema = z.object({
   PORT: envFragments.port(3014),
   ...envFragments.nats,
+  ...envFragments.database,
   ...envFragments.logging,
   /** host:port of the Temporal frontend (gRPC). */
   TEMPORAL_ADDRESS: z
@@ -16,6 +17,10 @@ export const envSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   /** Shared by the service (which starts workflows) and worker.ts (which runs them); both must agree. */
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchboard-syncs'),
+  /** Longest a synchronous action may run (the runtime's wall-time limit for it), in ms. */
+  SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(300_000),
+  /** Longest an on-event script that someone waits for (validate-connection, pre-connection-deletion) may run, in ms. */
+  SWITCHBOARD_ON_EVENT_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(5_000),
 });
 export type OrchestratorEnv = z.infer<typeof envSchema>;
 

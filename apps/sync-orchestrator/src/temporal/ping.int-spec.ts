@@ -51,6 +51,7 @@ describe('sync-orchestrator on Temporal', () => {
 
     const env = envSchema.parse({
       NATS_URL: infra.natsUrl,
+      DATABASE_URL: infra.databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_TASK_QUEUE: taskQueue,
     });

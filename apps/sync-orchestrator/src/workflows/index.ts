@@ -1,6 +1,7 @@
 // Runs inside Temporal's deterministic sandbox: import only @temporalio/workflow and types here.
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, sleep } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import type { ActionActivities, InvocationWorkflowInput } from '../activities/action.activities';
 
 export interface PingInput {
   name: string;
@@ -11,4 +12,28 @@ const { greet } = proxyActivities<typeof activities>({ startToCloseTimeout: '10 
 /** Round trip through the worker: the service starts it, an activity answers. */
 export async function pingWorkflow(input: PingInput): Promise<string> {
   return greet(input.name);
+}
+
+/**
+ * An async action or on-event script: up to `maxRetries + 1` attempts on functions-runtime with a
+ * growing pause between them, then (async actions) the event that becomes the customer's webhook.
+ * Each attempt is one activity; the activity itself is retried by Temporal only when the worker or
+ * Postgres failed under it (a script failure is an answer, not an activity failure).
+ */
+export async function invocationWorkflow(input: InvocationWorkflowInput): Promise<string> {
+  const { runInvocationAttempt, publishAsyncActionEvent } = proxyActivities<ActionActivities>({
+    startToCloseTimeout: input.wallTimeMs + 30_000,
+    retry: { maximumAttempts: 5, initialInterval: '1 second' },
+  });
+  const attempts = input.maxRetries + 1;
+  let status = 'failed';
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    const final = attempt === attempts;
+    const outcome = await runInvocationAttempt({ ...input, attempt, final });
+    status = outcome.status;
+    if (outcome.status === 'succeeded' || !outcome.retryable || final) break;
+    await sleep(Math.min(60_000, 1000 * 2 ** (attempt - 1)));
+  }
+  if (input.notify) await publishAsyncActionEvent(input);
+  return status;
 }

@@ -1,0 +1,128 @@
+import { Body, Controller, Get, Headers, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import {
+  fieldErrorsFromZod,
+  FUNCTION_HOST_SUBJECTS,
+  FUNCTIONS_API_SUBJECTS,
+  RUN_ID_HEADER,
+  SwitchboardError,
+  triggerActionBodySchema,
+  triggerActionHeadersSchema,
+  ACTION_REPLY_BUCKET,
+  type ActionOutputReply,
+  type ActionTriggerReply,
+  type Caller as CallerType,
+} from '@switchboard/contracts';
+import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
+import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
+import { Caller } from '../access/caller.decorator';
+import { RequireScope } from '../access/route-access';
+import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
+import { parseBody, parseParams, parseQuery } from '../http/validation';
+
+const noQuery = z.object({}).strict();
+const idParams = z.object({ id: z.string().min(1).max(255) });
+
+/** An action's output as JSON whatever it is (a bare string too), as Nango answers it. */
+function sendJson(reply: FastifyReply, status: number, value: unknown): void {
+  void reply
+    .status(status)
+    .type('application/json')
+    .send(JSON.stringify(value ?? null));
+}
+
+@Controller('action')
+export class ActionsController {
+  constructor(
+    private readonly nats: NatsRequester,
+    @Inject(GATEWAY_ENV) private readonly env: GatewayEnv,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+  ) {}
+
+  /** The output inline, or (too large for a NATS reply) from where the orchestrator put it, then deleted. */
+  private async sendOutput(reply: FastifyReply, result: ActionOutputReply): Promise<void> {
+    if (!result.outputRef) {
+      sendJson(reply, 200, result.output);
+      return;
+    }
+    const store = await this.nc.jetstream().views.os(ACTION_REPLY_BUCKET);
+    const blob = await store.getBlob(result.outputRef);
+    await store.delete(result.outputRef).catch(() => undefined);
+    if (!blob) throw new SwitchboardError('server_error', 'The action output expired before it was sent');
+    void reply.status(200).type('application/json').send(Buffer.from(blob));
+  }
+
+  /**
+   * `triggerAction` (200 with the output) and `triggerActionAsync` (`X-Async: true`: 202 with where to
+   * read the result). Both name the run in a response header, for `GET /functions/runs/{id}/logs`.
+   */
+  @Post('trigger')
+  @RequireScope('environment:actions:trigger')
+  async trigger(
+    @Caller() caller: CallerType,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Query() query: unknown,
+    @Body() body: unknown,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    parseQuery(noQuery, query);
+    const parsedHeaders = triggerActionHeadersSchema.safeParse(headers);
+    if (!parsedHeaders.success) {
+      throw new SwitchboardError(
+        'invalid_headers',
+        'Invalid headers',
+        fieldErrorsFromZod(parsedHeaders.error),
+      );
+    }
+    const { action_name, input } = parseBody(triggerActionBodySchema, body);
+    const isAsync = parsedHeaders.data['x-async'] === 'true';
+    const result = await this.nats.request<ActionTriggerReply>(
+      FUNCTION_HOST_SUBJECTS.actionTrigger,
+      {
+        caller,
+        connectionId: parsedHeaders.data['connection-id'],
+        providerConfigKey: parsedHeaders.data['provider-config-key'],
+        actionName: action_name,
+        ...(input !== undefined ? { input } : {}),
+        async: isAsync,
+        maxRetries: parsedHeaders.data['x-max-retries'] ?? 0,
+      },
+      // A synchronous action holds the request for as long as the script may run.
+      {
+        timeoutMs: isAsync
+          ? this.env.NATS_REQUEST_TIMEOUT_MS
+          : this.env.SWITCHBOARD_ACTION_TIMEOUT_MS + 10_000,
+      },
+    );
+    void reply.header(RUN_ID_HEADER, result.invocationId);
+    if (result.async) {
+      const statusUrl = `/action/${result.invocationId}`;
+      void reply.header('location', statusUrl);
+      sendJson(reply, 202, { id: result.invocationId, statusUrl });
+      return;
+    }
+    await this.sendOutput(reply, result);
+  }
+
+  /** `getAsyncActionResult`: 404 `not_found` while it runs, the output once done, its error if it failed. */
+  @Get(':id')
+  @RequireScope('environment:actions:trigger')
+  async result(
+    @Caller() caller: CallerType,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const { id } = parseParams(idParams, params);
+    parseQuery(noQuery, query);
+    if (!z.string().uuid().safeParse(id).success) {
+      throw new SwitchboardError('not_found', `No action '${id}' found`);
+    }
+    const result = await this.nats.request<ActionOutputReply>(FUNCTIONS_API_SUBJECTS.actionResult, {
+      caller,
+      id,
+    });
+    await this.sendOutput(reply, result);
+  }
+}

@@ -1,0 +1,159 @@
+import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
+import {
+  deleteFunctionQuerySchema,
+  deployBodySchema,
+  deployedFunctionSchema,
+  functionCodeSchema,
+  functionQuerySchema,
+  listFunctionsQuerySchema,
+  listFunctionsResponseSchema,
+  openAiFunctionSchema,
+  runLogsResponseSchema,
+  scriptDifferencesSchema,
+  scriptsConfigQuerySchema,
+  standardNangoConfigSchema,
+  syncDeploymentResultSchema,
+  triggerActionBodySchema,
+  uniqueKeySchema,
+  functionNameSchema,
+  RUN_ID_HEADER,
+  type Scope,
+} from '@switchboard/contracts';
+import { z } from 'zod';
+
+type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
+  scope: Scope;
+  ok: { status: number; schema: z.ZodType; description: string; headers?: Record<string, string> };
+  /** Statuses beyond the common ones, with what they mean here. */
+  errors?: Record<number, string>;
+};
+
+const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+const functionParams = z.object({ uniqueKey: uniqueKeySchema, name: functionNameSchema });
+const runId = { [RUN_ID_HEADER]: 'The run id, for `GET /functions/runs/{id}/logs`' };
+
+/** Deploy (`nango deploy`), the functions of an integration, scripts config, actions and run logs. */
+export const FUNCTIONS_DOCUMENTED_ROUTES: Documented[] = [
+  {
+    method: 'post',
+    path: '/sync/deploy/confirmation',
+    summary:
+      'What a deploy would change (new, updated and deleted functions); nothing is stored. The `nango deploy` CLI calls it first',
+    scope: 'environment:functions:write',
+    request: { body: json(deployBodySchema) },
+    ok: { status: 200, schema: scriptDifferencesSchema, description: 'The plan' },
+    errors: { 413: 'The body is over SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES (`payload_too_large`)' },
+  },
+  {
+    method: 'post',
+    path: '/sync/deploy',
+    summary:
+      'Deploy functions: `deployMode` all (the whole environment), integration or single (upsert only); `reconcile: true` deletes what the scope no longer has. A redeployed function gets a new version atomically; running invocations keep theirs',
+    scope: 'environment:functions:write',
+    request: { body: json(deployBodySchema) },
+    ok: {
+      status: 200,
+      schema: z.array(syncDeploymentResultSchema),
+      description: 'The syncs and actions deployed, with their versions (on-event scripts are not listed)',
+    },
+    errors: { 413: 'The body is over SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES (`payload_too_large`)' },
+  },
+  {
+    method: 'get',
+    path: '/integrations/{uniqueKey}/functions',
+    summary: 'List the deployed functions of an integration (page from 0, limit 1..100)',
+    scope: 'environment:functions:read',
+    request: { params: z.object({ uniqueKey: uniqueKeySchema }), query: listFunctionsQuerySchema },
+    ok: { status: 200, schema: listFunctionsResponseSchema, description: 'A page of functions' },
+  },
+  {
+    method: 'get',
+    path: '/integrations/{uniqueKey}/functions/{name}',
+    summary: 'Get a deployed function (`type` chooses among functions sharing the name)',
+    scope: 'environment:functions:read',
+    request: { params: functionParams, query: functionQuerySchema },
+    ok: { status: 200, schema: z.object({ data: deployedFunctionSchema }), description: 'The function' },
+    errors: { 409: 'Several functions share the name (`ambiguous_function`, `payload.matches`)' },
+  },
+  {
+    method: 'delete',
+    path: '/integrations/{uniqueKey}/functions/{name}',
+    summary: 'Delete a deployed function',
+    scope: 'environment:functions:write',
+    request: { params: functionParams, query: deleteFunctionQuerySchema },
+    ok: {
+      status: 200,
+      schema: z.object({ data: z.object({ success: z.literal(true) }) }),
+      description: 'Deleted',
+    },
+  },
+  {
+    method: 'get',
+    path: '/integrations/{uniqueKey}/functions/{name}/code',
+    summary: "A deployed function's source (TypeScript when the CLI sent it, else the compiled bundle)",
+    scope: 'environment:functions:read',
+    request: { params: functionParams, query: functionQuerySchema },
+    ok: { status: 200, schema: functionCodeSchema, description: 'The code' },
+    errors: { 409: 'Several functions share the name (`ambiguous_function`, `payload.matches`)' },
+  },
+  {
+    method: 'get',
+    path: '/scripts/config',
+    summary:
+      'Every deployed function by integration (`format=nango`), or the actions as OpenAI tools (`format=openai`)',
+    scope: 'environment:functions:read',
+    request: { query: scriptsConfigQuerySchema },
+    ok: {
+      status: 200,
+      schema: z.union([
+        z.array(standardNangoConfigSchema),
+        z.object({ data: z.array(openAiFunctionSchema) }),
+      ]),
+      description: '`StandardNangoConfig[]`, or `{data: [{name, description, parameters}]}`',
+    },
+  },
+  {
+    method: 'post',
+    path: '/action/trigger',
+    summary:
+      'Run an action for a connection. Synchronous: 200 with the output. `X-Async: true`: 202 with `Location`, retried up to `X-Max-Retries` (0..5) times, an `async_action` webhook when done',
+    scope: 'environment:actions:trigger',
+    request: {
+      headers: z.object({
+        'connection-id': z.string(),
+        'provider-config-key': z.string(),
+        'x-async': z.enum(['true', 'false']).optional(),
+        'x-max-retries': z.string().optional(),
+      }),
+      body: json(triggerActionBodySchema),
+    },
+    ok: {
+      status: 200,
+      schema: z.unknown(),
+      description: "The action's output as it returned it; 202 `{id, statusUrl}` when async",
+      headers: runId,
+    },
+    errors: {
+      202: 'Async: accepted, `{id, statusUrl}` (also in `Location`)',
+      500: 'The script failed: `action_script_runtime_error` (an `ActionError`, its payload in `error.payload`), `action_script_failure`, `invalid_action_output`, `action_output_too_large` (over 10 MB), `script_timeout`',
+    },
+  },
+  {
+    method: 'get',
+    path: '/action/{id}',
+    summary: "An async action's output; 404 `not_found` while it runs or if unknown, its error if it failed",
+    scope: 'environment:actions:trigger',
+    request: { params: z.object({ id: z.string() }) },
+    ok: { status: 200, schema: z.unknown(), description: "The action's output" },
+    errors: { 500: "The action failed (the script's error, as on a synchronous trigger)" },
+  },
+  {
+    method: 'get',
+    path: '/functions/runs/{id}/logs',
+    summary:
+      "A run's status and the lines its script logged (every attempt); the id comes from the trigger's header",
+    scope: 'environment:functions:read',
+    request: { params: z.object({ id: z.string().uuid() }) },
+    ok: { status: 200, schema: runLogsResponseSchema, description: 'The run and its logs' },
+  },
+];

@@ -1,0 +1,45 @@
+import { Controller, Inject } from '@nestjs/common';
+import {
+  actionTriggerRequestSchema,
+  FUNCTION_HOST_SUBJECTS,
+  FUNCTIONS_API_SUBJECTS,
+  invocationRequestSchema,
+  type ActionOutputReply,
+  type ActionTriggerReply,
+  type ActionTriggerRequest,
+  type InvocationRequest,
+  type RunLogsResponse,
+} from '@switchboard/contracts';
+import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
+import { ActionsService } from './actions.service';
+import { outputReply } from './output-reply';
+
+@Controller()
+export class ActionsHandlers {
+  constructor(
+    private readonly actions: ActionsService,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+  ) {}
+
+  @NatsHandler(FUNCTION_HOST_SUBJECTS.actionTrigger, actionTriggerRequestSchema)
+  async trigger(request: ActionTriggerRequest): Promise<ActionTriggerReply> {
+    const result = await this.actions.trigger(request);
+    if (result.async) return { async: true, invocationId: result.invocationId };
+    return {
+      async: false,
+      invocationId: result.invocationId,
+      ...(await outputReply(this.nc, result.output)),
+    };
+  }
+
+  @NatsHandler(FUNCTIONS_API_SUBJECTS.actionResult, invocationRequestSchema)
+  async result(request: InvocationRequest): Promise<ActionOutputReply> {
+    return outputReply(this.nc, await this.actions.result(request.caller, request.id));
+  }
+
+  @NatsHandler(FUNCTIONS_API_SUBJECTS.runLogs, invocationRequestSchema)
+  logs(request: InvocationRequest): Promise<RunLogsResponse['data']> {
+    return this.actions.logs(request.caller, request.id);
+  }
+}

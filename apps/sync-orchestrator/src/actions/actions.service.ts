@@ -1,0 +1,246 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  SwitchboardError,
+  VAULT_SUBJECTS,
+  type ActionTriggerRequest,
+  type Caller,
+  type matchedConnectionSchema,
+  type OnEventType,
+  type RunLogsResponse,
+} from '@switchboard/contracts';
+import type { OrchestratorDb } from '@switchboard/db';
+import { NatsRequester } from '@switchboard/messaging';
+import { Client } from '@temporalio/client';
+import type { z } from 'zod';
+import type { InvocationWorkflowInput } from '../activities/action.activities';
+import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
+import { ORCHESTRATOR_DB } from '../database/database.module';
+import type { FunctionWithVersion } from '../functions/function-config';
+import { IntegrationDirectory } from '../functions/integration-directory';
+import { invocationWorkflow } from '../workflows';
+import { InvocationRunner, type InvocationError } from './invocation-runner';
+
+/**
+ * A run request (bundle + input) travels as one NATS message (1 MiB by default); what is left once the
+ * envelope and headers are counted. A bigger input is refused up front rather than failing on the wire.
+ */
+const MAX_RUN_REQUEST_BYTES = 960 * 1024;
+
+/** How long starting a workflow may take before Temporal counts as unavailable. */
+const START_DEADLINE_MS = 5_000;
+
+@Injectable()
+export class ActionsService {
+  constructor(
+    @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
+    private readonly runner: InvocationRunner,
+    private readonly integrations: IntegrationDirectory,
+    private readonly nats: NatsRequester,
+    private readonly temporal: Client,
+    @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
+  ) {}
+
+  /**
+   * `POST /action/trigger`. A synchronous action asks functions-runtime directly (no workflow between
+   * the caller and the script, so the answer leaves as soon as the script is done); an async one is a
+   * Temporal workflow whose id is the invocation id.
+   */
+  async trigger(
+    request: ActionTriggerRequest,
+  ): Promise<
+    { async: false; invocationId: string; output: unknown } | { async: true; invocationId: string }
+  > {
+    const { caller } = request;
+    const provider = await this.integrations.providerOf(caller, request.providerConfigKey);
+    if (!provider) {
+      throw new SwitchboardError(
+        'unknown_provider_config',
+        `There is no integration "${request.providerConfigKey}" in this environment`,
+      );
+    }
+    await this.requireConnection(caller, request.providerConfigKey, request.connectionId);
+    const fn = await this.db.deployedFunction.findUnique({
+      where: {
+        environmentId_providerConfigKey_type_name: {
+          environmentId: caller.environmentId,
+          providerConfigKey: request.providerConfigKey,
+          type: 'action',
+          name: request.actionName,
+        },
+      },
+      include: { currentVersion: true },
+    });
+    if (!fn?.currentVersion) {
+      throw new SwitchboardError(
+        'not_found',
+        `Action "${request.actionName}" is not deployed for integration "${request.providerConfigKey}"`,
+      );
+    }
+    if (!fn.enabled)
+      throw new SwitchboardError('disabled_resource', `Action "${request.actionName}" is disabled`);
+    const inputBytes = request.input === undefined ? 0 : Buffer.byteLength(JSON.stringify(request.input));
+    const room = MAX_RUN_REQUEST_BYTES - Buffer.byteLength(fn.currentVersion.codeJs);
+    if (inputBytes > room) {
+      throw new SwitchboardError(
+        'payload_too_large',
+        `The action input is ${inputBytes} bytes; this action accepts at most ${Math.max(0, room)}`,
+      );
+    }
+
+    const invocationId = await this.createInvocation(fn, caller, request.connectionId, {
+      async: request.async,
+      maxRetries: request.async ? request.maxRetries : 0,
+    });
+    if (!request.async) {
+      const outcome = await this.runner.attempt({
+        invocationId,
+        caller,
+        provider,
+        attempt: 1,
+        input: request.input,
+        wallTimeMs: this.env.SWITCHBOARD_ACTION_TIMEOUT_MS,
+        depth: request.depth,
+        final: true,
+      });
+      if (outcome.status === 'failed') throw toError(outcome.error, invocationId);
+      return { async: false, invocationId, output: outcome.output };
+    }
+    await this.startWorkflow({
+      invocationId,
+      caller,
+      provider,
+      connectionId: request.connectionId,
+      providerConfigKey: request.providerConfigKey,
+      ...(request.input !== undefined ? { input: request.input } : {}),
+      maxRetries: request.maxRetries,
+      wallTimeMs: this.env.SWITCHBOARD_ACTION_TIMEOUT_MS,
+      depth: request.depth,
+      notify: true,
+    });
+    return { async: true, invocationId };
+  }
+
+  /** `GET /action/{id}`: Nango answers 404 both while the action runs and when it does not exist. */
+  async result(caller: Caller, id: string): Promise<unknown> {
+    const invocation = await this.db.invocation.findFirst({
+      where: { id, environmentId: caller.environmentId, functionType: 'action' },
+    });
+    if (!invocation || invocation.status === 'running') {
+      throw new SwitchboardError('not_found', `No action '${id}' found`);
+    }
+    if (invocation.status === 'failed') throw toError(invocation.error as unknown as InvocationError, id);
+    return invocation.output;
+  }
+
+  async logs(caller: Caller, id: string): Promise<RunLogsResponse['data']> {
+    const invocation = await this.db.invocation.findFirst({
+      where: { id, environmentId: caller.environmentId },
+      include: { logs: { orderBy: { id: 'asc' }, take: 10_000 } },
+    });
+    if (!invocation) throw new SwitchboardError('not_found', `No run '${id}' found`);
+    return {
+      id: invocation.id,
+      function: invocation.functionName,
+      type: invocation.functionType as RunLogsResponse['data']['type'],
+      status: invocation.status as RunLogsResponse['data']['status'],
+      attempts: invocation.attempts,
+      created_at: invocation.createdAt.toISOString(),
+      finished_at: invocation.finishedAt?.toISOString() ?? null,
+      logs: invocation.logs.map((log) => ({
+        attempt: log.attempt,
+        level: log.level as RunLogsResponse['data']['logs'][number]['level'],
+        message: log.message,
+        at: log.at.toISOString(),
+      })),
+    };
+  }
+
+  /** A row pinning the function's current version: a redeploy meanwhile does not change what runs. */
+  async createInvocation(
+    fn: FunctionWithVersion,
+    caller: Caller,
+    connectionId: string,
+    options: { async: boolean; maxRetries: number },
+  ): Promise<string> {
+    const id = randomUUID();
+    await this.db.invocation.create({
+      data: {
+        id,
+        environmentId: caller.environmentId,
+        functionId: fn.id,
+        versionId: fn.currentVersion!.id,
+        functionName: fn.name,
+        functionType: fn.type,
+        providerConfigKey: fn.providerConfigKey,
+        connectionId,
+        async: options.async,
+        maxRetries: options.maxRetries,
+      },
+    });
+    return id;
+  }
+
+  async startWorkflow(input: InvocationWorkflowInput): Promise<void> {
+    try {
+      await this.temporal.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+        this.temporal.workflow.start(invocationWorkflow, {
+          taskQueue: this.env.TEMPORAL_TASK_QUEUE,
+          workflowId: input.invocationId,
+          args: [input],
+        }),
+      );
+    } catch (error) {
+      await this.db.invocation.update({
+        where: { id: input.invocationId },
+        data: {
+          status: 'failed',
+          finishedAt: new Date(),
+          error: { code: 'service_unavailable', message: 'The run could not be scheduled' },
+        },
+      });
+      throw new SwitchboardError(
+        'service_unavailable',
+        `Temporal is not reachable: ${(error as Error).message}`.slice(0, 500),
+      );
+    }
+  }
+
+  async requireConnection(caller: Caller, providerConfigKey: string, connectionId: string): Promise<void> {
+    const found = await this.nats.request<z.infer<typeof matchedConnectionSchema>[]>(VAULT_SUBJECTS.match, {
+      environmentId: caller.environmentId,
+      providerConfigKey,
+      field: 'connection_id',
+      value: connectionId,
+    });
+    if (found.length === 0) {
+      throw new SwitchboardError(
+        'unknown_connection',
+        `Connection "${connectionId}" of integration "${providerConfigKey}" does not exist in this environment`,
+      );
+    }
+  }
+
+  /** The deployed on-event scripts of an integration for one event. */
+  onEventScripts(
+    environmentId: number,
+    providerConfigKey: string,
+    event: OnEventType,
+  ): Promise<FunctionWithVersion[]> {
+    return this.db.deployedFunction.findMany({
+      where: { environmentId, providerConfigKey, type: 'on-event', event, enabled: true },
+      include: { currentVersion: true },
+      orderBy: { name: 'asc' },
+    });
+  }
+}
+
+function toError(error: InvocationError, invocationId: string): SwitchboardError {
+  return new SwitchboardError(
+    error.code,
+    error.message,
+    undefined,
+    // Nango hands an ActionError's payload back as given; other failures carry the run id for the logs.
+    error.code === 'action_script_runtime_error' ? error.payload : { run_id: invocationId },
+  );
+}

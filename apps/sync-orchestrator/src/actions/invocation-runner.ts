@@ -1,0 +1,255 @@
+import {
+  FUNCTION_OUTPUT_BUCKET,
+  FUNCTIONS_SUBJECTS,
+  functionRunResultSchema,
+  SwitchboardError,
+  type Caller,
+  type ErrorCode,
+  type FunctionFailureCode,
+  type FunctionRunRequest,
+  type FunctionRunResult,
+  type OnEventType,
+} from '@switchboard/contracts';
+import type { OrchestratorDb, Prisma } from '@switchboard/db';
+import type { NatsRequester } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
+import type { StoredConfig } from '../functions/function-config';
+
+/** Largest action output stored and answered; Nango's is 2 MB, ours is what the issue asks for. */
+export const MAX_ACTION_OUTPUT_BYTES = 10 * 1024 * 1024;
+
+/** The error an invocation ended with, as stored and as answered to the caller. */
+export interface InvocationError {
+  code: ErrorCode;
+  message: string;
+  payload?: unknown;
+}
+
+export type AttemptOutcome =
+  | { status: 'succeeded'; output: unknown }
+  | { status: 'failed'; error: InvocationError; retryable: boolean };
+
+export interface AttemptInput {
+  invocationId: string;
+  caller: Caller;
+  provider: string;
+  attempt: number;
+  input?: unknown;
+  event?: OnEventType;
+  wallTimeMs: number;
+  /** How many `nango.triggerAction` calls led here (0 from the API); the runtime bounds the chain. */
+  depth?: number;
+  /** The last attempt: the invocation's status is settled with its outcome. */
+  final: boolean;
+}
+
+/** The runtime's failure codes as the public API names them (Nango's where it has one). */
+function publicCode(code: FunctionFailureCode): ErrorCode {
+  switch (code) {
+    case 'action_script_runtime_error':
+      return 'action_script_runtime_error';
+    case 'script_invalid_input':
+      return 'invalid_action_input';
+    case 'script_invalid_output':
+      return 'invalid_action_output';
+    case 'script_output_too_large':
+      return 'action_output_too_large';
+    case 'script_timeout':
+      return 'script_timeout';
+    case 'script_runtime_error':
+    case 'script_load_error':
+    case 'script_cpu_limit':
+    case 'script_memory_limit':
+    case 'script_aborted':
+    case 'script_forbidden_call':
+      return 'action_script_failure';
+    default: {
+      const unknownCode: never = code;
+      return unknownCode;
+    }
+  }
+}
+
+/**
+ * Runs one attempt of an invocation on functions-runtime and records it: the logs, the attempt count
+ * and, on a final or successful attempt, the outcome. Plain class (no Nest), because both the service
+ * (synchronous actions, answered within milliseconds of the script finishing) and the Temporal worker's
+ * activity (async actions, on-event scripts) use it.
+ */
+export class InvocationRunner {
+  constructor(
+    private readonly db: OrchestratorDb,
+    private readonly nats: NatsRequester,
+    private readonly nc: NatsConnection,
+  ) {}
+
+  async attempt(input: AttemptInput): Promise<AttemptOutcome> {
+    const invocation = await this.db.invocation.findUnique({ where: { id: input.invocationId } });
+    if (!invocation) throw new Error(`invocation ${input.invocationId} not found`);
+    const version = await this.db.functionVersion.findUnique({ where: { id: invocation.versionId } });
+    const startedAt = new Date();
+    await this.db.invocation.update({
+      where: { id: invocation.id },
+      data: { attempts: input.attempt, ...(input.attempt === 1 ? { startedAt } : {}) },
+    });
+    let outcome: AttemptOutcome;
+    let logs: FunctionRunResult['logs'] = [];
+    if (!version) {
+      outcome = {
+        status: 'failed',
+        error: { code: 'action_script_failure', message: 'The function version no longer exists' },
+        retryable: false,
+      };
+    } else {
+      const config = version.config as unknown as StoredConfig;
+      const definitions = (config.json_schema?.definitions ?? {}) as Record<string, unknown>;
+      const request: FunctionRunRequest = {
+        caller: input.caller,
+        invocationId: invocation.id,
+        function: {
+          id: String(invocation.functionId ?? ''),
+          name: invocation.functionName,
+          type: invocation.functionType as FunctionRunRequest['function']['type'],
+          version: version.version,
+          codeSha256: version.sha256,
+          code: version.codeJs,
+          ...(config.input && definitions[config.input] !== undefined
+            ? { inputJsonSchema: definitions[config.input] }
+            : {}),
+        },
+        connection: {
+          connectionId: invocation.connectionId,
+          providerConfigKey: invocation.providerConfigKey,
+          provider: input.provider,
+        },
+        ...(input.input !== undefined ? { input: input.input } : {}),
+        ...(input.event ? { event: input.event } : {}),
+        attempt: input.attempt,
+        depth: input.depth ?? 0,
+        limits: { wallTimeMs: input.wallTimeMs, outputBytes: MAX_ACTION_OUTPUT_BYTES },
+      };
+      ({ outcome, logs } = await this.run(request, input.wallTimeMs));
+    }
+    await this.record(invocation.id, input, outcome, logs);
+    return outcome;
+  }
+
+  private async run(
+    request: FunctionRunRequest,
+    wallTimeMs: number,
+  ): Promise<{ outcome: AttemptOutcome; logs: FunctionRunResult['logs'] }> {
+    let result: FunctionRunResult;
+    try {
+      const reply = await this.nats.request<unknown>(FUNCTIONS_SUBJECTS.run, request, {
+        // The runtime ends the script at wallTimeMs; the margin is for loading and answering.
+        timeoutMs: wallTimeMs + 5_000,
+      });
+      result = functionRunResultSchema.parse(reply);
+    } catch (error) {
+      const message =
+        error instanceof SwitchboardError
+          ? error.message
+          : `functions-runtime sent an answer we could not read: ${(error as Error).message}`;
+      return {
+        outcome: {
+          status: 'failed',
+          error: { code: error instanceof SwitchboardError ? error.code : 'server_error', message },
+          retryable: true,
+        },
+        logs: [],
+      };
+    }
+    return { outcome: await this.outcomeOf(result), logs: result.logs };
+  }
+
+  private async outcomeOf(result: FunctionRunResult): Promise<AttemptOutcome> {
+    if (result.status === 'failure') {
+      const code = publicCode(result.error.code);
+      return {
+        status: 'failed',
+        error: {
+          code,
+          message: result.error.message,
+          ...(result.error.payload !== undefined ? { payload: result.error.payload } : {}),
+        },
+        // A bad input stays bad however often it is tried.
+        retryable: result.error.code !== 'script_invalid_input',
+      };
+    }
+    let output = result.output;
+    if (result.outputRef) {
+      if (result.outputRef.bytes > MAX_ACTION_OUTPUT_BYTES) {
+        return this.tooLarge(result.outputRef.bytes);
+      }
+      const store = await this.nc.jetstream().views.os(FUNCTION_OUTPUT_BUCKET);
+      const blob = await store.getBlob(result.outputRef.name);
+      await store.delete(result.outputRef.name).catch(() => undefined);
+      if (!blob) {
+        return {
+          status: 'failed',
+          error: { code: 'server_error', message: 'The action output was lost before it was read' },
+          retryable: true,
+        };
+      }
+      output = JSON.parse(Buffer.from(blob).toString('utf8')) as unknown;
+    } else {
+      const bytes = Buffer.byteLength(JSON.stringify(output ?? null));
+      if (bytes > MAX_ACTION_OUTPUT_BYTES) return this.tooLarge(bytes);
+    }
+    return { status: 'succeeded', output: output ?? null };
+  }
+
+  private tooLarge(bytes: number): AttemptOutcome {
+    return {
+      status: 'failed',
+      error: {
+        code: 'action_output_too_large',
+        message: `The action returned ${bytes} bytes; the limit is ${MAX_ACTION_OUTPUT_BYTES} bytes`,
+      },
+      retryable: false,
+    };
+  }
+
+  private async record(
+    id: string,
+    input: AttemptInput,
+    outcome: AttemptOutcome,
+    logs: FunctionRunResult['logs'],
+  ): Promise<void> {
+    const settle = outcome.status === 'succeeded' || input.final || !outcome.retryable;
+    await this.db.$transaction([
+      ...(logs.length > 0
+        ? [
+            this.db.invocationLog.createMany({
+              data: logs.map((log) => ({
+                invocationId: id,
+                attempt: input.attempt,
+                level: log.level,
+                message: log.message.slice(0, 64 * 1024),
+                at: new Date(log.at),
+              })),
+            }),
+          ]
+        : []),
+      ...(settle
+        ? [
+            this.db.invocation.update({
+              where: { id },
+              data:
+                outcome.status === 'succeeded'
+                  ? {
+                      status: 'succeeded',
+                      output: outcome.output as Prisma.InputJsonValue,
+                      finishedAt: new Date(),
+                    }
+                  : {
+                      status: 'failed',
+                      error: outcome.error as unknown as Prisma.InputJsonValue,
+                      finishedAt: new Date(),
+                    },
+            }),
+          ]
+        : []),
+    ]);
+  }
+}

@@ -1,0 +1,68 @@
+import { EVENT_SUBJECTS, type AsyncActionEvent, type Caller, type OnEventType } from '@switchboard/contracts';
+import { publishEvent } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
+import type { AttemptOutcome, InvocationRunner } from '../actions/invocation-runner';
+
+/** What an async action's or on-event script's workflow carries (Temporal stores it in its history). */
+export interface InvocationWorkflowInput {
+  invocationId: string;
+  caller: Caller;
+  provider: string;
+  connectionId: string;
+  providerConfigKey: string;
+  input?: unknown;
+  event?: OnEventType;
+  maxRetries: number;
+  wallTimeMs: number;
+  depth?: number;
+  /** Async actions tell the customer when they are done (`async_action` webhook). */
+  notify: boolean;
+}
+
+export interface ActionActivityDeps {
+  runner: InvocationRunner;
+  nc: NatsConnection;
+}
+
+/**
+ * Activities of async actions and on-event scripts. Built with the worker's connections (Postgres,
+ * NATS), so the worker process constructs them once and registers them beside the ping activity.
+ */
+export function createActionActivities(deps: ActionActivityDeps) {
+  return {
+    /** One attempt on functions-runtime, recorded; the workflow decides whether to try again. */
+    async runInvocationAttempt(
+      input: InvocationWorkflowInput & { attempt: number; final: boolean },
+    ): Promise<{ status: AttemptOutcome['status']; retryable: boolean }> {
+      const outcome = await deps.runner.attempt({
+        invocationId: input.invocationId,
+        caller: input.caller,
+        provider: input.provider,
+        attempt: input.attempt,
+        ...(input.input !== undefined ? { input: input.input } : {}),
+        ...(input.event ? { event: input.event } : {}),
+        wallTimeMs: input.wallTimeMs,
+        ...(input.depth !== undefined ? { depth: input.depth } : {}),
+        final: input.final,
+      });
+      return {
+        status: outcome.status,
+        retryable: outcome.status === 'failed' && outcome.retryable,
+      };
+    },
+
+    /** `events.v1.async-action`, which webhook-relay turns into the signed `async_action` webhook. */
+    async publishAsyncActionEvent(input: InvocationWorkflowInput): Promise<void> {
+      const event: AsyncActionEvent = {
+        id: `async-action-${input.invocationId}`,
+        environmentId: input.caller.environmentId,
+        connectionId: input.connectionId,
+        providerConfigKey: input.providerConfigKey,
+        actionId: input.invocationId,
+      };
+      await publishEvent(deps.nc, EVENT_SUBJECTS.asyncAction, event.id, event);
+    },
+  };
+}
+
+export type ActionActivities = ReturnType<typeof createActionActivities>;

@@ -1,0 +1,330 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  CONNECTION_SUBJECTS,
+  SwitchboardError,
+  type Caller,
+  type DeployBody,
+  type DeployMode,
+  type FieldError,
+  type FunctionType,
+  type OnEventType,
+  type ScriptDifferences,
+  type SyncDeploymentResult,
+} from '@switchboard/contracts';
+import type { OrchestratorDb, Prisma } from '@switchboard/db';
+import { NatsRequester } from '@switchboard/messaging';
+import { ORCHESTRATOR_DB } from '../database/database.module';
+import {
+  configOfFlow,
+  configOfOnEvent,
+  storedConfig,
+  type FunctionWithVersion,
+  type StoredConfig,
+} from './function-config';
+import { IntegrationDirectory } from './integration-directory';
+
+/** One function as the deploy wants it to be. */
+interface Desired {
+  providerConfigKey: string;
+  type: FunctionType;
+  name: string;
+  event: OnEventType | null;
+  js: string;
+  ts: string | null;
+  version: string | undefined;
+  config: StoredConfig;
+  models: string[];
+}
+
+interface Plan {
+  mode: DeployMode;
+  desired: Desired[];
+  existing: FunctionWithVersion[];
+  toDelete: FunctionWithVersion[];
+}
+
+/** Nango's default when a script sets no version, and the first step of bumping one. */
+const FIRST_VERSION = '0.0.1';
+
+const keyOf = (f: { providerConfigKey: string; type: string; name: string }) =>
+  `${f.providerConfigKey}\u0000${f.type}\u0000${f.name}`;
+const sha256 = (code: string) => createHash('sha256').update(code).digest('hex');
+
+/** `1.2.3` → `1.2.4`; anything else gets a fresh `0.0.1`. */
+export function nextVersion(previous: string | undefined): string {
+  const match = previous ? /^(\d+)\.(\d+)\.(\d+)$/.exec(previous) : null;
+  if (!match) return FIRST_VERSION;
+  return `${match[1]}.${match[2]}.${Number(match[3]) + 1}`;
+}
+
+/**
+ * `nango deploy`: works out what a deploy changes (the CLI prints it, and asks before destroying), then
+ * stores it. A redeploy of a function adds a version and swaps the function's current version in the same
+ * transaction as everything else of the deploy; invocations already running keep the version they pinned.
+ */
+@Injectable()
+export class DeployService {
+  constructor(
+    @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
+    private readonly integrations: IntegrationDirectory,
+    private readonly nats: NatsRequester,
+  ) {}
+
+  async confirm(caller: Caller, body: DeployBody): Promise<ScriptDifferences> {
+    const plan = await this.plan(caller, body);
+    const existing = new Map(plan.existing.map((f) => [keyOf(f), f]));
+    const diff: ScriptDifferences = {
+      newSyncs: [],
+      updatedSyncs: [],
+      deletedSyncs: [],
+      newActions: [],
+      updatedActions: [],
+      deletedActions: [],
+      newOnEventScripts: [],
+      updatedOnEventScripts: [],
+      deletedOnEventScripts: [],
+      deletedModels: [],
+    };
+    for (const d of plan.desired) {
+      const found = existing.get(keyOf(d));
+      if (d.type === 'sync') {
+        const slim = {
+          name: d.name,
+          providerConfigKey: d.providerConfigKey,
+          auto_start: d.config.auto_start,
+          connections: 0,
+        };
+        if (found) diff.updatedSyncs.push({ ...slim, id: found.id });
+        else diff.newSyncs.push(slim);
+      } else if (d.type === 'action') {
+        const slim = { name: d.name, providerConfigKey: d.providerConfigKey };
+        if (found) diff.updatedActions.push({ ...slim, id: found.id });
+        else diff.newActions.push(slim);
+      } else {
+        const slim = { name: d.name, providerConfigKey: d.providerConfigKey, event: d.event! };
+        (found ? diff.updatedOnEventScripts : diff.newOnEventScripts).push(slim);
+      }
+    }
+    const connections = new Map<string, number>();
+    for (const f of plan.toDelete) {
+      if (f.type === 'sync') {
+        // A sync runs for every connection of its integration: deleting it stops all of them.
+        let count = connections.get(f.providerConfigKey);
+        if (count === undefined) {
+          count = await this.nats.request<number>(CONNECTION_SUBJECTS.countForIntegration, {
+            environmentId: caller.environmentId,
+            providerConfigKey: f.providerConfigKey,
+          });
+          connections.set(f.providerConfigKey, count);
+        }
+        diff.deletedSyncs.push({
+          name: f.name,
+          providerConfigKey: f.providerConfigKey,
+          auto_start: storedConfig(f).auto_start,
+          connections: count,
+          id: f.id,
+        });
+      } else if (f.type === 'action') {
+        diff.deletedActions.push({ name: f.name, providerConfigKey: f.providerConfigKey, id: f.id });
+      } else {
+        diff.deletedOnEventScripts.push({
+          name: f.name,
+          providerConfigKey: f.providerConfigKey,
+          event: f.event as OnEventType,
+        });
+      }
+    }
+    // Models that only deleted syncs produced: their records would no longer be written by anything.
+    const kept = new Set(plan.desired.filter((d) => d.type === 'sync').flatMap((d) => d.models));
+    const survivors = plan.existing.filter(
+      (f) =>
+        f.type === 'sync' && !plan.toDelete.includes(f) && !plan.desired.some((d) => keyOf(d) === keyOf(f)),
+    );
+    for (const f of survivors) for (const m of storedConfig(f).returns) kept.add(m);
+    const deletedModels = new Set<string>();
+    for (const f of plan.toDelete) {
+      if (f.type !== 'sync') continue;
+      for (const m of storedConfig(f).returns) if (!kept.has(m)) deletedModels.add(m);
+    }
+    diff.deletedModels = [...deletedModels].sort();
+    return diff;
+  }
+
+  async apply(caller: Caller, body: DeployBody): Promise<SyncDeploymentResult[]> {
+    const source = body.source ?? 'repo';
+    const results: SyncDeploymentResult[] = [];
+    await this.db.$transaction(
+      async (tx) => {
+        // One deploy of an environment at a time: two overlapping ones would each reconcile away the other's.
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('orchestrator.deploy'), ${caller.environmentId}::int)`;
+        const plan = await this.plan(caller, body, tx);
+        const existing = new Map(plan.existing.map((f) => [keyOf(f), f]));
+        const now = new Date();
+        for (const d of plan.desired) {
+          const found = existing.get(keyOf(d));
+          const current = found?.currentVersion;
+          const sha = sha256(d.js);
+          const unchanged =
+            current &&
+            current.sha256 === sha &&
+            (d.version === undefined || d.version === current.version) &&
+            JSON.stringify(current.config) === JSON.stringify(d.config) &&
+            current.codeTs === d.ts;
+          let version = current?.version ?? FIRST_VERSION;
+          let id = found?.id;
+          if (unchanged && found) {
+            await tx.deployedFunction.update({
+              where: { id: found.id },
+              data: { lastDeployedAt: now, source, enabled: true },
+            });
+          } else {
+            version = d.version ?? (current ? nextVersion(current.version) : FIRST_VERSION);
+            const fn =
+              found ??
+              (await tx.deployedFunction.create({
+                data: {
+                  environmentId: caller.environmentId,
+                  providerConfigKey: d.providerConfigKey,
+                  name: d.name,
+                  type: d.type,
+                  event: d.event,
+                  source,
+                  lastDeployedAt: now,
+                },
+              }));
+            id = fn.id;
+            const versionId = randomUUID();
+            await tx.functionVersion.create({
+              data: {
+                id: versionId,
+                functionId: fn.id,
+                version,
+                codeJs: d.js,
+                codeTs: d.ts,
+                sha256: sha,
+                config: d.config as unknown as Prisma.InputJsonValue,
+              },
+            });
+            await tx.deployedFunction.update({
+              where: { id: fn.id },
+              data: {
+                currentVersionId: versionId,
+                lastDeployedAt: now,
+                source,
+                event: d.event,
+                enabled: true,
+              },
+            });
+          }
+          if (d.type !== 'on-event') {
+            results.push({
+              name: d.name,
+              version,
+              providerConfigKey: d.providerConfigKey,
+              type: d.type,
+              models: d.models,
+              id: id!,
+            });
+          }
+        }
+        if (body.reconcile && plan.toDelete.length > 0) {
+          await tx.deployedFunction.deleteMany({ where: { id: { in: plan.toDelete.map((f) => f.id) } } });
+        }
+      },
+      { timeout: 30_000, maxWait: 30_000 },
+    );
+    return results;
+  }
+
+  private async plan(caller: Caller, body: DeployBody, tx?: Prisma.TransactionClient): Promise<Plan> {
+    const mode: DeployMode = body.deployMode ?? (body.singleDeployMode ? 'single' : 'all');
+    const desired: Desired[] = [
+      ...body.flowConfigs.map(
+        (flow): Desired => ({
+          providerConfigKey: flow.providerConfigKey,
+          type: flow.type,
+          name: flow.syncName,
+          event: null,
+          js: flow.fileBody.js,
+          ts: flow.fileBody.ts ?? null,
+          version: flow.version ? flow.version : undefined,
+          config: configOfFlow(flow, body.sdkVersion),
+          models: flow.models,
+        }),
+      ),
+      ...(mode === 'single' ? [] : (body.onEventScriptsByProvider ?? [])).flatMap((group) =>
+        group.scripts.map(
+          (script): Desired => ({
+            providerConfigKey: group.providerConfigKey,
+            type: 'on-event',
+            name: script.name,
+            event: script.event,
+            js: script.fileBody.js,
+            ts: script.fileBody.ts ?? null,
+            version: undefined,
+            config: configOfOnEvent(body.sdkVersion),
+            models: [],
+          }),
+        ),
+      ),
+    ];
+    await this.validate(caller, body, desired);
+
+    const environmentId = caller.environmentId;
+    // Inside the deploy's transaction when applying, so the plan and the writes see the same state.
+    const reader = (tx ?? this.db) as Pick<Prisma.TransactionClient, 'deployedFunction'>;
+    const read = (where: Prisma.DeployedFunctionWhereInput) =>
+      reader.deployedFunction.findMany({
+        where: { environmentId, ...where },
+        include: { currentVersion: true },
+      });
+    const wanted = new Set(desired.map(keyOf));
+    let existing: FunctionWithVersion[];
+    if (mode === 'all') existing = await read({});
+    else {
+      const keys = new Set(desired.map((d) => d.providerConfigKey));
+      for (const group of body.onEventScriptsByProvider ?? []) keys.add(group.providerConfigKey);
+      existing = await read({ providerConfigKey: { in: [...keys] } });
+    }
+    const toDelete = mode === 'single' ? [] : existing.filter((f) => !wanted.has(keyOf(f)));
+    if (mode === 'single') existing = existing.filter((f) => wanted.has(keyOf(f)));
+    return { mode, desired, existing, toDelete };
+  }
+
+  /** Everything that would make the deploy fail, said before anything is stored. */
+  private async validate(caller: Caller, body: DeployBody, desired: Desired[]): Promise<void> {
+    const errors: FieldError[] = [];
+    const seen = new Set<string>();
+    desired.forEach((d) => {
+      const key = keyOf(d);
+      if (seen.has(key)) {
+        errors.push({
+          code: 'duplicate',
+          message: `${d.type} "${d.name}" of integration "${d.providerConfigKey}" is in the deploy twice`,
+          path: ['flowConfigs'],
+        });
+      }
+      seen.add(key);
+    });
+    if (errors.length > 0) throw new SwitchboardError('invalid_body', 'Invalid deploy', errors);
+
+    const keys = new Set(desired.map((d) => d.providerConfigKey));
+    for (const group of body.onEventScriptsByProvider ?? []) keys.add(group.providerConfigKey);
+    const missing: string[] = [];
+    for (const key of keys) {
+      if (!(await this.integrations.providerOf(caller, key))) missing.push(key);
+    }
+    if (missing.length > 0) {
+      throw new SwitchboardError(
+        'unknown_provider_config',
+        `Integration${missing.length > 1 ? 's' : ''} ${missing.map((k) => `"${k}"`).join(', ')} ${missing.length > 1 ? 'do' : 'does'} not exist in environment "${caller.environmentName}"; create ${missing.length > 1 ? 'them' : 'it'} first`,
+        missing.map((k) => ({
+          code: 'unknown_provider_config',
+          message: `Integration "${k}" does not exist`,
+          path: ['providerConfigKey'],
+        })),
+      );
+    }
+  }
+}

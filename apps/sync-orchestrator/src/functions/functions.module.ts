@@ -1,0 +1,37 @@
+import { Module } from '@nestjs/common';
+import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import type { OrchestratorDb } from '@switchboard/db';
+import type { NatsConnection } from 'nats';
+import { ActionsHandlers } from '../actions/actions.handlers';
+import { ActionsService } from '../actions/actions.service';
+import { InvocationRunner } from '../actions/invocation-runner';
+import { CheckpointsHandlers } from '../checkpoints/checkpoints.handlers';
+import { ORCHESTRATOR_DB } from '../database/database.module';
+import { AuthEventsConsumer } from '../on-event/auth-events.consumer';
+import { OnEventHandlers } from '../on-event/on-event.handlers';
+import { OnEventService } from '../on-event/on-event.service';
+import { DeployService } from './deploy.service';
+import { FunctionsHandlers } from './functions.handlers';
+import { FunctionsRepository } from './functions.repository';
+import { IntegrationDirectory } from './integration-directory';
+
+/** Deployed functions, their API, actions, on-event scripts and checkpoints. */
+@Module({
+  controllers: [FunctionsHandlers, ActionsHandlers, CheckpointsHandlers, OnEventHandlers],
+  providers: [
+    DeployService,
+    FunctionsRepository,
+    IntegrationDirectory,
+    ActionsService,
+    OnEventService,
+    AuthEventsConsumer,
+    {
+      provide: InvocationRunner,
+      inject: [ORCHESTRATOR_DB, NatsRequester, NATS_CONNECTION],
+      useFactory: (db: OrchestratorDb, nats: NatsRequester, nc: NatsConnection) =>
+        new InvocationRunner(db, nats, nc),
+    },
+  ],
+  exports: [ActionsService],
+})
+export class FunctionsModule {}

@@ -1,0 +1,20 @@
+import { Controller } from '@nestjs/common';
+import {
+  ON_EVENT_SUBJECTS,
+  onEventConnectionSchema,
+  type OnEventConnection,
+  type OnEventReply,
+} from '@switchboard/contracts';
+import { NatsHandler } from '@switchboard/messaging';
+import { OnEventService } from './on-event.service';
+
+@Controller()
+export class OnEventHandlers {
+  constructor(private readonly onEvents: OnEventService) {}
+
+  /** The vault asks before it deletes a connection (and deletes whatever the answer). */
+  @NatsHandler(ON_EVENT_SUBJECTS.preConnectionDeletion, onEventConnectionSchema)
+  preConnectionDeletion(request: OnEventConnection): Promise<OnEventReply> {
+    return this.onEvents.beforeDeletion(request.caller, request.providerConfigKey, request.connectionId);
+  }
+}

@@ -1,0 +1,165 @@
+import { createHash } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  ENVIRONMENT_SUBJECTS,
+  SwitchboardError,
+  type AuthEvent,
+  type Caller,
+  type OnEventReply,
+  type ResolvedEnvironment,
+} from '@switchboard/contracts';
+import { Prisma, type OrchestratorDb } from '@switchboard/db';
+import { NatsRequester } from '@switchboard/messaging';
+import { ActionsService } from '../actions/actions.service';
+import { InvocationRunner } from '../actions/invocation-runner';
+import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
+import { ORCHESTRATOR_DB } from '../database/database.module';
+import { IntegrationDirectory } from '../functions/integration-directory';
+
+/** Attempts of a post-connection-creation script (nobody waits for it, so it may try again). */
+const POST_CREATION_RETRIES = 2;
+
+/** A stable UUID for one script run caused by one event, so a redelivered event starts nothing twice. */
+export function invocationIdFor(eventId: string, functionId: number): string {
+  const hex = createHash('sha256').update(`${eventId}\u0000${functionId}`).digest('hex');
+  // RFC 9562 layout: version 5 (name-based), variant 10xx.
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/**
+ * On-event scripts. `post-connection-creation` runs in the background (a Temporal workflow per script,
+ * started from the auth event). `pre-connection-deletion` runs while the vault waits, straight on
+ * functions-runtime, each script within SWITCHBOARD_ON_EVENT_TIMEOUT_MS.
+ */
+@Injectable()
+export class OnEventService {
+  private readonly logger = new Logger('OnEvents');
+
+  constructor(
+    @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
+    private readonly actions: ActionsService,
+    private readonly runner: InvocationRunner,
+    private readonly integrations: IntegrationDirectory,
+    private readonly nats: NatsRequester,
+    @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
+  ) {}
+
+  /** A connection was created: start its integration's post-connection-creation scripts. */
+  async connectionCreated(event: AuthEvent): Promise<number> {
+    const scripts = await this.actions.onEventScripts(
+      event.environmentId,
+      event.providerConfigKey,
+      'post-connection-creation',
+    );
+    if (scripts.length === 0) return 0;
+    const caller = await this.callerOf(event.environmentId);
+    if (!caller) return 0; // the environment is gone: nothing to run for
+    let started = 0;
+    for (const fn of scripts) {
+      const invocationId = invocationIdFor(event.id, fn.id);
+      const existing = await this.db.invocation.findUnique({ where: { id: invocationId } });
+      // Seen before: started already, unless Temporal was unreachable then (the event was retried for that).
+      const unscheduled =
+        existing?.status === 'failed' &&
+        (existing.error as { code?: string } | null)?.code === 'service_unavailable';
+      if (existing && !unscheduled) continue;
+      if (existing) {
+        await this.db.invocation.update({
+          where: { id: invocationId },
+          data: { status: 'running', error: Prisma.DbNull, finishedAt: null },
+        });
+      } else
+        await this.db.invocation.create({
+          data: {
+            id: invocationId,
+            environmentId: event.environmentId,
+            functionId: fn.id,
+            versionId: fn.currentVersion!.id,
+            functionName: fn.name,
+            functionType: fn.type,
+            providerConfigKey: fn.providerConfigKey,
+            connectionId: event.connectionId,
+            async: true,
+            maxRetries: POST_CREATION_RETRIES,
+          },
+        });
+      await this.actions.startWorkflow({
+        invocationId,
+        caller,
+        provider: event.provider,
+        connectionId: event.connectionId,
+        providerConfigKey: event.providerConfigKey,
+        event: 'post-connection-creation',
+        maxRetries: POST_CREATION_RETRIES,
+        wallTimeMs: this.env.SWITCHBOARD_ACTION_TIMEOUT_MS,
+        notify: false,
+      });
+      started += 1;
+    }
+    return started;
+  }
+
+  /**
+   * A connection is about to be deleted: run the pre-connection-deletion scripts now, while it still
+   * exists. Their outcome is reported, never enforced here: the vault deletes whatever they answer.
+   */
+  async beforeDeletion(
+    caller: Caller,
+    providerConfigKey: string,
+    connectionId: string,
+  ): Promise<OnEventReply> {
+    const scripts = await this.actions.onEventScripts(
+      caller.environmentId,
+      providerConfigKey,
+      'pre-connection-deletion',
+    );
+    if (scripts.length === 0) return { ok: true, ran: 0 };
+    const provider = await this.integrations.providerOf(caller, providerConfigKey);
+    if (!provider) return { ok: true, ran: 0 };
+    const failures: string[] = [];
+    for (const fn of scripts) {
+      const invocationId = await this.actions.createInvocation(fn, caller, connectionId, {
+        async: false,
+        maxRetries: 0,
+      });
+      const outcome = await this.runner.attempt({
+        invocationId,
+        caller,
+        provider,
+        attempt: 1,
+        event: 'pre-connection-deletion',
+        wallTimeMs: this.env.SWITCHBOARD_ON_EVENT_TIMEOUT_MS,
+        final: true,
+      });
+      if (outcome.status === 'failed') {
+        failures.push(`${fn.name}: ${outcome.error.message}`);
+        this.logger.warn(
+          `pre-connection-deletion script ${fn.name} failed for a connection of ${providerConfigKey} (run ${invocationId})`,
+        );
+      }
+    }
+    return failures.length > 0
+      ? { ok: false, ran: scripts.length, message: failures.join('; ').slice(0, 1000) }
+      : { ok: true, ran: scripts.length };
+  }
+
+  private async callerOf(environmentId: number): Promise<Caller | undefined> {
+    try {
+      const env = await this.nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, {
+        id: environmentId,
+      });
+      return {
+        accountId: env.accountId,
+        environmentId: env.id,
+        environmentUuid: env.uuid,
+        environmentName: env.name,
+      };
+    } catch (error) {
+      if (error instanceof SwitchboardError && ['unknown_environment', 'not_found'].includes(error.code)) {
+        return undefined;
+      }
+      throw error;
+    }
+  }
+}

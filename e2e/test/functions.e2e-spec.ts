@@ -1,0 +1,756 @@
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Nango } from '@nangohq/node';
+import { repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { Webhook } from 'standardwebhooks';
+import { startItemsProvider, ITEM_NAMES, type ItemsProvider } from './support/functions-fakes';
+import { call, createKey, expectError, failure } from './support/http';
+import { nangoDeploy, prepareProject } from './support/nango-cli';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { writeProxyProvidersFile } from './support/proxy-fakes';
+import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
+
+jest.setTimeout(180_000);
+
+const API_KEY = 'fakehub-api-key';
+const CONNECTION = 'conn-fakehub';
+
+interface Listed {
+  type: string;
+  name: string;
+  [key: string]: unknown;
+}
+
+describe('functions: deploy with the nango CLI, the functions API and actions', () => {
+  let stack: Stack;
+  let provider: ItemsProvider;
+  let receiver: WebhookReceiver;
+  let nango: Nango;
+  let project: string;
+
+  const api = (method: string, path: string, body?: unknown, key?: string) =>
+    call(stack.gatewayUrl, method, path, {
+      key: key ?? stack.secretKey,
+      ...(body !== undefined ? { body } : {}),
+    });
+
+  beforeAll(async () => {
+    [provider, receiver] = await Promise.all([startItemsProvider(API_KEY), new WebhookReceiver().start()]);
+    stack = await startStack({
+      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
+      serviceEnv: {
+        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        'functions-runtime': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+      },
+      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
+    });
+    nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
+    expect(
+      (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'fakehub' })).status,
+    ).toBe(200);
+    const imported = await api('POST', '/connections', {
+      provider_config_key: 'fakehub',
+      connection_id: CONNECTION,
+      credentials: { type: 'API_KEY', apiKey: API_KEY },
+      connection_config: { origin: provider.url, account: 'acme' },
+    });
+    expect([200, 201]).toContain(imported.status);
+    project = prepareProject('functions-project');
+  }, START_HOOK_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await Promise.all([provider?.close(), receiver?.stop()]);
+    if (project) rmSync(project, { recursive: true, force: true });
+  });
+
+  describe('nango deploy', () => {
+    it('deploys the fixture project with the official CLI 0.71.10 and prints every function with its version', async () => {
+      const run = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
+      expect({ code: run.code, stdout: run.stdout }).toEqual({
+        code: 0,
+        stdout: expect.stringContaining('Successfully deployed the functions'),
+      });
+      expect(run.stdout).toContain('✓ Deployed');
+      expect(run.stdout).toContain('- summarize-items@v1.0.0');
+      // No version in the script: the server gives the first one.
+      expect(run.stdout).toContain('- refuse@v0.0.1');
+      expect(run.stdout).toContain('- items@v0.1.0');
+      // The plan the CLI printed came from our confirmation answer.
+      expect(run.stdout).toMatch(/summarize-items/);
+    });
+
+    it('lists the deployed functions of the integration with filters and pages', async () => {
+      const all = await nango.listFunctions({ uniqueKey: 'fakehub' });
+      expect(all.pagination).toEqual({ total: 7, page: 0, limit: 20 });
+      expect(all.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
+        'action:refuse',
+        'action:relay-summary',
+        'action:slow-echo',
+        'action:summarize-items',
+        'on-event:farewell',
+        'on-event:mark-onboarded',
+        'sync:items',
+      ]);
+      const actions = await nango.listFunctions({ uniqueKey: 'fakehub' }, { type: 'action' });
+      expect(actions.data.map((f) => f.name).sort()).toEqual([
+        'refuse',
+        'relay-summary',
+        'slow-echo',
+        'summarize-items',
+      ]);
+      const searched = await nango.listFunctions({ uniqueKey: 'fakehub' }, { search: 'IZE-IT' });
+      expect(searched.data.map((f) => f.name)).toEqual(['summarize-items']);
+      const page = await nango.listFunctions({ uniqueKey: 'fakehub' }, { page: 1, limit: 3 });
+      expect(page.pagination).toEqual({ total: 7, page: 1, limit: 3 });
+      expect(page.data).toHaveLength(3);
+      expectError(await api('GET', '/integrations/fakehub/functions?limit=101'), 400, 'invalid_query_params');
+      expectError(await api('GET', '/integrations/nope/functions'), 404, 'not_found');
+    });
+
+    it('describes an action, a sync and an on-event script in the shapes Nango answers', async () => {
+      const action = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'summarize-items' }))
+        .data as unknown as Listed;
+      expect(action).toMatchObject({
+        type: 'action',
+        name: 'summarize-items',
+        description: expect.stringContaining('Reads the account'),
+        scopes: ['items:read'],
+        input: 'ActionInput_fakehub_summarizeitems',
+        returns: ['ActionOutput_fakehub_summarizeitems'],
+        enabled: true,
+        source: 'repo',
+      });
+      expect(typeof action.id).toBe('number');
+      expect(new Date(action.last_deployed as string).toISOString()).toBe(action.last_deployed);
+      const schema = action.json_schema as { definitions: Record<string, { required?: string[] }> };
+      expect(schema.definitions.ActionInput_fakehub_summarizeitems?.required).toEqual(['owner']);
+
+      const sync = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'items' }))
+        .data as unknown as Listed;
+      expect(sync).toMatchObject({
+        type: 'sync',
+        returns: ['FakehubItem'],
+        runs: 'every hour',
+        auto_start: false,
+        track_deletes: false,
+      });
+      const onEvent = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'mark-onboarded' }))
+        .data as unknown as Listed;
+      expect(onEvent).toMatchObject({ type: 'on-event', event: 'post-connection-creation' });
+      expect(onEvent).not.toHaveProperty('returns');
+
+      expect(await failure(nango.getFunction({ uniqueKey: 'fakehub', name: 'nothing' }))).toMatchObject({
+        status: 404,
+        data: { error: { code: 'not_found' } },
+      });
+    });
+
+    it("gives a function's TypeScript source, and asks for a type when two functions share a name", async () => {
+      const code = await nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'summarize-items' });
+      expect(code.type).toBe('action');
+      expect(code.code).toContain('createAction(');
+      expect(code.code).toContain('nango.paginate');
+
+      // A second function named "items" (an action beside the sync), through the raw endpoint in single mode.
+      const bundle = readFileSync(join(project, 'build', 'fakehub_actions_refuse.cjs'), 'utf8');
+      const single = await api('POST', '/sync/deploy', {
+        flowConfigs: [
+          {
+            syncName: 'items',
+            providerConfigKey: 'fakehub',
+            type: 'action',
+            models: [],
+            runs: null,
+            fileBody: { js: bundle, ts: '// items action' },
+          },
+        ],
+        deployMode: 'single',
+        reconcile: true,
+      });
+      expect(single.status).toBe(200);
+      expect(single.body).toEqual([
+        expect.objectContaining({
+          name: 'items',
+          type: 'action',
+          version: '0.0.1',
+          providerConfigKey: 'fakehub',
+        }),
+      ]);
+      // single mode never deletes: everything deployed before is still there.
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(8);
+
+      const ambiguous = await failure(nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'items' }));
+      expect(ambiguous.status).toBe(409);
+      expect(ambiguous.data).toEqual({
+        error: {
+          code: 'ambiguous_function',
+          message: expect.any(String),
+          payload: {
+            matches: expect.arrayContaining([
+              { type: 'action', name: 'items' },
+              { type: 'sync', name: 'items' },
+            ]),
+          },
+        },
+      });
+      expect((await failure(nango.getFunction({ uniqueKey: 'fakehub', name: 'items' }))).status).toBe(409);
+      expect(
+        await nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'items' }, { type: 'action' }),
+      ).toEqual({
+        type: 'action',
+        code: '// items action',
+      });
+
+      expect(await nango.deleteFunction({ uniqueKey: 'fakehub', name: 'items' }, { type: 'action' })).toEqual(
+        {
+          data: { success: true },
+        },
+      );
+      expect((await nango.getFunction({ uniqueKey: 'fakehub', name: 'items' })).data.type).toBe('sync');
+      expectError(await api('DELETE', '/integrations/fakehub/functions/items'), 400, 'invalid_query_params');
+    });
+
+    it('answers the scripts config natively and as OpenAI tools', async () => {
+      const config = (await nango.getScriptsConfig()) as unknown as {
+        providerConfigKey: string;
+        provider: string;
+        syncs: Listed[];
+        actions: Listed[];
+        'on-events': Listed[];
+      }[];
+      expect(config).toHaveLength(1);
+      const [fakehub] = config;
+      expect(fakehub).toMatchObject({ providerConfigKey: 'fakehub', provider: 'fake-api-key' });
+      expect(fakehub!.syncs.map((s) => s.name)).toEqual(['items']);
+      expect(fakehub!.actions.map((a) => a.name).sort()).toEqual([
+        'refuse',
+        'relay-summary',
+        'slow-echo',
+        'summarize-items',
+      ]);
+      expect(fakehub!['on-events'].map((o) => o.name)).toEqual(['farewell', 'mark-onboarded']);
+      expect(fakehub!.actions.find((a) => a.name === 'summarize-items')).toMatchObject({
+        version: '1.0.0',
+        endpoints: [{ method: 'POST', path: '/fakehub/summary', group: 'Items' }],
+        sdk_version: '0.71.10-zero',
+        json_schema: expect.objectContaining({ definitions: expect.any(Object) }),
+      });
+
+      const openai = (await nango.getScriptsConfig('openai')) as unknown as {
+        data: { name: string; description: string; parameters: Record<string, unknown> }[];
+      };
+      const tool = openai.data.find((f) => f.name === 'summarize-items');
+      expect(tool).toEqual({
+        name: 'summarize-items',
+        description: expect.stringContaining('Reads the account'),
+        parameters: expect.objectContaining({
+          type: 'object',
+          properties: expect.objectContaining({ owner: { type: 'string', minLength: 1 } }),
+          required: ['owner'],
+        }),
+      });
+      expect(openai.data.map((f) => f.name).sort()).toEqual([
+        'refuse',
+        'relay-summary',
+        'slow-echo',
+        'summarize-items',
+      ]);
+    });
+
+    it('needs environment:functions:read to read and environment:functions:write to deploy or delete', async () => {
+      const reader = await createKey(stack.gatewayUrl, stack.secretKey, ['environment:functions:read']);
+      expect((await api('GET', '/integrations/fakehub/functions', undefined, reader)).status).toBe(200);
+      expectError(
+        await api('POST', '/sync/deploy/confirmation', { flowConfigs: [] }, reader),
+        403,
+        'forbidden',
+      );
+      expectError(
+        await api('DELETE', '/integrations/fakehub/functions/refuse?type=action', undefined, reader),
+        403,
+        'forbidden',
+      );
+    });
+
+    it("prints the server's error for a deploy to an integration that does not exist, and stores nothing", async () => {
+      const bad = prepareProject('functions-project');
+      try {
+        const index = join(bad, 'index.ts');
+        // A second integration folder nobody created in this environment.
+        mkdirSync(join(bad, 'ghosthub', 'actions'), { recursive: true });
+        copyFileSync(
+          join(bad, 'fakehub', 'actions', 'refuse.ts'),
+          join(bad, 'ghosthub', 'actions', 'boo.ts'),
+        );
+        writeFileSync(index, `${readFileSync(index, 'utf8')}import './ghosthub/actions/boo.js';\n`);
+        const run = await nangoDeploy(bad, stack.gatewayUrl, stack.secretKey);
+        expect(run.code).toBe(11);
+        expect(run.stdout).not.toContain('Successfully deployed');
+        expect(run.stdout).toMatch(
+          /Integration "ghosthub" does not exist in environment "\w+".*\(unknown_provider_config\)/,
+        );
+      } finally {
+        rmSync(bad, { recursive: true, force: true });
+      }
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
+    });
+
+    it('deploys a body larger than one NATS message (several bundles near the cap)', async () => {
+      const bundle = readFileSync(join(project, 'build', 'fakehub_actions_refuse.cjs'), 'utf8');
+      const names = ['big-a', 'big-b', 'big-c'];
+      const res = await api('POST', '/sync/deploy', {
+        flowConfigs: names.map((name) => ({
+          syncName: name,
+          providerConfigKey: 'fakehub',
+          type: 'action',
+          models: [],
+          runs: null,
+          // Real bundles carry inline source maps; this padding stands in for one.
+          fileBody: { js: `${bundle}\n//# ${'x'.repeat(600 * 1024)}` },
+        })),
+        deployMode: 'single',
+      });
+      expect(res.status).toBe(200);
+      expect((res.body as { name: string }[]).map((r) => r.name)).toEqual(names);
+      const code = await nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'big-b' });
+      expect(code.code.length).toBeGreaterThan(600 * 1024);
+      for (const name of names)
+        await nango.deleteFunction({ uniqueKey: 'fakehub', name }, { type: 'action' });
+    });
+
+    it('refuses a CLI too old for the deploy payload with a message the CLI prints', async () => {
+      const res = await call(stack.gatewayUrl, 'POST', '/sync/deploy/confirmation', {
+        key: stack.secretKey,
+        headers: { 'user-agent': 'nango-cli/0.39.0 (linux/6.1; node.js/18.0.0)' },
+        body: { flowConfigs: [] },
+      });
+      const error = expectError(res, 400, 'invalid_cli_version');
+      expect(error.message).toContain('0.39.25');
+    });
+
+    it('refuses a bundle over the size cap and a bad script name in the documented error shape', async () => {
+      const flow = {
+        syncName: 'big',
+        providerConfigKey: 'fakehub',
+        type: 'action',
+        models: [],
+        fileBody: { js: 'x'.repeat(800 * 1024) },
+      };
+      const big = expectError(
+        await api('POST', '/sync/deploy', { flowConfigs: [flow] }),
+        400,
+        'invalid_body',
+      );
+      expect(big.errors?.[0]?.path).toEqual(['flowConfigs', 0, 'fileBody', 'js']);
+      expectError(
+        await api('POST', '/sync/deploy', {
+          flowConfigs: [{ ...flow, syncName: 'no spaces', fileBody: { js: 'x' } }],
+        }),
+        400,
+        'invalid_body',
+      );
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
+    });
+  });
+
+  describe('actions', () => {
+    it('runs an action synchronously: nango.get and nango.paginate through the proxy, its output as the answer', async () => {
+      const before = provider.seen.length;
+      const output = (await nango.triggerAction('fakehub', CONNECTION, 'summarize-items', {
+        owner: 'acme',
+      })) as { account: string; count: number; names: string[]; summary: string };
+      expect(output).toEqual({
+        account: 'acme',
+        count: ITEM_NAMES.length,
+        names: ITEM_NAMES,
+        summary: `acme has ${ITEM_NAMES.length} items`,
+      });
+      // One account call and three pages of two, each with the connection's key.
+      const calls = provider.seen.slice(before);
+      expect(calls.map((c) => new URL(c.url, 'http://x').pathname)).toEqual([
+        '/v2/account',
+        '/v2/items',
+        '/v2/items',
+        '/v2/items',
+      ]);
+      expect(calls.every((c) => c.headers['x-api-key'] === API_KEY)).toBe(true);
+    });
+
+    it('lets a script trigger another action (nango.triggerAction) and use its output', async () => {
+      expect(await nango.triggerAction('fakehub', CONNECTION, 'relay-summary', { owner: 'acme' })).toEqual({
+        relayed: ITEM_NAMES.length,
+      });
+    });
+
+    it('answers an output larger than one NATS message, and refuses one over 10 MB', async () => {
+      const big = (await nango.triggerAction('fakehub', CONNECTION, 'slow-echo', {
+        waitMs: 0,
+        padBytes: 2 * 1024 * 1024,
+      })) as { build: string; pad: string };
+      expect(big.build).toBe('first');
+      expect(big.pad).toHaveLength(2 * 1024 * 1024);
+      const tooBig = await failure(
+        nango.triggerAction('fakehub', CONNECTION, 'slow-echo', { waitMs: 0, padBytes: 11 * 1024 * 1024 }),
+      );
+      expect(tooBig).toMatchObject({ status: 500, data: { error: { code: 'action_output_too_large' } } });
+    });
+
+    it("shows the metadata the script wrote through the connections API, and the run's logs", async () => {
+      const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+        key: stack.secretKey,
+        headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub' },
+        body: { action_name: 'summarize-items', input: { owner: 'acme', pageSize: 5 } },
+      });
+      expect(res.status).toBe(200);
+      const runId = res.headers.get('x-switchboard-run-id');
+      expect(runId).toMatch(/^[0-9a-f-]{36}$/);
+      const connection = (await nango.getConnection('fakehub', CONNECTION)) as {
+        metadata: Record<string, unknown>;
+      };
+      expect(connection.metadata).toMatchObject({ last_summary_count: ITEM_NAMES.length });
+      const logs = await api('GET', `/functions/runs/${runId}/logs`);
+      expect(logs.status).toBe(200);
+      expect(logs.body).toMatchObject({
+        data: {
+          id: runId,
+          function: 'summarize-items',
+          type: 'action',
+          status: 'succeeded',
+          attempts: 1,
+          logs: expect.arrayContaining([
+            expect.objectContaining({ message: expect.stringContaining('read 5 items for acme') }),
+          ]),
+        },
+      });
+    });
+
+    it("answers an ActionError as Nango does: 500 action_script_runtime_error with the script's payload", async () => {
+      const failed = await failure(nango.triggerAction('fakehub', CONNECTION, 'refuse', { reason: 'nope' }));
+      expect(failed).toEqual({
+        status: 500,
+        data: {
+          error: {
+            code: 'action_script_runtime_error',
+            message: expect.any(String),
+            payload: expect.objectContaining({ reason: 'nope' }),
+          },
+        },
+      });
+    });
+
+    it('refuses unknown actions and connections, bad input and bad headers with coded errors', async () => {
+      expect(await failure(nango.triggerAction('fakehub', CONNECTION, 'nothing', {}))).toMatchObject({
+        status: 404,
+        data: { error: { code: 'not_found' } },
+      });
+      expect(
+        await failure(nango.triggerAction('fakehub', 'no-such-conn', 'summarize-items', {})),
+      ).toMatchObject({
+        status: 404,
+        data: { error: { code: 'unknown_connection' } },
+      });
+      expect(await failure(nango.triggerAction('nohub', CONNECTION, 'summarize-items', {}))).toMatchObject({
+        status: 404,
+        data: { error: { code: 'unknown_provider_config' } },
+      });
+      const badInput = await failure(
+        nango.triggerAction('fakehub', CONNECTION, 'summarize-items', { owner: 7 }),
+      );
+      expect(badInput).toMatchObject({ status: 400, data: { error: { code: 'invalid_action_input' } } });
+      // Bundle and input travel to the sandbox as one NATS message: an input that cannot fit is refused up front.
+      const huge = await failure(
+        nango.triggerAction('fakehub', CONNECTION, 'summarize-items', { owner: 'x'.repeat(990 * 1024) }),
+      );
+      expect(huge).toMatchObject({
+        status: 413,
+        data: { error: { code: 'payload_too_large', message: expect.stringContaining('accepts at most') } },
+      });
+      const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+        key: stack.secretKey,
+        headers: {
+          'connection-id': CONNECTION,
+          'provider-config-key': 'fakehub',
+          'x-async': 'true',
+          'x-max-retries': '9',
+        },
+        body: { action_name: 'summarize-items', input: { owner: 'acme' } },
+      });
+      expectError(res, 400, 'invalid_headers');
+    });
+
+    it('runs an action asynchronously: 202, 404 until done, then the output and a signed async_action webhook', async () => {
+      const settings = await api('PATCH', '/environment', {
+        webhook_settings: { primary_url: `${receiver.url}/hooks`, on_async_action_completion: true },
+      });
+      expect(settings.status).toBe(200);
+      const signingKey = (
+        (await api('GET', '/environment')).body as { data: { webhook_signing_key: string } }
+      ).data.webhook_signing_key;
+
+      const accepted = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+        key: stack.secretKey,
+        headers: {
+          'connection-id': CONNECTION,
+          'provider-config-key': 'fakehub',
+          'x-async': 'true',
+          'x-max-retries': '1',
+        },
+        body: { action_name: 'summarize-items', input: { owner: 'acme' } },
+      });
+      expect(accepted.status).toBe(202);
+      const { id, statusUrl } = accepted.body as { id: string; statusUrl: string };
+      expect(statusUrl).toBe(`/action/${id}`);
+      expect(accepted.headers.get('location')).toBe(statusUrl);
+
+      const started = Date.now();
+      let result: unknown;
+      for (;;) {
+        try {
+          result = await nango.getAsyncActionResult({ statusUrl });
+          break;
+        } catch (error) {
+          const response = (error as { response?: { status: number; data: unknown } }).response;
+          expect(response).toMatchObject({ status: 404, data: { error: { code: 'not_found' } } });
+          if (Date.now() - started > 60_000) throw new Error('the async action never finished');
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+      expect(result).toMatchObject({ account: 'acme', count: ITEM_NAMES.length });
+
+      const [hook] = await receiver.waitFor(1, '/hooks', 30_000);
+      expect(JSON.parse(hook!.body)).toEqual({
+        from: 'nango',
+        type: 'async_action',
+        connectionId: CONNECTION,
+        providerConfigKey: 'fakehub',
+        payload: { id, statusUrl },
+      });
+      const headers = headerRecord(hook!.headers);
+      expect(() => new Webhook(signingKey).verify(hook!.body, headers)).not.toThrow();
+      expect(
+        new Nango({ secretKey: stack.secretKey, webhookSigningKey: signingKey }).verifyIncomingWebhookRequest(
+          hook!.body,
+          headers,
+        ),
+      ).toBe(true);
+    });
+
+    it("answers a failed async action's result with the script's error, and an unknown id with 404", async () => {
+      const { id } = (await nango.triggerActionAsync('fakehub', CONNECTION, 'refuse', {
+        reason: 'later',
+      })) as {
+        id: string;
+      };
+      const started = Date.now();
+      for (;;) {
+        const res = await api('GET', `/action/${id}`);
+        if (res.status !== 404) {
+          expect(res.status).toBe(500);
+          expect(res.body).toMatchObject({
+            error: {
+              code: 'action_script_runtime_error',
+              payload: expect.objectContaining({ reason: 'later' }),
+            },
+          });
+          break;
+        }
+        if (Date.now() - started > 60_000) throw new Error('the async action never finished');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expectError(await api('GET', '/action/00000000-0000-4000-8000-000000000000'), 404, 'not_found');
+    });
+  });
+
+  describe('retries', () => {
+    it('tries a failing async action 1 + X-Max-Retries times, then answers its error', async () => {
+      const accepted = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+        key: stack.secretKey,
+        headers: {
+          'connection-id': CONNECTION,
+          'provider-config-key': 'fakehub',
+          'x-async': 'true',
+          'x-max-retries': '2',
+        },
+        body: { action_name: 'refuse', input: { reason: 'again' } },
+      });
+      expect(accepted.status).toBe(202);
+      const { id } = accepted.body as { id: string };
+      expect(accepted.headers.get('x-switchboard-run-id')).toBe(id);
+      const started = Date.now();
+      for (;;) {
+        const res = await api('GET', `/action/${id}`);
+        if (res.status !== 404) {
+          expect(res.status).toBe(500);
+          break;
+        }
+        if (Date.now() - started > 60_000) throw new Error('the async action never finished');
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const logs = await api('GET', `/functions/runs/${id}/logs`);
+      expect(logs.body).toMatchObject({ data: { status: 'failed', attempts: 3 } });
+    });
+  });
+
+  describe('versions', () => {
+    it('keeps a running invocation on the version it started with while a redeploy swaps in a new one', async () => {
+      const { id } = (await nango.triggerActionAsync('fakehub', CONNECTION, 'slow-echo', {
+        waitMs: 3000,
+      })) as {
+        id: string;
+      };
+      // A new build of the same action, deployed while the first run is still waiting.
+      const bundle = readFileSync(join(project, 'build', 'fakehub_actions_slow-echo.cjs'), 'utf8');
+      expect(bundle).toContain('"first"');
+      const redeployed = await api('POST', '/sync/deploy', {
+        flowConfigs: [
+          {
+            syncName: 'slow-echo',
+            providerConfigKey: 'fakehub',
+            type: 'action',
+            models: ['ActionOutput_fakehub_slowecho'],
+            runs: null,
+            version: '2.0.0',
+            fileBody: { js: bundle.replaceAll('"first"', '"second"') },
+          },
+        ],
+        deployMode: 'single',
+      });
+      expect(redeployed.body).toEqual([expect.objectContaining({ name: 'slow-echo', version: '2.0.0' })]);
+      expect(await nango.triggerAction('fakehub', CONNECTION, 'slow-echo', { waitMs: 0 })).toEqual({
+        build: 'second',
+      });
+
+      const started = Date.now();
+      for (;;) {
+        const res = await api('GET', `/action/${id}`);
+        if (res.status === 200) {
+          expect(res.body).toEqual({ build: 'first' });
+          break;
+        }
+        expect(res.status).toBe(404);
+        if (Date.now() - started > 60_000) throw new Error('the async action never finished');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    });
+  });
+
+  describe('redeploy', () => {
+    it('reconciles: functions removed from the project are deleted, the rest keep their versions', async () => {
+      const before = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'summarize-items' }))
+        .data as unknown as Listed;
+      const index = join(project, 'index.ts');
+      writeFileSync(
+        index,
+        readFileSync(index, 'utf8')
+          .split('\n')
+          .filter((line) => !line.includes('refuse') && !line.includes('syncs/items'))
+          .join('\n'),
+      );
+      rmSync(join(project, 'fakehub', 'actions', 'refuse.ts'));
+      rmSync(join(project, 'fakehub', 'syncs', 'items.ts'));
+      const run = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('Successfully deployed the functions');
+      const after = await nango.listFunctions({ uniqueKey: 'fakehub' });
+      expect(after.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
+        'action:relay-summary',
+        'action:slow-echo',
+        'action:summarize-items',
+        'on-event:farewell',
+        'on-event:mark-onboarded',
+      ]);
+      const same = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'summarize-items' }))
+        .data as unknown as Listed;
+      expect(same.id).toBe(before.id);
+      expect(
+        await failure(nango.triggerAction('fakehub', CONNECTION, 'refuse', { reason: 'x' })),
+      ).toMatchObject({
+        status: 404,
+        data: { error: { code: 'not_found' } },
+      });
+    });
+  });
+
+  describe('switchboard deploy', () => {
+    it('deploys the compiled project with our own CLI, printing the plan and the versions', async () => {
+      const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [
+            join(repoRoot(), 'packages', 'cli', 'dist', 'main.js'),
+            '--host',
+            stack.gatewayUrl,
+            '--key',
+            stack.secretKey,
+            'deploy',
+            project,
+            '--integration',
+            'fakehub',
+          ],
+          { timeout: 60_000 },
+          (error, stdout, stderr) =>
+            resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+        );
+      });
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(run.stdout).toContain('updated action: fakehub/summarize-items');
+      expect(run.stdout).toContain('- fakehub/summarize-items@v1.0.0');
+      expect(run.stdout.trim().split('\n').pop()).toBe('Deployed');
+      // The same project as the nango CLI deployed: nothing added, nothing removed.
+      const listed = await nango.listFunctions({ uniqueKey: 'fakehub' });
+      expect(listed.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
+        'action:relay-summary',
+        'action:slow-echo',
+        'action:summarize-items',
+        'on-event:farewell',
+        'on-event:mark-onboarded',
+      ]);
+    });
+  });
+
+  describe('on-event scripts', () => {
+    it('runs post-connection-creation after a connection is authorised through a connect session', async () => {
+      const session = await api('POST', '/connect/sessions', {
+        end_user: { id: 'on-event-user' },
+        allowed_integrations: ['fakehub'],
+        // The catalog entry requires these (its origin pinned to the fakes on loopback).
+        integrations_config_defaults: {
+          fakehub: { connection_config: { origin: provider.url, account: 'acme' } },
+        },
+      });
+      if (session.status !== 201) throw new Error(session.text);
+      const token = (session.body as { data: { token: string } }).data.token;
+      const connected = await call(
+        stack.gatewayUrl,
+        'POST',
+        `/api-auth/api-key/fakehub?connect_session_token=${encodeURIComponent(token)}`,
+        { body: { apiKey: API_KEY } },
+      );
+      if (connected.status !== 200) throw new Error(connected.text);
+      const { connectionId } = connected.body as { connectionId: string };
+      const started = Date.now();
+      for (;;) {
+        const connection = (await nango.getConnection('fakehub', connectionId)) as {
+          metadata: Record<string, unknown> | null;
+        };
+        if (connection.metadata?.onboarded === true) break;
+        if (Date.now() - started > 60_000) throw new Error('the post-connection-creation script never ran');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    });
+
+    it('runs pre-connection-deletion while the connection still exists, then deletes it', async () => {
+      const before = provider.seen.length;
+      await nango.deleteConnection('fakehub', CONNECTION);
+      const farewell = provider.seen.slice(before).filter((c) => c.url.startsWith('/v2/farewell'));
+      // The script called the provider with the connection's credentials, before they were deleted.
+      expect(farewell).toHaveLength(1);
+      expect(farewell[0]!.headers['x-api-key']).toBe(API_KEY);
+      expect(await failure(nango.getConnection('fakehub', CONNECTION))).toMatchObject({ status: 404 });
+    });
+  });
+});
