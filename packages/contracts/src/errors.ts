@@ -58,7 +58,6 @@ export const ERROR_CODES = [
   'invalid_action_output',
   'action_output_too_large',
   'script_timeout',
-  'connection_validation_failed',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

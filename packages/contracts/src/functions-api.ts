@@ -20,8 +20,6 @@ export const FUNCTIONS_API_SUBJECTS = {
  * and its outcome matters before they go on.
  */
 export const ON_EVENT_SUBJECTS = {
-  /** auth-connect → orchestrator, before a new connection is stored: `validate-connection` scripts. */
-  validateConnection: 'orchestrator.v1.on-event.validate-connection',
   /** vault → orchestrator, before a connection is deleted: `pre-connection-deletion` scripts. */
   preConnectionDeletion: 'orchestrator.v1.on-event.pre-connection-deletion',
 } as const;
@@ -249,7 +247,7 @@ export const onEventConnectionSchema = z.object({
   providerConfigKey: z.string(),
 });
 export type OnEventConnection = z.infer<typeof onEventConnectionSchema>;
-/** `ok: false` only when a script refused (validate-connection) or failed; `message` is shown to the user. */
+/** `ok: false` when a script failed; `message` says which and why. */
 export const onEventReplySchema = z.object({
   ok: z.boolean(),
   ran: z.number().int(),
