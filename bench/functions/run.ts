@@ -181,7 +181,11 @@ async function main(): Promise<void> {
     serviceEnv: {
       gateway: loopback,
       proxy: loopback,
-      'functions-runtime': loopback,
+      'functions-runtime': {
+        ...loopback,
+        // `--spares=0` makes every isolate when its run starts (the cold path), to show what spares save.
+        ...(args.has('spares') ? { FUNCTIONS_SPARE_ISOLATES: String(num('spares', 2)) } : {}),
+      },
       'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
     },
     readyTimeoutMs: 180_000,
