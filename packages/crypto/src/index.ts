@@ -1,1 +1,2 @@
 export * from './envelope';
+export * from './internal-token';

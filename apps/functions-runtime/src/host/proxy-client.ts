@@ -5,7 +5,8 @@ import { Pool, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
 import { HostCallError } from './host-call.errors';
-import { internalSigningKey, signCaller } from './internal-token';
+import { signCaller } from './internal-token';
+import { internalSigningKey } from '@switchboard/crypto';
 
 const tracer = trace.getTracer('@switchboard/functions-runtime');
 
@@ -63,7 +64,10 @@ export class ProxyClient implements OnApplicationShutdown {
   constructor(@Inject(FUNCTIONS_RUNTIME_ENV) private readonly env: FunctionsRuntimeEnv) {
     // The proxy service enforces the provider timeouts; the run's wall clock bounds the wait here.
     this.pool = new Pool(env.SWITCHBOARD_PROXY_URL, { headersTimeout: 0, bodyTimeout: 0 });
-    this.key = internalSigningKey(env);
+    const key = internalSigningKey(env);
+    // The env schema already refuses a boot without either; this keeps the type honest.
+    if (!key) throw new Error('SWITCHBOARD_INTERNAL_TOKEN or SWITCHBOARD_MASTER_KEYS is required');
+    this.key = key;
   }
 
   async onApplicationShutdown(): Promise<void> {

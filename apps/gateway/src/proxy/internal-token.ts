@@ -1,4 +1,4 @@
-import { createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import {
   PROXY_INTERNAL_HEADERS,
@@ -7,25 +7,6 @@ import {
   proxyCallerSigningInput,
   type ProxyCaller,
 } from '@switchboard/contracts';
-import { MasterKeyring } from '@switchboard/crypto';
-
-/**
- * The secret the proxy service checks callers with: SWITCHBOARD_INTERNAL_TOKEN, or a key derived
- * (HKDF, one-way) from the oldest master key when every service shares one environment. The proxy
- * derives it the same way (apps/proxy/src/internal/internal-token.ts). Undefined when neither is set.
- */
-export function internalSigningKey(env: {
-  SWITCHBOARD_INTERNAL_TOKEN?: string | undefined;
-  SWITCHBOARD_MASTER_KEYS?: string | undefined;
-}): Buffer | undefined {
-  if (env.SWITCHBOARD_INTERNAL_TOKEN) return Buffer.from(env.SWITCHBOARD_INTERNAL_TOKEN, 'utf8');
-  if (!env.SWITCHBOARD_MASTER_KEYS) return undefined;
-  const ring = new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS);
-  const oldest = ring.versions()[0]!;
-  return Buffer.from(
-    hkdfSync('sha256', ring.key(oldest), Buffer.alloc(0), 'switchboard/proxy-internal-token/v1', 32),
-  );
-}
 
 /** SHA-256 (base64url) of a body the gateway holds; `undefined` = no body. */
 export function bodyDigest(body: Buffer | undefined): string {

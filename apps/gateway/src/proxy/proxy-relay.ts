@@ -16,8 +16,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Pool, type Dispatcher } from 'undici';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { sendError } from '../http/error-reply';
-import { bodyDigest, internalSigningKey, signCaller } from './internal-token';
+import { bodyDigest, signCaller } from './internal-token';
 import { ProxyRoute } from './proxy-route';
+import { internalSigningKey } from '@switchboard/crypto';
 
 /** Request headers that must not reach the proxy service: per-hop ones, the caller's key, trace headers (re-injected for our hop). */
 const DROPPED_REQUEST = new Set(['host', 'authorization', 'expect', 'traceparent', 'tracestate', 'baggage']);

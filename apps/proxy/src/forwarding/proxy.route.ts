@@ -2,7 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ProxyError, ProxyForwarder, registerProxyRoutes, writeProxyError } from '@switchboard/proxy-engine';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PROXY_ENV, type ProxyEnv } from '../config/env';
-import { checkedBody, GatewaySignatures, internalSigningKey } from '../internal/internal-token';
+import { checkedBody, GatewaySignatures } from '../internal/internal-token';
+import { internalSigningKey } from '@switchboard/crypto';
 
 /**
  * `/proxy/*` as a bare Fastify route: no body parser (the body is streamed to the provider), no Nest
@@ -16,7 +17,10 @@ export class ProxyRoute {
     private readonly forwarder: ProxyForwarder,
     @Inject(PROXY_ENV) env: ProxyEnv,
   ) {
-    this.signatures = new GatewaySignatures(internalSigningKey(env));
+    const key = internalSigningKey(env);
+    // The env schema already refuses a boot without either; this keeps the type honest.
+    if (!key) throw new Error('SWITCHBOARD_INTERNAL_TOKEN or SWITCHBOARD_MASTER_KEYS is required');
+    this.signatures = new GatewaySignatures(key);
   }
 
   register(fastify: FastifyInstance): void {

@@ -1,4 +1,4 @@
-import { createHash, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import {
   PROXY_INTERNAL_HEADERS,
@@ -10,27 +10,7 @@ import {
   proxyCallerSigningInput,
   type ProxyCaller,
 } from '@switchboard/contracts';
-import { MasterKeyring } from '@switchboard/crypto';
 import { LRUCache } from 'lru-cache';
-
-/**
- * The secret the gateway signs callers with. SWITCHBOARD_INTERNAL_TOKEN when set; otherwise a key
- * derived (HKDF, one-way) from the oldest configured master key, for single-host setups where every
- * service shares one environment. The gateway derives it the same way (apps/gateway/src/proxy).
- */
-export function internalSigningKey(env: {
-  SWITCHBOARD_INTERNAL_TOKEN?: string | undefined;
-  SWITCHBOARD_MASTER_KEYS?: string | undefined;
-}): Buffer {
-  if (env.SWITCHBOARD_INTERNAL_TOKEN) return Buffer.from(env.SWITCHBOARD_INTERNAL_TOKEN, 'utf8');
-  if (!env.SWITCHBOARD_MASTER_KEYS)
-    throw new Error('SWITCHBOARD_INTERNAL_TOKEN or SWITCHBOARD_MASTER_KEYS is required');
-  const ring = new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS);
-  const oldest = ring.versions()[0]!;
-  return Buffer.from(
-    hkdfSync('sha256', ring.key(oldest), Buffer.alloc(0), 'switchboard/proxy-internal-token/v1', 32),
-  );
-}
 
 const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
   const value = headers[name];
