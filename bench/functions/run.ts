@@ -20,17 +20,9 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { cpuMicros } from '../tools/proc';
+import { benchArgs } from '../tools/args';
 
-const args = new Map(
-  process.argv
-    .slice(2)
-    .filter((a) => a.startsWith('--'))
-    .map((a) => {
-      const [k, v] = a.slice(2).split('=');
-      return [k ?? '', v ?? 'true'] as const;
-    }),
-);
-const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const { args, num } = benchArgs();
 const SETTINGS = {
   warmupRequests: num('warmup-requests', 300),
   latencyRequests: num('latency-requests', 2000),

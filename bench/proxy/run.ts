@@ -25,17 +25,9 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { Pool, type Dispatcher } from 'undici';
 import { cpuMicros } from '../tools/proc';
+import { benchArgs } from '../tools/args';
 
-const args = new Map(
-  process.argv
-    .slice(2)
-    .filter((a) => a.startsWith('--'))
-    .map((a) => {
-      const [k, v] = a.slice(2).split('=');
-      return [k ?? '', v ?? 'true'] as const;
-    }),
-);
-const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const { args, num } = benchArgs();
 const SETTINGS = {
   reps: num('reps', 3),
   // The gateway's JIT warm-up is longer than the bare proxy's (far more code): 5 s, for all three targets.

@@ -20,17 +20,9 @@ import { join } from 'node:path';
 import { startStack } from '@switchboard/testing';
 import { Pool } from 'undici';
 import { cpuMicrosOfStat } from '../tools/proc';
+import { benchArgs } from '../tools/args';
 
-const args = new Map(
-  process.argv
-    .slice(2)
-    .filter((a) => a.startsWith('--'))
-    .map((a) => {
-      const [k, v] = a.slice(2).split('=');
-      return [k ?? '', v ?? 'true'] as const;
-    }),
-);
-const num = (name: string, fallback: number) => Number(args.get(name) ?? fallback);
+const { args, num } = benchArgs();
 const RATE = num('rate', 200);
 const SECONDS = num('seconds', 20);
 const WARMUP_SECONDS = num('warmup-seconds', 3);
