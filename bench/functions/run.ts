@@ -13,7 +13,6 @@
  * TEST_NATS_URL, TEST_TEMPORAL_ADDRESS, TEST_REDIS_URL); see bench/README.md.
  */
 import { execFileSync, execSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -21,6 +20,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { cpuMicros } from '../tools/proc';
 import { benchArgs } from '../tools/args';
+import { api, connectBenchUpstream, writeBenchProvidersFile } from '../tools/upstream';
 
 const { args, num } = benchArgs();
 const SETTINGS = {
@@ -132,36 +132,10 @@ async function throughput(
   return { perSecond: done / seconds, cpuMs: each.reduce((a, b) => a + b, 0), byProcess };
 }
 
-async function api(base: string, key: string, method: string, path: string, body: unknown): Promise<void> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-}
-
 async function main(): Promise<void> {
   const { startStack, freePort, repoRoot } = await import('@switchboard/testing');
   const upstream = await startUpstream();
-  const providersFile = join(os.tmpdir(), `switchboard-bench-functions-providers-${process.pid}.json`);
-  writeFileSync(
-    providersFile,
-    JSON.stringify({
-      'bench-upstream': {
-        display_name: 'Bench upstream',
-        categories: ['dev-tools'],
-        docs: 'https://example.com/docs',
-        auth_mode: 'OAUTH2',
-        authorization_url: '${connectionConfig.origin}/authorize',
-        token_url: '${connectionConfig.origin}/token',
-        proxy: { base_url: '${connectionConfig.origin}' },
-        connection_config: {
-          origin: { type: 'string', title: 'Origin', pattern: '^http://127\\.0\\.0\\.1:[0-9]+$' },
-        },
-      },
-    }),
-  );
+  const providersFile = writeBenchProvidersFile('functions');
   console.log('starting the Switchboard stack...');
   const loopback = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' };
   const stack = await startStack({
@@ -184,17 +158,7 @@ async function main(): Promise<void> {
   });
   try {
     const { gatewayUrl, secretKey } = stack;
-    await api(gatewayUrl, secretKey, 'POST', '/integrations', {
-      provider: 'bench-upstream',
-      unique_key: 'bench',
-      credentials: { type: 'OAUTH2', client_id: 'bench', client_secret: 'bench-secret' },
-    });
-    await api(gatewayUrl, secretKey, 'POST', '/connections', {
-      provider_config_key: 'bench',
-      connection_id: 'bench-1',
-      credentials: { type: 'OAUTH2', access_token: 'bench-token' },
-      connection_config: { origin: upstream.url },
-    });
+    await connectBenchUpstream(gatewayUrl, secretKey, upstream.url);
     await api(gatewayUrl, secretKey, 'POST', '/sync/deploy', {
       flowConfigs: [
         {

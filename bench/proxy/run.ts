@@ -12,7 +12,7 @@
  * (TEST_DATABASE_URL, TEST_NATS_URL, TEST_TEMPORAL_ADDRESS, TEST_REDIS_URL); see bench/README.md.
  */
 import { execSync, fork, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import {
   createServer,
   type IncomingHttpHeaders,
@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { Pool, type Dispatcher } from 'undici';
 import { cpuMicros } from '../tools/proc';
 import { benchArgs } from '../tools/args';
+import { connectBenchUpstream, writeBenchProvidersFile } from '../tools/upstream';
 
 const { args, num } = benchArgs();
 const SETTINGS = {
@@ -337,15 +338,6 @@ function child(role: string, ...extra: string[]): Promise<{ process: ChildProces
   });
 }
 
-async function api(base: string, key: string, method: string, path: string, body: unknown): Promise<void> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (res.status >= 300) throw new Error(`${method} ${path} answered ${res.status}: ${await res.text()}`);
-}
-
 const median = (values: number[]) => {
   const s = [...values].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] ?? 0;
@@ -378,24 +370,7 @@ async function main(): Promise<void> {
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   const bare = await child('bare', upstreamUrl);
 
-  const providersFile = join(os.tmpdir(), `switchboard-bench-providers-${process.pid}.json`);
-  writeFileSync(
-    providersFile,
-    JSON.stringify({
-      'bench-upstream': {
-        display_name: 'Bench upstream',
-        categories: ['dev-tools'],
-        docs: 'https://example.com/docs',
-        auth_mode: 'OAUTH2',
-        authorization_url: '${connectionConfig.origin}/authorize',
-        token_url: '${connectionConfig.origin}/token',
-        proxy: { base_url: '${connectionConfig.origin}' },
-        connection_config: {
-          origin: { type: 'string', title: 'Origin', pattern: '^http://127\\.0\\.0\\.1:[0-9]+$' },
-        },
-      },
-    }),
-  );
+  const providersFile = writeBenchProvidersFile('proxy');
   console.log('starting the Switchboard stack...');
   // The engine runs in the gateway (embedded) or in the proxy service (remote); both get its settings.
   const engineEnv = {
@@ -421,17 +396,7 @@ async function main(): Promise<void> {
   });
   const results: Record<string, { latency: LatencyResult[]; throughput: ThroughputResult[] }> = {};
   try {
-    await api(stack.gatewayUrl, stack.secretKey, 'POST', '/integrations', {
-      provider: 'bench-upstream',
-      unique_key: 'bench',
-      credentials: { type: 'OAUTH2', client_id: 'bench', client_secret: 'bench-secret' },
-    });
-    await api(stack.gatewayUrl, stack.secretKey, 'POST', '/connections', {
-      provider_config_key: 'bench',
-      connection_id: 'bench-1',
-      credentials: { type: 'OAUTH2', access_token: 'bench-token' },
-      connection_config: { origin: upstreamUrl },
-    });
+    await connectBenchUpstream(stack.gatewayUrl, stack.secretKey, upstreamUrl);
 
     if (process.env.BENCH_HOLD) {
       // For poking at the running stack by hand (strace, perf, curl): continues on SIGUSR2.
