@@ -76,8 +76,28 @@ export const functionRunRequestSchema = z.object({
   input: z.unknown().optional(),
   /** On-event scripts: which event fired. */
   event: z.enum(ON_EVENT_TYPES).optional(),
-  /** Syncs (next issue): the variant being run, `base` by default. */
+  /** Syncs: the variant being run, `base` by default. */
   variant: z.string().optional(),
+  /**
+   * Sync runs only: what the script's sync API (`batchSave`, `trackDeletes*`, `lastSyncDate`, ...) is scoped
+   * by. For a sync, `invocationId` is the sync run's id and stays the same across the run's attempts: it is
+   * the generation that records saved by the run carry, so a retried run that resumes from its checkpoint
+   * does not make the records saved by an earlier attempt look unseen.
+   */
+  sync: z
+    .object({
+      /** The (connection, sync, variant) row the run belongs to. */
+      syncId: z.string(),
+      /** When the last successful run started (null for a first or full run): Nango's `lastSyncDate`. */
+      lastSyncDate: z.string().datetime({ offset: true }).nullable(),
+      /** The models the script declared (`models` of createSync), without variant. */
+      models: z.array(z.string()),
+      /** The script's `trackDeletes` flag (deprecated in Nango, still honoured). */
+      trackDeletes: z.boolean().default(false),
+      /** `full` after `opts.reset` / a full resync, `incremental` otherwise, `webhook` for an onWebhook run. */
+      mode: z.enum(['incremental', 'full', 'webhook']).default('incremental'),
+    })
+    .optional(),
   attempt: z.number().int().min(1).default(1),
   limits: functionRunLimitsSchema.default({}),
   /**
