@@ -8,6 +8,7 @@ import {
   type LogEntry,
   type LogLevel,
 } from '@temporalio/worker';
+import { MasterKeyring } from '@switchboard/crypto';
 import { createPrismaClient } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { connect } from 'nats';
@@ -16,6 +17,7 @@ import { createActionActivities } from './activities/action.activities';
 import { createSyncActivities } from './activities/sync.activities';
 import { InvocationRunner } from './actions/invocation-runner';
 import { loadEnv, type OrchestratorEnv } from './config/env';
+import { RecordsStore } from './records/records.store';
 import { SyncRunner } from './syncs/sync-runner';
 
 /**
@@ -48,7 +50,7 @@ async function main(): Promise<void> {
   const nc = await connect({ servers: env.NATS_URL, name: 'sync-orchestrator-worker' });
   const db = createPrismaClient(env.DATABASE_URL, { poolSize: 5 });
   const nats = new NatsRequester(nc);
-  const syncRunner = new SyncRunner({ db, nats, nc, records: createRecordsStore(db, env), env });
+  const syncRunner = new SyncRunner({ db, nats, nc, records: new RecordsStore(db, new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS)), env });
   try {
     worker = await Worker.create({
       connection,

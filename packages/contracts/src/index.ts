@@ -19,3 +19,4 @@ export * from './functions';
 export * from './function-deploy';
 export * from './functions-api';
 export * from './syncs';
+export * from './records';

@@ -6,6 +6,8 @@ export const envSchema = z.object({
   ...envFragments.nats,
   ...envFragments.database,
   ...envFragments.logging,
+  /** The records store seals record payloads with these keys (the same keyring as the vault's). */
+  ...envFragments.masterKeys,
   /** host:port of the Temporal frontend (gRPC). */
   TEMPORAL_ADDRESS: z
     .string()

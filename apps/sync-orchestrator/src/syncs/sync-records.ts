@@ -19,6 +19,10 @@ export interface SyncRecords {
   deleteRecords(scope: RecordScope, models: string[]): Promise<number>;
   recordCounts(scope: RecordScope, models: string[]): Promise<Record<string, number>>;
   deleteUnseen(scope: RecordScope, model: string, runId: string): Promise<number>;
+  /** Drops which records a finished run saw (its counts stay). */
+  forgetRun(runId: string): Promise<void>;
+  /** Every record of a connection, all models (the connection is being deleted). */
+  deleteAllRecords(scope: RecordScope): Promise<number>;
 }
 
 export const SYNC_RECORDS = Symbol('SYNC_RECORDS');

@@ -274,6 +274,7 @@ export class SyncRunner {
           },
         }),
       ]);
+      await records.forgetRun(run.id);
       return;
     }
 
@@ -305,6 +306,8 @@ export class SyncRunner {
         checkpointAfter: (checkpoints.to as Prisma.InputJsonValue | null) ?? Prisma.DbNull,
       },
     });
+    // A failed run's next one starts a new generation: what this one saw no longer matters.
+    await records.forgetRun(run.id);
   }
 
 }

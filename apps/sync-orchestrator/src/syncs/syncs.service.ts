@@ -90,12 +90,8 @@ export class SyncsService {
   /** A connection is being deleted: its schedules, checkpoints and records go. */
   async connectionDeleted(environmentId: number, providerConfigKey: string, connectionId: string): Promise<void> {
     const rows = await this.db.sync.findMany({ where: { environmentId, providerConfigKey, connectionId } });
-    if (rows.length === 0) return;
-    const functions = await this.syncFunctions(environmentId, providerConfigKey);
-    const models = new Map(functions.map((f) => [f.name, storedConfig(f).returns]));
-    await this.temporal(async () => {
-      for (const row of rows) await this.removeRows([row], models.get(row.name) ?? []);
-    });
+    await this.temporal(() => this.removeRows(rows, []));
+    await this.records.deleteAllRecords({ environmentId, providerConfigKey, connectionId });
   }
 
   private async ensureSyncs(environmentId: number, providerConfigKey: string, connections: string[]): Promise<void> {
