@@ -139,7 +139,9 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     });
     temporal = new Client({ connection: temporalConnection });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
-    expect((await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: KEY })).status).toBe(200);
+    expect((await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: KEY })).status).toBe(
+      200,
+    );
     for (const connectionId of [CONN_A, CONN_B]) {
       const imported = await api('POST', '/connections', {
         provider_config_key: KEY,
@@ -290,7 +292,9 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(await nango.updateSyncConnectionFrequency(KEY, SYNC, CONN_A, 'every 2 hours')).toEqual({
       frequency: '2 hours',
     });
-    expect((await schedule(item!.id)).spec.intervals).toEqual([expect.objectContaining({ every: 7_200_000 })]);
+    expect((await schedule(item!.id)).spec.intervals).toEqual([
+      expect.objectContaining({ every: 7_200_000 }),
+    ]);
     expect((await status(CONN_A))[0]!.frequency).toBe('every 2 hours');
     expect((await schedule((await status(CONN_B))[0]!.id)).spec.intervals).toEqual([
       expect.objectContaining({ every: 3_600_000 }),
@@ -301,7 +305,9 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(await nango.updateSyncConnectionFrequency(KEY, SYNC, CONN_A, null)).toEqual({
       frequency: 'every hour',
     });
-    expect((await schedule(item!.id)).spec.intervals).toEqual([expect.objectContaining({ every: 3_600_000 })]);
+    expect((await schedule(item!.id)).spec.intervals).toEqual([
+      expect.objectContaining({ every: 3_600_000 }),
+    ]);
 
     const put = (body: unknown) => api('PUT', '/sync/update-connection-frequency', body);
     const base = { sync_name: SYNC, provider_config_key: KEY, connection_id: CONN_A };
@@ -345,7 +351,12 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     );
 
     expect(
-      await nango.deleteSyncVariant({ provider_config_key: KEY, connection_id: CONN_A, name: SYNC, variant: 'eu' }),
+      await nango.deleteSyncVariant({
+        provider_config_key: KEY,
+        connection_id: CONN_A,
+        name: SYNC,
+        variant: 'eu',
+      }),
     ).toEqual({ success: true });
     await expect(schedule(created.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
     expect((await status(CONN_A, '*')).map((s) => s.variant)).toEqual(['base']);
@@ -360,7 +371,11 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
   it('answers the sync API errors of Nango', async () => {
     expectError(
-      await api('POST', '/sync/trigger', { syncs: ['nope'], provider_config_key: KEY, connection_id: CONN_A }),
+      await api('POST', '/sync/trigger', {
+        syncs: ['nope'],
+        provider_config_key: KEY,
+        connection_id: CONN_A,
+      }),
       400,
       'no_syncs_found',
     );
@@ -385,7 +400,10 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       headers: { 'provider-config-key': KEY, 'connection-id': CONN_B },
       body: { syncs: [{ name: SYNC, variant: 'base' }] },
     });
-    expect({ status: byHeaders.status, body: byHeaders.body }).toEqual({ status: 200, body: { success: true } });
+    expect({ status: byHeaders.status, body: byHeaders.body }).toEqual({
+      status: 200,
+      body: { success: true },
+    });
   });
 
   it('refuses a deploy whose sync runs more often than every 30 seconds, storing nothing', async () => {

@@ -85,7 +85,11 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
         try {
           await this.onEvents.connectionCreated(event);
           // The integration's syncs get their schedules on the new connection (idempotent on redelivery).
-          await this.syncs.connectionCreated(event.environmentId, event.providerConfigKey, event.connectionId);
+          await this.syncs.connectionCreated(
+            event.environmentId,
+            event.providerConfigKey,
+            event.connectionId,
+          );
           message.ack();
         } catch (error) {
           const delay = Math.min(60_000, 1000 * 2 ** Math.min(message.info.redeliveryCount, 6));

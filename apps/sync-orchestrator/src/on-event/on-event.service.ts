@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { type AuthEvent, type Caller, type OnEventReply } from '@switchboard/contracts';
+import type { AuthEvent, Caller, OnEventReply } from '@switchboard/contracts';
 import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { ActionsService } from '../actions/actions.service';
