@@ -119,6 +119,8 @@ export class RunsService implements OnModuleInit {
       providerConfigKey: req.connection.providerConfigKey,
       provider: req.connection.provider,
       variant: req.variant ?? 'base',
+      ...(req.sync ? { sync: req.sync } : {}),
+      merging: new Map(),
       depth: req.depth,
       deadline: deadline.signal,
       signal: stop.signal,
@@ -146,6 +148,7 @@ export class RunsService implements OnModuleInit {
         provider: scope.provider,
         invocationId: req.invocationId,
         variant: scope.variant,
+        lastSyncDate: req.sync?.lastSyncDate ?? null,
         limits,
         // isolated-vm calls back from its own thread, outside Node's async context: the run's span is
         // put back around each host call so provider calls and NATS requests stay in the run's trace.

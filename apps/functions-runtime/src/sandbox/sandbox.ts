@@ -37,6 +37,8 @@ export interface SandboxRequest {
   provider: string;
   invocationId: string;
   variant: string;
+  /** Syncs: when the last successful run started (`nango.lastSyncDate`), null on a first or full run. */
+  lastSyncDate?: string | null;
   limits: RunLimits;
   /** Answers one host call with the JSON envelope the prelude expects; never rejects. */
   hostCall(name: string, argsJson: string): Promise<string>;
@@ -301,6 +303,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         provider: req.provider,
         invocationId: req.invocationId,
         variant: req.variant,
+        lastSyncDate: req.lastSyncDate ?? null,
         outputLimitBytes: req.limits.outputBytes,
         logLineChars: req.limits.logLineChars,
       }),
