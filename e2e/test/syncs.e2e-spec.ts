@@ -132,7 +132,8 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
         // A killed worker's run is retried after this much silence (the kill test).
         'sync-orchestrator': { SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS: '5000' },
       },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
+      // Seven services, the CLI's build and a first sync run share two cores with other suites.
+      readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
     });
     temporalConnection = await Connection.connect({
       address: stack.envOf('sync-orchestrator').TEMPORAL_ADDRESS!,
@@ -161,7 +162,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     signingKey = ((await api('GET', '/environment')).body as { data: { webhook_signing_key: string } }).data
       .webhook_signing_key;
     project = prepareProject('syncs-project');
-  }, START_HOOK_TIMEOUT_MS);
+  }, 2 * START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();
@@ -395,6 +396,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(missing.body).toEqual({ error: { code: 'invalid_body', message: 'Connection not found' } });
     expectError(await api('GET', `/sync/status?syncs=*`), 400, 'invalid_query_params');
     // Headers instead of body fields.
+    const beforeB = (await status(CONN_B))[0]!.finishedAt;
     const byHeaders = await call(stack.gatewayUrl, 'POST', '/sync/trigger', {
       key: stack.secretKey,
       headers: { 'provider-config-key': KEY, 'connection-id': CONN_B },
@@ -403,6 +405,10 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect({ status: byHeaders.status, body: byHeaders.body }).toEqual({
       status: 200,
       body: { success: true },
+    });
+    // The connection's first incremental run: what changed since its initial one.
+    expect((await waitForRun(CONN_B, beforeB)).latestResult).toEqual({
+      Contact: { added: 20, updated: 100, deleted: 50 },
     });
   });
 
