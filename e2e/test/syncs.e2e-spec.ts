@@ -1,6 +1,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
+import type { SyncStatusItem } from '@switchboard/contracts';
 import { startStack, type Stack } from '@switchboard/testing';
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { Webhook } from 'standardwebhooks';
@@ -20,7 +21,6 @@ const CONN_B = 'conn-b';
 const SYNC = 'contacts';
 const INITIAL = 3000;
 
-type Status = Awaited<ReturnType<Nango['syncStatus']>>['syncs'][number];
 interface NangoRecord {
   id: string;
   name: string;
@@ -56,20 +56,22 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
   const api = (method: string, path: string, body?: unknown) =>
     call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
 
-  const status = async (connectionId: string, syncs: string[] | '*' = [SYNC]) =>
-    (await nango.syncStatus(KEY, syncs, connectionId)).syncs;
+  // @nangohq/node's SyncStatus type lacks fields the server sends (connection_id, variant, ...).
+  const statusOf = async (syncs: string[] | '*', connectionId?: string) =>
+    (await nango.syncStatus(KEY, syncs, connectionId)).syncs as unknown as SyncStatusItem[];
+  const status = (connectionId: string, syncs: string[] | '*' = [SYNC]) => statusOf(syncs, connectionId);
 
   /** Waits until the sync of the connection has finished a run after `after` (ISO), and answers its status. */
-  const waitForRun = async (connectionId: string, after: string | null, name = SYNC, timeoutMs = 120_000) => {
+  const waitForRun = async (
+    connectionId: string,
+    after: string | null | undefined,
+    name = SYNC,
+    timeoutMs = 120_000,
+  ) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const [item] = await status(connectionId, [name]);
-      if (
-        item &&
-        item.status !== 'RUNNING' &&
-        item.finishedAt &&
-        (after === null || item.finishedAt > after)
-      ) {
+      if (item && item.status !== 'RUNNING' && item.finishedAt && (!after || item.finishedAt > after)) {
         return item;
       }
       if (Date.now() > deadline) throw new Error(`no run of ${name} finished: ${JSON.stringify(item)}`);
@@ -180,7 +182,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
     const items = await status(CONN_A, '*');
     expect(items).toHaveLength(1);
-    const all = (await nango.syncStatus(KEY, '*')).syncs;
+    const all = await statusOf('*');
     expect(all.map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
     for (const item of all) {
       const described = await schedule(item.id);
@@ -251,8 +253,12 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     const removed = provider.remove(50);
     const added = provider.add(20, 'n');
 
-    const res = await nango.triggerSync(KEY, [SYNC], CONN_A);
-    expect(res.data).toEqual({ success: true });
+    const res = await api('POST', '/sync/trigger', {
+      syncs: [SYNC],
+      provider_config_key: KEY,
+      connection_id: CONN_A,
+    });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { success: true } });
     const done = await waitForRun(CONN_A, before);
     expect(done.latestResult).toEqual({ Contact: { added: 20, updated: 100, deleted: 50 } });
     expect(done.recordCount).toEqual({ Contact: INITIAL - 50 + 20 });
@@ -457,9 +463,9 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     });
     expect([200, 201]).toContain(imported.status);
     const deadline = Date.now() + 30_000;
-    let item: Status | undefined;
+    let item: SyncStatusItem | undefined;
     while (!item && Date.now() < deadline) {
-      item = (await nango.syncStatus(KEY, [SYNC])).syncs.find((s) => s.connection_id === 'conn-c');
+      item = (await statusOf([SYNC])).find((s) => s.connection_id === 'conn-c');
       if (!item) await sleep(200);
     }
     expect(item).toBeDefined();
@@ -468,10 +474,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
     await nango.deleteConnection(KEY, 'conn-c');
     await expect(schedule(item!.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
-    expect((await nango.syncStatus(KEY, '*')).syncs.map((s) => s.connection_id).sort()).toEqual([
-      CONN_A,
-      CONN_B,
-    ]);
+    expect((await statusOf('*')).map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
   });
 
   it('a worker killed mid-run: another worker resumes from the checkpoint, no record lost or repeated', async () => {
