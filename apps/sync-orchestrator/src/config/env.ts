@@ -23,6 +23,18 @@ export const envSchema = z.object({
   SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(300_000),
   /** Longest an on-event script that someone waits for (validate-connection, pre-connection-deletion) may run, in ms. */
   SWITCHBOARD_ON_EVENT_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(5_000),
+  /** Longest a sync run may take (Nango: 24 h), in ms; the runtime's wall-time limit for it. */
+  SWITCHBOARD_SYNC_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(10_000)
+    .max(7 * 24 * 3_600_000)
+    .default(24 * 3_600_000),
+  /**
+   * A sync run's activity heartbeats while the script runs; a worker silent this long (killed, partitioned)
+   * has its run retried elsewhere, resuming from the script's last checkpoint.
+   */
+  SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(2_000).max(600_000).default(30_000),
 });
 export type OrchestratorEnv = z.infer<typeof envSchema>;
 

@@ -9,13 +9,14 @@ import { authEventSchema, EVENT_STREAM, EVENT_SUBJECTS } from '@switchboard/cont
 import { ensureEventStream, NATS_CONNECTION } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
 import { AckPolicy, DeliverPolicy, nanos, type ConsumerMessages, type NatsConnection } from 'nats';
+import { SyncsService } from '../syncs/syncs.service';
 import { OnEventService } from './on-event.service';
 
 /** The orchestrator's own durable consumer: shared by its replicas, independent of the relay's. */
 export const AUTH_EVENTS_DURABLE = 'sync-orchestrator-auth';
 
 /**
- * Reads `events.v1.auth` and starts the post-connection-creation scripts of each new connection. A
+ * Reads `events.v1.auth` and starts the post-connection-creation scripts of each new connection and schedules its syncs. A
  * message is acknowledged once the scripts' workflows are started; a redelivered one starts nothing twice
  * (the invocation ids derive from the event id).
  */
@@ -28,6 +29,7 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     private readonly onEvents: OnEventService,
+    private readonly syncs: SyncsService,
     private readonly health: HealthRegistry,
   ) {}
 
@@ -82,6 +84,12 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
         }
         try {
           await this.onEvents.connectionCreated(event);
+          // The integration's syncs get their schedules on the new connection (idempotent on redelivery).
+          await this.syncs.connectionCreated(
+            event.environmentId,
+            event.providerConfigKey,
+            event.connectionId,
+          );
           message.ack();
         } catch (error) {
           const delay = Math.min(60_000, 1000 * 2 ** Math.min(message.info.redeliveryCount, 6));
