@@ -37,6 +37,11 @@ export interface SandboxRequest {
   provider: string;
   invocationId: string;
   variant: string;
+  /**
+   * Which handler of the bundle runs: `exec` (the default), or a sync's webhook handler (`onWebhook` of
+   * `createSync`, or a legacy script's exported `onWebhookPayloadReceived`) with `input` as the payload.
+   */
+  entry?: 'exec' | 'onWebhook';
   limits: RunLimits;
   /** Answers one host call with the JSON envelope the prelude expects; never rejects. */
   hostCall(name: string, argsJson: string): Promise<string>;
@@ -301,6 +306,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         provider: req.provider,
         invocationId: req.invocationId,
         variant: req.variant,
+        entry: req.entry ?? 'exec',
         outputLimitBytes: req.limits.outputBytes,
         logLineChars: req.limits.logLineChars,
       }),
