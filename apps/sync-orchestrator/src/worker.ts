@@ -15,6 +15,7 @@ import * as activities from './activities';
 import { createActionActivities } from './activities/action.activities';
 import { InvocationRunner } from './actions/invocation-runner';
 import { loadEnv, type OrchestratorEnv } from './config/env';
+import { workerTracing } from './temporal/tracing';
 
 /**
  * The Temporal worker: a process of its own (`node dist/worker.js`) beside the service (`dist/main.js`),
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
         ...createActionActivities({ runner: new InvocationRunner(db, new NatsRequester(nc), nc), nc }),
       },
       shutdownGraceTime: '10 seconds',
+      ...workerTracing(),
     });
     // run() marks the worker RUNNING synchronously; a worker created but never run would keep the
     // process alive, so one that a signal caught while bundling is run and stopped at once.
