@@ -9,6 +9,9 @@ import { writeProxyProvidersFile } from './support/proxy-fakes';
 
 jest.setTimeout(180_000);
 
+/** The CLI compiles and typechecks the fixture project before it deploys (slow on a busy 2-core machine). */
+const DEPLOY_TIMEOUT_MS = 120_000;
+
 const LINEAR_SECRET = `lin-${randomUUID()}`;
 
 /**
@@ -97,7 +100,7 @@ describe("syncs' onWebhook handlers", () => {
       code: 0,
       stdout: expect.stringContaining('Successfully deployed the functions'),
     });
-  }, START_HOOK_TIMEOUT_MS);
+  }, START_HOOK_TIMEOUT_MS + DEPLOY_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();
