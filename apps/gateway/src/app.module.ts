@@ -22,6 +22,7 @@ import { LogosController } from './providers/logos.controller';
 import { ProvidersController } from './providers/providers.controller';
 import { ProxyModule } from './proxy/proxy.module';
 import { ServicesHealth } from './readiness/services-health';
+import { SyncsController } from './syncs/syncs.controller';
 import { WebhookDeliveriesController } from './webhooks/webhook-deliveries.controller';
 
 /** The public API's controllers; each one validates, then asks the owning service over NATS. */
@@ -39,6 +40,7 @@ export const API_CONTROLLERS = [
   ScriptsConfigController,
   ActionsController,
   RunsController,
+  SyncsController,
 ];
 
 @Module({})

@@ -3,6 +3,7 @@ import { ServiceKitModule } from '@switchboard/service-kit';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from './config/env';
 import { DatabaseModule } from './database/database.module';
 import { FunctionsModule } from './functions/functions.module';
+import { RecordsModule } from './records/records.module';
 import { TemporalModule } from './temporal/temporal.module';
 
 @Module({})
@@ -16,6 +17,7 @@ export class AppModule {
         DatabaseModule,
         TemporalModule,
         FunctionsModule,
+        RecordsModule,
       ],
       providers: [{ provide: ORCHESTRATOR_ENV, useValue: env }],
       exports: [ORCHESTRATOR_ENV],

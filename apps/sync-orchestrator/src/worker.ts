@@ -8,14 +8,18 @@ import {
   type LogEntry,
   type LogLevel,
 } from '@temporalio/worker';
+import { MasterKeyring } from '@switchboard/crypto';
 import { createPrismaClient } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { connect } from 'nats';
 import * as activities from './activities';
 import { createActionActivities } from './activities/action.activities';
+import { createSyncActivities } from './activities/sync.activities';
 import { InvocationRunner } from './actions/invocation-runner';
 import { loadEnv, type OrchestratorEnv } from './config/env';
 import { workerTracing } from './temporal/tracing';
+import { RecordsStore } from './records/records.store';
+import { SyncRunner } from './syncs/sync-runner';
 
 /**
  * The Temporal worker: a process of its own (`node dist/worker.js`) beside the service (`dist/main.js`),
@@ -46,6 +50,8 @@ async function main(): Promise<void> {
   // Activities of actions and on-event scripts ask functions-runtime over NATS and record in Postgres.
   const nc = await connect({ servers: env.NATS_URL, name: 'sync-orchestrator-worker' });
   const db = createPrismaClient(env.DATABASE_URL, { poolSize: 5 });
+  const nats = new NatsRequester(nc);
+  const syncRunner = new SyncRunner({ db, nats, nc, records: new RecordsStore(db, new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS)), env });
   try {
     worker = await Worker.create({
       connection,
@@ -55,7 +61,8 @@ async function main(): Promise<void> {
       workflowsPath: require.resolve('./workflows'),
       activities: {
         ...activities,
-        ...createActionActivities({ runner: new InvocationRunner(db, new NatsRequester(nc), nc), nc }),
+        ...createActionActivities({ runner: new InvocationRunner(db, nats, nc), nc }),
+        ...createSyncActivities(syncRunner),
       },
       shutdownGraceTime: '10 seconds',
       ...workerTracing(),

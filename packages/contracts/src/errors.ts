@@ -58,6 +58,14 @@ export const ERROR_CODES = [
   'invalid_action_output',
   'action_output_too_large',
   'script_timeout',
+  // Syncs
+  'missing_provider_config_key',
+  'no_syncs_found',
+  'unknown_sync',
+  'invalid_variant',
+  'sync_variant_already_exists',
+  'resource_capped',
+  'sync_interval_too_short',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

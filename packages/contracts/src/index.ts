@@ -18,3 +18,5 @@ export * from './webhooks';
 export * from './functions';
 export * from './function-deploy';
 export * from './functions-api';
+export * from './syncs';
+export * from './records';

@@ -37,5 +37,5 @@ export type RelayDb = Pick<
 /** What sync-orchestrator may touch: the `orchestrator` schema only. */
 export type OrchestratorDb = Pick<
   PrismaClient,
-  Common | 'deployedFunction' | 'functionVersion' | 'invocation' | 'invocationLog' | 'functionCheckpoint'
+  Common | 'deployedFunction' | 'functionVersion' | 'invocation' | 'invocationLog' | 'functionCheckpoint' | 'sync' | 'syncRun'
 >;

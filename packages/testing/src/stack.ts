@@ -55,6 +55,10 @@ export interface Stack {
    * and waits for its liveness probe. It is stopped with the stack.
    */
   startReplica(service: StackService, env?: Record<string, string>): Promise<RunningService>;
+  /** The orchestrator's Temporal worker processes (`dist/worker.js`), the first one started with the stack. */
+  workers: RunningService[];
+  /** Starts one more worker with the orchestrator's environment plus `env`; stopped with the stack. */
+  startWorker(env?: Record<string, string>): RunningService;
   stop(): Promise<void>;
 }
 
@@ -164,12 +168,19 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
 
   // The orchestrator's Temporal worker runs async actions and on-event scripts: a process of its own, as
   // in production. It serves no HTTP, so readiness does not wait for it (it polls once Temporal answers).
-  const worker = launch(
-    'sync-orchestrator',
-    envOf('sync-orchestrator'),
-    'sync-orchestrator-worker',
-    'dist/worker.js',
-  );
+  const workers = [
+    launch('sync-orchestrator', envOf('sync-orchestrator'), 'sync-orchestrator-worker', 'dist/worker.js'),
+  ];
+  const startWorker = (env: Record<string, string> = {}) => {
+    const started = launch(
+      'sync-orchestrator',
+      { ...envOf('sync-orchestrator'), ...env },
+      `sync-orchestrator-worker#${workers.length + 1}`,
+      'dist/worker.js',
+    );
+    workers.push(started);
+    return started;
+  };
 
   const stopProcess = (child: ChildProcess, signal: NodeJS.Signals) =>
     new Promise<number | null>((resolve) => {
@@ -201,14 +212,19 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     services,
     replicas,
     logs: (service) =>
-      [...replicas[service], ...(service === 'sync-orchestrator' ? [worker] : [])]
+      [...replicas[service], ...(service === 'sync-orchestrator' ? workers : [])]
         .map((r) => r.output.join(''))
         .join(''),
     stopService,
     envOf,
     startReplica,
+    workers,
+    startWorker,
     stop: async () => {
-      await Promise.all([...ALL_SERVICES.map((s) => stopService(s)), stopProcess(worker.process, 'SIGTERM')]);
+      await Promise.all([
+        ...ALL_SERVICES.map((s) => stopService(s)),
+        ...workers.map((w) => stopProcess(w.process, 'SIGTERM')),
+      ]);
     },
   };
 

@@ -3,6 +3,8 @@ import { Controller } from '@nestjs/common';
 import {
   CONNECTION_SUBJECTS,
   connectionCredentialsRequestSchema,
+  connectionIdsRequestSchema,
+  type ConnectionIdsRequest,
   integrationRefSchema,
   matchConnectionsRequestSchema,
   storeConnectionRequestSchema,
@@ -36,6 +38,12 @@ export class ConnectionsHandlers {
   @NatsHandler(CONNECTION_SUBJECTS.countForIntegration, integrationRefSchema)
   async countForIntegration(ref: IntegrationRef): Promise<number> {
     return this.repository.countForIntegration(ref.environmentId, ref.providerConfigKey);
+  }
+
+  /** sync-orchestrator: the connections a sync runs for (all of an integration's, or the one named). */
+  @NatsHandler(CONNECTION_SUBJECTS.idsForIntegration, connectionIdsRequestSchema)
+  idsForIntegration(req: ConnectionIdsRequest): Promise<string[]> {
+    return this.repository.idsForIntegration(req.environmentId, req.providerConfigKey, req.connectionId);
   }
 
   /** Called when an integration is deleted: its connections go with it. */

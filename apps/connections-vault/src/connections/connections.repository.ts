@@ -436,6 +436,19 @@ export class ConnectionsRepository {
     return this.db.connection.count({ where: { environmentId, providerConfigKey } });
   }
 
+  async idsForIntegration(
+    environmentId: number,
+    providerConfigKey: string,
+    connectionId?: string,
+  ): Promise<string[]> {
+    const rows = await this.db.connection.findMany({
+      where: { environmentId, providerConfigKey, ...(connectionId !== undefined ? { connectionId } : {}) },
+      select: { connectionId: true },
+      orderBy: { id: 'asc' },
+    });
+    return rows.map((r) => r.connectionId);
+  }
+
   async deleteForIntegration(environmentId: number, providerConfigKey: string): Promise<number> {
     const { count } = await this.db.connection.deleteMany({ where: { environmentId, providerConfigKey } });
     return count;

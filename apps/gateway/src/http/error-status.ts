@@ -19,6 +19,14 @@ export function statusForCode(code: ErrorCode): number {
     case 'invalid_credentials':
     case 'invalid_cli_version':
     case 'invalid_action_input':
+    // Sync control: Nango answers all of these with 400.
+    case 'missing_provider_config_key':
+    case 'no_syncs_found':
+    case 'unknown_sync':
+    case 'invalid_variant':
+    case 'sync_variant_already_exists':
+    case 'resource_capped':
+    case 'sync_interval_too_short':
       return 400;
     case 'missing_auth_header':
     case 'malformed_auth_header':

@@ -32,6 +32,7 @@ import {
 import { z } from 'zod';
 import { FUNCTIONS_DOCUMENTED_ROUTES } from '../functions/functions.openapi';
 import { registerProxyPaths } from '../proxy/proxy.openapi';
+import { SYNCS_DOCUMENTED_ROUTES } from '../syncs/syncs.openapi';
 import { registerWebhookIngressPath, WEBHOOK_DOCUMENTED_ROUTES } from '../webhooks/webhooks.openapi';
 
 type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
@@ -261,6 +262,7 @@ export const DOCUMENTED_ROUTES: Documented[] = [
   },
   ...WEBHOOK_DOCUMENTED_ROUTES,
   ...FUNCTIONS_DOCUMENTED_ROUTES,
+  ...SYNCS_DOCUMENTED_ROUTES,
 ];
 
 /** The OpenAPI 3.1 document, generated from the zod contracts. Deterministic, so CI can diff it. */

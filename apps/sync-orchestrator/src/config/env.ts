@@ -6,6 +6,8 @@ export const envSchema = z.object({
   ...envFragments.nats,
   ...envFragments.database,
   ...envFragments.logging,
+  /** The records store seals record payloads with these keys (the same keyring as the vault's). */
+  ...envFragments.masterKeys,
   /** host:port of the Temporal frontend (gRPC). */
   TEMPORAL_ADDRESS: z
     .string()
@@ -23,6 +25,18 @@ export const envSchema = z.object({
   SWITCHBOARD_ON_EVENT_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(5_000),
   /** Longest a sync's onWebhook handler runs, in ms (Nango's webhook limit: 1 h). */
   SWITCHBOARD_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(3_600_000),
+  /** Longest a sync run may take (Nango: 24 h), in ms; the runtime's wall-time limit for it. */
+  SWITCHBOARD_SYNC_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(10_000)
+    .max(7 * 24 * 3_600_000)
+    .default(24 * 3_600_000),
+  /**
+   * A sync run's activity heartbeats while the script runs; a worker silent this long (killed, partitioned)
+   * has its run retried elsewhere, resuming from the script's last checkpoint.
+   */
+  SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(2_000).max(600_000).default(30_000),
 });
 export type OrchestratorEnv = z.infer<typeof envSchema>;
 

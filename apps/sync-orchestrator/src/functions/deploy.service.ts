@@ -22,6 +22,8 @@ import {
   type FunctionWithVersion,
   type StoredConfig,
 } from './function-config';
+import { parseSyncInterval } from '../syncs/frequency';
+import { SyncsService, type RemovedSync } from '../syncs/syncs.service';
 import { IntegrationDirectory } from './integration-directory';
 
 /** One function as the deploy wants it to be. */
@@ -69,6 +71,7 @@ export class DeployService {
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly integrations: IntegrationDirectory,
     private readonly nats: NatsRequester,
+    private readonly syncs: SyncsService,
   ) {}
 
   async confirm(caller: Caller, body: DeployBody): Promise<ScriptDifferences> {
@@ -154,11 +157,14 @@ export class DeployService {
   async apply(caller: Caller, body: DeployBody): Promise<SyncDeploymentResult[]> {
     const source = body.source ?? 'repo';
     const results: SyncDeploymentResult[] = [];
+    const touched = new Set<string>();
+    const removed: RemovedSync[] = [];
     await this.db.$transaction(
       async (tx) => {
         // One deploy of an environment at a time: two overlapping ones would each reconcile away the other's.
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('orchestrator.deploy'), ${caller.environmentId}::int)`;
         const plan = await this.plan(caller, body, tx);
+        for (const d of plan.desired) if (d.type === 'sync') touched.add(d.providerConfigKey);
         const existing = new Map(plan.existing.map((f) => [keyOf(f), f]));
         const now = new Date();
         for (const d of plan.desired) {
@@ -230,10 +236,20 @@ export class DeployService {
         }
         if (body.reconcile && plan.toDelete.length > 0) {
           await tx.deployedFunction.deleteMany({ where: { id: { in: plan.toDelete.map((f) => f.id) } } });
+          for (const f of plan.toDelete) {
+            if (f.type !== 'sync') continue;
+            removed.push({
+              providerConfigKey: f.providerConfigKey,
+              name: f.name,
+              models: storedConfig(f).returns,
+            });
+          }
         }
       },
       { timeout: 30_000, maxWait: 30_000 },
     );
+    // Schedules follow what was stored: every connection of a deployed sync's integration gets one.
+    await this.syncs.reconcile(caller.environmentId, [...touched], removed);
     return results;
   }
 
@@ -307,6 +323,26 @@ export class DeployService {
       }
       seen.add(key);
     });
+    desired.forEach((d, index) => {
+      if (d.type !== 'sync') return;
+      const interval = parseSyncInterval(d.config.runs ?? '');
+      if (interval === 'too_short') {
+        errors.push({
+          code: 'sync_interval_too_short',
+          message: `sync "${d.name}" runs "${d.config.runs}": the shortest sync interval is 30 seconds`,
+          path: ['flowConfigs', index, 'runs'],
+        });
+      } else if (interval === 'invalid') {
+        errors.push({
+          code: 'invalid_frequency',
+          message: `sync "${d.name}" runs "${d.config.runs ?? ''}", which is not a frequency ("every 2 hours", "every 30 minutes", ...)`,
+          path: ['flowConfigs', index, 'runs'],
+        });
+      }
+    });
+    if (errors.some((e) => e.code === 'sync_interval_too_short')) {
+      throw new SwitchboardError('sync_interval_too_short', errors.map((e) => e.message).join('; '), errors);
+    }
     if (errors.length > 0) throw new SwitchboardError('invalid_body', 'Invalid deploy', errors);
 
     const keys = new Set(desired.map((d) => d.providerConfigKey));

@@ -25,7 +25,9 @@ import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { DeployService } from './deploy.service';
+import { SyncsService } from '../syncs/syncs.service';
 import {
+  storedConfig,
   toDeployedFunction,
   toNangoSyncConfig,
   toOpenAiFunction,
@@ -40,6 +42,7 @@ export class FunctionsHandlers {
     private readonly deploys: DeployService,
     private readonly functions: FunctionsRepository,
     private readonly integrations: IntegrationDirectory,
+    private readonly syncs: SyncsService,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
 
@@ -83,6 +86,14 @@ export class FunctionsHandlers {
   async delete(request: FunctionRequest): Promise<{ success: true }> {
     await this.integrations.require(request.caller, request.uniqueKey);
     if (!request.type) throw new SwitchboardError('invalid_query_params', 'type is required');
+    const [fn] =
+      request.type === 'sync'
+        ? await this.functions.find(request.caller.environmentId, {
+            providerConfigKey: request.uniqueKey,
+            name: request.name,
+            type: 'sync',
+          })
+        : [];
     const deleted = await this.functions.delete(
       request.caller.environmentId,
       request.uniqueKey,
@@ -90,6 +101,14 @@ export class FunctionsHandlers {
       request.name,
     );
     if (!deleted) throw new SwitchboardError('not_found', `Function "${request.name}" not found`);
+    if (fn) {
+      // The sync stops on every connection: schedules, checkpoints and records go with it.
+      await this.syncs.reconcile(
+        request.caller.environmentId,
+        [],
+        [{ providerConfigKey: fn.providerConfigKey, name: fn.name, models: storedConfig(fn).returns }],
+      );
+    }
     return { success: true };
   }
 

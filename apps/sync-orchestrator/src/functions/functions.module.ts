@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { SyncsModule } from '../syncs/syncs.module';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { OrchestratorDb } from '@switchboard/db';
 import type { NatsConnection } from 'nats';
@@ -19,6 +20,7 @@ import { IntegrationDirectory } from './integration-directory';
 
 /** Deployed functions, their API, actions, on-event scripts, syncs' onWebhook runs and checkpoints. */
 @Module({
+  imports: [SyncsModule],
   controllers: [FunctionsHandlers, ActionsHandlers, CheckpointsHandlers, OnEventHandlers],
   providers: [
     DeployService,

@@ -1,4 +1,4 @@
-import { Controller } from '@nestjs/common';
+import { Controller, Logger } from '@nestjs/common';
 import {
   ON_EVENT_SUBJECTS,
   onEventConnectionSchema,
@@ -6,15 +6,40 @@ import {
   type OnEventReply,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
+import { SyncsService } from '../syncs/syncs.service';
 import { OnEventService } from './on-event.service';
 
 @Controller()
 export class OnEventHandlers {
-  constructor(private readonly onEvents: OnEventService) {}
+  private readonly logger = new Logger('OnEvents');
 
-  /** The vault asks before it deletes a connection (and deletes whatever the answer). */
+  constructor(
+    private readonly onEvents: OnEventService,
+    private readonly syncs: SyncsService,
+  ) {}
+
+  /**
+   * The vault asks before it deletes a connection (and deletes whatever the answer): the scripts run
+   * first, while the connection still exists, then its syncs stop (schedules, checkpoints, records).
+   */
   @NatsHandler(ON_EVENT_SUBJECTS.preConnectionDeletion, onEventConnectionSchema)
-  preConnectionDeletion(request: OnEventConnection): Promise<OnEventReply> {
-    return this.onEvents.beforeDeletion(request.caller, request.providerConfigKey, request.connectionId);
+  async preConnectionDeletion(request: OnEventConnection): Promise<OnEventReply> {
+    const reply = await this.onEvents.beforeDeletion(
+      request.caller,
+      request.providerConfigKey,
+      request.connectionId,
+    );
+    try {
+      await this.syncs.connectionDeleted(
+        request.caller.environmentId,
+        request.providerConfigKey,
+        request.connectionId,
+      );
+    } catch (error) {
+      this.logger.error(
+        `the syncs of a deleted connection of ${request.providerConfigKey} were not all removed: ${(error as Error).message}`,
+      );
+    }
+    return reply;
   }
 }

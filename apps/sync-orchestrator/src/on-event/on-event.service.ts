@@ -1,17 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import {
-  ENVIRONMENT_SUBJECTS,
-  SwitchboardError,
-  type AuthEvent,
-  type Caller,
-  type OnEventReply,
-  type ResolvedEnvironment,
-} from '@switchboard/contracts';
+import type { AuthEvent, Caller, OnEventReply } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { ActionsService } from '../actions/actions.service';
 import { InvocationRunner } from '../actions/invocation-runner';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
+import { callerOfEnvironment } from '../functions/environment-caller';
 import { IntegrationDirectory } from '../functions/integration-directory';
 
 /** Attempts of a post-connection-creation script (nobody waits for it, so it may try again). */
@@ -50,7 +44,7 @@ export class OnEventService {
       'post-connection-creation',
     );
     if (scripts.length === 0) return 0;
-    const caller = await this.callerOf(event.environmentId);
+    const caller = await callerOfEnvironment(this.nats, event.environmentId);
     if (!caller) return 0; // the environment is gone: nothing to run for
     let started = 0;
     for (const fn of scripts) {
@@ -112,25 +106,5 @@ export class OnEventService {
     return failures.length > 0
       ? { ok: false, ran: scripts.length, message: failures.join('; ').slice(0, 1000) }
       : { ok: true, ran: scripts.length };
-  }
-
-  /** The environment as a caller, or undefined once it was deleted. */
-  async callerOf(environmentId: number): Promise<Caller | undefined> {
-    try {
-      const env = await this.nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, {
-        id: environmentId,
-      });
-      return {
-        accountId: env.accountId,
-        environmentId: env.id,
-        environmentUuid: env.uuid,
-        environmentName: env.name,
-      };
-    } catch (error) {
-      if (error instanceof SwitchboardError && ['unknown_environment', 'not_found'].includes(error.code)) {
-        return undefined;
-      }
-      throw error;
-    }
   }
 }

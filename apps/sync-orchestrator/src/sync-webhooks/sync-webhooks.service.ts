@@ -1,11 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { SyncWebhookEvent } from '@switchboard/contracts';
 import type { OrchestratorDb } from '@switchboard/db';
+import { NatsRequester } from '@switchboard/messaging';
 import { ActionsService } from '../actions/actions.service';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { storedConfig, type FunctionWithVersion } from '../functions/function-config';
-import { invocationIdFor, OnEventService } from '../on-event/on-event.service';
+import { callerOfEnvironment } from '../functions/environment-caller';
+import { invocationIdFor } from '../on-event/on-event.service';
 
 /** Attempts of one onWebhook run after the first (nobody waits for it; Nango retries webhook tasks too). */
 const WEBHOOK_RETRIES = 2;
@@ -28,7 +30,7 @@ export class SyncWebhooksService {
   constructor(
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly actions: ActionsService,
-    private readonly onEvents: OnEventService,
+    private readonly nats: NatsRequester,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
   ) {}
 
@@ -56,7 +58,7 @@ export class SyncWebhooksService {
       event.subscriptionTypes,
     );
     if (syncs.length === 0) return 0;
-    const caller = await this.onEvents.callerOf(event.environmentId);
+    const caller = await callerOfEnvironment(this.nats, event.environmentId);
     if (!caller) return 0; // the environment is gone
     let started = 0;
     for (const fn of syncs) {

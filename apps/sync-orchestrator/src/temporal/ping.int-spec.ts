@@ -3,6 +3,7 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { MasterKeyring } from '@switchboard/crypto';
 import { NatsRequester } from '@switchboard/messaging';
 import { testInfrastructure } from '@switchboard/testing';
 import { Client, Connection } from '@temporalio/client';
@@ -54,6 +55,7 @@ describe('sync-orchestrator on Temporal', () => {
       DATABASE_URL: infra.databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_TASK_QUEUE: taskQueue,
+      SWITCHBOARD_MASTER_KEYS: `1:${MasterKeyring.generateKeyMaterial()}`,
     });
     app = await NestFactory.create(AppModule.forRoot(env), new FastifyAdapter(), { logger: ['error'] });
     app.connectMicroservice<MicroserviceOptions>({

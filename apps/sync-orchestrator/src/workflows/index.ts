@@ -37,3 +37,5 @@ export async function invocationWorkflow(input: InvocationWorkflowInput): Promis
   if (input.notify) await publishAsyncActionEvent(input);
   return status;
 }
+
+export { syncWorkflow } from './sync.workflow';

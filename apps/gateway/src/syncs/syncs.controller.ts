@@ -1,0 +1,173 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import {
+  fieldErrorsFromZod,
+  SwitchboardError,
+  SYNC_SUBJECTS,
+  syncFrequencyBodySchema,
+  syncIdentifierSchema,
+  syncPauseStartBodySchema,
+  syncStatusQuerySchema,
+  syncTriggerBodySchema,
+  syncTriggerHeadersSchema,
+  syncVariantBodySchema,
+  syncVariantParamsSchema,
+  toSyncIdentifier,
+  type Caller as CallerType,
+  type SyncStatusResponse,
+  type SyncVariantResponse,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { Caller } from '../access/caller.decorator';
+import { RequireScope } from '../access/route-access';
+import { parseBody, parseParams, parseQuery } from '../http/validation';
+
+const noQuery = z.object({}).strict();
+
+/** Nango's sync control routes; sync-orchestrator owns the syncs and their Temporal schedules. */
+@Controller('sync')
+export class SyncsController {
+  constructor(private readonly nats: NatsRequester) {}
+
+  /** `triggerSync`: run now (a full resync with `opts.reset` / `sync_mode`, records cleared with `emptyCache`). */
+  @Post('trigger')
+  @HttpCode(200)
+  @RequireScope('environment:syncs:update')
+  async trigger(
+    @Caller() caller: CallerType,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ): Promise<{ success: true }> {
+    parseQuery(noQuery, query);
+    const parsed = parseBody(syncTriggerBodySchema, body);
+    const parsedHeaders = syncTriggerHeadersSchema.safeParse(headers);
+    if (!parsedHeaders.success) {
+      throw new SwitchboardError('invalid_headers', 'Invalid headers', fieldErrorsFromZod(parsedHeaders.error));
+    }
+    const providerConfigKey = parsed.provider_config_key || parsedHeaders.data['provider-config-key'];
+    if (!providerConfigKey) {
+      throw new SwitchboardError(
+        'missing_provider_config_key',
+        'Missing provider_config_key. Provide it in the body or headers.',
+      );
+    }
+    const connectionId = parsed.connection_id || parsedHeaders.data['connection-id'];
+    const mode = parsed.sync_mode ?? (parsed.full_resync ? 'full_refresh' : 'incremental');
+    const reset = parsed.opts ? parsed.opts.reset === true : mode !== 'incremental';
+    const emptyCache = parsed.opts
+      ? parsed.opts.emptyCache === true
+      : mode === 'full_refresh_and_clear_cache';
+    return this.nats.request(SYNC_SUBJECTS.trigger, {
+      caller,
+      providerConfigKey,
+      ...(connectionId ? { connectionId } : {}),
+      syncs: parsed.syncs.map(toSyncIdentifier),
+      reset,
+      emptyCache,
+    });
+  }
+
+  /** `pauseSync`: the schedules stop firing (a running run finishes). */
+  @Post('pause')
+  @HttpCode(200)
+  @RequireScope('environment:syncs:update')
+  pause(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown) {
+    return this.command(SYNC_SUBJECTS.pause, caller, query, body);
+  }
+
+  /** `startSync`: a paused schedule resumes and runs now; a started one is left alone. */
+  @Post('start')
+  @HttpCode(200)
+  @RequireScope('environment:syncs:update')
+  start(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown) {
+    return this.command(SYNC_SUBJECTS.start, caller, query, body);
+  }
+
+  /** `syncStatus`: `syncs=*` or a comma list (`name` or `name::variant`). */
+  @Get('status')
+  @RequireScope('environment:syncs:read')
+  status(@Caller() caller: CallerType, @Query() rawQuery: unknown): Promise<SyncStatusResponse> {
+    const query = parseQuery(syncStatusQuerySchema, rawQuery);
+    const all = query.syncs === '*';
+    const names = all ? [] : query.syncs.split(',').map((s) => s.trim());
+    const invalid = names.filter((n) => !syncIdentifierSchema.safeParse(n).success || n.length === 0);
+    if (invalid.length > 0) throw new SwitchboardError('invalid_body', 'syncs parameter is invalid');
+    return this.nats.request<SyncStatusResponse>(SYNC_SUBJECTS.status, {
+      caller,
+      providerConfigKey: query.provider_config_key,
+      ...(query.connection_id ? { connectionId: query.connection_id } : {}),
+      syncs: names.map(toSyncIdentifier),
+      all,
+    });
+  }
+
+  /** `updateSyncConnectionFrequency`: the normalised interval back; `null` reverts to the script's `runs`. */
+  @Put('update-connection-frequency')
+  @RequireScope('environment:syncs:update')
+  frequency(
+    @Caller() caller: CallerType,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ): Promise<{ frequency: string }> {
+    parseQuery(noQuery, query);
+    const parsed = parseBody(syncFrequencyBodySchema, body);
+    return this.nats.request(SYNC_SUBJECTS.frequency, {
+      caller,
+      providerConfigKey: parsed.provider_config_key,
+      connectionId: parsed.connection_id,
+      name: parsed.sync_name,
+      variant: parsed.sync_variant || 'base',
+      frequency: parsed.frequency,
+    });
+  }
+
+  /** `createSyncVariant`: another run of the sync on the connection, scheduled at once. */
+  @Post(':name/variant/:variant')
+  @HttpCode(200)
+  @RequireScope('environment:syncs:update')
+  createVariant(
+    @Caller() caller: CallerType,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ): Promise<SyncVariantResponse> {
+    return this.nats.request(SYNC_SUBJECTS.variantCreate, this.variantRequest(caller, params, query, body));
+  }
+
+  /** `deleteSyncVariant` (the client sends a JSON body on DELETE). */
+  @Delete(':name/variant/:variant')
+  @RequireScope('environment:syncs:update')
+  deleteVariant(
+    @Caller() caller: CallerType,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ): Promise<{ success: true }> {
+    return this.nats.request(SYNC_SUBJECTS.variantDelete, this.variantRequest(caller, params, query, body));
+  }
+
+  private command(subject: string, caller: CallerType, query: unknown, body: unknown) {
+    parseQuery(noQuery, query);
+    const parsed = parseBody(syncPauseStartBodySchema, body);
+    return this.nats.request<{ success: true }>(subject, {
+      caller,
+      providerConfigKey: parsed.provider_config_key,
+      ...(parsed.connection_id ? { connectionId: parsed.connection_id } : {}),
+      syncs: parsed.syncs.map(toSyncIdentifier),
+    });
+  }
+
+  private variantRequest(caller: CallerType, params: unknown, query: unknown, body: unknown) {
+    const { name, variant } = parseParams(syncVariantParamsSchema, params);
+    parseQuery(noQuery, query);
+    const parsed = parseBody(syncVariantBodySchema, body);
+    return {
+      caller,
+      providerConfigKey: parsed.provider_config_key,
+      connectionId: parsed.connection_id,
+      name,
+      variant,
+    };
+  }
+}

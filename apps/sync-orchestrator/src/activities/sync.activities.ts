@@ -1,0 +1,35 @@
+import { Context } from '@temporalio/activity';
+import type { BegunSyncRun, SyncRunner, SyncRunOutcome } from '../syncs/sync-runner';
+
+/** What a sync schedule starts: the sync row; everything else is read when the run begins. */
+export interface SyncWorkflowInput {
+  syncId: string;
+}
+
+/** Activities of sync runs, built once by the worker with its Postgres, NATS and records store. */
+export function createSyncActivities(runner: SyncRunner) {
+  return {
+    /** Records the run (null: the sync or its function is gone, nothing to run). */
+    beginSyncRun(input: { syncId: string; runId: string; workflowId: string }): Promise<BegunSyncRun | null> {
+      return runner.begin(input);
+    },
+
+    /**
+     * The script's run on functions-runtime, heartbeating meanwhile: if this worker dies, Temporal notices
+     * within the heartbeat timeout and another worker tries again with the same run id.
+     */
+    async runSyncScript(begun: BegunSyncRun): Promise<SyncRunOutcome> {
+      const context = Context.current();
+      const cancelled = context.cancelled;
+      // Temporal rejects `cancelled` when the run is cancelled (a full resync); it must not go unhandled otherwise.
+      cancelled.catch(() => undefined);
+      return runner.execute(begun, context.info.attempt, () => context.heartbeat(), cancelled);
+    },
+
+    finishSyncRun(input: { runId: string; outcome: SyncRunOutcome }): Promise<void> {
+      return runner.finish(input.runId, input.outcome);
+    },
+  };
+}
+
+export type SyncActivities = ReturnType<typeof createSyncActivities>;

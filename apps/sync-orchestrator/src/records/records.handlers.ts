@@ -1,0 +1,114 @@
+import { Controller } from '@nestjs/common';
+import {
+  RECORDS_MESSAGE_BYTES,
+  RECORDS_SUBJECTS,
+  VAULT_SUBJECTS,
+  recordsGetByIdsRequestSchema,
+  recordsListRequestSchema,
+  recordsPruneRequestSchema,
+  recordsRunScopeRequestSchema,
+  recordsWriteRequestSchema,
+  type Caller,
+  type ListRecordsResponse,
+  type PruneRecordsResponse,
+  type RecordsGetByIdsRequest,
+  type RecordsPruneRequest,
+  type RecordsRunScopeRequest,
+  type RecordsWriteReply,
+  type RecordsWriteRequest,
+} from '@switchboard/contracts';
+import { NatsHandler, NatsRequester } from '@switchboard/messaging';
+import type { z } from 'zod';
+import { OrchestratorError } from '../sync-orchestrator.errors';
+import type { RecordScope } from './record-keys';
+import { RecordsStore } from './records.store';
+
+const scopeOf = (r: { caller: Caller; providerConfigKey: string; connectionId: string }): RecordScope => ({
+  environmentId: r.caller.environmentId,
+  providerConfigKey: r.providerConfigKey,
+  connectionId: r.connectionId,
+});
+
+/**
+ * The records subjects: `GET /records` and `PATCH /records/prune` for the gateway, and the sync API of a
+ * running script for functions-runtime (which scopes every call by its run request, never by the script).
+ */
+@Controller()
+export class RecordsHandlers {
+  constructor(
+    private readonly store: RecordsStore,
+    private readonly nats: NatsRequester,
+  ) {}
+
+  @NatsHandler(RECORDS_SUBJECTS.list, recordsListRequestSchema)
+  async list(request: z.infer<typeof recordsListRequestSchema>): Promise<ListRecordsResponse> {
+    if (request.checkConnection) await this.requireConnection(request);
+    return this.store.list(scopeOf(request), request.model, {
+      limit: request.limit,
+      ...(request.modifiedAfter ? { modifiedAfter: request.modifiedAfter } : {}),
+      ...(request.filter ? { filter: request.filter } : {}),
+      ...(request.cursor ? { cursor: request.cursor } : {}),
+      ...(request.ids ? { externalIds: request.ids } : {}),
+      // The gateway asks again from next_cursor until its page is full.
+      maxBytes: RECORDS_MESSAGE_BYTES,
+    });
+  }
+
+  @NatsHandler(RECORDS_SUBJECTS.prune, recordsPruneRequestSchema)
+  async prune(request: RecordsPruneRequest): Promise<PruneRecordsResponse> {
+    await this.requireConnection(request);
+    return this.store.prune(scopeOf(request), request.model, request.untilCursor, request.limit);
+  }
+
+  @NatsHandler(RECORDS_SUBJECTS.write, recordsWriteRequestSchema)
+  async write(request: RecordsWriteRequest): Promise<RecordsWriteReply> {
+    return this.store.write(
+      scopeOf(request),
+      request.model,
+      request.records,
+      request.op,
+      request.runId,
+      request.merging ? { merging: request.merging } : {},
+    );
+  }
+
+  @NatsHandler(RECORDS_SUBJECTS.getByIds, recordsGetByIdsRequestSchema)
+  async getByIds(request: RecordsGetByIdsRequest): Promise<ListRecordsResponse> {
+    return this.store.list(scopeOf(request), request.model, {
+      limit: request.ids.length,
+      externalIds: request.ids,
+      ...(request.cursor ? { cursor: request.cursor } : {}),
+      maxBytes: RECORDS_MESSAGE_BYTES,
+    });
+  }
+
+  @NatsHandler(RECORDS_SUBJECTS.deleteUnseen, recordsRunScopeRequestSchema)
+  async deleteUnseen(request: RecordsRunScopeRequest): Promise<{ deleted: number }> {
+    return { deleted: await this.store.deleteUnseen(scopeOf(request), request.model, request.runId) };
+  }
+
+  @NatsHandler(RECORDS_SUBJECTS.lastCursor, recordsRunScopeRequestSchema)
+  async lastCursor(request: RecordsRunScopeRequest): Promise<{ cursor: string | null }> {
+    return { cursor: await this.store.lastCursor(scopeOf(request), request.model) };
+  }
+
+  /** Nango answers an unknown connection on the records routes with 400 `unknown_connection`. */
+  private async requireConnection(request: {
+    caller: Caller;
+    providerConfigKey: string;
+    connectionId: string;
+  }): Promise<void> {
+    const found = await this.nats.request<unknown[]>(VAULT_SUBJECTS.match, {
+      environmentId: request.caller.environmentId,
+      providerConfigKey: request.providerConfigKey,
+      field: 'connection_id',
+      value: request.connectionId,
+    });
+    if (found.length === 0) {
+      throw new OrchestratorError(
+        'unknown_connection',
+        'Provided ConnectionId and ProviderConfigKey does not match a valid connection',
+      );
+    }
+  }
+}

@@ -1,0 +1,352 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import { MasterKeyring } from '@switchboard/crypto';
+import { createPrismaClient, type PrismaClient } from '@switchboard/db';
+import { testInfrastructure } from '@switchboard/testing';
+import { Cursor, type RecordScope } from './record-keys';
+import { RecordsStore, type StoredRecord } from './records.store';
+
+jest.setTimeout(60_000);
+
+/** The records store against a real Postgres: Nango's semantics, counts, cursors, encryption at rest. */
+describe('RecordsStore (Postgres)', () => {
+  let db: PrismaClient;
+  let store: RecordsStore;
+  // A random environment keeps this file's rows apart from every other test's.
+  const environmentId = randomInt(1_000_000, 2_000_000_000);
+  let n = 0;
+  const newScope = (): RecordScope => ({
+    environmentId,
+    providerConfigKey: 'fake-crm',
+    connectionId: `conn-${++n}-${randomUUID()}`,
+  });
+  const items = (from: number, to: number, extra: Record<string, unknown> = {}) =>
+    Array.from({ length: to - from }, (_, i) => ({ id: from + i, name: `item ${from + i}`, ...extra }));
+  const all = async (scope: RecordScope, model: string, query: Record<string, unknown> = {}) =>
+    (await store.list(scope, model, { limit: 10_000, ...query })).records;
+  const byId = (records: StoredRecord[]) => new Map(records.map((r) => [r.id, r]));
+  const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?\+00:00$/;
+
+  beforeAll(async () => {
+    // A session time zone far from UTC: the API's timestamps must still read `+00:00`.
+    const url = new URL((await testInfrastructure()).databaseUrl);
+    url.searchParams.set('options', '-c TimeZone=Pacific/Kiritimati');
+    db = createPrismaClient(url.toString(), { poolSize: 10 });
+    store = new RecordsStore(db, new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`));
+  });
+
+  afterAll(async () => {
+    await db.$executeRaw`DELETE FROM orchestrator.records WHERE environment_id = ${environmentId}`;
+    await db.$executeRaw`DELETE FROM orchestrator.record_counts WHERE environment_id = ${environmentId}`;
+    await db.$disconnect();
+  });
+
+  it('saves records with Nango ids and metadata, and counts what a run added', async () => {
+    const scope = newScope();
+    const run = randomUUID();
+    const result = await store.write(scope, 'Contact', items(0, 3), 'save', run);
+    expect(result).toEqual({ added: 3, updated: 0, deleted: 0, unchanged: 0, nonUniqueKeys: [] });
+
+    const records = await all(scope, 'Contact');
+    expect(records.map((r) => r.id)).toEqual(expect.arrayContaining(['0', '1', '2']));
+    const first = byId(records).get('1')!;
+    expect(first.name).toBe('item 1');
+    const meta = first._nango_metadata;
+    expect(meta.last_action).toBe('ADDED');
+    expect(meta.first_seen_at).toMatch(TIMESTAMP);
+    expect(meta.last_modified_at).toBe(meta.first_seen_at);
+    expect(meta.deleted_at).toBeNull();
+    expect(meta.pruned_at).toBeNull();
+    const decoded = Buffer.from(meta.cursor, 'base64').toString();
+    expect(decoded).toMatch(/^.+\+00:00\|\|[0-9a-f-]{36}$/);
+    expect(decoded.startsWith(`${meta.last_modified_at}||`)).toBe(true);
+
+    expect(await store.runCounts(run)).toEqual({ Contact: { added: 3, updated: 0, deleted: 0 } });
+    expect(await store.recordCounts(scope, ['Contact', 'Other'])).toEqual({ Contact: 3, Other: 0 });
+  });
+
+  it('keeps updated_at of unchanged records, so modified_after returns only what changed', async () => {
+    const scope = newScope();
+    await store.write(scope, 'Contact', items(0, 4), 'save', randomUUID());
+    const before = byId(await all(scope, 'Contact'));
+    await new Promise((r) => setTimeout(r, 20));
+
+    const run = randomUUID();
+    const changed = items(0, 4).map((r) => (r.id === 2 ? { ...r, name: 'renamed' } : r));
+    const result = await store.write(scope, 'Contact', changed, 'save', run);
+    expect(result).toMatchObject({ added: 0, updated: 1, unchanged: 3 });
+
+    const after = byId(await all(scope, 'Contact'));
+    for (const id of ['0', '1', '3']) {
+      expect(after.get(id)!._nango_metadata.last_modified_at).toBe(
+        before.get(id)!._nango_metadata.last_modified_at,
+      );
+      expect(after.get(id)!._nango_metadata.last_action).toBe('ADDED');
+    }
+    const two = after.get('2')!;
+    expect(two.name).toBe('renamed');
+    expect(two._nango_metadata.last_action).toBe('UPDATED');
+    expect(two._nango_metadata.first_seen_at).toBe(before.get('2')!._nango_metadata.first_seen_at);
+
+    const since = (await all(scope, 'Contact', { modifiedAfter: two._nango_metadata.last_modified_at })).map(
+      (r) => r.id,
+    );
+    expect(since).toEqual(['2']);
+    expect(await store.runCounts(run)).toEqual({ Contact: { added: 0, updated: 1, deleted: 0 } });
+  });
+
+  it('drops duplicate ids inside a batch (the first one wins) and refuses records without an id', async () => {
+    const scope = newScope();
+    const result = await store.write(
+      scope,
+      'Contact',
+      [
+        { id: 'a', v: 1 },
+        { id: 'a', v: 2 },
+        { id: 'b', v: 1 },
+      ],
+      'save',
+      randomUUID(),
+    );
+    expect(result).toMatchObject({ added: 2, nonUniqueKeys: ['a'] });
+    expect(byId(await all(scope, 'Contact')).get('a')!.v).toBe(1);
+
+    await expect(
+      store.write(scope, 'Contact', [{ id: 'c' }, { name: 'no id' }], 'save', randomUUID()),
+    ).rejects.toMatchObject({ code: 'invalid_body' });
+    expect((await all(scope, 'Contact')).map((r) => r.id).sort()).toEqual(['a', 'b']);
+  });
+
+  it('soft-deletes (payload kept, counted once), and a record that comes back counts as added', async () => {
+    const scope = newScope();
+    await store.write(scope, 'Contact', items(0, 3), 'save', randomUUID());
+
+    const run = randomUUID();
+    const deleted = await store.write(scope, 'Contact', [{ id: 1 }, { id: 99 }], 'delete', run);
+    expect(deleted).toMatchObject({ deleted: 1, unchanged: 1 });
+    expect(await store.write(scope, 'Contact', [{ id: 1 }], 'delete', run)).toMatchObject({
+      deleted: 0,
+      unchanged: 1,
+    });
+    expect(await store.runCounts(run)).toEqual({ Contact: { added: 0, updated: 0, deleted: 1 } });
+    expect(await store.recordCounts(scope, ['Contact'])).toEqual({ Contact: 2 });
+
+    const gone = await all(scope, 'Contact', { filter: 'deleted' });
+    expect(gone.map((r) => r.id)).toEqual(['1']);
+    expect(gone[0]!.name).toBe('item 1');
+    expect(gone[0]!._nango_metadata.last_action).toBe('DELETED');
+    expect(gone[0]!._nango_metadata.deleted_at).toMatch(TIMESTAMP);
+    // Nango's quirk: updated,deleted and added,deleted leave deleted records out.
+    expect((await all(scope, 'Contact', { filter: 'UPDATED,DELETED' })).map((r) => r.id)).toEqual([]);
+    expect((await all(scope, 'Contact', { filter: 'added,deleted' })).map((r) => r.id).sort()).toEqual([
+      '0',
+      '2',
+    ]);
+    expect((await all(scope, 'Contact', { filter: 'added,updated' })).map((r) => r.id).sort()).toEqual([
+      '0',
+      '2',
+    ]);
+
+    const back = await store.write(scope, 'Contact', items(1, 2), 'save', randomUUID());
+    expect(back).toMatchObject({ added: 1, updated: 0 });
+    expect(await store.recordCounts(scope, ['Contact'])).toEqual({ Contact: 3 });
+  });
+
+  it('soft-deletes what a run did not see, across its attempts, and counts it in the run', async () => {
+    const scope = newScope();
+    await store.write(scope, 'Contact', items(0, 10), 'save', randomUUID());
+
+    const run = randomUUID();
+    // Two attempts of one run (same run id), each saving part of the data.
+    await store.write(scope, 'Contact', items(0, 3), 'save', run);
+    await store.write(scope, 'Contact', items(3, 6), 'save', run);
+    expect(await store.deleteUnseen(scope, 'Contact', run)).toBe(4);
+    expect(await store.deleteUnseen(scope, 'Contact', run)).toBe(0);
+
+    expect((await all(scope, 'Contact', { filter: 'deleted' })).map((r) => r.id).sort()).toEqual([
+      '6',
+      '7',
+      '8',
+      '9',
+    ]);
+    expect(await store.runCounts(run)).toEqual({ Contact: { added: 0, updated: 0, deleted: 4 } });
+    expect(await store.recordCounts(scope, ['Contact'])).toEqual({ Contact: 6 });
+  });
+
+  it('pages with cursors in (updated_at, id) order without gaps or repeats', async () => {
+    const scope = newScope();
+    await store.write(scope, 'Contact', items(0, 15), 'save', randomUUID());
+    await store.write(scope, 'Contact', items(15, 25), 'save', randomUUID());
+
+    const seen: StoredRecord[] = [];
+    let cursor: string | undefined;
+    const sizes: number[] = [];
+    for (;;) {
+      const page = await store.list(scope, 'Contact', { limit: 10, ...(cursor ? { cursor } : {}) });
+      sizes.push(page.records.length);
+      seen.push(...page.records);
+      if (!page.next_cursor) break;
+      expect(page.next_cursor).toBe(page.records[page.records.length - 1]!._nango_metadata.cursor);
+      cursor = page.next_cursor;
+    }
+    expect(sizes).toEqual([10, 10, 5]);
+    expect(new Set(seen.map((r) => r.id)).size).toBe(25);
+    const keys = seen.map((r) => Cursor.decode(r._nango_metadata.cursor)!);
+    for (let i = 1; i < keys.length; i++) {
+      const [a, b] = [keys[i - 1]!, keys[i]!];
+      const order =
+        Date.parse(a.sort) - Date.parse(b.sort) || a.sort.localeCompare(b.sort) || a.id.localeCompare(b.id);
+      expect(order).toBeLessThan(0);
+    }
+    // The second batch was written later: all of it comes after the first.
+    expect(
+      seen
+        .slice(15)
+        .map((r) => Number(r.id))
+        .sort((a, b) => a - b),
+    ).toEqual(Array.from({ length: 10 }, (_, i) => 15 + i));
+
+    await expect(
+      store.list(scope, 'Contact', { limit: 10, cursor: 'bm90IGEgY3Vyc29y' }),
+    ).rejects.toMatchObject({
+      code: 'server_error',
+      message: 'Failed to fetch records',
+    });
+    // ids select external ids; a byte budget shortens a page but keeps the cursor going.
+    expect(
+      (await all(scope, 'Contact', { externalIds: ['3', '4', 'nope'] })).map((r) => r.id).sort(),
+    ).toEqual(['3', '4']);
+    const small = await store.list(scope, 'Contact', { limit: 100, maxBytes: 1000 });
+    expect(small.records.length).toBeGreaterThan(0);
+    expect(small.records.length).toBeLessThan(25);
+    expect(small.next_cursor).toBe(small.records[small.records.length - 1]!._nango_metadata.cursor);
+  });
+
+  it('keeps variants apart (Model::variant)', async () => {
+    const scope = newScope();
+    await store.write(scope, 'Contact', items(0, 2), 'save', randomUUID());
+    await store.write(scope, 'Contact::eu', items(0, 5), 'save', randomUUID());
+    expect(await store.recordCounts(scope, ['Contact', 'Contact::eu'])).toEqual({
+      Contact: 2,
+      'Contact::eu': 5,
+    });
+    expect(await all(scope, 'Contact::eu')).toHaveLength(5);
+
+    expect(await store.deleteRecords(scope, ['Contact::eu'])).toBe(5);
+    expect(await all(scope, 'Contact::eu')).toHaveLength(0);
+    expect(await all(scope, 'Contact')).toHaveLength(2);
+    expect(await store.recordCounts(scope, ['Contact', 'Contact::eu'])).toEqual({
+      Contact: 2,
+      'Contact::eu': 0,
+    });
+    expect(await store.deleteAllRecords(scope)).toBe(2);
+    expect(await all(scope, 'Contact')).toHaveLength(0);
+  });
+
+  it('batchUpdate merges into existing records and ignores unknown ones', async () => {
+    const scope = newScope();
+    await store.write(
+      scope,
+      'Contact',
+      [{ id: 'x', name: 'X', tags: ['a', 'b'], address: { city: 'Oslo', zip: '1' } }],
+      'save',
+      randomUUID(),
+    );
+    const result = await store.write(
+      scope,
+      'Contact',
+      [
+        { id: 'x', address: { city: 'Bergen' }, tags: ['c'] },
+        { id: 'unknown', name: 'nobody' },
+      ],
+      'update',
+      randomUUID(),
+    );
+    expect(result).toMatchObject({ added: 0, updated: 1, unchanged: 1 });
+    const [x] = await all(scope, 'Contact');
+    expect(x).toMatchObject({ id: 'x', name: 'X', tags: ['c', 'b'], address: { city: 'Bergen', zip: '1' } });
+    expect(x!._nango_metadata.last_action).toBe('UPDATED');
+    expect(await all(scope, 'Contact', { externalIds: ['unknown'] })).toHaveLength(0);
+  });
+
+  it('ignore_if_modified_after leaves alone records modified after the cursor, and moves the cursor with its writes', async () => {
+    const scope = newScope();
+    await store.write(scope, 'Contact', items(0, 3), 'save', randomUUID());
+    const cursor = await store.lastCursor(scope, 'Contact');
+    // Meanwhile a webhook run changes record 1.
+    await store.write(scope, 'Contact', [{ id: 1, name: 'from webhook' }], 'save', randomUUID());
+
+    const run = randomUUID();
+    const stale = items(0, 3, { name: 'from sync' });
+    const first = await store.write(scope, 'Contact', stale, 'save', run, {
+      merging: { strategy: 'ignore_if_modified_after', cursor },
+    });
+    expect(first).toMatchObject({ updated: 2, unchanged: 1 });
+    const records = byId(await all(scope, 'Contact'));
+    expect(records.get('1')!.name).toBe('from webhook');
+    expect(records.get('0')!.name).toBe('from sync');
+    // The run's own writes do not block it: the next batch starts from its last write.
+    expect(first.mergingCursor).not.toBe(cursor);
+    const second = await store.write(scope, 'Contact', [{ id: 0, name: 'again' }], 'save', run, {
+      merging: { strategy: 'ignore_if_modified_after', cursor: first.mergingCursor ?? null },
+    });
+    expect(second).toMatchObject({ updated: 1 });
+
+    const override = await store.write(scope, 'Contact', [{ id: 1, name: 'override' }], 'save', randomUUID());
+    expect(override).toMatchObject({ updated: 1 });
+  });
+
+  it('stores payloads sealed: the plaintext is not in the table', async () => {
+    const scope = newScope();
+    const marker = `secret-marker-${randomUUID()}`;
+    await store.write(scope, 'Contact', [{ id: 'p', note: marker }], 'save', randomUUID());
+    const rows = await db.$queryRaw<{ payload: string; data_hash: string }[]>`
+      SELECT payload, data_hash FROM orchestrator.records
+      WHERE environment_id = ${environmentId} AND connection_id = ${scope.connectionId}`;
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.payload).toMatch(/^sb1\./);
+    expect(rows[0]!.payload).not.toContain(marker);
+    expect(Buffer.from(rows[0]!.payload.split('.')[6]!, 'base64url').toString('latin1')).not.toContain(
+      marker,
+    );
+    expect((await all(scope, 'Contact'))[0]!.note).toBe(marker);
+  });
+
+  it('prunes payloads up to a cursor without moving updated_at', async () => {
+    const scope = newScope();
+    await store.write(scope, 'Contact', items(0, 5), 'save', randomUUID());
+    const before = await all(scope, 'Contact');
+    const until = before[2]!._nango_metadata.cursor;
+
+    expect(await store.prune(scope, 'Contact', until, 2)).toEqual({ count: 2, has_more: true });
+    expect(await store.prune(scope, 'Contact', until, 10)).toEqual({ count: 1, has_more: false });
+    const after = await all(scope, 'Contact');
+    expect(after.map((r) => r._nango_metadata.cursor)).toEqual(before.map((r) => r._nango_metadata.cursor));
+    expect(after.slice(0, 3).every((r) => r._nango_metadata.pruned_at !== null && r.name === undefined)).toBe(
+      true,
+    );
+    expect(after[3]!.name).toBe(before[3]!.name);
+
+    // Saved again unchanged, a pruned record gets its payload back without looking modified.
+    const resaved = await store.write(scope, 'Contact', items(0, 1), 'save', randomUUID());
+    expect(resaved).toMatchObject({ unchanged: 1, updated: 0 });
+    const zero = (await all(scope, 'Contact', { externalIds: ['0'] }))[0]!;
+    expect(zero.name).toBe('item 0');
+    expect(zero._nango_metadata.pruned_at).toBeNull();
+    expect(zero._nango_metadata.last_modified_at).toBe(before[0]!._nango_metadata.last_modified_at);
+  });
+
+  it('serialises concurrent batches of one connection and model: counts stay exact', async () => {
+    const scope = newScope();
+    const run = randomUUID();
+    // Overlapping batches at once: every record is added exactly once, whichever batch wins.
+    const results = await Promise.all([
+      store.write(scope, 'Contact', items(0, 600), 'save', run),
+      store.write(scope, 'Contact', items(300, 900), 'save', run),
+      store.write(scope, 'Contact', items(600, 1200), 'save', run),
+    ]);
+    expect(results.reduce((sum, r) => sum + r.added, 0)).toBe(1200);
+    expect(results.reduce((sum, r) => sum + r.unchanged, 0)).toBe(600);
+    expect(await store.runCounts(run)).toEqual({ Contact: { added: 1200, updated: 0, deleted: 0 } });
+    expect(await store.recordCounts(scope, ['Contact'])).toEqual({ Contact: 1200 });
+  });
+});

@@ -1,0 +1,32 @@
+/**
+ * What sync control needs of the records store (`records/records.store.ts`, which satisfies it): counts
+ * of one run, deletes at the end of a run and on reset, record counts for the status.
+ */
+export interface RecordScope {
+  environmentId: number;
+  providerConfigKey: string;
+  connectionId: string;
+}
+
+export interface ModelCounts {
+  added: number;
+  updated: number;
+  deleted: number;
+}
+
+export interface SyncRecords {
+  runCounts(runId: string): Promise<Record<string, ModelCounts>>;
+  deleteRecords(scope: RecordScope, models: string[]): Promise<number>;
+  recordCounts(scope: RecordScope, models: string[]): Promise<Record<string, number>>;
+  deleteUnseen(scope: RecordScope, model: string, runId: string): Promise<number>;
+  /** Drops which records a finished run saw (its counts stay). */
+  forgetRun(runId: string): Promise<void>;
+  /** Every record of a connection, all models (the connection is being deleted). */
+  deleteAllRecords(scope: RecordScope): Promise<number>;
+}
+
+export const SYNC_RECORDS = Symbol('SYNC_RECORDS');
+
+/** The records model of a sync's variant: `Model`, or `Model::variant` (Nango's `modelFullName`). */
+export const modelKeyOf = (model: string, variant: string) =>
+  variant === 'base' ? model : `${model}::${variant}`;

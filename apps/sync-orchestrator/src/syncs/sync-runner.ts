@@ -1,0 +1,313 @@
+import {
+  EVENT_SUBJECTS,
+  FUNCTIONS_SUBJECTS,
+  functionRunResultSchema,
+  type Caller,
+  type FunctionRunRequest,
+  type SyncEvent,
+} from '@switchboard/contracts';
+import { Prisma, type OrchestratorDb } from '@switchboard/db';
+import { publishEvent, type NatsRequester } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
+import type { OrchestratorEnv } from '../config/env';
+import { callerOfEnvironment } from '../functions/environment-caller';
+import type { StoredConfig } from '../functions/function-config';
+import { IntegrationDirectory } from '../functions/integration-directory';
+import { modelKeyOf, type ModelCounts, type SyncRecords } from './sync-records';
+
+export const SYNC_RUN_STATUS = { running: 'RUNNING', success: 'SUCCESS', stopped: 'STOPPED' } as const;
+export type SyncRunType = 'INITIAL' | 'INCREMENTAL' | 'FULL';
+
+/** A run the workflow may go on with: what the script needs, fixed at its start (history keeps it). */
+export interface BegunSyncRun {
+  runId: string;
+  caller: Caller;
+  provider: string;
+  timeoutMs: number;
+  heartbeatTimeoutMs: number;
+}
+
+export type SyncRunOutcome =
+  | { status: 'succeeded' }
+  | { status: 'failed'; error: { type: string; description: string; payload?: unknown } }
+  | { status: 'cancelled' };
+
+export interface SyncRunnerDeps {
+  db: OrchestratorDb;
+  nats: NatsRequester;
+  nc: NatsConnection;
+  records: SyncRecords;
+  env: Pick<OrchestratorEnv, 'SWITCHBOARD_SYNC_TIMEOUT_MS' | 'SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS'>;
+}
+
+/** How often the run activity tells Temporal it is alive while the script runs. */
+const HEARTBEAT_EVERY_MS = 2_000;
+
+/**
+ * One sync run, step by step, for the worker's activities: `begin` records it (and honours a pending
+ * reset), `execute` asks functions-runtime to run the script (pinned version, the run id as invocation
+ * id on every attempt), `finish` applies track_deletes, records the counts and publishes the events the
+ * relay turns into `sync` webhooks. Each step may be retried by Temporal and is idempotent.
+ */
+export class SyncRunner {
+  constructor(private readonly deps: SyncRunnerDeps) {}
+
+  async begin(input: { syncId: string; runId: string; workflowId: string }): Promise<BegunSyncRun | null> {
+    const { db } = this.deps;
+    const sync = await db.sync.findUnique({ where: { id: input.syncId } });
+    if (!sync) return null; // deleted since the schedule fired
+    const fn = await db.deployedFunction.findFirst({
+      where: {
+        environmentId: sync.environmentId,
+        providerConfigKey: sync.providerConfigKey,
+        type: 'sync',
+        name: sync.name,
+      },
+    });
+    if (!fn?.currentVersionId || !fn.enabled) return null;
+    const caller = await callerOfEnvironment(this.deps.nats, sync.environmentId);
+    if (!caller) return null;
+    const provider = await new IntegrationDirectory(this.deps.nats).providerOf(caller, sync.providerConfigKey);
+    if (!provider) return null;
+
+    const existing = await db.syncRun.findUnique({ where: { id: input.runId } });
+    if (!existing) {
+      const checkpointKey = {
+        environmentId: sync.environmentId,
+        providerConfigKey: sync.providerConfigKey,
+        connectionId: sync.connectionId,
+        functionName: sync.name,
+        variant: sync.variant,
+      };
+      const reset = sync.resetPending;
+      await db.$transaction(async (tx) => {
+        if (reset) {
+          // A full resync: the script starts over, from no checkpoint and no lastSyncDate.
+          await tx.functionCheckpoint.deleteMany({ where: checkpointKey });
+          await tx.sync.update({
+            where: { id: sync.id },
+            data: { resetPending: false, lastSyncDate: null },
+          });
+        }
+        const checkpoint = await tx.functionCheckpoint.findUnique({
+          where: { environmentId_providerConfigKey_connectionId_functionName_variant: checkpointKey },
+        });
+        const type: SyncRunType = reset ? 'FULL' : sync.lastSyncDate ? 'INCREMENTAL' : 'INITIAL';
+        await tx.syncRun.create({
+          data: {
+            id: input.runId,
+            syncId: sync.id,
+            status: SYNC_RUN_STATUS.running,
+            type,
+            versionId: fn.currentVersionId,
+            workflowId: input.workflowId,
+            checkpointBefore: (checkpoint?.checkpoint as Prisma.InputJsonValue | undefined) ?? Prisma.DbNull,
+          },
+        });
+      });
+    }
+    return {
+      runId: input.runId,
+      caller,
+      provider,
+      timeoutMs: this.deps.env.SWITCHBOARD_SYNC_TIMEOUT_MS,
+      heartbeatTimeoutMs: this.deps.env.SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS,
+    };
+  }
+
+  /**
+   * Runs the script once on functions-runtime and answers its outcome. A script failure is an outcome;
+   * not reaching the runtime throws, so Temporal tries again (from the script's last checkpoint).
+   */
+  async execute(
+    begun: BegunSyncRun,
+    attempt: number,
+    heartbeat: () => void,
+    cancelled: Promise<never>,
+  ): Promise<SyncRunOutcome> {
+    const { db } = this.deps;
+    const run = await db.syncRun.findUniqueOrThrow({ where: { id: begun.runId }, include: { sync: true } });
+    const version = run.versionId
+      ? await db.functionVersion.findUnique({ where: { id: run.versionId } })
+      : null;
+    if (!version) {
+      return { status: 'failed', error: { type: 'script_error', description: 'The sync was deleted' } };
+    }
+    const config = version.config as unknown as StoredConfig;
+    const { sync } = run;
+    await db.syncRun.update({ where: { id: run.id }, data: { attempts: attempt } });
+    const request: FunctionRunRequest = {
+      caller: begun.caller,
+      invocationId: run.id,
+      function: {
+        id: String(version.functionId ?? ''),
+        name: sync.name,
+        type: 'sync',
+        version: version.version,
+        codeSha256: version.sha256,
+        code: version.codeJs,
+      },
+      connection: {
+        connectionId: sync.connectionId,
+        providerConfigKey: sync.providerConfigKey,
+        provider: begun.provider,
+      },
+      variant: sync.variant,
+      sync: {
+        syncId: sync.id,
+        lastSyncDate: sync.lastSyncDate?.toISOString() ?? null,
+        models: config.returns,
+        trackDeletes: config.track_deletes,
+        mode: run.type === 'FULL' ? 'full' : 'incremental',
+      },
+      attempt,
+      depth: 0,
+      limits: { wallTimeMs: begun.timeoutMs },
+    };
+    const timer = setInterval(heartbeat, HEARTBEAT_EVERY_MS);
+    let reply: unknown;
+    try {
+      reply = await Promise.race([
+        this.deps.nats.request<unknown>(FUNCTIONS_SUBJECTS.run, request, {
+          // The runtime ends the script at the wall time; the margin is for loading and answering.
+          timeoutMs: begun.timeoutMs + 30_000,
+        }),
+        cancelled,
+      ]);
+    } finally {
+      clearInterval(timer);
+    }
+    const result = functionRunResultSchema.parse(reply);
+    if (result.status === 'success') return { status: 'succeeded' };
+    return {
+      status: 'failed',
+      error: {
+        type: 'script_error',
+        description: result.error.message,
+        ...(result.error.payload !== undefined ? { payload: result.error.payload } : {}),
+      },
+    };
+  }
+
+  /** Closes the run: counts, track_deletes, the sync's state, and the `events.v1.sync` events. */
+  async finish(runId: string, outcome: SyncRunOutcome): Promise<void> {
+    const { db, records } = this.deps;
+    const run = await db.syncRun.findUnique({ where: { id: runId }, include: { sync: true } });
+    if (!run || run.status !== SYNC_RUN_STATUS.running) return;
+    const { sync } = run;
+    const version = run.versionId
+      ? await db.functionVersion.findUnique({ where: { id: run.versionId } })
+      : null;
+    const config = (version?.config ?? { returns: [], track_deletes: false }) as unknown as StoredConfig;
+    const models = config.returns;
+    const scope = {
+      environmentId: sync.environmentId,
+      providerConfigKey: sync.providerConfigKey,
+      connectionId: sync.connectionId,
+    };
+    const checkpoint = await db.functionCheckpoint.findUnique({
+      where: {
+        environmentId_providerConfigKey_connectionId_functionName_variant: {
+          ...scope,
+          functionName: sync.name,
+          variant: sync.variant,
+        },
+      },
+    });
+    const checkpoints = {
+      from: (run.checkpointBefore as unknown) ?? null,
+      to: (checkpoint?.checkpoint as unknown) ?? null,
+    };
+    const base = {
+      environmentId: sync.environmentId,
+      connectionId: sync.connectionId,
+      providerConfigKey: sync.providerConfigKey,
+      syncName: sync.name,
+      syncVariant: sync.variant,
+      // Nango reports a full run as INITIAL.
+      syncType: run.type === 'INCREMENTAL' ? ('INCREMENTAL' as const) : ('INITIAL' as const),
+      checkpoints,
+    };
+    const now = new Date();
+
+    if (outcome.status === 'succeeded') {
+      if (config.track_deletes) {
+        for (const model of models) {
+          await records.deleteUnseen(scope, modelKeyOf(model, sync.variant), run.id);
+        }
+      }
+      const counts = await records.runCounts(run.id);
+      const result: Record<string, ModelCounts> = {};
+      for (const model of models) {
+        result[model] = counts[modelKeyOf(model, sync.variant)] ?? { added: 0, updated: 0, deleted: 0 };
+      }
+      // Published before the run is closed: a retry of this step publishes again under the same ids
+      // (JetStream drops the duplicates), where closing first could lose them.
+      for (const model of models) {
+        const event: SyncEvent = {
+          id: `sync-${run.id}-${model}`,
+          ...base,
+          model,
+          result: {
+            success: true,
+            modifiedAfter: run.startedAt.toISOString(),
+            responseResults: result[model]!,
+          },
+        };
+        await publishEvent(this.deps.nc, EVENT_SUBJECTS.sync, event.id, event);
+      }
+      await db.$transaction([
+        db.syncRun.update({
+          where: { id: run.id },
+          data: {
+            status: SYNC_RUN_STATUS.success,
+            finishedAt: now,
+            result: result as unknown as Prisma.InputJsonValue,
+            checkpointAfter: (checkpoints.to as Prisma.InputJsonValue | null) ?? Prisma.DbNull,
+          },
+        }),
+        db.sync.update({
+          where: { id: sync.id },
+          data: {
+            lastSyncDate: run.startedAt,
+            latestResult: result as unknown as Prisma.InputJsonValue,
+          },
+        }),
+      ]);
+      await records.forgetRun(run.id);
+      return;
+    }
+
+    const error =
+      outcome.status === 'failed'
+        ? outcome.error
+        : { type: 'sync_cancelled', description: 'The run was cancelled' };
+    if (outcome.status === 'failed') {
+      const event: SyncEvent = {
+        id: `sync-${run.id}-failure`,
+        ...base,
+        model: models.join(','),
+        result: {
+          success: false,
+          error,
+          // Nango builds it from the sync's previous lastSyncDate; the run's start when there is none.
+          startedAt: (sync.lastSyncDate ?? run.startedAt).toISOString(),
+          failedAt: now.toISOString(),
+        },
+      };
+      await publishEvent(this.deps.nc, EVENT_SUBJECTS.sync, event.id, event);
+    }
+    await db.syncRun.update({
+      where: { id: run.id },
+      data: {
+        status: SYNC_RUN_STATUS.stopped,
+        finishedAt: now,
+        error: error as Prisma.InputJsonValue,
+        checkpointAfter: (checkpoints.to as Prisma.InputJsonValue | null) ?? Prisma.DbNull,
+      },
+    });
+    // A failed run's next one starts a new generation: what this one saw no longer matters.
+    await records.forgetRun(run.id);
+  }
+
+}

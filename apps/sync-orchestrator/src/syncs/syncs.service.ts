@@ -1,0 +1,430 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  BASE_VARIANT,
+  CONNECTION_SUBJECTS,
+  MAX_SYNC_VARIANTS,
+  type SyncCommandRequest,
+  type SyncFrequencyRequest,
+  type SyncStatusItem,
+  type SyncStatusRequest,
+  type SyncStatusResponse,
+  type SyncTriggerRequest,
+  type SyncVariantRequest,
+  type SyncVariantResponse,
+} from '@switchboard/contracts';
+import type { OrchestratorDb } from '@switchboard/db';
+import { NatsRequester } from '@switchboard/messaging';
+import { Client, isGrpcServiceError, ServiceError } from '@temporalio/client';
+import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
+import { ORCHESTRATOR_DB } from '../database/database.module';
+import { storedConfig, type FunctionWithVersion, type StoredConfig } from '../functions/function-config';
+import { OrchestratorError } from '../sync-orchestrator.errors';
+import { parseSyncInterval } from './frequency';
+import { SYNC_RUN_STATUS } from './sync-runner';
+import { modelKeyOf, SYNC_RECORDS, type RecordScope, type SyncRecords } from './sync-records';
+import { SyncSchedules } from './sync-schedules';
+
+type SyncRow = Awaited<ReturnType<OrchestratorDb['sync']['findMany']>>[number];
+
+/** A sync function that is going away, with the models whose records go with it. */
+export interface RemovedSync {
+  providerConfigKey: string;
+  name: string;
+  models: string[];
+}
+
+const scopeOf = (row: SyncRow): RecordScope => ({
+  environmentId: row.environmentId,
+  providerConfigKey: row.providerConfigKey,
+  connectionId: row.connectionId,
+});
+
+/**
+ * Syncs per (connection, sync function, variant) and their Temporal schedules: created when a sync is
+ * deployed or a connection authorised, removed with the function or the connection, and the control
+ * commands of the sync API (trigger, pause, start, status, frequency, variants).
+ */
+@Injectable()
+export class SyncsService {
+  private readonly logger = new Logger('Syncs');
+  private readonly schedules: SyncSchedules;
+
+  constructor(
+    @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
+    @Inject(SYNC_RECORDS) private readonly records: SyncRecords,
+    private readonly nats: NatsRequester,
+    client: Client,
+    @Inject(ORCHESTRATOR_ENV) env: OrchestratorEnv,
+  ) {
+    this.schedules = new SyncSchedules(client, env.TEMPORAL_TASK_QUEUE);
+  }
+
+  // ---- lifecycle: deploy, connections ------------------------------------------------------------
+
+  /**
+   * After a deploy (or a function's deletion): every sync function of these integrations gets a sync
+   * and a schedule on every connection (the interval follows `runs` unless a connection overrides it),
+   * and the syncs of removed functions lose their schedules, checkpoints and records.
+   */
+  async reconcile(environmentId: number, providerConfigKeys: string[], removed: RemovedSync[]): Promise<void> {
+    await this.temporal(async () => {
+      for (const gone of removed) {
+        const rows = await this.db.sync.findMany({
+          where: { environmentId, providerConfigKey: gone.providerConfigKey, name: gone.name },
+        });
+        await this.removeRows(rows, gone.models);
+      }
+      for (const key of new Set(providerConfigKeys)) {
+        const connections = await this.connectionIds(environmentId, key);
+        await this.ensureSyncs(environmentId, key, connections);
+      }
+    });
+  }
+
+  /** A connection was authorised: its integration's syncs are scheduled for it (idempotent). */
+  async connectionCreated(environmentId: number, providerConfigKey: string, connectionId: string): Promise<void> {
+    await this.temporal(() => this.ensureSyncs(environmentId, providerConfigKey, [connectionId]));
+  }
+
+  /** A connection is being deleted: its schedules, checkpoints and records go. */
+  async connectionDeleted(environmentId: number, providerConfigKey: string, connectionId: string): Promise<void> {
+    const rows = await this.db.sync.findMany({ where: { environmentId, providerConfigKey, connectionId } });
+    await this.temporal(() => this.removeRows(rows, []));
+    await this.records.deleteAllRecords({ environmentId, providerConfigKey, connectionId });
+  }
+
+  private async ensureSyncs(environmentId: number, providerConfigKey: string, connections: string[]): Promise<void> {
+    const functions = await this.syncFunctions(environmentId, providerConfigKey);
+    for (const fn of functions) {
+      const config = storedConfig(fn);
+      const runs = parseSyncInterval(config.runs ?? '');
+      if (typeof runs === 'string') {
+        this.logger.warn(`sync ${fn.name} of ${providerConfigKey} has no valid frequency; not scheduled`);
+        continue;
+      }
+      for (const connectionId of connections) {
+        const key = { environmentId, providerConfigKey, connectionId, name: fn.name, variant: BASE_VARIANT };
+        await this.db.sync.upsert({
+          where: { environmentId_providerConfigKey_connectionId_name_variant: key },
+          create: { id: randomUUID(), ...key },
+          update: {},
+        });
+      }
+      const rows = await this.db.sync.findMany({
+        where: { environmentId, providerConfigKey, name: fn.name, connectionId: { in: connections } },
+      });
+      for (const row of rows) await this.schedule(row, config);
+    }
+  }
+
+  /** Creates the row's schedule, or sets its interval (its own override, else the script's `runs`). */
+  private async schedule(row: SyncRow, config: StoredConfig): Promise<void> {
+    const own = row.frequency ? parseSyncInterval(row.frequency) : undefined;
+    const interval = own && typeof own !== 'string' ? own : parseSyncInterval(config.runs ?? '');
+    if (typeof interval === 'string') return;
+    await this.schedules.ensure(row.id, interval.ms, !config.auto_start);
+  }
+
+  private async removeRows(rows: SyncRow[], models: string[]): Promise<void> {
+    for (const row of rows) {
+      await this.schedules.delete(row.id);
+      if (models.length > 0) {
+        await this.records.deleteRecords(
+          scopeOf(row),
+          models.map((m) => modelKeyOf(m, row.variant)),
+        );
+      }
+      await this.db.$transaction([
+        this.db.functionCheckpoint.deleteMany({
+          where: { ...scopeOf(row), functionName: row.name, variant: row.variant },
+        }),
+        this.db.sync.delete({ where: { id: row.id } }),
+      ]);
+    }
+  }
+
+  // ---- commands ------------------------------------------------------------------------------------
+
+  async trigger(request: SyncTriggerRequest): Promise<{ success: true }> {
+    const rows = await this.targets(request);
+    const functions = await this.functionsByName(request.caller.environmentId, request.providerConfigKey);
+    await this.temporal(async () => {
+      for (const row of rows) {
+        if (request.reset) {
+          await this.db.sync.update({ where: { id: row.id }, data: { resetPending: true } });
+        }
+        const fn = functions.get(row.name);
+        if (request.emptyCache && fn) {
+          const models = storedConfig(fn).returns;
+          await this.records.deleteRecords(
+            scopeOf(row),
+            models.map((m) => modelKeyOf(m, row.variant)),
+          );
+        }
+        await this.schedules.trigger(row.id, request.reset);
+      }
+    });
+    return { success: true };
+  }
+
+  async pause(request: SyncCommandRequest): Promise<{ success: true }> {
+    const rows = await this.targets(request);
+    await this.temporal(async () => {
+      for (const row of rows) await this.schedules.pause(row.id);
+    });
+    return { success: true };
+  }
+
+  async start(request: SyncCommandRequest): Promise<{ success: true }> {
+    const rows = await this.targets(request);
+    await this.temporal(async () => {
+      for (const row of rows) await this.schedules.start(row.id);
+    });
+    return { success: true };
+  }
+
+  async status(request: SyncStatusRequest): Promise<SyncStatusResponse> {
+    const { environmentId } = request.caller;
+    if (request.connectionId !== undefined) {
+      const found = await this.connectionIds(environmentId, request.providerConfigKey, request.connectionId);
+      if (found.length === 0) throw new OrchestratorError('invalid_body', 'Connection not found');
+    }
+    const rows = await this.db.sync.findMany({
+      where: {
+        environmentId,
+        providerConfigKey: request.providerConfigKey,
+        ...(request.connectionId !== undefined ? { connectionId: request.connectionId } : {}),
+        ...(request.all
+          ? {}
+          : { OR: request.syncs.map((s) => ({ name: s.name, variant: s.variant })) }),
+      },
+      orderBy: [{ connectionId: 'asc' }, { name: 'asc' }, { variant: 'asc' }],
+    });
+    const functions = await this.functionsByName(environmentId, request.providerConfigKey);
+    const syncs: SyncStatusItem[] = [];
+    await this.temporal(async () => {
+      for (const row of rows) {
+        const fn = functions.get(row.name);
+        if (!fn) continue;
+        syncs.push(await this.statusOf(row, storedConfig(fn)));
+      }
+    });
+    return { syncs };
+  }
+
+  private async statusOf(row: SyncRow, config: StoredConfig): Promise<SyncStatusItem> {
+    const [latest, schedule, checkpoint, counts] = await Promise.all([
+      this.db.syncRun.findFirst({ where: { syncId: row.id }, orderBy: { startedAt: 'desc' } }),
+      this.schedules.state(row.id),
+      this.db.functionCheckpoint.findUnique({
+        where: {
+          environmentId_providerConfigKey_connectionId_functionName_variant: {
+            ...scopeOf(row),
+            functionName: row.name,
+            variant: row.variant,
+          },
+        },
+      }),
+      this.records.recordCounts(
+        scopeOf(row),
+        config.returns.map((m) => modelKeyOf(m, row.variant)),
+      ),
+    ]);
+    const recordCount: Record<string, number> = {};
+    for (const model of config.returns) recordCount[model] = counts[modelKeyOf(model, row.variant)] ?? 0;
+    // Nango's classifySyncStatus: a running job wins, then the schedule's state, then the last job's.
+    let status: SyncStatusItem['status'];
+    if (latest?.status === SYNC_RUN_STATUS.running) status = 'RUNNING';
+    else if (!schedule) status = 'STOPPED';
+    else if (schedule.paused) status = 'PAUSED';
+    else if (latest?.status === SYNC_RUN_STATUS.stopped) status = 'ERROR';
+    else status = 'SUCCESS';
+    return {
+      id: row.id,
+      connection_id: row.connectionId,
+      name: row.name,
+      variant: row.variant,
+      status,
+      type: row.lastSyncDate ? 'INCREMENTAL' : 'INITIAL',
+      finishedAt: latest?.finishedAt?.toISOString() ?? null,
+      nextScheduledSyncAt: schedule?.nextActionAt?.toISOString() ?? null,
+      frequency: row.frequency ?? config.runs,
+      latestResult: (row.latestResult as SyncStatusItem['latestResult']) ?? null,
+      latestExecutionStatus: (latest?.status as SyncStatusItem['latestExecutionStatus']) ?? null,
+      recordCount,
+      checkpoint: (checkpoint?.checkpoint as SyncStatusItem['checkpoint']) ?? null,
+    };
+  }
+
+  /** `PUT /sync/update-connection-frequency`: answers the normalised interval, or the raw `runs` on revert. */
+  async setFrequency(request: SyncFrequencyRequest): Promise<{ frequency: string }> {
+    const { environmentId } = request.caller;
+    const row = await this.oneSync(request);
+    const fn = (await this.functionsByName(environmentId, request.providerConfigKey)).get(request.name);
+    if (!fn) throw new OrchestratorError('unknown_sync', `No sync "${request.name}"`);
+    const config = storedConfig(fn);
+    let frequency: string;
+    let everyMs: number;
+    if (request.frequency !== null) {
+      const interval = parseSyncInterval(request.frequency);
+      if (typeof interval === 'string') throw new OrchestratorError('invalid_body', 'Sync interval is invalid');
+      frequency = interval.interval;
+      everyMs = interval.ms;
+    } else {
+      const runs = config.runs ? parseSyncInterval(config.runs) : 'invalid';
+      if (typeof runs === 'string') throw new OrchestratorError('unknown_sync', `No sync "${request.name}"`);
+      frequency = config.runs!;
+      everyMs = runs.ms;
+    }
+    await this.db.sync.update({ where: { id: row.id }, data: { frequency: request.frequency } });
+    await this.temporal(() => this.schedules.setInterval(row.id, everyMs));
+    return { frequency };
+  }
+
+  async createVariant(request: SyncVariantRequest): Promise<SyncVariantResponse> {
+    const { environmentId } = request.caller;
+    if (request.variant.toLowerCase() === BASE_VARIANT) {
+      throw new OrchestratorError('invalid_variant', `Variant name "${request.variant}" is protected.`);
+    }
+    await this.requireConnection(environmentId, request.providerConfigKey, request.connectionId);
+    const fn = (await this.functionsByName(environmentId, request.providerConfigKey)).get(request.name);
+    if (!fn) throw new OrchestratorError('unknown_sync', `No sync "${request.name}"`);
+    const key = {
+      environmentId,
+      providerConfigKey: request.providerConfigKey,
+      connectionId: request.connectionId,
+      name: request.name,
+    };
+    const siblings = await this.db.sync.findMany({ where: key, select: { variant: true } });
+    if (siblings.some((s) => s.variant === request.variant)) {
+      throw new OrchestratorError(
+        'sync_variant_already_exists',
+        `Sync "${request.name}" already has a variant "${request.variant}" on this connection`,
+      );
+    }
+    if (siblings.length >= MAX_SYNC_VARIANTS) {
+      throw new OrchestratorError(
+        'resource_capped',
+        `Maximum number of variants per sync (${MAX_SYNC_VARIANTS}) reached`,
+      );
+    }
+    const row = await this.db.sync.create({ data: { id: randomUUID(), ...key, variant: request.variant } });
+    try {
+      await this.temporal(() => this.schedule(row, storedConfig(fn)));
+    } catch (error) {
+      await this.db.sync.delete({ where: { id: row.id } });
+      throw error;
+    }
+    return { id: row.id, name: row.name, variant: row.variant };
+  }
+
+  async deleteVariant(request: SyncVariantRequest): Promise<{ success: true }> {
+    if (request.variant.toLowerCase() === BASE_VARIANT) {
+      throw new OrchestratorError('invalid_variant', `Variant name "${request.variant}" is protected.`);
+    }
+    const row = await this.oneSync(request);
+    const fn = (await this.functionsByName(request.caller.environmentId, request.providerConfigKey)).get(
+      request.name,
+    );
+    await this.temporal(() => this.removeRows([row], fn ? storedConfig(fn).returns : []));
+    return { success: true };
+  }
+
+  // ---- helpers -------------------------------------------------------------------------------------
+
+  /** The syncs a command names: all of the connection's (or integration's) when it names none. */
+  private async targets(request: SyncCommandRequest): Promise<SyncRow[]> {
+    const { environmentId } = request.caller;
+    if (request.connectionId !== undefined) {
+      await this.requireConnection(environmentId, request.providerConfigKey, request.connectionId);
+    }
+    const rows = await this.db.sync.findMany({
+      where: {
+        environmentId,
+        providerConfigKey: request.providerConfigKey,
+        ...(request.connectionId !== undefined ? { connectionId: request.connectionId } : {}),
+        ...(request.syncs.length > 0
+          ? { OR: request.syncs.map((s) => ({ name: s.name, variant: s.variant })) }
+          : {}),
+      },
+    });
+    const missing = request.syncs.filter((s) => !rows.some((r) => r.name === s.name && r.variant === s.variant));
+    if (rows.length === 0 || missing.length > 0) {
+      const names = (missing.length > 0 ? missing : request.syncs).map((s) =>
+        s.variant === BASE_VARIANT ? s.name : `${s.name}::${s.variant}`,
+      );
+      throw new OrchestratorError(
+        'no_syncs_found',
+        names.length > 0 ? `No syncs found: ${names.join(', ')}` : 'No syncs found',
+      );
+    }
+    return rows;
+  }
+
+  private async oneSync(request: {
+    caller: { environmentId: number };
+    providerConfigKey: string;
+    connectionId: string;
+    name: string;
+    variant: string;
+  }): Promise<SyncRow> {
+    const { environmentId } = request.caller;
+    await this.requireConnection(environmentId, request.providerConfigKey, request.connectionId);
+    const row = await this.db.sync.findUnique({
+      where: {
+        environmentId_providerConfigKey_connectionId_name_variant: {
+          environmentId,
+          providerConfigKey: request.providerConfigKey,
+          connectionId: request.connectionId,
+          name: request.name,
+          variant: request.variant,
+        },
+      },
+    });
+    if (!row) throw new OrchestratorError('unknown_sync', `No sync "${request.name}" (variant "${request.variant}")`);
+    return row;
+  }
+
+  private async requireConnection(environmentId: number, providerConfigKey: string, connectionId: string) {
+    const found = await this.connectionIds(environmentId, providerConfigKey, connectionId);
+    if (found.length === 0) {
+      throw new OrchestratorError(
+        'unknown_connection',
+        'Provided ConnectionId and ProviderConfigKey does not match a valid connection',
+      );
+    }
+  }
+
+  private connectionIds(environmentId: number, providerConfigKey: string, connectionId?: string) {
+    return this.nats.request<string[]>(CONNECTION_SUBJECTS.idsForIntegration, {
+      environmentId,
+      providerConfigKey,
+      ...(connectionId !== undefined ? { connectionId } : {}),
+    });
+  }
+
+  private syncFunctions(environmentId: number, providerConfigKey: string): Promise<FunctionWithVersion[]> {
+    return this.db.deployedFunction.findMany({
+      where: { environmentId, providerConfigKey, type: 'sync', enabled: true },
+      include: { currentVersion: true },
+    });
+  }
+
+  private async functionsByName(environmentId: number, providerConfigKey: string) {
+    const functions = await this.syncFunctions(environmentId, providerConfigKey);
+    return new Map(functions.map((f) => [f.name, f]));
+  }
+
+  /** Temporal unreachable is `service_unavailable` for the caller, not a bare 500. */
+  private async temporal<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof ServiceError || isGrpcServiceError(error)) {
+        throw new OrchestratorError('service_unavailable', 'Temporal is not reachable');
+      }
+      throw error;
+    }
+  }
+}

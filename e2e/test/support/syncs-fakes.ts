@@ -1,0 +1,80 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Contact {
+  id: string;
+  name: string;
+  revision: number;
+}
+
+/**
+ * A contacts API on loopback for the `recordhub` fixture sync (catalog entry `fake-api-key`, base URL
+ * `<origin>/v2`): `GET /v2/contacts?cursor=<offset>` answers `pageSize` contacts and the next cursor. The
+ * contact list is mutable between runs, and pages can be made slow (a run to kill midway).
+ */
+export class ContactsProvider {
+  contacts: Contact[] = [];
+  pageSize = 500;
+  pageDelayMs = 0;
+  /** Every page request's cursor, in arrival order, with when it came. */
+  readonly pages: { cursor: string; at: number }[] = [];
+  private server: Server | undefined;
+
+  constructor(
+    private readonly apiKey: string,
+    count: number,
+  ) {
+    for (let i = 0; i < count; i++) this.contacts.push({ id: `c-${i}`, name: `Contact ${i}`, revision: 1 });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+  }
+
+  /** Renames `count` contacts from the start of the list (their revision moves). */
+  change(count: number, from = 0): string[] {
+    return this.contacts.slice(from, from + count).map((c) => {
+      c.name = `${c.name} (renamed)`;
+      c.revision += 1;
+      return c.id;
+    });
+  }
+
+  /** Removes `count` contacts from the end of the list. */
+  remove(count: number): string[] {
+    return this.contacts.splice(this.contacts.length - count, count).map((c) => c.id);
+  }
+
+  add(count: number, prefix: string): string[] {
+    const added = Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i}`, name: `New ${i}`, revision: 1 }));
+    this.contacts.push(...added);
+    return added.map((c) => c.id);
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const send = (status: number, body: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body));
+      };
+      if (req.headers['x-api-key'] !== this.apiKey) return send(401, { message: 'bad key' });
+      if (url.pathname !== '/v2/contacts') return send(404, { message: 'no such route' });
+      const cursor = url.searchParams.get('cursor') ?? '0';
+      this.pages.push({ cursor, at: Date.now() });
+      const start = Number(cursor);
+      const items = this.contacts.slice(start, start + this.pageSize);
+      const next = start + this.pageSize < this.contacts.length ? String(start + this.pageSize) : null;
+      setTimeout(() => send(200, { items, next }), this.pageDelayMs);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    return this;
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,201 @@
+import { z } from 'zod';
+import { callerSchema } from './context';
+
+/**
+ * The records a sync saves: the public `GET /records` / `PATCH /records/prune` shapes (Nango's, validated as
+ * Nango validates them) and the NATS subjects sync-orchestrator answers for the gateway and for a sync
+ * run's script (functions-runtime's host calls). The orchestrator owns the records store.
+ */
+export const RECORDS_SUBJECTS = {
+  /** gateway → orchestrator: one page of `GET /records` (bounded in bytes so a reply fits one NATS message). */
+  list: 'orchestrator.v1.records.list',
+  /** gateway → orchestrator: `PATCH /records/prune`. */
+  prune: 'orchestrator.v1.records.prune',
+  /** runtime → orchestrator: `batchSave` / `batchUpdate` / `batchDelete` of a sync run. */
+  write: 'orchestrator.v1.records.write',
+  /** runtime → orchestrator: `getRecordsByIds`. */
+  getByIds: 'orchestrator.v1.records.get-by-ids',
+  /** runtime → orchestrator: `trackDeletesEnd` / `deleteRecordsFromPreviousExecutions`. */
+  deleteUnseen: 'orchestrator.v1.records.delete-unseen',
+  /** runtime → orchestrator: where `setMergingStrategy({strategy: 'ignore_if_modified_after'})` starts. */
+  lastCursor: 'orchestrator.v1.records.last-cursor',
+} as const;
+
+/** Nango's model name (`models` of a sync) and variant alphabets. */
+export const recordModelSchema = z
+  .string()
+  .max(255)
+  .regex(/^[A-Z][a-zA-Z0-9_-]+$/, 'must start with an upper-case letter, then letters, digits, "_" or "-"');
+export const recordVariantSchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[a-zA-Z0-9_-]+$/, 'may hold only letters, digits, "_" and "-"');
+
+/** Records in one script call and in one store statement (Nango's batch size). */
+export const RECORDS_BATCH_SIZE = 1000;
+/** Largest JSON of one record a script may save (a batch travels to the orchestrator in NATS messages). */
+export const MAX_RECORD_BYTES = 512 * 1024;
+/** Bytes of records in one message between the runtime or gateway and the orchestrator. */
+export const RECORDS_MESSAGE_BYTES = 640 * 1024;
+
+// ---- public API -------------------------------------------------------------------------------------
+
+/** `Connection-Id` and `Provider-Config-Key`, lower-cased as Node delivers them. */
+export const recordsHeadersSchema = z.object({
+  'connection-id': z.string().min(1).max(255),
+  'provider-config-key': z.string().min(1).max(255),
+});
+export type RecordsHeaders = z.infer<typeof recordsHeadersSchema>;
+
+/** Nango accepts `modified_after`/`delta` only within the last 12 months. */
+const LOOKBACK_MS = 365 * 24 * 60 * 60 * 1000;
+const withinLookback = z.iso
+  .datetime({ offset: true })
+  .refine((value) => Date.parse(value) >= Date.now() - LOOKBACK_MS, {
+    message: 'must be within the last 12 months',
+  });
+
+const FILTER_VALUES = ['added', 'updated', 'deleted'];
+
+/** `GET /records` query, strict like Nango's (unknown keys are refused). */
+export const listRecordsQuerySchema = z
+  .object({
+    model: recordModelSchema,
+    variant: recordVariantSchema.optional(),
+    delta: withinLookback.optional(),
+    modified_after: withinLookback.optional(),
+    limit: z.coerce.number().int().min(1).max(10_000).default(100),
+    /** Comma list of added|updated|deleted, any case. */
+    filter: z
+      .string()
+      .refine((value) => value.split(',').every((v) => FILTER_VALUES.includes(v.toLowerCase())), {
+        message: 'must be a comma-separated list of added, updated, deleted',
+      })
+      .optional(),
+    cursor: z.string().min(1).max(1000).optional(),
+    /** External ids; repeated (`ids=a&ids=b`) or once. */
+    ids: z
+      .union([z.string().min(1).max(256), z.array(z.string().min(1).max(256)).min(1).max(100)])
+      .transform((value) => (Array.isArray(value) ? value : [value]))
+      .optional(),
+  })
+  .strict();
+export type ListRecordsQuery = z.infer<typeof listRecordsQuerySchema>;
+
+export const LAST_ACTIONS = ['ADDED', 'UPDATED', 'DELETED'] as const;
+
+export const nangoRecordMetadataSchema = z.object({
+  first_seen_at: z.string(),
+  last_modified_at: z.string(),
+  last_action: z.enum(LAST_ACTIONS),
+  deleted_at: z.string().nullable(),
+  pruned_at: z.string().nullable(),
+  cursor: z.string(),
+});
+export type NangoRecordMetadata = z.infer<typeof nangoRecordMetadataSchema>;
+
+/** A record as `GET /records` returns it: the payload, `id` (always the external id) and `_nango_metadata`. */
+export const nangoRecordSchema = z
+  .object({ id: z.string(), _nango_metadata: nangoRecordMetadataSchema })
+  .catchall(z.unknown())
+  .meta({ id: 'NangoRecord' });
+export type NangoRecord = z.infer<typeof nangoRecordSchema>;
+
+export const listRecordsResponseSchema = z.object({
+  records: z.array(nangoRecordSchema),
+  next_cursor: z.string().nullable(),
+});
+export type ListRecordsResponse = z.infer<typeof listRecordsResponseSchema>;
+
+export const pruneRecordsBodySchema = z
+  .object({
+    model: recordModelSchema,
+    variant: recordVariantSchema.optional(),
+    until_cursor: z.string().min(1).max(1000),
+    limit: z.coerce.number().int().min(1).max(10_000).optional(),
+  })
+  .strict();
+export type PruneRecordsBody = z.infer<typeof pruneRecordsBodySchema>;
+
+export const pruneRecordsResponseSchema = z.object({ count: z.number().int(), has_more: z.boolean() });
+export type PruneRecordsResponse = z.infer<typeof pruneRecordsResponseSchema>;
+
+// ---- gateway → orchestrator ---------------------------------------------------------------------------
+
+const connectionScope = {
+  caller: callerSchema,
+  providerConfigKey: z.string().min(1).max(255),
+  connectionId: z.string().min(1).max(255),
+};
+
+/** One page of records; `model` is the full key (`Model::variant` when not base). */
+export const recordsListRequestSchema = z.object({
+  ...connectionScope,
+  model: z.string().min(1).max(512),
+  modifiedAfter: z.string().optional(),
+  limit: z.number().int().min(1).max(10_000),
+  filter: z.string().optional(),
+  cursor: z.string().optional(),
+  ids: z.array(z.string()).max(100).optional(),
+  /** The first page of a request checks that the connection exists (`unknown_connection`). */
+  checkConnection: z.boolean().default(true),
+});
+export type RecordsListRequest = z.input<typeof recordsListRequestSchema>;
+
+export const recordsPruneRequestSchema = z.object({
+  ...connectionScope,
+  model: z.string().min(1).max(512),
+  untilCursor: z.string().min(1).max(1000),
+  limit: z.number().int().min(1).max(10_000),
+});
+export type RecordsPruneRequest = z.infer<typeof recordsPruneRequestSchema>;
+
+// ---- a sync run's script (functions-runtime) → orchestrator ------------------------------------------
+
+/**
+ * Everything a sync run's records call is scoped by, filled in by functions-runtime from the run request
+ * (never from the script): the environment, the run's connection, the run id (the generation records are
+ * stamped with) and the full model key, which the runtime has checked against the sync's declared models.
+ */
+const runScope = {
+  ...connectionScope,
+  runId: z.string().uuid(),
+  model: z.string().min(1).max(512),
+};
+
+export const mergingStrategySchema = z.discriminatedUnion('strategy', [
+  z.object({ strategy: z.literal('override') }),
+  z.object({ strategy: z.literal('ignore_if_modified_after'), cursor: z.string().nullable().optional() }),
+]);
+export type MergingStrategyWire = z.infer<typeof mergingStrategySchema>;
+
+export const RECORD_WRITE_OPS = ['save', 'update', 'delete'] as const;
+
+export const recordsWriteRequestSchema = z.object({
+  ...runScope,
+  op: z.enum(RECORD_WRITE_OPS),
+  records: z.array(z.record(z.string(), z.unknown())).max(RECORDS_BATCH_SIZE),
+  merging: mergingStrategySchema.optional(),
+});
+export type RecordsWriteRequest = z.infer<typeof recordsWriteRequestSchema>;
+
+export const recordsWriteReplySchema = z.object({
+  added: z.number().int(),
+  updated: z.number().int(),
+  deleted: z.number().int(),
+  unchanged: z.number().int(),
+  nonUniqueKeys: z.array(z.string()),
+  mergingCursor: z.string().nullable().optional(),
+});
+export type RecordsWriteReply = z.infer<typeof recordsWriteReplySchema>;
+
+export const recordsGetByIdsRequestSchema = z.object({
+  ...runScope,
+  ids: z.array(z.string().max(256)).min(1).max(RECORDS_BATCH_SIZE),
+  cursor: z.string().optional(),
+});
+export type RecordsGetByIdsRequest = z.infer<typeof recordsGetByIdsRequestSchema>;
+
+export const recordsRunScopeRequestSchema = z.object(runScope);
+export type RecordsRunScopeRequest = z.infer<typeof recordsRunScopeRequestSchema>;
