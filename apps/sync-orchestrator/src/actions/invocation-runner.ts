@@ -39,13 +39,9 @@ export interface AttemptInput {
   wallTimeMs: number;
   /** How many `nango.triggerAction` calls led here (0 from the API); the runtime bounds the chain. */
   depth?: number;
-  /** Sync runs: the context of the script's sync API (a sync's onWebhook runs with mode `webhook`). */
-  sync?: SyncRunContext;
   /** The last attempt: the invocation's status is settled with its outcome. */
   final: boolean;
 }
-
-export type SyncRunContext = NonNullable<FunctionRunRequest['sync']>;
 
 /** The runtime's failure codes as the public API names them (Nango's where it has one). */
 function publicCode(code: FunctionFailureCode): ErrorCode {
@@ -128,7 +124,6 @@ export class InvocationRunner {
         },
         ...(input.input !== undefined ? { input: input.input } : {}),
         ...(input.event ? { event: input.event } : {}),
-        ...(input.sync ? { sync: input.sync } : {}),
         attempt: input.attempt,
         depth: input.depth ?? 0,
         limits: { wallTimeMs: input.wallTimeMs, outputBytes: MAX_ACTION_OUTPUT_BYTES },

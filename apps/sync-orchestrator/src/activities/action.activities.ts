@@ -1,7 +1,7 @@
 import { EVENT_SUBJECTS, type AsyncActionEvent, type Caller, type OnEventType } from '@switchboard/contracts';
 import { publishEvent } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
-import type { AttemptOutcome, InvocationRunner, SyncRunContext } from '../actions/invocation-runner';
+import type { AttemptOutcome, InvocationRunner } from '../actions/invocation-runner';
 
 /** What an async action's or on-event script's workflow carries (Temporal stores it in its history). */
 export interface InvocationWorkflowInput {
@@ -17,8 +17,6 @@ export interface InvocationWorkflowInput {
   depth?: number;
   /** Async actions tell the customer when they are done (`async_action` webhook). */
   notify: boolean;
-  /** A sync's onWebhook run: the sync context the script's sync API works in (mode `webhook`). */
-  sync?: SyncRunContext;
 }
 
 export interface ActionActivityDeps {
@@ -45,7 +43,6 @@ export function createActionActivities(deps: ActionActivityDeps) {
         ...(input.event ? { event: input.event } : {}),
         wallTimeMs: input.wallTimeMs,
         ...(input.depth !== undefined ? { depth: input.depth } : {}),
-        ...(input.sync ? { sync: input.sync } : {}),
         final: input.final,
       });
       return {
