@@ -112,7 +112,9 @@ describe('runInSandbox', () => {
       module.exports = { default: { type: "sync",
         exec: async () => "exec ran",
         onWebhook: async (nango, payload) => ({ handled: payload.type, connection: nango.connectionId }) } };`;
-    expect(await runInSandbox(request(sync, { type: 'Issue' }, { type: 'sync', entry: 'onWebhook' }))).toMatchObject({
+    expect(
+      await runInSandbox(request(sync, { type: 'Issue' }, { type: 'sync', entry: 'onWebhook' })),
+    ).toMatchObject({
       status: 'success',
       outputJson: JSON.stringify({ handled: 'Issue', connection: 'conn-1' }),
     });
@@ -127,7 +129,9 @@ describe('runInSandbox', () => {
     const legacy = `"use strict";
       module.exports = { default: async function fetchData() {},
         onWebhookPayloadReceived: async (nango, payload) => payload.n * 2 };`;
-    expect(await runInSandbox(request(legacy, { n: 21 }, { type: 'sync', entry: 'onWebhook' }))).toMatchObject({
+    expect(
+      await runInSandbox(request(legacy, { n: 21 }, { type: 'sync', entry: 'onWebhook' })),
+    ).toMatchObject({
       status: 'success',
       outputJson: '42',
     });

@@ -52,7 +52,11 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
           if (event.operation !== 'creation' || !event.success) return;
           await this.onEvents.connectionCreated(event);
           // The integration's syncs get their schedules on the new connection (idempotent on redelivery).
-          await this.syncs.connectionCreated(event.environmentId, event.providerConfigKey, event.connectionId);
+          await this.syncs.connectionCreated(
+            event.environmentId,
+            event.providerConfigKey,
+            event.connectionId,
+          );
         },
       },
       this.logger,

@@ -37,7 +37,9 @@ export async function syncWorkflow(input: SyncWorkflowInput): Promise<string> {
   });
   let outcome: SyncRunOutcome;
   try {
-    outcome = await runSyncScript(input.webhook ? { ...begun, webhookPayload: input.webhook.payload } : begun);
+    outcome = await runSyncScript(
+      input.webhook ? { ...begun, webhookPayload: input.webhook.payload } : begun,
+    );
   } catch (error) {
     if (isCancellation(error)) {
       await CancellationScope.nonCancellable(() =>
