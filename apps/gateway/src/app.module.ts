@@ -15,6 +15,7 @@ import { ActionsController } from './functions/actions.controller';
 import { DeployController } from './functions/deploy.controller';
 import { FunctionsController } from './functions/functions.controller';
 import { RunsController } from './functions/runs.controller';
+import { RecordsController } from './records/records.controller';
 import { ScriptsConfigController } from './functions/scripts-config.controller';
 import { IntegrationsController } from './integrations/integrations.controller';
 import { OpenApiController } from './openapi/openapi.controller';
@@ -40,6 +41,7 @@ export const API_CONTROLLERS = [
   ScriptsConfigController,
   ActionsController,
   RunsController,
+  RecordsController,
   SyncsController,
 ];
 

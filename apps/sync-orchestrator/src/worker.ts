@@ -51,7 +51,13 @@ async function main(): Promise<void> {
   const nc = await connect({ servers: env.NATS_URL, name: 'sync-orchestrator-worker' });
   const db = createPrismaClient(env.DATABASE_URL, { poolSize: 5 });
   const nats = new NatsRequester(nc);
-  const syncRunner = new SyncRunner({ db, nats, nc, records: new RecordsStore(db, new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS)), env });
+  const syncRunner = new SyncRunner({
+    db,
+    nats,
+    nc,
+    records: new RecordsStore(db, new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS)),
+    env,
+  });
   try {
     worker = await Worker.create({
       connection,

@@ -46,7 +46,11 @@ export class ContactsProvider {
   }
 
   add(count: number, prefix: string): string[] {
-    const added = Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i}`, name: `New ${i}`, revision: 1 }));
+    const added = Array.from({ length: count }, (_, i) => ({
+      id: `${prefix}-${i}`,
+      name: `New ${i}`,
+      revision: 1,
+    }));
     this.contacts.push(...added);
     return added.map((c) => c.id);
   }

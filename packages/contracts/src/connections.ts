@@ -13,5 +13,7 @@ export const integrationRefSchema = z.object({
   providerConfigKey: z.string(),
 });
 
-export const connectionIdsRequestSchema = integrationRefSchema.extend({ connectionId: z.string().optional() });
+export const connectionIdsRequestSchema = integrationRefSchema.extend({
+  connectionId: z.string().optional(),
+});
 export type ConnectionIdsRequest = z.infer<typeof connectionIdsRequestSchema>;

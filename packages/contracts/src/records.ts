@@ -32,6 +32,11 @@ export const recordVariantSchema = z
   .max(255)
   .regex(/^[a-zA-Z0-9_-]+$/, 'may hold only letters, digits, "_" and "-"');
 
+/** The key records are stored under: `Model` for the base variant, `Model::variant` otherwise (as Nango). */
+export function recordModelKey(model: string, variant?: string | null): string {
+  return variant && variant !== 'base' ? `${model}::${variant}` : model;
+}
+
 /** Records in one script call and in one store statement (Nango's batch size). */
 export const RECORDS_BATCH_SIZE = 1000;
 /** Largest JSON of one record a script may save (a batch travels to the orchestrator in NATS messages). */
@@ -171,6 +176,7 @@ export const mergingStrategySchema = z.discriminatedUnion('strategy', [
 export type MergingStrategyWire = z.infer<typeof mergingStrategySchema>;
 
 export const RECORD_WRITE_OPS = ['save', 'update', 'delete'] as const;
+export type RecordWriteOp = (typeof RECORD_WRITE_OPS)[number];
 
 export const recordsWriteRequestSchema = z.object({
   ...runScope,
@@ -198,4 +204,7 @@ export const recordsGetByIdsRequestSchema = z.object({
 export type RecordsGetByIdsRequest = z.infer<typeof recordsGetByIdsRequestSchema>;
 
 export const recordsRunScopeRequestSchema = z.object(runScope);
+
+/** How many deleted external ids `trackDeletesEnd` hands back to the script at most (the count is exact). */
+export const MAX_DELETED_KEYS_REPLY = 10_000;
 export type RecordsRunScopeRequest = z.infer<typeof recordsRunScopeRequestSchema>;

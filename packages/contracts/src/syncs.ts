@@ -71,10 +71,7 @@ export const syncTriggerBodySchema = z
     syncs: z.array(syncIdentifierSchema).max(256).default([]),
     provider_config_key: z.string().min(1).max(255).optional(),
     connection_id: connectionIdSchema.optional(),
-    opts: z
-      .object({ reset: z.boolean().optional(), emptyCache: z.boolean().optional() })
-      .strict()
-      .optional(),
+    opts: z.object({ reset: z.boolean().optional(), emptyCache: z.boolean().optional() }).strict().optional(),
     sync_mode: z.enum(SYNC_MODES).optional(),
     /** Deprecated alias of `sync_mode: full_refresh`. */
     full_resync: z.boolean().optional(),

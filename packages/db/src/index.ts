@@ -37,5 +37,12 @@ export type RelayDb = Pick<
 /** What sync-orchestrator may touch: the `orchestrator` schema only. */
 export type OrchestratorDb = Pick<
   PrismaClient,
-  Common | 'deployedFunction' | 'functionVersion' | 'invocation' | 'invocationLog' | 'functionCheckpoint' | 'sync' | 'syncRun'
+  | Common
+  | 'deployedFunction'
+  | 'functionVersion'
+  | 'invocation'
+  | 'invocationLog'
+  | 'functionCheckpoint'
+  | 'sync'
+  | 'syncRun'
 >;

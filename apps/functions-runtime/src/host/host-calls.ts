@@ -19,35 +19,12 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
+import { entry, type HostCall, type RunScope } from './host-call';
 import { HostCallError } from './host-call.errors';
 import { ProxyClient, proxyArgsSchema } from './proxy-client';
+import { recordsHostCalls } from './records-host-calls';
 
-/** Everything a host call is scoped by. It comes from the run request, never from the script. */
-export interface RunScope {
-  caller: Caller;
-  invocationId: string;
-  functionName: string;
-  type: FunctionType;
-  connectionId: string;
-  providerConfigKey: string;
-  provider: string;
-  variant: string;
-  /** The run's `depth` (how many triggerAction calls led to it). */
-  depth: number;
-  /** Aborted at the run's wall clock: provider calls in flight stop, new ones are refused. */
-  deadline: AbortSignal;
-  /** Aborted when the run is over (after the abort grace, a limit, or done): every call stops. */
-  signal: AbortSignal;
-  /** Runs `wait` without holding a run slot (for calls that wait on another run). */
-  whileWaiting<T>(wait: () => Promise<T>): Promise<T>;
-}
-
-interface HostCall<S extends z.ZodType> {
-  /** Which function types may make the call: the capability set of a run is chosen by its type. */
-  types: readonly FunctionType[];
-  args: S;
-  run(scope: RunScope, args: z.infer<S>): Promise<unknown>;
-}
+export type { RunScope } from './host-call';
 
 /** What the orchestrator answers a synchronous trigger with (only `output` matters here). */
 const syncTriggerReply = z.object({ async: z.literal(false), output: z.unknown() });
@@ -91,8 +68,8 @@ function tokenOf(credentials: ConnectionCredentials['credentials']): unknown {
 /**
  * The one table of what a script's `nango` object can ask the host for. Each entry names the function
  * types that get it, validates what the script sent, and runs scoped by the run (environment and
- * connection from the request). Sync calls (`batchSave`, `getRecordsByIds`, `trackDeletes*`, ...) slot in
- * here with `types: ['sync']`.
+ * connection from the request). The sync calls (`batchSave`, `getRecordsByIds`, `trackDeletes*`, ...) are
+ * in `records-host-calls.ts`, with `types: ['sync']`.
  */
 @Injectable()
 export class HostCalls {
@@ -155,7 +132,6 @@ export class HostCalls {
   }
 
   private build(): Record<string, HostCall<z.ZodType>> {
-    const entry = <S extends z.ZodType>(call: HostCall<S>) => call as unknown as HostCall<z.ZodType>;
     const key = (s: RunScope) => ({
       caller: s.caller,
       connectionId: s.connectionId,
@@ -333,6 +309,7 @@ export class HostCalls {
           return null;
         },
       }),
+      ...recordsHostCalls(this.nats),
     };
   }
 }

@@ -120,6 +120,8 @@ export class RunsService implements OnModuleInit {
       providerConfigKey: req.connection.providerConfigKey,
       provider: req.connection.provider,
       variant: req.variant ?? 'base',
+      ...(req.sync ? { sync: req.sync } : {}),
+      merging: new Map(),
       depth: req.depth,
       deadline: deadline.signal,
       signal: stop.signal,
@@ -149,6 +151,7 @@ export class RunsService implements OnModuleInit {
         variant: scope.variant,
         // A sync run in webhook mode runs the script's webhook handler with the provider's payload.
         entry: req.function.type === 'sync' && req.sync?.mode === 'webhook' ? 'onWebhook' : 'exec',
+        lastSyncDate: req.sync?.lastSyncDate ?? null,
         limits,
         // isolated-vm calls back from its own thread, outside Node's async context: the run's span is
         // put back around each host call so provider calls and NATS requests stay in the run's trace.

@@ -372,7 +372,68 @@ export const PRELUDE_SOURCE = String.raw`
     },
   };
   if (meta.type === 'sync') {
-    nango.variant = meta.variant;
+    const variant = meta.variant;
+    nango.variant = variant;
+    nango.lastSyncDate = meta.lastSyncDate ? new Date(meta.lastSyncDate) : undefined;
+    nango.modelFullName = (model) => (variant === 'base' ? model : model + '::' + variant);
+
+    // Records calls: the host checks the model against the sync's declared ones and scopes everything by
+    // the run; here the batch is checked (a clear error before anything is sent) and cut in chunks of 1000.
+    const BATCH = 1000;
+    const checkModel = (name, model) => {
+      if (typeof model !== 'string' || model === '') {
+        throw new TypeError('nango.' + name + ' needs the model name as its last argument');
+      }
+    };
+    const write = async (name, records, model) => {
+      checkModel(name, model);
+      if (!Array.isArray(records)) throw new TypeError('nango.' + name + ' needs an array of records');
+      for (let i = 0; i < records.length; i++) {
+        const record = records[i];
+        const id = record !== null && typeof record === 'object' ? record.id : undefined;
+        if (!((typeof id === 'string' && id !== '') || typeof id === 'number')) {
+          throw new TypeError('nango.' + name + ': record ' + i + ' of model "' + model + '" has no id; every record needs an "id" (a non-empty string or a number)');
+        }
+      }
+      for (let i = 0; i < records.length; i += BATCH) {
+        await call(name, { model, records: records.slice(i, i + BATCH) });
+      }
+      return true;
+    };
+    nango.batchSave = (records, model) => write('batchSave', records, model);
+    // Deprecated in Nango, same as batchSave.
+    nango.batchSend = nango.batchSave;
+    nango.batchUpdate = (records, model) => write('batchUpdate', records, model);
+    nango.batchDelete = (records, model) => write('batchDelete', records, model);
+    nango.getRecordsByIds = async (ids, model) => {
+      checkModel('getRecordsByIds', model);
+      if (!Array.isArray(ids)) throw new TypeError('nango.getRecordsByIds needs an array of ids');
+      const found = new Map();
+      for (let i = 0; i < ids.length; i += 100) {
+        // Keyed by the ids as the script gave them (numbers stay numbers), as Nango's Map is.
+        const asGiven = new Map(ids.slice(i, i + 100).map((id) => [String(id), id]));
+        const records = await call('getRecordsByIds', { model, ids: Array.from(asGiven.keys()) });
+        for (const record of records) {
+          if (asGiven.has(record.id)) found.set(asGiven.get(record.id), record);
+        }
+      }
+      return found;
+    };
+    nango.trackDeletesStart = async (model) => {
+      checkModel('trackDeletesStart', model);
+      await call('trackDeletesStart', { model });
+    };
+    const deleteUnseen = async (name, model) => {
+      checkModel(name, model);
+      const { deletedKeys } = await call(name, { model });
+      return { deletedKeys };
+    };
+    nango.trackDeletesEnd = (model) => deleteUnseen('trackDeletesEnd', model);
+    nango.deleteRecordsFromPreviousExecutions = (model) => deleteUnseen('deleteRecordsFromPreviousExecutions', model);
+    nango.setMergingStrategy = async (merging, model) => {
+      checkModel('setMergingStrategy', model);
+      await call('setMergingStrategy', { model, strategy: merging && merging.strategy });
+    };
   }
 
   // ---- running the bundle -----------------------------------------------------------------------
@@ -453,7 +514,7 @@ export const PRELUDE_SOURCE = String.raw`
           }
         }
       } else {
-        // on-event scripts and (until the records host calls land) syncs; a sync's onWebhook comes with them.
+        // on-event scripts and syncs (a sync's onWebhook comes with webhook runs).
         output = await def.exec(nango);
       }
       let json;

@@ -42,6 +42,8 @@ export interface SandboxRequest {
    * `createSync`, or a legacy script's exported `onWebhookPayloadReceived`) with `input` as the payload.
    */
   entry?: 'exec' | 'onWebhook';
+  /** Syncs: when the last successful run started (`nango.lastSyncDate`), null on a first or full run. */
+  lastSyncDate?: string | null;
   limits: RunLimits;
   /** Answers one host call with the JSON envelope the prelude expects; never rejects. */
   hostCall(name: string, argsJson: string): Promise<string>;
@@ -307,6 +309,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         invocationId: req.invocationId,
         variant: req.variant,
         entry: req.entry ?? 'exec',
+        lastSyncDate: req.lastSyncDate ?? null,
         outputLimitBytes: req.limits.outputBytes,
         logLineChars: req.limits.logLineChars,
       }),

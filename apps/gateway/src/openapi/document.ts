@@ -32,6 +32,7 @@ import {
 import { z } from 'zod';
 import { FUNCTIONS_DOCUMENTED_ROUTES } from '../functions/functions.openapi';
 import { registerProxyPaths } from '../proxy/proxy.openapi';
+import { RECORDS_DOCUMENTED_ROUTES } from '../records/records.openapi';
 import { SYNCS_DOCUMENTED_ROUTES } from '../syncs/syncs.openapi';
 import { registerWebhookIngressPath, WEBHOOK_DOCUMENTED_ROUTES } from '../webhooks/webhooks.openapi';
 
@@ -262,6 +263,7 @@ export const DOCUMENTED_ROUTES: Documented[] = [
   },
   ...WEBHOOK_DOCUMENTED_ROUTES,
   ...FUNCTIONS_DOCUMENTED_ROUTES,
+  ...RECORDS_DOCUMENTED_ROUTES,
   ...SYNCS_DOCUMENTED_ROUTES,
 ];
 

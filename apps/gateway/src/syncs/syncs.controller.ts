@@ -43,7 +43,11 @@ export class SyncsController {
     const parsed = parseBody(syncTriggerBodySchema, body);
     const parsedHeaders = syncTriggerHeadersSchema.safeParse(headers);
     if (!parsedHeaders.success) {
-      throw new SwitchboardError('invalid_headers', 'Invalid headers', fieldErrorsFromZod(parsedHeaders.error));
+      throw new SwitchboardError(
+        'invalid_headers',
+        'Invalid headers',
+        fieldErrorsFromZod(parsedHeaders.error),
+      );
     }
     const providerConfigKey = parsed.provider_config_key || parsedHeaders.data['provider-config-key'];
     if (!providerConfigKey) {

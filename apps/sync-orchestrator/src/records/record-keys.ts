@@ -8,10 +8,8 @@ export interface RecordScope {
   connectionId: string;
 }
 
-/** The model key records are stored under: `Model` for the base variant, `Model::variant` otherwise (as Nango). */
-export function modelKey(model: string, variant?: string | null): string {
-  return variant && variant !== 'base' ? `${model}::${variant}` : model;
-}
+/** The model key records are stored under: `Model` for the base variant, `Model::variant` otherwise. */
+export { recordModelKey as modelKey } from '@switchboard/contracts';
 
 /**
  * Nango's stable record id: uuidv5 of (connection, model, external id) in a namespace that is itself the

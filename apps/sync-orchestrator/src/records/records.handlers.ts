@@ -1,5 +1,6 @@
 import { Controller } from '@nestjs/common';
 import {
+  MAX_DELETED_KEYS_REPLY,
   RECORDS_MESSAGE_BYTES,
   RECORDS_SUBJECTS,
   VAULT_SUBJECTS,
@@ -83,8 +84,13 @@ export class RecordsHandlers {
   }
 
   @NatsHandler(RECORDS_SUBJECTS.deleteUnseen, recordsRunScopeRequestSchema)
-  async deleteUnseen(request: RecordsRunScopeRequest): Promise<{ deleted: number }> {
-    return { deleted: await this.store.deleteUnseen(scopeOf(request), request.model, request.runId) };
+  async deleteUnseen(request: RecordsRunScopeRequest): Promise<{ deleted: number; deletedKeys: string[] }> {
+    return this.store.deleteUnseenKeys(
+      scopeOf(request),
+      request.model,
+      request.runId,
+      MAX_DELETED_KEYS_REPLY,
+    );
   }
 
   @NatsHandler(RECORDS_SUBJECTS.lastCursor, recordsRunScopeRequestSchema)

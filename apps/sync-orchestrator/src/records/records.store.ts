@@ -248,12 +248,22 @@ export class RecordsStore {
    * attempts: the run id is the generation). Counted in the run's `deleted`.
    */
   async deleteUnseen(scope: RecordScope, model: string, runId: string): Promise<number> {
-    let deleted = 0;
+    return (await this.deleteUnseenKeys(scope, model, runId, 0)).deleted;
+  }
+
+  /** `deleteUnseen`, also answering (up to `maxKeys` of) the external ids it deleted, as Nango's SDK does. */
+  async deleteUnseenKeys(
+    scope: RecordScope,
+    model: string,
+    runId: string,
+    maxKeys: number,
+  ): Promise<{ deleted: number; deletedKeys: string[] }> {
+    let result = { deleted: 0, deletedKeys: [] as string[] };
     await this.db.$transaction(async (tx) => {
       await this.lock(tx, scope, model);
-      // An anti-join against the ids the run saw (hash anti join; spills to disk rather than degrading
-      // like NOT IN over a large list).
-      deleted = await tx.$executeRaw`
+      // An anti-join against the ids the run saw (a hash anti join, which spills to disk rather than
+      // degrading like NOT IN over a large list).
+      const [row] = await tx.$queryRaw<{ deleted: number; keys: string[] | null }[]>`
         WITH seen AS MATERIALIZED (
           SELECT DISTINCT unnest(record_ids) AS id FROM orchestrator.record_seen
           WHERE run_id = ${runId}::uuid AND model = ${model}
@@ -262,13 +272,19 @@ export class RecordsStore {
           WHERE r.environment_id = ${scope.environmentId} AND r.provider_config_key = ${scope.providerConfigKey}
             AND r.connection_id = ${scope.connectionId} AND r.model = ${model} AND r.deleted_at IS NULL
             AND NOT EXISTS (SELECT 1 FROM seen WHERE seen.id = r.id)
+        ), marked AS (
+          UPDATE orchestrator.records r
+          SET deleted_at = now(), updated_at = now(), last_run_id = ${runId}::uuid
+          FROM gone WHERE r.id = gone.id
+          RETURNING r.external_id
         )
-        UPDATE orchestrator.records r
-        SET deleted_at = now(), updated_at = now(), last_run_id = ${runId}::uuid
-        FROM gone WHERE r.id = gone.id`;
+        SELECT (SELECT count(*)::int FROM marked) AS deleted,
+          (SELECT array_agg(external_id) FROM (SELECT external_id FROM marked LIMIT ${maxKeys}) k) AS keys`;
+      const deleted = row?.deleted ?? 0;
       await this.count(tx, scope, model, runId, { added: 0, updated: 0, deleted });
+      result = { deleted, deletedKeys: row?.keys ?? [] };
     }, TX_OPTIONS);
-    return deleted;
+    return result;
   }
 
   /** Forgets which records a run saw (once it is over: its counts stay). */

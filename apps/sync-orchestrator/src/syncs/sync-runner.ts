@@ -79,7 +79,10 @@ export class SyncRunner {
     if (!fn?.currentVersionId || !fn.enabled) return null;
     const caller = await callerOfEnvironment(this.deps.nats, sync.environmentId);
     if (!caller) return null;
-    const provider = await new IntegrationDirectory(this.deps.nats).providerOf(caller, sync.providerConfigKey);
+    const provider = await new IntegrationDirectory(this.deps.nats).providerOf(
+      caller,
+      sync.providerConfigKey,
+    );
     if (!provider) return null;
 
     const existing = await db.syncRun.findUnique({ where: { id: input.runId } });
@@ -335,5 +338,4 @@ export class SyncRunner {
     // A failed run's next one starts a new generation: what this one saw no longer matters.
     await records.forgetRun(run.id);
   }
-
 }

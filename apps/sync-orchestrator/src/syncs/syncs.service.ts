@@ -67,7 +67,11 @@ export class SyncsService {
    * and a schedule on every connection (the interval follows `runs` unless a connection overrides it),
    * and the syncs of removed functions lose their schedules, checkpoints and records.
    */
-  async reconcile(environmentId: number, providerConfigKeys: string[], removed: RemovedSync[]): Promise<void> {
+  async reconcile(
+    environmentId: number,
+    providerConfigKeys: string[],
+    removed: RemovedSync[],
+  ): Promise<void> {
     await this.temporal(async () => {
       for (const gone of removed) {
         const rows = await this.db.sync.findMany({
@@ -83,18 +87,30 @@ export class SyncsService {
   }
 
   /** A connection was authorised: its integration's syncs are scheduled for it (idempotent). */
-  async connectionCreated(environmentId: number, providerConfigKey: string, connectionId: string): Promise<void> {
+  async connectionCreated(
+    environmentId: number,
+    providerConfigKey: string,
+    connectionId: string,
+  ): Promise<void> {
     await this.temporal(() => this.ensureSyncs(environmentId, providerConfigKey, [connectionId]));
   }
 
   /** A connection is being deleted: its schedules, checkpoints and records go. */
-  async connectionDeleted(environmentId: number, providerConfigKey: string, connectionId: string): Promise<void> {
+  async connectionDeleted(
+    environmentId: number,
+    providerConfigKey: string,
+    connectionId: string,
+  ): Promise<void> {
     const rows = await this.db.sync.findMany({ where: { environmentId, providerConfigKey, connectionId } });
     await this.temporal(() => this.removeRows(rows, []));
     await this.records.deleteAllRecords({ environmentId, providerConfigKey, connectionId });
   }
 
-  private async ensureSyncs(environmentId: number, providerConfigKey: string, connections: string[]): Promise<void> {
+  private async ensureSyncs(
+    environmentId: number,
+    providerConfigKey: string,
+    connections: string[],
+  ): Promise<void> {
     const functions = await this.syncFunctions(environmentId, providerConfigKey);
     for (const fn of functions) {
       const config = storedConfig(fn);
@@ -195,9 +211,7 @@ export class SyncsService {
         environmentId,
         providerConfigKey: request.providerConfigKey,
         ...(request.connectionId !== undefined ? { connectionId: request.connectionId } : {}),
-        ...(request.all
-          ? {}
-          : { OR: request.syncs.map((s) => ({ name: s.name, variant: s.variant })) }),
+        ...(request.all ? {} : { OR: request.syncs.map((s) => ({ name: s.name, variant: s.variant })) }),
       },
       orderBy: [{ connectionId: 'asc' }, { name: 'asc' }, { variant: 'asc' }],
     });
@@ -268,7 +282,8 @@ export class SyncsService {
     let everyMs: number;
     if (request.frequency !== null) {
       const interval = parseSyncInterval(request.frequency);
-      if (typeof interval === 'string') throw new OrchestratorError('invalid_body', 'Sync interval is invalid');
+      if (typeof interval === 'string')
+        throw new OrchestratorError('invalid_body', 'Sync interval is invalid');
       frequency = interval.interval;
       everyMs = interval.ms;
     } else {
@@ -349,7 +364,9 @@ export class SyncsService {
           : {}),
       },
     });
-    const missing = request.syncs.filter((s) => !rows.some((r) => r.name === s.name && r.variant === s.variant));
+    const missing = request.syncs.filter(
+      (s) => !rows.some((r) => r.name === s.name && r.variant === s.variant),
+    );
     if (rows.length === 0 || missing.length > 0) {
       const names = (missing.length > 0 ? missing : request.syncs).map((s) =>
         s.variant === BASE_VARIANT ? s.name : `${s.name}::${s.variant}`,
@@ -382,7 +399,8 @@ export class SyncsService {
         },
       },
     });
-    if (!row) throw new OrchestratorError('unknown_sync', `No sync "${request.name}" (variant "${request.variant}")`);
+    if (!row)
+      throw new OrchestratorError('unknown_sync', `No sync "${request.name}" (variant "${request.variant}")`);
     return row;
   }
 

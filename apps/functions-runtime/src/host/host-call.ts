@@ -1,0 +1,36 @@
+import type { Caller, FunctionRunRequest, FunctionType, MergingStrategyWire } from '@switchboard/contracts';
+import type { z } from 'zod';
+
+/** Everything a host call is scoped by. It comes from the run request, never from the script. */
+export interface RunScope {
+  caller: Caller;
+  invocationId: string;
+  functionName: string;
+  type: FunctionType;
+  connectionId: string;
+  providerConfigKey: string;
+  provider: string;
+  variant: string;
+  /** Sync runs: the sync context of the run request (models, lastSyncDate, ...); the records calls need it. */
+  sync?: FunctionRunRequest['sync'];
+  /** Sync runs: `setMergingStrategy` per full model key, for the rest of the run. */
+  merging: Map<string, MergingStrategyWire>;
+  /** The run's `depth` (how many triggerAction calls led to it). */
+  depth: number;
+  /** Aborted at the run's wall clock: provider calls in flight stop, new ones are refused. */
+  deadline: AbortSignal;
+  /** Aborted when the run is over (after the abort grace, a limit, or done): every call stops. */
+  signal: AbortSignal;
+  /** Runs `wait` without holding a run slot (for calls that wait on another run). */
+  whileWaiting<T>(wait: () => Promise<T>): Promise<T>;
+}
+
+export interface HostCall<S extends z.ZodType> {
+  /** Which function types may make the call: the capability set of a run is chosen by its type. */
+  types: readonly FunctionType[];
+  args: S;
+  run(scope: RunScope, args: z.infer<S>): Promise<unknown>;
+}
+
+/** One table entry, its argument schema erased (the dispatcher validates with it). */
+export const entry = <S extends z.ZodType>(call: HostCall<S>) => call as unknown as HostCall<z.ZodType>;

@@ -1,0 +1,193 @@
+import {
+  MAX_RECORD_BYTES,
+  RECORDS_BATCH_SIZE,
+  RECORDS_MESSAGE_BYTES,
+  RECORDS_SUBJECTS,
+  recordModelKey,
+  type ListRecordsResponse,
+  type RecordWriteOp,
+  type RecordsWriteReply,
+} from '@switchboard/contracts';
+import type { NatsRequester } from '@switchboard/messaging';
+import { z } from 'zod';
+import { entry, type HostCall, type RunScope } from './host-call';
+import { HostCallError } from './host-call.errors';
+
+const SYNC = ['sync'] as const;
+const modelArg = z.string().min(1).max(255);
+const batchArgs = z.object({ model: modelArg, records: z.array(z.unknown()).max(RECORDS_BATCH_SIZE) });
+const modelArgs = z.object({ model: modelArg });
+
+/** Ids per `getRecordsByIds` host call (the sandbox splits longer lists). */
+const IDS_PER_CALL = 100;
+
+/**
+ * The full model key of a records call, from the run request: the model must be one the sync declared
+ * (a script cannot write or read another model, nor another connection's records: the scope comes from the
+ * run, never from the script), and the run's variant is appended.
+ */
+function modelOf(scope: RunScope, call: string, model: string): string {
+  if (!scope.sync) {
+    throw new HostCallError('script_forbidden_call', `nango.${call}: this run has no sync context`);
+  }
+  if (!scope.sync.models.includes(model)) {
+    const declared = scope.sync.models.map((m) => `"${m}"`).join(', ') || 'none';
+    throw new HostCallError(
+      'script_forbidden_call',
+      `nango.${call}: "${model}" is not a model of this sync (declared: ${declared})`,
+    );
+  }
+  return recordModelKey(model, scope.variant);
+}
+
+/** The run-scoped part of every records request to the orchestrator. */
+function runScopeOf(scope: RunScope, model: string) {
+  return {
+    caller: scope.caller,
+    providerConfigKey: scope.providerConfigKey,
+    connectionId: scope.connectionId,
+    // For a sync run the invocation id is the sync run's id, the same in every attempt: the generation.
+    runId: scope.invocationId,
+    model,
+  };
+}
+
+/**
+ * Checks every record (a plain object with an `id`, under the size cap) and groups them so that each
+ * group travels in one NATS message; a group is one set-based statement in the store.
+ */
+function groupsOf(call: string, model: string, records: unknown[]): Record<string, unknown>[][] {
+  const groups: Record<string, unknown>[][] = [];
+  let group: Record<string, unknown>[] = [];
+  let bytes = 0;
+  records.forEach((record, index) => {
+    const id = (record as { id?: unknown } | null)?.id;
+    if (
+      record === null ||
+      typeof record !== 'object' ||
+      Array.isArray(record) ||
+      !((typeof id === 'string' && id !== '') || typeof id === 'number')
+    ) {
+      throw new HostCallError(
+        'invalid_arguments',
+        `nango.${call}: record ${index} of model "${model}" has no id; every record needs an "id" (a non-empty string or a number)`,
+      );
+    }
+    const size = Buffer.byteLength(JSON.stringify(record));
+    if (size > MAX_RECORD_BYTES) {
+      throw new HostCallError(
+        'invalid_arguments',
+        `nango.${call}: record ${index} of model "${model}" is ${size} bytes, over the limit of ${MAX_RECORD_BYTES}`,
+      );
+    }
+    if (group.length > 0 && bytes + size > RECORDS_MESSAGE_BYTES) {
+      groups.push(group);
+      group = [];
+      bytes = 0;
+    }
+    group.push(record as Record<string, unknown>);
+    bytes += size;
+  });
+  if (group.length > 0) groups.push(group);
+  return groups;
+}
+
+/**
+ * The sync API of a running script (`types: ['sync']`): batchSave/batchUpdate/batchDelete,
+ * getRecordsByIds, trackDeletesStart/End, deleteRecordsFromPreviousExecutions, setMergingStrategy. The
+ * orchestrator owns the records; these calls only scope, check and forward.
+ */
+export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z.ZodType>> {
+  const write = (call: string, op: RecordWriteOp) =>
+    entry({
+      types: SYNC,
+      args: batchArgs,
+      run: async (s, args) => {
+        const model = modelOf(s, call, args.model);
+        for (const records of groupsOf(call, args.model, args.records)) {
+          const merging = s.merging.get(model);
+          const reply = await nats.request<RecordsWriteReply>(RECORDS_SUBJECTS.write, {
+            ...runScopeOf(s, model),
+            op,
+            records,
+            ...(merging ? { merging } : {}),
+          });
+          // Under ignore_if_modified_after the cursor follows the run's own writes.
+          if (merging?.strategy === 'ignore_if_modified_after') {
+            s.merging.set(model, { strategy: merging.strategy, cursor: reply.mergingCursor ?? null });
+          }
+        }
+        return true;
+      },
+    });
+
+  const deleteUnseen = (call: string) =>
+    entry({
+      types: SYNC,
+      args: modelArgs,
+      run: async (s, args) => {
+        const model = modelOf(s, call, args.model);
+        return nats.request<{ deletedKeys: string[] }>(RECORDS_SUBJECTS.deleteUnseen, runScopeOf(s, model), {
+          // Marking a large model's unseen records can take a while.
+          timeoutMs: 120_000,
+        });
+      },
+    });
+
+  return {
+    batchSave: write('batchSave', 'save'),
+    batchUpdate: write('batchUpdate', 'update'),
+    batchDelete: write('batchDelete', 'delete'),
+    getRecordsByIds: entry({
+      types: SYNC,
+      args: z.object({ model: modelArg, ids: z.array(z.string().max(256)).max(IDS_PER_CALL) }),
+      run: async (s, args) => {
+        const model = modelOf(s, 'getRecordsByIds', args.model);
+        const records: ListRecordsResponse['records'] = [];
+        if (args.ids.length === 0) return records;
+        let cursor: string | undefined;
+        // A page is cut short when it would not fit one message; the rest comes from its cursor.
+        do {
+          const page = await nats.request<ListRecordsResponse>(RECORDS_SUBJECTS.getByIds, {
+            ...runScopeOf(s, model),
+            ids: args.ids,
+            ...(cursor ? { cursor } : {}),
+          });
+          records.push(...page.records);
+          cursor = page.next_cursor ?? undefined;
+        } while (cursor);
+        return records;
+      },
+    }),
+    // The run id is the generation: every record the run saves, in any attempt, counts as seen, so the
+    // start needs no state; it still checks the model, as every records call does.
+    trackDeletesStart: entry({
+      types: SYNC,
+      args: modelArgs,
+      run: (s, args) => {
+        modelOf(s, 'trackDeletesStart', args.model);
+        return Promise.resolve(null);
+      },
+    }),
+    trackDeletesEnd: deleteUnseen('trackDeletesEnd'),
+    deleteRecordsFromPreviousExecutions: deleteUnseen('deleteRecordsFromPreviousExecutions'),
+    setMergingStrategy: entry({
+      types: SYNC,
+      args: z.object({ model: modelArg, strategy: z.enum(['override', 'ignore_if_modified_after']) }),
+      run: async (s, args) => {
+        const model = modelOf(s, 'setMergingStrategy', args.model);
+        if (args.strategy === 'override') {
+          s.merging.set(model, { strategy: 'override' });
+          return null;
+        }
+        // Records modified after this point (by a webhook run, say) are left alone by this run's writes.
+        const { cursor } = await nats.request<{ cursor: string | null }>(
+          RECORDS_SUBJECTS.lastCursor,
+          runScopeOf(s, model),
+        );
+        s.merging.set(model, { strategy: 'ignore_if_modified_after', cursor });
+        return null;
+      },
+    }),
+  };
+}

@@ -1,0 +1,315 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Nango } from '@nangohq/node';
+import {
+  ENVIRONMENT_SUBJECTS,
+  FUNCTIONS_SUBJECTS,
+  functionRunResultSchema,
+  type Caller,
+  type FunctionRunRequest,
+  type FunctionRunResult,
+  type ResolvedEnvironment,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import { startStack, type Stack } from '@switchboard/testing';
+import { connect, type NatsConnection } from 'nats';
+import { writePagesProvidersFile } from './support/fake-pages-provider';
+
+/**
+ * The sync API of a script, end to end: a sync bundle compiled by the nango CLI (test/fixtures/
+ * contacts-sync.cjs, from nango-project/fake/syncs/contacts.ts) runs on functions-runtime as the
+ * orchestrator runs it (`functions.v1.run` with the sync context), saves, updates and deletes records
+ * through the orchestrator into Postgres, and `@nangohq/node` reads them back through the gateway.
+ */
+
+const SYNC_BUNDLE = readFileSync(join(__dirname, 'fixtures', 'contacts-sync.cjs'), 'utf8');
+const PCK = 'fake-pages';
+
+type ListedRecord = { id: string; name?: string; version?: number; _nango_metadata: Record<string, unknown> };
+
+describe('a sync script saving records, read with listRecords', () => {
+  let stack: Stack;
+  let nc: NatsConnection;
+  let nats: NatsRequester;
+  let caller: Caller;
+  let nango: Nango;
+
+  const gateway = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) => {
+    const res = await fetch(`${stack.gatewayUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${stack.secretKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? (JSON.parse(text) as Record<string, any>) : undefined };
+  };
+
+  /** One sync run as the orchestrator asks for it; the step comes from the connection's metadata. */
+  const runSync = async (
+    metadata: { step: string; count?: number; version?: number },
+    options: { variant?: string; lastSyncDate?: string | null; runId?: string; connectionId?: string } = {},
+  ): Promise<FunctionRunResult> => {
+    const connectionId = options.connectionId ?? 'conn-a';
+    const set = await gateway('POST', '/connections/metadata', {
+      connection_id: connectionId,
+      provider_config_key: PCK,
+      metadata,
+    });
+    expect(set.status).toBe(201);
+    const request: FunctionRunRequest = {
+      caller,
+      invocationId: options.runId ?? randomUUID(),
+      function: {
+        id: 'fn-contacts',
+        name: 'contacts',
+        type: 'sync',
+        version: '0.1.0',
+        codeSha256: createHash('sha256').update(SYNC_BUNDLE).digest('hex'),
+        code: SYNC_BUNDLE,
+      },
+      connection: { connectionId, providerConfigKey: PCK, provider: 'fake-pages' },
+      variant: options.variant ?? 'base',
+      sync: {
+        syncId: 'sync-contacts',
+        lastSyncDate: options.lastSyncDate ?? null,
+        models: ['Contact', 'Note'],
+        trackDeletes: false,
+        mode: 'incremental',
+      },
+      attempt: 1,
+      depth: 0,
+      limits: {},
+    };
+    const reply = await nats.request<unknown>(FUNCTIONS_SUBJECTS.run, request, { timeoutMs: 120_000 });
+    return functionRunResultSchema.parse(reply);
+  };
+
+  /** Every record of a model, page by page with the client's cursors. */
+  const listAll = async (
+    query: { model: string; variant?: string; modifiedAfter?: string; filter?: string },
+    limit: number,
+  ) => {
+    const pages: ListedRecord[][] = [];
+    let cursor: string | null | undefined;
+    do {
+      const page = await nango.listRecords<ListedRecord>({
+        providerConfigKey: PCK,
+        connectionId: 'conn-a',
+        ...query,
+        limit,
+        ...(cursor ? { cursor } : {}),
+      } as Parameters<Nango['listRecords']>[0]);
+      pages.push(page.records as ListedRecord[]);
+      cursor = page.next_cursor;
+    } while (cursor);
+    return pages;
+  };
+
+  beforeAll(async () => {
+    stack = await startStack({
+      env: { SWITCHBOARD_PROVIDERS_FILE: writePagesProvidersFile() },
+      readyTimeoutMs: 240_000,
+    });
+    nc = await connect({ servers: stack.natsUrl });
+    nats = new NatsRequester(nc);
+    const environment = await nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, {
+      uuid: stack.environmentUuid,
+    });
+    caller = {
+      accountId: environment.accountId,
+      environmentId: environment.id,
+      environmentUuid: environment.uuid,
+      environmentName: environment.name,
+    };
+    nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
+    expect(
+      (
+        await gateway('POST', '/integrations', {
+          provider: 'fake-pages',
+          unique_key: PCK,
+          credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' },
+        })
+      ).status,
+    ).toBe(200);
+    for (const connectionId of ['conn-a', 'conn-b']) {
+      const imported = await gateway('POST', '/connections', {
+        provider_config_key: PCK,
+        connection_id: connectionId,
+        credentials: { type: 'OAUTH2', access_token: `at-${connectionId}` },
+        connection_config: { origin: 'http://127.0.0.1:9' },
+      });
+      expect([200, 201]).toContain(imported.status);
+    }
+  }, 300_000);
+
+  afterAll(async () => {
+    await nc?.drain().catch(() => undefined);
+    await stack?.stop();
+  });
+
+  it('saves more than one chunk of records in a run and pages through them with cursors', async () => {
+    const saved = await runSync({ step: 'save', count: 1250 });
+    expect(saved).toMatchObject({ status: 'success' });
+
+    const pages = await listAll({ model: 'Contact' }, 500);
+    expect(pages.map((p) => p.length)).toEqual([500, 500, 250]);
+    const records = pages.flat();
+    expect(new Set(records.map((r) => r.id)).size).toBe(1250);
+    const c7 = records.find((r) => r.id === 'c-7')!;
+    expect(c7).toMatchObject({ name: 'contact 7', version: 1, _nango_metadata: { last_action: 'ADDED' } });
+    expect(c7._nango_metadata.last_modified_at).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?\+00:00$/,
+    );
+
+    const notes = await nango.listRecords({ providerConfigKey: PCK, connectionId: 'conn-a', model: 'Note' });
+    expect(notes.records.map((r) => r.id)).toEqual(['n-1']);
+    // Another connection of the same integration sees none of them.
+    const other = await nango.listRecords({
+      providerConfigKey: PCK,
+      connectionId: 'conn-b',
+      model: 'Contact',
+    });
+    expect(other).toEqual({ records: [], next_cursor: null });
+  });
+
+  it('updates and deletes records; modifiedAfter returns only those, filter=deleted the deleted ones', async () => {
+    // Same data again: nothing changes, so none of it shows up as modified after `before`.
+    const before = new Date().toISOString();
+    expect(await runSync({ step: 'save', count: 1250 })).toMatchObject({ status: 'success' });
+    const lastSyncDate = new Date(Date.now() - 60_000).toISOString();
+    const changed = await runSync({ step: 'change' }, { lastSyncDate });
+    expect(changed.status).toBe('success');
+    const report = JSON.parse(changed.logs.at(-1)!.message) as Record<string, unknown>;
+    expect(report).toEqual({
+      found: ['c-1', 'c-2'],
+      renamed: 'renamed by update',
+      full: 'Contact',
+      variant: 'base',
+      lastSyncDate,
+    });
+
+    const since = (await listAll({ model: 'Contact', modifiedAfter: before }, 100)).flat();
+    const byId = new Map(since.map((r) => [r.id, r]));
+    expect([...byId.keys()].sort()).toEqual(['c-1', 'c-2', 'c-3']);
+    expect(byId.get('c-1')).toMatchObject({
+      name: 'renamed by update',
+      version: 1,
+      _nango_metadata: { last_action: 'UPDATED' },
+    });
+    expect(byId.get('c-2')!._nango_metadata).toMatchObject({ last_action: 'DELETED' });
+
+    const deleted = (await listAll({ model: 'Contact', filter: 'deleted' }, 100)).flat();
+    expect(deleted.map((r) => r.id).sort()).toEqual(['c-2', 'c-3']);
+    for (const r of deleted) {
+      expect(r._nango_metadata.deleted_at).toMatch(/\+00:00$/);
+      expect(r.name).toBe(`contact ${r.id.slice(2)}`);
+    }
+  });
+
+  it("keeps a variant's records apart (Model::variant)", async () => {
+    expect(await runSync({ step: 'save', count: 3, version: 9 }, { variant: 'eu' })).toMatchObject({
+      status: 'success',
+    });
+    const changed = await runSync({ step: 'change' }, { variant: 'eu' });
+    expect(JSON.parse(changed.logs.at(-1)!.message)).toMatchObject({
+      full: 'Contact::eu',
+      variant: 'eu',
+      lastSyncDate: null,
+    });
+
+    const eu = (await listAll({ model: 'Contact', variant: 'eu' }, 100)).flat();
+    expect(eu.map((r) => r.id).sort()).toEqual(['c-0', 'c-1', 'c-2']);
+    expect(eu.find((r) => r.id === 'c-0')?.version).toBe(9);
+    expect((await listAll({ model: 'Contact' }, 10_000)).flat()).toHaveLength(1250);
+  });
+
+  it('track deletes: what a full run did not see is deleted, and comes back if seen again', async () => {
+    const run = await runSync({ step: 'track', count: 1000 });
+    expect(run.status).toBe('success');
+    expect(run.logs.at(-1)!.message).toBe('deleted 250');
+    const deleted = (await listAll({ model: 'Contact', filter: 'deleted' }, 10_000)).flat();
+    expect(deleted).toHaveLength(250);
+    expect(deleted.every((r) => Number(r.id.slice(2)) >= 1000)).toBe(true);
+  });
+
+  it('refuses a model the sync did not declare and records without an id; nothing is stored', async () => {
+    const other = await runSync({ step: 'other-model' });
+    expect(other).toMatchObject({ status: 'failure', error: { code: 'script_forbidden_call' } });
+    if (other.status === 'failure')
+      expect(other.error.message).toContain('"Secret" is not a model of this sync');
+
+    const nameless = await runSync({ step: 'no-id' });
+    expect(nameless).toMatchObject({ status: 'failure', error: { code: 'script_runtime_error' } });
+    if (nameless.status === 'failure')
+      expect(nameless.error.message).toMatch(/record 0 of model "Contact" has no id/);
+
+    const secret = await gateway('GET', '/records?model=Secret', undefined, {
+      'connection-id': 'conn-a',
+      'provider-config-key': PCK,
+    });
+    expect(secret).toEqual({ status: 200, body: { records: [], next_cursor: null } });
+  });
+
+  it('answers bad requests as Nango does', async () => {
+    const headers = { 'connection-id': 'conn-a', 'provider-config-key': PCK };
+    const unknown = await gateway('GET', '/records/?model=Contact', undefined, {
+      ...headers,
+      'connection-id': 'nobody',
+    });
+    expect(unknown).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'unknown_connection',
+          message: 'Provided ConnectionId and ProviderConfigKey does not match a valid connection',
+        },
+      },
+    });
+    expect((await gateway('GET', '/records?model=Contact')).body?.error.code).toBe('invalid_headers');
+    for (const query of [
+      'model=contact',
+      'model=Contact&limit=0',
+      'model=Contact&limit=10001',
+      'model=Contact&filter=gone',
+      'model=Contact&modified_after=2001-01-01T00:00:00Z',
+      'model=Contact&extra=1',
+    ]) {
+      const res = await gateway('GET', `/records?${query}`, undefined, headers);
+      expect([query, res.status, res.body?.error.code]).toEqual([query, 400, 'invalid_query_params']);
+    }
+    const badCursor = await gateway('GET', '/records?model=Contact&cursor=bm9wZQ', undefined, headers);
+    expect(badCursor).toEqual({
+      status: 500,
+      body: { error: { code: 'server_error', message: 'Failed to fetch records' } },
+    });
+  });
+
+  it('prunes payloads up to a cursor with pruneRecords', async () => {
+    const [first] = await listAll({ model: 'Contact', variant: 'eu' }, 100);
+    const until = String(first![1]!._nango_metadata.cursor);
+    const pruned = await nango.pruneRecords({
+      providerConfigKey: PCK,
+      connectionId: 'conn-a',
+      model: 'Contact',
+      variant: 'eu',
+      untilCursor: until,
+    } as Parameters<Nango['pruneRecords']>[0]);
+    expect(pruned).toEqual({ count: 2, has_more: false });
+    const after = (await listAll({ model: 'Contact', variant: 'eu' }, 100)).flat();
+    expect(after.slice(0, 2).map((r) => [r.name, r._nango_metadata.pruned_at !== null])).toEqual([
+      [undefined, true],
+      [undefined, true],
+    ]);
+    expect(after[2]!.name).toBeDefined();
+  });
+});

@@ -1,0 +1,48 @@
+import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
+import {
+  listRecordsQuerySchema,
+  listRecordsResponseSchema,
+  pruneRecordsBodySchema,
+  pruneRecordsResponseSchema,
+  recordsHeadersSchema,
+  type Scope,
+} from '@switchboard/contracts';
+import type { z } from 'zod';
+
+type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
+  scope: Scope;
+  ok: { status: number; schema: z.ZodType; description: string };
+  errors?: Record<number, string>;
+};
+
+const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+const unknownConnection = {
+  400: 'Invalid query, body or headers (`invalid_query_params`, `invalid_body`, `invalid_headers`), or no such connection (`unknown_connection`, 400 as Nango answers it here)',
+};
+
+/** `listRecords` and `pruneRecords` (the client calls `/records/`; the trailing slash is ignored). */
+export const RECORDS_DOCUMENTED_ROUTES: Documented[] = [
+  {
+    method: 'get',
+    path: '/records',
+    summary:
+      "A page of the records a connection's syncs saved for a model (and variant), ordered by last modification; `next_cursor` continues it. `filter` keeps added, updated or deleted records (Nango's combinations included); `modified_after`/`delta` must be within the last 12 months",
+    scope: 'environment:records:read',
+    request: { headers: recordsHeadersSchema, query: listRecordsQuerySchema },
+    ok: { status: 200, schema: listRecordsResponseSchema, description: 'Records with `_nango_metadata`' },
+    errors: {
+      ...unknownConnection,
+      500: 'A cursor that cannot be read (`server_error`, as Nango answers it)',
+    },
+  },
+  {
+    method: 'patch',
+    path: '/records/prune',
+    summary:
+      'Empty the payload of records up to and including `until_cursor` (at most `limit`, 1000 by default); their cursors stay valid. `has_more` says whether to call again',
+    scope: 'environment:records:write',
+    request: { headers: recordsHeadersSchema, body: json(pruneRecordsBodySchema) },
+    ok: { status: 200, schema: pruneRecordsResponseSchema, description: 'How many records were pruned' },
+    errors: unknownConnection,
+  },
+];

@@ -1,0 +1,515 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { Nango } from '@nangohq/node';
+import type { SyncStatusItem } from '@switchboard/contracts';
+import { startStack, type Stack } from '@switchboard/testing';
+import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
+import { Webhook } from 'standardwebhooks';
+import { call, expectError, failure } from './support/http';
+import { nangoDeploy, prepareProject } from './support/nango-cli';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { writeProxyProvidersFile } from './support/proxy-fakes';
+import { ContactsProvider } from './support/syncs-fakes';
+import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
+
+jest.setTimeout(240_000);
+
+const API_KEY = 'recordhub-api-key';
+const KEY = 'recordhub';
+const CONN_A = 'conn-a';
+const CONN_B = 'conn-b';
+const SYNC = 'contacts';
+const INITIAL = 3000;
+
+interface NangoRecord {
+  id: string;
+  name: string;
+  revision: number;
+  _nango_metadata: { last_action: string; deleted_at: string | null; cursor: string };
+}
+interface SyncWebhook {
+  type: string;
+  connectionId: string;
+  providerConfigKey: string;
+  syncName: string;
+  syncVariant: string;
+  model: string;
+  syncType: string;
+  success: boolean;
+  modifiedAfter: string;
+  queryTimeStamp: string;
+  responseResults: { added: number; updated: number; deleted: number };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('syncs on Temporal: schedules, control, records and the sync webhook', () => {
+  let stack: Stack;
+  let provider: ContactsProvider;
+  let receiver: WebhookReceiver;
+  let nango: Nango;
+  let temporal: Client;
+  let temporalConnection: Connection;
+  let project: string;
+  let signingKey: string;
+
+  const api = (method: string, path: string, body?: unknown) =>
+    call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
+
+  // @nangohq/node's SyncStatus type lacks fields the server sends (connection_id, variant, ...).
+  const statusOf = async (syncs: string[] | '*', connectionId?: string) =>
+    (await nango.syncStatus(KEY, syncs, connectionId)).syncs as unknown as SyncStatusItem[];
+  const status = (connectionId: string, syncs: string[] | '*' = [SYNC]) => statusOf(syncs, connectionId);
+
+  /** Waits until the sync of the connection has finished a run after `after` (ISO), and answers its status. */
+  const waitForRun = async (
+    connectionId: string,
+    after: string | null | undefined,
+    name = SYNC,
+    timeoutMs = 120_000,
+  ) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const [item] = await status(connectionId, [name]);
+      if (item && item.status !== 'RUNNING' && item.finishedAt && (!after || item.finishedAt > after)) {
+        return item;
+      }
+      if (Date.now() > deadline) throw new Error(`no run of ${name} finished: ${JSON.stringify(item)}`);
+      await sleep(300);
+    }
+  };
+
+  const allRecords = async (connectionId: string, extra: Record<string, unknown> = {}) => {
+    const records: NangoRecord[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: { records: NangoRecord[]; next_cursor: string | null } = (await nango.listRecords({
+        providerConfigKey: KEY,
+        connectionId,
+        model: 'Contact',
+        limit: 1000,
+        ...(cursor ? { cursor } : {}),
+        ...extra,
+      })) as never;
+      records.push(...page.records);
+      cursor = page.next_cursor;
+      pages += 1;
+    } while (cursor);
+    return { records, pages };
+  };
+
+  const syncHooks = () =>
+    receiver.received
+      .filter((h) => h.path === '/hooks')
+      .map((h) => ({ hook: h, body: JSON.parse(h.body) as SyncWebhook }))
+      .filter((h) => h.body.type === 'sync');
+
+  const waitForHooks = async (predicate: (body: SyncWebhook) => boolean, count = 1) => {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const found = syncHooks().filter((h) => predicate(h.body));
+      if (found.length >= count) return found;
+      if (Date.now() > deadline) {
+        throw new Error(`sync webhooks missing: ${JSON.stringify(syncHooks().map((h) => h.body))}`);
+      }
+      await sleep(200);
+    }
+  };
+
+  const schedule = (syncId: string) => temporal.schedule.getHandle(`sync-${syncId}`).describe();
+
+  beforeAll(async () => {
+    [provider, receiver] = await Promise.all([
+      new ContactsProvider(API_KEY, INITIAL).start(),
+      new WebhookReceiver().start(),
+    ]);
+    stack = await startStack({
+      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
+      serviceEnv: {
+        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        'functions-runtime': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        // A killed worker's run is retried after this much silence (the kill test).
+        'sync-orchestrator': { SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS: '5000' },
+      },
+      // Seven services, the CLI's build and a first sync run share two cores with other suites.
+      readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
+    });
+    temporalConnection = await Connection.connect({
+      address: stack.envOf('sync-orchestrator').TEMPORAL_ADDRESS!,
+    });
+    temporal = new Client({ connection: temporalConnection });
+    nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
+    expect((await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: KEY })).status).toBe(
+      200,
+    );
+    for (const connectionId of [CONN_A, CONN_B]) {
+      const imported = await api('POST', '/connections', {
+        provider_config_key: KEY,
+        connection_id: connectionId,
+        credentials: { type: 'API_KEY', apiKey: API_KEY },
+        connection_config: { origin: provider.url, account: 'acme' },
+      });
+      expect([200, 201]).toContain(imported.status);
+    }
+    expect(
+      (
+        await api('PATCH', '/environment', {
+          webhook_settings: { primary_url: `${receiver.url}/hooks`, on_sync_error: true },
+        })
+      ).status,
+    ).toBe(200);
+    signingKey = ((await api('GET', '/environment')).body as { data: { webhook_signing_key: string } }).data
+      .webhook_signing_key;
+    project = prepareProject('syncs-project');
+  }, 2 * START_HOOK_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await temporalConnection?.close();
+    await Promise.all([provider?.close(), receiver?.stop()]);
+    if (project) rmSync(project, { recursive: true, force: true });
+  });
+
+  it('deploys with the nango CLI: a running Temporal schedule per connection, and a first run at once', async () => {
+    const run = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
+    expect({ code: run.code, stdout: run.stdout }).toEqual({
+      code: 0,
+      stdout: expect.stringContaining('Successfully deployed the functions'),
+    });
+
+    const items = await status(CONN_A, '*');
+    expect(items).toHaveLength(1);
+    const all = await statusOf('*');
+    expect(all.map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
+    for (const item of all) {
+      const described = await schedule(item.id);
+      expect(described.state.paused).toBe(false);
+      expect(described.spec.intervals).toEqual([expect.objectContaining({ every: 3_600_000 })]);
+      expect(described.policies.overlap).toBe('SKIP');
+      expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'syncWorkflow' });
+    }
+
+    const done = await waitForRun(CONN_A, null);
+    expect(done).toMatchObject({
+      connection_id: CONN_A,
+      name: SYNC,
+      variant: 'base',
+      status: 'SUCCESS',
+      type: 'INCREMENTAL',
+      frequency: 'every hour',
+      latestResult: { Contact: { added: INITIAL, updated: 0, deleted: 0 } },
+      latestExecutionStatus: 'SUCCESS',
+      recordCount: { Contact: INITIAL },
+      checkpoint: null,
+    });
+    const next = new Date(done.nextScheduledSyncAt!).getTime();
+    expect(next).toBeGreaterThan(Date.now());
+    expect(next).toBeLessThanOrEqual(Date.now() + 3_600_000);
+    await waitForRun(CONN_B, null);
+  });
+
+  it('sends the signed sync webhook with the run counts', async () => {
+    const [first] = await waitForHooks((b) => b.connectionId === CONN_A);
+    expect(first!.body).toEqual({
+      from: 'nango',
+      type: 'sync',
+      connectionId: CONN_A,
+      providerConfigKey: KEY,
+      syncName: SYNC,
+      syncVariant: 'base',
+      model: 'Contact',
+      syncType: 'INITIAL',
+      success: true,
+      modifiedAfter: expect.any(String),
+      queryTimeStamp: first!.body.modifiedAfter,
+      responseResults: { added: INITIAL, updated: 0, deleted: 0 },
+      checkpoints: { from: null, to: null },
+    });
+    const headers = headerRecord(first!.hook.headers);
+    expect(() => new Webhook(signingKey).verify(first!.hook.body, headers)).not.toThrow();
+    expect(
+      new Nango({ secretKey: stack.secretKey, webhookSigningKey: signingKey }).verifyIncomingWebhookRequest(
+        first!.hook.body,
+        headers,
+      ),
+    ).toBe(true);
+  });
+
+  it('pages through every record with cursors, in order, without repeats', async () => {
+    const { records, pages } = await allRecords(CONN_A);
+    expect(pages).toBe(Math.ceil(INITIAL / 1000));
+    expect(records).toHaveLength(INITIAL);
+    expect(new Set(records.map((r) => r.id)).size).toBe(INITIAL);
+    expect(records[0]).toMatchObject({ id: expect.any(String), name: expect.any(String), revision: 1 });
+    expect(records.every((r) => r._nango_metadata.last_action === 'ADDED')).toBe(true);
+  });
+
+  it('a triggered run saves what changed: counts, modifiedAfter, deletes with filter=deleted', async () => {
+    const before = (await status(CONN_A))[0]!.finishedAt;
+    const changed = provider.change(100, 10);
+    const removed = provider.remove(50);
+    const added = provider.add(20, 'n');
+
+    const res = await api('POST', '/sync/trigger', {
+      syncs: [SYNC],
+      provider_config_key: KEY,
+      connection_id: CONN_A,
+    });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { success: true } });
+    const done = await waitForRun(CONN_A, before);
+    expect(done.latestResult).toEqual({ Contact: { added: 20, updated: 100, deleted: 50 } });
+    expect(done.recordCount).toEqual({ Contact: INITIAL - 50 + 20 });
+
+    const [hook] = await waitForHooks(
+      (b) => b.connectionId === CONN_A && b.syncType === 'INCREMENTAL' && b.responseResults.deleted === 50,
+    );
+    expect(hook!.body.responseResults).toEqual({ added: 20, updated: 100, deleted: 50 });
+
+    const modified = await allRecords(CONN_A, { modifiedAfter: hook!.body.modifiedAfter });
+    expect(modified.records.map((r) => r.id).sort()).toEqual([...changed, ...removed, ...added].sort());
+    const deleted = await allRecords(CONN_A, { filter: 'deleted' });
+    expect(deleted.records.map((r) => r.id).sort()).toEqual([...removed].sort());
+    expect(deleted.records.every((r) => r._nango_metadata.deleted_at !== null)).toBe(true);
+    const updated = await allRecords(CONN_A, { filter: 'updated' });
+    expect(updated.records.map((r) => r.id).sort()).toEqual([...changed].sort());
+    expect(updated.records.every((r) => r.revision === 2)).toBe(true);
+  });
+
+  it('pauses and starts: the schedule stops, status says PAUSED, start runs it again', async () => {
+    const [item] = await status(CONN_A);
+    await nango.pauseSync(KEY, [SYNC], CONN_A);
+    expect((await schedule(item!.id)).state.paused).toBe(true);
+    const paused = (await status(CONN_A))[0]!;
+    expect(paused).toMatchObject({ status: 'PAUSED', nextScheduledSyncAt: null });
+    // The other connection's schedule is untouched.
+    expect((await status(CONN_B))[0]!.status).toBe('SUCCESS');
+
+    await nango.startSync(KEY, [SYNC], CONN_A);
+    expect((await schedule(item!.id)).state.paused).toBe(false);
+    const ran = await waitForRun(CONN_A, paused.finishedAt);
+    expect(ran.status).toBe('SUCCESS');
+    expect(ran.latestResult).toEqual({ Contact: { added: 0, updated: 0, deleted: 0 } });
+  });
+
+  it('overrides the frequency per connection, reverts with null, and refuses what Nango refuses', async () => {
+    const [item] = await status(CONN_A);
+    expect(await nango.updateSyncConnectionFrequency(KEY, SYNC, CONN_A, 'every 2 hours')).toEqual({
+      frequency: '2 hours',
+    });
+    expect((await schedule(item!.id)).spec.intervals).toEqual([
+      expect.objectContaining({ every: 7_200_000 }),
+    ]);
+    expect((await status(CONN_A))[0]!.frequency).toBe('every 2 hours');
+    expect((await schedule((await status(CONN_B))[0]!.id)).spec.intervals).toEqual([
+      expect.objectContaining({ every: 3_600_000 }),
+    ]);
+    expect(await nango.updateSyncConnectionFrequency(KEY, SYNC, CONN_A, 'every half hour')).toEqual({
+      frequency: '30m',
+    });
+    expect(await nango.updateSyncConnectionFrequency(KEY, SYNC, CONN_A, null)).toEqual({
+      frequency: 'every hour',
+    });
+    expect((await schedule(item!.id)).spec.intervals).toEqual([
+      expect.objectContaining({ every: 3_600_000 }),
+    ]);
+
+    const put = (body: unknown) => api('PUT', '/sync/update-connection-frequency', body);
+    const base = { sync_name: SYNC, provider_config_key: KEY, connection_id: CONN_A };
+    expect(expectError(await put({ ...base, frequency: 'every 10s' }), 400, 'invalid_body').message).toBe(
+      'Sync interval is invalid',
+    );
+    expectError(await put({ ...base, frequency: 'sometimes' }), 400, 'invalid_body');
+    expectError(await put({ ...base, sync_name: 'nope', frequency: '1h' }), 400, 'unknown_sync');
+    expectError(await put({ ...base, connection_id: 'nobody', frequency: '1h' }), 404, 'unknown_connection');
+  });
+
+  it('creates a variant (scheduled and run at once, records of its own) and deletes it', async () => {
+    const created = await nango.createSyncVariant({
+      provider_config_key: KEY,
+      connection_id: CONN_A,
+      name: SYNC,
+      variant: 'eu',
+    });
+    expect(created).toEqual({ id: expect.any(String), name: SYNC, variant: 'eu' });
+    expect((await schedule(created.id)).state.paused).toBe(false);
+    const done = await waitForRun(CONN_A, null, `${SYNC}::eu`);
+    expect(done).toMatchObject({ variant: 'eu', latestResult: { Contact: { added: INITIAL - 30 } } });
+    const variantRecords = await nango.listRecords({
+      providerConfigKey: KEY,
+      connectionId: CONN_A,
+      model: 'Contact',
+      variant: 'eu',
+      limit: 10,
+    });
+    expect(variantRecords.records).toHaveLength(10);
+    expect((await status(CONN_A, '*')).map((s) => s.variant).sort()).toEqual(['base', 'eu']);
+
+    const post = (variant: string) =>
+      api('POST', `/sync/${SYNC}/variant/${variant}`, { provider_config_key: KEY, connection_id: CONN_A });
+    expectError(await post('base'), 400, 'invalid_variant');
+    expectError(await post('eu'), 400, 'sync_variant_already_exists');
+    expectError(
+      await api('POST', `/sync/nope/variant/x`, { provider_config_key: KEY, connection_id: CONN_A }),
+      400,
+      'unknown_sync',
+    );
+
+    expect(
+      await nango.deleteSyncVariant({
+        provider_config_key: KEY,
+        connection_id: CONN_A,
+        name: SYNC,
+        variant: 'eu',
+      }),
+    ).toEqual({ success: true });
+    await expect(schedule(created.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    expect((await status(CONN_A, '*')).map((s) => s.variant)).toEqual(['base']);
+    const gone = await nango.listRecords({
+      providerConfigKey: KEY,
+      connectionId: CONN_A,
+      model: 'Contact',
+      variant: 'eu',
+    });
+    expect(gone.records).toEqual([]);
+  });
+
+  it('answers the sync API errors of Nango', async () => {
+    expectError(
+      await api('POST', '/sync/trigger', {
+        syncs: ['nope'],
+        provider_config_key: KEY,
+        connection_id: CONN_A,
+      }),
+      400,
+      'no_syncs_found',
+    );
+    expectError(await api('POST', '/sync/trigger', { syncs: [SYNC] }), 400, 'missing_provider_config_key');
+    expectError(
+      await api('POST', '/sync/trigger', {
+        syncs: [SYNC],
+        provider_config_key: KEY,
+        opts: { reset: true },
+        sync_mode: 'full_refresh',
+      }),
+      400,
+      'invalid_body',
+    );
+    const missing = await api('GET', `/sync/status?syncs=*&provider_config_key=${KEY}&connection_id=nobody`);
+    expect(missing.status).toBe(400);
+    expect(missing.body).toEqual({ error: { code: 'invalid_body', message: 'Connection not found' } });
+    expectError(await api('GET', `/sync/status?syncs=*`), 400, 'invalid_query_params');
+    // Headers instead of body fields.
+    const beforeB = (await status(CONN_B))[0]!.finishedAt;
+    const byHeaders = await call(stack.gatewayUrl, 'POST', '/sync/trigger', {
+      key: stack.secretKey,
+      headers: { 'provider-config-key': KEY, 'connection-id': CONN_B },
+      body: { syncs: [{ name: SYNC, variant: 'base' }] },
+    });
+    expect({ status: byHeaders.status, body: byHeaders.body }).toEqual({
+      status: 200,
+      body: { success: true },
+    });
+    // The connection's first incremental run: what changed since its initial one.
+    expect((await waitForRun(CONN_B, beforeB)).latestResult).toEqual({
+      Contact: { added: 20, updated: 100, deleted: 50 },
+    });
+  });
+
+  it('refuses a deploy whose sync runs more often than every 30 seconds, storing nothing', async () => {
+    const bundle = readFileSync(join(project, 'build', 'recordhub_syncs_contacts.cjs'), 'utf8');
+    const res = await api('POST', '/sync/deploy', {
+      flowConfigs: [
+        {
+          syncName: 'too-often',
+          providerConfigKey: KEY,
+          type: 'sync',
+          models: ['Contact'],
+          runs: 'every 10s',
+          auto_start: true,
+          fileBody: { js: bundle, ts: '// too often' },
+        },
+      ],
+      deployMode: 'single',
+      reconcile: false,
+    });
+    const error = expectError(res, 400, 'sync_interval_too_short');
+    expect(error.message).toContain('30 seconds');
+    expect((await nango.listFunctions({ uniqueKey: KEY })).data.map((f) => f.name)).toEqual([SYNC]);
+  });
+
+  it('a full resync with emptyCache clears records, checkpoint and lastSyncDate, then fetches everything', async () => {
+    const before = (await status(CONN_B))[0]!;
+    await nango.triggerSync(KEY, [SYNC], CONN_B, { reset: true, emptyCache: true });
+    const done = await waitForRun(CONN_B, before.finishedAt);
+    const total = provider.contacts.length;
+    expect(done.latestResult).toEqual({ Contact: { added: total, updated: 0, deleted: 0 } });
+    expect(done.recordCount).toEqual({ Contact: total });
+    const [hook] = await waitForHooks(
+      (b) => b.connectionId === CONN_B && b.syncType === 'INITIAL' && b.modifiedAfter > before.finishedAt!,
+    );
+    expect(hook!.body.responseResults).toEqual({ added: total, updated: 0, deleted: 0 });
+    expect((await allRecords(CONN_B, { filter: 'deleted' })).records).toEqual([]);
+  });
+
+  it('a new connection gets its schedule when authorised; deleting it removes schedule and records', async () => {
+    const imported = await api('POST', '/connections', {
+      provider_config_key: KEY,
+      connection_id: 'conn-c',
+      credentials: { type: 'API_KEY', apiKey: API_KEY },
+      connection_config: { origin: provider.url, account: 'acme' },
+    });
+    expect([200, 201]).toContain(imported.status);
+    const deadline = Date.now() + 30_000;
+    let item: SyncStatusItem | undefined;
+    while (!item && Date.now() < deadline) {
+      item = (await statusOf([SYNC])).find((s) => s.connection_id === 'conn-c');
+      if (!item) await sleep(200);
+    }
+    expect(item).toBeDefined();
+    expect((await schedule(item!.id)).state.paused).toBe(false);
+    await waitForRun('conn-c', null);
+
+    await nango.deleteConnection(KEY, 'conn-c');
+    await expect(schedule(item!.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    expect((await statusOf('*')).map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
+  });
+
+  it('a worker killed mid-run: another worker resumes from the checkpoint, no record lost or repeated', async () => {
+    // Slow pages of 50: the run takes ~25 s, long enough to kill it midway.
+    provider.pageSize = 50;
+    provider.pageDelayMs = 400;
+    provider.change(200, 500);
+    const before = (await status(CONN_A))[0]!;
+    const pagesBefore = provider.pages.length;
+    await nango.triggerSync(KEY, [SYNC], CONN_A);
+    // Wait until the run has checkpointed a few pages in.
+    const deadline = Date.now() + 30_000;
+    while (provider.pages.length - pagesBefore < 12) {
+      if (Date.now() > deadline) throw new Error('the run never started');
+      await sleep(50);
+    }
+    const killedAt = Date.now();
+    const [worker] = stack.workers;
+    worker!.process.kill('SIGKILL');
+    await new Promise((resolve) => worker!.process.once('exit', resolve));
+    stack.startWorker();
+
+    const done = await waitForRun(CONN_A, before.finishedAt, SYNC, 150_000);
+    expect(done.status).toBe('SUCCESS');
+    const total = provider.contacts.length;
+    expect(done.recordCount).toEqual({ Contact: total });
+    expect(done.latestResult).toEqual({ Contact: { added: 0, updated: 200, deleted: 0 } });
+    // The retry resumed from a checkpoint: no page after the kill started over from the first one.
+    const after = provider.pages.slice(pagesBefore).filter((p) => p.at > killedAt + 1000);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.some((p) => p.cursor === '0')).toBe(false);
+    const { records } = await allRecords(CONN_A);
+    const live = records.filter((r) => r._nango_metadata.deleted_at === null);
+    expect(live).toHaveLength(total);
+    expect(new Set(live.map((r) => r.id))).toEqual(new Set(provider.contacts.map((c) => c.id)));
+    expect(live.filter((r) => r.revision === 2)).toHaveLength(300);
+  });
+});
