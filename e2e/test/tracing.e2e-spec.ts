@@ -1,66 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startStack, type RunningService, type Stack } from '@switchboard/testing';
 import { call } from './support/http';
+import {
+  ancestry,
+  attribute,
+  CLIENT,
+  otlpEnv,
+  SERVER,
+  startCollector,
+  type CollectedSpan,
+} from './support/otlp-collector';
 import { startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
-
-interface CollectedSpan {
-  service: string;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  /** OTLP span kind: 2 server, 3 client. */
-  kind: number;
-  attributes: { key: string; value: { stringValue?: string } }[];
-}
-
-const SERVER = 2;
-const CLIENT = 3;
-const attribute = (span: CollectedSpan, key: string) =>
-  span.attributes.find((a) => a.key === key)?.value.stringValue;
-
-/** The span and its parents within `spans`, innermost first. */
-function ancestry(span: CollectedSpan, spans: CollectedSpan[]): CollectedSpan[] {
-  const chain = [span];
-  for (
-    let parent = spans.find((s) => s.spanId === span.parentSpanId);
-    parent;
-    parent = spans.find((s) => s.spanId === parent!.parentSpanId)
-  ) {
-    chain.push(parent);
-  }
-  return chain;
-}
-
-/** A loopback OTLP/HTTP (JSON) collector: the services export to it exactly as they would to a real one. */
-function startCollector(): Promise<{ server: Server; url: string; spans: CollectedSpan[] }> {
-  const spans: CollectedSpan[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        resourceSpans: {
-          resource: { attributes: { key: string; value: { stringValue?: string } }[] };
-          scopeSpans: { spans: Omit<CollectedSpan, 'service'>[] }[];
-        }[];
-      };
-      for (const rs of body.resourceSpans ?? []) {
-        const service =
-          rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '?';
-        for (const ss of rs.scopeSpans) for (const s of ss.spans) spans.push({ ...s, service });
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => {
-      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans });
-    }),
-  );
-}
 
 describe('tracing across services', () => {
   let stack: Stack;
@@ -75,10 +25,7 @@ describe('tracing across services', () => {
     const engineEnv = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' };
     stack = await startStack({
       env: {
-        OTEL_TRACES_EXPORTER: 'otlp',
-        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
-        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`,
-        OTEL_BSP_SCHEDULE_DELAY: '100',
+        ...otlpEnv(collector.url),
         SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile(),
       },
       serviceEnv: { gateway: engineEnv, proxy: engineEnv },

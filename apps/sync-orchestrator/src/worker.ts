@@ -17,6 +17,7 @@ import { createActionActivities } from './activities/action.activities';
 import { createSyncActivities } from './activities/sync.activities';
 import { InvocationRunner } from './actions/invocation-runner';
 import { loadEnv, type OrchestratorEnv } from './config/env';
+import { workerTracing } from './temporal/tracing';
 import { RecordsStore } from './records/records.store';
 import { SyncRunner } from './syncs/sync-runner';
 
@@ -70,6 +71,7 @@ async function main(): Promise<void> {
         ...createSyncActivities(syncRunner),
       },
       shutdownGraceTime: '10 seconds',
+      ...workerTracing(),
     });
     // run() marks the worker RUNNING synchronously; a worker created but never run would keep the
     // process alive, so one that a signal caught while bundling is run and stopped at once.

@@ -14,6 +14,8 @@ export const EVENT_SUBJECTS = {
   auth: 'events.v1.auth',
   /** A provider webhook was received and stored; the relay routes and forwards it. */
   providerWebhook: 'events.v1.provider-webhook',
+  /** The relay routed a provider webhook to connections; sync-orchestrator runs the matching syncs' onWebhook. */
+  syncWebhook: 'events.v1.sync-webhook',
   /** A sync run finished (later issue). */
   sync: 'events.v1.sync',
   /** An async action finished (later issue). */

@@ -249,8 +249,32 @@ export const providerWebhookEventSchema = z.object({
   bodyEncoding: z.enum(['utf8', 'base64']),
   /** The catalog's routing rules at receipt (`webhook.routing`), so a catalog change never re-routes a stored event. */
   routing: z.array(z.record(z.string(), z.unknown())),
+  /**
+   * The webhook's subscription types, found where the catalog's `webhook.subscription_type` says (GitHub's
+   * `x-github-event` header, Linear's body `type`, ...): what syncs' `webhookSubscriptions` name.
+   */
+  subscriptionTypes: z.array(z.string()).default([]),
 });
 export type ProviderWebhookEvent = z.infer<typeof providerWebhookEventSchema>;
+
+/**
+ * `events.v1.sync-webhook` (published by webhook-relay once it routed a provider webhook to connections):
+ * sync-orchestrator runs the `onWebhook` handler of every sync of the integration whose
+ * `webhookSubscriptions` name one of `subscriptionTypes` (or `*`), once per matched connection.
+ */
+export const syncWebhookEventSchema = z.object({
+  /** Derived from the provider webhook's id: a redelivery is the same event. */
+  id: z.string().min(1).max(200),
+  environmentId: z.number().int(),
+  provider: z.string(),
+  providerConfigKey: z.string(),
+  connectionIds: z.array(z.string()).min(1),
+  subscriptionTypes: z.array(z.string()),
+  /** The provider's body, parsed (JSON, or form fields), as the handler receives it. */
+  payload: z.unknown(),
+  receivedAt: z.string(),
+});
+export type SyncWebhookEvent = z.infer<typeof syncWebhookEventSchema>;
 
 const errorPayloadSchema = z.object({ type: z.string(), description: z.string() }).loose();
 

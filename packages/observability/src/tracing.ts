@@ -13,6 +13,7 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { idGenerator } from './foreign-spans';
 import { METRIC_VIEWS } from './metrics';
 
 let sdk: NodeSDK | undefined;
@@ -49,6 +50,8 @@ export function startTracing(serviceName: string, options: TracingOptions = {}):
       [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME ?? serviceName,
       [ATTR_SERVICE_VERSION]: options.version ?? '0.1.0',
     }),
+    // Random ids, except for spans re-recorded from another runtime (recordForeignSpans).
+    idGenerator,
     textMapPropagator: new CompositePropagator({
       propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
     }),

@@ -159,5 +159,10 @@ export const WebhookSchema = z.strictObject({
   delivery_id: WebhookValueSourceSchema.optional(),
   /** Every rule is applied; the webhook goes to every connection any value matches. */
   routing: z.array(WebhookRoutingRuleSchema).optional(),
+  /**
+   * Where the webhook's type is (GitHub's `x-github-event` header, Linear's body `type`): the names a sync's
+   * `webhookSubscriptions` list. A sync subscribed to one of the values found (or to `*`) gets the webhook.
+   */
+  subscription_type: WebhookValueSourceSchema.optional(),
 });
 export type WebhookDefinition = z.infer<typeof WebhookSchema>;

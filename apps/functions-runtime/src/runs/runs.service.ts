@@ -72,6 +72,7 @@ export class RunsService implements OnModuleInit {
             'switchboard.invocation_id': req.invocationId,
             'switchboard.environment_id': req.caller.environmentId,
             'switchboard.provider_config_key': req.connection.providerConfigKey,
+            ...(req.sync ? { 'switchboard.sync.mode': req.sync.mode } : {}),
           },
         },
         async (span) => {
@@ -148,6 +149,8 @@ export class RunsService implements OnModuleInit {
         provider: scope.provider,
         invocationId: req.invocationId,
         variant: scope.variant,
+        // A sync run in webhook mode runs the script's webhook handler with the provider's payload.
+        entry: req.function.type === 'sync' && req.sync?.mode === 'webhook' ? 'onWebhook' : 'exec',
         lastSyncDate: req.sync?.lastSyncDate ?? null,
         limits,
         // isolated-vm calls back from its own thread, outside Node's async context: the run's span is

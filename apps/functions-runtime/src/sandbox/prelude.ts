@@ -478,13 +478,24 @@ export const PRELUDE_SOURCE = String.raw`
       delete g.__factory;
     }
     const def = module.exports && (module.exports.default || module.exports);
-    if (!def || typeof def.exec !== 'function') {
+    // A sync's webhook handler: zero-yaml createSync({ onWebhook }), or a legacy script's named export.
+    const webhookHandler =
+      meta.entry === 'onWebhook'
+        ? (def && typeof def.onWebhook === 'function' && def.onWebhook) ||
+          (module.exports && typeof module.exports.onWebhookPayloadReceived === 'function' && module.exports.onWebhookPayloadReceived)
+        : undefined;
+    if (meta.entry === 'onWebhook' && !webhookHandler) {
+      return failure('script_load_error', 'the bundle has no webhook handler (onWebhook or onWebhookPayloadReceived)');
+    }
+    if (!webhookHandler && (!def || typeof def.exec !== 'function')) {
       return failure('script_load_error', 'the bundle does not export a function definition with exec()');
     }
     const input = inputJson === undefined ? undefined : JSON.parse(inputJson);
     try {
       let output;
-      if (meta.type === 'action') {
+      if (webhookHandler) {
+        output = await webhookHandler(nango, input);
+      } else if (meta.type === 'action') {
         if (def.input && typeof def.input.safeParse === 'function') {
           const parsed = def.input.safeParse(input);
           if (!parsed.success) {

@@ -107,6 +107,41 @@ describe('runInSandbox', () => {
     expect(empty).toMatchObject({ status: 'failure', error: { code: 'script_load_error' } });
   });
 
+  it("runs a sync's onWebhook with the payload instead of exec when the entry is onWebhook", async () => {
+    const sync = `"use strict";
+      module.exports = { default: { type: "sync",
+        exec: async () => "exec ran",
+        onWebhook: async (nango, payload) => ({ handled: payload.type, connection: nango.connectionId }) } };`;
+    expect(
+      await runInSandbox(request(sync, { type: 'Issue' }, { type: 'sync', entry: 'onWebhook' })),
+    ).toMatchObject({
+      status: 'success',
+      outputJson: JSON.stringify({ handled: 'Issue', connection: 'conn-1' }),
+    });
+    // The same bundle on a schedule runs exec.
+    expect(await runInSandbox(request(sync, undefined, { type: 'sync' }))).toMatchObject({
+      status: 'success',
+      outputJson: '"exec ran"',
+    });
+  });
+
+  it("runs a legacy script's exported onWebhookPayloadReceived, and refuses a bundle without a webhook handler", async () => {
+    const legacy = `"use strict";
+      module.exports = { default: async function fetchData() {},
+        onWebhookPayloadReceived: async (nango, payload) => payload.n * 2 };`;
+    expect(
+      await runInSandbox(request(legacy, { n: 21 }, { type: 'sync', entry: 'onWebhook' })),
+    ).toMatchObject({
+      status: 'success',
+      outputJson: '42',
+    });
+    const none = `"use strict"; module.exports = { default: { type: "sync", exec: async () => 1 } };`;
+    expect(await runInSandbox(request(none, {}, { type: 'sync', entry: 'onWebhook' }))).toMatchObject({
+      status: 'failure',
+      error: { code: 'script_load_error', message: expect.stringContaining('no webhook handler') },
+    });
+  });
+
   it('validates the output against the action output schema', async () => {
     const code = `"use strict";
       var z = require("zod");

@@ -37,6 +37,11 @@ export interface SandboxRequest {
   provider: string;
   invocationId: string;
   variant: string;
+  /**
+   * Which handler of the bundle runs: `exec` (the default), or a sync's webhook handler (`onWebhook` of
+   * `createSync`, or a legacy script's exported `onWebhookPayloadReceived`) with `input` as the payload.
+   */
+  entry?: 'exec' | 'onWebhook';
   /** Syncs: when the last successful run started (`nango.lastSyncDate`), null on a first or full run. */
   lastSyncDate?: string | null;
   limits: RunLimits;
@@ -303,6 +308,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         provider: req.provider,
         invocationId: req.invocationId,
         variant: req.variant,
+        entry: req.entry ?? 'exec',
         lastSyncDate: req.lastSyncDate ?? null,
         outputLimitBytes: req.limits.outputBytes,
         logLineChars: req.limits.logLineChars,

@@ -9,7 +9,7 @@ import {
   type OnEventType,
   type RunLogsResponse,
 } from '@switchboard/contracts';
-import type { OrchestratorDb } from '@switchboard/db';
+import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { Client } from '@temporalio/client';
 import type { z } from 'zod';
@@ -179,6 +179,42 @@ export class ActionsService {
       },
     });
     return id;
+  }
+
+  /**
+   * Starts a background run whose invocation id derives from the event that caused it, once: an id seen
+   * before is left alone, unless Temporal was unreachable when it was first started (the event is retried
+   * for that, and the run is started again).
+   */
+  async startOnce(fn: FunctionWithVersion, workflow: InvocationWorkflowInput): Promise<boolean> {
+    const invocationId = workflow.invocationId;
+    const existing = await this.db.invocation.findUnique({ where: { id: invocationId } });
+    const unscheduled =
+      existing?.status === 'failed' &&
+      (existing.error as { code?: string } | null)?.code === 'service_unavailable';
+    if (existing && !unscheduled) return false;
+    if (existing) {
+      await this.db.invocation.update({
+        where: { id: invocationId },
+        data: { status: 'running', error: Prisma.DbNull, finishedAt: null },
+      });
+    } else
+      await this.db.invocation.create({
+        data: {
+          id: invocationId,
+          environmentId: workflow.caller.environmentId,
+          functionId: fn.id,
+          versionId: fn.currentVersion!.id,
+          functionName: fn.name,
+          functionType: fn.type,
+          providerConfigKey: fn.providerConfigKey,
+          connectionId: workflow.connectionId,
+          async: true,
+          maxRetries: workflow.maxRetries,
+        },
+      });
+    await this.startWorkflow(workflow);
+    return true;
   }
 
   async startWorkflow(input: InvocationWorkflowInput): Promise<void> {

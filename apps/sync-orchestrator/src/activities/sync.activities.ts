@@ -4,13 +4,18 @@ import type { BegunSyncRun, SyncRunner, SyncRunOutcome } from '../syncs/sync-run
 /** What a sync schedule starts: the sync row; everything else is read when the run begins. */
 export interface SyncWorkflowInput {
   syncId: string;
+  /**
+   * A run of the script's onWebhook handler (started by a provider webhook, not the schedule): the
+   * provider's parsed payload, which the workflow's history keeps.
+   */
+  webhook?: { payload: unknown };
 }
 
 /** Activities of sync runs, built once by the worker with its Postgres, NATS and records store. */
 export function createSyncActivities(runner: SyncRunner) {
   return {
     /** Records the run (null: the sync or its function is gone, nothing to run). */
-    beginSyncRun(input: { syncId: string; runId: string; workflowId: string }): Promise<BegunSyncRun | null> {
+    beginSyncRun(input: Parameters<SyncRunner['begin']>[0]): Promise<BegunSyncRun | null> {
       return runner.begin(input);
     },
 

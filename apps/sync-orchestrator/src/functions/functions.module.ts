@@ -11,12 +11,14 @@ import { ORCHESTRATOR_DB } from '../database/database.module';
 import { AuthEventsConsumer } from '../on-event/auth-events.consumer';
 import { OnEventHandlers } from '../on-event/on-event.handlers';
 import { OnEventService } from '../on-event/on-event.service';
+import { SyncWebhooksConsumer } from '../sync-webhooks/sync-webhooks.consumer';
+import { SyncWebhooksService } from '../sync-webhooks/sync-webhooks.service';
 import { DeployService } from './deploy.service';
 import { FunctionsHandlers } from './functions.handlers';
 import { FunctionsRepository } from './functions.repository';
 import { IntegrationDirectory } from './integration-directory';
 
-/** Deployed functions, their API, actions, on-event scripts and checkpoints. */
+/** Deployed functions, their API, actions, on-event scripts, syncs' onWebhook runs and checkpoints. */
 @Module({
   imports: [SyncsModule],
   controllers: [FunctionsHandlers, ActionsHandlers, CheckpointsHandlers, OnEventHandlers],
@@ -27,6 +29,8 @@ import { IntegrationDirectory } from './integration-directory';
     ActionsService,
     OnEventService,
     AuthEventsConsumer,
+    SyncWebhooksService,
+    SyncWebhooksConsumer,
     {
       provide: InvocationRunner,
       inject: [ORCHESTRATOR_DB, NatsRequester, NATS_CONNECTION],

@@ -5,10 +5,11 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { authEventSchema, EVENT_STREAM, EVENT_SUBJECTS } from '@switchboard/contracts';
-import { ensureEventStream, NATS_CONNECTION } from '@switchboard/messaging';
+import { authEventSchema, EVENT_SUBJECTS } from '@switchboard/contracts';
+import { NATS_CONNECTION } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
-import { AckPolicy, DeliverPolicy, nanos, type ConsumerMessages, type NatsConnection } from 'nats';
+import type { ConsumerMessages, NatsConnection } from 'nats';
+import { consumeDurably } from '../events/durable-consumer';
 import { SyncsService } from '../syncs/syncs.service';
 import { OnEventService } from './on-event.service';
 
@@ -40,49 +41,15 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
       check: async () =>
         this.ready ? { ok: true } : { ok: false, detail: 'JetStream consumer not started' },
     });
-    await ensureEventStream(this.nc);
-    const jsm = await this.nc.jetstreamManager();
-    try {
-      await jsm.consumers.info(EVENT_STREAM.name, AUTH_EVENTS_DURABLE);
-    } catch {
-      try {
-        await jsm.consumers.add(EVENT_STREAM.name, {
-          durable_name: AUTH_EVENTS_DURABLE,
-          filter_subject: EVENT_SUBJECTS.auth,
-          ack_policy: AckPolicy.Explicit,
-          ack_wait: nanos(30_000),
-          // Connections created before the first orchestrator started have no scripts to run yet.
-          deliver_policy: DeliverPolicy.New,
-        });
-      } catch (error) {
-        if (!/already (exists|in use)/i.test((error as Error).message)) throw error;
-      }
-    }
-    const consumer = await this.nc.jetstream().consumers.get(EVENT_STREAM.name, AUTH_EVENTS_DURABLE);
-    this.messages = await consumer.consume({ max_messages: 64 });
-    this.ready = true;
-    void (async () => {
-      for await (const message of this.messages!) {
-        const parsed = authEventSchema.safeParse(
-          (() => {
-            try {
-              return message.json();
-            } catch {
-              return undefined;
-            }
-          })(),
-        );
-        if (!parsed.success) {
-          this.logger.error('dropping a malformed auth event');
-          message.term();
-          continue;
-        }
-        const event = parsed.data;
-        if (event.operation !== 'creation' || !event.success) {
-          message.ack();
-          continue;
-        }
-        try {
+    this.messages = await consumeDurably(
+      this.nc,
+      {
+        durable: AUTH_EVENTS_DURABLE,
+        subject: EVENT_SUBJECTS.auth,
+        schema: authEventSchema,
+        what: 'auth event',
+        handle: async (event) => {
+          if (event.operation !== 'creation' || !event.success) return;
           await this.onEvents.connectionCreated(event);
           // The integration's syncs get their schedules on the new connection (idempotent on redelivery).
           await this.syncs.connectionCreated(
@@ -90,18 +57,11 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
             event.providerConfigKey,
             event.connectionId,
           );
-          message.ack();
-        } catch (error) {
-          const delay = Math.min(60_000, 1000 * 2 ** Math.min(message.info.redeliveryCount, 6));
-          this.logger.warn(
-            `post-connection-creation scripts not started (try ${message.info.redeliveryCount}), retrying in ${delay} ms: ${(error as Error).message}`,
-          );
-          message.nak(delay);
-        }
-      }
-    })().catch((error: unknown) =>
-      this.logger.error(`auth events consumer stopped: ${(error as Error).message}`),
+        },
+      },
+      this.logger,
     );
+    this.ready = true;
   }
 
   onApplicationShutdown(): void {

@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { AuthEvent, Caller, OnEventReply } from '@switchboard/contracts';
-import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { ActionsService } from '../actions/actions.service';
 import { InvocationRunner } from '../actions/invocation-runner';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
-import { ORCHESTRATOR_DB } from '../database/database.module';
 import { callerOfEnvironment } from '../functions/environment-caller';
 import { IntegrationDirectory } from '../functions/integration-directory';
 
@@ -31,7 +29,6 @@ export class OnEventService {
   private readonly logger = new Logger('OnEvents');
 
   constructor(
-    @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly actions: ActionsService,
     private readonly runner: InvocationRunner,
     private readonly integrations: IntegrationDirectory,
@@ -51,35 +48,8 @@ export class OnEventService {
     if (!caller) return 0; // the environment is gone: nothing to run for
     let started = 0;
     for (const fn of scripts) {
-      const invocationId = invocationIdFor(event.id, fn.id);
-      const existing = await this.db.invocation.findUnique({ where: { id: invocationId } });
-      // Seen before: started already, unless Temporal was unreachable then (the event was retried for that).
-      const unscheduled =
-        existing?.status === 'failed' &&
-        (existing.error as { code?: string } | null)?.code === 'service_unavailable';
-      if (existing && !unscheduled) continue;
-      if (existing) {
-        await this.db.invocation.update({
-          where: { id: invocationId },
-          data: { status: 'running', error: Prisma.DbNull, finishedAt: null },
-        });
-      } else
-        await this.db.invocation.create({
-          data: {
-            id: invocationId,
-            environmentId: event.environmentId,
-            functionId: fn.id,
-            versionId: fn.currentVersion!.id,
-            functionName: fn.name,
-            functionType: fn.type,
-            providerConfigKey: fn.providerConfigKey,
-            connectionId: event.connectionId,
-            async: true,
-            maxRetries: POST_CREATION_RETRIES,
-          },
-        });
-      await this.actions.startWorkflow({
-        invocationId,
+      const fresh = await this.actions.startOnce(fn, {
+        invocationId: invocationIdFor(event.id, fn.id),
         caller,
         provider: event.provider,
         connectionId: event.connectionId,
@@ -89,7 +59,7 @@ export class OnEventService {
         wallTimeMs: this.env.SWITCHBOARD_ACTION_TIMEOUT_MS,
         notify: false,
       });
-      started += 1;
+      if (fresh) started += 1;
     }
     return started;
   }

@@ -16,7 +16,8 @@ import { IntegrationDirectory } from '../functions/integration-directory';
 import { modelKeyOf, type ModelCounts, type SyncRecords } from './sync-records';
 
 export const SYNC_RUN_STATUS = { running: 'RUNNING', success: 'SUCCESS', stopped: 'STOPPED' } as const;
-export type SyncRunType = 'INITIAL' | 'INCREMENTAL' | 'FULL';
+/** `WEBHOOK`: a run of the script's onWebhook handler with a provider webhook's payload. */
+export type SyncRunType = 'INITIAL' | 'INCREMENTAL' | 'FULL' | 'WEBHOOK';
 
 /** A run the workflow may go on with: what the script needs, fixed at its start (history keeps it). */
 export interface BegunSyncRun {
@@ -25,6 +26,8 @@ export interface BegunSyncRun {
   provider: string;
   timeoutMs: number;
   heartbeatTimeoutMs: number;
+  /** A WEBHOOK run: the provider's payload the onWebhook handler gets (added by the workflow). */
+  webhookPayload?: unknown;
 }
 
 export type SyncRunOutcome =
@@ -37,7 +40,10 @@ export interface SyncRunnerDeps {
   nats: NatsRequester;
   nc: NatsConnection;
   records: SyncRecords;
-  env: Pick<OrchestratorEnv, 'SWITCHBOARD_SYNC_TIMEOUT_MS' | 'SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS'>;
+  env: Pick<
+    OrchestratorEnv,
+    'SWITCHBOARD_SYNC_TIMEOUT_MS' | 'SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS' | 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS'
+  >;
 }
 
 /** How often the run activity tells Temporal it is alive while the script runs. */
@@ -52,7 +58,13 @@ const HEARTBEAT_EVERY_MS = 2_000;
 export class SyncRunner {
   constructor(private readonly deps: SyncRunnerDeps) {}
 
-  async begin(input: { syncId: string; runId: string; workflowId: string }): Promise<BegunSyncRun | null> {
+  async begin(input: {
+    syncId: string;
+    runId: string;
+    workflowId: string;
+    /** A run of the onWebhook handler: no reset is honoured, lastSyncDate is left as it is. */
+    webhook?: boolean;
+  }): Promise<BegunSyncRun | null> {
     const { db } = this.deps;
     const sync = await db.sync.findUnique({ where: { id: input.syncId } });
     if (!sync) return null; // deleted since the schedule fired
@@ -82,7 +94,7 @@ export class SyncRunner {
         functionName: sync.name,
         variant: sync.variant,
       };
-      const reset = sync.resetPending;
+      const reset = sync.resetPending && !input.webhook;
       await db.$transaction(async (tx) => {
         if (reset) {
           // A full resync: the script starts over, from no checkpoint and no lastSyncDate.
@@ -95,7 +107,13 @@ export class SyncRunner {
         const checkpoint = await tx.functionCheckpoint.findUnique({
           where: { environmentId_providerConfigKey_connectionId_functionName_variant: checkpointKey },
         });
-        const type: SyncRunType = reset ? 'FULL' : sync.lastSyncDate ? 'INCREMENTAL' : 'INITIAL';
+        const type: SyncRunType = input.webhook
+          ? 'WEBHOOK'
+          : reset
+            ? 'FULL'
+            : sync.lastSyncDate
+              ? 'INCREMENTAL'
+              : 'INITIAL';
         await tx.syncRun.create({
           data: {
             id: input.runId,
@@ -113,7 +131,9 @@ export class SyncRunner {
       runId: input.runId,
       caller,
       provider,
-      timeoutMs: this.deps.env.SWITCHBOARD_SYNC_TIMEOUT_MS,
+      timeoutMs: input.webhook
+        ? this.deps.env.SWITCHBOARD_WEBHOOK_TIMEOUT_MS
+        : this.deps.env.SWITCHBOARD_SYNC_TIMEOUT_MS,
       heartbeatTimeoutMs: this.deps.env.SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS,
     };
   }
@@ -161,8 +181,9 @@ export class SyncRunner {
         lastSyncDate: sync.lastSyncDate?.toISOString() ?? null,
         models: config.returns,
         trackDeletes: config.track_deletes,
-        mode: run.type === 'FULL' ? 'full' : 'incremental',
+        mode: run.type === 'WEBHOOK' ? 'webhook' : run.type === 'FULL' ? 'full' : 'incremental',
       },
+      ...(run.type === 'WEBHOOK' ? { input: begun.webhookPayload ?? null } : {}),
       attempt,
       depth: 0,
       limits: { wallTimeMs: begun.timeoutMs },
@@ -228,13 +249,17 @@ export class SyncRunner {
       syncName: sync.name,
       syncVariant: sync.variant,
       // Nango reports a full run as INITIAL.
-      syncType: run.type === 'INCREMENTAL' ? ('INCREMENTAL' as const) : ('INITIAL' as const),
+      syncType:
+        run.type === 'WEBHOOK' || run.type === 'INCREMENTAL'
+          ? (run.type as 'WEBHOOK' | 'INCREMENTAL')
+          : ('INITIAL' as const),
       checkpoints,
     };
     const now = new Date();
 
     if (outcome.status === 'succeeded') {
-      if (config.track_deletes) {
+      // A webhook brings some changes, never the full list: nothing unseen is deleted after it.
+      if (config.track_deletes && run.type !== 'WEBHOOK') {
         for (const model of models) {
           await records.deleteUnseen(scope, modelKeyOf(model, sync.variant), run.id);
         }
@@ -272,7 +297,8 @@ export class SyncRunner {
         db.sync.update({
           where: { id: sync.id },
           data: {
-            lastSyncDate: run.startedAt,
+            // lastSyncDate is the start of the last scheduled run that succeeded, what the next one reads from.
+            ...(run.type === 'WEBHOOK' ? {} : { lastSyncDate: run.startedAt }),
             latestResult: result as unknown as Prisma.InputJsonValue,
           },
         }),

@@ -11,6 +11,7 @@ import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { TemporalHandlers } from './temporal.handlers';
 import { TemporalHealthCheck } from './temporal.health';
+import { clientInterceptors } from './tracing';
 
 /** One place for how this service dials Temporal (TLS and API keys would go here), shared with the probe. */
 const connectionOptions = (env: OrchestratorEnv): ConnectionOptions => ({ address: env.TEMPORAL_ADDRESS });
@@ -51,7 +52,7 @@ class TemporalLifecycle implements OnModuleInit, OnApplicationShutdown {
       provide: Client,
       inject: [Connection, ORCHESTRATOR_ENV],
       useFactory: (connection: Connection, env: OrchestratorEnv) =>
-        new Client({ connection, namespace: env.TEMPORAL_NAMESPACE }),
+        new Client({ connection, namespace: env.TEMPORAL_NAMESPACE, interceptors: clientInterceptors() }),
     },
     TemporalLifecycle,
   ],

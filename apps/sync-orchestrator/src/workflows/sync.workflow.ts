@@ -26,6 +26,7 @@ export async function syncWorkflow(input: SyncWorkflowInput): Promise<string> {
     syncId: input.syncId,
     runId,
     workflowId: workflowInfo().workflowId,
+    ...(input.webhook ? { webhook: true } : {}),
   });
   if (!begun) return 'skipped';
   const { runSyncScript } = proxyActivities<SyncActivities>({
@@ -36,7 +37,9 @@ export async function syncWorkflow(input: SyncWorkflowInput): Promise<string> {
   });
   let outcome: SyncRunOutcome;
   try {
-    outcome = await runSyncScript(begun);
+    outcome = await runSyncScript(
+      input.webhook ? { ...begun, webhookPayload: input.webhook.payload } : begun,
+    );
   } catch (error) {
     if (isCancellation(error)) {
       await CancellationScope.nonCancellable(() =>

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   connectionsChangedSchema,
+  EVENT_SUBJECTS,
   VAULT_SUBJECTS,
   WEBHOOK_VERIFIED_HEADER,
   type AsyncActionEvent,
@@ -11,9 +12,10 @@ import {
   type matchedConnectionSchema,
   type ProviderWebhookEvent,
   type SyncEvent,
+  type SyncWebhookEvent,
   type WebhookEventType,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import {
   loadCatalog,
@@ -68,12 +70,12 @@ export class EventPlanner {
     private readonly settings: SettingsService,
     private readonly environments: EnvironmentDirectory,
     private readonly nats: NatsRequester,
-    @Inject(NATS_CONNECTION) nc: NatsConnection,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(WEBHOOK_RELAY_ENV) env: WebhookRelayEnv,
   ) {
     this.catalog = loadCatalog({ overridesFile: env.SWITCHBOARD_PROVIDERS_FILE });
     // Every replica listens (no queue group): each keeps its own cache.
-    nc.subscribe(VAULT_SUBJECTS.changed, {
+    this.nc.subscribe(VAULT_SUBJECTS.changed, {
       callback: (error, message) => {
         if (error) return;
         try {
@@ -144,7 +146,6 @@ export class EventPlanner {
   }
 
   async planProviderWebhook(event: ProviderWebhookEvent): Promise<NewDelivery[]> {
-    if (!event.forward) return [];
     const raw = Buffer.from(event.body, event.bodyEncoding);
     const parsed = parseBody(raw, event.contentType ?? undefined);
     const rules = this.routingRules(event.routing);
@@ -160,6 +161,9 @@ export class EventPlanner {
       );
       for (const connection of found) matched.set(connection.connectionId, connection);
     }
+    // The syncs' onWebhook handlers get the webhook whether or not it is forwarded to the customer.
+    if (matched.size > 0) await this.publishSyncWebhook(event, [...matched.keys()], parsed);
+    if (!event.forward) return [];
 
     const settings = await this.settings.forDelivery(
       event.environmentId,
@@ -280,6 +284,29 @@ export class EventPlanner {
       body,
       { connectionId: event.connectionId, providerConfigKey: event.providerConfigKey },
     );
+  }
+
+  /**
+   * Hands a routed webhook to sync-orchestrator on JetStream, before this event is acknowledged: a relay
+   * killed after publishing publishes again on redelivery, and the same `Nats-Msg-Id` stores it once (the
+   * orchestrator's workflow ids are derived from the event id too, so nothing runs twice either way).
+   */
+  private async publishSyncWebhook(
+    event: ProviderWebhookEvent,
+    connectionIds: string[],
+    payload: unknown,
+  ): Promise<void> {
+    const syncWebhook: SyncWebhookEvent = {
+      id: `sync-webhook-${event.id}`,
+      environmentId: event.environmentId,
+      provider: event.provider,
+      providerConfigKey: event.providerConfigKey,
+      connectionIds: connectionIds.sort(),
+      subscriptionTypes: event.subscriptionTypes,
+      payload: payload ?? null,
+      receivedAt: event.receivedAt,
+    };
+    await publishEvent(this.nc, EVENT_SUBJECTS.syncWebhook, syncWebhook.id, syncWebhook);
   }
 
   /** Parsed routing rules, memoised: every webhook of a provider carries the same few rules. */

@@ -219,6 +219,9 @@ export class IngressService {
       body: request.body,
       bodyEncoding: request.bodyEncoding,
       routing: routing as Record<string, unknown>[],
+      subscriptionTypes: definition?.subscription_type
+        ? [...new Set(valuesAt(definition.subscription_type, webhook))]
+        : [],
     };
     try {
       await publishEvent(this.nc, EVENT_SUBJECTS.providerWebhook, id, event);

@@ -1,0 +1,60 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { EVENT_SUBJECTS, syncWebhookEventSchema } from '@switchboard/contracts';
+import { NATS_CONNECTION } from '@switchboard/messaging';
+import { HealthRegistry } from '@switchboard/service-kit';
+import type { ConsumerMessages, NatsConnection } from 'nats';
+import { consumeDurably } from '../events/durable-consumer';
+import { SyncWebhooksService } from './sync-webhooks.service';
+
+export const SYNC_WEBHOOKS_DURABLE = 'sync-orchestrator-sync-webhook';
+
+/**
+ * Reads `events.v1.sync-webhook` (webhook-relay publishes one per routed provider webhook) and starts the
+ * matching syncs' onWebhook runs. The message is acknowledged once their workflows are started; while no
+ * orchestrator runs, the events wait in the stream.
+ */
+@Injectable()
+export class SyncWebhooksConsumer implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('SyncWebhooks');
+  private messages: ConsumerMessages | undefined;
+  private ready = false;
+
+  constructor(
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly webhooks: SyncWebhooksService,
+    private readonly health: HealthRegistry,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.health.register({
+      name: 'sync-webhooks-consumer',
+      readinessOnly: true,
+      check: async () =>
+        this.ready ? { ok: true } : { ok: false, detail: 'JetStream consumer not started' },
+    });
+    this.messages = await consumeDurably(
+      this.nc,
+      {
+        durable: SYNC_WEBHOOKS_DURABLE,
+        subject: EVENT_SUBJECTS.syncWebhook,
+        schema: syncWebhookEventSchema,
+        what: 'sync webhook',
+        handle: async (event) => {
+          await this.webhooks.dispatch(event);
+        },
+      },
+      this.logger,
+    );
+    this.ready = true;
+  }
+
+  onApplicationShutdown(): void {
+    this.messages?.stop();
+  }
+}
