@@ -3,8 +3,8 @@ import { AttributeSets, meterFor } from '@switchboard/observability';
 const meter = meterFor('@switchboard/sync-orchestrator');
 
 /**
- * The hook for sync metrics (syncs run in the next issue): call `recordSyncRun` from the activity that
- * closes a run (never from workflow code: Temporal's workflow sandbox must stay deterministic and has no
+ * Sync metrics, recorded by `finishSyncRun` (syncs/sync-runner.ts), the activity that closes a run (never
+ * from workflow code: Temporal's workflow sandbox must stay deterministic and has no
  * meter). `switchboard.sync.run.duration` by sync type (`full`/`incremental`) and outcome;
  * `switchboard.sync.records` by kind (`added`, `updated`, `deleted`). Sync and integration names are
  * left out: customers choose them, so they are unbounded.

@@ -11,6 +11,7 @@ import { publishEvent, type NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { OrchestratorEnv } from '../config/env';
 import { callerOfEnvironment } from '../functions/environment-caller';
+import { recordSyncRun } from '../metrics';
 import type { StoredConfig } from '../functions/function-config';
 import { IntegrationDirectory } from '../functions/integration-directory';
 import { modelKeyOf, type ModelCounts, type SyncRecords } from './sync-records';
@@ -304,6 +305,20 @@ export class SyncRunner {
         }),
       ]);
       await records.forgetRun(run.id);
+      const total = Object.values(result).reduce(
+        (sum, c) => ({
+          added: sum.added + c.added,
+          updated: sum.updated + c.updated,
+          deleted: sum.deleted + c.deleted,
+        }),
+        { added: 0, updated: 0, deleted: 0 },
+      );
+      recordSyncRun({
+        syncType: run.type === 'INCREMENTAL' ? 'incremental' : 'full',
+        outcome: 'success',
+        durationMs: now.getTime() - run.startedAt.getTime(),
+        records: total,
+      });
       return;
     }
 
@@ -337,5 +352,11 @@ export class SyncRunner {
     });
     // A failed run's next one starts a new generation: what this one saw no longer matters.
     await records.forgetRun(run.id);
+    recordSyncRun({
+      syncType: run.type === 'INCREMENTAL' ? 'incremental' : 'full',
+      outcome: outcome.status === 'failed' ? 'failure' : 'cancelled',
+      durationMs: now.getTime() - run.startedAt.getTime(),
+      records: { added: 0, updated: 0, deleted: 0 },
+    });
   }
 }
