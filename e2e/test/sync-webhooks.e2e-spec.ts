@@ -18,7 +18,8 @@ const LINEAR_SECRET = `lin-${randomUUID()}`;
  * A sync's `onWebhook` handler through the public surface: the official `nango` CLI deploys a sync that
  * subscribes to Linear's `Issue` webhooks, signed Linear webhooks come in at `/webhook/...`, the relay
  * routes them to the connection of their organization, and the handler runs on Temporal for that
- * connection only. What it saw is written to the connection's metadata, read with `@nangohq/node`.
+ * connection only. It saves the issue with `batchSave` (read back with `listRecords`) and appends what it
+ * saw to the connection's metadata (read with `getMetadata`), both through `@nangohq/node`.
  */
 describe("syncs' onWebhook handlers", () => {
   let stack: Stack;
@@ -125,6 +126,23 @@ describe("syncs' onWebhook handlers", () => {
     await linearWebhook('org-b', 'Issue', 'remove', 'iss-9');
     expect(await waitForSeen('conn-org-b', 'Issue:remove:iss-9')).toEqual(['Issue:remove:iss-9']);
     expect(await seenBy('conn-org-a')).toEqual(['Issue:create:iss-1', 'Issue:update:iss-1']);
+
+    // What the handler saved with batchSave is each connection's records (the update changed iss-1).
+    const records = async (connectionId: string) =>
+      (
+        await nango.listRecords({ providerConfigKey: 'linear', connectionId, model: 'LinearIssue' })
+      ).records.map((r) => ({
+        id: r.id,
+        title: r.title,
+        action: r.action,
+        last: r._nango_metadata.last_action,
+      }));
+    expect(await records('conn-org-a')).toEqual([
+      { id: 'iss-1', title: 'title of iss-1', action: 'update', last: 'UPDATED' },
+    ]);
+    expect(await records('conn-org-b')).toEqual([
+      { id: 'iss-9', title: 'title of iss-9', action: 'remove', last: 'ADDED' },
+    ]);
   });
 
   it('runs a handler once for a webhook the provider delivers twice (same delivery id)', async () => {
