@@ -85,12 +85,13 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
 
     it('lists the deployed functions of the integration with filters and pages', async () => {
       const all = await nango.listFunctions({ uniqueKey: 'fakehub' });
-      expect(all.pagination).toEqual({ total: 7, page: 0, limit: 20 });
+      expect(all.pagination).toEqual({ total: 8, page: 0, limit: 20 });
       expect(all.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
         'action:refuse',
         'action:relay-summary',
         'action:slow-echo',
         'action:summarize-items',
+        'on-event:check-account',
         'on-event:farewell',
         'on-event:mark-onboarded',
         'sync:items',
@@ -105,7 +106,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const searched = await nango.listFunctions({ uniqueKey: 'fakehub' }, { search: 'IZE-IT' });
       expect(searched.data.map((f) => f.name)).toEqual(['summarize-items']);
       const page = await nango.listFunctions({ uniqueKey: 'fakehub' }, { page: 1, limit: 3 });
-      expect(page.pagination).toEqual({ total: 7, page: 1, limit: 3 });
+      expect(page.pagination).toEqual({ total: 8, page: 1, limit: 3 });
       expect(page.data).toHaveLength(3);
       expectError(await api('GET', '/integrations/fakehub/functions?limit=101'), 400, 'invalid_query_params');
       expectError(await api('GET', '/integrations/nope/functions'), 404, 'not_found');
@@ -181,7 +182,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         }),
       ]);
       // single mode never deletes: everything deployed before is still there.
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(8);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(9);
 
       const ambiguous = await failure(nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'items' }));
       expect(ambiguous.status).toBe(409);
@@ -232,7 +233,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         'slow-echo',
         'summarize-items',
       ]);
-      expect(fakehub!['on-events'].map((o) => o.name)).toEqual(['farewell', 'mark-onboarded']);
+      expect(fakehub!['on-events'].map((o) => o.name)).toEqual([
+        'check-account',
+        'farewell',
+        'mark-onboarded',
+      ]);
       expect(fakehub!.actions.find((a) => a.name === 'summarize-items')).toMatchObject({
         version: '1.0.0',
         endpoints: [{ method: 'POST', path: '/fakehub/summary', group: 'Items' }],
@@ -296,7 +301,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       } finally {
         rmSync(bad, { recursive: true, force: true });
       }
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(8);
     });
 
     it('deploys a body larger than one NATS message (several bundles near the cap)', async () => {
@@ -353,7 +358,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         400,
         'invalid_body',
       );
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(8);
     });
   });
 
@@ -660,6 +665,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         'action:relay-summary',
         'action:slow-echo',
         'action:summarize-items',
+        'on-event:check-account',
         'on-event:farewell',
         'on-event:mark-onboarded',
       ]);
@@ -706,6 +712,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         'action:relay-summary',
         'action:slow-echo',
         'action:summarize-items',
+        'on-event:check-account',
         'on-event:farewell',
         'on-event:mark-onboarded',
       ]);
@@ -713,9 +720,10 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
   });
 
   describe('on-event scripts', () => {
-    it('runs post-connection-creation after a connection is authorised through a connect session', async () => {
+    /** What the connect page does when an end user submits an API key in a connect session. */
+    const connectWithKey = async (endUserId: string, apiKey: string) => {
       const session = await api('POST', '/connect/sessions', {
-        end_user: { id: 'on-event-user' },
+        end_user: { id: endUserId },
         allowed_integrations: ['fakehub'],
         // The catalog entry requires these (its origin pinned to the fakes on loopback).
         integrations_config_defaults: {
@@ -724,14 +732,42 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       });
       if (session.status !== 201) throw new Error(session.text);
       const token = (session.body as { data: { token: string } }).data.token;
-      const connected = await call(
+      return call(
         stack.gatewayUrl,
         'POST',
         `/api-auth/api-key/fakehub?connect_session_token=${encodeURIComponent(token)}`,
-        { body: { apiKey: API_KEY } },
+        { body: { apiKey } },
       );
+    };
+
+    it('refuses a new connection its validate-connection script rejects: the reason, and nothing stored', async () => {
+      const before = provider.seen.length;
+      const refused = await connectWithKey('refused-user', 'a-key-fakehub-never-issued');
+      // The status, code and message the connect page shows the end user (its #form-error).
+      expectError(refused, 400, 'connection_validation_failed');
+      expect((refused.body as { error: { message: string } }).error.message).toBe(
+        'fakehub does not know this API key: copy it again from Settings, API keys',
+      );
+      // The script called the provider through the proxy with the candidate key, never stored.
+      const checks = provider.seen.slice(before).filter((c) => c.url === '/v2/account');
+      expect(checks.map((c) => c.headers['x-api-key'])).toEqual(['a-key-fakehub-never-issued']);
+      expect(await nango.listConnections({ userId: 'refused-user' })).toEqual({ connections: [] });
+      const listed = await api('GET', '/connections?integrationId=fakehub');
+      expect(
+        (listed.body as { connections: { end_user: { id: string } | null }[] }).connections.filter(
+          (c) => c.end_user?.id === 'refused-user',
+        ),
+      ).toEqual([]);
+    });
+
+    it('runs post-connection-creation after a connection is authorised through a connect session', async () => {
+      const before = provider.seen.length;
+      const connected = await connectWithKey('on-event-user', API_KEY);
       if (connected.status !== 200) throw new Error(connected.text);
       const { connectionId } = connected.body as { connectionId: string };
+      // validate-connection accepted it first, having seen the key belongs to the configured account.
+      const checks = provider.seen.slice(before).filter((c) => c.url === '/v2/account');
+      expect(checks.map((c) => c.headers['x-api-key'])).toEqual([API_KEY]);
       const started = Date.now();
       for (;;) {
         const connection = (await nango.getConnection('fakehub', connectionId)) as {

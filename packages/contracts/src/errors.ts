@@ -58,6 +58,8 @@ export const ERROR_CODES = [
   'invalid_action_output',
   'action_output_too_large',
   'script_timeout',
+  /** A validate-connection script refused a new connection (Nango's code). */
+  'connection_validation_failed',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

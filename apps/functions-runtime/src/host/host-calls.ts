@@ -10,6 +10,7 @@ import {
   checkpointSaveRequestSchema,
   type ApiProvider,
   type ApiPublicConnectionFull,
+  type CandidateConnection,
   type Caller,
   type CheckpointReply,
   type ConnectionCredentials,
@@ -32,6 +33,11 @@ export interface RunScope {
   providerConfigKey: string;
   provider: string;
   variant: string;
+  /**
+   * validate-connection: the connection being validated, which the vault does not hold yet. The calls
+   * that read the connection use it instead of the vault; the calls that would write it are refused.
+   */
+  candidate?: CandidateConnection;
   /** The run's `depth` (how many triggerAction calls led to it). */
   depth: number;
   /** Aborted at the run's wall clock: provider calls in flight stop, new ones are refused. */
@@ -67,6 +73,37 @@ function ownConnection(scope: RunScope, providerConfigKey?: string | null, conne
   ) {
     throw new HostCallError('script_forbidden_call', 'a function may only use the connection it runs for');
   }
+}
+
+/** A validate-connection run may not write a connection that does not exist yet. */
+function notWhileValidating(scope: RunScope, call: string): void {
+  if (scope.candidate) {
+    throw new HostCallError(
+      'script_forbidden_call',
+      `nango.${call} is not available while the connection is validated: it is not stored yet`,
+    );
+  }
+}
+
+/** `getConnection()` of a connection not stored yet: the fields a stored one would have, from the candidate. */
+function candidateConnection(scope: RunScope, candidate: CandidateConnection): ApiPublicConnectionFull {
+  const now = new Date().toISOString();
+  return {
+    id: 0,
+    connection_id: scope.connectionId,
+    provider_config_key: scope.providerConfigKey,
+    provider: scope.provider,
+    errors: [],
+    end_user: null,
+    tags: {},
+    metadata: candidate.metadata,
+    connection_config: candidate.connectionConfig,
+    webhook_url_override: null,
+    created_at: now,
+    updated_at: now,
+    last_fetched_at: null,
+    credentials: candidate.credentials,
+  };
 }
 
 /** Nango's `getToken()`: the access token, or the credentials' own shape where there is none. */
@@ -162,13 +199,15 @@ export class HostCalls {
       providerConfigKey: s.providerConfigKey,
     });
     const connection = (s: RunScope) =>
-      this.nats.request<ApiPublicConnectionFull>(CONNECTIONS_API_SUBJECTS.get, {
-        ...key(s),
-        includeCredentials: true,
-        includeRefreshToken: false,
-        forceRefresh: false,
-        refreshGithubAppJwtToken: false,
-      });
+      s.candidate
+        ? Promise.resolve(candidateConnection(s, s.candidate))
+        : this.nats.request<ApiPublicConnectionFull>(CONNECTIONS_API_SUBJECTS.get, {
+            ...key(s),
+            includeCredentials: true,
+            includeRefreshToken: false,
+            forceRefresh: false,
+            refreshGithubAppJwtToken: false,
+          });
     const hostScope = (s: RunScope) => ({
       ...key(s),
       functionName: s.functionName,
@@ -182,7 +221,11 @@ export class HostCalls {
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
           if (s.deadline.aborted) throw new HostCallError('script_aborted', 'the run is out of time');
-          return this.proxy.send(key(s), args, s.deadline);
+          return this.proxy.send(
+            { ...key(s), ...(s.candidate ? { candidate: s.candidate, provider: s.provider } : {}) },
+            args,
+            s.deadline,
+          );
         },
       }),
       paginateDefaults: entry({
@@ -206,6 +249,7 @@ export class HostCalls {
         types: ALL,
         args: z.unknown(),
         run: async (s) => {
+          if (s.candidate) return tokenOf(s.candidate.credentials);
           const found = await this.nats.request<ConnectionCredentials>(VAULT_SUBJECTS.credentials, {
             environmentId: s.caller.environmentId,
             providerConfigKey: s.providerConfigKey,
@@ -225,6 +269,7 @@ export class HostCalls {
         args: z.object({ metadata: jsonObject, providerConfigKey: optionalKey, connectionId: optionalKey }),
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
+          notWhileValidating(s, 'setMetadata');
           return this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, {
             caller: s.caller,
             body: {
@@ -240,6 +285,7 @@ export class HostCalls {
         args: z.object({ metadata: jsonObject, providerConfigKey: optionalKey, connectionId: optionalKey }),
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
+          notWhileValidating(s, 'updateMetadata');
           return this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, {
             caller: s.caller,
             body: {

@@ -119,6 +119,7 @@ export class RunsService implements OnModuleInit {
       providerConfigKey: req.connection.providerConfigKey,
       provider: req.connection.provider,
       variant: req.variant ?? 'base',
+      ...(req.candidate ? { candidate: req.candidate } : {}),
       depth: req.depth,
       deadline: deadline.signal,
       signal: stop.signal,

@@ -19,6 +19,7 @@ export function statusForCode(code: ErrorCode): number {
     case 'invalid_credentials':
     case 'invalid_cli_version':
     case 'invalid_action_input':
+    case 'connection_validation_failed':
       return 400;
     case 'missing_auth_header':
     case 'malformed_auth_header':

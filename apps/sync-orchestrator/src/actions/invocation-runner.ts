@@ -3,6 +3,7 @@ import {
   FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
   SwitchboardError,
+  type CandidateConnection,
   type Caller,
   type ErrorCode,
   type FunctionFailureCode,
@@ -36,6 +37,8 @@ export interface AttemptInput {
   attempt: number;
   input?: unknown;
   event?: OnEventType;
+  /** validate-connection: the connection being validated (not stored yet). */
+  candidate?: CandidateConnection;
   wallTimeMs: number;
   /** How many `nango.triggerAction` calls led here (0 from the API); the runtime bounds the chain. */
   depth?: number;
@@ -124,6 +127,7 @@ export class InvocationRunner {
         },
         ...(input.input !== undefined ? { input: input.input } : {}),
         ...(input.event ? { event: input.event } : {}),
+        ...(input.candidate ? { candidate: input.candidate } : {}),
         attempt: input.attempt,
         depth: input.depth ?? 0,
         limits: { wallTimeMs: input.wallTimeMs, outputBytes: MAX_ACTION_OUTPUT_BYTES },

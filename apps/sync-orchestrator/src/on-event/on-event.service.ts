@@ -7,11 +7,12 @@ import {
   type Caller,
   type OnEventReply,
   type ResolvedEnvironment,
+  type ValidateConnectionRequest,
 } from '@switchboard/contracts';
 import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { ActionsService } from '../actions/actions.service';
-import { InvocationRunner } from '../actions/invocation-runner';
+import { InvocationRunner, type InvocationError } from '../actions/invocation-runner';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { IntegrationDirectory } from '../functions/integration-directory';
@@ -28,9 +29,24 @@ export function invocationIdFor(eventId: string, functionId: number): string {
 }
 
 /**
+ * The end user's reason when a validate-connection script refuses, as Nango words it: the `message` (or
+ * `error`) of the script's `ActionError` payload; otherwise the script's own error message.
+ */
+export function refusalMessage(error: InvocationError): string {
+  const payload = error.payload as Record<string, unknown> | null | undefined;
+  if (payload && typeof payload === 'object') {
+    if (typeof payload.message === 'string' && payload.message) return payload.message;
+    if (typeof payload.error === 'string' && payload.error) return payload.error;
+  }
+  if (error.code === 'action_script_runtime_error' || !error.message) return 'Connection failed validation';
+  return error.message;
+}
+
+/**
  * On-event scripts. `post-connection-creation` runs in the background (a Temporal workflow per script,
- * started from the auth event). `pre-connection-deletion` runs while the vault waits, straight on
- * functions-runtime, each script within SWITCHBOARD_ON_EVENT_TIMEOUT_MS.
+ * started from the auth event). `validate-connection` and `pre-connection-deletion` run while their
+ * caller waits (auth-connect before it stores a connection, the vault before it deletes one), straight on
+ * functions-runtime, all scripts of the event together within SWITCHBOARD_ON_EVENT_TIMEOUT_MS.
  */
 @Injectable()
 export class OnEventService {
@@ -98,6 +114,49 @@ export class OnEventService {
       started += 1;
     }
     return started;
+  }
+
+  /**
+   * A connection is about to be stored: its integration's validate-connection scripts run, one after the
+   * other, with the candidate credentials (the vault does not hold them yet), and the first that throws
+   * refuses it. The runs share one budget: the caller waits for the verdict, not for each script.
+   */
+  async validate(request: ValidateConnectionRequest): Promise<OnEventReply> {
+    const { caller } = request;
+    const scripts = await this.actions.onEventScripts(
+      caller.environmentId,
+      request.providerConfigKey,
+      'validate-connection',
+    );
+    if (scripts.length === 0) return { ok: true, ran: 0 };
+    const deadline = Date.now() + this.env.SWITCHBOARD_ON_EVENT_TIMEOUT_MS;
+    let ran = 0;
+    for (const fn of scripts) {
+      const invocationId = await this.actions.createInvocation(fn, caller, request.connectionId, {
+        async: false,
+        maxRetries: 0,
+      });
+      ran += 1;
+      const left = deadline - Date.now();
+      const outcome = await this.runner.attempt({
+        invocationId,
+        caller,
+        provider: request.provider,
+        attempt: 1,
+        event: 'validate-connection',
+        candidate: request.candidate,
+        // Under the runtime's own floor the run would be refused; a budget spent is a timeout all the same.
+        wallTimeMs: Math.max(left, 100),
+        final: true,
+      });
+      if (outcome.status === 'failed') {
+        this.logger.log(
+          `validate-connection script ${fn.name} refused a ${request.operation} of ${request.providerConfigKey} (run ${invocationId}, ${outcome.error.code})`,
+        );
+        return { ok: false, ran, message: refusalMessage(outcome.error).slice(0, 1000) };
+      }
+    }
+    return { ok: true, ran };
   }
 
   /**
