@@ -8,6 +8,7 @@ import {
   writeConnectProvidersFile,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
+import { STACK_READY_TIMEOUT_MS } from './support/processes';
 
 /**
  * The connect page in a real browser (Debian's Chromium driven by playwright-core): an end user opens
@@ -65,6 +66,7 @@ describe('the connect page in Chromium', () => {
         SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: fake.url,
       },
       serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
+      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     await nango.createIntegration({ provider: 'fake-key', unique_key: keyIntegration });
@@ -92,7 +94,7 @@ describe('the connect page in Chromium', () => {
     });
     // The fake provider's certificate is a throwaway self-signed one.
     context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 900, height: 800 } });
-  }, 120_000);
+  }, STACK_READY_TIMEOUT_MS + 60_000);
 
   afterAll(async () => {
     await context?.close();
