@@ -19,7 +19,14 @@ export const FUNCTIONS_API_SUBJECTS = {
   actionResult: 'orchestrator.v1.action.result',
   /** `GET /functions/runs/{id}/logs`. */
   runLogs: 'orchestrator.v1.run.logs',
+  /**
+   * orchestrator → its own replicas (core NATS broadcast, no reply, may be missed): functions of an
+   * environment were deployed or deleted; each replica drops what it cached about them.
+   */
+  changed: 'orchestrator.v1.functions.changed',
 } as const;
+
+export const functionsChangedSchema = z.object({ environmentId: z.number().int() });
 
 /**
  * Asked by other services at points of a connection's life where a deployed on-event script may run

@@ -14,6 +14,7 @@ import {
 } from '@switchboard/contracts';
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
+import { ActionLookups } from '../actions/action-lookups';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import {
   configOfFlow,
@@ -69,6 +70,7 @@ export class DeployService {
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly integrations: IntegrationDirectory,
     private readonly nats: NatsRequester,
+    private readonly lookups: ActionLookups,
   ) {}
 
   async confirm(caller: Caller, body: DeployBody): Promise<ScriptDifferences> {
@@ -234,6 +236,8 @@ export class DeployService {
       },
       { timeout: 30_000, maxWait: 30_000 },
     );
+    // Before the deploy is answered: the next trigger on this replica already runs the new versions.
+    this.lookups.functionsChanged(caller.environmentId);
     return results;
   }
 

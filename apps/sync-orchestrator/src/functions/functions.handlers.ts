@@ -24,6 +24,7 @@ import {
 import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
+import { ActionLookups } from '../actions/action-lookups';
 import { DeployService } from './deploy.service';
 import {
   toDeployedFunction,
@@ -41,6 +42,7 @@ export class FunctionsHandlers {
     private readonly functions: FunctionsRepository,
     private readonly integrations: IntegrationDirectory,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly lookups: ActionLookups,
   ) {}
 
   @NatsHandler(DEPLOY_SUBJECTS.confirm, deployRequestSchema)
@@ -90,6 +92,7 @@ export class FunctionsHandlers {
       request.name,
     );
     if (!deleted) throw new SwitchboardError('not_found', `Function "${request.name}" not found`);
+    this.lookups.functionsChanged(request.caller.environmentId);
     return { success: true };
   }
 

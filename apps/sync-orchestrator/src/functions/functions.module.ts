@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { OrchestratorDb } from '@switchboard/db';
 import type { NatsConnection } from 'nats';
+import { ActionLookups } from '../actions/action-lookups';
 import { ActionsHandlers } from '../actions/actions.handlers';
 import { ActionsService } from '../actions/actions.service';
 import { InvocationRunner } from '../actions/invocation-runner';
@@ -22,6 +23,7 @@ import { IntegrationDirectory } from './integration-directory';
     DeployService,
     FunctionsRepository,
     IntegrationDirectory,
+    ActionLookups,
     ActionsService,
     OnEventService,
     AuthEventsConsumer,
