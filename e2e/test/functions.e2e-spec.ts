@@ -789,4 +789,31 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       expect(await failure(nango.getConnection('fakehub', CONNECTION))).toMatchObject({ status: 404 });
     });
   });
+
+  describe('integration deletion', () => {
+    it("deletes the integration's functions, even when the orchestrator was down at the time", async () => {
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBeGreaterThan(0);
+      // The orchestrator is down while the integration goes: the deletion must wait for it, not be lost.
+      await stack.stopService('sync-orchestrator');
+      expect((await api('DELETE', '/integrations/fakehub')).status).toBe(200);
+      await stack.startReplica('sync-orchestrator');
+      // A new integration with the same key starts with no functions of the old one.
+      expect(
+        (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'fakehub' })).status,
+      ).toBe(200);
+      const started = Date.now();
+      for (;;) {
+        const listed = await api('GET', '/integrations/fakehub/functions');
+        if (
+          listed.status === 200 &&
+          (listed.body as { pagination: { total: number } }).pagination.total === 0
+        )
+          break;
+        if (Date.now() - started > 60_000) throw new Error(`functions left behind: ${listed.text}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const config = await api('GET', '/scripts/config');
+      expect(config.body).toEqual([]);
+    });
+  });
 });

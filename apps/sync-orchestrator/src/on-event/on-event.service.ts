@@ -5,12 +5,14 @@ import {
   SwitchboardError,
   type AuthEvent,
   type Caller,
+  type IntegrationEvent,
   type OnEventReply,
   type ResolvedEnvironment,
   type ValidateConnectionRequest,
 } from '@switchboard/contracts';
 import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
+import { ActionLookups } from '../actions/action-lookups';
 import { ActionsService } from '../actions/actions.service';
 import { InvocationRunner, type InvocationError } from '../actions/invocation-runner';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
@@ -59,6 +61,7 @@ export class OnEventService {
     private readonly integrations: IntegrationDirectory,
     private readonly nats: NatsRequester,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
+    private readonly lookups: ActionLookups,
   ) {}
 
   /** A connection was created: start its integration's post-connection-creation scripts. */
@@ -201,6 +204,26 @@ export class OnEventService {
     return failures.length > 0
       ? { ok: false, ran: scripts.length, message: failures.join('; ').slice(0, 1000) }
       : { ok: true, ran: scripts.length };
+  }
+
+  /**
+   * An integration was deleted: its functions go with it (their versions stay, unlinked, for the runs
+   * that pinned them). Functions deployed after the deletion belong to a new integration of the same
+   * key, and are kept.
+   */
+  async integrationDeleted(event: IntegrationEvent): Promise<number> {
+    const { count } = await this.db.deployedFunction.deleteMany({
+      where: {
+        environmentId: event.environmentId,
+        providerConfigKey: event.providerConfigKey,
+        lastDeployedAt: { lte: new Date(event.occurredAt) },
+      },
+    });
+    this.lookups.functionsChanged(event.environmentId);
+    if (count > 0) {
+      this.logger.log(`deleted ${count} function(s) of the deleted integration ${event.providerConfigKey}`);
+    }
+    return count;
   }
 
   private async callerOf(environmentId: number): Promise<Caller | undefined> {
