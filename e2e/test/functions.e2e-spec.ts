@@ -6,7 +6,7 @@ import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { startItemsProvider, ITEM_NAMES, type ItemsProvider } from './support/functions-fakes';
 import { call, createKey, expectError, failure } from './support/http';
-import { nangoDeploy, prepareProject } from './support/nango-cli';
+import { nangoCli, nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
 import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
@@ -678,6 +678,43 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         status: 404,
         data: { error: { code: 'not_found' } },
       });
+    });
+  });
+
+  describe('a legacy nango.yaml project', () => {
+    it('is refused by the CLI 0.71.10 deploy as it is, and deploys once the same CLI migrated it', async () => {
+      const legacy = prepareProject('legacy-yaml-project');
+      try {
+        // The CLI itself refuses: its deploy only accepts zero-yaml folders (e2e/README.md quotes the source).
+        const refused = await nangoDeploy(legacy, stack.gatewayUrl, stack.secretKey, [
+          '--action',
+          'legacy-greet',
+        ]);
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain(
+          'The `nango.yaml` configuration file is deprecated. See the migration guide to Zero YAML',
+        );
+        const before = await nango.listFunctions({ uniqueKey: 'fakehub' });
+        expect(before.data.map((f) => f.name)).not.toContain('legacy-greet');
+
+        // The CLI's own migration turns nango.yaml + runAction into createAction with zod models.
+        const migrated = await nangoCli(legacy, ['migrate-to-zero-yaml', '--no-interactive']);
+        expect(migrated.stdout).toContain('Deleting nango.yaml');
+        const run = await nangoDeploy(legacy, stack.gatewayUrl, stack.secretKey, [
+          '--action',
+          'legacy-greet',
+        ]);
+        expect(run.stdout).toContain('Successfully deployed the functions');
+        expect(await nango.triggerAction('fakehub', CONNECTION, 'legacy-greet', { name: 'Ada' })).toEqual({
+          message: 'Hello Ada from acme',
+        });
+        const described = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'legacy-greet' }))
+          .data as unknown as Listed;
+        expect(described).toMatchObject({ type: 'action', name: 'legacy-greet' });
+        await nango.deleteFunction({ uniqueKey: 'fakehub', name: 'legacy-greet' }, { type: 'action' });
+      } finally {
+        rmSync(legacy, { recursive: true, force: true });
+      }
     });
   });
 
