@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { cpuMicros } from '../tools/proc';
+import { cpuMicros, hostCpuMicros } from '../tools/proc';
 import { benchArgs } from '../tools/args';
 import { api, connectBenchUpstream, writeBenchProvidersFile } from '../tools/upstream';
 
@@ -105,14 +105,30 @@ interface Measured {
   pid: number;
 }
 
+/**
+ * CPU each process burns per millisecond while nothing is asked of it (timers, health checks, the
+ * Temporal worker's polls): subtracted from the throughput windows, so a slow rate on a busy host does not
+ * spread the idle cost over few calls.
+ */
+async function idleCpuPerMs(processes: Measured[], windowMs = 3000): Promise<number[]> {
+  const before = processes.map((p) => cpuMicros(p.pid));
+  const started = Date.now();
+  await new Promise((r) => setTimeout(r, windowMs));
+  const elapsed = Date.now() - started;
+  return processes.map((p, i) => (cpuMicros(p.pid) - before[i]!) / 1000 / elapsed);
+}
+
 async function throughput(
   pool: Pool,
   call: Call,
   processes: Measured[],
-): Promise<{ perSecond: number; cpuMs: number; byProcess: string }> {
+  idle: number[],
+): Promise<{ perSecond: number; cpuMs: number; byProcess: string; otherMs: number; benchMs: number }> {
   const pids = processes.map((p) => p.pid);
   const deadline = Date.now() + SETTINGS.throughputMs;
   const cpuBefore = pids.map(cpuMicros);
+  const hostBefore = hostCpuMicros();
+  const benchBefore = process.cpuUsage();
   const started = Date.now();
   let done = 0;
   await Promise.all(
@@ -124,18 +140,31 @@ async function throughput(
     }),
   );
   const seconds = (Date.now() - started) / 1000;
-  const each = pids.map((pid, i) => (cpuMicros(pid) - cpuBefore[i]!) / 1000 / Math.max(1, done));
+  const elapsedMs = seconds * 1000;
+  const each = pids.map(
+    (pid, i) =>
+      Math.max(0, (cpuMicros(pid) - cpuBefore[i]!) / 1000 - idle[i]! * elapsedMs) / Math.max(1, done),
+  );
+  const bench = process.cpuUsage(benchBefore);
+  const benchMs = (bench.user + bench.system) / 1000 / Math.max(1, done);
+  // Whatever else ran on the host meanwhile (other jobs, Postgres, NATS, the upstream), per call.
+  const hostMs = (hostCpuMicros() - hostBefore) / 1000 / Math.max(1, done);
   const byProcess = processes
     .map((p, i) => `${p.name} ${each[i]!.toFixed(2)}`)
     .filter((_, i) => each[i]! >= 0.01)
     .join(', ');
-  return { perSecond: done / seconds, cpuMs: each.reduce((a, b) => a + b, 0), byProcess };
+  const cpuMs = each.reduce((a, b) => a + b, 0);
+  return { perSecond: done / seconds, cpuMs, byProcess, benchMs, otherMs: hostMs - cpuMs - benchMs };
 }
 
 async function main(): Promise<void> {
   const { startStack, freePort, repoRoot } = await import('@switchboard/testing');
   const upstream = await startUpstream();
   const providersFile = writeBenchProvidersFile('functions');
+  const loadAtStart = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
   console.log('starting the Switchboard stack...');
   const loopback = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' };
   const stack = await startStack({
@@ -151,6 +180,8 @@ async function main(): Promise<void> {
         ...loopback,
         // `--spares=0` makes every isolate when its run starts (the cold path), to show what spares save.
         ...(args.has('spares') ? { FUNCTIONS_SPARE_ISOLATES: String(num('spares', 2)) } : {}),
+        // `--pooled=0` gives every run a fresh isolate (the session-6 design), to compare with the pool.
+        ...(args.has('pooled') ? { FUNCTIONS_POOLED_ISOLATES: String(num('pooled', 16)) } : {}),
       },
       'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
     },
@@ -215,8 +246,9 @@ async function main(): Promise<void> {
       .flatMap((name) => stack.replicas[name])
       .map((r) => ({ name: r.name, pid: r.process.pid! }));
     console.log(`throughput at c=${SETTINGS.concurrency} (${SETTINGS.throughputMs} ms each)...`);
-    const proxyRate = await throughput(pool, proxyCall, processes);
-    const actionRate = await throughput(pool, actionCall, processes);
+    const idle = await idleCpuPerMs(processes);
+    const proxyRate = await throughput(pool, proxyCall, processes, idle);
+    const actionRate = await throughput(pool, actionCall, processes, idle);
     await pool.close();
 
     const start = execFileSync(
@@ -256,7 +288,13 @@ async function main(): Promise<void> {
       );
     }
     console.log(
-      `\nCPU ms per call by process, /proxy: ${proxyRate.byProcess}; action: ${actionRate.byProcess}`,
+      `\nCPU ms per call by process (idle CPU subtracted), /proxy: ${proxyRate.byProcess}; action: ${actionRate.byProcess}`,
+    );
+    console.log(
+      `host: load average ${loadAtStart} at the start; CPU per call of the bench process ${proxyRate.benchMs.toFixed(2)} / ${actionRate.benchMs.toFixed(2)} ms, of everything else on the host (Postgres, NATS, the services' idle work, other jobs) ${proxyRate.otherMs.toFixed(2)} / ${actionRate.otherMs.toFixed(2)} ms (/proxy / action)`,
+    );
+    console.log(
+      `actions the services' CPU allows on ${os.cpus().length} otherwise idle cores: ${((os.cpus().length * 1000) / actionRate.cpuMs).toFixed(0)}/s (${os.cpus().length} × 1000 ms / ${actionRate.cpuMs.toFixed(2)} ms)`,
     );
     console.log(
       `action over the same proxied call: p50 +${added.toFixed(2)} ms (target ≤ +${TARGETS.p50AddedMs} ms: ${met(added <= TARGETS.p50AddedMs)})`,

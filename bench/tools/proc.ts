@@ -14,3 +14,14 @@ export function cpuMicrosOfStat(stat: string): number {
 export function cpuMicros(pid: number): number {
   return cpuMicrosOfStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
 }
+
+/**
+ * CPU time all processes of the host have used so far (every core's user, nice, system, irq and softirq
+ * time from `/proc/stat`), in microseconds: with the services' own CPU it says how busy the host was
+ * with other work during a measurement.
+ */
+export function hostCpuMicros(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  return (user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 10_000;
+}

@@ -8,6 +8,7 @@ import {
   writeConnectProvidersFile,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
+import { STACK_READY_TIMEOUT_MS } from './support/processes';
 
 /**
  * The connect page in a real browser (Debian's Chromium driven by playwright-core): an end user opens
@@ -65,6 +66,7 @@ describe('the connect page in Chromium', () => {
         SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: fake.url,
       },
       serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
+      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     await nango.createIntegration({ provider: 'fake-key', unique_key: keyIntegration });
@@ -92,7 +94,7 @@ describe('the connect page in Chromium', () => {
     });
     // The fake provider's certificate is a throwaway self-signed one.
     context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 900, height: 800 } });
-  }, 120_000);
+  }, STACK_READY_TIMEOUT_MS + 60_000);
 
   afterAll(async () => {
     await context?.close();
@@ -198,6 +200,55 @@ describe('the connect page in Chromium', () => {
     });
     await page.close();
     await host.close();
+  });
+
+  it("shows a validate-connection script's refusal on the page, and stores nothing", async () => {
+    const guarded = `guarded-${run}`;
+    const userId = `browser-guarded-${run}`;
+    await nango.createIntegration({ provider: 'fake-key', unique_key: guarded });
+    // A deployed on-event script in the shape the nango CLI compiles: it sees the candidate key.
+    const script = `"use strict";
+module.exports = { default: { type: "onEvent", event: "validate-connection", description: "No sandbox keys",
+  exec: async (nango) => {
+    const key = await nango.getToken();
+    if (key === ${JSON.stringify(fake.goodApiKey)})
+      throw new nango.ActionError({ message: "This is a sandbox key: connect your workspace with a live key" });
+  } } };`;
+    const deployed = await fetch(`${stack.gatewayUrl}/sync/deploy`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.secretKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        flowConfigs: [],
+        onEventScriptsByProvider: [
+          {
+            providerConfigKey: guarded,
+            scripts: [
+              { name: 'no-sandbox-keys', event: 'validate-connection', fileBody: { js: script, ts: '' } },
+            ],
+          },
+        ],
+        deployMode: 'integration',
+        reconcile: false,
+      }),
+    });
+    expect(deployed.status).toBe(200);
+
+    const { data } = await nango.createConnectSession({
+      end_user: { id: userId },
+      allowed_integrations: [guarded],
+    });
+    const page = await context.newPage();
+    await page.goto(data.connect_link);
+    await page.waitForSelector('h1:has-text("Connect Fake Key")');
+    await page.keyboard.type(fake.goodApiKey);
+    await page.keyboard.press('Enter');
+    await page
+      .locator('#form-error')
+      .filter({ hasText: 'This is a sandbox key: connect your workspace with a live key' })
+      .waitFor({ timeout: 20_000 });
+    await shot(page, '03b-api-key-refused-by-validate-connection');
+    expect(await nango.listConnections({ userId })).toEqual({ connections: [] });
+    await page.close();
   });
 
   it('completes OAuth 2 through the provider in a popup, asking for the tenant first', async () => {

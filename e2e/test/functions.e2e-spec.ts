@@ -6,7 +6,7 @@ import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { startItemsProvider, ITEM_NAMES, type ItemsProvider } from './support/functions-fakes';
 import { call, createKey, expectError, failure } from './support/http';
-import { nangoDeploy, prepareProject } from './support/nango-cli';
+import { nangoCli, nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
 import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
@@ -85,12 +85,13 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
 
     it('lists the deployed functions of the integration with filters and pages', async () => {
       const all = await nango.listFunctions({ uniqueKey: 'fakehub' });
-      expect(all.pagination).toEqual({ total: 7, page: 0, limit: 20 });
+      expect(all.pagination).toEqual({ total: 8, page: 0, limit: 20 });
       expect(all.data.map((f) => `${f.type}:${f.name}`).sort()).toEqual([
         'action:refuse',
         'action:relay-summary',
         'action:slow-echo',
         'action:summarize-items',
+        'on-event:check-account',
         'on-event:farewell',
         'on-event:mark-onboarded',
         'sync:items',
@@ -105,7 +106,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const searched = await nango.listFunctions({ uniqueKey: 'fakehub' }, { search: 'IZE-IT' });
       expect(searched.data.map((f) => f.name)).toEqual(['summarize-items']);
       const page = await nango.listFunctions({ uniqueKey: 'fakehub' }, { page: 1, limit: 3 });
-      expect(page.pagination).toEqual({ total: 7, page: 1, limit: 3 });
+      expect(page.pagination).toEqual({ total: 8, page: 1, limit: 3 });
       expect(page.data).toHaveLength(3);
       expectError(await api('GET', '/integrations/fakehub/functions?limit=101'), 400, 'invalid_query_params');
       expectError(await api('GET', '/integrations/nope/functions'), 404, 'not_found');
@@ -181,7 +182,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         }),
       ]);
       // single mode never deletes: everything deployed before is still there.
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(8);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(9);
 
       const ambiguous = await failure(nango.getFunctionCode({ uniqueKey: 'fakehub', name: 'items' }));
       expect(ambiguous.status).toBe(409);
@@ -232,7 +233,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         'slow-echo',
         'summarize-items',
       ]);
-      expect(fakehub!['on-events'].map((o) => o.name)).toEqual(['farewell', 'mark-onboarded']);
+      expect(fakehub!['on-events'].map((o) => o.name)).toEqual([
+        'check-account',
+        'farewell',
+        'mark-onboarded',
+      ]);
       expect(fakehub!.actions.find((a) => a.name === 'summarize-items')).toMatchObject({
         version: '1.0.0',
         endpoints: [{ method: 'POST', path: '/fakehub/summary', group: 'Items' }],
@@ -296,7 +301,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       } finally {
         rmSync(bad, { recursive: true, force: true });
       }
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(8);
     });
 
     it('deploys a body larger than one NATS message (several bundles near the cap)', async () => {
@@ -353,7 +358,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         400,
         'invalid_body',
       );
-      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(7);
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBe(8);
     });
   });
 
@@ -660,6 +665,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         'action:relay-summary',
         'action:slow-echo',
         'action:summarize-items',
+        'on-event:check-account',
         'on-event:farewell',
         'on-event:mark-onboarded',
       ]);
@@ -672,6 +678,43 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         status: 404,
         data: { error: { code: 'not_found' } },
       });
+    });
+  });
+
+  describe('a legacy nango.yaml project', () => {
+    it('is refused by the CLI 0.71.10 deploy as it is, and deploys once the same CLI migrated it', async () => {
+      const legacy = prepareProject('legacy-yaml-project');
+      try {
+        // The CLI itself refuses: its deploy only accepts zero-yaml folders (e2e/README.md quotes the source).
+        const refused = await nangoDeploy(legacy, stack.gatewayUrl, stack.secretKey, [
+          '--action',
+          'legacy-greet',
+        ]);
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain(
+          'The `nango.yaml` configuration file is deprecated. See the migration guide to Zero YAML',
+        );
+        const before = await nango.listFunctions({ uniqueKey: 'fakehub' });
+        expect(before.data.map((f) => f.name)).not.toContain('legacy-greet');
+
+        // The CLI's own migration turns nango.yaml + runAction into createAction with zod models.
+        const migrated = await nangoCli(legacy, ['migrate-to-zero-yaml', '--no-interactive']);
+        expect(migrated.stdout).toContain('Deleting nango.yaml');
+        const run = await nangoDeploy(legacy, stack.gatewayUrl, stack.secretKey, [
+          '--action',
+          'legacy-greet',
+        ]);
+        expect(run.stdout).toContain('Successfully deployed the functions');
+        expect(await nango.triggerAction('fakehub', CONNECTION, 'legacy-greet', { name: 'Ada' })).toEqual({
+          message: 'Hello Ada from acme',
+        });
+        const described = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'legacy-greet' }))
+          .data as unknown as Listed;
+        expect(described).toMatchObject({ type: 'action', name: 'legacy-greet' });
+        await nango.deleteFunction({ uniqueKey: 'fakehub', name: 'legacy-greet' }, { type: 'action' });
+      } finally {
+        rmSync(legacy, { recursive: true, force: true });
+      }
     });
   });
 
@@ -706,6 +749,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         'action:relay-summary',
         'action:slow-echo',
         'action:summarize-items',
+        'on-event:check-account',
         'on-event:farewell',
         'on-event:mark-onboarded',
       ]);
@@ -713,9 +757,10 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
   });
 
   describe('on-event scripts', () => {
-    it('runs post-connection-creation after a connection is authorised through a connect session', async () => {
+    /** What the connect page does when an end user submits an API key in a connect session. */
+    const connectWithKey = async (endUserId: string, apiKey: string) => {
       const session = await api('POST', '/connect/sessions', {
-        end_user: { id: 'on-event-user' },
+        end_user: { id: endUserId },
         allowed_integrations: ['fakehub'],
         // The catalog entry requires these (its origin pinned to the fakes on loopback).
         integrations_config_defaults: {
@@ -724,14 +769,42 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       });
       if (session.status !== 201) throw new Error(session.text);
       const token = (session.body as { data: { token: string } }).data.token;
-      const connected = await call(
+      return call(
         stack.gatewayUrl,
         'POST',
         `/api-auth/api-key/fakehub?connect_session_token=${encodeURIComponent(token)}`,
-        { body: { apiKey: API_KEY } },
+        { body: { apiKey } },
       );
+    };
+
+    it('refuses a new connection its validate-connection script rejects: the reason, and nothing stored', async () => {
+      const before = provider.seen.length;
+      const refused = await connectWithKey('refused-user', 'a-key-fakehub-never-issued');
+      // The status, code and message the connect page shows the end user (its #form-error).
+      expectError(refused, 400, 'connection_validation_failed');
+      expect((refused.body as { error: { message: string } }).error.message).toBe(
+        'fakehub does not know this API key: copy it again from Settings, API keys',
+      );
+      // The script called the provider through the proxy with the candidate key, never stored.
+      const checks = provider.seen.slice(before).filter((c) => c.url === '/v2/account');
+      expect(checks.map((c) => c.headers['x-api-key'])).toEqual(['a-key-fakehub-never-issued']);
+      expect(await nango.listConnections({ userId: 'refused-user' })).toEqual({ connections: [] });
+      const listed = await api('GET', '/connections?integrationId=fakehub');
+      expect(
+        (listed.body as { connections: { end_user: { id: string } | null }[] }).connections.filter(
+          (c) => c.end_user?.id === 'refused-user',
+        ),
+      ).toEqual([]);
+    });
+
+    it('runs post-connection-creation after a connection is authorised through a connect session', async () => {
+      const before = provider.seen.length;
+      const connected = await connectWithKey('on-event-user', API_KEY);
       if (connected.status !== 200) throw new Error(connected.text);
       const { connectionId } = connected.body as { connectionId: string };
+      // validate-connection accepted it first, having seen the key belongs to the configured account.
+      const checks = provider.seen.slice(before).filter((c) => c.url === '/v2/account');
+      expect(checks.map((c) => c.headers['x-api-key'])).toEqual([API_KEY]);
       const started = Date.now();
       for (;;) {
         const connection = (await nango.getConnection('fakehub', connectionId)) as {
@@ -751,6 +824,33 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       expect(farewell).toHaveLength(1);
       expect(farewell[0]!.headers['x-api-key']).toBe(API_KEY);
       expect(await failure(nango.getConnection('fakehub', CONNECTION))).toMatchObject({ status: 404 });
+    });
+  });
+
+  describe('integration deletion', () => {
+    it("deletes the integration's functions, even when the orchestrator was down at the time", async () => {
+      expect((await nango.listFunctions({ uniqueKey: 'fakehub' })).pagination.total).toBeGreaterThan(0);
+      // The orchestrator is down while the integration goes: the deletion must wait for it, not be lost.
+      await stack.stopService('sync-orchestrator');
+      expect((await api('DELETE', '/integrations/fakehub')).status).toBe(200);
+      await stack.startReplica('sync-orchestrator');
+      // A new integration with the same key starts with no functions of the old one.
+      expect(
+        (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'fakehub' })).status,
+      ).toBe(200);
+      const started = Date.now();
+      for (;;) {
+        const listed = await api('GET', '/integrations/fakehub/functions');
+        if (
+          listed.status === 200 &&
+          (listed.body as { pagination: { total: number } }).pagination.total === 0
+        )
+          break;
+        if (Date.now() - started > 60_000) throw new Error(`functions left behind: ${listed.text}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const config = await api('GET', '/scripts/config');
+      expect(config.body).toEqual([]);
     });
   });
 });

@@ -30,20 +30,18 @@ export interface CliRun {
 }
 
 /**
- * `nango deploy dev --auto-confirm --allow-destructive` against our gateway, non-interactive and
- * offline (no telemetry, no upgrade check, no npm install): the CLI talks to NANGO_HOSTPORT only.
- * Several failures exit 0, so callers check stdout for the success line, not only the exit code.
+ * The official CLI with `args`, non-interactive and offline (no telemetry, no upgrade check, no npm
+ * install): it talks to NANGO_HOSTPORT only.
  */
-export function nangoDeploy(
+export function nangoCli(
   projectDir: string,
-  hostport: string,
-  secretKey: string,
-  extraArgs: string[] = [],
+  args: string[],
+  env: Record<string, string> = {},
 ): Promise<CliRun> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [cliEntry, 'deploy', 'dev', '--auto-confirm', '--allow-destructive', '--no-interactive', ...extraArgs],
+      [cliEntry, ...args],
       {
         cwd: projectDir,
         timeout: 120_000,
@@ -56,8 +54,7 @@ export function nangoDeploy(
           NANGO_CLI_TELEMETRY: 'false',
           NANGO_CLI_UPGRADE_MODE: 'ignore',
           NANGO_CLI_DEPENDENCY_UPDATE: 'false',
-          NANGO_HOSTPORT: hostport,
-          NANGO_SECRET_KEY_DEV: secretKey,
+          ...env,
         },
       },
       (error, stdout, stderr) => {
@@ -66,4 +63,21 @@ export function nangoDeploy(
       },
     );
   });
+}
+
+/**
+ * `nango deploy dev --auto-confirm --allow-destructive` against our gateway.
+ * Several failures exit 0, so callers check stdout for the success line, not only the exit code.
+ */
+export function nangoDeploy(
+  projectDir: string,
+  hostport: string,
+  secretKey: string,
+  extraArgs: string[] = [],
+): Promise<CliRun> {
+  return nangoCli(
+    projectDir,
+    ['deploy', 'dev', '--auto-confirm', '--allow-destructive', '--no-interactive', ...extraArgs],
+    { NANGO_HOSTPORT: hostport, NANGO_SECRET_KEY_DEV: secretKey },
+  );
 }

@@ -95,6 +95,14 @@ export const envFragments = {
       .default(1024 ** 3),
     SWITCHBOARD_STREAM_DISCARD: z.enum(['old', 'new']).default('old'),
   },
+  /**
+   * The longest on-event scripts that someone waits for (validate-connection while an end user connects,
+   * pre-connection-deletion while the vault deletes) may run, all scripts of one event together. The
+   * orchestrator bounds the runs with it; auth-connect waits for the verdict that long (plus a margin).
+   */
+  onEvent: {
+    SWITCHBOARD_ON_EVENT_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(5_000),
+  },
   /** Versioned master keys: `1:<base64 32 bytes>,2:<base64 32 bytes>`; the highest version encrypts. */
   masterKeys: {
     SWITCHBOARD_MASTER_KEYS: z

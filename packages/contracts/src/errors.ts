@@ -66,6 +66,8 @@ export const ERROR_CODES = [
   'sync_variant_already_exists',
   'resource_capped',
   'sync_interval_too_short',
+  /** A validate-connection script refused a new connection (Nango's code). */
+  'connection_validation_failed',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -20,7 +20,22 @@ export const EVENT_SUBJECTS = {
   sync: 'events.v1.sync',
   /** An async action finished (later issue). */
   asyncAction: 'events.v1.async-action',
+  /**
+   * An integration was deleted (auth-connect): the orchestrator deletes its functions. Durable, so an
+   * orchestrator that was down catches up instead of leaving them behind.
+   */
+  integration: 'events.v1.integration',
 } as const;
+
+export const integrationEventSchema = z.object({
+  id: z.string().min(1).max(200),
+  environmentId: z.number().int(),
+  providerConfigKey: z.string(),
+  operation: z.literal('deletion'),
+  /** Functions deployed after this moment belong to a new integration of the same key and are kept. */
+  occurredAt: z.string().datetime({ offset: true }),
+});
+export type IntegrationEvent = z.infer<typeof integrationEventSchema>;
 
 export const endUserSchema = z.object({
   id: z.string(),

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { callerSchema } from './context';
-import { FUNCTION_LOG_LEVELS, FUNCTION_TYPES, functionNameSchema, ON_EVENT_TYPES } from './functions';
+import {
+  candidateConnectionSchema,
+  FUNCTION_LOG_LEVELS,
+  FUNCTION_TYPES,
+  functionNameSchema,
+  ON_EVENT_TYPES,
+} from './functions';
 
 /** The public functions API (`/integrations/{key}/functions`, `/scripts/config`, `/action/*`), served by sync-orchestrator. */
 export const FUNCTIONS_API_SUBJECTS = {
@@ -13,13 +19,25 @@ export const FUNCTIONS_API_SUBJECTS = {
   actionResult: 'orchestrator.v1.action.result',
   /** `GET /functions/runs/{id}/logs`. */
   runLogs: 'orchestrator.v1.run.logs',
+  /**
+   * orchestrator → its own replicas (core NATS broadcast, no reply, may be missed): functions of an
+   * environment were deployed or deleted; each replica drops what it cached about them.
+   */
+  changed: 'orchestrator.v1.functions.changed',
 } as const;
+
+export const functionsChangedSchema = z.object({ environmentId: z.number().int() });
 
 /**
  * Asked by other services at points of a connection's life where a deployed on-event script may run
  * and its outcome matters before they go on.
  */
 export const ON_EVENT_SUBJECTS = {
+  /**
+   * auth-connect → orchestrator, before a new connection is stored: `validate-connection` scripts run with
+   * the candidate credentials; `ok: false` refuses the connection with `message`.
+   */
+  validateConnection: 'orchestrator.v1.on-event.validate-connection',
   /** vault → orchestrator, before a connection is deleted: `pre-connection-deletion` scripts. */
   preConnectionDeletion: 'orchestrator.v1.on-event.pre-connection-deletion',
 } as const;
@@ -247,7 +265,14 @@ export const onEventConnectionSchema = z.object({
   providerConfigKey: z.string(),
 });
 export type OnEventConnection = z.infer<typeof onEventConnectionSchema>;
-/** `ok: false` when a script failed; `message` says which and why. */
+export const validateConnectionRequestSchema = onEventConnectionSchema.extend({
+  provider: z.string(),
+  /** `override` for a reconnect: the stored connection stays as it is when the candidate is refused. */
+  operation: z.enum(['creation', 'override']),
+  candidate: candidateConnectionSchema,
+});
+export type ValidateConnectionRequest = z.infer<typeof validateConnectionRequestSchema>;
+/** `ok: false` when a script failed (or, for validate-connection, refused); `message` says why. */
 export const onEventReplySchema = z.object({
   ok: z.boolean(),
   ran: z.number().int(),

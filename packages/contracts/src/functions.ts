@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { callerSchema } from './context';
+import { credentialsSchema } from './internal-auth';
 
 /**
  * The seam between sync-orchestrator (owns functions, versions, invocations) and functions-runtime (runs
@@ -52,6 +53,18 @@ export const functionRunLimitsSchema = z.object({
 });
 export type FunctionRunLimits = z.infer<typeof functionRunLimitsSchema>;
 
+/**
+ * A connection not stored yet (a `validate-connection` run): what the end user just authorised. The run's
+ * host calls (`proxy`, `getToken`, `getConnection`, `getMetadata`) use it instead of the vault's, and it
+ * is never stored by the run.
+ */
+export const candidateConnectionSchema = z.object({
+  credentials: credentialsSchema,
+  connectionConfig: z.record(z.string(), z.unknown()),
+  metadata: z.record(z.string(), z.unknown()).nullable().default(null),
+});
+export type CandidateConnection = z.infer<typeof candidateConnectionSchema>;
+
 export const functionRunRequestSchema = z.object({
   /** The environment the run belongs to: every host call the script makes is scoped to it, never to script input. */
   caller: callerSchema,
@@ -76,6 +89,8 @@ export const functionRunRequestSchema = z.object({
   input: z.unknown().optional(),
   /** On-event scripts: which event fired. */
   event: z.enum(ON_EVENT_TYPES).optional(),
+  /** validate-connection runs: the connection being validated, which the vault does not hold yet. */
+  candidate: candidateConnectionSchema.optional(),
   /** Syncs: the variant being run, `base` by default. */
   variant: z.string().optional(),
   /**

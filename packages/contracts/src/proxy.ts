@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { callerSchema } from './context';
+import { connectionCredentialsSchema } from './internal-auth';
 
 /**
  * The proxy's wire: the headers the official client sends on `/proxy/*` (Nango's names), and the
@@ -80,6 +81,12 @@ export const PROXY_INTERNAL_HEADERS = {
  */
 export const proxyCallerSchema = callerSchema.extend({
   credentialsOnAnyOrigin: z.boolean().default(false),
+  /**
+   * Only functions-runtime sets it, for a validate-connection script: the credentials of a connection not
+   * stored yet, used for this call instead of the vault's (never cached, never refreshed). Signed with the
+   * caller, and the gateway strips inbound internal headers, so no API caller can supply it.
+   */
+  candidate: connectionCredentialsSchema.optional(),
 });
 export type ProxyCaller = z.infer<typeof proxyCallerSchema>;
 

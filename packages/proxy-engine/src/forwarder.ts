@@ -62,6 +62,11 @@ export interface ProxyCall {
    * first); `null` = none. Undefined: read from `req` as it comes.
    */
   body?: Buffer | null;
+  /**
+   * The credentials of a connection not stored yet (a validate-connection script's calls, signed by
+   * functions-runtime): used instead of the vault's for this call only, never cached, never refreshed.
+   */
+  candidate?: ConnectionCredentials;
 }
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
@@ -134,7 +139,16 @@ export class ProxyForwarder {
     let integration = this.connections.cachedIntegration(environmentId, providerConfigKey);
     let connection =
       integration && this.connections.cachedConnection(environmentId, providerConfigKey, connectionId);
-    if (!integration || !connection)
+    if (call.candidate) {
+      if (
+        call.candidate.providerConfigKey !== providerConfigKey ||
+        call.candidate.connectionId !== connectionId
+      ) {
+        throw new ProxyError('forbidden', 'The candidate credentials are for another connection');
+      }
+      integration ??= await this.connections.integration(environmentId, providerConfigKey);
+      connection = call.candidate;
+    } else if (!integration || !connection)
       [integration, connection] = await this.lookUp(environmentId, providerConfigKey, connectionId);
     const provider = integration.providerDefinition as unknown as ProviderProxySettings;
 
@@ -221,7 +235,13 @@ export class ProxyForwarder {
       recordUpstream(integration.provider, response.statusCode, sentAt);
       if (governed) this.observeRateLimit(governorKey, response, provider);
 
-      if (response.statusCode === 401 && plan.auth.refreshable && !refreshed && replayable) {
+      if (
+        response.statusCode === 401 &&
+        plan.auth.refreshable &&
+        !call.candidate &&
+        !refreshed &&
+        replayable
+      ) {
         refreshed = true;
         const fresh = await this.connections
           .connection(environmentId, providerConfigKey, connectionId, true)

@@ -8,6 +8,7 @@ export const envSchema = z.object({
   ...envFragments.logging,
   ...envFragments.publicUrls,
   ...envFragments.masterKeys,
+  ...envFragments.onEvent,
   /** An operator's YAML file of extra or replaced providers (same schema as the built-in catalog). */
   SWITCHBOARD_PROVIDERS_FILE: z.string().optional(),
   /** The connect page (what SWITCHBOARD_CONNECT_URL points at) is served on its own port; 0 = any free one (tests). */

@@ -465,7 +465,7 @@ export class RedirectFlowsService {
       return { ok: false, ...where, errorType: 'token_err', message: error.message };
     if (error instanceof SwitchboardError) {
       const errorType =
-        error.code === 'invalid_connection'
+        error.code === 'invalid_connection' || error.code === 'connection_validation_failed'
           ? 'connection_validation_failed'
           : error.code === 'unknown_provider_config'
             ? 'unknown_config_key'

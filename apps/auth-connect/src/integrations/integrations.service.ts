@@ -1,7 +1,9 @@
-import { createPrivateKey } from 'node:crypto';
+import { createPrivateKey, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   CONNECTION_SUBJECTS,
+  EVENT_SUBJECTS,
+  integrationEventSchema,
   type Caller,
   type CreateIntegrationBody,
   type FieldError,
@@ -12,7 +14,8 @@ import {
 } from '@switchboard/contracts';
 import { EnvelopeCipher } from '@switchboard/crypto';
 import { Prisma, type AuthDb, type IntegrationModel as IntegrationRow } from '@switchboard/db';
-import { NatsRequester } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
 import { AuthConnectError } from '../auth-connect.errors';
 import { AUTH_CONNECT_ENV, type AuthConnectEnv } from '../config/env';
 import { AUTH_DB } from '../database/database.module';
@@ -46,6 +49,7 @@ export class IntegrationsService {
     private readonly cipher: EnvelopeCipher,
     private readonly providers: ProvidersService,
     private readonly nats: NatsRequester,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
 
   async list(caller: Caller): Promise<Integration[]> {
@@ -149,6 +153,16 @@ export class IntegrationsService {
       environmentId: caller.environmentId,
       providerConfigKey: existing.uniqueKey,
     });
+    // Stored by JetStream before the row goes, so the orchestrator deletes the integration's functions
+    // even if it is down now; if this fails, nothing more is deleted and the caller may try again.
+    const event = integrationEventSchema.parse({
+      id: randomUUID(),
+      environmentId: caller.environmentId,
+      providerConfigKey: existing.uniqueKey,
+      operation: 'deletion',
+      occurredAt: new Date().toISOString(),
+    });
+    await publishEvent(this.nc, EVENT_SUBJECTS.integration, event.id, event);
     await this.db.integration.delete({ where: { id: existing.id } });
     return { success: true };
   }

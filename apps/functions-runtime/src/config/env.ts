@@ -57,6 +57,11 @@ export const envSchema = z
      * run's critical path. 0 makes every isolate when its run starts.
      */
     FUNCTIONS_SPARE_ISOLATES: int(0, 2),
+    /**
+     * Idle isolates kept to serve later runs of the same environment and function version, each run in a
+     * new context (README, "Isolates"). 0 disposes of every isolate after its run.
+     */
+    FUNCTIONS_POOLED_ISOLATES: int(0, 16),
   })
   .superRefine((env, ctx) => {
     if (!env.SWITCHBOARD_INTERNAL_TOKEN && !env.SWITCHBOARD_MASTER_KEYS) {

@@ -1,4 +1,10 @@
-import type { Caller, FunctionRunRequest, FunctionType, MergingStrategyWire } from '@switchboard/contracts';
+import type {
+  CandidateConnection,
+  Caller,
+  FunctionRunRequest,
+  FunctionType,
+  MergingStrategyWire,
+} from '@switchboard/contracts';
 import type { z } from 'zod';
 
 /** Everything a host call is scoped by. It comes from the run request, never from the script. */
@@ -15,6 +21,11 @@ export interface RunScope {
   sync?: FunctionRunRequest['sync'];
   /** Sync runs: `setMergingStrategy` per full model key, for the rest of the run. */
   merging: Map<string, MergingStrategyWire>;
+  /**
+   * validate-connection: the connection being validated, which the vault does not hold yet. The calls
+   * that read the connection use it instead of the vault; the calls that would write it are refused.
+   */
+  candidate?: CandidateConnection;
   /** The run's `depth` (how many triggerAction calls led to it). */
   depth: number;
   /** Aborted at the run's wall clock: provider calls in flight stop, new ones are refused. */

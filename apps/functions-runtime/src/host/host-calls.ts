@@ -10,6 +10,7 @@ import {
   checkpointSaveRequestSchema,
   type ApiProvider,
   type ApiPublicConnectionFull,
+  type CandidateConnection,
   type Caller,
   type CheckpointReply,
   type ConnectionCredentials,
@@ -44,6 +45,37 @@ function ownConnection(scope: RunScope, providerConfigKey?: string | null, conne
   ) {
     throw new HostCallError('script_forbidden_call', 'a function may only use the connection it runs for');
   }
+}
+
+/** A validate-connection run may not write a connection that does not exist yet. */
+function notWhileValidating(scope: RunScope, call: string): void {
+  if (scope.candidate) {
+    throw new HostCallError(
+      'script_forbidden_call',
+      `nango.${call} is not available while the connection is validated: it is not stored yet`,
+    );
+  }
+}
+
+/** `getConnection()` of a connection not stored yet: the fields a stored one would have, from the candidate. */
+function candidateConnection(scope: RunScope, candidate: CandidateConnection): ApiPublicConnectionFull {
+  const now = new Date().toISOString();
+  return {
+    id: 0,
+    connection_id: scope.connectionId,
+    provider_config_key: scope.providerConfigKey,
+    provider: scope.provider,
+    errors: [],
+    end_user: null,
+    tags: {},
+    metadata: candidate.metadata,
+    connection_config: candidate.connectionConfig,
+    webhook_url_override: null,
+    created_at: now,
+    updated_at: now,
+    last_fetched_at: null,
+    credentials: candidate.credentials,
+  };
 }
 
 /** Nango's `getToken()`: the access token, or the credentials' own shape where there is none. */
@@ -138,13 +170,15 @@ export class HostCalls {
       providerConfigKey: s.providerConfigKey,
     });
     const connection = (s: RunScope) =>
-      this.nats.request<ApiPublicConnectionFull>(CONNECTIONS_API_SUBJECTS.get, {
-        ...key(s),
-        includeCredentials: true,
-        includeRefreshToken: false,
-        forceRefresh: false,
-        refreshGithubAppJwtToken: false,
-      });
+      s.candidate
+        ? Promise.resolve(candidateConnection(s, s.candidate))
+        : this.nats.request<ApiPublicConnectionFull>(CONNECTIONS_API_SUBJECTS.get, {
+            ...key(s),
+            includeCredentials: true,
+            includeRefreshToken: false,
+            forceRefresh: false,
+            refreshGithubAppJwtToken: false,
+          });
     const hostScope = (s: RunScope) => ({
       ...key(s),
       functionName: s.functionName,
@@ -158,7 +192,11 @@ export class HostCalls {
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
           if (s.deadline.aborted) throw new HostCallError('script_aborted', 'the run is out of time');
-          return this.proxy.send(key(s), args, s.deadline);
+          return this.proxy.send(
+            { ...key(s), ...(s.candidate ? { candidate: s.candidate, provider: s.provider } : {}) },
+            args,
+            s.deadline,
+          );
         },
       }),
       paginateDefaults: entry({
@@ -182,6 +220,7 @@ export class HostCalls {
         types: ALL,
         args: z.unknown(),
         run: async (s) => {
+          if (s.candidate) return tokenOf(s.candidate.credentials);
           const found = await this.nats.request<ConnectionCredentials>(VAULT_SUBJECTS.credentials, {
             environmentId: s.caller.environmentId,
             providerConfigKey: s.providerConfigKey,
@@ -201,6 +240,7 @@ export class HostCalls {
         args: z.object({ metadata: jsonObject, providerConfigKey: optionalKey, connectionId: optionalKey }),
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
+          notWhileValidating(s, 'setMetadata');
           return this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, {
             caller: s.caller,
             body: {
@@ -216,6 +256,7 @@ export class HostCalls {
         args: z.object({ metadata: jsonObject, providerConfigKey: optionalKey, connectionId: optionalKey }),
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
+          notWhileValidating(s, 'updateMetadata');
           return this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, {
             caller: s.caller,
             body: {

@@ -4,13 +4,15 @@ import {
   PROXY_SIGNED_HEADERS,
   proxyCallerSigningInput,
   type Caller,
+  type ConnectionCredentials,
   type ProxyCaller,
 } from '@switchboard/contracts';
 
 /**
  * The internal headers that tell the proxy service which environment is calling, for this exact request:
  * the caller, the time, a fresh nonce (the proxy takes each once), the connection headers and the body's
- * digest, all under one HMAC, as the gateway signs them in remote mode. A script's calls never carry
+ * digest, all under one HMAC, as the gateway signs them in remote mode (plus, for a validate-connection
+ * run, the candidate credentials inside the signed caller). A script's calls never carry
  * credentials to an origin other than the provider's own (`credentialsOnAnyOrigin: false`).
  */
 export function signCaller(
@@ -21,8 +23,13 @@ export function signCaller(
   headers: Record<string, string>,
   body: string | Buffer | undefined,
   now = Date.now(),
+  candidate?: ConnectionCredentials,
 ): Record<string, string> {
-  const proxyCaller: ProxyCaller = { ...caller, credentialsOnAnyOrigin: false };
+  const proxyCaller: ProxyCaller = {
+    ...caller,
+    credentialsOnAnyOrigin: false,
+    ...(candidate ? { candidate } : {}),
+  };
   const encoded = Buffer.from(JSON.stringify(proxyCaller), 'utf8').toString('base64url');
   const timestamp = String(now);
   const nonce = randomBytes(16).toString('base64url');

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { PROXY_INTERNAL_HEADERS, type Caller } from '@switchboard/contracts';
+import { PROXY_INTERNAL_HEADERS, type CandidateConnection, type Caller } from '@switchboard/contracts';
 import { SpanStatusCode, trace } from '@switchboard/observability';
 import { Pool, type Dispatcher } from 'undici';
 import { z } from 'zod';
@@ -49,6 +49,9 @@ export interface ProxyTarget {
   caller: Caller;
   connectionId: string;
   providerConfigKey: string;
+  /** validate-connection: the credentials to use, the connection not being stored yet. */
+  candidate?: CandidateConnection;
+  provider?: string;
 }
 
 /**
@@ -89,7 +92,19 @@ export class ProxyClient implements OnApplicationShutdown {
       headers[`nango-proxy-${name.toLowerCase()}`] = String(value);
     }
     const body = encodeBody(args, headers);
-    Object.assign(headers, signCaller(this.key, args.method, path, target.caller, headers, body));
+    const candidate = target.candidate && {
+      connectionId: target.connectionId,
+      providerConfigKey: target.providerConfigKey,
+      provider: target.provider ?? '',
+      // The provider's raw token answer is not needed to call it, and would only swell the header.
+      credentials: withoutRaw(target.candidate.credentials),
+      connectionConfig: target.candidate.connectionConfig,
+      metadata: null,
+    };
+    Object.assign(
+      headers,
+      signCaller(this.key, args.method, path, target.caller, headers, body, Date.now(), candidate),
+    );
 
     return tracer.startActiveSpan(
       `nango.proxy ${args.method}`,
@@ -135,6 +150,11 @@ export class ProxyClient implements OnApplicationShutdown {
       },
     );
   }
+}
+
+function withoutRaw(credentials: CandidateConnection['credentials']): CandidateConnection['credentials'] {
+  const { raw: _raw, ...rest } = credentials as CandidateConnection['credentials'] & { raw?: unknown };
+  return rest as CandidateConnection['credentials'];
 }
 
 function proxyPath(args: ProxyArgs): string {

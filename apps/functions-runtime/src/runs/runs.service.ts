@@ -3,7 +3,13 @@ import type { FunctionRunRequest, FunctionRunResult, FunctionType } from '@switc
 import { context, SpanStatusCode, trace } from '@switchboard/observability';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
 import { HostCalls, type RunScope } from '../host/host-calls';
-import { configureSpares, runInSandbox, sandboxLibrary, type RunLimits } from '../sandbox/sandbox';
+import {
+  configurePool,
+  configureSpares,
+  runInSandbox,
+  sandboxLibrary,
+  type RunLimits,
+} from '../sandbox/sandbox';
 import { OutputStore } from './output-store';
 import { RunSlots } from './run-slots';
 import { recordFunctionRun } from '../metrics';
@@ -32,6 +38,7 @@ export class RunsService implements OnModuleInit {
   onModuleInit(): void {
     sandboxLibrary();
     configureSpares(this.env.FUNCTIONS_SPARE_ISOLATES, this.env.FUNCTIONS_MEMORY_LIMIT_MB);
+    configurePool(this.env.FUNCTIONS_POOLED_ISOLATES);
   }
 
   limitsFor(req: FunctionRunRequest): RunLimits {
@@ -122,6 +129,7 @@ export class RunsService implements OnModuleInit {
       variant: req.variant ?? 'base',
       ...(req.sync ? { sync: req.sync } : {}),
       merging: new Map(),
+      ...(req.candidate ? { candidate: req.candidate } : {}),
       depth: req.depth,
       deadline: deadline.signal,
       signal: stop.signal,
@@ -153,6 +161,8 @@ export class RunsService implements OnModuleInit {
         entry: req.function.type === 'sync' && req.sync?.mode === 'webhook' ? 'onWebhook' : 'exec',
         lastSyncDate: req.sync?.lastSyncDate ?? null,
         limits,
+        // An isolate serves later runs only of this environment and this exact bundle.
+        poolKey: `${req.caller.environmentId}\u0000${req.function.id}\u0000${req.function.codeSha256}`,
         // isolated-vm calls back from its own thread, outside Node's async context: the run's span is
         // put back around each host call so provider calls and NATS requests stay in the run's trace.
         hostCall: (name, argsJson) =>

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configureSpares, runInSandbox, type SandboxRequest } from './sandbox';
+import { configurePool, configureSpares, pooledIsolates, runInSandbox, type SandboxRequest } from './sandbox';
 
 /**
  * The sandbox alone (no NATS, no host services): real bundles from the nango CLI and hand-written ones.
@@ -235,6 +235,67 @@ describe('runInSandbox', () => {
       expect(quick.cpuTimeMs).toBeLessThan(50);
       const loop = await runInSandbox(request(action('for (;;) {}'), undefined));
       expect(loop).toMatchObject({ status: 'failure', error: { code: 'script_cpu_limit' } });
+    });
+  });
+
+  describe('pooled isolates', () => {
+    beforeAll(() => configurePool(4));
+    afterAll(() => configurePool(0));
+
+    // One script both writes and reads, so both runs are of the same function version (one pool key).
+    const probe = action(`
+      const seen = {
+        leaked: typeof globalThis.leaked,
+        polluted: ({}).polluted ?? null,
+        arrayMap: Array.prototype.map.name,
+        mathMarker: typeof Math.leaked,
+        moduleState: typeof module.exports.default.counter,
+      };
+      globalThis.leaked = 'secret of an earlier run';
+      Object.prototype.polluted = 1;
+      Array.prototype.map = function hijacked() { return []; };
+      Math.leaked = 'secret';
+      module.exports.default.counter = 1;
+      return seen;`);
+    const clean =
+      '{"leaked":"undefined","polluted":null,"arrayMap":"map","mathMarker":"undefined","moduleState":"undefined"}';
+
+    it("gives a later run of the same function the isolate, but never an earlier run's globals", async () => {
+      const key = 'env-1\u0000fn-1\u0000sha-a';
+      const first = await runInSandbox(request(probe, undefined, { poolKey: key }));
+      expect(first).toMatchObject({ status: 'success', reusedIsolate: false });
+      expect(pooledIsolates()).toBe(1);
+      const second = await runInSandbox(request(probe, undefined, { poolKey: key }));
+      // The same isolate served it (so the test means something), in a context of its own.
+      expect(second).toMatchObject({ status: 'success', reusedIsolate: true, outputJson: clean });
+    });
+
+    it('never hands an isolate to another environment or function version', async () => {
+      await runInSandbox(request(probe, undefined, { poolKey: 'env-1\u0000fn-2\u0000sha-b' }));
+      const other = await runInSandbox(request(probe, undefined, { poolKey: 'env-2\u0000fn-2\u0000sha-b' }));
+      expect(other).toMatchObject({ status: 'success', reusedIsolate: false, outputJson: clean });
+    });
+
+    it('does not reuse an isolate whose run broke a limit or left host work pending', async () => {
+      const key = 'env-3\u0000fn-3\u0000sha-c';
+      const before = pooledIsolates();
+      const looping = await runInSandbox(request(action('for (;;) {}'), undefined, { poolKey: key }));
+      expect(looping).toMatchObject({ status: 'failure', error: { code: 'script_cpu_limit' } });
+      const timer = await runInSandbox(
+        request(action('setTimeout(() => undefined, 60000); return 1;'), undefined, { poolKey: key }),
+      );
+      expect(timer.status).toBe('success');
+      expect(pooledIsolates()).toBe(before);
+      const next = await runInSandbox(request(probe, undefined, { poolKey: key }));
+      expect(next).toMatchObject({ status: 'success', reusedIsolate: false });
+    });
+
+    it('charges each run on a reused isolate only its own CPU time', async () => {
+      const key = 'env-4\u0000fn-4\u0000sha-d';
+      const busy = action('let x = 0; for (let i = 0; i < 3e6; i++) x += i; return x > 0;');
+      await runInSandbox(request(busy, undefined, { poolKey: key }));
+      const quick = await runInSandbox(request(action('return 1;'), undefined, { poolKey: key }));
+      expect(quick.cpuTimeMs).toBeLessThan(50);
     });
   });
 });

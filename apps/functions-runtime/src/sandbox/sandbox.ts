@@ -49,6 +49,12 @@ export interface SandboxRequest {
   hostCall(name: string, argsJson: string): Promise<string>;
   /** Called once when the run's wall clock is up, so in-flight host calls stop. */
   onWallClock(): void;
+  /**
+   * Runs with the same key may reuse one isolate, one run at a time and each in a new context (README,
+   * "Isolates"): the runtime passes the environment and the function version. Absent: a fresh isolate,
+   * disposed of after the run.
+   */
+  poolKey?: string;
 }
 
 export type SandboxOutcome = {
@@ -56,6 +62,8 @@ export type SandboxOutcome = {
   logsDropped: number;
   durationMs: number;
   cpuTimeMs: number;
+  /** The run got an isolate an earlier run of the same pool key had used (with a new context). */
+  reusedIsolate: boolean;
 } & (
   | {
       status: 'success';
@@ -111,11 +119,19 @@ const ZOD_WARM_UP = `{
   schema.safeParse({ a: 1 });
 }`;
 
-/** An isolate with its context and the library evaluated, not yet given to any run. */
+/** An isolate with a context and the library evaluated in it, not yet given to any run. */
 interface PreparedIsolate {
   isolate: ivm.Isolate;
-  context: ivm.Context;
+  /** A context with the library evaluated; undefined once a run used it (a reuse makes a new one). */
+  context: ivm.Context | undefined;
   memoryMb: number;
+  /** The library compiled in this isolate: a new context evaluates it again without compiling. */
+  lib: ivm.Script;
+  /** The prelude and bundle compiled in this isolate (a pooled isolate serves one function version). */
+  scripts: Map<string, ivm.Script>;
+  /** Runs this isolate has served. */
+  runs: number;
+  idleSince: number;
 }
 
 async function prepareIsolate(memoryMb: number): Promise<PreparedIsolate> {
@@ -139,7 +155,7 @@ async function prepareIsolate(memoryMb: number): Promise<PreparedIsolate> {
     // run's critical path, saves about a millisecond of every action's input/output validation. It
     // leaves nothing behind (no global is written).
     await context.eval(ZOD_WARM_UP, { filename: 'zod-warm-up.js' });
-    return { isolate, context, memoryMb };
+    return { isolate, context, memoryMb, lib: libScript, scripts: new Map(), runs: 0, idleSince: 0 };
   } catch (error) {
     if (!isolate.isDisposed) isolate.dispose();
     throw error;
@@ -184,10 +200,115 @@ function refillSpares(): void {
   });
 }
 
-async function isolateFor(memoryMb: number): Promise<PreparedIsolate> {
+/**
+ * Isolates that served a run and may serve another run of the same pool key (environment and function
+ * version), each time in a new context: the library, prelude and bundle are already compiled in them,
+ * and V8 has already optimised what they run. Only an isolate whose run ended cleanly comes back here
+ * (no limit broken, nothing of the run still pending on the host, heap well under its limit), and at most
+ * `MAX_RUNS_PER_ISOLATE` runs share one. `configurePool` sets how many idle ones are kept in all (0: an
+ * isolate per run); the least recently used go first, and any idle for `POOL_IDLE_MS` is disposed of.
+ */
+const pool = new Map<string, PreparedIsolate[]>();
+let pooled = 0;
+let poolTarget = 0;
+const MAX_RUNS_PER_ISOLATE = 1000;
+const POOL_IDLE_MS = 60_000;
+/** A heap this full after a run is not handed on: the next run should not start near its limit. */
+const POOL_MAX_HEAP_FRACTION = 0.5;
+let poolSweep: NodeJS.Timeout | undefined;
+
+export function configurePool(maxIdle: number): void {
+  poolTarget = maxIdle;
+  while (pooled > poolTarget) evictOldest();
+  if (poolTarget > 0 && !poolSweep) {
+    poolSweep = setInterval(() => {
+      const now = Date.now();
+      for (const [key, idle] of pool) {
+        while (idle.length > 0 && now - idle[0]!.idleSince > POOL_IDLE_MS) {
+          idle.shift()!.isolate.dispose();
+          pooled--;
+        }
+        if (idle.length === 0) pool.delete(key);
+      }
+    }, 10_000);
+    poolSweep.unref();
+  }
+}
+
+/** Idle isolates kept right now (tests and metrics). */
+export function pooledIsolates(): number {
+  return pooled;
+}
+
+function evictOldest(): void {
+  // Keys are re-inserted on use, so the first one is the least recently used.
+  for (const [key, idle] of pool) {
+    const oldest = idle.shift();
+    if (idle.length === 0) pool.delete(key);
+    if (oldest) {
+      oldest.isolate.dispose();
+      pooled--;
+      return;
+    }
+  }
+}
+
+function takePooled(poolKey: string): PreparedIsolate | undefined {
+  const idle = pool.get(poolKey);
+  const found = idle?.pop();
+  if (found) pooled--;
+  if (idle && idle.length === 0) pool.delete(poolKey);
+  return found;
+}
+
+function givePooled(poolKey: string, prepared: PreparedIsolate): void {
+  if (poolTarget <= 0) {
+    prepared.isolate.dispose();
+    return;
+  }
+  while (pooled >= poolTarget) evictOldest();
+  prepared.idleSince = Date.now();
+  const idle = pool.get(poolKey) ?? [];
+  pool.delete(poolKey);
+  idle.push(prepared);
+  pool.set(poolKey, idle);
+  pooled++;
+}
+
+async function isolateFor(
+  memoryMb: number,
+  poolKey: string | undefined,
+): Promise<{ prepared: PreparedIsolate; context: ivm.Context; reused: boolean }> {
+  const reused = poolKey === undefined ? undefined : takePooled(poolKey);
+  if (reused) {
+    try {
+      // A new context: a new global object and new built-ins, so nothing the last run left on its
+      // globals or prototypes is reachable from this one.
+      const context = await reused.isolate.createContext();
+      await reused.lib.run(context);
+      return { prepared: reused, context, reused: true };
+    } catch (error) {
+      if (!reused.isolate.isDisposed) reused.isolate.dispose();
+      throw error;
+    }
+  }
   const spare = memoryMb === spareMemoryMb ? spares.shift() : undefined;
   refillSpares();
-  return spare ?? prepareIsolate(memoryMb);
+  const prepared = spare ?? (await prepareIsolate(memoryMb));
+  const context = prepared.context!;
+  prepared.context = undefined;
+  return { prepared, context, reused: false };
+}
+
+/** A script compiled once per isolate (from V8's code cache across isolates). */
+async function compiledIn(prepared: PreparedIsolate, source: string, filename: string): Promise<ivm.Script> {
+  const key = createHash('sha256').update(source).digest('hex');
+  const known = prepared.scripts.get(key);
+  if (known) return known;
+  const script = await compileCached(prepared.isolate, source, filename, key);
+  // A pooled isolate only ever runs one bundle (the pool key holds its version); bounded all the same.
+  if (prepared.scripts.size < 8) prepared.scripts.set(key, script);
+  return script;
 }
 
 /**
@@ -202,8 +323,12 @@ const codeCache = new LRUCache<string, { data: ivm.ExternalCopy<ArrayBuffer>; by
   sizeCalculation: (entry) => Math.max(1, entry.bytes),
 });
 
-async function compileCached(isolate: ivm.Isolate, source: string, filename: string): Promise<ivm.Script> {
-  const key = createHash('sha256').update(source).digest('hex');
+async function compileCached(
+  isolate: ivm.Isolate,
+  source: string,
+  filename: string,
+  key = createHash('sha256').update(source).digest('hex'),
+): Promise<ivm.Script> {
   const cached = codeCache.get(key);
   if (cached) return isolate.compileScript(source, { filename, cachedData: cached.data });
   const script = await isolate.compileScript(source, { filename, produceCachedData: true });
@@ -213,8 +338,10 @@ async function compileCached(isolate: ivm.Isolate, source: string, filename: str
 }
 
 /**
- * Runs one invocation in a fresh isolate and disposes of it: nothing of one run (heap, globals, timers)
- * is left for the next, so two environments never share a context. The isolate runs on its own thread;
+ * Runs one invocation in a new context, in a fresh isolate or (with a pool key) in one that served an
+ * earlier run of the same environment and function version, and disposes of the isolate unless it can
+ * serve another such run cleanly. Either way no context is ever shared: nothing of one run's globals
+ * reaches the next, and two environments never share an isolate. The isolate runs on its own thread;
  * this thread keeps serving host calls and watches the CPU and wall clocks, and disposing of the isolate
  * is what ends a run that breaks a limit.
  */
@@ -225,8 +352,15 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   let logChars = 0;
   let broken: { code: FunctionFailureCode; message: string } | undefined;
 
-  const prepared = await isolateFor(req.limits.memoryMb);
-  const { isolate, context } = prepared;
+  const { prepared, context, reused } = await isolateFor(req.limits.memoryMb, req.poolKey);
+  const { isolate } = prepared;
+  prepared.runs++;
+  // Host promises of this run not settled yet (calls, sleeps): an isolate with any left is not reused.
+  let outstanding = 0;
+  const counted = <T>(promise: Promise<T>): Promise<T> => {
+    outstanding++;
+    return promise.finally(() => outstanding--);
+  };
   // A spare's clock already holds the library's evaluation: the run is charged from here on.
   const cpuAtStart = Number(isolate.cpuTime) / 1e6;
   // The last reading is kept: a disposed isolate has no clock left to read.
@@ -276,7 +410,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     const global = context.global;
     await global.set(
       '__hostCall',
-      new ivm.Reference((name: string, argsJson: string) => req.hostCall(name, argsJson)),
+      new ivm.Reference((name: string, argsJson: string) => counted(req.hostCall(name, argsJson))),
     );
     await global.set(
       '__hostLog',
@@ -291,12 +425,13 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     );
     await global.set(
       '__hostSleep',
-      new ivm.Reference(
-        (ms: number) =>
+      new ivm.Reference((ms: number) =>
+        counted(
           new Promise<void>((resolve) => {
             // Never past the wall clock (the isolate is gone then); unref'd so it holds nothing up.
             setTimeout(resolve, Math.min(ms, req.limits.wallTimeMs)).unref();
           }),
+        ),
       ),
     );
     await global.set(
@@ -314,7 +449,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         logLineChars: req.limits.logLineChars,
       }),
     );
-    await (await compileCached(isolate, PRELUDE_SOURCE, 'switchboard-prelude.js')).run(context);
+    await (await compiledIn(prepared, PRELUDE_SOURCE, 'switchboard-prelude.js')).run(context);
     // Taken before the bundle runs: code that breaks out of its wrapper cannot replace them.
     const start = (await global.get('__start', { reference: true })) as ivm.Reference<
       (input: string | undefined) => Promise<string>
@@ -324,8 +459,8 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     let bundle: ivm.Script;
     try {
       // The bundle is CommonJS: wrapped so `module`, `exports` and `require` are the prelude's.
-      bundle = await compileCached(
-        isolate,
+      bundle = await compiledIn(
+        prepared,
         `globalThis.__factory = function (module, exports, require) {\n${req.code}\n};`,
         `function:${req.name}.js`,
       );
@@ -340,6 +475,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         logsDropped,
         durationMs: performance.now() - started,
         cpuTimeMs: cpuMs(),
+        reusedIsolate: reused,
       };
       return outcome;
     }
@@ -355,6 +491,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     clearInterval(cpuWatch);
     clearTimeout(wallWatch);
     clearTimeout(graceWatch);
+    abortRef?.release();
     cpuTimeMs = cpuMs();
     if (!broken && isolate.isDisposed) {
       // isolated-vm disposes of an isolate by itself only when its heap is over the limit.
@@ -363,10 +500,21 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         message: `the function used more than ${req.limits.memoryMb} MB of memory`,
       };
     }
-    if (!isolate.isDisposed) isolate.dispose();
+    if (!isolate.isDisposed) {
+      if (req.poolKey !== undefined && !broken && thrown === undefined && reusable(prepared, outstanding)) {
+        context.release();
+        givePooled(req.poolKey, prepared);
+      } else isolate.dispose();
+    }
   }
 
-  const stats = { logs, logsDropped, durationMs: performance.now() - started, cpuTimeMs };
+  const stats = {
+    logs,
+    logsDropped,
+    durationMs: performance.now() - started,
+    cpuTimeMs,
+    reusedIsolate: reused,
+  };
   if (broken) return { status: 'failure', error: broken, ...stats };
   if (thrown !== undefined || resultJson === undefined) {
     const message = thrown instanceof Error ? thrown.message : String(thrown);
@@ -383,6 +531,17 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     return { status: 'failure', error: { code: 'script_runtime_error', message }, ...stats };
   }
   return { ...parseResult(resultJson), ...stats } as SandboxOutcome;
+}
+
+/** Whether an isolate whose run just ended cleanly may serve the next run of its pool key. */
+function reusable(prepared: PreparedIsolate, outstanding: number): boolean {
+  if (outstanding > 0 || prepared.runs >= MAX_RUNS_PER_ISOLATE) return false;
+  try {
+    const heap = prepared.isolate.getHeapStatisticsSync();
+    return heap.used_heap_size < prepared.memoryMb * 1024 * 1024 * POOL_MAX_HEAP_FRACTION;
+  } catch {
+    return false;
+  }
 }
 
 const preludeFailureSchema = z.object({

@@ -27,6 +27,7 @@ export function statusForCode(code: ErrorCode): number {
     case 'sync_variant_already_exists':
     case 'resource_capped':
     case 'sync_interval_too_short':
+    case 'connection_validation_failed':
       return 400;
     case 'missing_auth_header':
     case 'malformed_auth_header':

@@ -45,7 +45,7 @@ export class ProxyRoute {
       writeProxyError(res, new ProxyError('forbidden', 'The request body is not the one the gateway signed'));
       return;
     }
-    const { credentialsOnAnyOrigin, ...caller } = signed.caller;
+    const { credentialsOnAnyOrigin, candidate, ...caller } = signed.caller;
     const error = await this.forwarder.handle({
       caller,
       method: request.method,
@@ -53,6 +53,7 @@ export class ProxyRoute {
       req: request.raw,
       res,
       credentialsOnAnyOrigin,
+      ...(candidate ? { candidate } : {}),
       ...(body === 'stream' ? {} : { body: body ?? null }),
     });
     if (error) writeProxyError(res, error);

@@ -17,8 +17,8 @@ import type { InvocationWorkflowInput } from '../activities/action.activities';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import type { FunctionWithVersion } from '../functions/function-config';
-import { IntegrationDirectory } from '../functions/integration-directory';
 import { invocationWorkflow } from '../workflows';
+import { ActionLookups } from './action-lookups';
 import { InvocationRunner, type InvocationError } from './invocation-runner';
 
 /**
@@ -35,7 +35,7 @@ export class ActionsService {
   constructor(
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly runner: InvocationRunner,
-    private readonly integrations: IntegrationDirectory,
+    private readonly lookups: ActionLookups,
     private readonly nats: NatsRequester,
     private readonly temporal: Client,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
@@ -52,7 +52,7 @@ export class ActionsService {
     { async: false; invocationId: string; output: unknown } | { async: true; invocationId: string }
   > {
     const { caller } = request;
-    const provider = await this.integrations.providerOf(caller, request.providerConfigKey);
+    const provider = await this.lookups.providerOf(caller, request.providerConfigKey);
     if (!provider) {
       throw new SwitchboardError(
         'unknown_provider_config',
@@ -60,17 +60,7 @@ export class ActionsService {
       );
     }
     await this.requireConnection(caller, request.providerConfigKey, request.connectionId);
-    const fn = await this.db.deployedFunction.findUnique({
-      where: {
-        environmentId_providerConfigKey_type_name: {
-          environmentId: caller.environmentId,
-          providerConfigKey: request.providerConfigKey,
-          type: 'action',
-          name: request.actionName,
-        },
-      },
-      include: { currentVersion: true },
-    });
+    const fn = await this.lookups.action(caller.environmentId, request.providerConfigKey, request.actionName);
     if (!fn?.currentVersion) {
       throw new SwitchboardError(
         'not_found',
@@ -88,12 +78,9 @@ export class ActionsService {
       );
     }
 
-    const invocationId = await this.createInvocation(fn, caller, request.connectionId, {
-      async: request.async,
-      maxRetries: request.async ? request.maxRetries : 0,
-    });
     if (!request.async) {
-      const outcome = await this.runner.attempt({
+      const invocationId = randomUUID();
+      const outcome = await this.runner.runOnce(fn, request.connectionId, {
         invocationId,
         caller,
         provider,
@@ -106,6 +93,10 @@ export class ActionsService {
       if (outcome.status === 'failed') throw toError(outcome.error, invocationId);
       return { async: false, invocationId, output: outcome.output };
     }
+    const invocationId = await this.createInvocation(fn, caller, request.connectionId, {
+      async: true,
+      maxRetries: request.maxRetries,
+    });
     await this.startWorkflow({
       invocationId,
       caller,
@@ -243,13 +234,24 @@ export class ActionsService {
   }
 
   async requireConnection(caller: Caller, providerConfigKey: string, connectionId: string): Promise<void> {
-    const found = await this.nats.request<z.infer<typeof matchedConnectionSchema>[]>(VAULT_SUBJECTS.match, {
-      environmentId: caller.environmentId,
+    const exists = await this.lookups.connectionExists(
+      caller.environmentId,
       providerConfigKey,
-      field: 'connection_id',
-      value: connectionId,
-    });
-    if (found.length === 0) {
+      connectionId,
+      async () => {
+        const found = await this.nats.request<z.infer<typeof matchedConnectionSchema>[]>(
+          VAULT_SUBJECTS.match,
+          {
+            environmentId: caller.environmentId,
+            providerConfigKey,
+            field: 'connection_id',
+            value: connectionId,
+          },
+        );
+        return found.length > 0;
+      },
+    );
+    if (!exists) {
       throw new SwitchboardError(
         'unknown_connection',
         `Connection "${connectionId}" of integration "${providerConfigKey}" does not exist in this environment`,

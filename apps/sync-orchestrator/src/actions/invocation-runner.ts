@@ -3,6 +3,7 @@ import {
   FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
   SwitchboardError,
+  type CandidateConnection,
   type Caller,
   type ErrorCode,
   type FunctionFailureCode,
@@ -13,7 +14,7 @@ import {
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import type { NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
-import type { StoredConfig } from '../functions/function-config';
+import type { FunctionWithVersion, StoredConfig } from '../functions/function-config';
 
 /** Largest action output stored and answered; Nango's is 2 MB, ours is what the issue asks for. */
 export const MAX_ACTION_OUTPUT_BYTES = 10 * 1024 * 1024;
@@ -36,6 +37,8 @@ export interface AttemptInput {
   attempt: number;
   input?: unknown;
   event?: OnEventType;
+  /** validate-connection: the connection being validated (not stored yet). */
+  candidate?: CandidateConnection;
   wallTimeMs: number;
   /** How many `nango.triggerAction` calls led here (0 from the API); the runtime bounds the chain. */
   depth?: number;
@@ -101,37 +104,90 @@ export class InvocationRunner {
         retryable: false,
       };
     } else {
-      const config = version.config as unknown as StoredConfig;
-      const definitions = (config.json_schema?.definitions ?? {}) as Record<string, unknown>;
-      const request: FunctionRunRequest = {
-        caller: input.caller,
-        invocationId: invocation.id,
-        function: {
-          id: String(invocation.functionId ?? ''),
-          name: invocation.functionName,
-          type: invocation.functionType as FunctionRunRequest['function']['type'],
-          version: version.version,
-          codeSha256: version.sha256,
-          code: version.codeJs,
-          ...(config.input && definitions[config.input] !== undefined
-            ? { inputJsonSchema: definitions[config.input] }
-            : {}),
-        },
-        connection: {
-          connectionId: invocation.connectionId,
-          providerConfigKey: invocation.providerConfigKey,
-          provider: input.provider,
-        },
-        ...(input.input !== undefined ? { input: input.input } : {}),
-        ...(input.event ? { event: input.event } : {}),
-        attempt: input.attempt,
-        depth: input.depth ?? 0,
-        limits: { wallTimeMs: input.wallTimeMs, outputBytes: MAX_ACTION_OUTPUT_BYTES },
-      };
-      ({ outcome, logs } = await this.run(request, input.wallTimeMs));
+      ({ outcome, logs } = await this.run(this.requestFor(invocation, version, input), input.wallTimeMs));
     }
     await this.record(invocation.id, input, outcome, logs);
     return outcome;
+  }
+
+  /**
+   * A synchronous action, run once and written once: the invocation row is inserted with its outcome
+   * and logs in one transaction when the script is done, instead of created before and updated after
+   * (bench/README.md: statements per action). Nobody can ask for a synchronous action's result while it
+   * runs (`GET /action/{id}` serves async ones), so nothing needs the row earlier; a crash meanwhile
+   * leaves no row, and the caller its error.
+   */
+  async runOnce(fn: FunctionWithVersion, connectionId: string, input: AttemptInput): Promise<AttemptOutcome> {
+    const version = fn.currentVersion!;
+    const invocation = {
+      id: input.invocationId,
+      functionId: fn.id,
+      functionName: fn.name,
+      functionType: fn.type,
+      providerConfigKey: fn.providerConfigKey,
+      connectionId,
+    };
+    const startedAt = new Date();
+    const { outcome, logs } = await this.run(this.requestFor(invocation, version, input), input.wallTimeMs);
+    const create = this.db.invocation.create({
+      data: {
+        ...invocation,
+        environmentId: input.caller.environmentId,
+        versionId: version.id,
+        async: false,
+        maxRetries: 0,
+        attempts: 1,
+        createdAt: startedAt,
+        startedAt,
+        finishedAt: new Date(),
+        ...settled(outcome),
+      },
+    });
+    if (logs.length === 0) await create;
+    else await this.db.$transaction([create, this.logRows(invocation.id, input.attempt, logs)]);
+    return outcome;
+  }
+
+  private requestFor(
+    invocation: {
+      id: string;
+      functionId: number | null;
+      functionName: string;
+      functionType: string;
+      providerConfigKey: string;
+      connectionId: string;
+    },
+    version: { version: string; sha256: string; codeJs: string; config: unknown },
+    input: AttemptInput,
+  ): FunctionRunRequest {
+    const config = version.config as unknown as StoredConfig;
+    const definitions = (config.json_schema?.definitions ?? {}) as Record<string, unknown>;
+    return {
+      caller: input.caller,
+      invocationId: invocation.id,
+      function: {
+        id: String(invocation.functionId ?? ''),
+        name: invocation.functionName,
+        type: invocation.functionType as FunctionRunRequest['function']['type'],
+        version: version.version,
+        codeSha256: version.sha256,
+        code: version.codeJs,
+        ...(config.input && definitions[config.input] !== undefined
+          ? { inputJsonSchema: definitions[config.input] }
+          : {}),
+      },
+      connection: {
+        connectionId: invocation.connectionId,
+        providerConfigKey: invocation.providerConfigKey,
+        provider: input.provider,
+      },
+      ...(input.input !== undefined ? { input: input.input } : {}),
+      ...(input.event ? { event: input.event } : {}),
+      ...(input.candidate ? { candidate: input.candidate } : {}),
+      attempt: input.attempt,
+      depth: input.depth ?? 0,
+      limits: { wallTimeMs: input.wallTimeMs, outputBytes: MAX_ACTION_OUTPUT_BYTES },
+    };
   }
 
   private async run(
@@ -210,6 +266,18 @@ export class InvocationRunner {
     };
   }
 
+  private logRows(id: string, attempt: number, logs: FunctionRunResult['logs']) {
+    return this.db.invocationLog.createMany({
+      data: logs.map((log) => ({
+        invocationId: id,
+        attempt,
+        level: log.level,
+        message: log.message.slice(0, 64 * 1024),
+        at: new Date(log.at),
+      })),
+    });
+  }
+
   private async record(
     id: string,
     input: AttemptInput,
@@ -218,38 +286,22 @@ export class InvocationRunner {
   ): Promise<void> {
     const settle = outcome.status === 'succeeded' || input.final || !outcome.retryable;
     await this.db.$transaction([
-      ...(logs.length > 0
-        ? [
-            this.db.invocationLog.createMany({
-              data: logs.map((log) => ({
-                invocationId: id,
-                attempt: input.attempt,
-                level: log.level,
-                message: log.message.slice(0, 64 * 1024),
-                at: new Date(log.at),
-              })),
-            }),
-          ]
-        : []),
+      ...(logs.length > 0 ? [this.logRows(id, input.attempt, logs)] : []),
       ...(settle
         ? [
             this.db.invocation.update({
               where: { id },
-              data:
-                outcome.status === 'succeeded'
-                  ? {
-                      status: 'succeeded',
-                      output: outcome.output as Prisma.InputJsonValue,
-                      finishedAt: new Date(),
-                    }
-                  : {
-                      status: 'failed',
-                      error: outcome.error as unknown as Prisma.InputJsonValue,
-                      finishedAt: new Date(),
-                    },
+              data: { ...settled(outcome), finishedAt: new Date() },
             }),
           ]
         : []),
     ]);
   }
+}
+
+/** The columns an invocation settles with. */
+function settled(outcome: AttemptOutcome) {
+  return outcome.status === 'succeeded'
+    ? { status: 'succeeded', output: outcome.output as Prisma.InputJsonValue }
+    : { status: 'failed', error: outcome.error as unknown as Prisma.InputJsonValue };
 }

@@ -21,8 +21,7 @@ export const envSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchboard-syncs'),
   /** Longest a synchronous action may run (the runtime's wall-time limit for it), in ms. */
   SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(300_000),
-  /** Longest an on-event script that someone waits for (validate-connection, pre-connection-deletion) may run, in ms. */
-  SWITCHBOARD_ON_EVENT_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(5_000),
+  ...envFragments.onEvent,
   /** Longest a sync's onWebhook handler runs, in ms (Nango's webhook limit: 1 h). */
   SWITCHBOARD_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(3_600_000),
   /** Longest a sync run may take (Nango: 24 h), in ms; the runtime's wall-time limit for it. */

@@ -14,6 +14,7 @@ import {
 } from '@switchboard/contracts';
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
+import { ActionLookups } from '../actions/action-lookups';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import {
   configOfFlow,
@@ -72,6 +73,7 @@ export class DeployService {
     private readonly integrations: IntegrationDirectory,
     private readonly nats: NatsRequester,
     private readonly syncs: SyncsService,
+    private readonly lookups: ActionLookups,
   ) {}
 
   async confirm(caller: Caller, body: DeployBody): Promise<ScriptDifferences> {
@@ -250,6 +252,8 @@ export class DeployService {
     );
     // Schedules follow what was stored: every connection of a deployed sync's integration gets one.
     await this.syncs.reconcile(caller.environmentId, [...touched], removed);
+    // Before the deploy is answered: the next trigger on this replica already runs the new versions.
+    this.lookups.functionsChanged(caller.environmentId);
     return results;
   }
 

@@ -24,6 +24,7 @@ import {
 import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
+import { ActionLookups } from '../actions/action-lookups';
 import { DeployService } from './deploy.service';
 import { SyncsService } from '../syncs/syncs.service';
 import {
@@ -44,6 +45,7 @@ export class FunctionsHandlers {
     private readonly integrations: IntegrationDirectory,
     private readonly syncs: SyncsService,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly lookups: ActionLookups,
   ) {}
 
   @NatsHandler(DEPLOY_SUBJECTS.confirm, deployRequestSchema)
@@ -109,6 +111,7 @@ export class FunctionsHandlers {
         [{ providerConfigKey: fn.providerConfigKey, name: fn.name, models: storedConfig(fn).returns }],
       );
     }
+    this.lookups.functionsChanged(request.caller.environmentId);
     return { success: true };
   }
 

@@ -3,6 +3,7 @@ import { SyncsModule } from '../syncs/syncs.module';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { OrchestratorDb } from '@switchboard/db';
 import type { NatsConnection } from 'nats';
+import { ActionLookups } from '../actions/action-lookups';
 import { ActionsHandlers } from '../actions/actions.handlers';
 import { ActionsService } from '../actions/actions.service';
 import { InvocationRunner } from '../actions/invocation-runner';
@@ -26,6 +27,7 @@ import { IntegrationDirectory } from './integration-directory';
     DeployService,
     FunctionsRepository,
     IntegrationDirectory,
+    ActionLookups,
     ActionsService,
     OnEventService,
     AuthEventsConsumer,

@@ -5,7 +5,7 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { authEventSchema, EVENT_SUBJECTS } from '@switchboard/contracts';
+import { authEventSchema, EVENT_SUBJECTS, integrationEventSchema } from '@switchboard/contracts';
 import { NATS_CONNECTION } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
 import type { ConsumerMessages, NatsConnection } from 'nats';
@@ -13,18 +13,21 @@ import { consumeDurably } from '../events/durable-consumer';
 import { SyncsService } from '../syncs/syncs.service';
 import { OnEventService } from './on-event.service';
 
-/** The orchestrator's own durable consumer: shared by its replicas, independent of the relay's. */
+/** The orchestrator's own durable consumers: shared by its replicas, independent of the relay's. */
 export const AUTH_EVENTS_DURABLE = 'sync-orchestrator-auth';
+export const INTEGRATION_EVENTS_DURABLE = 'sync-orchestrator-integrations';
 
 /**
- * Reads `events.v1.auth` and starts the post-connection-creation scripts of each new connection and schedules its syncs. A
- * message is acknowledged once the scripts' workflows are started; a redelivered one starts nothing twice
- * (the invocation ids derive from the event id).
+ * Reads the events the orchestrator acts on: `events.v1.auth` starts the post-connection-creation scripts
+ * of each new connection and schedules its syncs; `events.v1.integration` deletes a deleted integration's
+ * syncs (schedules, checkpoints, records) and functions. A message is acknowledged once acted on; a
+ * redelivered one does nothing twice (invocation ids derive from the event id; a deletion deletes what is
+ * left).
  */
 @Injectable()
 export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('AuthEvents');
-  private messages: ConsumerMessages | undefined;
+  private readonly consumers: ConsumerMessages[] = [];
   private ready = false;
 
   constructor(
@@ -41,30 +44,49 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
       check: async () =>
         this.ready ? { ok: true } : { ok: false, detail: 'JetStream consumer not started' },
     });
-    this.messages = await consumeDurably(
-      this.nc,
-      {
-        durable: AUTH_EVENTS_DURABLE,
-        subject: EVENT_SUBJECTS.auth,
-        schema: authEventSchema,
-        what: 'auth event',
-        handle: async (event) => {
-          if (event.operation !== 'creation' || !event.success) return;
-          await this.onEvents.connectionCreated(event);
-          // The integration's syncs get their schedules on the new connection (idempotent on redelivery).
-          await this.syncs.connectionCreated(
-            event.environmentId,
-            event.providerConfigKey,
-            event.connectionId,
-          );
+    this.consumers.push(
+      await consumeDurably(
+        this.nc,
+        {
+          durable: AUTH_EVENTS_DURABLE,
+          subject: EVENT_SUBJECTS.auth,
+          schema: authEventSchema,
+          what: 'auth event',
+          handle: async (event) => {
+            if (event.operation !== 'creation' || !event.success) return;
+            await this.onEvents.connectionCreated(event);
+            // The integration's syncs get their schedules on the new connection (idempotent on redelivery).
+            await this.syncs.connectionCreated(
+              event.environmentId,
+              event.providerConfigKey,
+              event.connectionId,
+            );
+          },
         },
-      },
-      this.logger,
+        this.logger,
+      ),
+    );
+    this.consumers.push(
+      await consumeDurably(
+        this.nc,
+        {
+          durable: INTEGRATION_EVENTS_DURABLE,
+          subject: EVENT_SUBJECTS.integration,
+          schema: integrationEventSchema,
+          what: 'integration event',
+          handle: async (event) => {
+            // Schedules first: a sync row whose function is gone could no longer be run, only orphaned.
+            await this.syncs.integrationDeleted(event.environmentId, event.providerConfigKey);
+            await this.onEvents.integrationDeleted(event);
+          },
+        },
+        this.logger,
+      ),
     );
     this.ready = true;
   }
 
   onApplicationShutdown(): void {
-    this.messages?.stop();
+    for (const messages of this.consumers) messages.stop();
   }
 }

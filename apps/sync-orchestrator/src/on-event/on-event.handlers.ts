@@ -2,8 +2,10 @@ import { Controller, Logger } from '@nestjs/common';
 import {
   ON_EVENT_SUBJECTS,
   onEventConnectionSchema,
+  validateConnectionRequestSchema,
   type OnEventConnection,
   type OnEventReply,
+  type ValidateConnectionRequest,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import { SyncsService } from '../syncs/syncs.service';
@@ -17,6 +19,12 @@ export class OnEventHandlers {
     private readonly onEvents: OnEventService,
     private readonly syncs: SyncsService,
   ) {}
+
+  /** auth-connect asks before it stores a new connection (or a reconnect's new credentials). */
+  @NatsHandler(ON_EVENT_SUBJECTS.validateConnection, validateConnectionRequestSchema)
+  validateConnection(request: ValidateConnectionRequest): Promise<OnEventReply> {
+    return this.onEvents.validate(request);
+  }
 
   /**
    * The vault asks before it deletes a connection (and deletes whatever the answer): the scripts run

@@ -1,9 +1,17 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { AuthEvent, Caller, OnEventReply } from '@switchboard/contracts';
+import {
+  type AuthEvent,
+  type Caller,
+  type IntegrationEvent,
+  type OnEventReply,
+  type ValidateConnectionRequest,
+} from '@switchboard/contracts';
+import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
+import { ActionLookups } from '../actions/action-lookups';
 import { ActionsService } from '../actions/actions.service';
-import { InvocationRunner } from '../actions/invocation-runner';
+import { InvocationRunner, type InvocationError } from '../actions/invocation-runner';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { callerOfEnvironment } from '../functions/environment-caller';
 import { IntegrationDirectory } from '../functions/integration-directory';
@@ -20,9 +28,24 @@ export function invocationIdFor(eventId: string, functionId: number): string {
 }
 
 /**
+ * The end user's reason when a validate-connection script refuses, as Nango words it: the `message` (or
+ * `error`) of the script's `ActionError` payload; otherwise the script's own error message.
+ */
+export function refusalMessage(error: InvocationError): string {
+  const payload = error.payload as Record<string, unknown> | null | undefined;
+  if (payload && typeof payload === 'object') {
+    if (typeof payload.message === 'string' && payload.message) return payload.message;
+    if (typeof payload.error === 'string' && payload.error) return payload.error;
+  }
+  if (error.code === 'action_script_runtime_error' || !error.message) return 'Connection failed validation';
+  return error.message;
+}
+
+/**
  * On-event scripts. `post-connection-creation` runs in the background (a Temporal workflow per script,
- * started from the auth event). `pre-connection-deletion` runs while the vault waits, straight on
- * functions-runtime, each script within SWITCHBOARD_ON_EVENT_TIMEOUT_MS.
+ * started from the auth event). `validate-connection` and `pre-connection-deletion` run while their
+ * caller waits (auth-connect before it stores a connection, the vault before it deletes one), straight on
+ * functions-runtime, all scripts of the event together within SWITCHBOARD_ON_EVENT_TIMEOUT_MS.
  */
 @Injectable()
 export class OnEventService {
@@ -34,6 +57,7 @@ export class OnEventService {
     private readonly integrations: IntegrationDirectory,
     private readonly nats: NatsRequester,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
+    private readonly lookups: ActionLookups,
   ) {}
 
   /** A connection was created: start its integration's post-connection-creation scripts. */
@@ -62,6 +86,49 @@ export class OnEventService {
       if (fresh) started += 1;
     }
     return started;
+  }
+
+  /**
+   * A connection is about to be stored: its integration's validate-connection scripts run, one after the
+   * other, with the candidate credentials (the vault does not hold them yet), and the first that throws
+   * refuses it. The runs share one budget: the caller waits for the verdict, not for each script.
+   */
+  async validate(request: ValidateConnectionRequest): Promise<OnEventReply> {
+    const { caller } = request;
+    const scripts = await this.actions.onEventScripts(
+      caller.environmentId,
+      request.providerConfigKey,
+      'validate-connection',
+    );
+    if (scripts.length === 0) return { ok: true, ran: 0 };
+    const deadline = Date.now() + this.env.SWITCHBOARD_ON_EVENT_TIMEOUT_MS;
+    let ran = 0;
+    for (const fn of scripts) {
+      const invocationId = await this.actions.createInvocation(fn, caller, request.connectionId, {
+        async: false,
+        maxRetries: 0,
+      });
+      ran += 1;
+      const left = deadline - Date.now();
+      const outcome = await this.runner.attempt({
+        invocationId,
+        caller,
+        provider: request.provider,
+        attempt: 1,
+        event: 'validate-connection',
+        candidate: request.candidate,
+        // Under the runtime's own floor the run would be refused; a budget spent is a timeout all the same.
+        wallTimeMs: Math.max(left, 100),
+        final: true,
+      });
+      if (outcome.status === 'failed') {
+        this.logger.log(
+          `validate-connection script ${fn.name} refused a ${request.operation} of ${request.providerConfigKey} (run ${invocationId}, ${outcome.error.code})`,
+        );
+        return { ok: false, ran, message: refusalMessage(outcome.error).slice(0, 1000) };
+      }
+    }
+    return { ok: true, ran };
   }
 
   /**
@@ -106,5 +173,25 @@ export class OnEventService {
     return failures.length > 0
       ? { ok: false, ran: scripts.length, message: failures.join('; ').slice(0, 1000) }
       : { ok: true, ran: scripts.length };
+  }
+
+  /**
+   * An integration was deleted: its functions go with it (their versions stay, unlinked, for the runs
+   * that pinned them). Functions deployed after the deletion belong to a new integration of the same
+   * key, and are kept.
+   */
+  async integrationDeleted(event: IntegrationEvent): Promise<number> {
+    const { count } = await this.db.deployedFunction.deleteMany({
+      where: {
+        environmentId: event.environmentId,
+        providerConfigKey: event.providerConfigKey,
+        lastDeployedAt: { lte: new Date(event.occurredAt) },
+      },
+    });
+    this.lookups.functionsChanged(event.environmentId);
+    if (count > 0) {
+      this.logger.log(`deleted ${count} function(s) of the deleted integration ${event.providerConfigKey}`);
+    }
+    return count;
   }
 }

@@ -106,6 +106,15 @@ export class SyncsService {
     await this.records.deleteAllRecords({ environmentId, providerConfigKey, connectionId });
   }
 
+  /** An integration was deleted: every sync of it stops on every connection, its records go too. */
+  async integrationDeleted(environmentId: number, providerConfigKey: string): Promise<void> {
+    const rows = await this.db.sync.findMany({ where: { environmentId, providerConfigKey } });
+    await this.temporal(() => this.removeRows(rows, []));
+    for (const connectionId of new Set(rows.map((row) => row.connectionId))) {
+      await this.records.deleteAllRecords({ environmentId, providerConfigKey, connectionId });
+    }
+  }
+
   private async ensureSyncs(
     environmentId: number,
     providerConfigKey: string,
