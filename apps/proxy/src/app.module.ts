@@ -10,7 +10,7 @@ export class AppModule {
       module: AppModule,
       global: true,
       imports: [
-        ServiceKitModule.forRoot({ name: 'proxy', natsUrl: env.NATS_URL }),
+        ServiceKitModule.forRoot({ name: 'proxy', nats: env }),
         ForwardingModule.forRoot(env),
       ],
       providers: [{ provide: PROXY_ENV, useValue: env }],

@@ -18,3 +18,4 @@ export * from './webhooks';
 export * from './functions';
 export * from './function-deploy';
 export * from './functions-api';
+export * from './nats-permissions';

@@ -5,14 +5,14 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { authEventSchema, EVENT_STREAM, EVENT_SUBJECTS } from '@switchboard/contracts';
+import { authEventSchema, EVENT_CONSUMERS, EVENT_STREAM, EVENT_SUBJECTS } from '@switchboard/contracts';
 import { ensureEventStream, NATS_CONNECTION } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
 import { AckPolicy, DeliverPolicy, nanos, type ConsumerMessages, type NatsConnection } from 'nats';
 import { OnEventService } from './on-event.service';
 
 /** The orchestrator's own durable consumer: shared by its replicas, independent of the relay's. */
-export const AUTH_EVENTS_DURABLE = 'sync-orchestrator-auth';
+export const AUTH_EVENTS_DURABLE = EVENT_CONSUMERS.orchestratorAuth;
 
 /**
  * Reads `events.v1.auth` and starts the post-connection-creation scripts of each new connection. A
