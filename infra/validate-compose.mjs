@@ -334,10 +334,12 @@ if (check(existsSync(composeFile), `${rel(composeFile)} exists`)) {
 const natsConf = join(root, 'infra', 'nats', 'nats.conf');
 if (check(existsSync(natsConf), 'infra/nats/nats.conf exists (pnpm nats:config)')) {
   const confText = readFileSync(natsConf, 'utf8');
-  const users = [...confText.matchAll(/^\s*user: "([^"]+)"\n\s*password: \$(\w+)$/gm)].map(([, user, variable]) => ({
-    user,
-    variable,
-  }));
+  const users = [...confText.matchAll(/^\s*user: "([^"]+)"\n\s*password: \$(\w+)$/gm)].map(
+    ([, user, variable]) => ({
+      user,
+      variable,
+    }),
+  );
   check(
     users.some((u) => u.user === 'admin') && !/^no_auth_user/m.test(confText),
     `infra/nats/nats.conf has ${users.length} users, admin among them, and no anonymous access`,
@@ -345,10 +347,13 @@ if (check(existsSync(natsConf), 'infra/nats/nats.conf exists (pnpm nats:config)'
   const services = composeServices(composeText);
   const nats = (services.get('nats') ?? []).join('\n');
   check(
-    nats.includes('./infra/nats/nats.conf:/etc/nats/nats.conf:ro') && /'-c', '\/etc\/nats\/nats\.conf'/.test(nats),
+    nats.includes('./infra/nats/nats.conf:/etc/nats/nats.conf:ro') &&
+      /'-c', '\/etc\/nats\/nats\.conf'/.test(nats),
     'the nats service mounts infra/nats/nats.conf and starts with -c /etc/nats/nats.conf',
   );
-  const missing = users.filter(({ variable }) => !new RegExp(`^\\s+${variable}: \\$\\{${variable}:\\?`, 'm').test(nats));
+  const missing = users.filter(
+    ({ variable }) => !new RegExp(`^\\s+${variable}: \\$\\{${variable}:\\?`, 'm').test(nats),
+  );
   check(
     missing.length === 0,
     'the nats service requires every password variable of infra/nats/nats.conf',

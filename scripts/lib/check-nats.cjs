@@ -1,4 +1,5 @@
-// Exits 0 when the NATS server at argv[2] answers and has JetStream enabled (as NATS_USER/NATS_PASSWORD when set).
+// Exits 0 when the NATS server at argv[2] answers and has JetStream enabled. With NATS_USER/NATS_PASSWORD
+// set, it connects as that user and also requires the server to refuse a client without credentials.
 const { createRequire } = require('node:module');
 const path = require('node:path');
 const { connect } = createRequire(path.join(__dirname, '../../packages/messaging/package.json'))('nats');
@@ -10,6 +11,15 @@ const { connect } = createRequire(path.join(__dirname, '../../packages/messaging
     await (await nc.jetstreamManager()).getAccountInfo();
   } finally {
     await nc.close();
+  }
+  if (!user) return;
+  const anonymous = await connect({ servers: process.argv[2], timeout: 3000 }).catch((error) => {
+    if (error.code === 'AUTHORIZATION_VIOLATION') return undefined;
+    throw error;
+  });
+  if (anonymous) {
+    await anonymous.close();
+    throw new Error('it lets clients in without credentials (not the server of infra/nats/nats.conf)');
   }
 })().then(
   () => process.exit(0),

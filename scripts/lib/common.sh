@@ -93,15 +93,16 @@ NATS_DIR="$DATA_DIR/nats-auth"
 
 # `npm start`'s NATS: the project's own server with JetStream and one user per service
 # (infra/nats/nats.conf, passwords from the exported NATS_PASSWORD_<USER> variables), on loopback port $1.
-# Started once and kept; a running one reloads the configuration, so a changed permission table applies.
+# One left running by an earlier start is restarted (its JetStream data stays on disk), so that it runs the
+# current permission table: a configuration reload would drop the JetStream given on the command line.
 ensure_nats() {
-  local port="$1" pid
-  if port_open 127.0.0.1 "$port"; then
-    pid="$(cat "$NATS_DIR/nats.pid" 2>/dev/null || true)"
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-      "$(nats_server_bin)" --signal "reload=$pid" >/dev/null 2>&1 || log "warning: could not reload NATS (pid $pid)"
-    fi
-  else
+  local port="$1" pid i
+  pid="$(cat "$NATS_DIR/nats.pid" 2>/dev/null || true)"
+  if [ -n "$pid" ] && [ "$(ps -p "$pid" -o comm= 2>/dev/null)" = nats-server ]; then
+    kill "$pid"
+    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  if ! port_open 127.0.0.1 "$port"; then
     log "starting NATS with JetStream and per-service users on 127.0.0.1:$port"
     mkdir -p "$NATS_DIR"
     nohup "$(nats_server_bin)" -c "$NATS_CONF" -a 127.0.0.1 -p "$port" -js -sd "$NATS_DIR" \
@@ -109,7 +110,7 @@ ensure_nats() {
     wait_port 127.0.0.1 "$port" 10 NATS
   fi
   NATS_USER=admin NATS_PASSWORD="$NATS_PASSWORD_ADMIN" node "$ROOT/scripts/lib/check-nats.cjs" "nats://127.0.0.1:$port" ||
-    die "NATS on 127.0.0.1:$port refused the admin user of .data/dev.env or has no JetStream (is another NATS on that port? set SWITCHBOARD_NATS_PORT)"
+    die "NATS on 127.0.0.1:$port is not this project's (see the check above: admin user of .data/dev.env, JetStream, no anonymous clients); set SWITCHBOARD_NATS_PORT to a free port"
 }
 
 ensure_redis() {

@@ -201,7 +201,11 @@ export function natsPermissions(user: Exclude<NatsUser, 'admin'>): NatsPermissio
     ...grant.publishesEvents,
     ...(usesJetStream ? ['$JS.API.INFO'] : []),
     ...(grant.managesEventStream
-      ? [`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.CREATE.${stream}`, `$JS.API.STREAM.UPDATE.${stream}`]
+      ? [
+          `$JS.API.STREAM.INFO.${stream}`,
+          `$JS.API.STREAM.CREATE.${stream}`,
+          `$JS.API.STREAM.UPDATE.${stream}`,
+        ]
       : []),
     ...grant.consumesEvents.flatMap((durable) => [
       `$JS.API.CONSUMER.*.${stream}.${durable}`,

@@ -39,7 +39,9 @@ export async function connectNats(settings: NatsSettings, name: string): Promise
     return await connect(options);
   } catch (error) {
     if ((error as { code?: string }).code === 'AUTHORIZATION_VIOLATION') {
-      const who = options.user ? `the credentials of NATS user "${options.user}"` : 'a client without credentials';
+      const who = options.user
+        ? `the credentials of NATS user "${options.user}"`
+        : 'a client without credentials';
       throw new Error(
         `NATS at ${settings.NATS_URL} refused ${who} (authorization violation): set NATS_USER and ` +
           `NATS_PASSWORD to this process's NATS user and its password (users: infra/nats/nats.conf)`,
