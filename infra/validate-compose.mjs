@@ -15,6 +15,8 @@
 //     dashboard JSON parses, has unique panel ids, a query on every panel against that datasource,
 //     balanced brackets, and names only metrics the code defines (instrument names found in
 //     apps/ and packages/, spelled as the collector's Prometheus exporter spells them).
+//   - NATS: infra/nats/nats.conf exists, has an admin user and no anonymous access; the nats service
+//     loads it and requires every password variable it names; each service connects as its own user.
 // When a compose CLI is available (`docker compose` or `docker-compose`; `config` needs no
 // daemon): `config --quiet` on docker-compose.yml, alone and with infra/compose.providers.yml,
 // and every app is in `config --services`. Otherwise it prints
@@ -326,6 +328,47 @@ if (check(existsSync(composeFile), `${rel(composeFile)} exists`)) {
   for (const name of EXTRA_SERVICES) check(services.has(name), `docker-compose.yml has a service "${name}"`);
 }
 
+// ---- NATS users -------------------------------------------------------------------------------------
+// infra/nats/nats.conf (generated from packages/contracts) has one user per service; the nats service
+// must load it and hold every password variable it names, and each service must connect as its own user.
+const natsConf = join(root, 'infra', 'nats', 'nats.conf');
+if (check(existsSync(natsConf), 'infra/nats/nats.conf exists (pnpm nats:config)')) {
+  const confText = readFileSync(natsConf, 'utf8');
+  const users = [...confText.matchAll(/^\s*user: "([^"]+)"\n\s*password: \$(\w+)$/gm)].map(
+    ([, user, variable]) => ({
+      user,
+      variable,
+    }),
+  );
+  check(
+    users.some((u) => u.user === 'admin') && !/^no_auth_user/m.test(confText),
+    `infra/nats/nats.conf has ${users.length} users, admin among them, and no anonymous access`,
+  );
+  const services = composeServices(composeText);
+  const nats = (services.get('nats') ?? []).join('\n');
+  check(
+    nats.includes('./infra/nats/nats.conf:/etc/nats/nats.conf:ro') &&
+      /'-c', '\/etc\/nats\/nats\.conf'/.test(nats),
+    'the nats service mounts infra/nats/nats.conf and starts with -c /etc/nats/nats.conf',
+  );
+  const missing = users.filter(
+    ({ variable }) => !new RegExp(`^\\s+${variable}: \\$\\{${variable}:\\?`, 'm').test(nats),
+  );
+  check(
+    missing.length === 0,
+    'the nats service requires every password variable of infra/nats/nats.conf',
+    missing.map((u) => u.variable).join(', '),
+  );
+  for (const { user, variable } of users.filter((u) => u.user !== 'admin')) {
+    const body = (services.get(user) ?? []).join('\n');
+    check(
+      new RegExp(`^\\s+NATS_USER: ${user}$`, 'm').test(body) &&
+        new RegExp(`^\\s+NATS_PASSWORD: \\$\\{${variable}:\\?`, 'm').test(body),
+      `service "${user}" connects to NATS as its own user (NATS_USER: ${user}, NATS_PASSWORD from ${variable})`,
+    );
+  }
+}
+
 // ---- docker compose config (only when a compose CLI exists) --------------------------------------
 function findCompose() {
   const candidates = [
@@ -351,6 +394,7 @@ if (!compose) {
       process.env.SWITCHBOARD_MASTER_KEYS || `1:${Buffer.alloc(32).toString('base64')}`,
     SWITCHBOARD_SECRET_KEY: process.env.SWITCHBOARD_SECRET_KEY || '00000000-0000-4000-8000-000000000000',
   };
+  for (const [, name] of composeText.matchAll(/\$\{(NATS_PASSWORD_\w+):\?/g)) env[name] ||= 'placeholder';
   const run = (files, args) =>
     spawnSync(
       compose.cmd,

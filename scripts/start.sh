@@ -15,12 +15,22 @@ if [ ! -f "$SECRETS" ]; then
     echo "GENERATED_SECRET_KEY=$(node -e "process.stdout.write(require('crypto').randomUUID())")"
   } >"$SECRETS"
 fi
+# One NATS password per user of infra/nats/nats.conf, added once (also to a .data/dev.env from before).
+(umask 077 && node "$ROOT/scripts/lib/nats-config.mjs" --passwords --existing "$SECRETS" >>"$SECRETS")
 # shellcheck disable=SC1090
 source "$SECRETS"
+# The NATS server reads them; run-services.mjs gives each service its own and no other.
+# shellcheck disable=SC2046
+export $(grep -o '^NATS_PASSWORD_[A-Z_]*' "$SECRETS")
 export SWITCHBOARD_MASTER_KEYS="${SWITCHBOARD_MASTER_KEYS_OVERRIDE:-$SWITCHBOARD_MASTER_KEYS}"
 export SWITCHBOARD_SECRET_KEY="${SWITCHBOARD_SECRET_KEY:-$GENERATED_SECRET_KEY}"
 export DATABASE_URL="${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/switchboard}"
-export NATS_URL="${NATS_URL:-nats://127.0.0.1:4222}"
+# The project's own NATS with per-service users, on 4223 so that it never meets a NATS without
+# authentication on 4222. A NATS_URL of your own is used as is (configure it with infra/nats/nats.conf).
+if [ -z "${NATS_URL:-}" ]; then
+  ensure_nats "${SWITCHBOARD_NATS_PORT:-4223}"
+  export NATS_URL="nats://127.0.0.1:${SWITCHBOARD_NATS_PORT:-4223}"
+fi
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
 export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:7233}"
 export PORT="${PORT:-3003}"

@@ -14,7 +14,12 @@ TEST_DIR="$DATA_DIR/test"
 rm -rf "$TEST_DIR" && mkdir -p "$TEST_DIR/nats"
 
 NATS_PORT="$(free_port)"
-"$(nats_server_bin)" -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$TEST_DIR/nats" -l "$TEST_DIR/nats.log" &
+# The generated configuration with fresh passwords: every service a test starts connects as its own user.
+# Only here, a client without credentials (a test's own connection) is the admin user.
+# shellcheck disable=SC2046
+export $(node "$ROOT/scripts/lib/nats-config.mjs" --passwords)
+node "$ROOT/scripts/lib/nats-config.mjs" --out "$TEST_DIR/nats.conf" --no-auth-user admin
+"$(nats_server_bin)" -c "$TEST_DIR/nats.conf" -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$TEST_DIR/nats" -l "$TEST_DIR/nats.log" &
 PIDS+=($!)
 TEMPORAL_PORT="$(free_port)"
 "$TEMPORAL_BIN" server start-dev --headless --ip 127.0.0.1 --port "$TEMPORAL_PORT" --log-level error >"$TEST_DIR/temporal.log" 2>&1 &
@@ -40,6 +45,7 @@ export TEST_MASTER_KEYS="1:$(node -e "process.stdout.write(require('crypto').ran
 cd "$ROOT"
 log "checking docker-compose.yml against the apps and their Dockerfiles"
 node infra/validate-compose.mjs >/dev/null || die "infra/validate-compose.mjs failed (run it for details)"
+node scripts/lib/nats-config.mjs --check || die "infra/nats/nats.conf is out of date (pnpm nats:config)"
 
 log "linting (typescript-eslint, type-aware), checking the format (Prettier) and type-checking every workspace"
 pnpm lint || die "lint failed (pnpm lint)"

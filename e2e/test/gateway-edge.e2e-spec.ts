@@ -314,6 +314,7 @@ describe('rate limit', () => {
   beforeAll(async () => {
     const env = {
       NATS_URL: stack.natsUrl,
+      ...stack.natsCredentials('gateway'),
       SWITCHBOARD_RATE_LIMIT_PER_MIN: String(LIMIT),
       SWITCHBOARD_SESSION_RATE_LIMIT_PER_MIN: String(SESSION_LIMIT),
     };

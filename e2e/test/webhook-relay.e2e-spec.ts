@@ -450,11 +450,13 @@ describe('webhook relay', () => {
       [perEnvironment, perAddress] = await Promise.all([
         startGateway({
           NATS_URL: stack.natsUrl,
+          ...stack.natsCredentials('gateway'),
           SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN: '3',
           SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN: '1000',
         }),
         startGateway({
           NATS_URL: stack.natsUrl,
+          ...stack.natsCredentials('gateway'),
           SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN: '1000',
           SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN: '2',
         }),

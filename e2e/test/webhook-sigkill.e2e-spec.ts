@@ -1,7 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { freePort, repoRoot, startStack, testInfrastructure, type Stack } from '@switchboard/testing';
+import {
+  freePort,
+  repoRoot,
+  startStack,
+  testInfrastructure,
+  withoutNatsSecrets,
+  type Stack,
+} from '@switchboard/testing';
 import { call } from './support/http';
 import { AuthEventPublisher } from './support/webhook-events';
 import { WebhookReceiver } from './support/webhook-receiver';
@@ -43,8 +50,9 @@ describe('webhook relay killed repeatedly', () => {
     const port = await freePort();
     const child = spawn(process.execPath, [join(repoRoot(), 'apps/webhook-relay/dist/main.js')], {
       env: {
-        ...process.env,
+        ...withoutNatsSecrets(process.env),
         NATS_URL: stack.natsUrl,
+        ...stack.natsCredentials('webhook-relay'),
         DATABASE_URL: stack.databaseUrl,
         REDIS_URL: infra.redisUrl,
         SWITCHBOARD_MASTER_KEYS: process.env.TEST_MASTER_KEYS!,

@@ -88,15 +88,29 @@ ensure_postgres() {
 
 nats_server_bin() { if [ -x /usr/sbin/nats-server ]; then echo /usr/sbin/nats-server; else command -v nats-server; fi; }
 
-# NATS on 4222 must have JetStream; start one if nothing listens there.
+NATS_CONF="$ROOT/infra/nats/nats.conf"
+NATS_DIR="$DATA_DIR/nats-auth"
+
+# `npm start`'s NATS: the project's own server with JetStream and one user per service
+# (infra/nats/nats.conf, passwords from the exported NATS_PASSWORD_<USER> variables), on loopback port $1.
+# One left running by an earlier start is restarted (its JetStream data stays on disk), so that it runs the
+# current permission table: a configuration reload would drop the JetStream given on the command line.
 ensure_nats() {
-  if ! port_open 127.0.0.1 4222; then
-    log "starting NATS with JetStream on 127.0.0.1:4222"
-    mkdir -p "$DATA_DIR/nats"
-    nohup "$(nats_server_bin)" -a 127.0.0.1 -p 4222 -js -sd "$DATA_DIR/nats" -l "$DATA_DIR/nats/nats.log" >/dev/null 2>&1 &
-    wait_port 127.0.0.1 4222 10 NATS
+  local port="$1" pid i
+  pid="$(cat "$NATS_DIR/nats.pid" 2>/dev/null || true)"
+  if [ -n "$pid" ] && [ "$(ps -p "$pid" -o comm= 2>/dev/null)" = nats-server ]; then
+    kill "$pid"
+    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   fi
-  node "$ROOT/scripts/lib/check-nats.cjs" nats://127.0.0.1:4222 || die "NATS on 127.0.0.1:4222 has no JetStream; restart it with -js"
+  if ! port_open 127.0.0.1 "$port"; then
+    log "starting NATS with JetStream and per-service users on 127.0.0.1:$port"
+    mkdir -p "$NATS_DIR"
+    nohup "$(nats_server_bin)" -c "$NATS_CONF" -a 127.0.0.1 -p "$port" -js -sd "$NATS_DIR" \
+      -P "$NATS_DIR/nats.pid" -l "$NATS_DIR/nats.log" >/dev/null 2>&1 &
+    wait_port 127.0.0.1 "$port" 10 NATS
+  fi
+  NATS_USER=admin NATS_PASSWORD="$NATS_PASSWORD_ADMIN" node "$ROOT/scripts/lib/check-nats.cjs" "nats://127.0.0.1:$port" ||
+    die "NATS on 127.0.0.1:$port is not this project's (see the check above: admin user of .data/dev.env, JetStream, no anonymous clients); set SWITCHBOARD_NATS_PORT to a free port"
 }
 
 ensure_redis() {
@@ -140,7 +154,6 @@ setup_all() {
   ensure_toolchain
   ensure_dependencies
   ensure_postgres
-  ensure_nats
   ensure_redis
   ensure_temporal_cli
   ensure_chromium

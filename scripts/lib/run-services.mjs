@@ -3,6 +3,7 @@
 // everything on Ctrl-C. A service that dies takes the others down, so a broken start is never half-up.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 
@@ -12,9 +13,17 @@ const colors = [36, 32, 33, 35, 34, 91, 92, 93, 96];
 const children = [];
 let stopping = false;
 
+// NATS_PASSWORD_<USER> (from .data/dev.env) are the NATS server's; each process gets only its own user's.
+const { natsPasswordVariable } = createRequire(join(root, 'packages/contracts/package.json'))(
+  '@switchboard/contracts',
+);
+const ownNatsUser = (user) =>
+  env[natsPasswordVariable(user)] ? { NATS_USER: user, NATS_PASSWORD: env[natsPasswordVariable(user)] } : {};
+
 function start(name, command, args, extraEnv = {}) {
   const color = colors[children.length % colors.length];
   const childEnv = { ...env, ...extraEnv };
+  for (const key of Object.keys(env)) if (key.startsWith('NATS_PASSWORD_')) delete childEnv[key];
   for (const [key, value] of Object.entries(childEnv)) if (value === undefined) delete childEnv[key];
   const child = spawn(command, args, { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   const prefix = `\x1b[${color}m${name.padEnd(24)}\x1b[0m│ `;
@@ -100,10 +109,15 @@ const nodeFlags = (service) => (service === 'functions-runtime' ? ['--no-node-sn
 for (const service of services) {
   start(service, process.execPath, [...nodeFlags(service), join(root, 'apps', service, 'dist/main.js')], {
     PORT: portOf(service),
+    ...ownNatsUser(service),
   });
 }
 const worker = join(root, 'apps/sync-orchestrator/dist/worker.js');
-if (existsSync(worker)) start('sync-orchestrator-worker', process.execPath, [worker], { PORT: undefined });
+if (existsSync(worker))
+  start('sync-orchestrator-worker', process.execPath, [worker], {
+    PORT: undefined,
+    ...ownNatsUser('sync-orchestrator-worker'),
+  });
 
 const gateway = `http://127.0.0.1:${env.PORT ?? 3003}`;
 const deadline = Date.now() + 120_000;

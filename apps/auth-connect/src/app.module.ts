@@ -29,7 +29,7 @@ export class AppModule implements OnApplicationShutdown {
       module: AppModule,
       global: true,
       imports: [
-        ServiceKitModule.forRoot({ name: 'auth-connect', natsUrl: env.NATS_URL }),
+        ServiceKitModule.forRoot({ name: 'auth-connect', nats: env }),
         DatabaseModule,
         ProvidersModule,
         ApiKeysModule,

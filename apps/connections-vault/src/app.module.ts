@@ -11,7 +11,7 @@ export class AppModule {
       module: AppModule,
       global: true,
       imports: [
-        ServiceKitModule.forRoot({ name: 'connections-vault', natsUrl: env.NATS_URL }),
+        ServiceKitModule.forRoot({ name: 'connections-vault', nats: env }),
         DatabaseModule,
         ConnectionsModule,
       ],

@@ -12,7 +12,7 @@ export class AppModule {
   static forRoot(env: FunctionsRuntimeEnv): DynamicModule {
     return {
       module: AppModule,
-      imports: [ServiceKitModule.forRoot({ name: 'functions-runtime', natsUrl: env.NATS_URL })],
+      imports: [ServiceKitModule.forRoot({ name: 'functions-runtime', nats: env })],
       controllers: [RunsHandlers],
       providers: [
         { provide: FUNCTIONS_RUNTIME_ENV, useValue: env },

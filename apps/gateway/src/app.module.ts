@@ -54,7 +54,7 @@ export class AppModule {
       imports: [
         ServiceKitModule.forRoot({
           name: 'gateway',
-          natsUrl: env.NATS_URL,
+          nats: env,
           requestTimeoutMs: env.NATS_REQUEST_TIMEOUT_MS,
           // The public edge: which services run, their versions and what fails are for key holders only.
           readinessDetails: 'authenticated',

@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     module: AppModule.forRoot(env),
     port: env.PORT,
     host: env.HOST,
-    natsUrl: env.NATS_URL,
+    nats: env,
     logLevel: env.LOG_LEVEL,
     logFormat: env.LOG_FORMAT,
     bodyParser: false,

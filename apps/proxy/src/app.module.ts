@@ -9,10 +9,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [
-        ServiceKitModule.forRoot({ name: 'proxy', natsUrl: env.NATS_URL }),
-        ForwardingModule.forRoot(env),
-      ],
+      imports: [ServiceKitModule.forRoot({ name: 'proxy', nats: env }), ForwardingModule.forRoot(env)],
       providers: [{ provide: PROXY_ENV, useValue: env }],
       exports: [PROXY_ENV],
     };

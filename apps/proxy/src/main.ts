@@ -10,7 +10,7 @@ async function main(): Promise<void> {
     name: 'proxy',
     module: AppModule.forRoot(env),
     port: env.PORT,
-    natsUrl: env.NATS_URL,
+    nats: env,
     logLevel: env.LOG_LEVEL,
     logFormat: env.LOG_FORMAT,
     fastify: {

@@ -13,7 +13,7 @@ export class AppModule {
       module: AppModule,
       global: true,
       imports: [
-        ServiceKitModule.forRoot({ name: 'sync-orchestrator', natsUrl: env.NATS_URL }),
+        ServiceKitModule.forRoot({ name: 'sync-orchestrator', nats: env }),
         DatabaseModule,
         TemporalModule,
         FunctionsModule,

@@ -10,8 +10,7 @@ import {
 } from '@temporalio/worker';
 import { MasterKeyring } from '@switchboard/crypto';
 import { createPrismaClient } from '@switchboard/db';
-import { NatsRequester } from '@switchboard/messaging';
-import { connect } from 'nats';
+import { connectNats, NatsRequester } from '@switchboard/messaging';
 import * as activities from './activities';
 import { createActionActivities } from './activities/action.activities';
 import { createSyncActivities } from './activities/sync.activities';
@@ -48,7 +47,8 @@ async function main(): Promise<void> {
   const connection = await connectWithRetry(env.TEMPORAL_ADDRESS, stopping.signal, log);
   if (!connection) return;
   // Activities of actions and on-event scripts ask functions-runtime over NATS and record in Postgres.
-  const nc = await connect({ servers: env.NATS_URL, name: 'sync-orchestrator-worker' });
+  // Its own NATS user (sync-orchestrator-worker in infra/nats/nats.conf), not the service's.
+  const nc = await connectNats(env, 'sync-orchestrator-worker');
   const db = createPrismaClient(env.DATABASE_URL, { poolSize: 5 });
   const nats = new NatsRequester(nc);
   const syncRunner = new SyncRunner({

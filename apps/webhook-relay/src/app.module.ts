@@ -20,7 +20,7 @@ export class AppModule {
     return {
       module: AppModule,
       global: true,
-      imports: [ServiceKitModule.forRoot({ name: 'webhook-relay', natsUrl: env.NATS_URL }), DatabaseModule],
+      imports: [ServiceKitModule.forRoot({ name: 'webhook-relay', nats: env }), DatabaseModule],
       controllers: [SettingsHandlers, IngressHandlers, DeliveriesHandlers],
       providers: [
         { provide: WEBHOOK_RELAY_ENV, useValue: env },

@@ -9,7 +9,7 @@ async function main(): Promise<void> {
     name: 'webhook-relay',
     module: AppModule.forRoot(env),
     port: env.PORT,
-    natsUrl: env.NATS_URL,
+    nats: env,
     logLevel: env.LOG_LEVEL,
     logFormat: env.LOG_FORMAT,
   });

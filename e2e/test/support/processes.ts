@@ -1,9 +1,15 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
-import { delimiter, join } from 'node:path';
-import { freePort, repoRoot, testInfrastructure, type Stack } from '@switchboard/testing';
+import { join } from 'node:path';
+import {
+  freePort,
+  natsServerBinary,
+  repoRoot,
+  testInfrastructure,
+  withoutNatsSecrets,
+  type Stack,
+} from '@switchboard/testing';
 
 /**
  * Booting processes from dist/ is quick on an idle machine (a stack in a few seconds) but CI boxes
@@ -60,7 +66,8 @@ export async function waitFor<T>(
 
 /**
  * Starts one more gateway process (a second replica, or one against other infrastructure) from the
- * build, on loopback, and waits until its liveness probe answers 200.
+ * build, on loopback, and waits until its liveness probe answers 200. Against a stack's NATS, pass the
+ * gateway's user too (`...stack.natsCredentials('gateway')`).
  */
 export async function startGateway(
   env: { NATS_URL: string } & Record<string, string>,
@@ -70,7 +77,7 @@ export async function startGateway(
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [join(repoRoot(), 'apps/gateway/dist/main.js')], {
     env: {
-      ...process.env,
+      ...withoutNatsSecrets(process.env),
       REDIS_URL: infra.redisUrl,
       SWITCHBOARD_SERVER_URL: url,
       LOG_FORMAT: 'json',
@@ -94,15 +101,6 @@ export async function startGateway(
     throw error;
   }
   return { url, port, process: child, ...tracked };
-}
-
-/** The nats-server binary: $NATS_SERVER_BIN, else the first one on PATH or in /usr/sbin, /usr/local/bin. */
-function natsServerBinary(): string {
-  if (process.env.NATS_SERVER_BIN) return process.env.NATS_SERVER_BIN;
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/bin', '/usr/bin'];
-  const found = dirs.map((d) => join(d, 'nats-server')).find((p) => existsSync(p));
-  if (!found) throw new Error('nats-server not found: install it or set NATS_SERVER_BIN');
-  return found;
 }
 
 function portOpen(port: number): Promise<boolean> {

@@ -30,6 +30,20 @@ export const envFragments = {
   booleanish,
   nats: {
     NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+    /**
+     * This process's own NATS user and password (one user per service, with the subject permissions of
+     * infra/nats/nats.conf). Both or neither; without them the server must allow anonymous clients.
+     */
+    NATS_USER: z.string().min(1).optional(),
+    // The NATS server substitutes passwords into its configuration as bare values: a leading digit reads as
+    // a number (`5mb0…` fails to parse, `12345` is no string) and punctuation ends the value.
+    NATS_PASSWORD: z
+      .string()
+      .regex(
+        /^[A-Za-z][A-Za-z0-9_-]{15,}$/,
+        'must be 16+ letters, digits, "-" or "_", starting with a letter (e.g. pw$(openssl rand -hex 24))',
+      )
+      .optional(),
   },
   database: {
     DATABASE_URL: z

@@ -28,3 +28,6 @@ export type HealthReport = z.infer<typeof healthReportSchema>;
 
 /** Each service answers readiness over NATS on its own subject (queue group = service name). */
 export const healthSubject = (service: ServiceName): string => `${service}.v1.health.check`;
+
+/** Every service's health subject (what the gateway's readiness view calls). */
+export const HEALTH_SUBJECT_PATTERN = '*.v1.health.check';

@@ -20,3 +20,4 @@ export * from './function-deploy';
 export * from './functions-api';
 export * from './syncs';
 export * from './records';
+export * from './nats-permissions';

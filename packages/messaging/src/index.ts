@@ -2,3 +2,4 @@ export * from './nats-handler.decorator';
 export * from './nats-requester';
 export * from './messaging.module';
 export * from './jetstream';
+export * from './nats-connection';

@@ -1,11 +1,13 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import { connect, type NatsConnection } from 'nats';
+import type { NatsConnection } from 'nats';
+import { connectNats, type NatsSettings } from './nats-connection';
 import { NatsRequester } from './nats-requester';
 
 export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
 
 export interface MessagingModuleOptions {
-  natsUrl: string;
+  /** The server and this process's own NATS user. */
+  nats: NatsSettings;
   /** Shown in NATS monitoring as the client name. */
   clientName: string;
   requestTimeoutMs?: number;
@@ -28,13 +30,7 @@ export class MessagingModule {
       providers: [
         {
           provide: NATS_CONNECTION,
-          useFactory: () =>
-            connect({
-              servers: options.natsUrl.split(','),
-              name: options.clientName,
-              maxReconnectAttempts: -1,
-              reconnectTimeWait: 500,
-            }),
+          useFactory: () => connectNats(options.nats, options.clientName),
         },
         {
           provide: NatsRequester,

@@ -84,5 +84,8 @@ function transportError(subject: string, error: unknown): SwitchboardError {
     return new SwitchboardError('service_unavailable', `the ${service} service is not available`);
   if (code === 'TIMEOUT')
     return new SwitchboardError('gateway_timeout', `the ${service} service did not answer in time`);
+  // The server refused the publish: this service's NATS user may not call the subject (infra/nats/nats.conf).
+  if (code === 'PERMISSIONS_VIOLATION')
+    return new SwitchboardError('server_error', `this service's NATS user may not call ${subject}`);
   return new SwitchboardError('service_unavailable', `could not reach the ${service} service`);
 }

@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { ServiceName } from '@switchboard/contracts';
+import { natsConnectionOptions, type NatsSettings } from '@switchboard/messaging';
 import { HttpServerMetrics, stopTracing } from '@switchboard/observability';
 import type { FastifyServerOptions } from 'fastify';
 import { TraceLogger } from './trace-logger';
@@ -14,7 +15,8 @@ export interface BootstrapOptions {
   module: Type<unknown> | DynamicModule;
   port: number;
   host?: string;
-  natsUrl: string;
+  /** The server and this service's own NATS user (its `envFragments.nats` values). */
+  nats: NatsSettings;
   logLevel: 'error' | 'warn' | 'log' | 'debug' | 'verbose';
   logFormat: 'pretty' | 'json';
   fastify?: FastifyServerOptions;
@@ -66,12 +68,7 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
   app.connectMicroservice<MicroserviceOptions>(
     {
       transport: Transport.NATS,
-      options: {
-        servers: options.natsUrl.split(','),
-        queue: options.name,
-        name: `${options.name}-server`,
-        maxReconnectAttempts: -1,
-      },
+      options: { ...natsConnectionOptions(options.nats, `${options.name}-server`), queue: options.name },
     },
     { inheritAppConfig: true },
   );

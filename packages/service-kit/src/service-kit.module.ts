@@ -1,6 +1,6 @@
 import { Global, Inject, Module, type DynamicModule, type OnModuleInit } from '@nestjs/common';
 import type { ServiceName } from '@switchboard/contracts';
-import { MessagingModule, NATS_CONNECTION } from '@switchboard/messaging';
+import { MessagingModule, NATS_CONNECTION, type NatsSettings } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import {
   createHealthHandler,
@@ -12,7 +12,8 @@ import { HealthRegistry } from './health.registry';
 
 export interface ServiceKitOptions {
   name: ServiceName;
-  natsUrl: string;
+  /** The server and this service's own NATS user (its `envFragments.nats` values). */
+  nats: NatsSettings;
   version?: string;
   requestTimeoutMs?: number;
   /**
@@ -50,7 +51,7 @@ export class ServiceKitModule {
       module: ServiceKitModule,
       imports: [
         MessagingModule.forRoot({
-          natsUrl: options.natsUrl,
+          nats: options.nats,
           clientName: options.name,
           requestTimeoutMs: options.requestTimeoutMs,
         }),

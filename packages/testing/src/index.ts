@@ -2,3 +2,4 @@ export * from './infrastructure';
 export * from './ports';
 export * from './repo';
 export * from './stack';
+export * from './nats';

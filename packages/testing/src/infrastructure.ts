@@ -1,8 +1,14 @@
 import { existsSync } from 'node:fs';
+import { natsPasswordsFrom, type NatsPasswords } from './nats';
 
 export interface TestInfrastructure {
   databaseUrl: string;
   natsUrl: string;
+  /**
+   * The NATS users' passwords when the server authenticates (`npm test` exports `NATS_PASSWORD_<USER>`):
+   * each service a test starts connects as its own user. Empty for a server without authentication.
+   */
+  natsPasswords: NatsPasswords;
   temporalAddress: string;
   redisUrl: string;
   /** Where each value came from, for the test log. */
@@ -31,6 +37,7 @@ export async function resolveTestInfrastructure(
     return {
       databaseUrl: env.TEST_DATABASE_URL!,
       natsUrl: env.TEST_NATS_URL!,
+      natsPasswords: natsPasswordsFrom(env),
       temporalAddress: env.TEST_TEMPORAL_ADDRESS!,
       redisUrl: env.TEST_REDIS_URL!,
       source: 'environment',
@@ -78,6 +85,7 @@ async function startContainers(): Promise<TestInfrastructure> {
   return {
     databaseUrl: pg.getConnectionUri(),
     natsUrl: `nats://${nats.getHost()}:${nats.getMappedPort(4222)}`,
+    natsPasswords: {},
     temporalAddress: `${temporal.getHost()}:${temporal.getMappedPort(7233)}`,
     redisUrl: `redis://${redis.getHost()}:${redis.getMappedPort(6379)}`,
     source: 'testcontainers',

@@ -1,7 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import type { NatsUser } from '@switchboard/contracts';
 import { testInfrastructure } from './infrastructure';
+import { natsCredentials, withoutNatsSecrets, type NatsPasswords } from './nats';
 import { freePort } from './ports';
 import { repoRoot } from './repo';
 
@@ -24,6 +26,8 @@ export interface StackOptions {
   readyTimeoutMs?: number;
   /** How many processes to start of a service (default 1 each), e.g. `{ 'connections-vault': 2 }`. */
   replicas?: Partial<Record<StackService, number>>;
+  /** Another NATS server than the test infrastructure's (e.g. startAuthenticatedNats()), with its passwords. */
+  nats?: { url: string; passwords: NatsPasswords };
 }
 
 export interface RunningService {
@@ -40,6 +44,11 @@ export interface Stack {
   environmentUuid: string;
   databaseUrl: string;
   natsUrl: string;
+  /**
+   * NATS_USER / NATS_PASSWORD of a user on the stack's NATS server (nothing when it takes anonymous
+   * clients): every process of the stack connects as its own service's user.
+   */
+  natsCredentials(user: NatsUser): Record<string, string>;
   /** The first process of each service. */
   services: Record<StackService, RunningService>;
   /** Every running process of each service: `services[name]` first, then extra replicas. */
@@ -103,8 +112,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     await Promise.all(ALL_SERVICES.map(async (s) => [s, await freePort()] as const)),
   ) as Record<StackService, number>;
   const gatewayUrl = `http://127.0.0.1:${ports.gateway}`;
+  const nats = options.nats ?? { url: infra.natsUrl, passwords: infra.natsPasswords };
   const common: Record<string, string> = {
-    NATS_URL: infra.natsUrl,
+    NATS_URL: nats.url,
     DATABASE_URL: infra.databaseUrl,
     REDIS_URL: infra.redisUrl,
     TEMPORAL_ADDRESS: infra.temporalAddress,
@@ -126,6 +136,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     ...common,
     SWITCHBOARD_MASTER_KEYS: masterKeys,
     PORT: String(ports[name]),
+    ...natsCredentials(nats.passwords, name),
     // The fake providers of the tests listen on loopback, which auth-connect's egress policy refuses otherwise.
     ...(name === 'auth-connect' && common.SWITCHBOARD_EGRESS_ALLOW === undefined
       ? { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' }
@@ -142,7 +153,8 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     // isolated-vm (functions-runtime) needs Node's own startup snapshot off on Node >= 20, as in its image.
     const flags = name === 'functions-runtime' ? ['--no-node-snapshot'] : [];
     const child = spawn(process.execPath, [...flags, join(root, 'apps', name, entry)], {
-      env: { ...process.env, ...env },
+      // Only its own NATS user: never the others' passwords the test runner may hold.
+      env: { ...withoutNatsSecrets(process.env), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const collect = (chunk: Buffer) => {
@@ -169,12 +181,21 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   // The orchestrator's Temporal worker runs async actions and on-event scripts: a process of its own, as
   // in production. It serves no HTTP, so readiness does not wait for it (it polls once Temporal answers).
   const workers = [
-    launch('sync-orchestrator', envOf('sync-orchestrator'), 'sync-orchestrator-worker', 'dist/worker.js'),
+    launch(
+      'sync-orchestrator',
+      { ...envOf('sync-orchestrator'), ...natsCredentials(nats.passwords, 'sync-orchestrator-worker') },
+      'sync-orchestrator-worker',
+      'dist/worker.js',
+    ),
   ];
   const startWorker = (env: Record<string, string> = {}) => {
     const started = launch(
       'sync-orchestrator',
-      { ...envOf('sync-orchestrator'), ...env },
+      {
+        ...envOf('sync-orchestrator'),
+        ...natsCredentials(nats.passwords, 'sync-orchestrator-worker'),
+        ...env,
+      },
       `sync-orchestrator-worker#${workers.length + 1}`,
       'dist/worker.js',
     );
@@ -208,7 +229,8 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     accountName,
     environmentUuid: seeded.environmentUuid,
     databaseUrl: infra.databaseUrl,
-    natsUrl: infra.natsUrl,
+    natsUrl: nats.url,
+    natsCredentials: (user) => natsCredentials(nats.passwords, user),
     services,
     replicas,
     logs: (service) =>

@@ -136,7 +136,7 @@ class RefreshTestModule {
       module: RefreshTestModule,
       global: true,
       imports: [
-        ServiceKitModule.forRoot({ name: 'auth-connect', natsUrl: env.NATS_URL }),
+        ServiceKitModule.forRoot({ name: 'auth-connect', nats: env }),
         DatabaseModule,
         ProvidersModule,
         IntegrationsModule,

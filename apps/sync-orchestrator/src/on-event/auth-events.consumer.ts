@@ -5,7 +5,12 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { authEventSchema, EVENT_SUBJECTS, integrationEventSchema } from '@switchboard/contracts';
+import {
+  authEventSchema,
+  EVENT_CONSUMERS,
+  EVENT_SUBJECTS,
+  integrationEventSchema,
+} from '@switchboard/contracts';
 import { NATS_CONNECTION } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
 import type { ConsumerMessages, NatsConnection } from 'nats';
@@ -14,8 +19,8 @@ import { SyncsService } from '../syncs/syncs.service';
 import { OnEventService } from './on-event.service';
 
 /** The orchestrator's own durable consumers: shared by its replicas, independent of the relay's. */
-export const AUTH_EVENTS_DURABLE = 'sync-orchestrator-auth';
-export const INTEGRATION_EVENTS_DURABLE = 'sync-orchestrator-integrations';
+export const AUTH_EVENTS_DURABLE = EVENT_CONSUMERS.orchestratorAuth;
+export const INTEGRATION_EVENTS_DURABLE = EVENT_CONSUMERS.orchestratorIntegrations;
 
 /**
  * Reads the events the orchestrator acts on: `events.v1.auth` starts the post-connection-creation scripts

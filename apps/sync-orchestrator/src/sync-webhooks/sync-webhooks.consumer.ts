@@ -5,14 +5,14 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { EVENT_SUBJECTS, syncWebhookEventSchema } from '@switchboard/contracts';
+import { EVENT_CONSUMERS, EVENT_SUBJECTS, syncWebhookEventSchema } from '@switchboard/contracts';
 import { NATS_CONNECTION } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
 import type { ConsumerMessages, NatsConnection } from 'nats';
 import { consumeDurably } from '../events/durable-consumer';
 import { SyncWebhooksService } from './sync-webhooks.service';
 
-export const SYNC_WEBHOOKS_DURABLE = 'sync-orchestrator-sync-webhook';
+export const SYNC_WEBHOOKS_DURABLE = EVENT_CONSUMERS.orchestratorSyncWebhook;
 
 /**
  * Reads `events.v1.sync-webhook` (webhook-relay publishes one per routed provider webhook) and starts the

@@ -8,6 +8,7 @@ import {
 import {
   asyncActionEventSchema,
   authEventSchema,
+  EVENT_CONSUMERS,
   EVENT_STREAM,
   EVENT_SUBJECTS,
   providerWebhookEventSchema,
@@ -82,20 +83,20 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
       discard: this.env.SWITCHBOARD_STREAM_DISCARD,
     });
     const subscriptions: Subscription<z.ZodType>[] = [
-      this.subscription('webhook-relay-auth', EVENT_SUBJECTS.auth, authEventSchema, (e) =>
+      this.subscription(EVENT_CONSUMERS.relayAuth, EVENT_SUBJECTS.auth, authEventSchema, (e) =>
         this.planner.planAuth(e),
       ),
       this.subscription(
-        'webhook-relay-provider-webhook',
+        EVENT_CONSUMERS.relayProviderWebhook,
         EVENT_SUBJECTS.providerWebhook,
         providerWebhookEventSchema,
         (e) => this.planner.planProviderWebhook(e),
       ),
-      this.subscription('webhook-relay-sync', EVENT_SUBJECTS.sync, syncEventSchema, (e) =>
+      this.subscription(EVENT_CONSUMERS.relaySync, EVENT_SUBJECTS.sync, syncEventSchema, (e) =>
         this.planner.planSync(e),
       ),
       this.subscription(
-        'webhook-relay-async-action',
+        EVENT_CONSUMERS.relayAsyncAction,
         EVENT_SUBJECTS.asyncAction,
         asyncActionEventSchema,
         (e) => this.planner.planAsyncAction(e),

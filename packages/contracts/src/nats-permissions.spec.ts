@@ -1,0 +1,103 @@
+import * as contracts from './index';
+import {
+  NATS_GRANTS,
+  NATS_USERS,
+  natsPermissions,
+  renderNatsServerConfig,
+  type NatsUser,
+} from './nats-permissions';
+
+/** NATS subject matching: `*` is one token, `>` one or more at the end. */
+function matches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return s.length > i;
+    if (i >= s.length || (p[i] !== '*' && p[i] !== s[i])) return false;
+  }
+  return p.length === s.length;
+}
+const services = NATS_USERS.filter((u): u is Exclude<NatsUser, 'admin'> => u !== 'admin');
+const may = (user: Exclude<NatsUser, 'admin'>, op: 'publish' | 'subscribe', subject: string) =>
+  natsPermissions(user)[op].some((pattern) => matches(pattern, subject));
+
+/** Every request subject the contracts define (`<context>.v<N>.…` values of the `*_SUBJECTS` objects). */
+const requestSubjects = Object.entries(contracts)
+  .filter(([name, value]) => name.endsWith('_SUBJECTS') && typeof value === 'object' && value !== null)
+  .flatMap(([, value]) => Object.values(value as Record<string, unknown>))
+  .filter((v): v is string => typeof v === 'string' && !v.startsWith('events.'));
+
+describe('NATS permissions', () => {
+  it('has exactly one service answering each request subject of the contracts', () => {
+    expect(requestSubjects.length).toBeGreaterThan(50);
+    const orphans = requestSubjects.filter(
+      (subject) => services.filter((user) => may(user, 'subscribe', subject)).length !== 1,
+    );
+    // vault.v1.connections.changed is a broadcast: the vault publishes, listeners subscribe.
+    expect(orphans).toEqual([contracts.VAULT_SUBJECTS.changed]);
+  });
+
+  it('lets functions-runtime call only what its host calls need', () => {
+    for (const subject of [
+      contracts.VAULT_SUBJECTS.credentials,
+      contracts.CONNECTIONS_API_SUBJECTS.get,
+      contracts.CONNECTIONS_API_SUBJECTS.setMetadata,
+      contracts.FUNCTION_HOST_SUBJECTS.checkpointSave,
+      contracts.FUNCTION_HOST_SUBJECTS.actionTrigger,
+      contracts.ENVIRONMENT_VARIABLE_SUBJECTS.list,
+      contracts.PROVIDER_SUBJECTS.get,
+    ])
+      expect([subject, may('functions-runtime', 'publish', subject)]).toEqual([subject, true]);
+    for (const subject of [
+      contracts.AUTH_INTERNAL_SUBJECTS.resolveIntegration,
+      contracts.AUTH_INTERNAL_SUBJECTS.refresh,
+      contracts.VAULT_SUBJECTS.store,
+      contracts.CONNECTIONS_API_SUBJECTS.import,
+      contracts.API_KEY_SUBJECTS.create,
+      contracts.DEPLOY_SUBJECTS.apply,
+      contracts.WEBHOOK_SUBJECTS.getSettings,
+      contracts.EVENT_SUBJECTS.auth,
+      '$JS.API.STREAM.DELETE.SWITCHBOARD_EVENTS',
+      '_INBOX.gateway.abc',
+    ])
+      expect([subject, may('functions-runtime', 'publish', subject)]).toEqual([subject, false]);
+  });
+
+  it('gives each user its own inbox and no other', () => {
+    for (const user of services) {
+      expect(may(user, 'subscribe', `_INBOX.${user}.x.y`)).toBe(true);
+      for (const other of services.filter((o) => o !== user))
+        expect([user, other, may(user, 'subscribe', `_INBOX.${other}.x.y`)]).toEqual([user, other, false]);
+      expect(natsPermissions(user).publish.some((p) => p.startsWith('_INBOX'))).toBe(false);
+    }
+  });
+
+  it('publishes each event subject from its owners only, and never from the gateway', () => {
+    const publishers = (subject: string) => services.filter((u) => may(u, 'publish', subject));
+    expect(publishers(contracts.EVENT_SUBJECTS.auth)).toEqual(['connections-vault']);
+    expect(publishers(contracts.EVENT_SUBJECTS.providerWebhook)).toEqual(['webhook-relay']);
+    expect(publishers(contracts.EVENT_SUBJECTS.sync)).toEqual([
+      'sync-orchestrator',
+      'sync-orchestrator-worker',
+    ]);
+  });
+
+  it('scopes JetStream consumers to their own durables', () => {
+    const next = (durable: string) => `$JS.API.CONSUMER.MSG.NEXT.SWITCHBOARD_EVENTS.${durable}`;
+    expect(may('webhook-relay', 'publish', next(contracts.EVENT_CONSUMERS.relayAuth))).toBe(true);
+    expect(may('webhook-relay', 'publish', next(contracts.EVENT_CONSUMERS.orchestratorAuth))).toBe(false);
+    expect(
+      may('sync-orchestrator', 'publish', `$JS.API.CONSUMER.DELETE.SWITCHBOARD_EVENTS.webhook-relay-auth`),
+    ).toBe(false);
+    for (const user of services.filter((u) => NATS_GRANTS[u].buckets.length === 0))
+      expect([user, may(user, 'publish', '$O.function-outputs.C.x')]).toEqual([user, false]);
+  });
+
+  it('renders every user, passwords as server variables, anonymous access only when asked', () => {
+    const conf = renderNatsServerConfig();
+    for (const user of NATS_USERS) expect(conf).toContain(`user: "${user}"`);
+    expect(conf).toContain('password: $NATS_PASSWORD_SYNC_ORCHESTRATOR_WORKER');
+    expect(conf).not.toContain('no_auth_user');
+    expect(renderNatsServerConfig({ noAuthUser: 'admin' })).toMatch(/^no_auth_user: "admin"$/m);
+  });
+});

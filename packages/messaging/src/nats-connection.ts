@@ -1,0 +1,52 @@
+import { natsInboxPrefix } from '@switchboard/contracts';
+import { connect, type ConnectionOptions, type NatsConnection } from 'nats';
+
+/** A process's NATS settings: the values of `envFragments.nats` (@switchboard/config). */
+export interface NatsSettings {
+  NATS_URL: string;
+  /** The process's own NATS user (infra/nats/nats.conf); with NATS_PASSWORD, or neither. */
+  NATS_USER?: string;
+  NATS_PASSWORD?: string;
+}
+
+/**
+ * The nats.js options every connection of a process uses: its user, and an inbox prefix of its own
+ * (`_INBOX.<user>`), the only inbox its user may subscribe to, so no other service can read its replies.
+ */
+export function natsConnectionOptions(settings: NatsSettings, name: string): ConnectionOptions {
+  const { NATS_USER: user, NATS_PASSWORD: pass } = settings;
+  if ((user === undefined) !== (pass === undefined)) {
+    throw new Error(
+      `NATS_USER and NATS_PASSWORD go together: ${user === undefined ? 'NATS_USER' : 'NATS_PASSWORD'} is not set`,
+    );
+  }
+  return {
+    servers: settings.NATS_URL.split(','),
+    name,
+    ...(user !== undefined ? { user, pass, inboxPrefix: natsInboxPrefix(user) } : {}),
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+  };
+}
+
+/**
+ * Connects with natsConnectionOptions. A server that refuses the credentials (or wants some) fails the
+ * boot with what to set, instead of the client's bare "AUTHORIZATION_VIOLATION".
+ */
+export async function connectNats(settings: NatsSettings, name: string): Promise<NatsConnection> {
+  const options = natsConnectionOptions(settings, name);
+  try {
+    return await connect(options);
+  } catch (error) {
+    if ((error as { code?: string }).code === 'AUTHORIZATION_VIOLATION') {
+      const who = options.user
+        ? `the credentials of NATS user "${options.user}"`
+        : 'a client without credentials';
+      throw new Error(
+        `NATS at ${settings.NATS_URL} refused ${who} (authorization violation): set NATS_USER and ` +
+          `NATS_PASSWORD to this process's NATS user and its password (users: infra/nats/nats.conf)`,
+      );
+    }
+    throw error;
+  }
+}
