@@ -74,8 +74,11 @@ describe('NATS permissions', () => {
 
   it('publishes each event subject from its owners only, and never from the gateway', () => {
     const publishers = (subject: string) => services.filter((u) => may(u, 'publish', subject));
-    expect(publishers(contracts.EVENT_SUBJECTS.auth)).toEqual(['connections-vault']);
+    // auth-connect: a refused reconnect's failed event; the vault: creations, overrides, refresh failures.
+    expect(publishers(contracts.EVENT_SUBJECTS.auth)).toEqual(['auth-connect', 'connections-vault']);
+    expect(publishers(contracts.EVENT_SUBJECTS.integration)).toEqual(['auth-connect']);
     expect(publishers(contracts.EVENT_SUBJECTS.providerWebhook)).toEqual(['webhook-relay']);
+    expect(publishers(contracts.EVENT_SUBJECTS.syncWebhook)).toEqual(['webhook-relay']);
     expect(publishers(contracts.EVENT_SUBJECTS.sync)).toEqual([
       'sync-orchestrator',
       'sync-orchestrator-worker',
