@@ -1,18 +1,19 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import {
-  type AuthEvent,
-  type Caller,
-  type IntegrationEvent,
-  type OnEventReply,
-  type ValidateConnectionRequest,
+import type {
+  AuthEvent,
+  Caller,
+  IntegrationEvent,
+  OnEventReply,
+  ValidateConnectionRequest,
 } from '@switchboard/contracts';
-import { Prisma, type OrchestratorDb } from '@switchboard/db';
+import type { OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { ActionLookups } from '../actions/action-lookups';
 import { ActionsService } from '../actions/actions.service';
 import { InvocationRunner, type InvocationError } from '../actions/invocation-runner';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
+import { ORCHESTRATOR_DB } from '../database/database.module';
 import { callerOfEnvironment } from '../functions/environment-caller';
 import { IntegrationDirectory } from '../functions/integration-directory';
 
@@ -52,6 +53,7 @@ export class OnEventService {
   private readonly logger = new Logger('OnEvents');
 
   constructor(
+    @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly actions: ActionsService,
     private readonly runner: InvocationRunner,
     private readonly integrations: IntegrationDirectory,
