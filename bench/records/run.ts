@@ -1,0 +1,484 @@
+/**
+ * `pnpm --filter bench run records`: one run, on this machine, of
+ *   1. the records store alone (sync-orchestrator's RecordsStore, in this process, against Postgres):
+ *      1 KB records in batches of 1000, first all new, then the same ids again with half of them
+ *      unchanged; beside it, in the same run and the same table, the ceilings: a plain batched upsert
+ *      (unnest, every row rewritten: no hashing, no sealing, no change detection) and a COPY (psql \copy);
+ *   2. the whole path: a sync script's `batchSave` (functions-runtime sandbox → orchestrator over NATS →
+ *      store → Postgres), the same records and the same 50 % unchanged, timed from the run request to its
+ *      answer, with the RSS of functions-runtime and sync-orchestrator sampled during a larger run;
+ *   3. `GET /records` with `limit=1000` through the gateway (p50/p99), beside the store's own page read
+ *      and the bare SQL of that page.
+ *
+ * Needs the built services (`pnpm build`) and the test infrastructure variables (TEST_DATABASE_URL,
+ * TEST_NATS_URL, TEST_TEMPORAL_ADDRESS, TEST_REDIS_URL); see bench/README.md.
+ */
+import { execFileSync, execSync } from 'node:child_process';
+import { createHash, randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import {
+  ENVIRONMENT_SUBJECTS,
+  FUNCTIONS_SUBJECTS,
+  type Caller,
+  type FunctionRunRequest,
+  type FunctionRunResult,
+  type ResolvedEnvironment,
+} from '@switchboard/contracts';
+import { MasterKeyring } from '@switchboard/crypto';
+import { createPrismaClient, Prisma } from '@switchboard/db';
+import { NatsRequester } from '@switchboard/messaging';
+import { connect } from 'nats';
+import { Pool } from 'undici';
+import { benchArgs } from '../tools/args';
+import { writeBenchProvidersFile } from '../tools/upstream';
+
+const { num } = benchArgs();
+const SETTINGS = {
+  storeRecords: num('store-records', 20_000),
+  pathRecords: num('path-records', 20_000),
+  memoryRecords: num('memory-records', 100_000),
+  getRequests: num('get-requests', 200),
+};
+const TARGETS = { storePerSecond: 25_000, pathPerSecond: 10_000, getP50Ms: 20 };
+const BATCH = 1000;
+
+/** What the bench needs of sync-orchestrator's RecordsStore (loaded from its build: apps are not packages). */
+interface Store {
+  write(
+    scope: Scope,
+    model: string,
+    records: Record<string, unknown>[],
+    op: 'save',
+    runId: string,
+  ): Promise<{ added: number; updated: number; unchanged: number }>;
+  list(
+    scope: Scope,
+    model: string,
+    query: { limit: number; cursor?: string },
+  ): Promise<{ next_cursor: string | null }>;
+}
+interface Scope {
+  environmentId: number;
+  providerConfigKey: string;
+  connectionId: string;
+}
+
+/** A record of about 1 KB of JSON; `version` is what makes a changed one differ. */
+function record(i: number, version: number): Record<string, unknown> {
+  return {
+    id: `r-${i}`,
+    name: `Record number ${i}`,
+    email: `person-${i}@example.com`,
+    version,
+    tags: ['alpha', 'beta', 'gamma'],
+    notes: 'x'.repeat(880),
+  };
+}
+/** The measured round: the same ids, odd ones changed, even ones unchanged (50 %). */
+const halfChanged = (i: number) => record(i, i % 2 === 0 ? 1 : 2);
+
+const perSecond = (n: number, ms: number) => (n / ms) * 1000;
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+
+async function timed(work: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await work();
+  return performance.now() - started;
+}
+
+function rssMb(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
+  return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
+}
+
+async function benchStore(databaseUrl: string) {
+  const { repoRoot } = await import('@switchboard/testing');
+  const { RecordsStore } = require(
+    join(repoRoot(), 'apps/sync-orchestrator/dist/records/records.store.js'),
+  ) as {
+    RecordsStore: new (db: unknown, keyring: MasterKeyring) => Store;
+  };
+  const db = createPrismaClient(databaseUrl, { poolSize: 4 });
+  const store = new RecordsStore(db, new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`));
+  const environmentId = randomInt(1_000_000, 2_000_000_000);
+  const scope: Scope = { environmentId, providerConfigKey: 'bench', connectionId: `store-${randomUUID()}` };
+  const n = SETTINGS.storeRecords;
+  const rounds = async (make: (i: number) => Record<string, unknown>, runId: string) => {
+    for (let i = 0; i < n; i += BATCH) {
+      const batch = Array.from({ length: Math.min(BATCH, n - i) }, (_, k) => make(i + k));
+      await store.write(scope, 'BenchRecord', batch, 'save', runId);
+    }
+  };
+  try {
+    console.log(`store: ${fmt(n)} new records...`);
+    const insertMs = await timed(() => rounds((i) => record(i, 1), randomUUID()));
+    console.log('store: the same ids again, 50 % unchanged...');
+    const mixedMs = await timed(() => rounds(halfChanged, randomUUID()));
+
+    // The ceilings, same table, same row width: rows built up front (a random payload as long as a
+    // sealed one), then written with no hashing, sealing or change detection.
+    const sealedLength = (
+      await db.$queryRaw<{ len: number }[]>`
+        SELECT avg(length(payload))::int AS len FROM orchestrator.records
+        WHERE environment_id = ${environmentId} AND connection_id = ${scope.connectionId}`
+    )[0]!.len;
+    const rows = Array.from({ length: n }, (_, i) => ({
+      id: randomUUID(),
+      externalId: `c-${i}`,
+      hash: createHash('md5').update(String(i)).digest('hex'),
+      payload: randomBytes(Math.ceil((sealedLength * 3) / 4))
+        .toString('base64url')
+        .slice(0, sealedLength),
+    }));
+    const ceilingScope = `ceiling-${randomUUID()}`;
+    const upsert = async () => {
+      for (let i = 0; i < n; i += BATCH) {
+        const chunk = rows.slice(i, i + BATCH);
+        await db.$executeRaw`
+          INSERT INTO orchestrator.records AS r (id, environment_id, provider_config_key, connection_id, model,
+            external_id, data_hash, payload, size_bytes, created_at, updated_at)
+          SELECT u.id, ${environmentId}, 'bench', ${ceilingScope}, 'Ceiling', u.external_id, u.data_hash,
+            u.payload, 1000, now(), now()
+          FROM unnest(${chunk.map((r) => r.id)}::uuid[], ${chunk.map((r) => r.externalId)}::text[],
+            ${chunk.map((r) => r.hash)}::text[], ${chunk.map((r) => r.payload)}::text[])
+            AS u(id, external_id, data_hash, payload)
+          ON CONFLICT (id) DO UPDATE SET data_hash = EXCLUDED.data_hash, payload = EXCLUDED.payload,
+            updated_at = now()`;
+      }
+    };
+    console.log('ceiling: plain batched upsert (insert, then the same rows again)...');
+    const upsertInsertMs = await timed(upsert);
+    const upsertUpdateMs = await timed(upsert);
+
+    console.log('ceiling: COPY...');
+    const csv = join(os.tmpdir(), `switchboard-bench-records-${process.pid}.csv`);
+    const copyScope = `copy-${randomUUID()}`;
+    const now = new Date().toISOString();
+    writeFileSync(
+      csv,
+      rows
+        .map((r) =>
+          [
+            randomUUID(),
+            environmentId,
+            'bench',
+            copyScope,
+            'Ceiling',
+            r.externalId,
+            r.hash,
+            r.payload,
+            1000,
+            now,
+            now,
+          ].join(','),
+        )
+        .join('\n'),
+    );
+    const url = new URL(databaseUrl);
+    const copyMs = await timed(async () => {
+      execFileSync(
+        'psql',
+        [
+          '-q',
+          '-h',
+          url.hostname,
+          '-p',
+          url.port || '5432',
+          '-U',
+          decodeURIComponent(url.username) || 'postgres',
+          '-d',
+          url.pathname.slice(1),
+          '-c',
+          `\\copy orchestrator.records (id, environment_id, provider_config_key, connection_id, model, external_id, data_hash, payload, size_bytes, created_at, updated_at) FROM '${csv}' WITH (FORMAT csv)`,
+        ],
+        { env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) } },
+      );
+    });
+    rmSync(csv, { force: true });
+    return { insertMs, mixedMs, upsertInsertMs, upsertUpdateMs, copyMs, store, scope, db, environmentId };
+  } catch (error) {
+    await db.$disconnect();
+    throw error;
+  }
+}
+
+/** The store's table, printed as soon as it is measured (a failed stack start later keeps it). */
+function printStore(s: Awaited<ReturnType<typeof benchStore>>) {
+  const n = SETTINGS.storeRecords;
+  const storeInsert = perSecond(n, s.insertMs);
+  const storeMixed = perSecond(n, s.mixedMs);
+  const upsertIns = perSecond(n, s.upsertInsertMs);
+  const upsertUpd = perSecond(n, s.upsertUpdateMs);
+  const copy = perSecond(n, s.copyMs);
+  console.log(
+    `\nrecords of ${Buffer.byteLength(JSON.stringify(record(0, 1)))} bytes of JSON, batches of ${BATCH}, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}\n`,
+  );
+  console.log('| write | records | records/s | vs plain upsert (same rows, insert / update) | vs COPY |');
+  console.log('|---|---|---|---|---|');
+  console.log(
+    `| plain batched upsert, new rows (ceiling) | ${fmt(n)} | ${fmt(upsertIns)} | 1.00 | ${(upsertIns / copy).toFixed(2)} |`,
+  );
+  console.log(
+    `| plain batched upsert, every row rewritten (ceiling) | ${fmt(n)} | ${fmt(upsertUpd)} | 1.00 | ${(upsertUpd / copy).toFixed(2)} |`,
+  );
+  console.log(`| COPY (ceiling) | ${fmt(n)} | ${fmt(copy)} | | 1.00 |`);
+  console.log(
+    `| store, all new | ${fmt(n)} | ${fmt(storeInsert)} | ${(storeInsert / upsertIns).toFixed(2)} | ${(storeInsert / copy).toFixed(2)} |`,
+  );
+  console.log(
+    `| **store, 50 % unchanged** | ${fmt(n)} | ${fmt(storeMixed)} | ${(storeMixed / upsertUpd).toFixed(2)} | ${(storeMixed / copy).toFixed(2)} |`,
+  );
+  return { storeMixed, upsertIns, upsertUpd, copy };
+}
+
+/** A sync bundle shaped like the nango CLI's output: `total` records of ~1 KB, saved 1000 at a time. */
+function syncBundle(total: number, round: 'new' | 'half-changed'): string {
+  return `"use strict";
+const record = (i, version) => ({ id: "r-" + i, name: "Record number " + i, email: "person-" + i + "@example.com",
+  version, tags: ["alpha", "beta", "gamma"], notes: "x".repeat(880) });
+module.exports = { default: { type: "sync", models: { BenchRecord: {} },
+  exec: async (nango) => {
+    for (let i = 0; i < ${total}; i += ${BATCH}) {
+      const batch = [];
+      for (let k = i; k < Math.min(i + ${BATCH}, ${total}); k++) {
+        batch.push(record(k, ${round === 'new' ? '1' : 'k % 2 === 0 ? 1 : 2'}));
+      }
+      await nango.batchSave(batch, "BenchRecord");
+    }
+  } } };`;
+}
+
+async function main(): Promise<void> {
+  const { startStack, testInfrastructure } = await import('@switchboard/testing');
+  const infra = await testInfrastructure();
+  const store = await benchStore(infra.databaseUrl);
+  const { storeMixed, upsertIns, upsertUpd, copy } = printStore(store);
+
+  console.log('starting the Switchboard stack...');
+  // On a host this busy a service can miss its NATS dial at start-up; a second try usually starts.
+  let stack: Awaited<ReturnType<typeof startStack>> | undefined;
+  for (let attempt = 1; !stack; attempt++) {
+    try {
+      stack = await startStack({
+        env: {
+          SWITCHBOARD_PROVIDERS_FILE: writeBenchProvidersFile('records'),
+          SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
+          LOG_LEVEL: 'warn',
+        },
+        readyTimeoutMs: 240_000,
+      });
+    } catch (error) {
+      if (attempt >= 3) throw error;
+      console.log(`stack start failed (${(error as Error).message.split('\n')[0]}), again...`);
+    }
+  }
+  const nc = await connect({ servers: stack.natsUrl });
+  try {
+    const nats = new NatsRequester(nc);
+    const environment = await nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, {
+      uuid: stack.environmentUuid,
+    });
+    const caller: Caller = {
+      accountId: environment.accountId,
+      environmentId: environment.id,
+      environmentUuid: environment.uuid,
+      environmentName: environment.name,
+    };
+    const headers = { authorization: `Bearer ${stack.secretKey}`, 'content-type': 'application/json' };
+    for (const [path, body] of [
+      [
+        '/integrations',
+        {
+          provider: 'bench-upstream',
+          unique_key: 'bench',
+          credentials: { type: 'OAUTH2', client_id: 'bench', client_secret: 'bench-secret' },
+        },
+      ],
+      [
+        '/connections',
+        {
+          provider_config_key: 'bench',
+          connection_id: 'bench-1',
+          credentials: { type: 'OAUTH2', access_token: 'bench-token' },
+          connection_config: { origin: 'http://127.0.0.1:9' },
+        },
+      ],
+    ] as const) {
+      const res = await fetch(`${stack.gatewayUrl}${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+      });
+      if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    }
+
+    const runSync = async (code: string, runId = randomUUID()): Promise<FunctionRunResult> => {
+      const request: FunctionRunRequest = {
+        caller,
+        invocationId: runId,
+        function: {
+          id: 'bench-sync',
+          name: 'bench-sync',
+          type: 'sync',
+          version: '1.0.0',
+          codeSha256: createHash('sha256').update(code).digest('hex'),
+          code,
+        },
+        connection: { connectionId: 'bench-1', providerConfigKey: 'bench', provider: 'bench-upstream' },
+        variant: 'base',
+        sync: {
+          syncId: 'bench',
+          lastSyncDate: null,
+          models: ['BenchRecord'],
+          trackDeletes: false,
+          mode: 'full',
+        },
+        attempt: 1,
+        depth: 0,
+        limits: {},
+      };
+      const result = await nats.request<FunctionRunResult>(FUNCTIONS_SUBJECTS.run, request, {
+        timeoutMs: 3_600_000,
+      });
+      if (result.status !== 'success') throw new Error(`sync run failed: ${JSON.stringify(result.error)}`);
+      return result;
+    };
+
+    const n = SETTINGS.pathRecords;
+    console.log(`whole path: a sync saving ${fmt(n)} new records...`);
+    const pathInsertMs = await timed(() => runSync(syncBundle(n, 'new')));
+    console.log('whole path: the same ids again, 50 % unchanged...');
+    const pathMixedMs = await timed(() => runSync(syncBundle(n, 'half-changed')));
+
+    console.log(`GET /records?limit=1000, ${SETTINGS.getRequests} pages...`);
+    const pool = new Pool(stack.gatewayUrl, { connections: 1 });
+    const getMs: number[] = [];
+    let cursor: string | null = null;
+    for (let i = 0; i < SETTINGS.getRequests; i++) {
+      const started = performance.now();
+      const res = await pool.request({
+        method: 'GET',
+        path: `/records?model=BenchRecord&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        headers: { ...headers, 'connection-id': 'bench-1', 'provider-config-key': 'bench' },
+      });
+      const body = (await res.body.json()) as { records: unknown[]; next_cursor: string | null };
+      getMs.push(performance.now() - started);
+      if (res.statusCode !== 200 || body.records.length === 0)
+        throw new Error(`GET /records: ${res.statusCode}`);
+      cursor = body.next_cursor;
+    }
+    await pool.close();
+    getMs.sort((a, b) => a - b);
+    // The same page read by the store in this process (SQL + decrypt) and as bare SQL.
+    const storeListMs: number[] = [];
+    const sqlMs: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      storeListMs.push(await timed(() => store.store.list(store.scope, 'BenchRecord', { limit: 1000 })));
+      sqlMs.push(
+        await timed(
+          () => store.db.$queryRaw`
+            SELECT id, external_id, payload, created_at, updated_at FROM orchestrator.records
+            WHERE environment_id = ${store.environmentId} AND provider_config_key = 'bench'
+              AND connection_id = ${store.scope.connectionId} AND model = 'BenchRecord'
+            ORDER BY updated_at, id LIMIT 1001`,
+        ),
+      );
+    }
+    storeListMs.sort((a, b) => a - b);
+    sqlMs.sort((a, b) => a - b);
+
+    // Memory: a larger run, RSS of the runtime and the orchestrator sampled every 250 ms.
+    const m = SETTINGS.memoryRecords;
+    console.log(`memory: a sync saving ${fmt(m)} records, RSS sampled...`);
+    const pids = {
+      'functions-runtime': stack.services['functions-runtime'].process.pid!,
+      'sync-orchestrator': stack.services['sync-orchestrator'].process.pid!,
+    };
+    const samples: { at: number; runtime: number; orchestrator: number }[] = [];
+    const started = performance.now();
+    const sampler = setInterval(() => {
+      samples.push({
+        at: performance.now() - started,
+        runtime: rssMb(pids['functions-runtime']),
+        orchestrator: rssMb(pids['sync-orchestrator']),
+      });
+    }, 250);
+    const memoryMs = await timed(() => runSync(syncBundle(m, 'new')));
+    clearInterval(sampler);
+
+    let sha = '';
+    try {
+      sha = execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
+    } catch {
+      // not a checkout
+    }
+    const pathMixed = perSecond(n, pathMixedMs);
+    const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
+    console.log(
+      `\ndate ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? '?'} × ${os.cpus().length} | load ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} | node ${process.version} | git ${sha}`,
+    );
+    console.log(
+      `records of ${Buffer.byteLength(JSON.stringify(record(0, 1)))} bytes of JSON, batches of ${BATCH}\n`,
+    );
+    const pathInsert = perSecond(n, pathInsertMs);
+    console.log(
+      `| whole path (sync batchSave), all new | ${fmt(n)} | ${fmt(pathInsert)} | ${(pathInsert / upsertIns).toFixed(2)} | ${(pathInsert / copy).toFixed(2)} |`,
+    );
+    console.log(
+      `| **whole path, 50 % unchanged** | ${fmt(n)} | ${fmt(pathMixed)} | ${(pathMixed / upsertUpd).toFixed(2)} | ${(pathMixed / copy).toFixed(2)} |`,
+    );
+    console.log(`| whole path, memory run (all new) | ${fmt(m)} | ${fmt(perSecond(m, memoryMs))} | | |`);
+    console.log(
+      `\nstore, 50 % unchanged: ${fmt(storeMixed)}/s (target ≥ ${fmt(TARGETS.storePerSecond)}: ${met(storeMixed >= TARGETS.storePerSecond)})`,
+    );
+    console.log(
+      `whole path, 50 % unchanged: ${fmt(pathMixed)}/s (target ≥ ${fmt(TARGETS.pathPerSecond)}: ${met(pathMixed >= TARGETS.pathPerSecond)}); whole path / store = ${(pathMixed / storeMixed).toFixed(2)}`,
+    );
+    const getP50 = percentile(getMs, 0.5);
+    console.log(
+      `\nGET /records limit=1000 (${SETTINGS.getRequests} pages): p50 ${getP50.toFixed(1)} ms, p90 ${percentile(getMs, 0.9).toFixed(1)} ms, p99 ${percentile(getMs, 0.99).toFixed(1)} ms (target p50 ≤ ${TARGETS.getP50Ms} ms: ${met(getP50 <= TARGETS.getP50Ms)})`,
+    );
+    console.log(
+      `same page in-process: store.list p50 ${percentile(storeListMs, 0.5).toFixed(1)} ms (GET / store.list = ${(getP50 / percentile(storeListMs, 0.5)).toFixed(2)}), bare SQL p50 ${percentile(sqlMs, 0.5).toFixed(1)} ms (GET / SQL = ${(getP50 / percentile(sqlMs, 0.5)).toFixed(2)})`,
+    );
+    console.log(`\nRSS during the ${fmt(m)}-record run (${(memoryMs / 1000).toFixed(1)} s), MB:`);
+    console.log('| progress | functions-runtime | sync-orchestrator |');
+    console.log('|---|---|---|');
+    for (const q of [0, 0.25, 0.5, 0.75, 1]) {
+      const sample = samples[Math.min(samples.length - 1, Math.floor((samples.length - 1) * q))];
+      if (sample)
+        console.log(
+          `| ${Math.round(q * 100)} % | ${sample.runtime.toFixed(0)} | ${sample.orchestrator.toFixed(0)} |`,
+        );
+    }
+    const max = (key: 'runtime' | 'orchestrator') => Math.max(...samples.map((x) => x[key]));
+    console.log(`| max | ${max('runtime').toFixed(0)} | ${max('orchestrator').toFixed(0)} |`);
+  } finally {
+    await nc.drain().catch(() => undefined);
+    await stack.stop();
+    await store.db.$executeRaw(
+      Prisma.sql`DELETE FROM orchestrator.records WHERE environment_id = ${store.environmentId}`,
+    );
+    await store.db.$disconnect();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
