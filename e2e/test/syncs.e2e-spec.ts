@@ -323,7 +323,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     );
     expectError(await put({ ...base, frequency: 'sometimes' }), 400, 'invalid_body');
     expectError(await put({ ...base, sync_name: 'nope', frequency: '1h' }), 400, 'unknown_sync');
-    expectError(await put({ ...base, connection_id: 'nobody', frequency: '1h' }), 404, 'unknown_connection');
+    expectError(await put({ ...base, connection_id: 'nobody', frequency: '1h' }), 400, 'unknown_connection');
   });
 
   it('creates a variant (scheduled and run at once, records of its own) and deletes it', async () => {

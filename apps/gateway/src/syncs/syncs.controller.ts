@@ -1,4 +1,16 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Post,
+  Put,
+  Query,
+  UseFilters,
+} from '@nestjs/common';
 import {
   fieldErrorsFromZod,
   SwitchboardError,
@@ -20,12 +32,15 @@ import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
+import { CodeStatusFilter } from '../http/code-status.filter';
 import { parseBody, parseParams, parseQuery } from '../http/validation';
 
 const noQuery = z.object({}).strict();
 
 /** Nango's sync control routes; sync-orchestrator owns the syncs and their Temporal schedules. */
 @Controller('sync')
+// Nango answers an unknown connection with 400 on these routes.
+@UseFilters(new CodeStatusFilter({ unknown_connection: 400 }))
 export class SyncsController {
   constructor(private readonly nats: NatsRequester) {}
 

@@ -33,7 +33,7 @@ export const SYNCS_DOCUMENTED_ROUTES: Documented[] = [
     request: { body: json(syncTriggerBodySchema) },
     ok: { status: 200, schema: syncSuccessSchema, description: 'Triggered' },
     errors: {
-      400: 'Invalid body (`opts` with `sync_mode`), `missing_provider_config_key`, `no_syncs_found`',
+      400: 'Invalid body (`opts` with `sync_mode`), `missing_provider_config_key`, `no_syncs_found`, `unknown_connection`',
     },
   },
   {
@@ -69,7 +69,7 @@ export const SYNCS_DOCUMENTED_ROUTES: Documented[] = [
     scope: 'environment:syncs:update',
     request: { body: json(syncFrequencyBodySchema) },
     ok: { status: 200, schema: syncFrequencyResponseSchema, description: 'The frequency now in force' },
-    errors: { 400: '`invalid_body` ("Sync interval is invalid"), `unknown_sync`' },
+    errors: { 400: '`invalid_body` ("Sync interval is invalid"), `unknown_sync`, `unknown_connection`' },
   },
   {
     method: 'post',
@@ -80,7 +80,7 @@ export const SYNCS_DOCUMENTED_ROUTES: Documented[] = [
     request: { params: syncVariantParamsSchema, body: json(syncVariantBodySchema) },
     ok: { status: 200, schema: syncVariantResponseSchema, description: 'The new variant' },
     errors: {
-      400: '`invalid_variant`, `sync_variant_already_exists`, `resource_capped`, `unknown_sync`',
+      400: '`invalid_variant`, `sync_variant_already_exists`, `resource_capped`, `unknown_sync`, `unknown_connection`',
     },
   },
   {
@@ -90,6 +90,6 @@ export const SYNCS_DOCUMENTED_ROUTES: Documented[] = [
     scope: 'environment:syncs:update',
     request: { params: syncVariantParamsSchema, body: json(syncVariantBodySchema) },
     ok: { status: 200, schema: syncSuccessSchema, description: 'Deleted' },
-    errors: { 400: '`invalid_variant`, `unknown_sync`' },
+    errors: { 400: '`invalid_variant`, `unknown_sync`, `unknown_connection`' },
   },
 ];
