@@ -65,7 +65,8 @@ describe("syncs' onWebhook handlers", () => {
   beforeAll(async () => {
     stack = await startStack({
       env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
+      // Twice the usual wait: these stacks also bundle the workflows and run the CLI on a shared 2-core host.
+      readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     const integration = await api('POST', '/integrations', {
@@ -101,7 +102,7 @@ describe("syncs' onWebhook handlers", () => {
       code: 0,
       stdout: expect.stringContaining('Successfully deployed the functions'),
     });
-  }, START_HOOK_TIMEOUT_MS + DEPLOY_TIMEOUT_MS);
+  }, START_HOOK_TIMEOUT_MS + STACK_READY_TIMEOUT_MS + DEPLOY_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();

@@ -48,7 +48,8 @@ describe('tracing through Temporal', () => {
         proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
         'functions-runtime': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
       },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
+      // Twice the usual wait: these stacks also bundle the workflows and run the CLI on a shared 2-core host.
+      readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
     });
     for (const [provider, key] of [
       ['fake-api-key', 'fakehub'],
@@ -69,7 +70,7 @@ describe('tracing through Temporal', () => {
       code: 0,
       stdout: expect.stringContaining('Successfully deployed the functions'),
     });
-  }, START_HOOK_TIMEOUT_MS + DEPLOY_TIMEOUT_MS);
+  }, START_HOOK_TIMEOUT_MS + STACK_READY_TIMEOUT_MS + DEPLOY_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();
