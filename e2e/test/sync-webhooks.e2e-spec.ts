@@ -62,46 +62,50 @@ describe("syncs' onWebhook handlers", () => {
     }
   };
 
-  beforeAll(async () => {
-    stack = await startStack({
-      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
-    nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
-    const integration = await api('POST', '/integrations', {
-      provider: 'linear',
-      unique_key: 'linear',
-      credentials: {
-        type: 'OAUTH2',
-        client_id: 'lin-client',
-        client_secret: 'lin-client-secret',
-        webhook_secret: LINEAR_SECRET,
-      },
-    });
-    expect(integration.status).toBe(200);
-    for (const [id, org] of [
-      ['conn-org-a', 'org-a'],
-      ['conn-org-b', 'org-b'],
-    ] as const) {
-      const res = await api('POST', '/connections', {
-        provider_config_key: 'linear',
-        connection_id: id,
-        credentials: { type: 'OAUTH2', access_token: `tok-${id}` },
-        connection_config: { organizationId: org },
+  beforeAll(
+    async () => {
+      stack = await startStack({
+        env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
+        // Twice the usual wait: these stacks also bundle the workflows and run the CLI on a shared 2-core host.
+        readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
       });
-      expect(res.status).toBe(201);
-    }
-    project = prepareProject('sync-webhooks-project');
-    // The fixture project also holds a fakehub action (for the tracing test): its integration must exist.
-    expect(
-      (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'fakehub' })).status,
-    ).toBe(200);
-    const deployed = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
-    expect({ code: deployed.code, stdout: deployed.stdout }).toEqual({
-      code: 0,
-      stdout: expect.stringContaining('Successfully deployed the functions'),
-    });
-  }, START_HOOK_TIMEOUT_MS + DEPLOY_TIMEOUT_MS);
+      nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
+      const integration = await api('POST', '/integrations', {
+        provider: 'linear',
+        unique_key: 'linear',
+        credentials: {
+          type: 'OAUTH2',
+          client_id: 'lin-client',
+          client_secret: 'lin-client-secret',
+          webhook_secret: LINEAR_SECRET,
+        },
+      });
+      expect(integration.status).toBe(200);
+      for (const [id, org] of [
+        ['conn-org-a', 'org-a'],
+        ['conn-org-b', 'org-b'],
+      ] as const) {
+        const res = await api('POST', '/connections', {
+          provider_config_key: 'linear',
+          connection_id: id,
+          credentials: { type: 'OAUTH2', access_token: `tok-${id}` },
+          connection_config: { organizationId: org },
+        });
+        expect(res.status).toBe(201);
+      }
+      project = prepareProject('sync-webhooks-project');
+      // The fixture project also holds a fakehub action (for the tracing test): its integration must exist.
+      expect(
+        (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'fakehub' })).status,
+      ).toBe(200);
+      const deployed = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
+      expect({ code: deployed.code, stdout: deployed.stdout }).toEqual({
+        code: 0,
+        stdout: expect.stringContaining('Successfully deployed the functions'),
+      });
+    },
+    START_HOOK_TIMEOUT_MS + STACK_READY_TIMEOUT_MS + DEPLOY_TIMEOUT_MS,
+  );
 
   afterAll(async () => {
     await stack?.stop();

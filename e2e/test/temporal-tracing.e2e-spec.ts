@@ -39,37 +39,41 @@ describe('tracing through Temporal', () => {
   const api = (method: string, path: string, body?: unknown) =>
     call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
 
-  beforeAll(async () => {
-    [collector, provider] = await Promise.all([startCollector(), startItemsProvider(API_KEY)]);
-    stack = await startStack({
-      env: { ...otlpEnv(collector.url), SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      serviceEnv: {
-        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        'functions-runtime': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-      },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
-    for (const [provider, key] of [
-      ['fake-api-key', 'fakehub'],
-      ['linear', 'linear'],
-    ]) {
-      expect((await api('POST', '/integrations', { provider, unique_key: key })).status).toBe(200);
-    }
-    const connection = await api('POST', '/connections', {
-      provider_config_key: 'fakehub',
-      connection_id: CONNECTION,
-      credentials: { type: 'API_KEY', apiKey: API_KEY },
-      connection_config: { origin: provider.url },
-    });
-    expect([200, 201]).toContain(connection.status);
-    project = prepareProject('sync-webhooks-project');
-    const deployed = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
-    expect({ code: deployed.code, stdout: deployed.stdout }).toEqual({
-      code: 0,
-      stdout: expect.stringContaining('Successfully deployed the functions'),
-    });
-  }, START_HOOK_TIMEOUT_MS + DEPLOY_TIMEOUT_MS);
+  beforeAll(
+    async () => {
+      [collector, provider] = await Promise.all([startCollector(), startItemsProvider(API_KEY)]);
+      stack = await startStack({
+        env: { ...otlpEnv(collector.url), SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
+        serviceEnv: {
+          gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+          proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+          'functions-runtime': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        },
+        // Twice the usual wait: these stacks also bundle the workflows and run the CLI on a shared 2-core host.
+        readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
+      });
+      for (const [provider, key] of [
+        ['fake-api-key', 'fakehub'],
+        ['linear', 'linear'],
+      ]) {
+        expect((await api('POST', '/integrations', { provider, unique_key: key })).status).toBe(200);
+      }
+      const connection = await api('POST', '/connections', {
+        provider_config_key: 'fakehub',
+        connection_id: CONNECTION,
+        credentials: { type: 'API_KEY', apiKey: API_KEY },
+        connection_config: { origin: provider.url },
+      });
+      expect([200, 201]).toContain(connection.status);
+      project = prepareProject('sync-webhooks-project');
+      const deployed = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
+      expect({ code: deployed.code, stdout: deployed.stdout }).toEqual({
+        code: 0,
+        stdout: expect.stringContaining('Successfully deployed the functions'),
+      });
+    },
+    START_HOOK_TIMEOUT_MS + STACK_READY_TIMEOUT_MS + DEPLOY_TIMEOUT_MS,
+  );
 
   afterAll(async () => {
     await stack?.stop();
