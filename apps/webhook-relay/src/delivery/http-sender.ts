@@ -15,6 +15,12 @@ export type SendOutcome =
  */
 export class HttpSender {
   private readonly agent: Agent;
+  /**
+   * The policy's verdict on each URL (it depends on the URL's text and the policy's fixed configuration
+   * only; addresses are judged by the connector at connect time): a receiver's URL is parsed once, not on
+   * every attempt.
+   */
+  private readonly verdicts = new Map<string, string | undefined>();
 
   constructor(
     private readonly egress: EgressPolicy,
@@ -30,7 +36,7 @@ export class HttpSender {
   async send(url: string, body: string, headers: Record<string, string>): Promise<SendOutcome> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    const problem = this.egress.urlProblem(url);
+    const problem = this.urlProblem(url);
     if (problem) return { kind: 'refused', error: `egress refused: the URL ${problem}`, durationMs: 0 };
     try {
       const response = await request(url, {
@@ -71,6 +77,14 @@ export class HttpSender {
         durationMs: elapsed(),
       };
     }
+  }
+
+  private urlProblem(url: string): string | undefined {
+    if (this.verdicts.has(url)) return this.verdicts.get(url);
+    const problem = this.egress.urlProblem(url);
+    if (this.verdicts.size >= 10_000) this.verdicts.clear();
+    this.verdicts.set(url, problem);
+    return problem;
   }
 
   async close(): Promise<void> {
