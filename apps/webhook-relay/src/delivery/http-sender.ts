@@ -38,6 +38,14 @@ export class HttpSender {
     const elapsed = () => Math.round(performance.now() - started);
     const problem = this.urlProblem(url);
     if (problem) return { kind: 'refused', error: `egress refused: the URL ${problem}`, durationMs: 0 };
+    // The attempt's whole budget. Not `AbortSignal.timeout`: its timer cannot be cleared, so every attempt
+    // left one behind that fired (and built a DOMException) long after the answer had come.
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException('The attempt timed out', 'TimeoutError')),
+      this.timeoutMs,
+    );
+    timer.unref();
     try {
       const response = await request(url, {
         method: 'POST',
@@ -46,7 +54,7 @@ export class HttpSender {
         dispatcher: this.agent,
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: deadline.signal,
       });
       // The receiver's answer body is not needed; reading it frees the connection for reuse.
       await response.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
@@ -76,6 +84,8 @@ export class HttpSender {
         error: code ? `${code}` : err.message || 'network error',
         durationMs: elapsed(),
       };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
