@@ -1,12 +1,13 @@
 // Preloaded with `--require` by the benches: records a V8 CPU profile of this process, starting
 // BENCH_PROFILE_DELAY_MS after start, for BENCH_PROFILE_MS (or until the process exits), into
-// BENCH_PROFILE_DIR/<pid>.cpuprofile.
+// BENCH_PROFILE_DIR/<pid>.cpuprofile. With BENCH_PROFILE_DELAY_MS=signal it starts on the first SIGUSR2
+// and stops on the next (a bench marks its measured run exactly, however long the stack took to boot).
 const { Session } = require('node:inspector');
 const { mkdirSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 
 const dir = process.env.BENCH_PROFILE_DIR;
-const delay = Number(process.env.BENCH_PROFILE_DELAY_MS ?? 0);
+const delay = Number(process.env.BENCH_PROFILE_DELAY_MS ?? 0) || 0;
 const duration = Number(process.env.BENCH_PROFILE_MS ?? 0);
 const session = new Session();
 session.connect();
@@ -23,12 +24,21 @@ function stop() {
   });
 }
 
-setTimeout(() => {
+function start() {
   session.post('Profiler.enable', () =>
     session.post('Profiler.start', () => {
       running = true;
       if (duration > 0) setTimeout(stop, duration).unref();
     }),
   );
-}, delay).unref();
+}
+
+if (process.env.BENCH_PROFILE_DELAY_MS === 'signal') {
+  let started = false;
+  process.on('SIGUSR2', () => {
+    if (started) return stop();
+    started = true;
+    start();
+  });
+} else setTimeout(start, delay).unref();
 process.on('exit', stop);

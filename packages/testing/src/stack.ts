@@ -23,11 +23,17 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Extra variables for one service. */
   serviceEnv?: Partial<Record<StackService, Record<string, string>>>;
+  /** Default 60 s, or TEST_STACK_READY_TIMEOUT_MS (a shared, busy host can take minutes to boot seven services). */
   readyTimeoutMs?: number;
   /** How many processes to start of a service (default 1 each), e.g. `{ 'connections-vault': 2 }`. */
   replicas?: Partial<Record<StackService, number>>;
   /** Another NATS server than the test infrastructure's (e.g. startAuthenticatedNats()), with its passwords. */
   nats?: { url: string; passwords: NatsPasswords };
+}
+
+function readyTimeoutDefault(): number {
+  const configured = Number(process.env.TEST_STACK_READY_TIMEOUT_MS);
+  return Number.isFinite(configured) && configured > 0 ? configured : 60_000;
 }
 
 export interface RunningService {
@@ -251,13 +257,13 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   };
 
   try {
-    await waitUntilReady(gatewayUrl, replicas, options.readyTimeoutMs ?? 60_000);
+    await waitUntilReady(gatewayUrl, replicas, options.readyTimeoutMs ?? readyTimeoutDefault());
     // The gateway's readiness sees one process per service, and not the proxy service when the proxy is
     // embedded in the gateway; every process (extra replicas too) must be up as well.
     await Promise.all(
       Object.values(replicas)
         .flat()
-        .map((r) => waitUntilLive(r, options.readyTimeoutMs ?? 60_000)),
+        .map((r) => waitUntilLive(r, options.readyTimeoutMs ?? readyTimeoutDefault())),
     );
   } catch (error) {
     await stack.stop();

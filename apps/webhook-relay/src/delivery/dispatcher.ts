@@ -26,12 +26,23 @@ const USER_AGENT = 'Switchboard-Webhooks/0.1 (+https://www.standardwebhooks.com)
 const PRUNE_EVERY_MS = 10 * 60_000;
 /** How often the list of endpoints disabled (by any replica) is read again. */
 const DISABLED_REFRESH_MS = 5_000;
+/**
+ * First attempts that may wait in memory for a free slot (the process's or the endpoint's concurrency)
+ * rather than going through Postgres. Their events stay unacknowledged meanwhile, so a process killed
+ * with some waiting loses nothing: JetStream hands the events out again.
+ */
+const MAX_WAITING_FIRST = 2_000;
 
 interface AttemptDecision {
   attempt: AttemptRecord;
   next: NextState;
   /** Set when the answer disables the endpoint (410). */
   disableEndpoint?: string;
+}
+
+interface WaitingFirst {
+  delivery: NewDelivery;
+  resolve: (attempt: Promise<FirstAttempt | null>) => void;
 }
 
 /** A first attempt made straight from an event, with the row to store for it. */
@@ -68,6 +79,9 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly sender: HttpSender;
   private readonly breakers: CircuitBreakers;
   private readonly perEndpoint = new Map<string, number>();
+  /** First attempts waiting for a slot, per URL, in arrival order. */
+  private readonly waitingFirst = new Map<string, WaitingFirst[]>();
+  private waitingCount = 0;
   private readonly disabled = new DisabledEndpoints();
   private disabledReadAt = 0;
   private nextPollAt = 0;
@@ -126,10 +140,12 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
   dispatchLeased(deliveries: ClaimedDelivery[], reservedCount: number): void {
     this.reserved -= reservedCount;
     for (const delivery of deliveries) this.start(delivery);
+    if (this.waitingCount > 0) this.startWaiting();
   }
 
   cancelReservation(count: number): void {
     this.reserved -= count;
+    if (this.waitingCount > 0) this.startWaiting();
   }
 
   /** An endpoint disabled by a 410 was enabled again (redelivery, or its URL set again). */
@@ -246,8 +262,33 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
     else this.perEndpoint.set(url, count);
   }
 
+  private hasRoom(url: string): boolean {
+    return (
+      this.inFlight + this.reserved < this.env.SWITCHBOARD_WEBHOOK_CONCURRENCY &&
+      (this.perEndpoint.get(url) ?? 0) < this.env.SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY
+    );
+  }
+
+  /** Hands freed slots to the first attempts waiting for them, oldest first per URL. */
+  private startWaiting(): void {
+    for (const [url, queue] of this.waitingFirst) {
+      while (queue.length > 0 && this.hasRoom(url)) {
+        const next = queue.shift()!;
+        this.waitingCount -= 1;
+        next.resolve(
+          this.disabled.has(next.delivery.environmentId, url)
+            ? Promise.resolve(null)
+            : this.firstAttempt(next.delivery),
+        );
+      }
+      if (queue.length === 0) this.waitingFirst.delete(url);
+      if (this.inFlight + this.reserved >= this.env.SWITCHBOARD_WEBHOOK_CONCURRENCY) return;
+    }
+  }
+
   private finished(url: string): void {
     this.track(url, -1);
+    if (this.waitingCount > 0) this.startWaiting();
     // Only a known backlog is worth a query per finished attempt; otherwise the interval finds new work.
     if (this.backlog) {
       if (!this.polling) this.schedulePoll(0);
@@ -278,16 +319,28 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
    * The first attempt of a delivery that is not stored yet, sent straight from its event: the receiver
    * gets it without waiting for Postgres, and the outcome is stored afterwards, in a batch, before the
    * event is acknowledged (a process killed meanwhile leaves the event unacknowledged; it is processed
-   * again and the receiver may get the same `webhook-id` twice). Resolves with `null`, sending nothing,
-   * when the delivery should rather wait in Postgres: this process is busy, the endpoint is saturated,
-   * behind an open breaker or disabled.
+   * again and the receiver may get the same `webhook-id` twice). When this process or the endpoint is at
+   * its concurrency the attempt waits in memory for a slot (at most `MAX_WAITING_FIRST` of them), so a
+   * burst costs no extra Postgres round trips. Returns `null`, sending nothing, when the delivery should
+   * rather wait in Postgres: the endpoint is disabled or too many attempts wait already; the promise
+   * resolves with `null` when the endpoint's breaker is open by the time a slot is free.
    */
-  sendFirst(delivery: NewDelivery): Promise<FirstAttempt> | null {
+  sendFirst(delivery: NewDelivery): Promise<FirstAttempt | null> | null {
     if (this.disabled.has(delivery.environmentId, delivery.url)) return null;
-    if (this.inFlight + this.reserved >= this.env.SWITCHBOARD_WEBHOOK_CONCURRENCY) return null;
-    if ((this.perEndpoint.get(delivery.url) ?? 0) >= this.env.SWITCHBOARD_WEBHOOK_ENDPOINT_CONCURRENCY)
-      return null;
-    if (!this.breakers.tryPass(delivery.url)) return null;
+    if (this.hasRoom(delivery.url) && !this.waitingFirst.has(delivery.url))
+      return this.firstAttempt(delivery);
+    if (this.waitingCount >= MAX_WAITING_FIRST) return null;
+    return new Promise<FirstAttempt | null>((resolve) => {
+      let queue = this.waitingFirst.get(delivery.url);
+      if (!queue) this.waitingFirst.set(delivery.url, (queue = []));
+      queue.push({ delivery, resolve });
+      this.waitingCount += 1;
+    });
+  }
+
+  /** Takes a slot for the URL and sends; `null` when its breaker refuses the attempt. */
+  private firstAttempt(delivery: NewDelivery): Promise<FirstAttempt | null> {
+    if (!this.breakers.tryPass(delivery.url)) return Promise.resolve(null);
     this.track(delivery.url, +1);
     return this.sendAndDecide({ ...delivery, attempts: 0 }, 1)
       .then(async (decision) => {

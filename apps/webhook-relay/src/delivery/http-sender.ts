@@ -15,6 +15,12 @@ export type SendOutcome =
  */
 export class HttpSender {
   private readonly agent: Agent;
+  /**
+   * The policy's verdict on each URL (it depends on the URL's text and the policy's fixed configuration
+   * only; addresses are judged by the connector at connect time): a receiver's URL is parsed once, not on
+   * every attempt.
+   */
+  private readonly verdicts = new Map<string, string | undefined>();
 
   constructor(
     private readonly egress: EgressPolicy,
@@ -30,8 +36,16 @@ export class HttpSender {
   async send(url: string, body: string, headers: Record<string, string>): Promise<SendOutcome> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    const problem = this.egress.urlProblem(url);
+    const problem = this.urlProblem(url);
     if (problem) return { kind: 'refused', error: `egress refused: the URL ${problem}`, durationMs: 0 };
+    // The attempt's whole budget. Not `AbortSignal.timeout`: its timer cannot be cleared, so every attempt
+    // left one behind that fired (and built a DOMException) long after the answer had come.
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException('The attempt timed out', 'TimeoutError')),
+      this.timeoutMs,
+    );
+    timer.unref();
     try {
       const response = await request(url, {
         method: 'POST',
@@ -40,7 +54,7 @@ export class HttpSender {
         dispatcher: this.agent,
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: deadline.signal,
       });
       // The receiver's answer body is not needed; reading it frees the connection for reuse.
       await response.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
@@ -70,7 +84,17 @@ export class HttpSender {
         error: code ? `${code}` : err.message || 'network error',
         durationMs: elapsed(),
       };
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  private urlProblem(url: string): string | undefined {
+    if (this.verdicts.has(url)) return this.verdicts.get(url);
+    const problem = this.egress.urlProblem(url);
+    if (this.verdicts.size >= 10_000) this.verdicts.clear();
+    this.verdicts.set(url, problem);
+    return problem;
   }
 
   async close(): Promise<void> {

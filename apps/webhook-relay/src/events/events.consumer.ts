@@ -197,7 +197,7 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
     // failed write meanwhile): rows may exist already, so go through Postgres, which sends a stored
     // delivery only while it is due.
     if (message.info.redeliveryCount <= 1) {
-      const attempts: { delivery: NewDelivery; result: Promise<FirstAttempt> }[] = [];
+      const attempts: { delivery: NewDelivery; result: Promise<FirstAttempt | null> }[] = [];
       const waiting: NewDelivery[] = [];
       for (const delivery of deliveries) {
         delivery.eventCreatedAtMs = message.info.timestampNanos / 1e6;
@@ -218,7 +218,7 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
   private async finishFirstAttempts(
     subscription: Subscription<z.ZodType>,
     message: JsMsg,
-    attempts: { delivery: NewDelivery; result: Promise<FirstAttempt> }[],
+    attempts: { delivery: NewDelivery; result: Promise<FirstAttempt | null> }[],
     waiting: NewDelivery[],
   ): Promise<void> {
     this.outstanding.set(message, Date.now());
@@ -227,8 +227,11 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
       const attempted: FirstAttempt[] = [];
       const unsent = [...waiting];
       outcomes.forEach((outcome, i) => {
-        if (outcome.status === 'fulfilled') attempted.push(outcome.value);
-        else {
+        if (outcome.status === 'fulfilled') {
+          // `null`: not sent (its endpoint's breaker opened while it waited for a slot); the poller sends it.
+          if (outcome.value) attempted.push(outcome.value);
+          else unsent.push(attempts[i]!.delivery);
+        } else {
           // Unexpected (settings unreadable, …): store it for the poller, which will try again.
           this.logger.warn(
             `a first delivery attempt failed: ${(outcome.reason as Error)?.message ?? String(outcome.reason)}`,

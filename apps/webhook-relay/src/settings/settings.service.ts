@@ -29,6 +29,10 @@ const keyAad = (environmentId: number) => `relay.webhook_signing_key:${environme
 @Injectable()
 export class SettingsService {
   private readonly cache = new Map<number, { value: DeliverySettings; until: number }>();
+  /** Loads under way, so that the many deliveries that find the cache expired at once read the row once. */
+  private readonly loading = new Map<string, Promise<DeliverySettings | undefined>>();
+  /** The last keys decrypted per environment, reused while the stored ciphertexts are the same. */
+  private readonly decrypted = new Map<number, { stored: string; keys: DeliverySettings['keys'] }>();
 
   private readonly enabledListeners: ((environmentId: number, urls: string[]) => void)[] = [];
 
@@ -83,7 +87,7 @@ export class SettingsService {
           : {}),
       },
     });
-    this.cache.delete(environmentId);
+    this.forget(environmentId);
     // Setting a URL again is how an endpoint disabled by a 410 comes back.
     const urls = [patch.primary_url, patch.secondary_url].filter(
       (url): url is string => typeof url === 'string',
@@ -110,7 +114,7 @@ export class SettingsService {
     });
     if (count !== 1)
       throw new WebhookRelayError('conflict', 'The signing key was rotated concurrently; try again');
-    this.cache.delete(environmentId);
+    this.forget(environmentId);
     return { webhook_signing_key: key, previous_webhook_signing_key_expires_at: expiresAt.toISOString() };
   }
 
@@ -122,13 +126,48 @@ export class SettingsService {
   async forDelivery(environmentId: number, create = false): Promise<DeliverySettings | undefined> {
     const cached = this.cache.get(environmentId);
     if (cached && cached.until > Date.now()) return cached.value;
+    const key = `${environmentId}:${create}`;
+    let pending = this.loading.get(key);
+    if (!pending) {
+      pending = this.load(environmentId, create).finally(() => this.loading.delete(key));
+      this.loading.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** After a change: the next delivery reads the row again (a load started before it is not joined). */
+  private forget(environmentId: number): void {
+    this.cache.delete(environmentId);
+    this.loading.delete(`${environmentId}:true`);
+    this.loading.delete(`${environmentId}:false`);
+  }
+
+  private async load(environmentId: number, create: boolean): Promise<DeliverySettings | undefined> {
     const row = create
       ? await this.ensure(environmentId)
       : await this.db.webhookSettings.findUnique({ where: { environmentId } });
     if (!row) return undefined;
-    const value = { settings: this.toSettings(row), keys: this.keys(row, environmentId) };
+    const value = { settings: this.toSettings(row), keys: this.deliveryKeys(row, environmentId) };
     this.cache.set(environmentId, { value, until: Date.now() + CACHE_MS });
     return value;
+  }
+
+  /**
+   * The keys for signing, decrypted again only when the stored key (or whether the previous one is still
+   * in its grace period) changed: the row is re-read every second, the AES-GCM opening need not be.
+   */
+  private deliveryKeys(row: SettingsRow, environmentId: number): DeliverySettings['keys'] {
+    const previousValid =
+      row.previousSigningKey !== null &&
+      row.previousKeyExpiresAt !== null &&
+      row.previousKeyExpiresAt.getTime() > Date.now();
+    const stored = `${row.signingKey}\u0000${previousValid ? row.previousSigningKey : ''}`;
+    const known = this.decrypted.get(environmentId);
+    if (known?.stored === stored) return known.keys;
+    const keys = this.keys(row, environmentId);
+    if (this.decrypted.size > 10_000) this.decrypted.clear();
+    this.decrypted.set(environmentId, { stored, keys });
+    return keys;
   }
 
   private keys(row: SettingsRow, environmentId: number): DeliverySettings['keys'] {
