@@ -1,6 +1,6 @@
 import { EVENT_STREAM, EVENT_SUBJECTS } from './events';
 import { FUNCTION_OUTPUT_BUCKET, FUNCTION_HOST_SUBJECTS } from './functions';
-import { ACTION_REPLY_BUCKET } from './functions-api';
+import { ACTION_REPLY_BUCKET, FUNCTIONS_API_SUBJECTS } from './functions-api';
 import { DEPLOY_PAYLOAD_BUCKET } from './function-deploy';
 import { HEALTH_SUBJECT_PATTERN, healthSubject, SERVICE_NAMES, type ServiceName } from './health';
 import { CONNECTIONS_API_SUBJECTS } from './connections-api';
@@ -135,6 +135,9 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
     ...none,
     serves: [context('orchestrator')],
     calls: orchestratorCalls,
+    // Cached action look-ups: dropped when a replica changes functions or the vault changes a connection.
+    listens: [FUNCTIONS_API_SUBJECTS.changed, VAULT_SUBJECTS.changed],
+    announces: [FUNCTIONS_API_SUBJECTS.changed],
     publishesEvents: [EVENT_SUBJECTS.sync, EVENT_SUBJECTS.asyncAction],
     consumesEvents: [
       EVENT_CONSUMERS.orchestratorAuth,
