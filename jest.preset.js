@@ -17,4 +17,6 @@ module.exports = {
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  // `npm test` lists every failing test again at its very end (scripts/lib/failure-reporter.cjs).
+  reporters: ['default', require.resolve('./scripts/lib/failure-reporter.cjs')],
 };

@@ -53,4 +53,15 @@ pnpm format:check >/dev/null || die "files not formatted as Prettier would (pnpm
 pnpm turbo run typecheck --output-logs=errors-only || die "type check failed (pnpm typecheck)"
 
 log "running every test (unit, integration, end-to-end)"
-pnpm turbo run test --concurrency=1 --continue "$@"
+# Every failing test is listed once more at the end (turbo interleaves long logs) and kept for later reading.
+export SWITCHBOARD_TEST_FAILURES="$TEST_DIR/failures.txt"
+: >"$SWITCHBOARD_TEST_FAILURES"
+status=0
+pnpm turbo run test --concurrency=1 --continue "$@" || status=$?
+if [ -s "$SWITCHBOARD_TEST_FAILURES" ]; then
+  mkdir -p "$HOME/.cache/switchboard"
+  cp "$SWITCHBOARD_TEST_FAILURES" "$HOME/.cache/switchboard/last-test-failures.txt"
+  printf '\n%s\n' "failing tests (also in ~/.cache/switchboard/last-test-failures.txt):"
+  cat "$SWITCHBOARD_TEST_FAILURES"
+fi
+exit "$status"
