@@ -797,6 +797,121 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       ).toEqual([]);
     });
 
+    describe('POST /connections (import)', () => {
+      const HOOKS = '/import-hooks';
+      /** An import of a fakehub key, its auth webhooks routed to a path of their own. */
+      const importKey = (connectionId: string, apiKey: string, account = 'acme') =>
+        api('POST', '/connections', {
+          provider_config_key: 'fakehub',
+          connection_id: connectionId,
+          credentials: { type: 'API_KEY', apiKey },
+          connection_config: { origin: provider.url, account },
+          webhook_url_override: `${receiver.url}${HOOKS}`,
+        });
+      /** The keys the validate-connection script sent to fakehub's `/v2/account` since `before`. */
+      const keysChecked = (before: number) =>
+        provider.seen
+          .slice(before)
+          .filter((c) => c.url === '/v2/account')
+          .map((c) => c.headers['x-api-key']);
+      const listedIds = async (connectionId: string) => {
+        const listed = await api('GET', `/connections?connectionId=${connectionId}`);
+        expect(listed.status).toBe(200);
+        return (listed.body as { connections: { connection_id: string }[] }).connections.map(
+          (c) => c.connection_id,
+        );
+      };
+      const storedKey = async (connectionId: string) =>
+        ((await nango.getConnection('fakehub', connectionId)) as { credentials: { apiKey?: string } })
+          .credentials.apiKey;
+      /** The auth webhooks sent for imports, after giving a late one time to arrive. */
+      const importHooks = async () => {
+        await new Promise((r) => setTimeout(r, 1_500));
+        return receiver.on(HOOKS).map((h) => {
+          const body = JSON.parse(h.body) as Record<string, unknown>;
+          return { connectionId: body.connectionId, operation: body.operation, success: body.success };
+        });
+      };
+
+      it('refuses an import its validate-connection script rejects: the reason, nothing stored, no webhook', async () => {
+        const before = provider.seen.length;
+        const refused = await importKey('imported-refused', 'a-key-fakehub-never-issued');
+        // The shape a refused connect flow answers, with the reason the script gave.
+        expect({ status: refused.status, body: refused.body }).toEqual({
+          status: 400,
+          body: {
+            error: {
+              code: 'connection_validation_failed',
+              message: 'fakehub does not know this API key: copy it again from Settings, API keys',
+            },
+          },
+        });
+        // The script ran with the candidate key (never stored) through the proxy.
+        expect(keysChecked(before)).toEqual(['a-key-fakehub-never-issued']);
+
+        // A key fakehub knows, for another account than the one configured: the script saw the candidate
+        // connection config too.
+        const otherAccount = await importKey('imported-refused', API_KEY, 'globex');
+        expectError(otherAccount, 400, 'connection_validation_failed');
+        expect((otherAccount.body as { error: { message: string } }).error.message).toBe(
+          'This key belongs to the fakehub account "acme", not "globex"',
+        );
+
+        expect(await listedIds('imported-refused')).toEqual([]);
+        expect(await failure(nango.getConnection('fakehub', 'imported-refused'))).toMatchObject({
+          status: 404,
+        });
+      });
+
+      it('stores an import the script accepts (201) and announces it once', async () => {
+        const before = provider.seen.length;
+        const accepted = await importKey('imported-accepted', API_KEY);
+        expect(accepted.status).toBe(201);
+        expect(accepted.body).toMatchObject({
+          connection_id: 'imported-accepted',
+          provider_config_key: 'fakehub',
+        });
+        expect(keysChecked(before)).toEqual([API_KEY]);
+        expect(await listedIds('imported-accepted')).toEqual(['imported-accepted']);
+        expect(await storedKey('imported-accepted')).toBe(API_KEY);
+        await receiver.waitFor(1, HOOKS);
+        // Only the stored connection was announced: the refused imports before it sent nothing.
+        expect(await importHooks()).toEqual([
+          { connectionId: 'imported-accepted', operation: 'creation', success: true },
+        ]);
+      });
+
+      it('checks an import over an existing connection like a reconnect: a refusal keeps what was stored', async () => {
+        const before = provider.seen.length;
+        const refused = await importKey('imported-accepted', 'a-key-fakehub-never-issued');
+        expectError(refused, 400, 'connection_validation_failed');
+        expect(keysChecked(before)).toEqual(['a-key-fakehub-never-issued']);
+        expect(await storedKey('imported-accepted')).toBe(API_KEY);
+
+        const replaced = await importKey('imported-accepted', API_KEY);
+        expect(replaced.status).toBe(201);
+        await receiver.waitFor(2, HOOKS);
+        // The accepted override is announced; the refused one before it is not (its caller got the 400).
+        expect(await importHooks()).toEqual([
+          { connectionId: 'imported-accepted', operation: 'creation', success: true },
+          { connectionId: 'imported-accepted', operation: 'override', success: true },
+        ]);
+      });
+
+      it('refuses an import while no verdict can be had (orchestrator down), storing nothing', async () => {
+        await stack.stopService('sync-orchestrator');
+        try {
+          const refused = await importKey('imported-unchecked', API_KEY);
+          expectError(refused, 503, 'service_unavailable');
+          expect(await listedIds('imported-unchecked')).toEqual([]);
+        } finally {
+          await stack.startReplica('sync-orchestrator');
+        }
+        // Once it is back, the same import goes through.
+        expect((await importKey('imported-unchecked', API_KEY)).status).toBe(201);
+      });
+    });
+
     it('runs post-connection-creation after a connection is authorised through a connect session', async () => {
       const before = provider.seen.length;
       const connected = await connectWithKey('on-event-user', API_KEY);

@@ -110,9 +110,10 @@ export const envFragments = {
     SWITCHBOARD_STREAM_DISCARD: z.enum(['old', 'new']).default('old'),
   },
   /**
-   * The longest on-event scripts that someone waits for (validate-connection while an end user connects,
-   * pre-connection-deletion while the vault deletes) may run, all scripts of one event together. The
-   * orchestrator bounds the runs with it; auth-connect waits for the verdict that long (plus a margin).
+   * The longest on-event scripts that someone waits for (validate-connection while an end user connects or
+   * a connection is imported, pre-connection-deletion while the vault deletes) may run, all scripts of one
+   * event together. The orchestrator bounds the runs with it; auth-connect and the vault (import) wait for
+   * the verdict that long (plus a margin).
    */
   onEvent: {
     SWITCHBOARD_ON_EVENT_TIMEOUT_MS: z.coerce.number().int().min(500).max(60_000).default(5_000),

@@ -34,8 +34,9 @@ export const functionsChangedSchema = z.object({ environmentId: z.number().int()
  */
 export const ON_EVENT_SUBJECTS = {
   /**
-   * auth-connect → orchestrator, before a new connection is stored: `validate-connection` scripts run with
-   * the candidate credentials; `ok: false` refuses the connection with `message`.
+   * auth-connect (a connect flow) or the vault (`POST /connections`) → orchestrator, before a new connection
+   * or new credentials are stored: `validate-connection` scripts run with the candidate credentials;
+   * `ok: false` refuses the connection with `message`.
    */
   validateConnection: 'orchestrator.v1.on-event.validate-connection',
   /** vault → orchestrator, before a connection is deleted: `pre-connection-deletion` scripts. */

@@ -97,7 +97,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
   'connections-vault': {
     ...none,
     serves: [context('vault')],
-    // Token refresh and integration lookups (auth), pre-connection-deletion scripts (orchestrator).
+    // Token refresh and integration lookups (auth); validate-connection scripts before an import is
+    // stored and pre-connection-deletion scripts (orchestrator).
     calls: [context('auth'), context('orchestrator')],
     announces: [VAULT_SUBJECTS.changed],
     publishesEvents: [EVENT_SUBJECTS.auth],

@@ -12,6 +12,8 @@ export const envSchema = z
     ...envFragments.database,
     ...envFragments.logging,
     ...envFragments.masterKeys,
+    // How long an import waits for the validate-connection scripts (plus a margin).
+    ...envFragments.onEvent,
     /** An operator's provider catalog file (as auth-connect's): which connection-config fields are secret. */
     SWITCHBOARD_PROVIDERS_FILE: z.string().optional(),
     /**

@@ -45,8 +45,8 @@ export function refusalMessage(error: InvocationError): string {
 /**
  * On-event scripts. `post-connection-creation` runs in the background (a Temporal workflow per script,
  * started from the auth event). `validate-connection` and `pre-connection-deletion` run while their
- * caller waits (auth-connect before it stores a connection, the vault before it deletes one), straight on
- * functions-runtime, all scripts of the event together within SWITCHBOARD_ON_EVENT_TIMEOUT_MS.
+ * caller waits (auth-connect before it stores a connection, the vault before it stores an imported one or
+ * deletes one), straight on functions-runtime, all scripts of the event together within SWITCHBOARD_ON_EVENT_TIMEOUT_MS.
  */
 @Injectable()
 export class OnEventService {
