@@ -21,7 +21,6 @@ class FailureFileReporter {
   }
 }
 
-// eslint-disable-next-line no-control-regex
 const plain = (s) => s.replace(/\u001b\[[0-9;]*m/g, '');
 const firstLines = (s) => plain(String(s)).split('\n').slice(0, FIRST_LINES).join('\n');
 const indent = (s) =>

@@ -52,6 +52,50 @@ describe('EnvelopeCipher', () => {
     expect(() => retired.decrypt(old, 'row')).toThrow(/version 1 is not configured/);
   });
 
+  describe('a data key shared by a batch', () => {
+    it('seals each value for its own row, readable by any instance with the master key', () => {
+      const writer = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      const batch = writer.sharedKey();
+      const a = batch.seal('{"n":1}', 'record:a');
+      const b = batch.seal('{"n":2}', 'record:b');
+      expect(a.startsWith('sb2.1.')).toBe(true);
+      // One wrapped key for the batch, a nonce per value.
+      expect(a.split('.').slice(0, 5)).toEqual(b.split('.').slice(0, 5));
+      expect(a.split('.')[5]).not.toBe(b.split('.')[5]);
+      const reader = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      expect(reader.decrypt(a, 'record:a')).toBe('{"n":1}');
+      expect(reader.decrypt(b, 'record:b')).toBe('{"n":2}');
+      expect(writer.sharedKey().seal('x', 'r').split('.')[3]).not.toBe(a.split('.')[3]);
+    });
+
+    it('refuses a value copied to another row, tampered, or under another master key', () => {
+      const cipher = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      const blob = cipher.sharedKey().seal('value', 'record:a');
+      expect(cipher.decrypt(blob, 'record:a')).toBe('value');
+      // The shared key is now cached: the row binding and the tag are still checked.
+      expect(() => cipher.decrypt(blob, 'record:b')).toThrow(CryptoError);
+      const parts = blob.split('.');
+      parts[6] = Buffer.from('other').toString('base64url');
+      expect(() => cipher.decrypt(parts.join('.'), 'record:a')).toThrow(CryptoError);
+      const wrapTampered = blob.split('.');
+      wrapTampered[4] = Buffer.alloc(16).toString('base64url');
+      expect(() => cipher.decrypt(wrapTampered.join('.'), 'record:a')).toThrow(CryptoError);
+      expect(() => new EnvelopeCipher(new MasterKeyring(`1:${k2}`)).decrypt(blob, 'record:a')).toThrow(
+        CryptoError,
+      );
+    });
+
+    it('is rewrapped under a new master key, the values untouched', () => {
+      const before = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      const old = before.sharedKey().seal('value', 'record:a');
+      const after = new EnvelopeCipher(new MasterKeyring(`1:${k1},2:${k2}`));
+      const rewrapped = after.rewrap(old, 'record:a');
+      expect(rewrapped.startsWith('sb2.2.')).toBe(true);
+      expect(rewrapped.split('.').slice(5)).toEqual(old.split('.').slice(5));
+      expect(new EnvelopeCipher(new MasterKeyring(`2:${k2}`)).decrypt(rewrapped, 'record:a')).toBe('value');
+    });
+  });
+
   it('rejects malformed keyrings with a clear message', () => {
     expect(() => new MasterKeyring('')).toThrow(/no master key/);
     expect(() => new MasterKeyring('1:short')).toThrow(/32 bytes/);

@@ -1,6 +1,10 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 const FORMAT = 'sb1';
+/** Same layout, but the data key is shared by a batch of values (see `EnvelopeCipher.sharedKey`). */
+const FORMAT_SHARED = 'sb2';
+/** Unwrapped shared data keys kept for reading (one per batch of records, so a page needs a handful). */
+const SHARED_KEY_CACHE = 512;
 const NONCE_BYTES = 12;
 const KEY_BYTES = 32;
 
@@ -93,9 +97,40 @@ const unb64 = (s: string | undefined) => {
  * so a ciphertext copied into another row fails to decrypt. Rotation rewraps only the data key.
  *
  * Format: `sb1.<masterVersion>.<wrapNonce>.<wrappedKey>.<wrapTag>.<nonce>.<ciphertext>.<tag>` (base64url).
+ *
+ * Many small values written together (a sync's batch of records) can share one data key instead
+ * (`sharedKey()`, format `sb2`, same layout): the key is wrapped once per batch, each value still gets its own
+ * nonce and the row's associated data, so a value copied to another row still fails. Reading caches the
+ * unwrapped shared keys, so a page of records costs one AES-GCM operation per record instead of two (with
+ * OpenSSL 3 each operation's context costs far more than the bytes: see bench/README.md, Records).
  */
 export class EnvelopeCipher {
+  private readonly sharedKeys = new Map<string, Buffer>();
+
   constructor(private readonly keyring: MasterKeyring) {}
+
+  /**
+   * A fresh data key for a batch of values, wrapped by the current master key once. Keep it for one batch
+   * (a GCM key must not seal more than 2^32 values with random nonces; a batch is thousands at most).
+   */
+  sharedKey(): SharedDataKey {
+    const dataKey = randomBytes(KEY_BYTES);
+    const version = this.keyring.currentVersion;
+    const wrapped = seal(this.keyring.key(version), dataKey, sharedWrapAad(version));
+    const prefix = [
+      FORMAT_SHARED,
+      String(version),
+      b64(wrapped.nonce),
+      b64(wrapped.ciphertext),
+      b64(wrapped.tag),
+    ].join('.');
+    return {
+      seal: (plaintext: string, aad: string) => {
+        const sealed = seal(dataKey, Buffer.from(plaintext, 'utf8'), Buffer.from(aad, 'utf8'));
+        return `${prefix}.${b64(sealed.nonce)}.${b64(sealed.ciphertext)}.${b64(sealed.tag)}`;
+      },
+    };
+  }
 
   encrypt(plaintext: string, aad: string): string {
     const dataKey = randomBytes(KEY_BYTES);
@@ -118,14 +153,36 @@ export class EnvelopeCipher {
   decrypt(blob: string, aad: string): string {
     const parts = parse(blob);
     const aadBytes = Buffer.from(aad, 'utf8');
-    const dataKey = open(
+    const dataKey = parts.shared ? this.openSharedKey(parts) : this.openDataKey(parts, aadBytes);
+    return open(dataKey, parts.nonce, parts.ciphertext, parts.tag, aadBytes).toString('utf8');
+  }
+
+  private openDataKey(parts: Parsed, aad: Buffer): Buffer {
+    return open(
       this.keyring.key(parts.version),
       parts.wrapNonce,
       parts.wrappedKey,
       parts.wrapTag,
-      wrapAad(parts.version, aadBytes),
+      wrapAad(parts.version, aad),
     );
-    return open(dataKey, parts.nonce, parts.ciphertext, parts.tag, aadBytes).toString('utf8');
+  }
+
+  /** The shared key of a batch, unwrapped once and then kept (bounded, oldest dropped first). */
+  private openSharedKey(parts: Parsed): Buffer {
+    const id = parts.keyId;
+    const cached = this.sharedKeys.get(id);
+    if (cached) return cached;
+    const key = open(
+      this.keyring.key(parts.version),
+      parts.wrapNonce,
+      parts.wrappedKey,
+      parts.wrapTag,
+      sharedWrapAad(parts.version),
+    );
+    if (this.sharedKeys.size >= SHARED_KEY_CACHE)
+      this.sharedKeys.delete(this.sharedKeys.keys().next().value!);
+    this.sharedKeys.set(id, key);
+    return key;
   }
 
   encryptJson(value: unknown, aad: string): string {
@@ -147,16 +204,14 @@ export class EnvelopeCipher {
     const current = this.keyring.currentVersion;
     if (parts.version === current) return blob;
     const aadBytes = Buffer.from(aad, 'utf8');
-    const dataKey = open(
-      this.keyring.key(parts.version),
-      parts.wrapNonce,
-      parts.wrappedKey,
-      parts.wrapTag,
-      wrapAad(parts.version, aadBytes),
+    const dataKey = parts.shared ? this.openSharedKey(parts) : this.openDataKey(parts, aadBytes);
+    const wrapped = seal(
+      this.keyring.key(current),
+      dataKey,
+      parts.shared ? sharedWrapAad(current) : wrapAad(current, aadBytes),
     );
-    const wrapped = seal(this.keyring.key(current), dataKey, wrapAad(current, aadBytes));
     return [
-      FORMAT,
+      parts.shared ? FORMAT_SHARED : FORMAT,
       String(current),
       b64(wrapped.nonce),
       b64(wrapped.ciphertext),
@@ -168,16 +223,32 @@ export class EnvelopeCipher {
   }
 }
 
+export interface SharedDataKey {
+  /** Seals one value; `aad` names its row, as for `encrypt`. */
+  seal(plaintext: string, aad: string): string;
+}
+
 function wrapAad(version: number, aad: Buffer): Buffer {
   return Buffer.concat([Buffer.from(`dek:v${version}:`, 'utf8'), aad]);
 }
 
+/** A shared key belongs to no single row; the values it seals are bound to theirs. */
+function sharedWrapAad(version: number): Buffer {
+  return Buffer.from(`dek:v${version}:shared`, 'utf8');
+}
+
+type Parsed = ReturnType<typeof parse>;
+
 function parse(blob: string) {
   const parts = blob.split('.');
-  if (parts.length !== 8 || parts[0] !== FORMAT) throw new CryptoError('malformed ciphertext');
+  if (parts.length !== 8 || (parts[0] !== FORMAT && parts[0] !== FORMAT_SHARED))
+    throw new CryptoError('malformed ciphertext');
   const version = Number(parts[1]);
   if (!Number.isInteger(version)) throw new CryptoError('malformed ciphertext');
   return {
+    shared: parts[0] === FORMAT_SHARED,
+    /** The master key version and the whole wrapped data key: names a shared key's batch. */
+    keyId: parts.slice(1, 5).join('.'),
     version,
     wrapNonce: unb64(parts[2]),
     wrappedKey: unb64(parts[3]),

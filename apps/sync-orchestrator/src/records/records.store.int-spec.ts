@@ -303,7 +303,7 @@ describe('RecordsStore (Postgres)', () => {
       SELECT payload, data_hash FROM orchestrator.records
       WHERE environment_id = ${environmentId} AND connection_id = ${scope.connectionId}`;
     expect(rows).toHaveLength(1);
-    expect(rows[0]!.payload).toMatch(/^sb1\./);
+    expect(rows[0]!.payload).toMatch(/^sb2\./);
     expect(rows[0]!.payload).not.toContain(marker);
     expect(Buffer.from(rows[0]!.payload.split('.')[6]!, 'base64url').toString('latin1')).not.toContain(
       marker,

@@ -1,4 +1,4 @@
-import { EnvelopeCipher, type MasterKeyring } from '@switchboard/crypto';
+import { EnvelopeCipher, type MasterKeyring, type SharedDataKey } from '@switchboard/crypto';
 import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import deepmerge from 'deepmerge';
 import { OrchestratorError } from '../sync-orchestrator.errors';
@@ -122,7 +122,8 @@ const isMergeable = (v: unknown) => v !== null && typeof v === 'object';
 /**
  * The records store: what syncs save, per connection and model, with Nango's semantics (stable uuidv5 ids,
  * md5 change detection, soft deletes, `(updated_at, id)` cursors). Payloads are sealed with the master keys
- * (envelope encryption, the row id as associated data). Writes of one (connection, model) are serialised by
+ * (envelope encryption with one data key per written chunk, `EnvelopeCipher.sharedKey`, the row id as
+ * associated data). Writes of one (connection, model) are serialised by
  * a transaction-scoped advisory lock, so concurrent batches never race on the same rows or counters.
  *
  * Built by the Nest module for the service and directly (`new RecordsStore(db, keyring)`) by the worker.
@@ -479,10 +480,6 @@ export class RecordsStore {
     return new Map(rows.map((r) => [r.id, r]));
   }
 
-  private seal(id: string, json: string): string {
-    return this.cipher.encrypt(json, payloadAad(id));
-  }
-
   private async upsertChunk(
     tx: Tx,
     scope: RecordScope,
@@ -500,6 +497,16 @@ export class RecordsStore {
       maxTouched: undefined as string | undefined,
     };
     const writes: Write[] = [];
+    // One data key for the chunk's payloads (each still bound to its row): half the AES work per record.
+    let key: SharedDataKey | undefined;
+    const toWrite = (incoming: Incoming, json: string, hash: string, touch: boolean): Write => ({
+      id: incoming.id,
+      externalId: incoming.externalId,
+      hash,
+      payload: (key ??= this.cipher.sharedKey()).seal(json, payloadAad(incoming.id)),
+      size: Buffer.byteLength(json),
+      touch,
+    });
     for (const incoming of chunk) {
       const row = existing.get(incoming.id);
       if (op === 'update') {
@@ -516,27 +523,27 @@ export class RecordsStore {
           continue;
         }
         counts.updated++;
-        writes.push(this.toWrite(incoming, json, hash, true));
+        writes.push(toWrite(incoming, json, hash, true));
         continue;
       }
       const json = JSON.stringify(incoming.record);
       const hash = dataHash(json);
       if (!row) {
         counts.added++;
-        writes.push(this.toWrite(incoming, json, hash, true));
+        writes.push(toWrite(incoming, json, hash, true));
       } else if (row.locked) {
         counts.unchanged++;
       } else if (row.deleted) {
         // Nango counts a record that comes back as added.
         counts.added++;
-        writes.push(this.toWrite(incoming, json, hash, true));
+        writes.push(toWrite(incoming, json, hash, true));
       } else if (row.data_hash !== hash) {
         counts.updated++;
-        writes.push(this.toWrite(incoming, json, hash, true));
+        writes.push(toWrite(incoming, json, hash, true));
       } else if (row.pruned) {
         // Same record again after its payload was pruned: the payload comes back, nothing changed for the customer.
         counts.unchanged++;
-        writes.push(this.toWrite(incoming, json, hash, false));
+        writes.push(toWrite(incoming, json, hash, false));
       } else {
         counts.unchanged++;
       }
@@ -563,17 +570,6 @@ export class RecordsStore {
         updated_at = CASE WHEN EXCLUDED.updated_at = '-infinity' THEN r.updated_at ELSE EXCLUDED.updated_at END,
         deleted_at = NULL, pruned_at = NULL, last_run_id = EXCLUDED.last_run_id`;
     return counts;
-  }
-
-  private toWrite(incoming: Incoming, json: string, hash: string, touch: boolean): Write {
-    return {
-      id: incoming.id,
-      externalId: incoming.externalId,
-      hash,
-      payload: this.seal(incoming.id, json),
-      size: Buffer.byteLength(json),
-      touch,
-    };
   }
 
   private async deleteChunk(tx: Tx, chunk: Incoming[], existing: Map<string, Existing>, runId: string) {
