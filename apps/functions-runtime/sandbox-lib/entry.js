@@ -1,8 +1,27 @@
-// Built by scripts/build-sandbox-lib.mjs into one script that every sandbox isolate starts from (its
-// heap snapshot). Only pure JavaScript goes in here: the isolate has no Node APIs at all.
-import * as zod from 'sandbox-zod';
-import URL from 'core-js-pure/stable/url';
-import URLSearchParams from 'core-js-pure/stable/url-search-params';
-import { Buffer } from 'buffer';
+// Built by scripts/build-sandbox-lib.mjs into one script that every sandbox context evaluates before the
+// prelude. Only pure JavaScript goes in here: the isolate has no Node APIs at all.
+//
+// Each part is a function that evaluates its module on first use in a context (esbuild wraps a
+// `require`d module in a lazy initialiser): evaluating zod, URL and Buffer costs a run several
+// milliseconds of CPU (README, "Isolates"), and most runs touch only some of them.
+const once = (load) => {
+  let loaded = false;
+  let value;
+  const get = () => {
+    if (!loaded) {
+      value = load();
+      loaded = true;
+    }
+    return value;
+  };
+  // What is loaded already, without loading it.
+  get.peek = () => (loaded ? value : undefined);
+  return get;
+};
 
-globalThis.__sandboxLib = { zod, URL, URLSearchParams, Buffer };
+globalThis.__sandboxLib = {
+  zod: once(() => require('sandbox-zod')),
+  URL: once(() => require('core-js-pure/stable/url')),
+  URLSearchParams: once(() => require('core-js-pure/stable/url-search-params')),
+  Buffer: once(() => require('buffer').Buffer),
+};

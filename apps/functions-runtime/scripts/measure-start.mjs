@@ -15,7 +15,7 @@ const app = join(dirname(fileURLToPath(import.meta.url)), '..');
 const lib = readFileSync(join(app, 'dist/sandbox-lib.js'), 'utf8');
 const bundle = readFileSync(join(app, 'test/fixtures/sum-numbers.cjs'), 'utf8');
 const wrapped = `globalThis.__factory = function (module, exports, require) {\n${bundle}\n};
-const m = { exports: {} }; __factory(m, m.exports, () => __sandboxLib.zod);
+const m = { exports: {} }; __factory(m, m.exports, () => __sandboxLib.zod());
 m.exports.default.input.parse({ numbers: [1, 2], label: 'x' }) && 1;`;
 const runs = Number(process.argv[2] ?? 20);
 

@@ -40,7 +40,16 @@ export const PRELUDE_SOURCE = String.raw`
   Object.defineProperty(g, 'Function', { value: refuse, writable: false, configurable: false });
   Object.defineProperty(g, 'eval', { value: refuse, writable: false, configurable: false });
   delete g.WebAssembly;
-  lib.zod.config({ jitless: true });
+  // The library's parts are evaluated on first use (sandbox-lib/entry.js): a run pays only for what it touches.
+  let zodConfigured = false;
+  const zod = () => {
+    const z = lib.zod();
+    if (!zodConfigured) {
+      z.config({ jitless: true });
+      zodConfigured = true;
+    }
+    return z;
+  };
 
   // ---- logging ----------------------------------------------------------------------------------
   const LINE_CHARS = meta.logLineChars;
@@ -96,7 +105,7 @@ export const PRELUDE_SOURCE = String.raw`
       return 'utf-8';
     }
     encode(s = '') {
-      const b = Buffer.from(String(s), 'utf8');
+      const b = Buffer().from(String(s), 'utf8');
       return new Uint8Array(b.buffer, b.byteOffset, b.length);
     }
   }
@@ -112,7 +121,7 @@ export const PRELUDE_SOURCE = String.raw`
       const view = ArrayBuffer.isView(bytes)
         ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
         : new Uint8Array(bytes);
-      return Buffer.from(view).toString('utf8');
+      return Buffer().from(view).toString('utf8');
     }
   }
 
@@ -150,16 +159,32 @@ export const PRELUDE_SOURCE = String.raw`
     console: consoleObject,
     setTimeout,
     clearTimeout,
-    URL: lib.URL,
-    URLSearchParams: lib.URLSearchParams,
-    Buffer,
     TextEncoder,
     TextDecoder,
-    atob: (s) => Buffer.from(String(s), 'base64').toString('latin1'),
-    btoa: (s) => Buffer.from(String(s), 'latin1').toString('base64'),
+    atob: (s) => Buffer().from(String(s), 'base64').toString('latin1'),
+    btoa: (s) => Buffer().from(String(s), 'latin1').toString('base64'),
   };
-  for (const [name, value] of Object.entries(installGlobals)) {
+  const setGlobal = (name, value) =>
     Object.defineProperty(g, name, { value, writable: true, configurable: true, enumerable: false });
+  for (const [name, value] of Object.entries(installGlobals)) setGlobal(name, value);
+  // Loaded when a script first reads them; a script that assigns one first never loads it.
+  for (const [name, load] of [
+    ['URL', lib.URL],
+    ['URLSearchParams', lib.URLSearchParams],
+    ['Buffer', Buffer],
+  ]) {
+    Object.defineProperty(g, name, {
+      configurable: true,
+      enumerable: false,
+      get() {
+        const value = load();
+        setGlobal(name, value);
+        return value;
+      },
+      set(value) {
+        setGlobal(name, value);
+      },
+    });
   }
 
   // ---- host calls -----------------------------------------------------------------------------------
@@ -201,11 +226,13 @@ export const PRELUDE_SOURCE = String.raw`
   const toBody = (data) => {
     if (data === undefined || data === null) return undefined;
     if (typeof data === 'string') return { kind: 'text', value: data };
-    if (Buffer.isBuffer(data) || ArrayBuffer.isView(data) || data instanceof ArrayBuffer) {
+    // A Buffer is a Uint8Array: ArrayBuffer.isView covers it without loading Buffer.
+    if (ArrayBuffer.isView(data) || data instanceof ArrayBuffer) {
       const view = data instanceof ArrayBuffer ? new Uint8Array(data) : data;
-      return { kind: 'base64', value: Buffer.from(view.buffer, view.byteOffset, view.byteLength).toString('base64') };
+      return { kind: 'base64', value: Buffer().from(view.buffer, view.byteOffset, view.byteLength).toString('base64') };
     }
-    if (data instanceof lib.URLSearchParams) return { kind: 'form', value: data.toString() };
+    const SearchParams = lib.URLSearchParams.peek();
+    if (SearchParams && data instanceof SearchParams) return { kind: 'form', value: data.toString() };
     return { kind: 'json', value: data };
   };
 
@@ -229,7 +256,7 @@ export const PRELUDE_SOURCE = String.raw`
       status: reply.status,
       statusText: reply.statusText,
       headers: reply.headers,
-      data: reply.base64 === undefined ? reply.data : Buffer.from(reply.base64, 'base64'),
+      data: reply.base64 === undefined ? reply.data : Buffer().from(reply.base64, 'base64'),
       config,
     };
     if (response.status >= 200 && response.status < 300) return response;
@@ -262,7 +289,7 @@ export const PRELUDE_SOURCE = String.raw`
   };
   const toEndpoint = (link) => {
     try {
-      const url = new lib.URL(link);
+      const url = new (lib.URL())(link);
       return url.pathname + url.search;
     } catch (e) {
       return link;
@@ -438,7 +465,7 @@ export const PRELUDE_SOURCE = String.raw`
 
   // ---- running the bundle -----------------------------------------------------------------------
   const requireModule = (name) => {
-    if (name === 'zod') return lib.zod;
+    if (name === 'zod') return zod();
     throw new Error('Cannot find module "' + name + '": only "zod" is available to functions');
   };
   const plain = (value) => {

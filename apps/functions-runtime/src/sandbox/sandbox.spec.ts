@@ -80,6 +80,30 @@ describe('runInSandbox', () => {
     });
   });
 
+  it('loads URL and Buffer on first use: a script may read, replace or shadow them as on Node', async () => {
+    const result = await runInSandbox(
+      request(
+        action(`
+          const before = Object.getOwnPropertyDescriptor(globalThis, 'URL');
+          const kinds = [typeof URL, typeof URLSearchParams, typeof Buffer];
+          const isView = ArrayBuffer.isView(Buffer.from('x'));
+          globalThis.URLSearchParams = 'replaced';
+          const replaced = URLSearchParams;
+          return { kinds, isView, replaced, lazy: typeof before.get === 'function', enumerable: Object.keys(globalThis).includes('URL') };`),
+        {},
+      ),
+    );
+    expect(result.status).toBe('success');
+    if (result.status !== 'success') return;
+    expect(JSON.parse(result.outputJson!)).toEqual({
+      kinds: ['function', 'function', 'function'],
+      isView: true,
+      replaced: 'replaced',
+      lazy: true,
+      enumerable: false,
+    });
+  });
+
   it('keeps at most the configured log lines, each cut to the configured length', async () => {
     const result = await runInSandbox(
       request(

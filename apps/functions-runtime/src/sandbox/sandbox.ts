@@ -113,7 +113,7 @@ export function sandboxLibrary(): SandboxLibrary {
 const logger = new Logger('Sandbox');
 
 const ZOD_WARM_UP = `{
-  const z = __sandboxLib.zod;
+  const z = __sandboxLib.zod();
   const schema = z.object({ a: z.string(), n: z.array(z.number()).optional(), o: z.object({ x: z.boolean() }).optional() });
   schema.safeParse({ a: 'x', n: [1], o: { x: true } });
   schema.safeParse({ a: 1 });
