@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes, type KeyObject } from 'node:crypto';
 import {
   PROXY_INTERNAL_HEADERS,
   PROXY_SIGNED_HEADERS,
@@ -16,7 +16,7 @@ import {
  * credentials to an origin other than the provider's own (`credentialsOnAnyOrigin: false`).
  */
 export function signCaller(
-  key: Buffer,
+  key: KeyObject,
   method: string,
   url: string,
   caller: Caller,

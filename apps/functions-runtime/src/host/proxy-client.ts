@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { PROXY_INTERNAL_HEADERS, type CandidateConnection, type Caller } from '@switchboard/contracts';
 import { SpanStatusCode, trace } from '@switchboard/observability';
@@ -62,7 +63,7 @@ export interface ProxyTarget {
 @Injectable()
 export class ProxyClient implements OnApplicationShutdown {
   private readonly pool: Pool;
-  private readonly key: Buffer;
+  private readonly key: KeyObject;
 
   constructor(@Inject(FUNCTIONS_RUNTIME_ENV) private readonly env: FunctionsRuntimeEnv) {
     // The proxy service enforces the provider timeouts; the run's wall clock bounds the wait here.

@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import {
   PROXY_INTERNAL_HEADERS,
@@ -26,7 +26,7 @@ const headerValue = (headers: IncomingHttpHeaders, name: string): string => {
  * (`undefined` = a streamed body, signed as PROXY_UNSIGNED_PAYLOAD), all under one HMAC.
  */
 export function signCaller(
-  key: Buffer,
+  key: KeyObject,
   method: string,
   url: string,
   caller: ProxyCaller,

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import {
@@ -76,7 +77,7 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
   private readonly logger = new Logger('ProxyRelay');
   private readonly pool: Pool;
   private readonly origin: string;
-  private readonly key: Buffer;
+  private readonly key: KeyObject;
 
   constructor(@Inject(GATEWAY_ENV) env: GatewayEnv) {
     super();

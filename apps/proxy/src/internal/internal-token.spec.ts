@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import {
@@ -10,7 +10,7 @@ import {
 } from '@switchboard/contracts';
 import { checkedBody, GatewaySignatures } from './internal-token';
 
-const key = Buffer.from('k'.repeat(32));
+const key = createSecretKey(Buffer.from('k'.repeat(32)));
 const caller: Caller = {
   accountId: 1,
   environmentId: 2,
@@ -26,7 +26,7 @@ const digestOf = (body: string) => createHash('sha256').update(body).digest('bas
 /** The headers a gateway in remote mode sends, signed the way it signs them. */
 function signed(
   options: {
-    signingKey?: Buffer;
+    signingKey?: Buffer | KeyObject;
     method?: string;
     at?: number;
     who?: Record<string, unknown>;

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import {
   PROXY_INTERNAL_HEADERS,
@@ -37,7 +37,7 @@ export class GatewaySignatures {
     ttlAutopurge: false,
   });
 
-  constructor(private readonly key: Buffer) {}
+  constructor(private readonly key: KeyObject) {}
 
   verify(
     method: string,
