@@ -253,6 +253,9 @@ export interface NatsServerConfigOptions {
   noAuthUser?: NatsUser;
 }
 
+/** The largest message the generated server configuration accepts (nats-server's recommended ceiling). */
+export const NATS_MAX_PAYLOAD_BYTES = 8 * 1024 * 1024;
+
 const quote = (subject: string) => JSON.stringify(subject);
 const list = (subjects: readonly string[], indent: string) =>
   `[\n${subjects.map((s) => `${indent}  ${quote(s)}`).join('\n')}\n${indent}]`;
@@ -282,6 +285,9 @@ export function renderNatsServerConfig(options: NatsServerConfigOptions = {}): s
     'authorization {',
     `  users = [\n${users.join('\n')}\n  ]`,
     '}',
+    // NATS's default is 1 MB; a page of records (GET /records, limit up to 10000) then takes several
+    // round trips. Services size their messages from what the server they joined announces.
+    `max_payload: ${NATS_MAX_PAYLOAD_BYTES}`,
     ...(options.noAuthUser ? [`no_auth_user: ${quote(options.noAuthUser)}`] : []),
     '',
   ].join('\n');

@@ -41,8 +41,25 @@ export function recordModelKey(model: string, variant?: string | null): string {
 export const RECORDS_BATCH_SIZE = 1000;
 /** Largest JSON of one record a script may save (a batch travels to the orchestrator in NATS messages). */
 export const MAX_RECORD_BYTES = 512 * 1024;
-/** Bytes of records in one message between the runtime or gateway and the orchestrator. */
+/** Bytes of records in one message between the runtime or gateway and the orchestrator, on a NATS server
+ * with the default 1 MB `max_payload`. */
 export const RECORDS_MESSAGE_BYTES = 640 * 1024;
+/** Records never fill more of a message than this, whatever the server allows. */
+const RECORDS_MESSAGE_BYTES_CEILING = 4 * 1024 * 1024;
+
+/**
+ * Bytes of records one message may carry on a server announcing `maxPayload` (the NATS client's
+ * `info.max_payload`): 60 % of it, leaving room for JSON escaping and the envelope, between the 1 MB
+ * server's budget and 4 MiB. A 1000-record page of 1 KB records is then one message on the generated
+ * configuration (8 MB) instead of three round trips.
+ */
+export function recordsMessageBytes(maxPayload: number | undefined): number {
+  if (!maxPayload || maxPayload <= 0) return RECORDS_MESSAGE_BYTES;
+  return Math.max(
+    RECORDS_MESSAGE_BYTES,
+    Math.min(RECORDS_MESSAGE_BYTES_CEILING, Math.floor(maxPayload * 0.6)),
+  );
+}
 
 // ---- public API -------------------------------------------------------------------------------------
 
@@ -147,6 +164,15 @@ export const recordsListRequestSchema = z.object({
   checkConnection: z.boolean().default(true),
 });
 export type RecordsListRequest = z.input<typeof recordsListRequestSchema>;
+/**
+ * A page of `orchestrator.v1.records.list`: the records as JSON text joined by commas (no brackets), which
+ * the gateway splices into its answer without parsing them.
+ */
+export interface RecordsListReply {
+  recordsJson: string;
+  count: number;
+  next_cursor: string | null;
+}
 
 export const recordsPruneRequestSchema = z.object({
   ...connectionScope,

@@ -1,11 +1,11 @@
-import { Controller } from '@nestjs/common';
+import { Controller, Inject } from '@nestjs/common';
 import {
   MAX_DELETED_KEYS_REPLY,
-  RECORDS_MESSAGE_BYTES,
   RECORDS_SUBJECTS,
   VAULT_SUBJECTS,
   recordsGetByIdsRequestSchema,
   recordsListRequestSchema,
+  recordsMessageBytes,
   recordsPruneRequestSchema,
   recordsRunScopeRequestSchema,
   recordsWriteRequestSchema,
@@ -13,12 +13,14 @@ import {
   type ListRecordsResponse,
   type PruneRecordsResponse,
   type RecordsGetByIdsRequest,
+  type RecordsListReply,
   type RecordsPruneRequest,
   type RecordsRunScopeRequest,
   type RecordsWriteReply,
   type RecordsWriteRequest,
 } from '@switchboard/contracts';
-import { NatsHandler, NatsRequester } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsHandler, NatsRequester } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { OrchestratorError } from '../sync-orchestrator.errors';
 import type { RecordScope } from './record-keys';
@@ -39,19 +41,25 @@ export class RecordsHandlers {
   constructor(
     private readonly store: RecordsStore,
     private readonly nats: NatsRequester,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
 
+  /** A reply's budget of records, from the largest message the server announced (read when it is sent). */
+  private get messageBytes(): number {
+    return recordsMessageBytes(this.nc.info?.max_payload);
+  }
+
   @NatsHandler(RECORDS_SUBJECTS.list, recordsListRequestSchema)
-  async list(request: z.infer<typeof recordsListRequestSchema>): Promise<ListRecordsResponse> {
+  async list(request: z.infer<typeof recordsListRequestSchema>): Promise<RecordsListReply> {
     if (request.checkConnection) await this.requireConnection(request);
-    return this.store.list(scopeOf(request), request.model, {
+    return this.store.listJson(scopeOf(request), request.model, {
       limit: request.limit,
       ...(request.modifiedAfter ? { modifiedAfter: request.modifiedAfter } : {}),
       ...(request.filter ? { filter: request.filter } : {}),
       ...(request.cursor ? { cursor: request.cursor } : {}),
       ...(request.ids ? { externalIds: request.ids } : {}),
       // The gateway asks again from next_cursor until its page is full.
-      maxBytes: RECORDS_MESSAGE_BYTES,
+      maxBytes: this.messageBytes,
     });
   }
 
@@ -79,7 +87,7 @@ export class RecordsHandlers {
       limit: request.ids.length,
       externalIds: request.ids,
       ...(request.cursor ? { cursor: request.cursor } : {}),
-      maxBytes: RECORDS_MESSAGE_BYTES,
+      maxBytes: this.messageBytes,
     });
   }
 
