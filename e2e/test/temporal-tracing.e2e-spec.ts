@@ -164,8 +164,12 @@ describe('tracing through Temporal', () => {
 
   it('makes a triggered sync run one trace: gateway → workflow start → syncWorkflow → activity → run → provider call', async () => {
     const [sync] = (
-      (await api('GET', `/sync/status?provider_config_key=fakehub&connection_id=${CONNECTION}&syncs=accounts`))
-        .body as { syncs: { id: string; status: string }[] }
+      (
+        await api(
+          'GET',
+          `/sync/status?provider_config_key=fakehub&connection_id=${CONNECTION}&syncs=accounts`,
+        )
+      ).body as { syncs: { id: string; status: string }[] }
     ).syncs;
     // `autoStart: false`: the schedule was created paused and nothing ran yet.
     expect(sync).toMatchObject({ status: 'PAUSED' });
@@ -178,7 +182,11 @@ describe('tracing through Temporal', () => {
         'content-type': 'application/json',
         traceparent,
       },
-      body: JSON.stringify({ syncs: ['accounts'], provider_config_key: 'fakehub', connection_id: CONNECTION }),
+      body: JSON.stringify({
+        syncs: ['accounts'],
+        provider_config_key: 'fakehub',
+        connection_id: CONNECTION,
+      }),
     });
     expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { success: true } });
 
@@ -211,8 +219,12 @@ describe('tracing through Temporal', () => {
     let status: Record<string, unknown> | undefined;
     for (;;) {
       [status] = (
-        (await api('GET', `/sync/status?provider_config_key=fakehub&connection_id=${CONNECTION}&syncs=accounts`))
-          .body as { syncs: Record<string, unknown>[] }
+        (
+          await api(
+            'GET',
+            `/sync/status?provider_config_key=fakehub&connection_id=${CONNECTION}&syncs=accounts`,
+          )
+        ).body as { syncs: Record<string, unknown>[] }
       ).syncs;
       if (status?.latestExecutionStatus === 'SUCCESS' || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));

@@ -109,9 +109,12 @@ export class SyncRunner {
 
     const existing = await db.syncRun.findUnique({ where: { id: input.runId } });
     if (!existing) {
+      // Runs recorded RUNNING whose workflows are over: this run closes them as it begins.
+      let abandoned: string[] = [];
       if (!input.webhook) {
-        const holder = await this.holderOf(sync.id, input);
-        if (holder) return { busy: holder };
+        const held = await this.holderOf(sync.id, input);
+        if ('busy' in held) return held;
+        abandoned = held.abandoned;
       }
       const checkpointKey = {
         environmentId: sync.environmentId,
@@ -127,11 +130,25 @@ export class SyncRunner {
           // records its run, the second then sees it and does not run beside it.
           await tx.$queryRaw`SELECT id FROM orchestrator.syncs WHERE id = ${sync.id}::uuid FOR UPDATE`;
           const other = await tx.syncRun.findFirst({
-            where: { syncId: sync.id, status: SYNC_RUN_STATUS.running, type: NOT_WEBHOOK },
+            where: {
+              syncId: sync.id,
+              status: SYNC_RUN_STATUS.running,
+              type: NOT_WEBHOOK,
+              id: { notIn: abandoned },
+            },
           });
           if (other) return { busy: { runId: other.id, workflowId: other.workflowId } };
           current = await tx.sync.findUnique({ where: { id: sync.id } });
           if (!current) return 'gone';
+          // In the same transaction as the new run: the status never shows the sync between the two.
+          await tx.syncRun.updateMany({
+            where: { id: { in: abandoned }, status: SYNC_RUN_STATUS.running },
+            data: {
+              status: SYNC_RUN_STATUS.stopped,
+              finishedAt: new Date(),
+              error: { type: 'sync_abandoned', description: 'The run ended without finishing' },
+            },
+          });
         }
         const reset = current.resetPending && !input.webhook;
         if (reset) {
@@ -167,6 +184,7 @@ export class SyncRunner {
       });
       if (answer === 'gone') return null;
       if (answer !== 'begun') return answer;
+      for (const runId of abandoned) await this.deps.records.forgetRun(runId);
     }
     return {
       runId: input.runId,
@@ -180,34 +198,27 @@ export class SyncRunner {
   }
 
   /**
-   * The run holding the sync, if its workflow still runs. A RUNNING run whose workflow has ended without
-   * closing it (terminated, timed out, or cancelled before its first step answered) holds nothing: it
-   * is closed here, so a sync is never held longer than the workflow holding it lives. A run recorded
-   * under the asking workflow's own id is a previous execution's (one execution of an id runs at a time).
+   * The run holding the sync, if its workflow still runs; else the RUNNING runs whose workflows ended
+   * without closing them (terminated, timed out, or cancelled before their first step answered), which
+   * hold nothing: the run that begins closes them, so a sync is never held longer than the workflow
+   * holding it lives. A run recorded under the asking workflow's own id is a previous execution's (one
+   * execution of a workflow id runs at a time).
    */
   private async holderOf(
     syncId: string,
     asking: { runId: string; workflowId: string },
-  ): Promise<SyncRunHolder | null> {
-    const { db } = this.deps;
-    const running = await db.syncRun.findMany({
+  ): Promise<SyncBusy | { abandoned: string[] }> {
+    const running = await this.deps.db.syncRun.findMany({
       where: { syncId, status: SYNC_RUN_STATUS.running, type: NOT_WEBHOOK, id: { not: asking.runId } },
     });
+    const abandoned: string[] = [];
     for (const run of running) {
       if (run.workflowId !== asking.workflowId && (await this.workflowRunning(run.workflowId))) {
-        return { runId: run.id, workflowId: run.workflowId };
+        return { busy: { runId: run.id, workflowId: run.workflowId } };
       }
-      const closed = await db.syncRun.updateMany({
-        where: { id: run.id, status: SYNC_RUN_STATUS.running },
-        data: {
-          status: SYNC_RUN_STATUS.stopped,
-          finishedAt: new Date(),
-          error: { type: 'sync_abandoned', description: 'The run ended without finishing' },
-        },
-      });
-      if (closed.count > 0) await this.deps.records.forgetRun(run.id);
+      abandoned.push(run.id);
     }
-    return null;
+    return { abandoned };
   }
 
   private async workflowRunning(workflowId: string): Promise<boolean> {
