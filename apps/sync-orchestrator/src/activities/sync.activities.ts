@@ -30,9 +30,17 @@ export function createSyncActivities(runner: SyncRunner) {
       return runner.begin(input);
     },
 
-    /** A full resync: the run holding the sync is cancelled (its workflow closes it as cancelled). */
+    /**
+     * A full resync: the run holding the sync is cancelled (its workflow closes it as cancelled), unless
+     * it took the reset itself.
+     */
     cancelSyncRunHolder(holder: SyncRunHolder): Promise<void> {
       return runner.cancelHolder(holder);
+    },
+
+    /** Whether a full resync is still to be taken by a run (none began since it was asked for). */
+    syncResetPending(input: { syncId: string }): Promise<boolean> {
+      return runner.resetPending(input.syncId);
     },
 
     /**

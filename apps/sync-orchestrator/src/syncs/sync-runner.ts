@@ -221,6 +221,15 @@ export class SyncRunner {
     return { abandoned };
   }
 
+  /** Whether a full resync was asked for and no run took it yet (`begin` clears it as it takes it). */
+  async resetPending(syncId: string): Promise<boolean> {
+    const sync = await this.deps.db.sync.findUnique({
+      where: { id: syncId },
+      select: { resetPending: true },
+    });
+    return sync?.resetPending ?? false;
+  }
+
   private async workflowRunning(workflowId: string): Promise<boolean> {
     try {
       const described = await this.deps.workflows.getHandle(workflowId).describe();
@@ -231,8 +240,16 @@ export class SyncRunner {
     }
   }
 
-  /** A full resync asks the run holding the sync to stop; its workflow closes it as cancelled. */
+  /**
+   * A full resync asks the run holding the sync to stop (its workflow closes it as cancelled), unless the
+   * reset was taken since it was asked for: then the holder is the full resync (its `begin` took it).
+   */
   async cancelHolder(holder: SyncRunHolder): Promise<void> {
+    const run = await this.deps.db.syncRun.findUnique({
+      where: { id: holder.runId },
+      include: { sync: { select: { resetPending: true } } },
+    });
+    if (run?.status !== SYNC_RUN_STATUS.running || !run.sync.resetPending) return;
     try {
       await this.deps.workflows.getHandle(holder.workflowId).cancel();
     } catch (error) {

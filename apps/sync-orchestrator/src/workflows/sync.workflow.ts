@@ -1,6 +1,7 @@
 // Runs inside Temporal's deterministic sandbox: import only @temporalio/workflow and types here.
 import {
   ActivityFailure,
+  allHandlersFinished,
   CancellationScope,
   condition,
   continueAsNew,
@@ -83,12 +84,14 @@ async function triggeredRuns(input: SyncWorkflowInput): Promise<string> {
   let resetAt = input.pendingReset ? requested : 0;
   let ended = false;
   let running: CancellationScope | undefined;
-  setHandler(syncTriggerSignal, (trigger) => {
+  setHandler(syncTriggerSignal, async (trigger) => {
     requested += 1;
     if (!trigger.reset) return;
     resetAt = requested;
-    // A full resync stops the run in progress; the loop below then runs again, honouring the reset.
-    running?.cancel();
+    // A full resync stops the run in progress (the loop below then runs again, honouring the reset),
+    // unless that run is the full resync: it began after the request was stored, and took it.
+    const current = running;
+    if (current && (await control.syncResetPending({ syncId: input.syncId }))) current.cancel();
   });
   setHandler(syncRunEndedSignal, () => {
     ended = true;
@@ -116,7 +119,7 @@ async function triggeredRuns(input: SyncWorkflowInput): Promise<string> {
       runId,
       workflowId: workflowInfo().workflowId,
     });
-    if (!begun) return status; // the sync (or its function) is gone
+    if (!begun) break; // the sync (or its function) is gone
     if ('busy' in begun) {
       if (resetAt > served && cancelledHolder !== begun.busy.workflowId) {
         cancelledHolder = begun.busy.workflowId;
@@ -132,6 +135,8 @@ async function triggeredRuns(input: SyncWorkflowInput): Promise<string> {
     runs += 1;
     const scope = new CancellationScope();
     running = scope;
+    // A full resync that came while this run began, and that it did not take: it does not run at all.
+    if (resetAt > wanted && (await control.syncResetPending({ syncId: input.syncId }))) scope.cancel();
     try {
       status = await runOnce(begun, scope);
     } catch (error) {
@@ -142,6 +147,8 @@ async function triggeredRuns(input: SyncWorkflowInput): Promise<string> {
       running = undefined;
     }
   }
+  // A trigger's handler may still be asking whether its reset is pending; nothing is left to cancel.
+  await condition(allHandlersFinished);
   return status;
 }
 
