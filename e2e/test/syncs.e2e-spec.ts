@@ -119,6 +119,15 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
   const schedule = (syncId: string) => temporal.schedule.getHandle(`sync-${syncId}`).describe();
 
+  /** Waits until the provider served `count` pages since `from` (a run is under way). */
+  const waitForPages = async (from: number, count: number) => {
+    const deadline = Date.now() + 30_000;
+    while (provider.pages.length - from < count) {
+      if (Date.now() > deadline) throw new Error('the run never started');
+      await sleep(50);
+    }
+  };
+
   beforeAll(async () => {
     [provider, receiver] = await Promise.all([
       new ContactsProvider(API_KEY, INITIAL).start(),
@@ -457,13 +466,6 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
   it('runs of one sync never overlap: a scheduled start during a triggered run is skipped, triggers meanwhile make one more run, a terminated run holds nothing', async () => {
     const [item] = await status(CONN_B);
     const triggered = temporal.workflow.getHandle(`sync-${item!.id}-trigger`);
-    const waitForPages = async (from: number, count: number) => {
-      const deadline = Date.now() + 30_000;
-      while (provider.pages.length - from < count) {
-        if (Date.now() > deadline) throw new Error('the run never started');
-        await sleep(50);
-      }
-    };
     // Slow pages of 100: a run takes some 5 s.
     provider.pageSize = 100;
     provider.pageDelayMs = 150;
@@ -521,6 +523,40 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
         recordCount: { Contact: total },
       });
       expect(provider.pages.slice(next).map((p) => p.cursor)).toEqual(oneRun);
+    } finally {
+      provider.pageSize = 500;
+      provider.pageDelayMs = 0;
+    }
+  });
+
+  it('a full resync cancels a scheduled run in progress first, then runs', async () => {
+    const [item] = await status(CONN_B);
+    provider.pageSize = 100;
+    provider.pageDelayMs = 150;
+    try {
+      // A scheduled run in progress (the schedule fired here by hand).
+      const from = provider.pages.length;
+      const firedAt = Date.now();
+      const scheduleHandle = temporal.schedule.getHandle(`sync-${item!.id}`);
+      await scheduleHandle.trigger();
+      await waitForPages(from, 3);
+      const scheduledId = (await scheduleHandle.describe()).info.recentActions.find(
+        (a) => a.takenAt.getTime() >= firedAt - 1000,
+      )?.action.workflow.workflowId;
+      expect((await status(CONN_B))[0]!.status).toBe('RUNNING');
+
+      await nango.triggerSync(KEY, [SYNC], CONN_B, { reset: true });
+      const scheduled = temporal.workflow.getHandle(scheduledId!);
+      await scheduled.result().catch(() => undefined);
+      expect((await scheduled.describe()).status.name).toBe('CANCELLED');
+      // The cancelled run's script goes on on functions-runtime (which cannot stop it): let it end soon.
+      provider.pageDelayMs = 0;
+      // The full resync ran once the cancelled run was closed.
+      expect(await temporal.workflow.getHandle(`sync-${item!.id}-trigger`).result()).toBe('succeeded');
+      expect((await status(CONN_B))[0]).toMatchObject({
+        status: 'SUCCESS',
+        latestExecutionStatus: 'SUCCESS',
+      });
     } finally {
       provider.pageSize = 500;
       provider.pageDelayMs = 0;
