@@ -94,7 +94,7 @@ describe("syncs' onWebhook handlers", () => {
         expect(res.status).toBe(201);
       }
       project = prepareProject('sync-webhooks-project');
-      // The fixture project also holds a fakehub action (for the tracing test): its integration must exist.
+      // The fixture project also holds a fakehub action and sync (for the tracing test): their integration must exist.
       expect(
         (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'fakehub' })).status,
       ).toBe(200);

@@ -119,6 +119,15 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
   const schedule = (syncId: string) => temporal.schedule.getHandle(`sync-${syncId}`).describe();
 
+  /** Waits until the provider served `count` pages since `from` (a run is under way). */
+  const waitForPages = async (from: number, count: number) => {
+    const deadline = Date.now() + 30_000;
+    while (provider.pages.length - from < count) {
+      if (Date.now() > deadline) throw new Error('the run never started');
+      await sleep(50);
+    }
+  };
+
   beforeAll(async () => {
     [provider, receiver] = await Promise.all([
       new ContactsProvider(API_KEY, INITIAL).start(),
@@ -452,6 +461,106 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     );
     expect(hook!.body.responseResults).toEqual({ added: total, updated: 0, deleted: 0 });
     expect((await allRecords(CONN_B, { filter: 'deleted' })).records).toEqual([]);
+  });
+
+  it('runs of one sync never overlap: a scheduled start during a triggered run is skipped, triggers meanwhile make one more run, a terminated run holds nothing', async () => {
+    const [item] = await status(CONN_B);
+    const triggered = temporal.workflow.getHandle(`sync-${item!.id}-trigger`);
+    // Slow pages of 100: a run takes some 5 s.
+    provider.pageSize = 100;
+    provider.pageDelayMs = 150;
+    const total = provider.contacts.length;
+    const oneRun = Array.from({ length: Math.ceil(total / 100) }, (_, i) => String(i * 100));
+    try {
+      const from = provider.pages.length;
+      await nango.triggerSync(KEY, [SYNC], CONN_B);
+      await waitForPages(from, 3);
+
+      // The schedule comes due meanwhile (fired here by hand): its run is skipped, not run beside this one.
+      const firedAt = Date.now();
+      const scheduleHandle = temporal.schedule.getHandle(`sync-${item!.id}`);
+      await scheduleHandle.trigger();
+      let scheduledId: string | undefined;
+      const fired = Date.now() + 10_000;
+      while (!scheduledId && Date.now() < fired) {
+        scheduledId = (await scheduleHandle.describe()).info.recentActions.find(
+          (a) => a.takenAt.getTime() >= firedAt - 1000,
+        )?.action.workflow.workflowId;
+        if (!scheduledId) await sleep(100);
+      }
+      expect(await temporal.workflow.getHandle(scheduledId!).result()).toBe('skipped');
+
+      // Two more triggers while it runs: one more run after it (Temporal's BUFFER_ONE), never beside it.
+      await nango.triggerSync(KEY, [SYNC], CONN_B);
+      await nango.triggerSync(KEY, [SYNC], CONN_B);
+      expect(await triggered.result()).toBe('succeeded');
+      expect(provider.pages.slice(from).map((p) => p.cursor)).toEqual([...oneRun, ...oneRun]);
+      const ran = (await status(CONN_B))[0]!;
+      expect(ran).toMatchObject({
+        status: 'SUCCESS',
+        latestResult: { Contact: { added: 0, updated: 0, deleted: 0 } },
+        recordCount: { Contact: total },
+      });
+
+      // A run whose workflow is terminated (not cancelled: it cannot close its run) holds nothing.
+      const again = provider.pages.length;
+      await nango.triggerSync(KEY, [SYNC], CONN_B);
+      await waitForPages(again, 3);
+      await triggered.terminate('the e2e test terminates it');
+      // Its script goes on on functions-runtime (which cannot stop it): let it end (it clears its checkpoint).
+      provider.pageDelayMs = 0;
+      const ended = Date.now() + 30_000;
+      while ((await status(CONN_B))[0]!.checkpoint !== null) {
+        if (Date.now() > ended) throw new Error('the terminated run never ended');
+        await sleep(200);
+      }
+      const next = provider.pages.length;
+      await nango.triggerSync(KEY, [SYNC], CONN_B);
+      const done = await waitForRun(CONN_B, ran.finishedAt);
+      expect(done).toMatchObject({
+        status: 'SUCCESS',
+        latestResult: { Contact: { added: 0, updated: 0, deleted: 0 } },
+        recordCount: { Contact: total },
+      });
+      expect(provider.pages.slice(next).map((p) => p.cursor)).toEqual(oneRun);
+    } finally {
+      provider.pageSize = 500;
+      provider.pageDelayMs = 0;
+    }
+  });
+
+  it('a full resync cancels a scheduled run in progress first, then runs', async () => {
+    const [item] = await status(CONN_B);
+    provider.pageSize = 100;
+    provider.pageDelayMs = 150;
+    try {
+      // A scheduled run in progress (the schedule fired here by hand).
+      const from = provider.pages.length;
+      const firedAt = Date.now();
+      const scheduleHandle = temporal.schedule.getHandle(`sync-${item!.id}`);
+      await scheduleHandle.trigger();
+      await waitForPages(from, 3);
+      const scheduledId = (await scheduleHandle.describe()).info.recentActions.find(
+        (a) => a.takenAt.getTime() >= firedAt - 1000,
+      )?.action.workflow.workflowId;
+      expect((await status(CONN_B))[0]!.status).toBe('RUNNING');
+
+      await nango.triggerSync(KEY, [SYNC], CONN_B, { reset: true });
+      const scheduled = temporal.workflow.getHandle(scheduledId!);
+      await scheduled.result().catch(() => undefined);
+      expect((await scheduled.describe()).status.name).toBe('CANCELLED');
+      // The cancelled run's script goes on on functions-runtime (which cannot stop it): let it end soon.
+      provider.pageDelayMs = 0;
+      // The full resync ran once the cancelled run was closed.
+      expect(await temporal.workflow.getHandle(`sync-${item!.id}-trigger`).result()).toBe('succeeded');
+      expect((await status(CONN_B))[0]).toMatchObject({
+        status: 'SUCCESS',
+        latestExecutionStatus: 'SUCCESS',
+      });
+    } finally {
+      provider.pageSize = 500;
+      provider.pageDelayMs = 0;
+    }
   });
 
   it('a new connection gets its schedule when authorised; deleting it removes schedule and records', async () => {

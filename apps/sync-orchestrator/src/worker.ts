@@ -8,6 +8,7 @@ import {
   type LogEntry,
   type LogLevel,
 } from '@temporalio/worker';
+import { Connection, WorkflowClient } from '@temporalio/client';
 import { MasterKeyring } from '@switchboard/crypto';
 import { createPrismaClient } from '@switchboard/db';
 import { connectNats, NatsRequester } from '@switchboard/messaging';
@@ -16,7 +17,7 @@ import { createActionActivities } from './activities/action.activities';
 import { createSyncActivities } from './activities/sync.activities';
 import { InvocationRunner } from './actions/invocation-runner';
 import { loadEnv, type OrchestratorEnv } from './config/env';
-import { workerTracing } from './temporal/tracing';
+import { clientInterceptors, workerTracing } from './temporal/tracing';
 import { RecordsStore } from './records/records.store';
 import { SyncRunner } from './syncs/sync-runner';
 
@@ -51,11 +52,18 @@ async function main(): Promise<void> {
   const nc = await connectNats(env, 'sync-orchestrator-worker');
   const db = createPrismaClient(env.DATABASE_URL, { poolSize: 5 });
   const nats = new NatsRequester(nc);
+  // Sync activities look at (and, for a full resync, cancel) the workflow holding a sync.
+  const clientConnection = Connection.lazy({ address: env.TEMPORAL_ADDRESS });
   const syncRunner = new SyncRunner({
     db,
     nats,
     nc,
     records: new RecordsStore(db, new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS)),
+    workflows: new WorkflowClient({
+      connection: clientConnection,
+      namespace: env.TEMPORAL_NAMESPACE,
+      interceptors: clientInterceptors().workflow,
+    }),
     env,
   });
   try {
@@ -84,6 +92,7 @@ async function main(): Promise<void> {
     await running;
   } finally {
     await connection.close().catch(() => undefined);
+    await clientConnection.close().catch(() => undefined);
     await nc.drain().catch(() => undefined);
     await db.$disconnect().catch(() => undefined);
     await stopTracing();

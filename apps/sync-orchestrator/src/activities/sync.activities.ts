@@ -1,9 +1,17 @@
 import { Context } from '@temporalio/activity';
-import type { BegunSyncRun, SyncRunner, SyncRunOutcome } from '../syncs/sync-runner';
+import type { BegunSyncRun, SyncBusy, SyncRunHolder, SyncRunner, SyncRunOutcome } from '../syncs/sync-runner';
 
 /** What a sync schedule starts: the sync row; everything else is read when the run begins. */
 export interface SyncWorkflowInput {
   syncId: string;
+  /**
+   * Runs asked for through the API (`sync-<id>-trigger`, started with its first trigger signal): they wait
+   * for a run in progress instead of being skipped.
+   */
+  triggered?: boolean;
+  /** A continued `sync-<id>-trigger`: the triggers (and whether a full resync) its predecessor left to serve. */
+  pendingTriggers?: number;
+  pendingReset?: boolean;
   /**
    * A run of the script's onWebhook handler (started by a provider webhook, not the schedule): the
    * provider's parsed payload, which the workflow's history keeps.
@@ -14,9 +22,25 @@ export interface SyncWorkflowInput {
 /** Activities of sync runs, built once by the worker with its Postgres, NATS and records store. */
 export function createSyncActivities(runner: SyncRunner) {
   return {
-    /** Records the run (null: the sync or its function is gone, nothing to run). */
-    beginSyncRun(input: Parameters<SyncRunner['begin']>[0]): Promise<BegunSyncRun | null> {
+    /**
+     * Records the run, which then holds the sync (null: the sync or its function is gone, nothing to run;
+     * `busy`: another run of the sync holds it).
+     */
+    beginSyncRun(input: Parameters<SyncRunner['begin']>[0]): Promise<BegunSyncRun | SyncBusy | null> {
       return runner.begin(input);
+    },
+
+    /**
+     * A full resync: the run holding the sync is cancelled (its workflow closes it as cancelled), unless
+     * it took the reset itself.
+     */
+    cancelSyncRunHolder(holder: SyncRunHolder): Promise<void> {
+      return runner.cancelHolder(holder);
+    },
+
+    /** Whether a full resync is still to be taken by a run (none began since it was asked for). */
+    syncResetPending(input: { syncId: string }): Promise<boolean> {
+      return runner.resetPending(input.syncId);
     },
 
     /**

@@ -8,6 +8,7 @@ import {
 } from '@switchboard/contracts';
 import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { publishEvent, type NatsRequester } from '@switchboard/messaging';
+import { WorkflowNotFoundError, type WorkflowClient } from '@temporalio/client';
 import type { NatsConnection } from 'nats';
 import type { OrchestratorEnv } from '../config/env';
 import { callerOfEnvironment } from '../functions/environment-caller';
@@ -31,6 +32,17 @@ export interface BegunSyncRun {
   webhookPayload?: unknown;
 }
 
+/** The run that holds a sync (its RUNNING scheduled or triggered run) and the workflow running it. */
+export interface SyncRunHolder {
+  runId: string;
+  workflowId: string;
+}
+
+/** `begin`'s answer while another run holds the sync. */
+export interface SyncBusy {
+  busy: SyncRunHolder;
+}
+
 export type SyncRunOutcome =
   | { status: 'succeeded' }
   | { status: 'failed'; error: { type: string; description: string; payload?: unknown } }
@@ -41,6 +53,8 @@ export interface SyncRunnerDeps {
   nats: NatsRequester;
   nc: NatsConnection;
   records: SyncRecords;
+  /** Whether a holder's workflow still runs (else its run was abandoned), and a full resync's cancel. */
+  workflows: Pick<WorkflowClient, 'getHandle'>;
   env: Pick<
     OrchestratorEnv,
     'SWITCHBOARD_SYNC_TIMEOUT_MS' | 'SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS' | 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS'
@@ -50,11 +64,18 @@ export interface SyncRunnerDeps {
 /** How often the run activity tells Temporal it is alive while the script runs. */
 const HEARTBEAT_EVERY_MS = 2_000;
 
+const NOT_WEBHOOK = { not: 'WEBHOOK' } as const;
+
 /**
  * One sync run, step by step, for the worker's activities: `begin` records it (and honours a pending
  * reset), `execute` asks functions-runtime to run the script (pinned version, the run id as invocation
  * id on every attempt), `finish` applies track_deletes, records the counts and publishes the events the
  * relay turns into `sync` webhooks. Each step may be retried by Temporal and is idempotent.
+ *
+ * Runs of one sync never overlap, whoever started them (its schedule, or the API's `sync-<id>-trigger`
+ * workflow, which the schedule knows nothing of): the RUNNING scheduled or triggered run holds the sync
+ * until `finish` closes it, and `begin` answers `busy` to any other (the schedule's run is then skipped,
+ * the triggered one waits). Webhook runs hold nothing and may run beside them, as in Nango.
  */
 export class SyncRunner {
   constructor(private readonly deps: SyncRunnerDeps) {}
@@ -65,7 +86,7 @@ export class SyncRunner {
     workflowId: string;
     /** A run of the onWebhook handler: no reset is honoured, lastSyncDate is left as it is. */
     webhook?: boolean;
-  }): Promise<BegunSyncRun | null> {
+  }): Promise<BegunSyncRun | SyncBusy | null> {
     const { db } = this.deps;
     const sync = await db.sync.findUnique({ where: { id: input.syncId } });
     if (!sync) return null; // deleted since the schedule fired
@@ -88,6 +109,13 @@ export class SyncRunner {
 
     const existing = await db.syncRun.findUnique({ where: { id: input.runId } });
     if (!existing) {
+      // Runs recorded RUNNING whose workflows are over: this run closes them as it begins.
+      let abandoned: string[] = [];
+      if (!input.webhook) {
+        const held = await this.holderOf(sync.id, input);
+        if ('busy' in held) return held;
+        abandoned = held.abandoned;
+      }
       const checkpointKey = {
         environmentId: sync.environmentId,
         providerConfigKey: sync.providerConfigKey,
@@ -95,8 +123,34 @@ export class SyncRunner {
         functionName: sync.name,
         variant: sync.variant,
       };
-      const reset = sync.resetPending && !input.webhook;
-      await db.$transaction(async (tx) => {
+      const answer = await db.$transaction(async (tx): Promise<SyncBusy | 'gone' | 'begun'> => {
+        let current: typeof sync | null = sync;
+        if (!input.webhook) {
+          // Concurrent begins of a scheduled and a triggered run of one sync queue on its row: the first
+          // records its run, the second then sees it and does not run beside it.
+          await tx.$queryRaw`SELECT id FROM orchestrator.syncs WHERE id = ${sync.id}::uuid FOR UPDATE`;
+          const other = await tx.syncRun.findFirst({
+            where: {
+              syncId: sync.id,
+              status: SYNC_RUN_STATUS.running,
+              type: NOT_WEBHOOK,
+              id: { notIn: abandoned },
+            },
+          });
+          if (other) return { busy: { runId: other.id, workflowId: other.workflowId } };
+          current = await tx.sync.findUnique({ where: { id: sync.id } });
+          if (!current) return 'gone';
+          // In the same transaction as the new run: the status never shows the sync between the two.
+          await tx.syncRun.updateMany({
+            where: { id: { in: abandoned }, status: SYNC_RUN_STATUS.running },
+            data: {
+              status: SYNC_RUN_STATUS.stopped,
+              finishedAt: new Date(),
+              error: { type: 'sync_abandoned', description: 'The run ended without finishing' },
+            },
+          });
+        }
+        const reset = current.resetPending && !input.webhook;
         if (reset) {
           // A full resync: the script starts over, from no checkpoint and no lastSyncDate.
           await tx.functionCheckpoint.deleteMany({ where: checkpointKey });
@@ -112,7 +166,7 @@ export class SyncRunner {
           ? 'WEBHOOK'
           : reset
             ? 'FULL'
-            : sync.lastSyncDate
+            : current.lastSyncDate
               ? 'INCREMENTAL'
               : 'INITIAL';
         await tx.syncRun.create({
@@ -126,7 +180,11 @@ export class SyncRunner {
             checkpointBefore: (checkpoint?.checkpoint as Prisma.InputJsonValue | undefined) ?? Prisma.DbNull,
           },
         });
+        return 'begun';
       });
+      if (answer === 'gone') return null;
+      if (answer !== 'begun') return answer;
+      for (const runId of abandoned) await this.deps.records.forgetRun(runId);
     }
     return {
       runId: input.runId,
@@ -137,6 +195,67 @@ export class SyncRunner {
         : this.deps.env.SWITCHBOARD_SYNC_TIMEOUT_MS,
       heartbeatTimeoutMs: this.deps.env.SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS,
     };
+  }
+
+  /**
+   * The run holding the sync, if its workflow still runs; else the RUNNING runs whose workflows ended
+   * without closing them (terminated, timed out, or cancelled before their first step answered), which
+   * hold nothing: the run that begins closes them, so a sync is never held longer than the workflow
+   * holding it lives. A run recorded under the asking workflow's own id is a previous execution's (one
+   * execution of a workflow id runs at a time).
+   */
+  private async holderOf(
+    syncId: string,
+    asking: { runId: string; workflowId: string },
+  ): Promise<SyncBusy | { abandoned: string[] }> {
+    const running = await this.deps.db.syncRun.findMany({
+      where: { syncId, status: SYNC_RUN_STATUS.running, type: NOT_WEBHOOK, id: { not: asking.runId } },
+    });
+    const abandoned: string[] = [];
+    for (const run of running) {
+      if (run.workflowId !== asking.workflowId && (await this.workflowRunning(run.workflowId))) {
+        return { busy: { runId: run.id, workflowId: run.workflowId } };
+      }
+      abandoned.push(run.id);
+    }
+    return { abandoned };
+  }
+
+  /** Whether a full resync was asked for and no run took it yet (`begin` clears it as it takes it). */
+  async resetPending(syncId: string): Promise<boolean> {
+    const sync = await this.deps.db.sync.findUnique({
+      where: { id: syncId },
+      select: { resetPending: true },
+    });
+    return sync?.resetPending ?? false;
+  }
+
+  private async workflowRunning(workflowId: string): Promise<boolean> {
+    try {
+      const described = await this.deps.workflows.getHandle(workflowId).describe();
+      return described.status.name === 'RUNNING';
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * A full resync asks the run holding the sync to stop (its workflow closes it as cancelled), unless the
+   * reset was taken since it was asked for: then the holder is the full resync (its `begin` took it).
+   */
+  async cancelHolder(holder: SyncRunHolder): Promise<void> {
+    const run = await this.deps.db.syncRun.findUnique({
+      where: { id: holder.runId },
+      include: { sync: { select: { resetPending: true } } },
+    });
+    if (run?.status !== SYNC_RUN_STATUS.running || !run.sync.resetPending) return;
+    try {
+      await this.deps.workflows.getHandle(holder.workflowId).cancel();
+    } catch (error) {
+      // Already over: nothing to cancel.
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
   }
 
   /**

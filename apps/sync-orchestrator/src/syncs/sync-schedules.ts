@@ -6,6 +6,7 @@ import {
   type ScheduleDescription,
 } from '@temporalio/client';
 import type { SyncWorkflowInput } from '../activities/sync.activities';
+import { syncTriggerSignal, syncTriggerWorkflowIdOf, syncWorkflow } from '../workflows/sync.workflow';
 
 /** The Temporal schedule of one sync (connection, function, variant), named after the sync row's id. */
 export const scheduleIdOf = (syncId: string) => `sync-${syncId}`;
@@ -17,10 +18,19 @@ export interface ScheduleState {
 }
 
 /**
- * The sync schedules on Temporal. One schedule per sync row, each starting `syncWorkflow` every interval;
- * its overlap policy is SKIP, so a run still going when the next one is due makes that one skipped, never
- * concurrent. A trigger buffers one run behind a running one (BUFFER_ONE); a full resync cancels the
- * running one first (CANCEL_OTHER: the next run starts once the cancelled one has closed).
+ * The sync schedules on Temporal, and the runs the API asks for. One schedule per sync row, each starting
+ * `syncWorkflow` every interval; its overlap policy is SKIP, so a run still going when the next one is due
+ * makes that one skipped, never concurrent.
+ *
+ * A trigger (and a start that unpauses) does not go through the schedule: `schedule.trigger()` is carried
+ * out by the Temporal server, which starts the workflow without the caller's trace context, so the run
+ * would be a trace of its own. The orchestrator signals-with-start the sync's `sync-<id>-trigger` workflow
+ * instead, with its own client, whose OpenTelemetry interceptor writes the request's trace into the start's
+ * headers: the run is in the trace of `POST /sync/trigger`. What the schedule's policies gave is kept by the
+ * workflow and `SyncRunner.begin`: a trigger waits for the run in progress (scheduled or triggered) and
+ * triggers meanwhile make one run after it (BUFFER_ONE); a full resync cancels the run in progress first
+ * (CANCEL_OTHER); a scheduled run due while a triggered one runs is skipped (SKIP). As with the schedule, a
+ * paused sync runs when triggered and stays paused.
  */
 export class SyncSchedules {
   constructor(
@@ -66,10 +76,16 @@ export class SyncSchedules {
     });
   }
 
-  async trigger(syncId: string, cancelRunning: boolean): Promise<void> {
-    await this.client.schedule
-      .getHandle(scheduleIdOf(syncId))
-      .trigger(cancelRunning ? ScheduleOverlapPolicy.CANCEL_OTHER : ScheduleOverlapPolicy.BUFFER_ONE);
+  /** A run now, or after the one in progress; `reset` (a full resync) cancels the one in progress. */
+  async trigger(syncId: string, reset: boolean): Promise<void> {
+    const input: SyncWorkflowInput = { syncId, triggered: true };
+    await this.client.workflow.signalWithStart(syncWorkflow, {
+      workflowId: syncTriggerWorkflowIdOf(syncId),
+      taskQueue: this.taskQueue,
+      args: [input],
+      signal: syncTriggerSignal,
+      signalArgs: [{ reset }],
+    });
   }
 
   async pause(syncId: string): Promise<void> {
@@ -82,7 +98,7 @@ export class SyncSchedules {
     const description = await handle.describe();
     if (!description.state.paused) return;
     await handle.unpause('started through the API');
-    await handle.trigger(ScheduleOverlapPolicy.BUFFER_ONE);
+    await this.trigger(syncId, false);
   }
 
   async delete(syncId: string): Promise<void> {

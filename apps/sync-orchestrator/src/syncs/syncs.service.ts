@@ -236,24 +236,31 @@ export class SyncsService {
     return { syncs };
   }
 
-  private async statusOf(row: SyncRow, config: StoredConfig): Promise<SyncStatusItem> {
-    const [latest, schedule, checkpoint, counts] = await Promise.all([
-      this.db.syncRun.findFirst({ where: { syncId: row.id }, orderBy: { startedAt: 'desc' } }),
-      this.schedules.state(row.id),
+  private async statusOf(listed: SyncRow, config: StoredConfig): Promise<SyncStatusItem> {
+    const latest = await this.db.syncRun.findFirst({
+      where: { syncId: listed.id },
+      orderBy: { startedAt: 'desc' },
+    });
+    // The row read again after its latest run: a run read as finished has its result and lastSyncDate on
+    // it (`finish` writes both in one transaction), where the listed row may predate that transaction.
+    const [fresh, schedule, checkpoint, counts] = await Promise.all([
+      this.db.sync.findUnique({ where: { id: listed.id } }),
+      this.schedules.state(listed.id),
       this.db.functionCheckpoint.findUnique({
         where: {
           environmentId_providerConfigKey_connectionId_functionName_variant: {
-            ...scopeOf(row),
-            functionName: row.name,
-            variant: row.variant,
+            ...scopeOf(listed),
+            functionName: listed.name,
+            variant: listed.variant,
           },
         },
       }),
       this.records.recordCounts(
-        scopeOf(row),
-        config.returns.map((m) => modelKeyOf(m, row.variant)),
+        scopeOf(listed),
+        config.returns.map((m) => modelKeyOf(m, listed.variant)),
       ),
     ]);
+    const row = fresh ?? listed;
     const recordCount: Record<string, number> = {};
     for (const model of config.returns) recordCount[model] = counts[modelKeyOf(model, row.variant)] ?? 0;
     // Nango's classifySyncStatus: a running job wins, then the schedule's state, then the last job's.

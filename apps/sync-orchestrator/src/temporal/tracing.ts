@@ -11,10 +11,11 @@ import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
 
 /**
  * Trace context through Temporal, with the SDK's OpenTelemetry interceptors: the client writes the active
- * trace into the headers of every workflow it starts, the workflow sandbox continues it (workflow and
- * activity-scheduling spans) and writes it into each activity's headers, and the activity runs in it, so
- * the NATS request to functions-runtime, the script's run and its provider calls are one trace with the
- * request that started the workflow.
+ * trace into the headers of every workflow it starts or signals-with-start (a sync run triggered through
+ * the API, `syncs/sync-schedules.ts`; a schedule's runs are started by the server, without one), the
+ * workflow sandbox continues it (workflow and activity-scheduling spans) and writes it into each
+ * activity's headers, and the activity runs in it, so the NATS request to functions-runtime, the script's
+ * run and its provider calls are one trace with the request that started the workflow.
  */
 export function clientInterceptors(): ClientInterceptors {
   return { workflow: [new OpenTelemetryWorkflowClientInterceptor()] };
