@@ -29,6 +29,7 @@ import {
 import { MasterKeyring } from '@switchboard/crypto';
 import { createPrismaClient, Prisma } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
+import type { Stack } from '@switchboard/testing';
 import { connect } from 'nats';
 import { Pool } from 'undici';
 import { benchArgs } from '../tools/args';
@@ -275,7 +276,6 @@ module.exports = { default: { type: "sync", models: { BenchRecord: {} },
   } } };`;
 }
 
-type Stack = Awaited<ReturnType<(typeof import('@switchboard/testing'))['startStack']>>;
 type RunSync = (code: string) => Promise<FunctionRunResult>;
 
 const MB = 1024 * 1024;
