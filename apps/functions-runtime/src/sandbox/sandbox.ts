@@ -451,10 +451,15 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         // The prelude sends [argsJson], copied (see hostCallArgs); anything else is a tampered sandbox.
         const argsJson = hostCallArgs(args);
         if (typeof name !== 'string' || argsJson === undefined) {
-          return JSON.stringify({
-            ok: false,
-            error: { code: 'invalid_arguments', message: 'a host call must send its arguments as JSON text' },
-          });
+          return Promise.resolve(
+            JSON.stringify({
+              ok: false,
+              error: {
+                code: 'invalid_arguments',
+                message: 'a host call must send its arguments as JSON text',
+              },
+            }),
+          );
         }
         return counted(req.hostCall(name, argsJson));
       }),
