@@ -563,10 +563,11 @@ async function main(): Promise<void> {
     );
     console.log('| write | records | records/s | vs plain upsert (insert / update) | vs COPY |');
     console.log('|---|---|---|---|---|');
-    if (path && storeFigures) printPathAndGet(path, storeFigures);
+    if (path && storeFigures) printPathRows(path, storeFigures);
     console.log(
       `| whole path, memory run (all new) | ${fmt(memory.m)} | ${fmt(perSecond(memory.m, memory.memoryMs))} | | |`,
     );
+    if (path && storeFigures) printPathAndGet(path, storeFigures);
     printMemory(memory);
   } finally {
     inspector.close();
@@ -640,17 +641,23 @@ async function pathAndGet(stack: Stack, runSync: RunSync, store: StoreRun, heade
   return { pathInsertMs, pathMixedMs, getMs, storeListMs, sqlMs };
 }
 
-function printPathAndGet(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnType<typeof printStore>): void {
+/** The whole path's two rows of the write table. */
+function printPathRows(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnType<typeof printStore>): void {
   const n = SETTINGS.pathRecords;
   const pathInsert = perSecond(n, r.pathInsertMs);
   const pathMixed = perSecond(n, r.pathMixedMs);
-  const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
   console.log(
     `| whole path (sync batchSave), all new | ${fmt(n)} | ${fmt(pathInsert)} | ${(pathInsert / s.upsertIns).toFixed(2)} | ${(pathInsert / s.copy).toFixed(2)} |`,
   );
   console.log(
     `| **whole path, 50 % unchanged** | ${fmt(n)} | ${fmt(pathMixed)} | ${(pathMixed / s.upsertUpd).toFixed(2)} | ${(pathMixed / s.copy).toFixed(2)} |`,
   );
+}
+
+/** The targets and the GET figures, after the write table. */
+function printPathAndGet(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnType<typeof printStore>): void {
+  const pathMixed = perSecond(SETTINGS.pathRecords, r.pathMixedMs);
+  const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
   console.log(
     `\nstore, 50 % unchanged: ${fmt(s.storeMixed)}/s (target ≥ ${fmt(TARGETS.storePerSecond)}: ${met(s.storeMixed >= TARGETS.storePerSecond)})`,
   );
@@ -662,7 +669,7 @@ function printPathAndGet(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnTyp
     `\nGET /records limit=1000 (${SETTINGS.getRequests} pages): p50 ${getP50.toFixed(1)} ms, p90 ${percentile(r.getMs, 0.9).toFixed(1)} ms, p99 ${percentile(r.getMs, 0.99).toFixed(1)} ms (target p50 ≤ ${TARGETS.getP50Ms} ms: ${met(getP50 <= TARGETS.getP50Ms)})`,
   );
   console.log(
-    `same page in-process: store.list p50 ${percentile(r.storeListMs, 0.5).toFixed(1)} ms (GET / store.list = ${(getP50 / percentile(r.storeListMs, 0.5)).toFixed(2)}), bare SQL p50 ${percentile(r.sqlMs, 0.5).toFixed(1)} ms (GET / SQL = ${(getP50 / percentile(r.sqlMs, 0.5)).toFixed(2)})\n`,
+    `same page in-process: store.list p50 ${percentile(r.storeListMs, 0.5).toFixed(1)} ms (GET / store.list = ${(getP50 / percentile(r.storeListMs, 0.5)).toFixed(2)}), bare SQL p50 ${percentile(r.sqlMs, 0.5).toFixed(1)} ms (GET / SQL = ${(getP50 / percentile(r.sqlMs, 0.5)).toFixed(2)})`,
   );
 }
 
