@@ -29,18 +29,33 @@ import {
 import { MasterKeyring } from '@switchboard/crypto';
 import { createPrismaClient, Prisma } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
+import type { Stack } from '@switchboard/testing';
 import { connect } from 'nats';
 import { Pool } from 'undici';
 import { benchArgs } from '../tools/args';
+import { Inspector } from '../tools/inspector';
 import { writeBenchProvidersFile } from '../tools/upstream';
 
-const { num } = benchArgs();
+const { args, num } = benchArgs();
 const SETTINGS = {
   storeRecords: num('store-records', 20_000),
   pathRecords: num('path-records', 20_000),
   memoryRecords: num('memory-records', 100_000),
   getRequests: num('get-requests', 200),
+  /** `--only=memory`: the memory run alone (no store, whole-path or GET phase). */
+  only: args.get('only'),
+  /** `--heap-snapshots=DIR`: functions-runtime's main heap written there mid-run and at the end. */
+  heapSnapshots: args.get('heap-snapshots'),
+  /** `--runtime-node-options=--max-semi-space-size=16`: NODE_OPTIONS for functions-runtime (what Node allows there). */
+  runtimeNodeOptions: args.get('runtime-node-options') ?? '',
+  /** `--runtime-v8-flags=--trace-gc`: V8 flags set in functions-runtime before the memory run (through its inspector). */
+  runtimeV8Flags: args.get('runtime-v8-flags'),
 };
+if (SETTINGS.only !== undefined && SETTINGS.only !== 'memory') {
+  throw new Error(`--only=${SETTINGS.only}: only --only=memory is known`);
+}
+/** The memory verdict: RSS may grow at most this much over the last half of the run (after warm-up). */
+const FLAT_MAX_GROWTH = 0.1;
 const TARGETS = { storePerSecond: 25_000, pathPerSecond: 10_000, getP50Ms: 20 };
 const BATCH = 1000;
 
@@ -261,15 +276,172 @@ module.exports = { default: { type: "sync", models: { BenchRecord: {} },
   } } };`;
 }
 
+type RunSync = (code: string) => Promise<FunctionRunResult>;
+
+const MB = 1024 * 1024;
+interface RssSample {
+  at: number;
+  runtime: number;
+  orchestrator: number;
+}
+/** functions-runtime's own account of its memory, read through its inspector (bytes). */
+interface RuntimeMemory {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+  isolates: number;
+  isolatesHeap: number;
+  isolatesUsed: number;
+}
+const RUNTIME_MEMORY = `(() => {
+  const m = process.memoryUsage();
+  const s = process.mainModule.require('./sandbox/sandbox.js').sandboxMemory();
+  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external,
+    arrayBuffers: m.arrayBuffers, isolates: s.isolates, isolatesHeap: s.totalHeapBytes, isolatesUsed: s.usedHeapBytes };
+})()`;
+
+/** The sample at a fraction of the run (by time: the script saves at a steady pace). */
+const at = <T>(samples: T[], q: number): T | undefined =>
+  samples[Math.min(samples.length - 1, Math.floor((samples.length - 1) * q))];
+/** The highest value in a window of the run (RSS is a sawtooth: a window's top is steadier than a point). */
+const topOf = (values: number[], from: number, to: number): number =>
+  Math.max(...values.slice(Math.floor((values.length - 1) * from), Math.floor((values.length - 1) * to) + 1));
+
+/**
+ * The memory run: one sync saving `--memory-records` records, with the RSS of functions-runtime and
+ * sync-orchestrator sampled every 250 ms and the runtime's own breakdown (V8 heap, external memory,
+ * array buffers, its isolates' heaps) every second through its inspector; after the run, the same
+ * breakdown once more, then after a forced full collection, which separates garbage V8 had not
+ * collected yet from what is still referenced.
+ */
+async function memoryRun(stack: Stack, runSync: RunSync, inspector: Inspector) {
+  const m = SETTINGS.memoryRecords;
+  console.log(`memory: a sync saving ${fmt(m)} records, RSS sampled...`);
+  const pids = {
+    runtime: stack.services['functions-runtime'].process.pid!,
+    orchestrator: stack.services['sync-orchestrator'].process.pid!,
+  };
+  const runtimeMemory = () => inspector.evaluate<RuntimeMemory>(RUNTIME_MEMORY);
+  if (SETTINGS.runtimeV8Flags) {
+    // Printed to the service's output (SWITCHBOARD_TEST_LOGS=1 shows it).
+    await inspector.evaluate(
+      `process.getBuiltinModule('v8').setFlagsFromString(${JSON.stringify(SETTINGS.runtimeV8Flags)})`,
+    );
+  }
+  const before = await runtimeMemory();
+  const samples: RssSample[] = [];
+  const heaps: RuntimeMemory[] = [];
+  const started = performance.now();
+  const sampler = setInterval(() => {
+    samples.push({
+      at: performance.now() - started,
+      runtime: rssMb(pids.runtime),
+      orchestrator: rssMb(pids.orchestrator),
+    });
+  }, 250);
+  let reading = false;
+  const heapSampler = setInterval(() => {
+    if (reading) return;
+    reading = true;
+    runtimeMemory()
+      .then((h) => heaps.push(h))
+      .catch(() => undefined)
+      .finally(() => (reading = false));
+  }, 1000);
+  let snapshotTimer: NodeJS.Timeout | undefined;
+  if (SETTINGS.heapSnapshots) {
+    // A snapshot collects garbage first and stops the process while it is written: one, mid-run.
+    const afterMs = num('heap-snapshot-after-s', 60) * 1000;
+    snapshotTimer = setTimeout(() => {
+      const path = join(SETTINGS.heapSnapshots!, `functions-runtime-mid-${Date.now()}.heapsnapshot`);
+      inspector.heapSnapshot(path).then(
+        () => console.log(`heap snapshot: ${path}`),
+        (error: unknown) => console.log(`heap snapshot failed: ${String(error)}`),
+      );
+    }, afterMs);
+  }
+  let memoryMs: number;
+  try {
+    memoryMs = await timed(() => runSync(syncBundle(m, 'new')));
+  } finally {
+    clearInterval(sampler);
+    clearInterval(heapSampler);
+    clearTimeout(snapshotTimer);
+  }
+  const after = await runtimeMemory();
+  await inspector.collectGarbage();
+  const collected = await runtimeMemory();
+  if (SETTINGS.heapSnapshots) {
+    const path = join(SETTINGS.heapSnapshots, `functions-runtime-end-${Date.now()}.heapsnapshot`);
+    await inspector.heapSnapshot(path);
+    console.log(`heap snapshot: ${path}`);
+  }
+  return { m, memoryMs, samples, heaps, before, after, collected };
+}
+
+function printMemory(r: Awaited<ReturnType<typeof memoryRun>>): void {
+  const { m, memoryMs, samples, heaps } = r;
+  console.log(`\nRSS during the ${fmt(m)}-record run (${(memoryMs / 1000).toFixed(1)} s), MB:\n`);
+  console.log('| progress | functions-runtime | sync-orchestrator |');
+  console.log('|---|---|---|');
+  for (const q of [0, 0.25, 0.5, 0.75, 1]) {
+    const sample = at(samples, q);
+    if (sample)
+      console.log(
+        `| ${Math.round(q * 100)} % | ${sample.runtime.toFixed(0)} | ${sample.orchestrator.toFixed(0)} |`,
+      );
+  }
+  const max = (key: 'runtime' | 'orchestrator') => Math.max(...samples.map((x) => x[key]));
+  console.log(`| max | ${max('runtime').toFixed(0)} | ${max('orchestrator').toFixed(0)} |`);
+
+  const mb = (n: number) => (n / MB).toFixed(0);
+  const row = (label: string, h: RuntimeMemory) =>
+    console.log(
+      `| ${label} | ${mb(h.rss)} | ${mb(h.heapUsed)} / ${mb(h.heapTotal)} | ${mb(h.external)} | ${mb(h.arrayBuffers)} | ${h.isolates}: ${mb(h.isolatesUsed)} / ${mb(h.isolatesHeap)} |`,
+    );
+  console.log('\nfunctions-runtime by its own account (process.memoryUsage() and its isolates), MB:\n');
+  console.log(
+    '| when | RSS | V8 heap used / total | external | of which array buffers | isolates: heap used / total |',
+  );
+  console.log('|---|---|---|---|---|---|');
+  row('before the run', r.before);
+  for (const q of [0.25, 0.5, 0.75, 1]) {
+    const h = at(heaps, q);
+    if (h) row(`${Math.round(q * 100)} %`, h);
+  }
+  row('after the run', r.after);
+  row('after a forced full GC', r.collected);
+
+  // The verdict: the top of the RSS sawtooth just before half-way against its top at the end.
+  const verdict = (name: string, key: 'runtime' | 'orchestrator') => {
+    const values = samples.map((x) => x[key]).filter((v) => Number.isFinite(v));
+    if (values.length < 20) return `${name}: too few samples`;
+    const mid = topOf(values, 0.4, 0.5);
+    const end = topOf(values, 0.9, 1);
+    const growth = end - mid;
+    const flat = growth <= mid * FLAT_MAX_GROWTH;
+    return `${name} ${mid.toFixed(0)} → ${end.toFixed(0)} MB: ${growth >= 0 ? '+' : ''}${growth.toFixed(0)} MB (${growth >= 0 ? '+' : ''}${((growth / mid) * 100).toFixed(1)} %) ${flat ? 'flat' : 'GROWING'}`;
+  };
+  console.log(
+    `\nverdict (RSS growth over the last half: top of 40–50 % → top of 90–100 %, flat if ≤ ${FLAT_MAX_GROWTH * 100} %): ${verdict('functions-runtime', 'runtime')}; ${verdict('sync-orchestrator', 'orchestrator')}`,
+  );
+}
+
 async function main(): Promise<void> {
   const { startStack, testInfrastructure } = await import('@switchboard/testing');
   const infra = await testInfrastructure();
-  const store = await benchStore(infra.databaseUrl);
-  const { storeMixed, upsertIns, upsertUpd, copy } = printStore(store);
+  const memoryOnly = SETTINGS.only === 'memory';
+  const store = memoryOnly ? undefined : await benchStore(infra.databaseUrl);
+  const storeFigures = store ? printStore(store) : undefined;
+  const cleanupDb = store?.db ?? createPrismaClient(infra.databaseUrl, { poolSize: 1 });
 
   console.log('starting the Switchboard stack...');
+  // functions-runtime opens an inspector on loopback (any free port) for the memory run's breakdown.
+  const inspectFlag = '--inspect=127.0.0.1:0';
   // On a host this busy a service can miss its NATS dial at start-up; a second try usually starts.
-  let stack: Awaited<ReturnType<typeof startStack>> | undefined;
+  let stack: Stack | undefined;
   for (let attempt = 1; !stack; attempt++) {
     try {
       stack = await startStack({
@@ -277,6 +449,12 @@ async function main(): Promise<void> {
           SWITCHBOARD_PROVIDERS_FILE: writeBenchProvidersFile('records'),
           SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
           LOG_LEVEL: 'warn',
+        },
+        serviceEnv: {
+          'functions-runtime': {
+            NODE_OPTIONS:
+              `${process.env.NODE_OPTIONS ?? ''} ${inspectFlag} ${SETTINGS.runtimeNodeOptions}`.trim(),
+          },
         },
         readyTimeoutMs: 240_000,
       });
@@ -286,11 +464,17 @@ async function main(): Promise<void> {
     }
   }
   const nc = await connect({ servers: stack.natsUrl });
+  const inspectorUrl = Inspector.urlIn(stack.logs('functions-runtime'));
+  if (!inspectorUrl) throw new Error('functions-runtime printed no inspector URL');
+  const inspector = await Inspector.connect(inspectorUrl);
+  let environmentId: number | undefined;
+  const runIds: string[] = [];
   try {
     const nats = new NatsRequester(nc);
     const environment = await nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, {
       uuid: stack.environmentUuid,
     });
+    environmentId = environment.id;
     const caller: Caller = {
       accountId: environment.accountId,
       environmentId: environment.id,
@@ -325,7 +509,9 @@ async function main(): Promise<void> {
       if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`);
     }
 
-    const runSync = async (code: string, runId = randomUUID()): Promise<FunctionRunResult> => {
+    const runSync: RunSync = async (code) => {
+      const runId = randomUUID();
+      runIds.push(runId);
       const request: FunctionRunRequest = {
         caller,
         invocationId: runId,
@@ -357,67 +543,8 @@ async function main(): Promise<void> {
       return result;
     };
 
-    const n = SETTINGS.pathRecords;
-    console.log(`whole path: a sync saving ${fmt(n)} new records...`);
-    const pathInsertMs = await timed(() => runSync(syncBundle(n, 'new')));
-    console.log('whole path: the same ids again, 50 % unchanged...');
-    const pathMixedMs = await timed(() => runSync(syncBundle(n, 'half-changed')));
-
-    console.log(`GET /records?limit=1000, ${SETTINGS.getRequests} pages...`);
-    const pool = new Pool(stack.gatewayUrl, { connections: 1 });
-    const getMs: number[] = [];
-    let cursor: string | null = null;
-    for (let i = 0; i < SETTINGS.getRequests; i++) {
-      const started = performance.now();
-      const res = await pool.request({
-        method: 'GET',
-        path: `/records?model=BenchRecord&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-        headers: { ...headers, 'connection-id': 'bench-1', 'provider-config-key': 'bench' },
-      });
-      const body = (await res.body.json()) as { records: unknown[]; next_cursor: string | null };
-      getMs.push(performance.now() - started);
-      if (res.statusCode !== 200 || body.records.length === 0)
-        throw new Error(`GET /records: ${res.statusCode}`);
-      cursor = body.next_cursor;
-    }
-    await pool.close();
-    getMs.sort((a, b) => a - b);
-    // The same page read by the store in this process (SQL + decrypt) and as bare SQL.
-    const storeListMs: number[] = [];
-    const sqlMs: number[] = [];
-    for (let i = 0; i < 50; i++) {
-      storeListMs.push(await timed(() => store.store.list(store.scope, 'BenchRecord', { limit: 1000 })));
-      sqlMs.push(
-        await timed(
-          () => store.db.$queryRaw`
-            SELECT id, external_id, payload, created_at, updated_at FROM orchestrator.records
-            WHERE environment_id = ${store.environmentId} AND provider_config_key = 'bench'
-              AND connection_id = ${store.scope.connectionId} AND model = 'BenchRecord'
-            ORDER BY updated_at, id LIMIT 1001`,
-        ),
-      );
-    }
-    storeListMs.sort((a, b) => a - b);
-    sqlMs.sort((a, b) => a - b);
-
-    // Memory: a larger run, RSS of the runtime and the orchestrator sampled every 250 ms.
-    const m = SETTINGS.memoryRecords;
-    console.log(`memory: a sync saving ${fmt(m)} records, RSS sampled...`);
-    const pids = {
-      'functions-runtime': stack.services['functions-runtime'].process.pid!,
-      'sync-orchestrator': stack.services['sync-orchestrator'].process.pid!,
-    };
-    const samples: { at: number; runtime: number; orchestrator: number }[] = [];
-    const started = performance.now();
-    const sampler = setInterval(() => {
-      samples.push({
-        at: performance.now() - started,
-        runtime: rssMb(pids['functions-runtime']),
-        orchestrator: rssMb(pids['sync-orchestrator']),
-      });
-    }, 250);
-    const memoryMs = await timed(() => runSync(syncBundle(m, 'new')));
-    clearInterval(sampler);
+    const path = store && storeFigures ? await pathAndGet(stack, runSync, store, headers) : undefined;
+    const memory = await memoryRun(stack, runSync, inspector);
 
     let sha = '';
     try {
@@ -425,8 +552,6 @@ async function main(): Promise<void> {
     } catch {
       // not a checkout
     }
-    const pathMixed = perSecond(n, pathMixedMs);
-    const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
     console.log(
       `\ndate ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? '?'} × ${os.cpus().length} | load ${os
         .loadavg()
@@ -436,47 +561,116 @@ async function main(): Promise<void> {
     console.log(
       `records of ${Buffer.byteLength(JSON.stringify(record(0, 1)))} bytes of JSON, batches of ${BATCH}\n`,
     );
-    const pathInsert = perSecond(n, pathInsertMs);
+    console.log('| write | records | records/s | vs plain upsert (insert / update) | vs COPY |');
+    console.log('|---|---|---|---|---|');
+    if (path && storeFigures) printPathRows(path, storeFigures);
     console.log(
-      `| whole path (sync batchSave), all new | ${fmt(n)} | ${fmt(pathInsert)} | ${(pathInsert / upsertIns).toFixed(2)} | ${(pathInsert / copy).toFixed(2)} |`,
+      `| whole path, memory run (all new) | ${fmt(memory.m)} | ${fmt(perSecond(memory.m, memory.memoryMs))} | | |`,
     );
-    console.log(
-      `| **whole path, 50 % unchanged** | ${fmt(n)} | ${fmt(pathMixed)} | ${(pathMixed / upsertUpd).toFixed(2)} | ${(pathMixed / copy).toFixed(2)} |`,
-    );
-    console.log(`| whole path, memory run (all new) | ${fmt(m)} | ${fmt(perSecond(m, memoryMs))} | | |`);
-    console.log(
-      `\nstore, 50 % unchanged: ${fmt(storeMixed)}/s (target ≥ ${fmt(TARGETS.storePerSecond)}: ${met(storeMixed >= TARGETS.storePerSecond)})`,
-    );
-    console.log(
-      `whole path, 50 % unchanged: ${fmt(pathMixed)}/s (target ≥ ${fmt(TARGETS.pathPerSecond)}: ${met(pathMixed >= TARGETS.pathPerSecond)}); whole path / store = ${(pathMixed / storeMixed).toFixed(2)}`,
-    );
-    const getP50 = percentile(getMs, 0.5);
-    console.log(
-      `\nGET /records limit=1000 (${SETTINGS.getRequests} pages): p50 ${getP50.toFixed(1)} ms, p90 ${percentile(getMs, 0.9).toFixed(1)} ms, p99 ${percentile(getMs, 0.99).toFixed(1)} ms (target p50 ≤ ${TARGETS.getP50Ms} ms: ${met(getP50 <= TARGETS.getP50Ms)})`,
-    );
-    console.log(
-      `same page in-process: store.list p50 ${percentile(storeListMs, 0.5).toFixed(1)} ms (GET / store.list = ${(getP50 / percentile(storeListMs, 0.5)).toFixed(2)}), bare SQL p50 ${percentile(sqlMs, 0.5).toFixed(1)} ms (GET / SQL = ${(getP50 / percentile(sqlMs, 0.5)).toFixed(2)})`,
-    );
-    console.log(`\nRSS during the ${fmt(m)}-record run (${(memoryMs / 1000).toFixed(1)} s), MB:`);
-    console.log('| progress | functions-runtime | sync-orchestrator |');
-    console.log('|---|---|---|');
-    for (const q of [0, 0.25, 0.5, 0.75, 1]) {
-      const sample = samples[Math.min(samples.length - 1, Math.floor((samples.length - 1) * q))];
-      if (sample)
-        console.log(
-          `| ${Math.round(q * 100)} % | ${sample.runtime.toFixed(0)} | ${sample.orchestrator.toFixed(0)} |`,
-        );
-    }
-    const max = (key: 'runtime' | 'orchestrator') => Math.max(...samples.map((x) => x[key]));
-    console.log(`| max | ${max('runtime').toFixed(0)} | ${max('orchestrator').toFixed(0)} |`);
+    if (path && storeFigures) printPathAndGet(path, storeFigures);
+    printMemory(memory);
   } finally {
+    inspector.close();
     await nc.drain().catch(() => undefined);
     await stack.stop();
-    await store.db.$executeRaw(
-      Prisma.sql`DELETE FROM orchestrator.records WHERE environment_id = ${store.environmentId}`,
-    );
-    await store.db.$disconnect();
+    // What the bench wrote: the store's own environment, and the stack's (the sync runs').
+    for (const env of [store?.environmentId, environmentId]) {
+      if (env === undefined) continue;
+      await cleanupDb.$executeRaw(Prisma.sql`DELETE FROM orchestrator.records WHERE environment_id = ${env}`);
+      await cleanupDb.$executeRaw(
+        Prisma.sql`DELETE FROM orchestrator.record_counts WHERE environment_id = ${env}`,
+      );
+    }
+    if (runIds.length > 0) {
+      const ids = Prisma.join(runIds.map((id) => Prisma.sql`${id}::uuid`));
+      await cleanupDb.$executeRaw(Prisma.sql`DELETE FROM orchestrator.record_seen WHERE run_id IN (${ids})`);
+      await cleanupDb.$executeRaw(
+        Prisma.sql`DELETE FROM orchestrator.record_run_counts WHERE run_id IN (${ids})`,
+      );
+    }
+    await cleanupDb.$disconnect();
   }
+}
+
+type StoreRun = Awaited<ReturnType<typeof benchStore>>;
+
+/** Phases 2 and 3: the whole path, then `GET /records` beside the store's own page read and bare SQL. */
+async function pathAndGet(stack: Stack, runSync: RunSync, store: StoreRun, headers: Record<string, string>) {
+  const n = SETTINGS.pathRecords;
+  console.log(`whole path: a sync saving ${fmt(n)} new records...`);
+  const pathInsertMs = await timed(() => runSync(syncBundle(n, 'new')));
+  console.log('whole path: the same ids again, 50 % unchanged...');
+  const pathMixedMs = await timed(() => runSync(syncBundle(n, 'half-changed')));
+
+  console.log(`GET /records?limit=1000, ${SETTINGS.getRequests} pages...`);
+  const pool = new Pool(stack.gatewayUrl, { connections: 1 });
+  const getMs: number[] = [];
+  let cursor: string | null = null;
+  for (let i = 0; i < SETTINGS.getRequests; i++) {
+    const started = performance.now();
+    const res = await pool.request({
+      method: 'GET',
+      path: `/records?model=BenchRecord&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      headers: { ...headers, 'connection-id': 'bench-1', 'provider-config-key': 'bench' },
+    });
+    const body = (await res.body.json()) as { records: unknown[]; next_cursor: string | null };
+    getMs.push(performance.now() - started);
+    if (res.statusCode !== 200 || body.records.length === 0)
+      throw new Error(`GET /records: ${res.statusCode}`);
+    cursor = body.next_cursor;
+  }
+  await pool.close();
+  getMs.sort((a, b) => a - b);
+  // The same page read by the store in this process (SQL + decrypt) and as bare SQL.
+  const storeListMs: number[] = [];
+  const sqlMs: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    storeListMs.push(await timed(() => store.store.list(store.scope, 'BenchRecord', { limit: 1000 })));
+    sqlMs.push(
+      await timed(
+        () => store.db.$queryRaw`
+          SELECT id, external_id, payload, created_at, updated_at FROM orchestrator.records
+          WHERE environment_id = ${store.environmentId} AND provider_config_key = 'bench'
+            AND connection_id = ${store.scope.connectionId} AND model = 'BenchRecord'
+          ORDER BY updated_at, id LIMIT 1001`,
+      ),
+    );
+  }
+  storeListMs.sort((a, b) => a - b);
+  sqlMs.sort((a, b) => a - b);
+  return { pathInsertMs, pathMixedMs, getMs, storeListMs, sqlMs };
+}
+
+/** The whole path's two rows of the write table. */
+function printPathRows(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnType<typeof printStore>): void {
+  const n = SETTINGS.pathRecords;
+  const pathInsert = perSecond(n, r.pathInsertMs);
+  const pathMixed = perSecond(n, r.pathMixedMs);
+  console.log(
+    `| whole path (sync batchSave), all new | ${fmt(n)} | ${fmt(pathInsert)} | ${(pathInsert / s.upsertIns).toFixed(2)} | ${(pathInsert / s.copy).toFixed(2)} |`,
+  );
+  console.log(
+    `| **whole path, 50 % unchanged** | ${fmt(n)} | ${fmt(pathMixed)} | ${(pathMixed / s.upsertUpd).toFixed(2)} | ${(pathMixed / s.copy).toFixed(2)} |`,
+  );
+}
+
+/** The targets and the GET figures, after the write table. */
+function printPathAndGet(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnType<typeof printStore>): void {
+  const pathMixed = perSecond(SETTINGS.pathRecords, r.pathMixedMs);
+  const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
+  console.log(
+    `\nstore, 50 % unchanged: ${fmt(s.storeMixed)}/s (target ≥ ${fmt(TARGETS.storePerSecond)}: ${met(s.storeMixed >= TARGETS.storePerSecond)})`,
+  );
+  console.log(
+    `whole path, 50 % unchanged: ${fmt(pathMixed)}/s (target ≥ ${fmt(TARGETS.pathPerSecond)}: ${met(pathMixed >= TARGETS.pathPerSecond)}); whole path / store = ${(pathMixed / s.storeMixed).toFixed(2)}`,
+  );
+  const getP50 = percentile(r.getMs, 0.5);
+  console.log(
+    `\nGET /records limit=1000 (${SETTINGS.getRequests} pages): p50 ${getP50.toFixed(1)} ms, p90 ${percentile(r.getMs, 0.9).toFixed(1)} ms, p99 ${percentile(r.getMs, 0.99).toFixed(1)} ms (target p50 ≤ ${TARGETS.getP50Ms} ms: ${met(getP50 <= TARGETS.getP50Ms)})`,
+  );
+  console.log(
+    `same page in-process: store.list p50 ${percentile(r.storeListMs, 0.5).toFixed(1)} ms (GET / store.list = ${(getP50 / percentile(r.storeListMs, 0.5)).toFixed(2)}), bare SQL p50 ${percentile(r.sqlMs, 0.5).toFixed(1)} ms (GET / SQL = ${(getP50 / percentile(r.sqlMs, 0.5)).toFixed(2)})`,
+  );
 }
 
 main().then(

@@ -7,8 +7,9 @@ export function benchArgs(argv: readonly string[] = process.argv.slice(2)): {
     argv
       .filter((a) => a.startsWith('--'))
       .map((a) => {
-        const [k, v] = a.slice(2).split('=');
-        return [k ?? '', v ?? 'true'] as const;
+        // Split at the first '=' only: a value may hold one (`--runtime-node-options=--flag=1`).
+        const eq = a.indexOf('=');
+        return eq < 0 ? ([a.slice(2), 'true'] as const) : ([a.slice(2, eq), a.slice(eq + 1)] as const);
       }),
   );
   return { args, num: (name, fallback) => Number(args.get(name) ?? fallback) };

@@ -256,6 +256,15 @@ export interface NatsServerConfigOptions {
 /** The largest message the generated server configuration accepts (nats-server's recommended ceiling). */
 export const NATS_MAX_PAYLOAD_BYTES = 8 * 1024 * 1024;
 
+/**
+ * How long a service may take to answer a request it received. `allow_responses: true` alone means one
+ * reply within nats-server's default of 2 minutes: a sync run (`functions.v1.run`, up to 24 h of wall
+ * clock, FUNCTIONS_SYNC_WALL_LIMIT_MS) or a synchronous action (15 min) that took longer could not answer
+ * (the reply was refused as a permissions violation and the caller waited for its timeout). Still one
+ * reply per request received, and only on the requester's reply subject.
+ */
+export const NATS_RESPONSE_EXPIRES = '25h';
+
 const quote = (subject: string) => JSON.stringify(subject);
 const list = (subjects: readonly string[], indent: string) =>
   `[\n${subjects.map((s) => `${indent}  ${quote(s)}`).join('\n')}\n${indent}]`;
@@ -276,7 +285,7 @@ export function renderNatsServerConfig(options: NatsServerConfigOptions = {}): s
       `        publish: { allow: ${list(publish, '        ')} }\n` +
       `        subscribe: { allow: ${list(subscribe, '        ')} }\n` +
       // Lets a service answer each request it received once, on the requester's own reply subject.
-      `        allow_responses: true\n      }\n    }`
+      `        allow_responses: { max: 1, expires: ${quote(NATS_RESPONSE_EXPIRES)} }\n      }\n    }`
     );
   });
   return [

@@ -200,7 +200,13 @@ export const PRELUDE_SOURCE = String.raw`
     else inFlight++;
     let raw;
     try {
-      raw = await hostCall.apply(undefined, [name, argsJson], { result: { promise: true, copy: true } });
+      // The JSON goes inside an array, copied: isolated-vm then serialises it and the host gets a string of
+      // its own heap, which its garbage collector sees. Passed bare, a string over 1 KB would arrive as an
+      // external string whose bytes the host's V8 does not count (sandbox.ts, "host calls").
+      raw = await hostCall.apply(undefined, [name, [argsJson]], {
+        arguments: { copy: true },
+        result: { promise: true, copy: true },
+      });
     } finally {
       const next = queue.shift();
       if (next) next();

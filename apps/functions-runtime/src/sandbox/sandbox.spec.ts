@@ -225,6 +225,61 @@ describe('runInSandbox', () => {
     expect(result.logsDropped).toBe(1);
   });
 
+  it("hands a host call's arguments over as a string of the host's own heap, which its GC counts", async () => {
+    // A sync's batchSave sends ~1 MB of JSON per call. Passed bare, such a string arrived as an external
+    // string that V8 neither counts nor collects before a full GC: external memory grew by the size of
+    // every call (bench/README.md, "Records").
+    const received: number[] = [];
+    const calls = 40;
+    const before = process.memoryUsage().external;
+    const result = await runInSandbox(
+      request(
+        action(`
+          const notes = 'x'.repeat(1000);
+          const records = Array.from({ length: 1000 }, (_, i) => ({ id: 'r-' + i, notes }));
+          for (let i = 0; i < ${calls}; i++) await nango.getConnection(JSON.stringify(records));
+          return true;`),
+        undefined,
+        {
+          limits: { ...request('', undefined).limits, cpuTimeMs: 10_000, wallTimeMs: 20_000 },
+          hostCall: (name, argsJson) => {
+            received.push((JSON.parse(argsJson) as { providerConfigKey: string }).providerConfigKey.length);
+            return Promise.resolve(JSON.stringify({ ok: true, value: null }));
+          },
+        },
+      ),
+    );
+    expect(result.status).toBe('success');
+    expect(received).toHaveLength(calls);
+    expect(new Set(received).size).toBe(1);
+    expect(received[0]).toBeGreaterThan(1_000_000);
+    // 40 MB crossed; what is left outside the heap is far less than one call's worth per call.
+    expect(process.memoryUsage().external - before).toBeLessThan(15 * 1024 * 1024);
+  });
+
+  it('refuses a host call whose arguments a script turned into anything but JSON text', async () => {
+    const names: string[] = [];
+    const result = await runInSandbox(
+      request(
+        action(`
+          const stringify = JSON.stringify;
+          JSON.stringify = () => ({ not: 'text' });
+          let code;
+          try { await nango.getConnection(); } catch (e) { code = e.code; } finally { JSON.stringify = stringify; }
+          return code;`),
+        undefined,
+        {
+          hostCall: (name) => {
+            names.push(name);
+            return Promise.resolve(JSON.stringify({ ok: true, value: null }));
+          },
+        },
+      ),
+    );
+    expect(result).toMatchObject({ status: 'success', outputJson: '"invalid_arguments"' });
+    expect(names).toEqual([]);
+  });
+
   describe('with spare isolates made ahead of need', () => {
     beforeAll(() => configureSpares(2, 32));
     afterAll(() => configureSpares(0, 32));

@@ -240,6 +240,42 @@ export function pooledIsolates(): number {
   return pooled;
 }
 
+/** Isolates serving a run right now (with the pooled and spare ones: every isolate of the process). */
+const running = new Set<ivm.Isolate>();
+
+/**
+ * The V8 heaps of every isolate of the process (running, pooled, spare), summed: they sit outside the
+ * process's own V8 heap (`process.memoryUsage()` does not count them) but inside its RSS. For the
+ * memory bench (`bench/records`), read through the inspector.
+ */
+export function sandboxMemory(): {
+  isolates: number;
+  totalHeapBytes: number;
+  usedHeapBytes: number;
+  externalBytes: number;
+  mallocedBytes: number;
+} {
+  const all = [
+    ...running,
+    ...spares.map((s) => s.isolate),
+    ...[...pool.values()].flat().map((p) => p.isolate),
+  ];
+  const sum = { isolates: 0, totalHeapBytes: 0, usedHeapBytes: 0, externalBytes: 0, mallocedBytes: 0 };
+  for (const isolate of all) {
+    try {
+      const heap = isolate.getHeapStatisticsSync();
+      sum.isolates++;
+      sum.totalHeapBytes += heap.total_heap_size;
+      sum.usedHeapBytes += heap.used_heap_size;
+      sum.externalBytes += heap.externally_allocated_size;
+      sum.mallocedBytes += heap.malloced_memory;
+    } catch {
+      // disposed meanwhile
+    }
+  }
+  return sum;
+}
+
 function evictOldest(): void {
   // Keys are re-inserted on use, so the first one is the least recently used.
   for (const [key, idle] of pool) {
@@ -355,6 +391,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   const { prepared, context, reused } = await isolateFor(req.limits.memoryMb, req.poolKey);
   const { isolate } = prepared;
   prepared.runs++;
+  running.add(isolate);
   // Host promises of this run not settled yet (calls, sleeps): an isolate with any left is not reused.
   let outstanding = 0;
   const counted = <T>(promise: Promise<T>): Promise<T> => {
@@ -410,7 +447,22 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     const global = context.global;
     await global.set(
       '__hostCall',
-      new ivm.Reference((name: string, argsJson: string) => counted(req.hostCall(name, argsJson))),
+      new ivm.Reference((name: unknown, args: unknown) => {
+        // The prelude sends [argsJson], copied (see hostCallArgs); anything else is a tampered sandbox.
+        const argsJson = hostCallArgs(args);
+        if (typeof name !== 'string' || argsJson === undefined) {
+          return Promise.resolve(
+            JSON.stringify({
+              ok: false,
+              error: {
+                code: 'invalid_arguments',
+                message: 'a host call must send its arguments as JSON text',
+              },
+            }),
+          );
+        }
+        return counted(req.hostCall(name, argsJson));
+      }),
     );
     await global.set(
       '__hostLog',
@@ -488,6 +540,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   } catch (error) {
     thrown = error;
   } finally {
+    running.delete(isolate);
     clearInterval(cpuWatch);
     clearTimeout(wallWatch);
     clearTimeout(graceWatch);
@@ -533,12 +586,30 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   return { ...parseResult(resultJson), ...stats } as SandboxOutcome;
 }
 
+/**
+ * The JSON text of a host call's arguments. The prelude sends it as the one element of an array passed
+ * with `arguments: { copy: true }`, so isolated-vm serialises it and this process gets an ordinary string
+ * of its own V8 heap. A string passed bare would arrive, when over 1 KB, as an external string over
+ * isolated-vm's own copy: V8 counts neither its bytes towards any collection trigger nor collects it
+ * before a full collection (external strings are made in the old generation), so each ~1 MB batch a sync
+ * saved stayed in the process until something else caused a full GC (bench/README.md, "Records").
+ */
+function hostCallArgs(args: unknown): string | undefined {
+  if (!Array.isArray(args) || args.length !== 1) return undefined;
+  const [json] = args as unknown[];
+  return typeof json === 'string' ? json : undefined;
+}
+
 /** Whether an isolate whose run just ended cleanly may serve the next run of its pool key. */
 function reusable(prepared: PreparedIsolate, outstanding: number): boolean {
   if (outstanding > 0 || prepared.runs >= MAX_RUNS_PER_ISOLATE) return false;
   try {
     const heap = prepared.isolate.getHeapStatisticsSync();
-    return heap.used_heap_size < prepared.memoryMb * 1024 * 1024 * POOL_MAX_HEAP_FRACTION;
+    // What isolated-vm counts against the limit: the V8 heap and the strings and buffers the host copied in.
+    return (
+      heap.used_heap_size + heap.externally_allocated_size <
+      prepared.memoryMb * 1024 * 1024 * POOL_MAX_HEAP_FRACTION
+    );
   } catch {
     return false;
   }
