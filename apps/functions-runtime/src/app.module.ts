@@ -4,6 +4,7 @@ import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from './config/env';
 import { HostCalls } from './host/host-calls';
 import { ProxyClient } from './host/proxy-client';
 import { OutputStore } from './runs/output-store';
+import { RunCancellations } from './runs/run-cancellations';
 import { RunsHandlers } from './runs/runs.handlers';
 import { RunsService } from './runs/runs.service';
 
@@ -19,6 +20,7 @@ export class AppModule {
         ProxyClient,
         HostCalls,
         OutputStore,
+        RunCancellations,
         RunsService,
       ],
     };

@@ -66,6 +66,11 @@ export const ERROR_CODES = [
   'sync_variant_already_exists',
   'resource_capped',
   'sync_interval_too_short',
+  /**
+   * A sync script's write (records, checkpoint) named a run that is no longer the sync's current run
+   * (cancelled by a full resync, abandoned, or an earlier attempt of a retried run): refused, nothing written.
+   */
+  'sync_run_superseded',
   /** A validate-connection script refused a new connection (Nango's code). */
   'connection_validation_failed',
 ] as const;

@@ -10,7 +10,21 @@ import { credentialsSchema } from './internal-auth';
 export const FUNCTIONS_SUBJECTS = {
   /** orchestrator → functions-runtime: run one invocation and answer with its outcome. */
   run: 'functions.v1.run',
+  /**
+   * orchestrator worker → every functions-runtime replica (a broadcast, no reply): stop the script of an
+   * invocation (attempts up to `attempt`), as the wall clock would, with `script_aborted`. Sent when a sync
+   * run's activity is cancelled (a full resync, a terminated or timed-out workflow).
+   */
+  cancel: 'functions.v1.cancel',
 } as const;
+
+export const functionRunCancelSchema = z.object({
+  invocationId: z.string().uuid(),
+  /** Attempts after this one (a retry already running elsewhere) are left alone. */
+  attempt: z.number().int().min(1),
+  reason: z.string().max(500),
+});
+export type FunctionRunCancel = z.infer<typeof functionRunCancelSchema>;
 
 /** Calls a running script makes that only the orchestrator can answer (it owns checkpoints and actions). */
 export const FUNCTION_HOST_SUBJECTS = {
@@ -201,12 +215,23 @@ const hostScope = {
   functionName: functionNameSchema,
   variant: z.string().default('base'),
 };
+/**
+ * A sync run's checkpoint writes name the run (and its attempt): the orchestrator refuses them with
+ * `sync_run_superseded` unless that run is still RUNNING and this is its latest attempt, so the script of
+ * a cancelled, abandoned or retried run cannot move the checkpoint the sync's current run reads. Actions
+ * and on-event scripts send neither.
+ */
+const writer = {
+  runId: z.string().uuid().optional(),
+  attempt: z.number().int().min(1).optional(),
+};
 export const checkpointGetRequestSchema = z.object(hostScope);
 export const checkpointSaveRequestSchema = z.object({
   ...hostScope,
+  ...writer,
   checkpoint: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
 });
-export const checkpointClearRequestSchema = z.object(hostScope);
+export const checkpointClearRequestSchema = z.object({ ...hostScope, ...writer });
 export const checkpointReplySchema = z.object({
   checkpoint: checkpointSaveRequestSchema.shape.checkpoint.nullable(),
 });

@@ -1,5 +1,5 @@
 import { EVENT_STREAM, EVENT_SUBJECTS } from './events';
-import { FUNCTION_OUTPUT_BUCKET, FUNCTION_HOST_SUBJECTS } from './functions';
+import { FUNCTION_OUTPUT_BUCKET, FUNCTION_HOST_SUBJECTS, FUNCTIONS_SUBJECTS } from './functions';
 import { ACTION_REPLY_BUCKET, FUNCTIONS_API_SUBJECTS } from './functions-api';
 import { DEPLOY_PAYLOAD_BUCKET } from './function-deploy';
 import { HEALTH_SUBJECT_PATTERN, healthSubject, SERVICE_NAMES, type ServiceName } from './health';
@@ -130,6 +130,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
       'orchestrator.v1.records.>',
       'orchestrator.v1.sync.>',
     ],
+    // Every replica hears a cancelled sync run's stop (only the one running its script acts on it).
+    listens: [FUNCTIONS_SUBJECTS.cancel],
     buckets: [FUNCTION_OUTPUT_BUCKET],
   },
   'sync-orchestrator': {
@@ -152,6 +154,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
   'sync-orchestrator-worker': {
     ...none,
     calls: orchestratorCalls,
+    // A cancelled sync run's activity tells functions-runtime to stop its script.
+    announces: [FUNCTIONS_SUBJECTS.cancel],
     publishesEvents: [EVENT_SUBJECTS.sync, EVENT_SUBJECTS.asyncAction],
     buckets: [FUNCTION_OUTPUT_BUCKET, ACTION_REPLY_BUCKET],
   },

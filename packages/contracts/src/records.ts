@@ -192,6 +192,12 @@ export type RecordsPruneRequest = z.infer<typeof recordsPruneRequestSchema>;
 const runScope = {
   ...connectionScope,
   runId: z.string().uuid(),
+  /**
+   * The attempt of the run the script belongs to. Writes (records, deletes of unseen records) are fenced:
+   * refused with `sync_run_superseded` unless the run is still RUNNING and this is its latest attempt.
+   * Absent (a runtime older than the fence), only the run is checked.
+   */
+  attempt: z.number().int().min(1).optional(),
   model: z.string().min(1).max(512),
 };
 

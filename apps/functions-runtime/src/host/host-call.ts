@@ -11,6 +11,8 @@ import type { z } from 'zod';
 export interface RunScope {
   caller: Caller;
   invocationId: string;
+  /** The run request's attempt: a sync script's writes name it with the run id (the orchestrator fences them). */
+  attempt: number;
   functionName: string;
   type: FunctionType;
   connectionId: string;
@@ -32,6 +34,11 @@ export interface RunScope {
   deadline: AbortSignal;
   /** Aborted when the run is over (after the abort grace, a limit, or done): every call stops. */
   signal: AbortSignal;
+  /**
+   * Stops the run from outside, as its wall clock would (`script_aborted`): its sync run was cancelled, or
+   * the orchestrator refused a write because the run is over (`sync_run_superseded`).
+   */
+  stop(reason: string): void;
   /** Runs `wait` without holding a run slot (for calls that wait on another run). */
   whileWaiting<T>(wait: () => Promise<T>): Promise<T>;
 }

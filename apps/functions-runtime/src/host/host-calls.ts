@@ -153,6 +153,11 @@ export class HostCalls {
       const value = await call.run(scope, parsed.data);
       return JSON.stringify({ ok: true, value: value ?? null });
     } catch (error) {
+      // The sync run is over (a full resync cancelled it, or a retry replaced this attempt): the script
+      // may not go on, whether or not it catches the error.
+      if (error instanceof SwitchboardError && error.code === 'sync_run_superseded') {
+        scope.stop(`nango.${name} was refused: ${error.message}`);
+      }
       if (error instanceof HostCallError || error instanceof SwitchboardError) {
         return JSON.stringify({ ok: false, error: { code: error.code, message: error.message } });
       }
@@ -184,6 +189,8 @@ export class HostCalls {
       functionName: s.functionName,
       variant: s.variant,
     });
+    // A sync run's checkpoint writes name the run and attempt: the orchestrator refuses them once it is over.
+    const writer = (s: RunScope) => (s.type === 'sync' ? { runId: s.invocationId, attempt: s.attempt } : {});
 
     return {
       proxy: entry({
@@ -337,6 +344,7 @@ export class HostCalls {
         run: async (s, args) => {
           await this.nats.request(FUNCTION_HOST_SUBJECTS.checkpointSave, {
             ...hostScope(s),
+            ...writer(s),
             checkpoint: args.checkpoint,
           });
           return null;
@@ -346,7 +354,7 @@ export class HostCalls {
         types: ALL,
         args: z.unknown(),
         run: async (s) => {
-          await this.nats.request(FUNCTION_HOST_SUBJECTS.checkpointClear, hostScope(s));
+          await this.nats.request(FUNCTION_HOST_SUBJECTS.checkpointClear, { ...hostScope(s), ...writer(s) });
           return null;
         },
       }),

@@ -48,6 +48,8 @@ function runScopeOf(scope: RunScope, model: string) {
     connectionId: scope.connectionId,
     // For a sync run the invocation id is the sync run's id, the same in every attempt: the generation.
     runId: scope.invocationId,
+    // The orchestrator refuses writes of a run that is over, or of an attempt that was retried.
+    attempt: scope.attempt,
     model,
   };
 }

@@ -11,6 +11,7 @@ import {
   type RunLimits,
 } from '../sandbox/sandbox';
 import { OutputStore } from './output-store';
+import { RunCancellations } from './run-cancellations';
 import { RunSlots } from './run-slots';
 import { recordFunctionRun } from '../metrics';
 
@@ -30,6 +31,7 @@ export class RunsService implements OnModuleInit {
     @Inject(FUNCTIONS_RUNTIME_ENV) private readonly env: FunctionsRuntimeEnv,
     private readonly hostCalls: HostCalls,
     private readonly outputs: OutputStore,
+    private readonly cancellations: RunCancellations,
   ) {
     this.slots = new RunSlots(env.FUNCTIONS_MAX_CONCURRENT_RUNS);
   }
@@ -118,9 +120,15 @@ export class RunsService implements OnModuleInit {
     // when the run is over (every host call stops). Between the two is the abort grace.
     const deadline = new AbortController();
     const stop = new AbortController();
+    // Stopped from outside: `functions.v1.cancel`, or a write the orchestrator refused as superseded.
+    const cancel = new AbortController();
+    const stopRun = (reason: string) => {
+      if (!cancel.signal.aborted) cancel.abort(reason);
+    };
     const scope: RunScope = {
       caller: req.caller,
       invocationId: req.invocationId,
+      attempt: req.attempt,
       functionName: req.function.name,
       type: req.function.type,
       connectionId: req.connection.connectionId,
@@ -133,6 +141,7 @@ export class RunsService implements OnModuleInit {
       depth: req.depth,
       deadline: deadline.signal,
       signal: stop.signal,
+      stop: stopRun,
       // A run waiting on an action it triggered gives its slot to that action (which may need one on this
       // very process) and takes a slot again after: otherwise chains of triggers could hold every slot
       // while waiting for one. The depth limit bounds how many runs wait like this per chain.
@@ -146,6 +155,7 @@ export class RunsService implements OnModuleInit {
       },
     };
     let outcome;
+    const untrack = this.cancellations.track(req.invocationId, req.attempt, stopRun);
     try {
       outcome = await runInSandbox({
         type: req.function.type,
@@ -168,8 +178,10 @@ export class RunsService implements OnModuleInit {
         hostCall: (name, argsJson) =>
           context.with(runContext, () => this.hostCalls.dispatch(scope, name, argsJson)),
         onWallClock: () => deadline.abort(),
+        abort: cancel.signal,
       });
     } finally {
+      untrack();
       // Whatever the script left running host-side (a proxied call, a sleep) ends with the run.
       deadline.abort();
       stop.abort();

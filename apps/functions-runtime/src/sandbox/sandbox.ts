@@ -47,8 +47,14 @@ export interface SandboxRequest {
   limits: RunLimits;
   /** Answers one host call with the JSON envelope the prelude expects; never rejects. */
   hostCall(name: string, argsJson: string): Promise<string>;
-  /** Called once when the run's wall clock is up, so in-flight host calls stop. */
+  /** Called once when the run's wall clock is up (or it is stopped from outside), so in-flight host calls stop. */
   onWallClock(): void;
+  /**
+   * Stops the run from outside (its sync run was cancelled or superseded) as the wall clock does: the
+   * script's abortSignal fires, it gets the abort grace, then the isolate is disposed; the answer is
+   * `script_aborted` with the signal's reason.
+   */
+  abort?: AbortSignal;
   /**
    * Runs with the same key may reuse one isolate, one run at a time and each in a new context (README,
    * "Isolates"): the runtime passes the environment and the function version. Absent: a fresh isolate,
@@ -425,20 +431,29 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   }, CPU_POLL_MS);
   let abortRef: ivm.Reference<(message: string) => void> | undefined;
   let graceWatch: NodeJS.Timeout | undefined;
-  const wallWatch = setTimeout(() => {
-    const message = `the function ran longer than ${req.limits.wallTimeMs} ms`;
+  /** The wall clock, or a stop from outside: the script gets the abort grace to react, then it is disposed. */
+  const windDown = (code: FunctionFailureCode, message: string) => {
+    if (broken) return;
     if (req.limits.abortGraceMs <= 0 || !abortRef || isolate.isDisposed) {
-      end('script_timeout', message);
+      end(code, message);
       return;
     }
     // The answer is decided now; the script only gets a moment to react to its abortSignal.
-    broken = { code: 'script_timeout', message };
+    broken = { code, message };
     req.onWallClock();
     abortRef.apply(undefined, [message], { timeout: req.limits.abortGraceMs }).catch(() => undefined);
     graceWatch = setTimeout(() => {
       if (!isolate.isDisposed) isolate.dispose();
     }, req.limits.abortGraceMs);
-  }, req.limits.wallTimeMs);
+  };
+  const wallWatch = setTimeout(
+    () => windDown('script_timeout', `the function ran longer than ${req.limits.wallTimeMs} ms`),
+    req.limits.wallTimeMs,
+  );
+  const onAbort = () =>
+    windDown('script_aborted', `the run was stopped: ${String(req.abort?.reason ?? 'cancelled')}`);
+  req.abort?.addEventListener('abort', onAbort, { once: true });
+  if (req.abort?.aborted) onAbort();
 
   let resultJson: string | undefined;
   let thrown: unknown;
@@ -543,6 +558,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     running.delete(isolate);
     clearInterval(cpuWatch);
     clearTimeout(wallWatch);
+    req.abort?.removeEventListener('abort', onAbort);
     clearTimeout(graceWatch);
     abortRef?.release();
     cpuTimeMs = cpuMs();

@@ -55,6 +55,8 @@ export function statusForCode(code: ErrorCode): number {
       return 405;
     case 'conflict':
     case 'ambiguous_function':
+    // Only a sync script's host calls get it (never the public API); a conflict with the newer run.
+    case 'sync_run_superseded':
       return 409;
     case 'payload_too_large':
       return 413;

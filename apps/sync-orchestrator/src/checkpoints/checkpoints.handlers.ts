@@ -10,10 +10,14 @@ import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
 import { ORCHESTRATOR_DB } from '../database/database.module';
+import { holdSyncRun } from '../syncs/sync-run-fence';
 
 type Scope = z.infer<typeof checkpointGetRequestSchema>;
 
-/** `nango.getCheckpoint/saveCheckpoint/clearCheckpoint`, scoped to the run's environment (from its caller). */
+/**
+ * `nango.getCheckpoint/saveCheckpoint/clearCheckpoint`, scoped to the run's environment (from its caller).
+ * A sync run's save and clear name the run: refused (`sync_run_superseded`) once it is not the current one.
+ */
 @Controller()
 export class CheckpointsHandlers {
   constructor(@Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb) {}
@@ -40,19 +44,39 @@ export class CheckpointsHandlers {
   async save(request: z.infer<typeof checkpointSaveRequestSchema>): Promise<CheckpointReply> {
     const checkpoint = request.checkpoint as Prisma.InputJsonObject;
     const key = this.key(request).environmentId_providerConfigKey_connectionId_functionName_variant;
-    await this.db.functionCheckpoint.upsert({
-      where: this.key(request),
-      create: { ...key, checkpoint },
-      update: { checkpoint },
-    });
+    await this.fenced(request, (tx) =>
+      tx.functionCheckpoint.upsert({
+        where: this.key(request),
+        create: { ...key, checkpoint },
+        update: { checkpoint },
+      }),
+    );
     return { checkpoint: request.checkpoint };
   }
 
   @NatsHandler(FUNCTION_HOST_SUBJECTS.checkpointClear, checkpointClearRequestSchema)
-  async clear(scope: Scope): Promise<CheckpointReply> {
-    await this.db.functionCheckpoint.deleteMany({
-      where: this.key(scope).environmentId_providerConfigKey_connectionId_functionName_variant,
-    });
+  async clear(request: z.infer<typeof checkpointClearRequestSchema>): Promise<CheckpointReply> {
+    await this.fenced(request, (tx) =>
+      tx.functionCheckpoint.deleteMany({
+        where: this.key(request).environmentId_providerConfigKey_connectionId_functionName_variant,
+      }),
+    );
     return { checkpoint: null };
+  }
+
+  /** A sync run's write goes through only while its run is the current one (in one transaction with the check). */
+  private async fenced(
+    request: { runId?: string | undefined; attempt?: number | undefined },
+    write: (tx: Pick<Prisma.TransactionClient, 'functionCheckpoint'>) => Promise<unknown>,
+  ): Promise<void> {
+    const { runId } = request;
+    if (!runId) {
+      await write(this.db);
+      return;
+    }
+    await this.db.$transaction(async (tx) => {
+      await holdSyncRun(tx, { runId, attempt: request.attempt });
+      await write(tx);
+    });
   }
 }

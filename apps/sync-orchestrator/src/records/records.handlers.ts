@@ -23,6 +23,7 @@ import { NATS_CONNECTION, NatsHandler, NatsRequester } from '@switchboard/messag
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { OrchestratorError } from '../sync-orchestrator.errors';
+import { holdSyncRun } from '../syncs/sync-run-fence';
 import type { RecordScope } from './record-keys';
 import { RecordsStore } from './records.store';
 
@@ -77,7 +78,11 @@ export class RecordsHandlers {
       request.records,
       request.op,
       request.runId,
-      request.merging ? { merging: request.merging } : {},
+      {
+        ...(request.merging ? { merging: request.merging } : {}),
+        // The script of a run that is over (a full resync cancelled it, ...) writes nothing.
+        fence: (tx) => holdSyncRun(tx, request),
+      },
     );
   }
 
@@ -98,6 +103,7 @@ export class RecordsHandlers {
       request.model,
       request.runId,
       MAX_DELETED_KEYS_REPLY,
+      (tx) => holdSyncRun(tx, request),
     );
   }
 

@@ -86,6 +86,12 @@ interface PageRecord {
 type Db = Pick<OrchestratorDb, '$transaction' | '$queryRaw' | '$executeRaw'>;
 type Tx = Prisma.TransactionClient;
 
+/**
+ * Checks, first thing in a write's transaction, that the writer may still write (a sync script's run is
+ * still the current one); throws to refuse, nothing written.
+ */
+export type WriteFence = (tx: Tx) => Promise<void>;
+
 /** Rows per statement: one set-based statement per chunk, as Nango's batch size. */
 const CHUNK = 1000;
 /** A batch may wait for another batch of the same connection and model (the advisory lock). */
@@ -188,7 +194,7 @@ export class RecordsStore {
     records: Record<string, unknown>[],
     op: WriteOp,
     runId: string,
-    options: { merging?: MergingStrategy } = {},
+    options: { merging?: MergingStrategy; fence?: WriteFence } = {},
   ): Promise<WriteResult> {
     const ids = new RecordIds(scope, model);
     const { unique, nonUniqueKeys } = this.prepare(records, ids);
@@ -202,6 +208,7 @@ export class RecordsStore {
     if (unique.length === 0) return result;
 
     await this.db.$transaction(async (tx) => {
+      await options.fence?.(tx);
       await this.lock(tx, scope, model);
       let lastWritten: string | undefined;
       for (let i = 0; i < unique.length; i += CHUNK) {
@@ -301,9 +308,11 @@ export class RecordsStore {
     model: string,
     runId: string,
     maxKeys: number,
+    fence?: WriteFence,
   ): Promise<{ deleted: number; deletedKeys: string[] }> {
     let result = { deleted: 0, deletedKeys: [] as string[] };
     await this.db.$transaction(async (tx) => {
+      await fence?.(tx);
       await this.lock(tx, scope, model);
       // An anti-join against the ids the run saw (a hash anti join, which spills to disk rather than
       // degrading like NOT IN over a large list).

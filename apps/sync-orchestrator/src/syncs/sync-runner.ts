@@ -3,6 +3,7 @@ import {
   FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
   type Caller,
+  type FunctionRunCancel,
   type FunctionRunRequest,
   type SyncEvent,
 } from '@switchboard/contracts';
@@ -316,7 +317,12 @@ export class SyncRunner {
           // The runtime ends the script at the wall time; the margin is for loading and answering.
           timeoutMs: begun.timeoutMs + 30_000,
         }),
-        cancelled,
+        cancelled.catch((error: unknown) => {
+          // Cancelled (a full resync, the workflow terminated or timed out): the script must not go on
+          // on functions-runtime. Its writes are fenced anyway; this frees its slot and the provider.
+          this.stopScript(run.id, attempt, error);
+          throw error;
+        }),
       ]);
     } finally {
       clearInterval(timer);
@@ -331,6 +337,20 @@ export class SyncRunner {
         ...(result.error.payload !== undefined ? { payload: result.error.payload } : {}),
       },
     };
+  }
+
+  /** Asks every functions-runtime replica to stop the script of this run's attempts up to `attempt`. */
+  private stopScript(runId: string, attempt: number, cause: unknown): void {
+    const cancel: FunctionRunCancel = {
+      invocationId: runId,
+      attempt,
+      reason: `the sync run was cancelled (${(cause as Error | undefined)?.message || 'cancelled'})`.slice(0, 500),
+    };
+    try {
+      this.deps.nc.publish(FUNCTIONS_SUBJECTS.cancel, JSON.stringify(cancel));
+    } catch {
+      // A closed connection: the fence still refuses whatever the script writes.
+    }
   }
 
   /** Closes the run: counts, track_deletes, the sync's state, and the `events.v1.sync` events. */
@@ -378,8 +398,10 @@ export class SyncRunner {
     const now = new Date();
 
     if (outcome.status === 'succeeded') {
-      // A webhook brings some changes, never the full list: nothing unseen is deleted after it.
-      if (config.track_deletes && run.type !== 'WEBHOOK') {
+      // A webhook brings some changes, never the full list: nothing unseen is deleted after it. Nor after
+      // a run that resumed from a checkpoint another run left (failed, abandoned): it has not seen the
+      // records before it, which that run saved under its own id.
+      if (config.track_deletes && run.type !== 'WEBHOOK' && run.checkpointBefore === null) {
         for (const model of models) {
           await records.deleteUnseen(scope, modelKeyOf(model, sync.variant), run.id);
         }
