@@ -128,6 +128,32 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     }
   };
 
+  /** Waits until no page was asked for during a second (no run is fetching). */
+  const waitForQuiet = async () => {
+    const deadline = Date.now() + 30_000;
+    for (let seen = -1; seen !== provider.pages.length; ) {
+      if (Date.now() > deadline) throw new Error('the provider is still being paged');
+      seen = provider.pages.length;
+      await sleep(1000);
+    }
+  };
+
+  /** Every record of CONN_A is the provider's contact as it is now, none deleted, no other. */
+  const expectProviderData = async () => {
+    const { records } = await allRecords(CONN_A);
+    expect(records.filter((r) => r._nango_metadata.deleted_at !== null).map((r) => r.id)).toEqual([]);
+    const stored = new Map(records.map((r) => [r.id, { id: r.id, name: r.name, revision: r.revision }]));
+    expect(stored.size).toBe(records.length);
+    const differing = provider.contacts.filter((c) => {
+      const mine = stored.get(c.id);
+      return !mine || mine.name !== c.name || mine.revision !== c.revision;
+    });
+    expect({ count: records.length, differing: differing.map((c) => c.id) }).toEqual({
+      count: provider.contacts.length,
+      differing: [],
+    });
+  };
+
   beforeAll(async () => {
     [provider, receiver] = await Promise.all([
       new ContactsProvider(API_KEY, INITIAL).start(),
@@ -507,22 +533,25 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       await nango.triggerSync(KEY, [SYNC], CONN_B);
       await waitForPages(again, 3);
       await triggered.terminate('the e2e test terminates it');
-      // Its script goes on on functions-runtime (which cannot stop it): let it end (it clears its checkpoint).
-      provider.pageDelayMs = 0;
-      const ended = Date.now() + 30_000;
-      while ((await status(CONN_B))[0]!.checkpoint !== null) {
-        if (Date.now() > ended) throw new Error('the terminated run never ended');
-        await sleep(200);
-      }
+      // Its activity hears it on its next heartbeat and has functions-runtime stop the script, which
+      // leaves the checkpoint it had saved, short of the end.
+      await waitForQuiet();
+      const left = (await status(CONN_B))[0]!.checkpoint as { cursor: string } | null;
+      expect(left).toEqual({ cursor: expect.any(String) });
       const next = provider.pages.length;
       await nango.triggerSync(KEY, [SYNC], CONN_B);
       const done = await waitForRun(CONN_B, ran.finishedAt);
+      // The next run closes the terminated one and resumes from its checkpoint; having seen only the
+      // pages after it, it deletes nothing it did not see.
       expect(done).toMatchObject({
         status: 'SUCCESS',
         latestResult: { Contact: { added: 0, updated: 0, deleted: 0 } },
         recordCount: { Contact: total },
+        checkpoint: null,
       });
-      expect(provider.pages.slice(next).map((p) => p.cursor)).toEqual(oneRun);
+      expect(provider.pages.slice(next).map((p) => p.cursor)).toEqual(
+        oneRun.slice(oneRun.indexOf(left!.cursor)),
+      );
     } finally {
       provider.pageSize = 500;
       provider.pageDelayMs = 0;
@@ -549,7 +578,6 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       const scheduled = temporal.workflow.getHandle(scheduledId!);
       await scheduled.result().catch(() => undefined);
       expect((await scheduled.describe()).status.name).toBe('CANCELLED');
-      // The cancelled run's script goes on on functions-runtime (which cannot stop it): let it end soon.
       provider.pageDelayMs = 0;
       // The full resync ran once the cancelled run was closed.
       expect(await temporal.workflow.getHandle(`sync-${item!.id}-trigger`).result()).toBe('succeeded');
@@ -620,5 +648,91 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(live).toHaveLength(total);
     expect(new Set(live.map((r) => r.id))).toEqual(new Set(provider.contacts.map((c) => c.id)));
     expect(live.filter((r) => r.revision === 2)).toHaveLength(300);
+  });
+
+  it("a full resync stops the run it cancels: nothing that run fetched after is written, the records and checkpoint are the resync's", async () => {
+    const [item] = await status(CONN_A);
+    const triggered = temporal.workflow.getHandle(`sync-${item!.id}-trigger`);
+    provider.pageSize = 100;
+    provider.pageDelayMs = 0;
+    // The run asks for page 500 (its checkpoint says 500) and waits for it.
+    const held = provider.hold('500');
+    try {
+      await nango.triggerSync(KEY, [SYNC], CONN_A);
+      await held.requested;
+      // The provider changes meanwhile; the held page still answers those contacts as they were.
+      provider.change(100, 500);
+      await nango.triggerSync(KEY, [SYNC], CONN_A, { reset: true });
+      expect(await triggered.result()).toBe('succeeded');
+      const done = (await status(CONN_A))[0]!;
+      expect(done).toMatchObject({
+        status: 'SUCCESS',
+        type: 'FULL',
+        latestResult: { Contact: { added: 0, updated: 100, deleted: 0 } },
+        recordCount: { Contact: provider.contacts.length },
+        checkpoint: null,
+      });
+
+      // The cancelled run's page comes now: its script was stopped, it saves nothing and asks for no more.
+      const released = provider.pages.length;
+      held.release();
+      await sleep(3000);
+      expect(provider.pages.slice(released)).toEqual([]);
+      await expectProviderData();
+      expect((await status(CONN_A))[0]!.checkpoint).toBeNull();
+
+      // The next run starts from the start (no checkpoint of the old run) and deletes nothing.
+      const from = provider.pages.length;
+      await nango.triggerSync(KEY, [SYNC], CONN_A);
+      expect(await triggered.result()).toBe('succeeded');
+      expect(provider.pages[from]?.cursor).toBe('0');
+      expect((await status(CONN_A))[0]).toMatchObject({
+        status: 'SUCCESS',
+        latestResult: { Contact: { added: 0, updated: 0, deleted: 0 } },
+        recordCount: { Contact: provider.contacts.length },
+      });
+      await expectProviderData();
+    } finally {
+      held.release();
+      provider.pageSize = 500;
+    }
+  });
+
+  it("a run whose worker died while a full resync replaced it: the orchestrator refuses its script's late writes", async () => {
+    const [item] = await status(CONN_A);
+    const triggered = temporal.workflow.getHandle(`sync-${item!.id}-trigger`);
+    provider.pageSize = 100;
+    const held = provider.hold('500');
+    try {
+      await nango.triggerSync(KEY, [SYNC], CONN_A);
+      await held.requested;
+      // Its worker dies: nobody is left to tell functions-runtime to stop the script, which waits on.
+      const worker = stack.workers.find((w) => w.process.exitCode === null && w.process.signalCode === null);
+      worker!.process.kill('SIGKILL');
+      await new Promise((resolve) => worker!.process.once('exit', resolve));
+      provider.change(100, 500);
+      await nango.triggerSync(KEY, [SYNC], CONN_A, { reset: true });
+      stack.startWorker();
+      expect(await triggered.result()).toBe('succeeded');
+      expect((await status(CONN_A))[0]).toMatchObject({
+        status: 'SUCCESS',
+        type: 'FULL',
+        latestResult: { Contact: expect.objectContaining({ added: 0, deleted: 0 }) },
+        recordCount: { Contact: provider.contacts.length },
+        checkpoint: null,
+      });
+
+      // The old script gets its stale page now: its batchSave is refused (sync_run_superseded), which
+      // ends it: no stale record, no checkpoint, no further page.
+      const released = provider.pages.length;
+      held.release();
+      await sleep(3000);
+      expect(provider.pages.slice(released)).toEqual([]);
+      await expectProviderData();
+      expect((await status(CONN_A))[0]).toMatchObject({ status: 'SUCCESS', checkpoint: null });
+    } finally {
+      held.release();
+      provider.pageSize = 500;
+    }
   });
 });

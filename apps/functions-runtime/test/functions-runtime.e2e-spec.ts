@@ -469,4 +469,58 @@ describe('functions-runtime: functions.v1.run', () => {
       expect(other.body?.metadata).toEqual({ owner: 'conn-b' });
     });
   });
+
+  it('functions.v1.cancel stops the attempt it names as the wall clock would, and leaves the others alone', async () => {
+    const code = actionBundle(`
+      nango.abortSignal.addEventListener("abort", () => console.log("abort: " + nango.abortSignal.reason.message));
+      await new Promise(() => {});`);
+    const invocationId = randomUUID();
+    const started = Date.now();
+    const answer = nats.request<unknown>(
+      FUNCTIONS_SUBJECTS.run,
+      {
+        caller,
+        invocationId,
+        function: {
+          id: 'fn-1',
+          name: 'under-test',
+          type: 'action',
+          version: '1.0.0',
+          codeSha256: createHash('sha256').update(code).digest('hex'),
+          code,
+        },
+        connection: { connectionId: 'conn-a', providerConfigKey: 'fake-pages', provider: 'fake-pages' },
+        input: {},
+        attempt: 2,
+        depth: 0,
+        limits: {},
+      },
+      { timeoutMs: 60_000 },
+    );
+    let settled = false;
+    void answer.finally(() => (settled = true)).catch(() => undefined);
+    // A cancel of another attempt (this one is a retry) and of another invocation change nothing.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    nc.publish(
+      FUNCTIONS_SUBJECTS.cancel,
+      JSON.stringify({ invocationId, attempt: 1, reason: 'old attempt' }),
+    );
+    nc.publish(
+      FUNCTIONS_SUBJECTS.cancel,
+      JSON.stringify({ invocationId: randomUUID(), attempt: 2, reason: 'another run' }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(settled).toBe(false);
+
+    nc.publish(FUNCTIONS_SUBJECTS.cancel, JSON.stringify({ invocationId, attempt: 2, reason: 'resync' }));
+    const result = functionRunResultSchema.parse(await answer);
+    // Well before the action's 20 s wall clock.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(result).toMatchObject({
+      status: 'failure',
+      error: { code: 'script_aborted', message: expect.stringContaining('resync') },
+    });
+    expect(result.logs.map((l) => l.message)).toEqual([expect.stringContaining('abort: ')]);
+    await expectStillServing();
+  });
 });

@@ -19,6 +19,7 @@ export class ContactsProvider {
   /** Every page request's cursor, in arrival order, with when it came. */
   readonly pages: { cursor: string; at: number }[] = [];
   private server: Server | undefined;
+  private readonly holds = new Map<string, { requested: () => void; released: Promise<void> }>();
 
   constructor(
     private readonly apiKey: string,
@@ -55,6 +56,19 @@ export class ContactsProvider {
     return added.map((c) => c.id);
   }
 
+  /**
+   * Holds the next request for the page at `cursor` until `release()` (later ones are answered as usual):
+   * the run asking for it waits, and then gets the page as it was when it asked.
+   */
+  hold(cursor: string): { requested: Promise<void>; release: () => void } {
+    let requested!: () => void;
+    let release!: () => void;
+    const asked = new Promise<void>((resolve) => (requested = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    this.holds.set(cursor, { requested, released });
+    return { requested: asked, release };
+  }
+
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
@@ -69,7 +83,14 @@ export class ContactsProvider {
       const start = Number(cursor);
       const items = this.contacts.slice(start, start + this.pageSize);
       const next = start + this.pageSize < this.contacts.length ? String(start + this.pageSize) : null;
-      setTimeout(() => send(200, { items, next }), this.pageDelayMs);
+      // The page as it is now, whenever it is sent.
+      const page = JSON.parse(JSON.stringify({ items, next })) as unknown;
+      const hold = this.holds.get(cursor);
+      this.holds.delete(cursor);
+      hold?.requested();
+      void (hold?.released ?? Promise.resolve()).then(() =>
+        setTimeout(() => send(200, page), this.pageDelayMs),
+      );
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     return this;

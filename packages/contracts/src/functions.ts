@@ -11,16 +11,17 @@ export const FUNCTIONS_SUBJECTS = {
   /** orchestrator → functions-runtime: run one invocation and answer with its outcome. */
   run: 'functions.v1.run',
   /**
-   * orchestrator worker → every functions-runtime replica (a broadcast, no reply): stop the script of an
-   * invocation (attempts up to `attempt`), as the wall clock would, with `script_aborted`. Sent when a sync
-   * run's activity is cancelled (a full resync, a terminated or timed-out workflow).
+   * orchestrator worker → every functions-runtime replica (a broadcast, no reply): stop the script of one
+   * attempt of an invocation, as the wall clock would, with `script_aborted`. Sent when a sync run's
+   * activity is cancelled (a full resync, a terminated or timed-out workflow). An attempt whose worker
+   * died is not told: the orchestrator refuses its writes (`sync_run_superseded`), which stops it.
    */
   cancel: 'functions.v1.cancel',
 } as const;
 
 export const functionRunCancelSchema = z.object({
   invocationId: z.string().uuid(),
-  /** Attempts after this one (a retry already running elsewhere) are left alone. */
+  /** Only this attempt: another one (a retry already running elsewhere) is left alone. */
   attempt: z.number().int().min(1),
   reason: z.string().max(500),
 });

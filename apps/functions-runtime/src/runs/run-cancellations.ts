@@ -48,14 +48,15 @@ export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
     attempts.add(entry);
     return () => {
       attempts.delete(entry);
-      if (attempts.size === 0 && this.running.get(invocationId) === attempts) this.running.delete(invocationId);
+      if (attempts.size === 0 && this.running.get(invocationId) === attempts)
+        this.running.delete(invocationId);
     };
   }
 
-  /** Stops the attempts of the invocation up to `attempt` (a later one is a retry that must go on). */
+  /** Stops that attempt of the invocation (another one may be a retry that must go on). */
   cancel(invocationId: string, attempt: number, reason: string): void {
     for (const entry of this.running.get(invocationId) ?? []) {
-      if (entry.attempt > attempt) continue;
+      if (entry.attempt !== attempt) continue;
       this.logger.log(`stopping ${invocationId} (attempt ${entry.attempt}): ${reason}`);
       entry.stop(reason);
     }

@@ -125,7 +125,7 @@ export const PRELUDE_SOURCE = String.raw`
     }
   }
 
-  // ---- abort signal (fires when the run's wall clock is up) --------------------------------------
+  // ---- abort signal (the run's wall clock is up, or it was stopped from outside) --------------------------------------
   const abortListeners = new Set();
   const abortSignal = {
     aborted: false,

@@ -72,18 +72,11 @@ export class RecordsHandlers {
 
   @NatsHandler(RECORDS_SUBJECTS.write, recordsWriteRequestSchema)
   async write(request: RecordsWriteRequest): Promise<RecordsWriteReply> {
-    return this.store.write(
-      scopeOf(request),
-      request.model,
-      request.records,
-      request.op,
-      request.runId,
-      {
-        ...(request.merging ? { merging: request.merging } : {}),
-        // The script of a run that is over (a full resync cancelled it, ...) writes nothing.
-        fence: (tx) => holdSyncRun(tx, request),
-      },
-    );
+    return this.store.write(scopeOf(request), request.model, request.records, request.op, request.runId, {
+      ...(request.merging ? { merging: request.merging } : {}),
+      // The script of a run that is over (a full resync cancelled it, ...) writes nothing.
+      fence: (tx) => holdSyncRun(tx, request),
+    });
   }
 
   @NatsHandler(RECORDS_SUBJECTS.getByIds, recordsGetByIdsRequestSchema)

@@ -339,12 +339,15 @@ export class SyncRunner {
     };
   }
 
-  /** Asks every functions-runtime replica to stop the script of this run's attempts up to `attempt`. */
+  /** Asks every functions-runtime replica to stop the script of this attempt of the run. */
   private stopScript(runId: string, attempt: number, cause: unknown): void {
     const cancel: FunctionRunCancel = {
       invocationId: runId,
       attempt,
-      reason: `the sync run was cancelled (${(cause as Error | undefined)?.message || 'cancelled'})`.slice(0, 500),
+      reason: `the sync run was cancelled (${(cause as Error | undefined)?.message || 'cancelled'})`.slice(
+        0,
+        500,
+      ),
     };
     try {
       this.deps.nc.publish(FUNCTIONS_SUBJECTS.cancel, JSON.stringify(cancel));
