@@ -14,13 +14,16 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
 import { connect, type NatsConnection } from 'nats';
+import { Client } from 'pg';
 import { writePagesProvidersFile } from './support/fake-pages-provider';
 
 /**
  * The sync API of a script, end to end: a sync bundle compiled by the nango CLI (test/fixtures/
  * contacts-sync.cjs, from nango-project/fake/syncs/contacts.ts) runs on functions-runtime as the
  * orchestrator runs it (`functions.v1.run` with the sync context), saves, updates and deletes records
- * through the orchestrator into Postgres, and `@nangohq/node` reads them back through the gateway.
+ * through the orchestrator into Postgres, and `@nangohq/node` reads them back through the gateway. The
+ * test plays the orchestrator's part: it records each run RUNNING, as `beginSyncRun` does, before it asks
+ * for it (the orchestrator refuses the writes of a run that is not).
  */
 
 const SYNC_BUNDLE = readFileSync(join(__dirname, 'fixtures', 'contacts-sync.cjs'), 'utf8');
@@ -34,6 +37,23 @@ describe('a sync script saving records, read with listRecords', () => {
   let nats: NatsRequester;
   let caller: Caller;
   let nango: Nango;
+  let db: Client;
+
+  /** Records the run as the orchestrator's `beginSyncRun` would (its sync row too, the first time). */
+  const recordRun = async (runId: string, connectionId: string, variant: string, status: string) => {
+    const sync = await db.query<{ id: string }>(
+      `INSERT INTO orchestrator.syncs (id, environment_id, provider_config_key, connection_id, name, variant, updated_at)
+       VALUES ($1, $2, $3, $4, 'contacts', $5, now())
+       ON CONFLICT (environment_id, provider_config_key, connection_id, name, variant) DO UPDATE SET updated_at = now()
+       RETURNING id`,
+      [randomUUID(), caller.environmentId, PCK, connectionId, variant],
+    );
+    await db.query(
+      `INSERT INTO orchestrator.sync_runs (id, sync_id, status, type, workflow_id, attempts)
+       VALUES ($1, $2, $3, 'INCREMENTAL', 'sync-records-e2e', 1)`,
+      [runId, sync.rows[0]!.id, status],
+    );
+  };
 
   const gateway = async (
     method: string,
@@ -57,9 +77,17 @@ describe('a sync script saving records, read with listRecords', () => {
   /** One sync run as the orchestrator asks for it; the step comes from the connection's metadata. */
   const runSync = async (
     metadata: { step: string; count?: number; version?: number },
-    options: { variant?: string; lastSyncDate?: string | null; runId?: string; connectionId?: string } = {},
+    options: {
+      variant?: string;
+      lastSyncDate?: string | null;
+      connectionId?: string;
+      /** The run's status as recorded: `STOPPED` for a run a full resync cancelled. */
+      status?: string;
+    } = {},
   ): Promise<FunctionRunResult> => {
     const connectionId = options.connectionId ?? 'conn-a';
+    const runId = randomUUID();
+    await recordRun(runId, connectionId, options.variant ?? 'base', options.status ?? 'RUNNING');
     const set = await gateway('POST', '/connections/metadata', {
       connection_id: connectionId,
       provider_config_key: PCK,
@@ -68,7 +96,7 @@ describe('a sync script saving records, read with listRecords', () => {
     expect(set.status).toBe(201);
     const request: FunctionRunRequest = {
       caller,
-      invocationId: options.runId ?? randomUUID(),
+      invocationId: runId,
       function: {
         id: 'fn-contacts',
         name: 'contacts',
@@ -132,6 +160,8 @@ describe('a sync script saving records, read with listRecords', () => {
       environmentName: environment.name,
     };
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
+    db = new Client({ connectionString: stack.databaseUrl });
+    await db.connect();
     expect(
       (
         await gateway('POST', '/integrations', {
@@ -154,6 +184,7 @@ describe('a sync script saving records, read with listRecords', () => {
 
   afterAll(async () => {
     await nc?.drain().catch(() => undefined);
+    await db?.end().catch(() => undefined);
     await stack?.stop();
   });
 
@@ -258,6 +289,22 @@ describe('a sync script saving records, read with listRecords', () => {
       'provider-config-key': PCK,
     });
     expect(secret).toEqual({ status: 200, body: { records: [], next_cursor: null } });
+  });
+
+  it('a run that is over writes nothing: its first write is refused, which ends the script', async () => {
+    const stale = await runSync(
+      { step: 'save', count: 3, version: 5 },
+      { connectionId: 'conn-b', status: 'STOPPED' },
+    );
+    expect(stale).toMatchObject({
+      status: 'failure',
+      error: { code: 'script_aborted', message: expect.stringContaining('sync_run_superseded') },
+    });
+    const stored = await gateway('GET', '/records?model=Contact', undefined, {
+      'connection-id': 'conn-b',
+      'provider-config-key': PCK,
+    });
+    expect(stored).toEqual({ status: 200, body: { records: [], next_cursor: null } });
   });
 
   it('answers bad requests as Nango does', async () => {

@@ -156,7 +156,7 @@ export class HostCalls {
       // The sync run is over (a full resync cancelled it, or a retry replaced this attempt): the script
       // may not go on, whether or not it catches the error.
       if (error instanceof SwitchboardError && error.code === 'sync_run_superseded') {
-        scope.stop(`nango.${name} was refused: ${error.message}`);
+        scope.stop(`nango.${name} was refused (${error.code}): ${error.message}`);
       }
       if (error instanceof HostCallError || error instanceof SwitchboardError) {
         return JSON.stringify({ ok: false, error: { code: error.code, message: error.message } });
