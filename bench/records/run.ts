@@ -509,9 +509,19 @@ async function main(): Promise<void> {
       if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`);
     }
 
+    // The bench plays the orchestrator's part: a sync's writes are taken only from its RUNNING run
+    // (`beginSyncRun`), so each run is recorded as such first, under one sync row.
+    const [syncRow] = await cleanupDb.$queryRaw<{ id: string }[]>`
+      INSERT INTO orchestrator.syncs (id, environment_id, provider_config_key, connection_id, name, variant, updated_at)
+      VALUES (${randomUUID()}::uuid, ${environment.id}, 'bench', 'bench-1', 'bench-sync', 'base', now())
+      ON CONFLICT (environment_id, provider_config_key, connection_id, name, variant) DO UPDATE SET updated_at = now()
+      RETURNING id::text AS id`;
     const runSync: RunSync = async (code) => {
       const runId = randomUUID();
       runIds.push(runId);
+      await cleanupDb.$executeRaw`
+        INSERT INTO orchestrator.sync_runs (id, sync_id, status, type, workflow_id, attempts)
+        VALUES (${runId}::uuid, ${syncRow!.id}::uuid, 'RUNNING', 'INCREMENTAL', 'bench-records', 1)`;
       const request: FunctionRunRequest = {
         caller,
         invocationId: runId,
@@ -539,6 +549,8 @@ async function main(): Promise<void> {
       const result = await nats.request<FunctionRunResult>(FUNCTIONS_SUBJECTS.run, request, {
         timeoutMs: 3_600_000,
       });
+      await cleanupDb.$executeRaw`
+        UPDATE orchestrator.sync_runs SET status = 'SUCCESS', finished_at = now() WHERE id = ${runId}::uuid`;
       if (result.status !== 'success') throw new Error(`sync run failed: ${JSON.stringify(result.error)}`);
       return result;
     };
@@ -586,6 +598,12 @@ async function main(): Promise<void> {
       await cleanupDb.$executeRaw(Prisma.sql`DELETE FROM orchestrator.record_seen WHERE run_id IN (${ids})`);
       await cleanupDb.$executeRaw(
         Prisma.sql`DELETE FROM orchestrator.record_run_counts WHERE run_id IN (${ids})`,
+      );
+      await cleanupDb.$executeRaw(Prisma.sql`DELETE FROM orchestrator.sync_runs WHERE id IN (${ids})`);
+    }
+    if (environmentId !== undefined) {
+      await cleanupDb.$executeRaw(
+        Prisma.sql`DELETE FROM orchestrator.syncs WHERE environment_id = ${environmentId} AND name = 'bench-sync'`,
       );
     }
     await cleanupDb.$disconnect();
