@@ -11,7 +11,7 @@ import { NATS_CONNECTION } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription } from 'nats';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import type { FunctionWithVersion } from '../functions/function-config';
+import { storedConfig, type FunctionWithVersion } from '../functions/function-config';
 import { IntegrationDirectory } from '../functions/integration-directory';
 
 /** How long an answer is trusted when no change announcement drops it first. */
@@ -31,6 +31,7 @@ export class ActionLookups implements OnApplicationShutdown {
   private readonly functions = new LRUCache<string, FunctionWithVersion>({ max: 10_000, ttl: TTL_MS });
   private readonly providers = new LRUCache<string, string>({ max: 10_000, ttl: TTL_MS });
   private readonly connections = new LRUCache<string, true>({ max: 50_000, ttl: TTL_MS });
+  private readonly webhookSyncs = new LRUCache<string, WebhookSync[]>({ max: 10_000, ttl: TTL_MS });
   private readonly subscriptions: Subscription[];
 
   constructor(
@@ -100,6 +101,27 @@ export class ActionLookups implements OnApplicationShutdown {
   }
 
   /**
+   * The enabled syncs of an integration that subscribe to provider webhooks, with their subscriptions:
+   * every routed provider webhook asks (`events.v1.sync-webhook`), and most integrations have none, so
+   * the answer is kept, an empty one too. A deploy or delete drops it like the actions'.
+   */
+  async webhookSyncsOf(environmentId: number, providerConfigKey: string): Promise<WebhookSync[]> {
+    const key = `${environmentId}\u0000${providerConfigKey}`;
+    const cached = this.webhookSyncs.get(key);
+    if (cached) return cached;
+    const functions = await this.db.deployedFunction.findMany({
+      where: { environmentId, providerConfigKey, type: 'sync', enabled: true },
+      include: { currentVersion: true },
+    });
+    const syncs = functions
+      .filter((fn) => fn.currentVersion)
+      .map((fn) => ({ name: fn.name, subscriptions: storedConfig(fn).webhookSubscriptions ?? [] }))
+      .filter((s) => s.subscriptions.length > 0);
+    this.webhookSyncs.set(key, syncs);
+    return syncs;
+  }
+
+  /**
    * Functions of an environment were deployed, deleted or had their integration removed: drops this
    * replica's entries now and tells the others.
    */
@@ -112,7 +134,14 @@ export class ActionLookups implements OnApplicationShutdown {
     const prefix = `${environmentId}\u0000`;
     for (const key of this.functions.keys()) if (key.startsWith(prefix)) this.functions.delete(key);
     for (const key of this.providers.keys()) if (key.startsWith(prefix)) this.providers.delete(key);
+    for (const key of this.webhookSyncs.keys()) if (key.startsWith(prefix)) this.webhookSyncs.delete(key);
   }
+}
+
+/** A sync that handles provider webhooks: its name and `webhookSubscriptions`. */
+export interface WebhookSync {
+  name: string;
+  subscriptions: string[];
 }
 
 function safeJson(data: Uint8Array): unknown {

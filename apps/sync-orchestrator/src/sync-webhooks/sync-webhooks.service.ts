@@ -5,7 +5,7 @@ import type { OrchestratorDb } from '@switchboard/db';
 import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import { storedConfig } from '../functions/function-config';
+import { ActionLookups } from '../actions/action-lookups';
 import { syncWorkflow } from '../workflows';
 
 /** Whether a sync subscribed to a webhook of one of these types (`*` takes every webhook). */
@@ -33,26 +33,14 @@ export class SyncWebhooksService {
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly temporal: Client,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
+    private readonly lookups: ActionLookups,
   ) {}
 
   /** Starts the runs one routed webhook causes; resolves with how many were started now. */
   async dispatch(event: SyncWebhookEvent): Promise<number> {
-    const functions = await this.db.deployedFunction.findMany({
-      where: {
-        environmentId: event.environmentId,
-        providerConfigKey: event.providerConfigKey,
-        type: 'sync',
-        enabled: true,
-      },
-      include: { currentVersion: true },
-    });
-    const subscribed = functions
-      .filter(
-        (fn) =>
-          fn.currentVersion &&
-          subscribes(storedConfig(fn).webhookSubscriptions ?? [], event.subscriptionTypes),
-      )
-      .map((fn) => fn.name);
+    const subscribed = (await this.lookups.webhookSyncsOf(event.environmentId, event.providerConfigKey))
+      .filter((s) => subscribes(s.subscriptions, event.subscriptionTypes))
+      .map((s) => s.name);
     if (subscribed.length === 0) return 0;
     const syncs = await this.db.sync.findMany({
       where: {
