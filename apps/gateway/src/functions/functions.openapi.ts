@@ -1,4 +1,3 @@
-import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import {
   deleteFunctionQuerySchema,
   deployBodySchema,
@@ -17,23 +16,15 @@ import {
   uniqueKeySchema,
   functionNameSchema,
   RUN_ID_HEADER,
-  type Scope,
 } from '@switchboard/contracts';
 import { z } from 'zod';
+import { json, type DocumentedRoute } from '../openapi/documented-route';
 
-type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
-  scope: Scope;
-  ok: { status: number; schema: z.ZodType; description: string; headers?: Record<string, string> };
-  /** Statuses beyond the common ones, with what they mean here. */
-  errors?: Record<number, string>;
-};
-
-const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
 const functionParams = z.object({ uniqueKey: uniqueKeySchema, name: functionNameSchema });
 const runId = { [RUN_ID_HEADER]: 'The run id, for `GET /functions/runs/{id}/logs`' };
 
 /** Deploy (`nango deploy`), the functions of an integration, scripts config, actions and run logs. */
-export const FUNCTIONS_DOCUMENTED_ROUTES: Documented[] = [
+export const FUNCTIONS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
   {
     method: 'post',
     path: '/sync/deploy/confirmation',

@@ -1,5 +1,5 @@
 import './zod-openapi';
-import { OpenApiGeneratorV31, OpenAPIRegistry, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import { OpenApiGeneratorV31, OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import {
   apiPublicConnectionFullSchema,
   connectionKeyQuerySchema,
@@ -24,7 +24,6 @@ import {
   SCOPES,
   uniqueKeySchema,
   updateIntegrationBodySchema,
-  type Scope,
   connectSessionCreatedSchema,
   createConnectSessionBodySchema,
   reconnectConnectSessionBodySchema,
@@ -35,20 +34,14 @@ import { registerProxyPaths } from '../proxy/proxy.openapi';
 import { RECORDS_DOCUMENTED_ROUTES } from '../records/records.openapi';
 import { SYNCS_DOCUMENTED_ROUTES } from '../syncs/syncs.openapi';
 import { registerWebhookIngressPath, WEBHOOK_DOCUMENTED_ROUTES } from '../webhooks/webhooks.openapi';
+import { json, type DocumentedRoute } from './documented-route';
 
-type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
-  scope: Scope;
-  ok: { status: number; schema: z.ZodType; description: string; headers?: Record<string, string> };
-  errors?: Record<number, string>;
-};
-
-const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
 const errorResponse = (description: string) => ({ description, ...json(errorBodySchema) });
 const integrationParams = z.object({ uniqueKey: uniqueKeySchema });
 const providerParams = z.object({ provider: providerKeySchema });
 
 /** Every key-authenticated route of the public API. The drift test checks the controllers against this list. */
-export const DOCUMENTED_ROUTES: Documented[] = [
+export const DOCUMENTED_ROUTES: DocumentedRoute[] = [
   {
     method: 'get',
     path: '/providers',

@@ -1,27 +1,18 @@
-import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import {
   listRecordsQuerySchema,
   listRecordsResponseSchema,
   pruneRecordsBodySchema,
   pruneRecordsResponseSchema,
   recordsHeadersSchema,
-  type Scope,
 } from '@switchboard/contracts';
-import type { z } from 'zod';
+import { json, type DocumentedRoute } from '../openapi/documented-route';
 
-type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
-  scope: Scope;
-  ok: { status: number; schema: z.ZodType; description: string };
-  errors?: Record<number, string>;
-};
-
-const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
 const unknownConnection = {
   400: 'Invalid query, body or headers (`invalid_query_params`, `invalid_body`, `invalid_headers`), or no such connection (`unknown_connection`, 400 as Nango answers it here)',
 };
 
 /** `listRecords` and `pruneRecords` (the client calls `/records/`; the trailing slash is ignored). */
-export const RECORDS_DOCUMENTED_ROUTES: Documented[] = [
+export const RECORDS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
   {
     method: 'get',
     path: '/records',

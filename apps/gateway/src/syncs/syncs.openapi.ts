@@ -1,4 +1,3 @@
-import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import {
   syncFrequencyBodySchema,
   syncFrequencyResponseSchema,
@@ -10,20 +9,11 @@ import {
   syncVariantBodySchema,
   syncVariantParamsSchema,
   syncVariantResponseSchema,
-  type Scope,
 } from '@switchboard/contracts';
-import type { z } from 'zod';
-
-type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
-  scope: Scope;
-  ok: { status: number; schema: z.ZodType; description: string };
-  errors?: Record<number, string>;
-};
-
-const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+import { json, type DocumentedRoute } from '../openapi/documented-route';
 
 /** Sync control (Nango's `/sync/*`). */
-export const SYNCS_DOCUMENTED_ROUTES: Documented[] = [
+export const SYNCS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
   {
     method: 'post',
     path: '/sync/trigger',

@@ -1,4 +1,4 @@
-import type { OpenAPIRegistry, RouteConfig } from '@asteasolutions/zod-to-openapi';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import {
   apiEnvironmentSchema,
   deliveryIdParamsSchema,
@@ -10,19 +10,12 @@ import {
   uniqueKeySchema,
   webhookDeliveryDetailSchema,
   webhookDeliverySchema,
-  type Scope,
 } from '@switchboard/contracts';
 import { z } from 'zod';
-
-type Documented = Omit<RouteConfig, 'responses' | 'security'> & {
-  scope: Scope;
-  ok: { status: number; schema: z.ZodType; description: string };
-};
-
-const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+import { json, type DocumentedRoute } from '../openapi/documented-route';
 
 /** The key-authenticated webhook routes: environment settings, signing key, delivery log. */
-export const WEBHOOK_DOCUMENTED_ROUTES: Documented[] = [
+export const WEBHOOK_DOCUMENTED_ROUTES: DocumentedRoute[] = [
   {
     method: 'get',
     path: '/environment',
