@@ -1,10 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import {
   freePort,
   natsServerBinary,
+  portOpen,
   repoRoot,
   testInfrastructure,
   withoutNatsSecrets,
@@ -101,17 +101,6 @@ export async function startGateway(
     throw error;
   }
   return { url, port, process: child, ...tracked };
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /** A throwaway NATS server on loopback (port chosen now, or the given one to restart on it). */

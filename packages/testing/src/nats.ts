@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { NATS_USERS, natsPasswordVariable, type NatsUser } from '@switchboard/contracts';
-import { freePort } from './ports';
+import { freePort, portOpen } from './ports';
 import { repoRoot } from './repo';
 
 export type NatsPasswords = Partial<Record<NatsUser, string>>;
@@ -51,17 +50,6 @@ export interface AuthenticatedNats {
   process: ChildProcess;
   logs(): string;
   stop(): Promise<void>;
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /**
