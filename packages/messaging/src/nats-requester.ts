@@ -23,6 +23,11 @@ export class NatsRequester {
     private readonly defaultTimeoutMs = 10_000,
   ) {}
 
+  /** The largest message the server announced (its INFO), read when asked: it can change on reconnect. */
+  get maxPayload(): number | undefined {
+    return this.nc.info?.max_payload;
+  }
+
   async request<T>(subject: string, data: unknown, options: RequestOptions = {}): Promise<T> {
     return tracer.startActiveSpan(
       `${subject} send`,

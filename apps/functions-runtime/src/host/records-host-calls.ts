@@ -1,9 +1,9 @@
 import {
   MAX_RECORD_BYTES,
   RECORDS_BATCH_SIZE,
-  RECORDS_MESSAGE_BYTES,
   RECORDS_SUBJECTS,
   recordModelKey,
+  recordsMessageBytes,
   type ListRecordsResponse,
   type RecordWriteOp,
   type RecordsWriteReply,
@@ -56,9 +56,14 @@ function runScopeOf(scope: RunScope, model: string) {
 
 /**
  * Checks every record (a plain object with an `id`, under the size cap) and groups them so that each
- * group travels in one NATS message; a group is one set-based statement in the store.
+ * group travels in one NATS message of at most `budget` bytes of records; a group is one store transaction.
  */
-function groupsOf(call: string, model: string, records: unknown[]): Record<string, unknown>[][] {
+export function groupsOf(
+  call: string,
+  model: string,
+  records: unknown[],
+  budget: number,
+): Record<string, unknown>[][] {
   const groups: Record<string, unknown>[][] = [];
   let group: Record<string, unknown>[] = [];
   let bytes = 0;
@@ -82,7 +87,7 @@ function groupsOf(call: string, model: string, records: unknown[]): Record<strin
         `nango.${call}: record ${index} of model "${model}" is ${size} bytes, over the limit of ${MAX_RECORD_BYTES}`,
       );
     }
-    if (group.length > 0 && bytes + size > RECORDS_MESSAGE_BYTES) {
+    if (group.length > 0 && bytes + size > budget) {
       groups.push(group);
       group = [];
       bytes = 0;
@@ -106,7 +111,10 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
       args: batchArgs,
       run: async (s, args) => {
         const model = modelOf(s, call, args.model);
-        for (const records of groupsOf(call, args.model, args.records)) {
+        // The budget follows the server's max_payload (8 MB on the generated configuration: a batch of
+        // 1000 records of 1 KB is one message and one store transaction, not two).
+        const budget = recordsMessageBytes(nats.maxPayload);
+        for (const records of groupsOf(call, args.model, args.records, budget)) {
           const merging = s.merging.get(model);
           const reply = await nats.request<RecordsWriteReply>(RECORDS_SUBJECTS.write, {
             ...runScopeOf(s, model),
