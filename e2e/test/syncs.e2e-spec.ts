@@ -535,7 +535,10 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       // Its activity hears it on its next heartbeat and has functions-runtime stop the script, which
       // leaves the checkpoint it had saved, short of the end.
       await waitForQuiet();
-      const left = (await status(CONN_B))[0]!.checkpoint as { cursor: string } | null;
+      const stopped = (await status(CONN_B))[0]!;
+      // Its run could not close itself, yet it is not shown as still running.
+      expect(stopped).toMatchObject({ status: 'ERROR', latestExecutionStatus: 'STOPPED' });
+      const left = stopped.checkpoint as { cursor: string } | null;
       expect(left).toEqual({ cursor: expect.any(String) });
       const next = provider.pages.length;
       await nango.triggerSync(KEY, [SYNC], CONN_B);
@@ -610,6 +613,44 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
     await nango.deleteConnection(KEY, 'conn-c');
     await expect(schedule(item!.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    expect((await statusOf('*')).map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
+  });
+
+  it('a connection deleted while the orchestrator is down loses its schedule once the orchestrator is back', async () => {
+    const imported = await api('POST', '/connections', {
+      provider_config_key: KEY,
+      connection_id: 'conn-d',
+      credentials: { type: 'API_KEY', apiKey: API_KEY },
+      connection_config: { origin: provider.url, account: 'acme' },
+    });
+    expect([200, 201]).toContain(imported.status);
+    let item: SyncStatusItem | undefined;
+    const deadline = Date.now() + 30_000;
+    while (!item && Date.now() < deadline) {
+      item = (await statusOf([SYNC])).find((s) => s.connection_id === 'conn-d');
+      if (!item) await sleep(200);
+    }
+    expect(item).toBeDefined();
+    expect((await schedule(item!.id)).state.paused).toBe(false);
+
+    await stack.stopService('sync-orchestrator');
+    // The vault cannot ask the orchestrator first; the deletion goes ahead anyway (fail-open).
+    await nango.deleteConnection(KEY, 'conn-d');
+    expect((await schedule(item!.id)).state.paused).toBe(false);
+    await stack.startReplica('sync-orchestrator');
+    const gone = Date.now() + 60_000;
+    for (;;) {
+      const found = await schedule(item!.id).then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof ScheduleNotFoundError) return false;
+          throw error;
+        },
+      );
+      if (!found) break;
+      if (Date.now() > gone) throw new Error('the deleted connection kept its schedule');
+      await sleep(250);
+    }
     expect((await statusOf('*')).map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
   });
 

@@ -25,6 +25,12 @@ export const EVENT_SUBJECTS = {
    * orchestrator that was down catches up instead of leaving them behind.
    */
   integration: 'events.v1.integration',
+  /**
+   * A connection was deleted (vault, through its outbox in the delete's transaction): the orchestrator
+   * removes its syncs' schedules, checkpoints and records. Durable, so an orchestrator that was down when
+   * the connection went (its pre-connection-deletion call failed) catches up.
+   */
+  connection: 'events.v1.connection',
 } as const;
 
 export const integrationEventSchema = z.object({
@@ -36,6 +42,17 @@ export const integrationEventSchema = z.object({
   occurredAt: z.string().datetime({ offset: true }),
 });
 export type IntegrationEvent = z.infer<typeof integrationEventSchema>;
+
+export const connectionEventSchema = z.object({
+  id: z.string().min(1).max(200),
+  environmentId: z.number().int(),
+  providerConfigKey: z.string(),
+  connectionId: z.string(),
+  operation: z.literal('deletion'),
+  /** Syncs created after this moment belong to a new connection of the same id and are kept. */
+  occurredAt: z.string().datetime({ offset: true }),
+});
+export type ConnectionEvent = z.infer<typeof connectionEventSchema>;
 
 export const endUserSchema = z.object({
   id: z.string(),

@@ -27,6 +27,7 @@ export const EVENT_CONSUMERS = {
   relayAsyncAction: 'webhook-relay-async-action',
   orchestratorAuth: 'sync-orchestrator-auth',
   orchestratorIntegrations: 'sync-orchestrator-integrations',
+  orchestratorConnections: 'sync-orchestrator-connections',
   orchestratorSyncWebhook: 'sync-orchestrator-sync-webhook',
 } as const;
 
@@ -101,7 +102,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
     // stored and pre-connection-deletion scripts (orchestrator).
     calls: [context('auth'), context('orchestrator')],
     announces: [VAULT_SUBJECTS.changed],
-    publishesEvents: [EVENT_SUBJECTS.auth],
+    // Auth events (refreshes, imports) and connection deletions.
+    publishesEvents: [EVENT_SUBJECTS.auth, EVENT_SUBJECTS.connection],
     managesEventStream: true,
   },
   // No database: NATS permissions are its only boundary, so exact subjects.
@@ -145,6 +147,7 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
     consumesEvents: [
       EVENT_CONSUMERS.orchestratorAuth,
       EVENT_CONSUMERS.orchestratorIntegrations,
+      EVENT_CONSUMERS.orchestratorConnections,
       EVENT_CONSUMERS.orchestratorSyncWebhook,
     ],
     managesEventStream: true,

@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { ConnectionChanges } from '../events/connection-changes';
+import { OutboxPublisher } from '../events/outbox';
 import { Controller, Logger } from '@nestjs/common';
 import {
   CONNECTIONS_API_SUBJECTS,
+  connectionEventSchema,
   connectionMetadataRequestSchema,
   deleteConnectionRequestSchema,
+  EVENT_SUBJECTS,
   getConnectionRequestSchema,
   importConnectionRequestSchema,
   INTEGRATION_SUBJECTS,
@@ -50,6 +54,7 @@ export class ConnectionsApiHandlers {
     private readonly changes: ConnectionChanges,
     private readonly cipher: CredentialsCipher,
     private readonly secretFields: SecretConfigFields,
+    private readonly outbox: OutboxPublisher,
   ) {}
 
   @NatsHandler(CONNECTIONS_API_SUBJECTS.list, listConnectionsRequestSchema)
@@ -113,13 +118,25 @@ export class ConnectionsApiHandlers {
       connectionId: req.connectionId,
     };
     if (await this.repository.findByKey(key)) await this.beforeDeletion(req);
-    const deleted = await this.repository.delete(key);
+    // The orchestrator also hears of it durably: if it was down just now, it removes the syncs later.
+    const event = connectionEventSchema.parse({
+      id: `connection-${randomUUID()}`,
+      ...key,
+      operation: 'deletion',
+      occurredAt: new Date().toISOString(),
+    });
+    const deleted = await this.repository.delete(key, {
+      eventId: event.id,
+      subject: EVENT_SUBJECTS.connection,
+      payload: event,
+    });
     if (!deleted) {
       throw new VaultError(
         'unknown_connection',
         `No connection "${req.connectionId}" for integration "${req.providerConfigKey}"`,
       );
     }
+    await this.outbox.flush([event.id]);
     this.changes.announce(req.caller.environmentId, req.providerConfigKey);
     return { success: true };
   }

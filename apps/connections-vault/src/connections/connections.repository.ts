@@ -243,15 +243,19 @@ export class ConnectionsRepository {
     return count === 1;
   }
 
-  async delete(key: ConnectionKey): Promise<boolean> {
-    const { count } = await this.db.connection.deleteMany({
-      where: {
-        environmentId: key.environmentId,
-        providerConfigKey: key.providerConfigKey,
-        connectionId: key.connectionId,
-      },
+  /** Deletes a connection and, in the same transaction, stores the event announcing it (when it existed). */
+  async delete(key: ConnectionKey, event: OutboxInsert): Promise<boolean> {
+    return this.db.$transaction(async (tx) => {
+      const { count } = await tx.connection.deleteMany({
+        where: {
+          environmentId: key.environmentId,
+          providerConfigKey: key.providerConfigKey,
+          connectionId: key.connectionId,
+        },
+      });
+      if (count === 1) await this.insertOutbox(tx, event);
+      return count === 1;
     });
-    return count === 1;
   }
 
   /**

@@ -7,6 +7,7 @@ import {
 } from '@nestjs/common';
 import {
   authEventSchema,
+  connectionEventSchema,
   EVENT_CONSUMERS,
   EVENT_SUBJECTS,
   integrationEventSchema,
@@ -21,11 +22,14 @@ import { OnEventService } from './on-event.service';
 /** The orchestrator's own durable consumers: shared by its replicas, independent of the relay's. */
 export const AUTH_EVENTS_DURABLE = EVENT_CONSUMERS.orchestratorAuth;
 export const INTEGRATION_EVENTS_DURABLE = EVENT_CONSUMERS.orchestratorIntegrations;
+export const CONNECTION_EVENTS_DURABLE = EVENT_CONSUMERS.orchestratorConnections;
 
 /**
  * Reads the events the orchestrator acts on: `events.v1.auth` starts the post-connection-creation scripts
  * of each new connection and schedules its syncs; `events.v1.integration` deletes a deleted integration's
- * syncs (schedules, checkpoints, records) and functions. A message is acknowledged once acted on; a
+ * syncs (schedules, checkpoints, records) and functions; `events.v1.connection` removes a deleted
+ * connection's syncs when the orchestrator was not there to hear the vault's pre-deletion call (and finds
+ * nothing left to do when it was). A message is acknowledged once acted on; a
  * redelivered one does nothing twice (invocation ids derive from the event id; a deletion deletes what is
  * left).
  */
@@ -83,6 +87,26 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
             // Schedules first: a sync row whose function is gone could no longer be run, only orphaned.
             await this.syncs.integrationDeleted(event.environmentId, event.providerConfigKey);
             await this.onEvents.integrationDeleted(event);
+          },
+        },
+        this.logger,
+      ),
+    );
+    this.consumers.push(
+      await consumeDurably(
+        this.nc,
+        {
+          durable: CONNECTION_EVENTS_DURABLE,
+          subject: EVENT_SUBJECTS.connection,
+          schema: connectionEventSchema,
+          what: 'connection event',
+          handle: async (event) => {
+            await this.syncs.connectionDeleted(
+              event.environmentId,
+              event.providerConfigKey,
+              event.connectionId,
+              new Date(event.occurredAt),
+            );
           },
         },
         this.logger,

@@ -67,6 +67,19 @@ const HEARTBEAT_EVERY_MS = 2_000;
 
 const NOT_WEBHOOK = { not: 'WEBHOOK' } as const;
 
+/** Whether a workflow's latest execution still runs (an unknown workflow does not). */
+export async function workflowRunning(
+  workflows: Pick<WorkflowClient, 'getHandle'>,
+  workflowId: string,
+): Promise<boolean> {
+  try {
+    return (await workflows.getHandle(workflowId).describe()).status.name === 'RUNNING';
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
 /**
  * One sync run, step by step, for the worker's activities: `begin` records it (and honours a pending
  * reset), `execute` asks functions-runtime to run the script (pinned version, the run id as invocation
@@ -231,14 +244,8 @@ export class SyncRunner {
     return sync?.resetPending ?? false;
   }
 
-  private async workflowRunning(workflowId: string): Promise<boolean> {
-    try {
-      const described = await this.deps.workflows.getHandle(workflowId).describe();
-      return described.status.name === 'RUNNING';
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return false;
-      throw error;
-    }
+  private workflowRunning(workflowId: string): Promise<boolean> {
+    return workflowRunning(this.deps.workflows, workflowId);
   }
 
   /**

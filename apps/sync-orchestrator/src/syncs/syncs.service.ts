@@ -21,7 +21,7 @@ import { ORCHESTRATOR_DB } from '../database/database.module';
 import { storedConfig, type FunctionWithVersion, type StoredConfig } from '../functions/function-config';
 import { OrchestratorError } from '../sync-orchestrator.errors';
 import { parseSyncInterval } from './frequency';
-import { SYNC_RUN_STATUS } from './sync-runner';
+import { SYNC_RUN_STATUS, workflowRunning } from './sync-runner';
 import { modelKeyOf, SYNC_RECORDS, type RecordScope, type SyncRecords } from './sync-records';
 import { SyncSchedules } from './sync-schedules';
 
@@ -54,7 +54,7 @@ export class SyncsService {
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     @Inject(SYNC_RECORDS) private readonly records: SyncRecords,
     private readonly nats: NatsRequester,
-    client: Client,
+    private readonly client: Client,
     @Inject(ORCHESTRATOR_ENV) env: OrchestratorEnv,
   ) {
     this.schedules = new SyncSchedules(client, env.TEMPORAL_TASK_QUEUE);
@@ -95,14 +95,30 @@ export class SyncsService {
     await this.temporal(() => this.ensureSyncs(environmentId, providerConfigKey, [connectionId]));
   }
 
-  /** A connection is being deleted: its schedules, checkpoints and records go. */
+  /**
+   * A connection is being deleted (or was, at `deletedAt`): its schedules, checkpoints and records go.
+   * Told late (the durable event of an orchestrator that was down), syncs made after `deletedAt` belong
+   * to a new connection of the same id: they stay, and so do the records they share the scope with.
+   */
   async connectionDeleted(
     environmentId: number,
     providerConfigKey: string,
     connectionId: string,
+    deletedAt?: Date,
   ): Promise<void> {
-    const rows = await this.db.sync.findMany({ where: { environmentId, providerConfigKey, connectionId } });
+    const rows = await this.db.sync.findMany({
+      where: {
+        environmentId,
+        providerConfigKey,
+        connectionId,
+        ...(deletedAt ? { createdAt: { lte: deletedAt } } : {}),
+      },
+    });
     await this.temporal(() => this.removeRows(rows, []));
+    if (deletedAt) {
+      const newer = await this.db.sync.count({ where: { environmentId, providerConfigKey, connectionId } });
+      if (newer > 0) return;
+    }
     await this.records.deleteAllRecords({ environmentId, providerConfigKey, connectionId });
   }
 
@@ -263,12 +279,20 @@ export class SyncsService {
     const row = fresh ?? listed;
     const recordCount: Record<string, number> = {};
     for (const model of config.returns) recordCount[model] = counts[modelKeyOf(model, row.variant)] ?? 0;
+    // A scheduled or triggered run still recorded RUNNING whose workflow is over (terminated, timed out)
+    // could not close itself; the next run closes it. Until then it is shown as the failure it is.
+    const latestStatus =
+      latest?.status === SYNC_RUN_STATUS.running &&
+      latest.type !== 'WEBHOOK' &&
+      !(await workflowRunning(this.client.workflow, latest.workflowId))
+        ? SYNC_RUN_STATUS.stopped
+        : latest?.status;
     // Nango's classifySyncStatus: a running job wins, then the schedule's state, then the last job's.
     let status: SyncStatusItem['status'];
-    if (latest?.status === SYNC_RUN_STATUS.running) status = 'RUNNING';
+    if (latestStatus === SYNC_RUN_STATUS.running) status = 'RUNNING';
     else if (!schedule) status = 'STOPPED';
     else if (schedule.paused) status = 'PAUSED';
-    else if (latest?.status === SYNC_RUN_STATUS.stopped) status = 'ERROR';
+    else if (latestStatus === SYNC_RUN_STATUS.stopped) status = 'ERROR';
     else status = 'SUCCESS';
     return {
       id: row.id,
@@ -281,7 +305,7 @@ export class SyncsService {
       nextScheduledSyncAt: schedule?.nextActionAt?.toISOString() ?? null,
       frequency: row.frequency ?? config.runs,
       latestResult: (row.latestResult as SyncStatusItem['latestResult']) ?? null,
-      latestExecutionStatus: (latest?.status as SyncStatusItem['latestExecutionStatus']) ?? null,
+      latestExecutionStatus: (latestStatus as SyncStatusItem['latestExecutionStatus']) ?? null,
       recordCount,
       checkpoint: (checkpoint?.checkpoint as SyncStatusItem['checkpoint']) ?? null,
     };
