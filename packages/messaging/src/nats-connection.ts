@@ -29,14 +29,27 @@ export function natsConnectionOptions(settings: NatsSettings, name: string): Con
   };
 }
 
+/** First-connection attempts that time out before the boot fails (a starved host can miss the 20-s dial). */
+const FIRST_CONNECT_ATTEMPTS = 3;
+
 /**
  * Connects with natsConnectionOptions. A server that refuses the credentials (or wants some) fails the
- * boot with what to set, instead of the client's bare "AUTHORIZATION_VIOLATION".
+ * boot with what to set, instead of the client's bare "AUTHORIZATION_VIOLATION". A dial that times out
+ * (the server or this process too busy to finish the handshake in time) is tried again, twice.
  */
 export async function connectNats(settings: NatsSettings, name: string): Promise<NatsConnection> {
   const options = natsConnectionOptions(settings, name);
   try {
-    return await connect(options);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await connect(options);
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'TIMEOUT' || attempt >= FIRST_CONNECT_ATTEMPTS) throw error;
+        process.emitWarning(
+          `NATS at ${settings.NATS_URL}: connection attempt ${attempt} timed out, retrying`,
+        );
+      }
+    }
   } catch (error) {
     if ((error as { code?: string }).code === 'AUTHORIZATION_VIOLATION') {
       const who = options.user
