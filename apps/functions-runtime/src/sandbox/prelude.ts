@@ -59,14 +59,25 @@ export const PRELUDE_SOURCE = String.raw`
   Object.defineProperty(g, 'eval', { value: refuse, writable: false, configurable: false });
   delete g.WebAssembly;
   // The library's parts are evaluated on first use (sandbox-lib/entry.js): a run pays only for what it touches.
+  // Which parts the script reached for (its module top level included): the host reads them after the
+  // run (used, below), and has them evaluated ahead in the next context of the same function version.
+  const touched = { zod: false, URL: false, URLSearchParams: false, Buffer: false };
+  const part = (name) => {
+    touched[name] = true;
+    return lib[name]();
+  };
   let zodConfigured = false;
-  const zod = () => {
+  const configureZod = () => {
     const z = lib.zod();
     if (!zodConfigured) {
       z.config({ jitless: true });
       zodConfigured = true;
     }
     return z;
+  };
+  const zod = () => {
+    touched.zod = true;
+    return configureZod();
   };
 
   // ---- logging ----------------------------------------------------------------------------------
@@ -118,7 +129,7 @@ export const PRELUDE_SOURCE = String.raw`
   };
 
   // ---- text and bytes -----------------------------------------------------------------------------
-  const Buffer = lib.Buffer;
+  const Buffer = () => part('Buffer');
   class TextEncoder {
     get encoding() {
       return 'utf-8';
@@ -188,8 +199,8 @@ export const PRELUDE_SOURCE = String.raw`
   for (const [name, value] of Object.entries(installGlobals)) setGlobal(name, value);
   // Loaded when a script first reads them; a script that assigns one first never loads it.
   for (const [name, load] of [
-    ['URL', lib.URL],
-    ['URLSearchParams', lib.URLSearchParams],
+    ['URL', () => part('URL')],
+    ['URLSearchParams', () => part('URLSearchParams')],
     ['Buffer', Buffer],
   ]) {
     Object.defineProperty(g, name, {
@@ -315,7 +326,7 @@ export const PRELUDE_SOURCE = String.raw`
   };
   const toEndpoint = (link) => {
     try {
-      const url = new (lib.URL())(link);
+      const url = new (part('URL'))(link);
       return url.pathname + url.search;
     } catch (e) {
       return link;
@@ -614,15 +625,16 @@ export const PRELUDE_SOURCE = String.raw`
     return early ? 'early' : 'ok';
   };
   const warm = (parts) => {
-    for (const part of String(parts).split(',')) {
-      if (part === 'zod') zod();
-      else if (PARTS.includes(part)) lib[part]();
+    for (const name of String(parts).split(',')) {
+      if (name === 'zod') configureZod();
+      else if (PARTS.includes(name)) lib[name]();
     }
   };
   // Read after the run by the host, whatever the script did to this context's built-ins: plain loops only.
+  // Only what the script reached for counts, not what warm evaluated (a part it stops using is dropped).
   const used = () => {
     let out = '';
-    for (let i = 0; i < 4; i++) if (lib[PARTS[i]].peek() !== undefined) out += (out ? ',' : '') + PARTS[i];
+    for (let i = 0; i < 4; i++) if (touched[PARTS[i]] === true) out += (out ? ',' : '') + PARTS[i];
     return out;
   };
   return function control(op, a, b, c, d) {

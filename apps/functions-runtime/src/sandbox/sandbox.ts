@@ -142,6 +142,8 @@ interface PreparedIsolate {
   idleSince: number;
   /** While pooled: the next run's context, being made or made (undefined: the run makes its own). */
   next?: Promise<RunContext | undefined>;
+  /** `next` has settled: a run taking this isolate starts at once. */
+  nextSettled: boolean;
   /**
    * Whether a ready context evaluates the bundle's module top level too: false once a top level used a
    * run capability (log, timer, host call) or threw there, so this isolate's bundle loads in its runs.
@@ -188,6 +190,7 @@ async function prepareIsolate(memoryMb: number): Promise<PreparedIsolate> {
       scripts: new Map(),
       runs: 0,
       idleSince: 0,
+      nextSettled: false,
       loadAhead: true,
     };
   } catch (error) {
@@ -333,11 +336,24 @@ function dropPooled(poolKey: string, prepared: PreparedIsolate): void {
   if (idle.length === 0) pool.delete(poolKey);
 }
 
-function takePooled(poolKey: string): PreparedIsolate | undefined {
+/**
+ * An idle isolate of the key: the most recently used one whose ready context is made, else (unless
+ * `readyOnly`) the one whose context has been in the making longest (the first given back).
+ */
+function takePooled(poolKey: string, readyOnly = false): PreparedIsolate | undefined {
   const idle = pool.get(poolKey);
-  const found = idle?.pop();
-  if (found) pooled--;
-  if (idle && idle.length === 0) pool.delete(poolKey);
+  if (!idle) return undefined;
+  let at = idle.length - 1;
+  if (readyContexts) {
+    while (at >= 0 && !(idle[at]!.next && idle[at]!.nextSettled)) at--;
+    if (at < 0) {
+      if (readyOnly) return undefined;
+      at = 0;
+    }
+  }
+  const [found] = idle.splice(at, 1);
+  pooled--;
+  if (idle.length === 0) pool.delete(poolKey);
   return found;
 }
 
@@ -366,6 +382,9 @@ export function configureReadyContexts(on: boolean): void {
  * context dropped, and the isolate disposed of (the next run of its key gets a new one).
  */
 const PREPARE_TIMEOUT_MS = 1000;
+
+/** How many isolates of a key may be in the making (none ready) for a run to take a spare rather than wait. */
+const SPARE_FIRST_BELOW = 3;
 
 /** The prelude evaluated in a context that has the library: the host keeps the reference to its control. */
 async function withPrelude(prepared: PreparedIsolate, context: ivm.Context): Promise<RunContext> {
@@ -476,10 +495,20 @@ async function isolateFor(
   memoryMb: number,
   poolKey: string | undefined,
 ): Promise<{ prepared: PreparedIsolate; ctx: RunContext; reused: boolean; ready: boolean }> {
-  const reused = poolKey === undefined ? undefined : takePooled(poolKey);
+  let reused = poolKey === undefined ? undefined : takePooled(poolKey, true);
+  // No ready context of the key and few in the making (few runs of it at a time): a spare isolate
+  // (library evaluated, zod's common paths compiled) starts this run sooner than waiting would, and then
+  // joins the pool, so that runs one after another take turns on a few isolates, each made ready while
+  // the others serve. With more of the key's isolates in the making, the oldest is awaited.
+  const spareFirst =
+    !reused && poolKey !== undefined && readyContexts && memoryMb === spareMemoryMb && spares.length > 0;
+  if (!reused && poolKey !== undefined && !(spareFirst && (pool.get(poolKey)?.length ?? 0) < SPARE_FIRST_BELOW)) {
+    reused = takePooled(poolKey);
+  }
   if (reused) {
     const next = reused.next;
     reused.next = undefined;
+    reused.nextSettled = false;
     // Still being made: it is the work this run would do anyway, already under way.
     const ready = next ? await next : undefined;
     if (ready && !reused.isolate.isDisposed) return { prepared: reused, ctx: ready, reused: true, ready: true };
@@ -730,7 +759,10 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         givePooled(req.poolKey, prepared);
         if (isolate.isDisposed) releaseContext(ctx);
         else if (readyContexts) {
-          prepared.next = prepareNext(req.poolKey, prepared, ctx, { code: req.code, name: req.name });
+          prepared.nextSettled = false;
+          prepared.next = prepareNext(req.poolKey, prepared, ctx, { code: req.code, name: req.name }).finally(
+            () => (prepared.nextSettled = true),
+          );
         } else {
           releaseContext(ctx);
         }
