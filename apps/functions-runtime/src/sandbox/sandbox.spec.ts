@@ -346,11 +346,18 @@ describe('runInSandbox', () => {
       expect(pooledIsolates()).toBe(1);
       const second = await runInSandbox(request(probe, undefined, { poolKey: key }));
       // The same isolate served it (so the test means something), in a context of its own made ahead of it.
-      expect(second).toMatchObject({ status: 'success', reusedIsolate: true, readyContext: true, outputJson: clean });
+      expect(second).toMatchObject({
+        status: 'success',
+        reusedIsolate: true,
+        readyContext: true,
+        outputJson: clean,
+      });
     });
 
     describe('ready contexts (made while the isolate waits for its next run)', () => {
-      const seesConnection = action('return { connectionId: nango.connectionId, activityLogId: nango.activityLogId };');
+      const seesConnection = action(
+        'return { connectionId: nango.connectionId, activityLogId: nango.activityLogId };',
+      );
 
       it('binds each run its own connection and ids', async () => {
         const key = 'env-5\u0000fn-5\u0000sha-e';
@@ -360,7 +367,11 @@ describe('runInSandbox', () => {
           ['conn-B', '00000000-0000-4000-8000-00000000000b'],
           ['conn-C', '00000000-0000-4000-8000-00000000000c'],
         ] as const) {
-          runs.push(await runInSandbox(request(seesConnection, undefined, { poolKey: key, connectionId, invocationId })));
+          runs.push(
+            await runInSandbox(
+              request(seesConnection, undefined, { poolKey: key, connectionId, invocationId }),
+            ),
+          );
         }
         expect(runs.map((r) => [r.status, r.reusedIsolate, r.readyContext])).toEqual([
           ['success', false, false],
@@ -393,9 +404,17 @@ describe('runInSandbox', () => {
         for (const connectionId of ['conn-A', 'conn-B', 'conn-C']) {
           const result = await runInSandbox(request(spy, undefined, { poolKey: key, connectionId }));
           expect(result.status).toBe('success');
-          outputs.push([result.readyContext, result.status === 'success' ? JSON.parse(result.outputJson!) : null]);
+          outputs.push([
+            result.readyContext,
+            result.status === 'success' ? JSON.parse(result.outputJson!) : null,
+          ]);
         }
-        const own = (connectionId: string) => ({ loads: 1, proto: 1, atLoad: 'undefined', spied: [connectionId] });
+        const own = (connectionId: string) => ({
+          loads: 1,
+          proto: 1,
+          atLoad: 'undefined',
+          spied: [connectionId],
+        });
         expect(outputs).toEqual([
           // The first run's top level ran after its bindings (a new isolate): its spy saw nothing.
           [false, { ...own('conn-A'), spied: [] }],
@@ -413,7 +432,9 @@ describe('runInSandbox', () => {
         for (const connectionId of ['conn-A', 'conn-B', 'conn-C']) {
           results.push(await runInSandbox(request(logsAtLoad, undefined, { poolKey: key, connectionId })));
         }
-        expect(results.map((r) => [r.status, r.reusedIsolate, r.status === 'success' && r.outputJson])).toEqual([
+        expect(
+          results.map((r) => [r.status, r.reusedIsolate, r.status === 'success' && r.outputJson]),
+        ).toEqual([
           ['success', false, '"conn-A"'],
           ['success', true, '"conn-B"'],
           ['success', true, '"conn-C"'],
@@ -463,7 +484,12 @@ describe('runInSandbox', () => {
           if (input.grow) { const a = []; for (;;) a.push(new Array(1e5).fill(a.length)); }
           return 1;`);
         const run = (input: unknown) =>
-          runInSandbox(request(sometimes, input, { poolKey: key, limits: { ...request('', 1).limits, wallTimeMs: 1500 } }));
+          runInSandbox(
+            request(sometimes, input, {
+              poolKey: key,
+              limits: { ...request('', 1).limits, wallTimeMs: 1500 },
+            }),
+          );
         expect(await run({})).toMatchObject({ status: 'success', readyContext: false });
         expect(await run({ loop: true })).toMatchObject({
           status: 'failure',

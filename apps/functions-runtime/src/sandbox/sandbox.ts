@@ -481,7 +481,9 @@ async function prepareNext(
   } catch (error) {
     // A timeout, the memory limit, a bundle that no longer compiles: this isolate serves no more runs.
     if (!isolate.isDisposed) {
-      logger.warn(`could not make a ready context: ${error instanceof Error ? error.message : String(error)}`);
+      logger.warn(
+        `could not make a ready context: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     dropPooled(poolKey, prepared);
     if (!isolate.isDisposed) isolate.dispose();
@@ -502,7 +504,11 @@ async function isolateFor(
   // the others serve. With more of the key's isolates in the making, the oldest is awaited.
   const spareFirst =
     !reused && poolKey !== undefined && readyContexts && memoryMb === spareMemoryMb && spares.length > 0;
-  if (!reused && poolKey !== undefined && !(spareFirst && (pool.get(poolKey)?.length ?? 0) < SPARE_FIRST_BELOW)) {
+  if (
+    !reused &&
+    poolKey !== undefined &&
+    !(spareFirst && (pool.get(poolKey)?.length ?? 0) < SPARE_FIRST_BELOW)
+  ) {
     reused = takePooled(poolKey);
   }
   if (reused) {
@@ -511,7 +517,8 @@ async function isolateFor(
     reused.nextSettled = false;
     // Still being made: it is the work this run would do anyway, already under way.
     const ready = next ? await next : undefined;
-    if (ready && !reused.isolate.isDisposed) return { prepared: reused, ctx: ready, reused: true, ready: true };
+    if (ready && !reused.isolate.isDisposed)
+      return { prepared: reused, ctx: ready, reused: true, ready: true };
     if (!reused.isolate.isDisposed) {
       try {
         return { prepared: reused, ctx: await newContext(reused), reused: true, ready: false };
@@ -636,7 +643,9 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     // The answer is decided now; the script only gets a moment to react to its abortSignal.
     broken = { code, message };
     req.onWallClock();
-    ctx.control.apply(undefined, ['abort', message], { timeout: req.limits.abortGraceMs }).catch(() => undefined);
+    ctx.control
+      .apply(undefined, ['abort', message], { timeout: req.limits.abortGraceMs })
+      .catch(() => undefined);
     graceWatch = setTimeout(() => {
       if (!isolate.isDisposed) isolate.dispose();
     }, req.limits.abortGraceMs);
