@@ -409,8 +409,12 @@ async function newContext(prepared: PreparedIsolate, timeout?: number): Promise<
 }
 
 function releaseContext(ctx: RunContext): void {
-  ctx.control.release();
-  ctx.context.release();
+  try {
+    ctx.control.release();
+    ctx.context.release();
+  } catch {
+    // the isolate was disposed of meanwhile, and its contexts with it
+  }
 }
 
 /** The CommonJS bundle, wrapped so `module`, `exports` and `require` are the prelude's. */
@@ -769,9 +773,10 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
         if (isolate.isDisposed) releaseContext(ctx);
         else if (readyContexts) {
           prepared.nextSettled = false;
-          prepared.next = prepareNext(req.poolKey, prepared, ctx, { code: req.code, name: req.name }).finally(
-            () => (prepared.nextSettled = true),
-          );
+          // Never rejects (a failure drops the isolate), so no run awaiting it is ever thrown at.
+          prepared.next = prepareNext(req.poolKey, prepared, ctx, { code: req.code, name: req.name })
+            .catch(() => undefined)
+            .finally(() => (prepared.nextSettled = true));
         } else {
           releaseContext(ctx);
         }
