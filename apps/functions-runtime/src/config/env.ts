@@ -62,6 +62,11 @@ export const envSchema = z
      * new context (README, "Isolates"). 0 disposes of every isolate after its run.
      */
     FUNCTIONS_POOLED_ISOLATES: int(0, 16),
+    /**
+     * Make the next run's context while a pooled isolate waits (README, "Isolates", ready contexts): the
+     * library, prelude and bundle top level are evaluated off the run's path. false makes it on the path.
+     */
+    FUNCTIONS_READY_CONTEXTS: envFragments.booleanish(true),
   })
   .superRefine((env, ctx) => {
     if (!env.SWITCHBOARD_INTERNAL_TOKEN && !env.SWITCHBOARD_MASTER_KEYS) {

@@ -5,6 +5,7 @@ import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
 import { HostCalls, type RunScope } from '../host/host-calls';
 import {
   configurePool,
+  configureReadyContexts,
   configureSpares,
   runInSandbox,
   sandboxLibrary,
@@ -41,6 +42,7 @@ export class RunsService implements OnModuleInit {
     sandboxLibrary();
     configureSpares(this.env.FUNCTIONS_SPARE_ISOLATES, this.env.FUNCTIONS_MEMORY_LIMIT_MB);
     configurePool(this.env.FUNCTIONS_POOLED_ISOLATES);
+    configureReadyContexts(this.env.FUNCTIONS_READY_CONTEXTS);
   }
 
   limitsFor(req: FunctionRunRequest): RunLimits {

@@ -1,10 +1,19 @@
 /**
  * The JavaScript evaluated in every run's fresh context before the function bundle. It runs inside the
  * isolate (plain V8: no Node, no I/O), so it is kept as source text here rather than compiled with the
- * host. It finds the host's three References (`__hostCall`, `__hostLog`, `__hostSleep`) and the run's
- * metadata on the global object, hides them in closures, shuts string code generation off, installs the
- * globals Nango's runner gives scripts, builds the `nango` object and defines `__start`, which runs the
- * bundle and answers with one JSON string.
+ * host. It takes the library off the global object, shuts string code generation off, installs the
+ * globals Nango's runner gives scripts, and completes with one function, `control(op, ...args)`, that the
+ * host holds a reference to (no global names it, so the bundle cannot reach or replace it):
+ *
+ * - `bind(hostCall, hostLog, hostSleep, metaJson)`: the run's three host References and its metadata,
+ *   once; builds the `nango` object. Answers `'ok'`, or `'early'` when code used a run capability (log,
+ *   timer, host call) before it, which a context made ahead of its run must not have done.
+ * - `load()`: evaluates the bundle's module top level (`globalThis.__factory`); `'ok'`, `'early'` or `'threw'`.
+ * - `start(inputJson)`: loads the bundle if not yet loaded, runs the handler, answers one JSON string.
+ * - `abort(message)`: fires the script's abortSignal.
+ * - `warm(parts)` / `used()`: evaluate library parts (comma-separated) / which ones this context used.
+ *
+ * Nothing run-specific is in the context before `bind` (sandbox.ts, "ready contexts").
  *
  * Everything crossing the boundary is a string of JSON (copied), never a host object: a script can only
  * ever touch objects of its own heap.
@@ -13,12 +22,21 @@ export const PRELUDE_SOURCE = String.raw`
 (function () {
   'use strict';
   const g = globalThis;
-  const hostCall = g.__hostCall;
-  const hostLog = g.__hostLog;
-  const hostSleep = g.__hostSleep;
-  const meta = JSON.parse(g.__meta);
   const lib = g.__sandboxLib;
-  for (const name of ['__hostCall', '__hostLog', '__hostSleep', '__meta', '__sandboxLib']) delete g[name];
+  delete g.__sandboxLib;
+  // The run's own bindings: none until the host binds the one run this context serves.
+  let hostCall;
+  let hostLog;
+  let hostSleep;
+  let meta;
+  let bound = false;
+  // A run capability was used before bind (a module top level evaluated ahead of its run): the host then
+  // drops this context and starts the run on a new one, where the top level runs after bind as before.
+  let early = false;
+  const needsRun = (what) => {
+    early = true;
+    throw new Error(what + ' is not available before the run starts');
+  };
 
   // ---- no code generation from strings, no WebAssembly ------------------------------------------
   // isolated-vm has no switch for V8's AllowCodeGenerationFromStrings, so every way to reach the
@@ -41,8 +59,15 @@ export const PRELUDE_SOURCE = String.raw`
   Object.defineProperty(g, 'eval', { value: refuse, writable: false, configurable: false });
   delete g.WebAssembly;
   // The library's parts are evaluated on first use (sandbox-lib/entry.js): a run pays only for what it touches.
+  // Which parts the script reached for (its module top level included): the host reads them after the
+  // run (used, below), and has them evaluated ahead in the next context of the same function version.
+  const touched = { zod: false, URL: false, URLSearchParams: false, Buffer: false };
+  const part = (name) => {
+    touched[name] = true;
+    return lib[name]();
+  };
   let zodConfigured = false;
-  const zod = () => {
+  const configureZod = () => {
     const z = lib.zod();
     if (!zodConfigured) {
       z.config({ jitless: true });
@@ -50,9 +75,12 @@ export const PRELUDE_SOURCE = String.raw`
     }
     return z;
   };
+  const zod = () => {
+    touched.zod = true;
+    return configureZod();
+  };
 
   // ---- logging ----------------------------------------------------------------------------------
-  const LINE_CHARS = meta.logLineChars;
   const format = (args) =>
     args
       .map((a) => {
@@ -67,8 +95,9 @@ export const PRELUDE_SOURCE = String.raw`
       })
       .join(' ');
   const log = (level, args) => {
+    if (!bound) needsRun('logging');
     let message = format(args);
-    if (message.length > LINE_CHARS) message = message.slice(0, LINE_CHARS) + '…';
+    if (message.length > meta.logLineChars) message = message.slice(0, meta.logLineChars) + '…';
     hostLog.applySync(undefined, [level, message]);
   };
   const consoleObject = {
@@ -85,6 +114,7 @@ export const PRELUDE_SOURCE = String.raw`
   const timers = new Map();
   let nextTimer = 1;
   const setTimeout = (fn, ms, ...args) => {
+    if (!bound) needsRun('setTimeout');
     if (typeof fn !== 'function') throw new TypeError('setTimeout needs a function');
     if (timers.size >= MAX_TIMERS) throw new RangeError('too many pending timers (' + MAX_TIMERS + ')');
     const id = nextTimer++;
@@ -99,7 +129,7 @@ export const PRELUDE_SOURCE = String.raw`
   };
 
   // ---- text and bytes -----------------------------------------------------------------------------
-  const Buffer = lib.Buffer;
+  const Buffer = () => part('Buffer');
   class TextEncoder {
     get encoding() {
       return 'utf-8';
@@ -141,7 +171,7 @@ export const PRELUDE_SOURCE = String.raw`
       if (this.aborted) throw this.reason;
     },
   };
-  g.__abort = (message) => {
+  const abort = (message) => {
     if (abortSignal.aborted) return;
     abortSignal.aborted = true;
     abortSignal.reason = new Error(message);
@@ -169,8 +199,8 @@ export const PRELUDE_SOURCE = String.raw`
   for (const [name, value] of Object.entries(installGlobals)) setGlobal(name, value);
   // Loaded when a script first reads them; a script that assigns one first never loads it.
   for (const [name, load] of [
-    ['URL', lib.URL],
-    ['URLSearchParams', lib.URLSearchParams],
+    ['URL', () => part('URL')],
+    ['URLSearchParams', () => part('URLSearchParams')],
     ['Buffer', Buffer],
   ]) {
     Object.defineProperty(g, name, {
@@ -195,6 +225,7 @@ export const PRELUDE_SOURCE = String.raw`
   let inFlight = 0;
   const queue = [];
   const call = async (name, args) => {
+    if (!bound) needsRun('nango.' + name);
     const argsJson = JSON.stringify(args === undefined ? null : args);
     if (inFlight >= MAX_IN_FLIGHT) await new Promise((resolve) => queue.push(resolve));
     else inFlight++;
@@ -295,7 +326,7 @@ export const PRELUDE_SOURCE = String.raw`
   };
   const toEndpoint = (link) => {
     try {
-      const url = new (lib.URL())(link);
+      const url = new (part('URL'))(link);
       return url.pathname + url.search;
     } catch (e) {
       return link;
@@ -366,108 +397,112 @@ export const PRELUDE_SOURCE = String.raw`
     }
     return ['info', args];
   };
-  const nango = {
-    connectionId: meta.connectionId,
-    providerConfigKey: meta.providerConfigKey,
-    provider: meta.provider,
-    activityLogId: meta.invocationId,
-    abortSignal,
-    ActionError,
-    proxy,
-    get: (c) => proxy(Object.assign({}, c, { method: 'GET' })),
-    post: (c) => proxy(Object.assign({}, c, { method: 'POST' })),
-    put: (c) => proxy(Object.assign({}, c, { method: 'PUT' })),
-    patch: (c) => proxy(Object.assign({}, c, { method: 'PATCH' })),
-    delete: (c) => proxy(Object.assign({}, c, { method: 'DELETE' })),
-    paginate,
-    getConnection: (providerConfigKey, connectionId) => call('getConnection', { providerConfigKey, connectionId }),
-    getToken: () => call('getToken', {}),
-    getMetadata: () => call('getMetadata', {}),
-    // Nango's node client takes (providerConfigKey, connectionId, metadata); scripts pass only metadata.
-    // A connection named anyway must be the run's own (the host checks).
-    setMetadata: (metadata, connectionId, providerConfigKey) => call('setMetadata', { metadata, connectionId, providerConfigKey }),
-    updateMetadata: (metadata, connectionId, providerConfigKey) => call('updateMetadata', { metadata, connectionId, providerConfigKey }),
-    getEnvironmentVariables: () => call('getEnvironmentVariables', {}),
-    getWebhookURL: () => call('getWebhookURL', {}),
-    log: async (...args) => {
-      const [level, rest] = levelOf(args);
-      log(level, rest);
-    },
-    triggerAction: (providerConfigKey, connectionId, actionName, input) =>
-      call('triggerAction', { providerConfigKey, connectionId, actionName, input }),
-    getCheckpoint: () => call('getCheckpoint', {}),
-    saveCheckpoint: (checkpoint) => call('saveCheckpoint', { checkpoint }),
-    clearCheckpoint: () => call('clearCheckpoint', {}),
-    zodValidateInput: async ({ zodSchema, input }) => {
-      const result = zodSchema.safeParse(input);
-      if (result.success) return result;
-      throw new ActionError({ message: 'Invalid input provided', issues: JSON.parse(JSON.stringify(result.error.issues)) });
-    },
-  };
-  if (meta.type === 'sync') {
-    const variant = meta.variant;
-    nango.variant = variant;
-    nango.lastSyncDate = meta.lastSyncDate ? new Date(meta.lastSyncDate) : undefined;
-    nango.modelFullName = (model) => (variant === 'base' ? model : model + '::' + variant);
+  const makeNango = () => {
+    const nango = {
+      connectionId: meta.connectionId,
+      providerConfigKey: meta.providerConfigKey,
+      provider: meta.provider,
+      activityLogId: meta.invocationId,
+      abortSignal,
+      ActionError,
+      proxy,
+      get: (c) => proxy(Object.assign({}, c, { method: 'GET' })),
+      post: (c) => proxy(Object.assign({}, c, { method: 'POST' })),
+      put: (c) => proxy(Object.assign({}, c, { method: 'PUT' })),
+      patch: (c) => proxy(Object.assign({}, c, { method: 'PATCH' })),
+      delete: (c) => proxy(Object.assign({}, c, { method: 'DELETE' })),
+      paginate,
+      getConnection: (providerConfigKey, connectionId) => call('getConnection', { providerConfigKey, connectionId }),
+      getToken: () => call('getToken', {}),
+      getMetadata: () => call('getMetadata', {}),
+      // Nango's node client takes (providerConfigKey, connectionId, metadata); scripts pass only metadata.
+      // A connection named anyway must be the run's own (the host checks).
+      setMetadata: (metadata, connectionId, providerConfigKey) => call('setMetadata', { metadata, connectionId, providerConfigKey }),
+      updateMetadata: (metadata, connectionId, providerConfigKey) => call('updateMetadata', { metadata, connectionId, providerConfigKey }),
+      getEnvironmentVariables: () => call('getEnvironmentVariables', {}),
+      getWebhookURL: () => call('getWebhookURL', {}),
+      log: async (...args) => {
+        const [level, rest] = levelOf(args);
+        log(level, rest);
+      },
+      triggerAction: (providerConfigKey, connectionId, actionName, input) =>
+        call('triggerAction', { providerConfigKey, connectionId, actionName, input }),
+      getCheckpoint: () => call('getCheckpoint', {}),
+      saveCheckpoint: (checkpoint) => call('saveCheckpoint', { checkpoint }),
+      clearCheckpoint: () => call('clearCheckpoint', {}),
+      zodValidateInput: async ({ zodSchema, input }) => {
+        const result = zodSchema.safeParse(input);
+        if (result.success) return result;
+        throw new ActionError({ message: 'Invalid input provided', issues: JSON.parse(JSON.stringify(result.error.issues)) });
+      },
+    };
+    if (meta.type === 'sync') {
+      const variant = meta.variant;
+      nango.variant = variant;
+      nango.lastSyncDate = meta.lastSyncDate ? new Date(meta.lastSyncDate) : undefined;
+      nango.modelFullName = (model) => (variant === 'base' ? model : model + '::' + variant);
 
-    // Records calls: the host checks the model against the sync's declared ones and scopes everything by
-    // the run; here the batch is checked (a clear error before anything is sent) and cut in chunks of 1000.
-    const BATCH = 1000;
-    const checkModel = (name, model) => {
-      if (typeof model !== 'string' || model === '') {
-        throw new TypeError('nango.' + name + ' needs the model name as its last argument');
-      }
-    };
-    const write = async (name, records, model) => {
-      checkModel(name, model);
-      if (!Array.isArray(records)) throw new TypeError('nango.' + name + ' needs an array of records');
-      for (let i = 0; i < records.length; i++) {
-        const record = records[i];
-        const id = record !== null && typeof record === 'object' ? record.id : undefined;
-        if (!((typeof id === 'string' && id !== '') || typeof id === 'number')) {
-          throw new TypeError('nango.' + name + ': record ' + i + ' of model "' + model + '" has no id; every record needs an "id" (a non-empty string or a number)');
+      // Records calls: the host checks the model against the sync's declared ones and scopes everything by
+      // the run; here the batch is checked (a clear error before anything is sent) and cut in chunks of 1000.
+      const BATCH = 1000;
+      const checkModel = (name, model) => {
+        if (typeof model !== 'string' || model === '') {
+          throw new TypeError('nango.' + name + ' needs the model name as its last argument');
         }
-      }
-      for (let i = 0; i < records.length; i += BATCH) {
-        await call(name, { model, records: records.slice(i, i + BATCH) });
-      }
-      return true;
-    };
-    nango.batchSave = (records, model) => write('batchSave', records, model);
-    // Deprecated in Nango, same as batchSave.
-    nango.batchSend = nango.batchSave;
-    nango.batchUpdate = (records, model) => write('batchUpdate', records, model);
-    nango.batchDelete = (records, model) => write('batchDelete', records, model);
-    nango.getRecordsByIds = async (ids, model) => {
-      checkModel('getRecordsByIds', model);
-      if (!Array.isArray(ids)) throw new TypeError('nango.getRecordsByIds needs an array of ids');
-      const found = new Map();
-      for (let i = 0; i < ids.length; i += 100) {
-        // Keyed by the ids as the script gave them (numbers stay numbers), as Nango's Map is.
-        const asGiven = new Map(ids.slice(i, i + 100).map((id) => [String(id), id]));
-        const records = await call('getRecordsByIds', { model, ids: Array.from(asGiven.keys()) });
-        for (const record of records) {
-          if (asGiven.has(record.id)) found.set(asGiven.get(record.id), record);
+      };
+      const write = async (name, records, model) => {
+        checkModel(name, model);
+        if (!Array.isArray(records)) throw new TypeError('nango.' + name + ' needs an array of records');
+        for (let i = 0; i < records.length; i++) {
+          const record = records[i];
+          const id = record !== null && typeof record === 'object' ? record.id : undefined;
+          if (!((typeof id === 'string' && id !== '') || typeof id === 'number')) {
+            throw new TypeError('nango.' + name + ': record ' + i + ' of model "' + model + '" has no id; every record needs an "id" (a non-empty string or a number)');
+          }
         }
-      }
-      return found;
-    };
-    nango.trackDeletesStart = async (model) => {
-      checkModel('trackDeletesStart', model);
-      await call('trackDeletesStart', { model });
-    };
-    const deleteUnseen = async (name, model) => {
-      checkModel(name, model);
-      const { deletedKeys } = await call(name, { model });
-      return { deletedKeys };
-    };
-    nango.trackDeletesEnd = (model) => deleteUnseen('trackDeletesEnd', model);
-    nango.deleteRecordsFromPreviousExecutions = (model) => deleteUnseen('deleteRecordsFromPreviousExecutions', model);
-    nango.setMergingStrategy = async (merging, model) => {
-      checkModel('setMergingStrategy', model);
-      await call('setMergingStrategy', { model, strategy: merging && merging.strategy });
-    };
-  }
+        for (let i = 0; i < records.length; i += BATCH) {
+          await call(name, { model, records: records.slice(i, i + BATCH) });
+        }
+        return true;
+      };
+      nango.batchSave = (records, model) => write('batchSave', records, model);
+      // Deprecated in Nango, same as batchSave.
+      nango.batchSend = nango.batchSave;
+      nango.batchUpdate = (records, model) => write('batchUpdate', records, model);
+      nango.batchDelete = (records, model) => write('batchDelete', records, model);
+      nango.getRecordsByIds = async (ids, model) => {
+        checkModel('getRecordsByIds', model);
+        if (!Array.isArray(ids)) throw new TypeError('nango.getRecordsByIds needs an array of ids');
+        const found = new Map();
+        for (let i = 0; i < ids.length; i += 100) {
+          // Keyed by the ids as the script gave them (numbers stay numbers), as Nango's Map is.
+          const asGiven = new Map(ids.slice(i, i + 100).map((id) => [String(id), id]));
+          const records = await call('getRecordsByIds', { model, ids: Array.from(asGiven.keys()) });
+          for (const record of records) {
+            if (asGiven.has(record.id)) found.set(asGiven.get(record.id), record);
+          }
+        }
+        return found;
+      };
+      nango.trackDeletesStart = async (model) => {
+        checkModel('trackDeletesStart', model);
+        await call('trackDeletesStart', { model });
+      };
+      const deleteUnseen = async (name, model) => {
+        checkModel(name, model);
+        const { deletedKeys } = await call(name, { model });
+        return { deletedKeys };
+      };
+      nango.trackDeletesEnd = (model) => deleteUnseen('trackDeletesEnd', model);
+      nango.deleteRecordsFromPreviousExecutions = (model) => deleteUnseen('deleteRecordsFromPreviousExecutions', model);
+      nango.setMergingStrategy = async (merging, model) => {
+        checkModel('setMergingStrategy', model);
+        await call('setMergingStrategy', { model, strategy: merging && merging.strategy });
+      };
+    }
+    return nango;
+  };
+  let nango;
 
   // ---- running the bundle -----------------------------------------------------------------------
   const requireModule = (name) => {
@@ -501,15 +536,26 @@ export const PRELUDE_SOURCE = String.raw`
     return failure('script_runtime_error', 'the function threw ' + (plain(error) === undefined ? String(error) : JSON.stringify(plain(error))));
   };
 
-  g.__start = async (inputJson) => {
-    const module = { exports: {} };
-    try {
-      g.__factory(module, module.exports, requireModule);
-    } catch (error) {
-      return failure('script_load_error', 'the bundle threw while loading: ' + (error && error.message ? error.message : String(error)));
-    } finally {
-      delete g.__factory;
+  const module = { exports: {} };
+  let loaded = false;
+  let loadFailure;
+  const load = () => {
+    if (!loaded) {
+      loaded = true;
+      try {
+        g.__factory(module, module.exports, requireModule);
+      } catch (error) {
+        loadFailure = failure('script_load_error', 'the bundle threw while loading: ' + (error && error.message ? error.message : String(error)));
+      } finally {
+        delete g.__factory;
+      }
     }
+    return loadFailure !== undefined ? 'threw' : early ? 'early' : 'ok';
+  };
+
+  const start = async (inputJson) => {
+    load();
+    if (loadFailure !== undefined) return loadFailure;
     const def = module.exports && (module.exports.default || module.exports);
     // A sync's webhook handler: zero-yaml createSync({ onWebhook }), or a legacy script's named export.
     const webhookHandler =
@@ -564,6 +610,41 @@ export const PRELUDE_SOURCE = String.raw`
     } catch (error) {
       return describe(error);
     }
+  };
+
+  // ---- what the host calls (through its reference to control) ------------------------------------------
+  const PARTS = ['zod', 'URL', 'URLSearchParams', 'Buffer'];
+  const bind = (call, logRef, sleepRef, metaJson) => {
+    if (bound) return 'bound';
+    hostCall = call;
+    hostLog = logRef;
+    hostSleep = sleepRef;
+    meta = JSON.parse(metaJson);
+    nango = makeNango();
+    bound = true;
+    return early ? 'early' : 'ok';
+  };
+  const warm = (parts) => {
+    for (const name of String(parts).split(',')) {
+      if (name === 'zod') configureZod();
+      else if (PARTS.includes(name)) lib[name]();
+    }
+  };
+  // Read after the run by the host, whatever the script did to this context's built-ins: plain loops only.
+  // Only what the script reached for counts, not what warm evaluated (a part it stops using is dropped).
+  const used = () => {
+    let out = '';
+    for (let i = 0; i < 4; i++) if (touched[PARTS[i]] === true) out += (out ? ',' : '') + PARTS[i];
+    return out;
+  };
+  return function control(op, a, b, c, d) {
+    if (op === 'bind') return bind(a, b, c, d);
+    if (op === 'load') return load();
+    if (op === 'start') return start(a);
+    if (op === 'abort') return abort(a);
+    if (op === 'warm') return warm(a);
+    if (op === 'used') return used();
+    throw new Error('unknown control ' + op);
   };
 })();
 `;

@@ -345,8 +345,171 @@ describe('runInSandbox', () => {
       expect(first).toMatchObject({ status: 'success', reusedIsolate: false });
       expect(pooledIsolates()).toBe(1);
       const second = await runInSandbox(request(probe, undefined, { poolKey: key }));
-      // The same isolate served it (so the test means something), in a context of its own.
-      expect(second).toMatchObject({ status: 'success', reusedIsolate: true, outputJson: clean });
+      // The same isolate served it (so the test means something), in a context of its own made ahead of it.
+      expect(second).toMatchObject({
+        status: 'success',
+        reusedIsolate: true,
+        readyContext: true,
+        outputJson: clean,
+      });
+    });
+
+    describe('ready contexts (made while the isolate waits for its next run)', () => {
+      const seesConnection = action(
+        'return { connectionId: nango.connectionId, activityLogId: nango.activityLogId };',
+      );
+
+      it('binds each run its own connection and ids', async () => {
+        const key = 'env-5\u0000fn-5\u0000sha-e';
+        const runs = [];
+        for (const [connectionId, invocationId] of [
+          ['conn-A', '00000000-0000-4000-8000-00000000000a'],
+          ['conn-B', '00000000-0000-4000-8000-00000000000b'],
+          ['conn-C', '00000000-0000-4000-8000-00000000000c'],
+        ] as const) {
+          runs.push(
+            await runInSandbox(
+              request(seesConnection, undefined, { poolKey: key, connectionId, invocationId }),
+            ),
+          );
+        }
+        expect(runs.map((r) => [r.status, r.reusedIsolate, r.readyContext])).toEqual([
+          ['success', false, false],
+          ['success', true, true],
+          ['success', true, true],
+        ]);
+        expect(runs.map((r) => (r.status === 'success' ? JSON.parse(r.outputJson!) : r.error))).toEqual([
+          { connectionId: 'conn-A', activityLogId: '00000000-0000-4000-8000-00000000000a' },
+          { connectionId: 'conn-B', activityLogId: '00000000-0000-4000-8000-00000000000b' },
+          { connectionId: 'conn-C', activityLogId: '00000000-0000-4000-8000-00000000000c' },
+        ]);
+      });
+
+      it("runs the module top level once per context, ahead of the run, and it sees no run's data", async () => {
+        const key = 'env-6\u0000fn-6\u0000sha-f';
+        // The top level pollutes built-ins and spies on what is parsed after it (the run's bindings): it
+        // must only ever see its own run's, and nothing of what an earlier context's top level did.
+        const spy = `"use strict";
+          globalThis.loads = (globalThis.loads || 0) + 1;
+          Object.prototype.loadsSeen = (Object.prototype.loadsSeen || 0) + 1;
+          const parse = JSON.parse;
+          const parsed = [];
+          JSON.parse = (text) => { parsed.push(String(text)); return parse(text); };
+          const atLoad = typeof nango;
+          module.exports = { default: { type: "action", exec: async (nango) => ({
+            loads: globalThis.loads, proto: ({}).loadsSeen, atLoad,
+            spied: parsed.filter((t) => t.includes('conn-')).map((t) => parse(t).connectionId),
+          }) } };`;
+        const outputs = [];
+        for (const connectionId of ['conn-A', 'conn-B', 'conn-C']) {
+          const result = await runInSandbox(request(spy, undefined, { poolKey: key, connectionId }));
+          expect(result.status).toBe('success');
+          outputs.push([
+            result.readyContext,
+            result.status === 'success' ? JSON.parse(result.outputJson!) : null,
+          ]);
+        }
+        const own = (connectionId: string) => ({
+          loads: 1,
+          proto: 1,
+          atLoad: 'undefined',
+          spied: [connectionId],
+        });
+        expect(outputs).toEqual([
+          // The first run's top level ran after its bindings (a new isolate): its spy saw nothing.
+          [false, { ...own('conn-A'), spied: [] }],
+          [true, own('conn-B')],
+          [true, own('conn-C')],
+        ]);
+      });
+
+      it('runs a top level that logs or sets timers after the run binds, as before, and keeps its logs', async () => {
+        const key = 'env-7\u0000fn-7\u0000sha-g';
+        const logsAtLoad = `"use strict";
+          console.log("loading");
+          module.exports = { default: { type: "action", exec: async (nango) => nango.connectionId } };`;
+        const results = [];
+        for (const connectionId of ['conn-A', 'conn-B', 'conn-C']) {
+          results.push(await runInSandbox(request(logsAtLoad, undefined, { poolKey: key, connectionId })));
+        }
+        expect(
+          results.map((r) => [r.status, r.reusedIsolate, r.status === 'success' && r.outputJson]),
+        ).toEqual([
+          ['success', false, '"conn-A"'],
+          ['success', true, '"conn-B"'],
+          ['success', true, '"conn-C"'],
+        ]);
+        for (const r of results) expect(r.logs.map((l) => l.message)).toEqual(['loading']);
+        // Made ahead all the same, only without the top level (the runs evaluate it after binding).
+        expect(results.map((r) => r.readyContext)).toEqual([false, true, true]);
+      });
+
+      it('starts a run over on a new context when the top level reached for the run after it loaded', async () => {
+        const key = 'env-9\u0000fn-9\u0000sha-i';
+        // Swallows the refusal, and reaches for the log only in a microtask: the context looks loaded, and
+        // only binding tells.
+        const late = `"use strict";
+          Promise.resolve().then(() => { try { console.log("late"); } catch (e) {} });
+          module.exports = { default: { type: "action", exec: async (nango) => nango.connectionId } };`;
+        const results = [];
+        for (const connectionId of ['conn-A', 'conn-B', 'conn-C']) {
+          results.push(await runInSandbox(request(late, undefined, { poolKey: key, connectionId })));
+        }
+        expect(
+          results.map((r) => [r.status === 'success' && r.outputJson, r.reusedIsolate, r.readyContext]),
+        ).toEqual([
+          ['"conn-A"', false, false],
+          ['"conn-B"', true, false],
+          ['"conn-C"', true, true],
+        ]);
+        for (const r of results) expect(r.logs.map((l) => l.message)).toEqual(['late']);
+      });
+
+      it("charges a run its module top level's CPU, evaluated ahead or not", async () => {
+        const key = 'env-10\u0000fn-10\u0000sha-j';
+        const heavyTop = `"use strict";
+          let x = 0; for (let i = 0; i < 2e7; i++) x += i;
+          module.exports = { default: { type: "action", exec: async () => x > 0 } };`;
+        const first = await runInSandbox(request(heavyTop, undefined, { poolKey: key }));
+        const second = await runInSandbox(request(heavyTop, undefined, { poolKey: key }));
+        expect([first.readyContext, second.readyContext]).toEqual([false, true]);
+        expect(second.cpuTimeMs).toBeGreaterThan(first.cpuTimeMs * 0.5);
+      });
+
+      it('still ends a run on a ready context that breaks a limit, with its code', async () => {
+        const key = 'env-8\u0000fn-8\u0000sha-h';
+        const sometimes = action(`
+          if (input.loop) for (;;) {}
+          if (input.hang) await new Promise(() => setTimeout(() => undefined, 60000));
+          if (input.grow) { const a = []; for (;;) a.push(new Array(1e5).fill(a.length)); }
+          return 1;`);
+        const run = (input: unknown) =>
+          runInSandbox(
+            request(sometimes, input, {
+              poolKey: key,
+              limits: { ...request('', 1).limits, wallTimeMs: 1500 },
+            }),
+          );
+        expect(await run({})).toMatchObject({ status: 'success', readyContext: false });
+        expect(await run({ loop: true })).toMatchObject({
+          status: 'failure',
+          readyContext: true,
+          error: { code: 'script_cpu_limit' },
+        });
+        await run({});
+        expect(await run({ hang: true })).toMatchObject({
+          status: 'failure',
+          readyContext: true,
+          error: { code: 'script_timeout' },
+        });
+        await run({});
+        expect(await run({ grow: true })).toMatchObject({
+          status: 'failure',
+          readyContext: true,
+          error: { code: 'script_memory_limit' },
+        });
+        expect(await run({})).toMatchObject({ status: 'success', readyContext: false });
+      });
     });
 
     it('never hands an isolate to another environment or function version', async () => {

@@ -70,6 +70,8 @@ export type SandboxOutcome = {
   cpuTimeMs: number;
   /** The run got an isolate an earlier run of the same pool key had used (with a new context). */
   reusedIsolate: boolean;
+  /** The run's new context was made ahead of it, after the isolate's previous run ("ready contexts"). */
+  readyContext: boolean;
 } & (
   | {
       status: 'success';
@@ -138,6 +140,25 @@ interface PreparedIsolate {
   /** Runs this isolate has served. */
   runs: number;
   idleSince: number;
+  /** While pooled: the next run's context, being made or made (undefined: the run makes its own). */
+  next?: Promise<RunContext | undefined>;
+  /** `next` has settled: a run taking this isolate starts at once. */
+  nextSettled: boolean;
+  /**
+   * Whether a ready context evaluates the bundle's module top level too: false once a top level used a
+   * run capability (log, timer, host call) or threw there, so this isolate's bundle loads in its runs.
+   */
+  loadAhead: boolean;
+}
+
+/** A context with the library and the prelude evaluated, and the host's reference to the prelude's control. */
+interface RunContext {
+  context: ivm.Context;
+  control: ivm.Reference<(op: string, ...args: unknown[]) => unknown>;
+  /** The bundle's module top level was evaluated already (ahead of the run). */
+  bundleLoaded: boolean;
+  /** Isolate CPU that top level used: charged to the run, as it would have been had it run in it. */
+  loadCpuMs: number;
 }
 
 async function prepareIsolate(memoryMb: number): Promise<PreparedIsolate> {
@@ -161,7 +182,17 @@ async function prepareIsolate(memoryMb: number): Promise<PreparedIsolate> {
     // run's critical path, saves about a millisecond of every action's input/output validation. It
     // leaves nothing behind (no global is written).
     await context.eval(ZOD_WARM_UP, { filename: 'zod-warm-up.js' });
-    return { isolate, context, memoryMb, lib: libScript, scripts: new Map(), runs: 0, idleSince: 0 };
+    return {
+      isolate,
+      context,
+      memoryMb,
+      lib: libScript,
+      scripts: new Map(),
+      runs: 0,
+      idleSince: 0,
+      nextSettled: false,
+      loadAhead: true,
+    };
   } catch (error) {
     if (!isolate.isDisposed) isolate.dispose();
     throw error;
@@ -295,11 +326,34 @@ function evictOldest(): void {
   }
 }
 
-function takePooled(poolKey: string): PreparedIsolate | undefined {
+/** Takes an isolate out of its pool (one whose next context could not be made: it is being disposed of). */
+function dropPooled(poolKey: string, prepared: PreparedIsolate): void {
   const idle = pool.get(poolKey);
-  const found = idle?.pop();
-  if (found) pooled--;
-  if (idle && idle.length === 0) pool.delete(poolKey);
+  const at = idle?.indexOf(prepared) ?? -1;
+  if (!idle || at < 0) return;
+  idle.splice(at, 1);
+  pooled--;
+  if (idle.length === 0) pool.delete(poolKey);
+}
+
+/**
+ * An idle isolate of the key: the most recently used one whose ready context is made, else (unless
+ * `readyOnly`) the one whose context has been in the making longest (the first given back).
+ */
+function takePooled(poolKey: string, readyOnly = false): PreparedIsolate | undefined {
+  const idle = pool.get(poolKey);
+  if (!idle) return undefined;
+  let at = idle.length - 1;
+  if (readyContexts) {
+    while (at >= 0 && !(idle[at]!.next && idle[at]!.nextSettled)) at--;
+    if (at < 0) {
+      if (readyOnly) return undefined;
+      at = 0;
+    }
+  }
+  const [found] = idle.splice(at, 1);
+  pooled--;
+  if (idle.length === 0) pool.delete(poolKey);
   return found;
 }
 
@@ -317,29 +371,179 @@ function givePooled(poolKey: string, prepared: PreparedIsolate): void {
   pooled++;
 }
 
+/** Ready contexts on (the default) or off: `scripts/measure-runs.mjs` compares both in one process. */
+let readyContexts = true;
+export function configureReadyContexts(on: boolean): void {
+  readyContexts = on;
+}
+
+/**
+ * How long making a ready context may take: a module top level that loops or waits is stopped, the
+ * context dropped, and the isolate disposed of (the next run of its key gets a new one).
+ */
+const PREPARE_TIMEOUT_MS = 1000;
+
+/** How many isolates of a key may be in the making (none ready) for a run to take a spare rather than wait. */
+const SPARE_FIRST_BELOW = 3;
+
+/** The prelude evaluated in a context that has the library: the host keeps the reference to its control. */
+async function withPrelude(prepared: PreparedIsolate, context: ivm.Context): Promise<RunContext> {
+  const prelude = await compiledIn(prepared, PRELUDE_SOURCE, 'switchboard-prelude.js');
+  const control = (await prelude.run(context, { reference: true })) as RunContext['control'];
+  return { context, control, bundleLoaded: false, loadCpuMs: 0 };
+}
+
+/**
+ * A new context in an isolate: a new global object and new built-ins, so nothing an earlier run left on
+ * its globals or prototypes is reachable from this one; the library and the prelude evaluated in it.
+ */
+async function newContext(prepared: PreparedIsolate, timeout?: number): Promise<RunContext> {
+  const context = await prepared.isolate.createContext();
+  try {
+    await prepared.lib.run(context, timeout === undefined ? {} : { timeout });
+    return await withPrelude(prepared, context);
+  } catch (error) {
+    context.release();
+    throw error;
+  }
+}
+
+function releaseContext(ctx: RunContext): void {
+  try {
+    ctx.control.release();
+    ctx.context.release();
+  } catch {
+    // the isolate was disposed of meanwhile, and its contexts with it
+  }
+}
+
+/** The CommonJS bundle, wrapped so `module`, `exports` and `require` are the prelude's. */
+function bundleIn(prepared: PreparedIsolate, code: string, name: string): Promise<ivm.Script> {
+  return compiledIn(
+    prepared,
+    `globalThis.__factory = function (module, exports, require) {\n${code}\n};`,
+    `function:${name}.js`,
+  );
+}
+
+/**
+ * The next run's context, made while the isolate waits in its pool, off any run's path ("ready
+ * contexts", README "Isolates"): the library, the prelude, the library parts the last run used (zod,
+ * URL, Buffer: a version that never touches zod never pays for it) and the bundle's module top level.
+ * Nothing of any run is in it: the run binds its own host references and metadata in one call when it
+ * takes the isolate. The last run's context is released here, after its library use is read.
+ */
+async function prepareNext(
+  poolKey: string,
+  prepared: PreparedIsolate,
+  last: RunContext,
+  bundle: { code: string; name: string },
+): Promise<RunContext | undefined> {
+  await new Promise((resolve) => setImmediate(resolve));
+  let used = '';
+  try {
+    // A closure of the prelude reading the library's own state, not the script's; checked all the same.
+    const answer = await last.control.apply(undefined, ['used'], { timeout: PREPARE_TIMEOUT_MS });
+    if (typeof answer === 'string' && /^[A-Za-z,]{0,64}$/.test(answer)) used = answer;
+  } catch {
+    // the library use is only a hint
+  }
+  releaseContext(last);
+  const { isolate } = prepared;
+  const attempt = async (loadBundle: boolean): Promise<RunContext> => {
+    const ctx = await newContext(prepared, PREPARE_TIMEOUT_MS);
+    try {
+      if (used !== '') {
+        await ctx.control.apply(undefined, ['warm', used], { timeout: PREPARE_TIMEOUT_MS });
+      }
+      if (loadBundle) {
+        const script = await bundleIn(prepared, bundle.code, bundle.name);
+        const before = Number(isolate.cpuTime) / 1e6;
+        await script.run(ctx.context, { timeout: PREPARE_TIMEOUT_MS });
+        const loaded = await ctx.control.apply(undefined, ['load'], { timeout: PREPARE_TIMEOUT_MS });
+        ctx.loadCpuMs = Number(isolate.cpuTime) / 1e6 - before;
+        if (loaded !== 'ok') throw new NotAheadError();
+        ctx.bundleLoaded = true;
+      }
+      return ctx;
+    } catch (error) {
+      releaseContext(ctx);
+      throw error;
+    }
+  };
+  try {
+    if (isolate.isDisposed) return undefined;
+    if (!prepared.loadAhead) return await attempt(false);
+    try {
+      return await attempt(true);
+    } catch (error) {
+      if (!(error instanceof NotAheadError) || isolate.isDisposed) throw error;
+      // The top level wants its run (or threw): it runs in its runs, after they bind, as before.
+      prepared.loadAhead = false;
+      return await attempt(false);
+    }
+  } catch (error) {
+    // A timeout, the memory limit, a bundle that no longer compiles: this isolate serves no more runs.
+    if (!isolate.isDisposed) {
+      logger.warn(
+        `could not make a ready context: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    dropPooled(poolKey, prepared);
+    if (!isolate.isDisposed) isolate.dispose();
+    return undefined;
+  }
+}
+
+class NotAheadError extends Error {}
+
 async function isolateFor(
   memoryMb: number,
   poolKey: string | undefined,
-): Promise<{ prepared: PreparedIsolate; context: ivm.Context; reused: boolean }> {
-  const reused = poolKey === undefined ? undefined : takePooled(poolKey);
+): Promise<{ prepared: PreparedIsolate; ctx: RunContext; reused: boolean; ready: boolean }> {
+  let reused = poolKey === undefined ? undefined : takePooled(poolKey, true);
+  // No ready context of the key and few in the making (few runs of it at a time): a spare isolate
+  // (library evaluated, zod's common paths compiled) starts this run sooner than waiting would, and then
+  // joins the pool, so that runs one after another take turns on a few isolates, each made ready while
+  // the others serve. With more of the key's isolates in the making, the oldest is awaited.
+  const spareFirst =
+    !reused && poolKey !== undefined && readyContexts && memoryMb === spareMemoryMb && spares.length > 0;
+  if (
+    !reused &&
+    poolKey !== undefined &&
+    !(spareFirst && (pool.get(poolKey)?.length ?? 0) < SPARE_FIRST_BELOW)
+  ) {
+    reused = takePooled(poolKey);
+  }
   if (reused) {
-    try {
-      // A new context: a new global object and new built-ins, so nothing the last run left on its
-      // globals or prototypes is reachable from this one.
-      const context = await reused.isolate.createContext();
-      await reused.lib.run(context);
-      return { prepared: reused, context, reused: true };
-    } catch (error) {
-      if (!reused.isolate.isDisposed) reused.isolate.dispose();
-      throw error;
+    const next = reused.next;
+    reused.next = undefined;
+    reused.nextSettled = false;
+    // Still being made: it is the work this run would do anyway, already under way.
+    const ready = next ? await next : undefined;
+    if (ready && !reused.isolate.isDisposed)
+      return { prepared: reused, ctx: ready, reused: true, ready: true };
+    if (!reused.isolate.isDisposed) {
+      try {
+        return { prepared: reused, ctx: await newContext(reused), reused: true, ready: false };
+      } catch (error) {
+        if (!reused.isolate.isDisposed) reused.isolate.dispose();
+        throw error;
+      }
     }
+    // Disposed of while its context was made (it could not be): a new isolate, as for a first run.
   }
   const spare = memoryMb === spareMemoryMb ? spares.shift() : undefined;
   refillSpares();
   const prepared = spare ?? (await prepareIsolate(memoryMb));
   const context = prepared.context!;
   prepared.context = undefined;
-  return { prepared, context, reused: false };
+  try {
+    return { prepared, ctx: await withPrelude(prepared, context), reused: false, ready: false };
+  } catch (error) {
+    if (!prepared.isolate.isDisposed) prepared.isolate.dispose();
+    throw error;
+  }
 }
 
 /** A script compiled once per isolate (from V8's code cache across isolates). */
@@ -394,7 +598,9 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   let logChars = 0;
   let broken: { code: FunctionFailureCode; message: string } | undefined;
 
-  const { prepared, context, reused } = await isolateFor(req.limits.memoryMb, req.poolKey);
+  const taken = await isolateFor(req.limits.memoryMb, req.poolKey);
+  const { prepared, reused } = taken;
+  let { ctx, ready } = taken;
   const { isolate } = prepared;
   prepared.runs++;
   running.add(isolate);
@@ -404,8 +610,9 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     outstanding++;
     return promise.finally(() => outstanding--);
   };
-  // A spare's clock already holds the library's evaluation: the run is charged from here on.
-  const cpuAtStart = Number(isolate.cpuTime) / 1e6;
+  // A spare's clock already holds the library's evaluation: the run is charged from here on, and for its
+  // bundle's module top level if a ready context evaluated it ahead of the run.
+  let cpuAtStart = Number(isolate.cpuTime) / 1e6 - ctx.loadCpuMs;
   // The last reading is kept: a disposed isolate has no clock left to read.
   let lastCpuMs = 0;
   const cpuMs = () => {
@@ -429,19 +636,20 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
       end('script_cpu_limit', `the function used more than ${req.limits.cpuTimeMs} ms of CPU time`);
     }
   }, CPU_POLL_MS);
-  let abortRef: ivm.Reference<(message: string) => void> | undefined;
   let graceWatch: NodeJS.Timeout | undefined;
   /** The wall clock, or a stop from outside: the script gets the abort grace to react, then it is disposed. */
   const windDown = (code: FunctionFailureCode, message: string) => {
     if (broken) return;
-    if (req.limits.abortGraceMs <= 0 || !abortRef || isolate.isDisposed) {
+    if (req.limits.abortGraceMs <= 0 || isolate.isDisposed) {
       end(code, message);
       return;
     }
     // The answer is decided now; the script only gets a moment to react to its abortSignal.
     broken = { code, message };
     req.onWallClock();
-    abortRef.apply(undefined, [message], { timeout: req.limits.abortGraceMs }).catch(() => undefined);
+    ctx.control
+      .apply(undefined, ['abort', message], { timeout: req.limits.abortGraceMs })
+      .catch(() => undefined);
     graceWatch = setTimeout(() => {
       if (!isolate.isDisposed) isolate.dispose();
     }, req.limits.abortGraceMs);
@@ -459,97 +667,88 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   let thrown: unknown;
   let cpuTimeMs = 0;
   try {
-    const global = context.global;
-    await global.set(
-      '__hostCall',
-      new ivm.Reference((name: unknown, args: unknown) => {
-        // The prelude sends [argsJson], copied (see hostCallArgs); anything else is a tampered sandbox.
-        const argsJson = hostCallArgs(args);
-        if (typeof name !== 'string' || argsJson === undefined) {
-          return Promise.resolve(
-            JSON.stringify({
-              ok: false,
-              error: {
-                code: 'invalid_arguments',
-                message: 'a host call must send its arguments as JSON text',
-              },
-            }),
-          );
-        }
-        return counted(req.hostCall(name, argsJson));
-      }),
-    );
-    await global.set(
-      '__hostLog',
-      new ivm.Reference((level: FunctionLog['level'], message: string) => {
-        if (logs.length >= req.limits.logLines || logChars + message.length > req.limits.logTotalChars) {
-          logsDropped++;
-          return;
-        }
-        logChars += message.length;
-        logs.push({ level, message, at: new Date().toISOString() });
-      }),
-    );
-    await global.set(
-      '__hostSleep',
-      new ivm.Reference((ms: number) =>
-        counted(
-          new Promise<void>((resolve) => {
-            // Never past the wall clock (the isolate is gone then); unref'd so it holds nothing up.
-            setTimeout(resolve, Math.min(ms, req.limits.wallTimeMs)).unref();
+    const hostCallRef = new ivm.Reference((name: unknown, args: unknown) => {
+      // The prelude sends [argsJson], copied (see hostCallArgs); anything else is a tampered sandbox.
+      const argsJson = hostCallArgs(args);
+      if (typeof name !== 'string' || argsJson === undefined) {
+        return Promise.resolve(
+          JSON.stringify({
+            ok: false,
+            error: {
+              code: 'invalid_arguments',
+              message: 'a host call must send its arguments as JSON text',
+            },
           }),
-        ),
+        );
+      }
+      return counted(req.hostCall(name, argsJson));
+    });
+    const hostLogRef = new ivm.Reference((level: FunctionLog['level'], message: string) => {
+      if (logs.length >= req.limits.logLines || logChars + message.length > req.limits.logTotalChars) {
+        logsDropped++;
+        return;
+      }
+      logChars += message.length;
+      logs.push({ level, message, at: new Date().toISOString() });
+    });
+    const hostSleepRef = new ivm.Reference((ms: number) =>
+      counted(
+        new Promise<void>((resolve) => {
+          // Never past the wall clock (the isolate is gone then); unref'd so it holds nothing up.
+          setTimeout(resolve, Math.min(ms, req.limits.wallTimeMs)).unref();
+        }),
       ),
     );
-    await global.set(
-      '__meta',
-      JSON.stringify({
-        type: req.type,
-        connectionId: req.connectionId,
-        providerConfigKey: req.providerConfigKey,
-        provider: req.provider,
-        invocationId: req.invocationId,
-        variant: req.variant,
-        entry: req.entry ?? 'exec',
-        lastSyncDate: req.lastSyncDate ?? null,
-        outputLimitBytes: req.limits.outputBytes,
-        logLineChars: req.limits.logLineChars,
-      }),
-    );
-    await (await compiledIn(prepared, PRELUDE_SOURCE, 'switchboard-prelude.js')).run(context);
-    // Taken before the bundle runs: code that breaks out of its wrapper cannot replace them.
-    const start = (await global.get('__start', { reference: true })) as ivm.Reference<
-      (input: string | undefined) => Promise<string>
-    >;
-    abortRef = (await global.get('__abort', { reference: true })) as ivm.Reference<(message: string) => void>;
-    await global.delete('__abort');
-    let bundle: ivm.Script;
-    try {
-      // The bundle is CommonJS: wrapped so `module`, `exports` and `require` are the prelude's.
-      bundle = await compiledIn(
-        prepared,
-        `globalThis.__factory = function (module, exports, require) {\n${req.code}\n};`,
-        `function:${req.name}.js`,
-      );
-    } catch (error) {
-      const outcome: SandboxOutcome = {
-        status: 'failure',
-        error: {
-          code: 'script_load_error',
-          message: `the bundle does not compile: ${(error as Error).message}`,
-        },
-        logs,
-        logsDropped,
-        durationMs: performance.now() - started,
-        cpuTimeMs: cpuMs(),
-        reusedIsolate: reused,
-      };
-      return outcome;
+    const meta = JSON.stringify({
+      type: req.type,
+      connectionId: req.connectionId,
+      providerConfigKey: req.providerConfigKey,
+      provider: req.provider,
+      invocationId: req.invocationId,
+      variant: req.variant,
+      entry: req.entry ?? 'exec',
+      lastSyncDate: req.lastSyncDate ?? null,
+      outputLimitBytes: req.limits.outputBytes,
+      logLineChars: req.limits.logLineChars,
+    });
+    // The run's bindings, in one call: the prelude keeps them in its closures (no global holds them).
+    const bind = () => ctx.control.apply(undefined, ['bind', hostCallRef, hostLogRef, hostSleepRef, meta]);
+    if ((await bind()) !== 'ok') {
+      if (!ready) throw new Error('the sandbox prelude did not take the run');
+      // The ready context's module top level used a run capability (or the bundle reached code that did):
+      // the run starts over on a new context, where the top level runs after the bindings, as before.
+      prepared.loadAhead = false;
+      releaseContext(ctx);
+      cpuAtStart += ctx.loadCpuMs;
+      ctx = await newContext(prepared);
+      ready = false;
+      if ((await bind()) !== 'ok') throw new Error('the sandbox prelude did not take the run');
     }
-    await bundle.run(context);
-    resultJson = (await start.apply(
+    if (!ctx.bundleLoaded) {
+      let bundle: ivm.Script;
+      try {
+        bundle = await bundleIn(prepared, req.code, req.name);
+      } catch (error) {
+        const outcome: SandboxOutcome = {
+          status: 'failure',
+          error: {
+            code: 'script_load_error',
+            message: `the bundle does not compile: ${(error as Error).message}`,
+          },
+          logs,
+          logsDropped,
+          durationMs: performance.now() - started,
+          cpuTimeMs: cpuMs(),
+          reusedIsolate: reused,
+          readyContext: ready,
+        };
+        return outcome;
+      }
+      await bundle.run(ctx.context);
+    }
+    resultJson = (await ctx.control.apply(
       undefined,
-      [req.input === undefined ? undefined : JSON.stringify(req.input)],
+      ['start', req.input === undefined ? undefined : JSON.stringify(req.input)],
       { result: { promise: true, copy: true } },
     )) as string;
   } catch (error) {
@@ -560,7 +759,6 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     clearTimeout(wallWatch);
     req.abort?.removeEventListener('abort', onAbort);
     clearTimeout(graceWatch);
-    abortRef?.release();
     cpuTimeMs = cpuMs();
     if (!broken && isolate.isDisposed) {
       // isolated-vm disposes of an isolate by itself only when its heap is over the limit.
@@ -571,8 +769,17 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     }
     if (!isolate.isDisposed) {
       if (req.poolKey !== undefined && !broken && thrown === undefined && reusable(prepared, outstanding)) {
-        context.release();
         givePooled(req.poolKey, prepared);
+        if (isolate.isDisposed) releaseContext(ctx);
+        else if (readyContexts) {
+          prepared.nextSettled = false;
+          // Never rejects (a failure drops the isolate), so no run awaiting it is ever thrown at.
+          prepared.next = prepareNext(req.poolKey, prepared, ctx, { code: req.code, name: req.name })
+            .catch(() => undefined)
+            .finally(() => (prepared.nextSettled = true));
+        } else {
+          releaseContext(ctx);
+        }
       } else isolate.dispose();
     }
   }
@@ -583,6 +790,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     durationMs: performance.now() - started,
     cpuTimeMs,
     reusedIsolate: reused,
+    readyContext: ready,
   };
   if (broken) return { status: 'failure', error: broken, ...stats };
   if (thrown !== undefined || resultJson === undefined) {
