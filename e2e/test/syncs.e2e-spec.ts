@@ -593,10 +593,11 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     }
   });
 
-  it('a new connection gets its schedule when authorised; deleting it removes schedule and records', async () => {
+  /** Imports a connection and waits for its sync to appear with a running schedule. */
+  const importWithSchedule = async (connectionId: string): Promise<SyncStatusItem> => {
     const imported = await api('POST', '/connections', {
       provider_config_key: KEY,
-      connection_id: 'conn-c',
+      connection_id: connectionId,
       credentials: { type: 'API_KEY', apiKey: API_KEY },
       connection_config: { origin: provider.url, account: 'acme' },
     });
@@ -604,43 +605,34 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     const deadline = Date.now() + 30_000;
     let item: SyncStatusItem | undefined;
     while (!item && Date.now() < deadline) {
-      item = (await statusOf([SYNC])).find((s) => s.connection_id === 'conn-c');
+      item = (await statusOf([SYNC])).find((s) => s.connection_id === connectionId);
       if (!item) await sleep(200);
     }
-    expect(item).toBeDefined();
-    expect((await schedule(item!.id)).state.paused).toBe(false);
+    if (!item) throw new Error(`no sync appeared for ${connectionId}`);
+    expect((await schedule(item.id)).state.paused).toBe(false);
+    return item;
+  };
+
+  it('a new connection gets its schedule when authorised; deleting it removes schedule and records', async () => {
+    const item = await importWithSchedule('conn-c');
     await waitForRun('conn-c', null);
 
     await nango.deleteConnection(KEY, 'conn-c');
-    await expect(schedule(item!.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    await expect(schedule(item.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
     expect((await statusOf('*')).map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
   });
 
   it('a connection deleted while the orchestrator is down loses its schedule once the orchestrator is back', async () => {
-    const imported = await api('POST', '/connections', {
-      provider_config_key: KEY,
-      connection_id: 'conn-d',
-      credentials: { type: 'API_KEY', apiKey: API_KEY },
-      connection_config: { origin: provider.url, account: 'acme' },
-    });
-    expect([200, 201]).toContain(imported.status);
-    let item: SyncStatusItem | undefined;
-    const deadline = Date.now() + 30_000;
-    while (!item && Date.now() < deadline) {
-      item = (await statusOf([SYNC])).find((s) => s.connection_id === 'conn-d');
-      if (!item) await sleep(200);
-    }
-    expect(item).toBeDefined();
-    expect((await schedule(item!.id)).state.paused).toBe(false);
+    const item = await importWithSchedule('conn-d');
 
     await stack.stopService('sync-orchestrator');
     // The vault cannot ask the orchestrator first; the deletion goes ahead anyway (fail-open).
     await nango.deleteConnection(KEY, 'conn-d');
-    expect((await schedule(item!.id)).state.paused).toBe(false);
+    expect((await schedule(item.id)).state.paused).toBe(false);
     await stack.startReplica('sync-orchestrator');
     const gone = Date.now() + 60_000;
     for (;;) {
-      const found = await schedule(item!.id).then(
+      const found = await schedule(item.id).then(
         () => true,
         (error: unknown) => {
           if (error instanceof ScheduleNotFoundError) return false;
