@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { NIL, v5 as uuidv5 } from 'uuid';
 
 /** Where records live: one connection of one integration of one environment. */
@@ -35,9 +35,12 @@ export function externalIdOf(id: unknown): string {
   return String(id).replaceAll('\u0000', '');
 }
 
-/** md5 of the record's JSON, as Nango's `data_hash` (a change detector, not a security measure). */
+/**
+ * md5 of the record's JSON, as Nango's `data_hash` (a change detector, not a security measure). The
+ * one-shot `crypto.hash` makes no Hash object per record (same digest as createHash).
+ */
 export function dataHash(json: string): string {
-  return createHash('md5').update(json).digest('hex');
+  return hash('md5', json, 'hex');
 }
 
 /** Associated data of a record's sealed payload: a ciphertext copied to another row does not open. */
