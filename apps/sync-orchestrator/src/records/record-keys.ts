@@ -18,15 +18,29 @@ export { recordModelKey as modelKey } from '@switchboard/contracts';
  */
 export class RecordIds {
   private readonly prefix: string;
-  private readonly namespace: string;
+  /** The namespace's 16 bytes. */
+  private readonly namespace: Buffer;
 
   constructor(scope: RecordScope, model: string) {
     this.prefix = JSON.stringify([scope.environmentId, scope.providerConfigKey, scope.connectionId]) + model;
-    this.namespace = uuidv5(this.prefix, NIL);
+    this.namespace = Buffer.from(uuidv5(this.prefix, NIL).replaceAll('-', ''), 'hex');
   }
 
+  /**
+   * `uuidv5(prefix + externalId, namespace)` (RFC 9562 §5.5: SHA-1 of namespace and name, version and
+   * variant bits set), computed here with one one-shot hash: the uuid package parses the namespace and
+   * encodes the name by hand on every call, a visible share of a batch's CPU for 1000 ids.
+   */
   of(externalId: string): string {
-    return uuidv5(this.prefix + externalId, this.namespace);
+    const digest = hash(
+      'sha1',
+      Buffer.concat([this.namespace, Buffer.from(this.prefix + externalId)]),
+      'buffer',
+    );
+    digest[6] = (digest[6]! & 0x0f) | 0x50;
+    digest[8] = (digest[8]! & 0x3f) | 0x80;
+    const hex = digest.toString('hex', 0, 16);
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   }
 }
 
