@@ -1,4 +1,4 @@
-import { Inject, Module, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { MasterKeyring } from '@switchboard/crypto';
 import { createPgPool, type PgPool } from '@switchboard/db';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
@@ -27,10 +27,11 @@ export const RECORDS_PG_POOL = Symbol('RECORDS_PG_POOL');
   ],
   exports: [RecordsStore],
 })
-export class RecordsModule implements OnModuleDestroy {
+export class RecordsModule implements OnApplicationShutdown {
   constructor(@Inject(RECORDS_PG_POOL) private readonly pool: PgPool) {}
 
-  async onModuleDestroy(): Promise<void> {
+  /** At the same point as the Prisma client's pool (databaseLifecycle): after the handlers have stopped. */
+  async onApplicationShutdown(): Promise<void> {
     await this.pool.end();
   }
 }
