@@ -27,7 +27,7 @@ import {
   type ResolvedEnvironment,
 } from '@switchboard/contracts';
 import { MasterKeyring } from '@switchboard/crypto';
-import { createPrismaClient, Prisma } from '@switchboard/db';
+import { createPgPool, createPrismaClient, Prisma } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import type { Stack } from '@switchboard/testing';
 import { connect } from 'nats';
@@ -42,7 +42,7 @@ const SETTINGS = {
   pathRecords: num('path-records', 20_000),
   memoryRecords: num('memory-records', 100_000),
   getRequests: num('get-requests', 200),
-  /** `--only=memory`: the memory run alone (no store, whole-path or GET phase). */
+  /** `--only=memory`: the memory run alone (no store, whole-path or GET phase); `--only=store`: the store phase alone (no stack). */
   only: args.get('only'),
   /** `--heap-snapshots=DIR`: functions-runtime's main heap written there mid-run and at the end. */
   heapSnapshots: args.get('heap-snapshots'),
@@ -51,8 +51,8 @@ const SETTINGS = {
   /** `--runtime-v8-flags=--trace-gc`: V8 flags set in functions-runtime before the memory run (through its inspector). */
   runtimeV8Flags: args.get('runtime-v8-flags'),
 };
-if (SETTINGS.only !== undefined && SETTINGS.only !== 'memory') {
-  throw new Error(`--only=${SETTINGS.only}: only --only=memory is known`);
+if (SETTINGS.only !== undefined && SETTINGS.only !== 'memory' && SETTINGS.only !== 'store') {
+  throw new Error(`--only=${SETTINGS.only}: only --only=memory and --only=store are known`);
 }
 /** The memory verdict: RSS may grow at most this much over the last half of the run (after warm-up). */
 const FLAT_MAX_GROWTH = 0.1;
@@ -73,6 +73,11 @@ interface Store {
     model: string,
     query: { limit: number; cursor?: string },
   ): Promise<{ next_cursor: string | null }>;
+  listJson(
+    scope: Scope,
+    model: string,
+    query: { limit: number; cursor?: string },
+  ): Promise<{ count: number; next_cursor: string | null }>;
 }
 interface Scope {
   environmentId: number;
@@ -121,10 +126,12 @@ async function benchStore(databaseUrl: string) {
   const { RecordsStore } = require(
     join(repoRoot(), 'apps/sync-orchestrator/dist/records/records.store.js'),
   ) as {
-    RecordsStore: new (db: unknown, keyring: MasterKeyring) => Store;
+    RecordsStore: new (pool: unknown, keyring: MasterKeyring) => Store;
   };
   const db = createPrismaClient(databaseUrl, { poolSize: 4 });
-  const store = new RecordsStore(db, new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`));
+  // The store's own node-postgres pool, as the service gives it (SWITCHBOARD_RECORDS_DB_POOL_SIZE).
+  const pool = createPgPool(databaseUrl, { poolSize: 4 });
+  const store = new RecordsStore(pool, new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`));
   const environmentId = randomInt(1_000_000, 2_000_000_000);
   const scope: Scope = { environmentId, providerConfigKey: 'bench', connectionId: `store-${randomUUID()}` };
   const n = SETTINGS.storeRecords;
@@ -174,6 +181,35 @@ async function benchStore(databaseUrl: string) {
     console.log('ceiling: plain batched upsert (insert, then the same rows again)...');
     const upsertInsertMs = await timed(upsert);
     const upsertUpdateMs = await timed(upsert);
+    // The same statement through node-postgres (as the store now writes), on other ids of the same width.
+    const pgScope = `ceiling-pg-${randomUUID()}`;
+    const pgIds = rows.map(() => randomUUID());
+    const pgUpsert = async () => {
+      for (let i = 0; i < n; i += BATCH) {
+        const chunk = rows.slice(i, i + BATCH);
+        await pool.query({
+          name: 'bench_ceiling_upsert',
+          text: `
+            INSERT INTO orchestrator.records AS r (id, environment_id, provider_config_key, connection_id, model,
+              external_id, data_hash, payload, size_bytes, created_at, updated_at)
+            SELECT u.id, $1, 'bench', $2, 'Ceiling', u.external_id, u.data_hash, u.payload, 1000, now(), now()
+            FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[]) AS u(id, external_id, data_hash, payload)
+            ON CONFLICT (id) DO UPDATE SET data_hash = EXCLUDED.data_hash, payload = EXCLUDED.payload,
+              updated_at = now()`,
+          values: [
+            environmentId,
+            pgScope,
+            pgIds.slice(i, i + BATCH),
+            chunk.map((r) => r.externalId),
+            chunk.map((r) => r.hash),
+            chunk.map((r) => r.payload),
+          ],
+        });
+      }
+    };
+    console.log('ceiling: the same upsert through node-postgres (insert, then the same rows again)...');
+    const pgInsertMs = await timed(pgUpsert);
+    const pgUpdateMs = await timed(pgUpsert);
 
     console.log('ceiling: COPY...');
     const csv = join(os.tmpdir(), `switchboard-bench-records-${process.pid}.csv`);
@@ -220,9 +256,23 @@ async function benchStore(databaseUrl: string) {
       );
     });
     rmSync(csv, { force: true });
-    return { insertMs, mixedMs, upsertInsertMs, upsertUpdateMs, copyMs, store, scope, db, environmentId };
+    return {
+      insertMs,
+      mixedMs,
+      upsertInsertMs,
+      upsertUpdateMs,
+      pgInsertMs,
+      pgUpdateMs,
+      copyMs,
+      store,
+      scope,
+      db,
+      pool,
+      environmentId,
+    };
   } catch (error) {
     await db.$disconnect();
+    await pool.end();
     throw error;
   }
 }
@@ -235,6 +285,8 @@ function printStore(s: Awaited<ReturnType<typeof benchStore>>) {
   const upsertIns = perSecond(n, s.upsertInsertMs);
   const upsertUpd = perSecond(n, s.upsertUpdateMs);
   const copy = perSecond(n, s.copyMs);
+  const pgIns = perSecond(n, s.pgInsertMs);
+  const pgUpd = perSecond(n, s.pgUpdateMs);
   console.log(
     `\nrecords of ${Buffer.byteLength(JSON.stringify(record(0, 1)))} bytes of JSON, batches of ${BATCH}, load ${os
       .loadavg()
@@ -251,12 +303,53 @@ function printStore(s: Awaited<ReturnType<typeof benchStore>>) {
   );
   console.log(`| COPY (ceiling) | ${fmt(n)} | ${fmt(copy)} | | 1.00 |`);
   console.log(
+    `| plain batched upsert through node-postgres, new rows (ceiling) | ${fmt(n)} | ${fmt(pgIns)} | ${(pgIns / upsertIns).toFixed(2)} | ${(pgIns / copy).toFixed(2)} |`,
+  );
+  console.log(
+    `| plain batched upsert through node-postgres, every row rewritten (ceiling) | ${fmt(n)} | ${fmt(pgUpd)} | ${(pgUpd / upsertUpd).toFixed(2)} | ${(pgUpd / copy).toFixed(2)} |`,
+  );
+  console.log(
     `| store, all new | ${fmt(n)} | ${fmt(storeInsert)} | ${(storeInsert / upsertIns).toFixed(2)} | ${(storeInsert / copy).toFixed(2)} |`,
   );
   console.log(
     `| **store, 50 % unchanged** | ${fmt(n)} | ${fmt(storeMixed)} | ${(storeMixed / upsertUpd).toFixed(2)} | ${(storeMixed / copy).toFixed(2)} |`,
   );
+  console.log(
+    `\nstore vs the node-postgres ceiling: all new ${(storeInsert / pgIns).toFixed(2)}, 50 % unchanged ${(storeMixed / pgUpd).toFixed(2)} (vs every row rewritten); vs the Prisma ceiling: ${(storeInsert / upsertIns).toFixed(2)}, ${(storeMixed / upsertUpd).toFixed(2)}`,
+  );
   return { storeMixed, upsertIns, upsertUpd, copy };
+}
+
+/**
+ * The store's page read in this process (limit 1000, the first page of the store phase's records):
+ * wall time and this process's CPU per page, for `list` (objects) and `listJson` (text), beside the
+ * page's bare SQL through node-postgres.
+ */
+async function benchPage(s: Awaited<ReturnType<typeof benchStore>>): Promise<void> {
+  const pages = 50;
+  const measure = async (work: () => Promise<unknown>) => {
+    for (let i = 0; i < 5; i++) await work(); // warm-up: prepared plans, JIT
+    const wall: number[] = [];
+    const cpuStart = process.cpuUsage();
+    for (let i = 0; i < pages; i++) wall.push(await timed(work));
+    const cpu = process.cpuUsage(cpuStart);
+    wall.sort((a, b) => a - b);
+    return { p50: percentile(wall, 0.5), cpuMs: (cpu.user + cpu.system) / 1000 / pages };
+  };
+  const query = { limit: 1000 };
+  const list = await measure(() => s.store.list(s.scope, 'BenchRecord', query));
+  const json = await measure(() => s.store.listJson(s.scope, 'BenchRecord', query));
+  const sql = await measure(() =>
+    s.pool.query({
+      text: `SELECT id, external_id, payload, created_at, updated_at FROM orchestrator.records
+        WHERE environment_id = $1 AND provider_config_key = 'bench' AND connection_id = $2 AND model = 'BenchRecord'
+        ORDER BY updated_at, id LIMIT 1001`,
+      values: [s.environmentId, s.scope.connectionId],
+    }),
+  );
+  console.log(
+    `store page read, limit 1000, in-process (${pages} pages, load ${os.loadavg()[0]!.toFixed(1)}): store.list p50 ${list.p50.toFixed(1)} ms, CPU ${list.cpuMs.toFixed(1)} ms/page; store.listJson p50 ${json.p50.toFixed(1)} ms, CPU ${json.cpuMs.toFixed(1)} ms/page; bare SQL (node-postgres) p50 ${sql.p50.toFixed(1)} ms, CPU ${sql.cpuMs.toFixed(1)} ms/page`,
+  );
 }
 
 /** A sync bundle shaped like the nango CLI's output: `total` records of ~1 KB, saved 1000 at a time. */
@@ -435,6 +528,11 @@ async function main(): Promise<void> {
   const memoryOnly = SETTINGS.only === 'memory';
   const store = memoryOnly ? undefined : await benchStore(infra.databaseUrl);
   const storeFigures = store ? printStore(store) : undefined;
+  if (store) await benchPage(store);
+  if (SETTINGS.only === 'store') {
+    await cleanStore(store!);
+    return;
+  }
   const cleanupDb = store?.db ?? createPrismaClient(infra.databaseUrl, { poolSize: 1 });
 
   console.log('starting the Switchboard stack...');
@@ -607,7 +705,16 @@ async function main(): Promise<void> {
       );
     }
     await cleanupDb.$disconnect();
+    await store?.pool.end();
   }
+}
+
+/** `--only=store`: what the store phase wrote, then its connections. */
+async function cleanStore(s: StoreRun): Promise<void> {
+  await s.db.$executeRaw`DELETE FROM orchestrator.records WHERE environment_id = ${s.environmentId}`;
+  await s.db.$executeRaw`DELETE FROM orchestrator.record_counts WHERE environment_id = ${s.environmentId}`;
+  await s.db.$disconnect();
+  await s.pool.end();
 }
 
 type StoreRun = Awaited<ReturnType<typeof benchStore>>;

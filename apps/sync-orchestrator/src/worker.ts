@@ -10,7 +10,7 @@ import {
 } from '@temporalio/worker';
 import { Connection, WorkflowClient } from '@temporalio/client';
 import { MasterKeyring } from '@switchboard/crypto';
-import { createPrismaClient } from '@switchboard/db';
+import { createPgPool, createPrismaClient } from '@switchboard/db';
 import { connectNats, NatsRequester } from '@switchboard/messaging';
 import * as activities from './activities';
 import { createActionActivities } from './activities/action.activities';
@@ -51,6 +51,7 @@ async function main(): Promise<void> {
   // Its own NATS user (sync-orchestrator-worker in infra/nats/nats.conf), not the service's.
   const nc = await connectNats(env, 'sync-orchestrator-worker');
   const db = createPrismaClient(env.DATABASE_URL, { poolSize: 5 });
+  const recordsPool = createPgPool(env.DATABASE_URL, { poolSize: env.SWITCHBOARD_RECORDS_DB_POOL_SIZE });
   const nats = new NatsRequester(nc);
   // Sync activities look at (and, for a full resync, cancel) the workflow holding a sync.
   const clientConnection = Connection.lazy({ address: env.TEMPORAL_ADDRESS });
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
     db,
     nats,
     nc,
-    records: new RecordsStore(db, new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS)),
+    records: new RecordsStore(recordsPool, new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS)),
     workflows: new WorkflowClient({
       connection: clientConnection,
       namespace: env.TEMPORAL_NAMESPACE,
@@ -95,6 +96,7 @@ async function main(): Promise<void> {
     await clientConnection.close().catch(() => undefined);
     await nc.drain().catch(() => undefined);
     await db.$disconnect().catch(() => undefined);
+    await recordsPool.end().catch(() => undefined);
     await stopTracing();
   }
 }

@@ -173,9 +173,9 @@ export class EnvelopeCipher {
   private openDataKey(parts: Parsed, aad: Buffer): Buffer {
     return open(
       this.keyring.secretKey(parts.version),
-      parts.wrapNonce,
-      parts.wrappedKey,
-      parts.wrapTag,
+      unb64(parts.wrapNonce),
+      unb64(parts.wrappedKey),
+      unb64(parts.wrapTag),
       wrapAad(parts.version, aad),
     );
   }
@@ -183,9 +183,9 @@ export class EnvelopeCipher {
   private unwrapSharedKey(parts: Parsed): Buffer {
     return open(
       this.keyring.secretKey(parts.version),
-      parts.wrapNonce,
-      parts.wrappedKey,
-      parts.wrapTag,
+      unb64(parts.wrapNonce),
+      unb64(parts.wrappedKey),
+      unb64(parts.wrapTag),
       sharedWrapAad(parts.version),
     );
   }
@@ -256,6 +256,11 @@ function sharedWrapAad(version: number): Buffer {
 
 type Parsed = ReturnType<typeof parse>;
 
+const checked = (s: string | undefined): string => {
+  if (s === undefined) throw new CryptoError('malformed ciphertext');
+  return s;
+};
+
 function parse(blob: string) {
   const parts = blob.split('.');
   if (parts.length !== 8 || (parts[0] !== FORMAT && parts[0] !== FORMAT_SHARED))
@@ -265,11 +270,15 @@ function parse(blob: string) {
   return {
     shared: parts[0] === FORMAT_SHARED,
     /** The master key version and the whole wrapped data key: names a shared key's batch. */
-    keyId: parts.slice(1, 5).join('.'),
+    keyId: blob.slice(
+      parts[0].length + 1,
+      parts[0].length + parts[1]!.length + parts[2]!.length + parts[3]!.length + parts[4]!.length + 4,
+    ),
     version,
-    wrapNonce: unb64(parts[2]),
-    wrappedKey: unb64(parts[3]),
-    wrapTag: unb64(parts[4]),
+    // The wrapped key stays text until it is opened: a shared key is usually cached already.
+    wrapNonce: checked(parts[2]),
+    wrappedKey: checked(parts[3]),
+    wrapTag: checked(parts[4]),
     nonce: unb64(parts[5]),
     ciphertext: unb64(parts[6]),
     tag: unb64(parts[7]),

@@ -1,4 +1,5 @@
 import { PrismaPg } from '@prisma/adapter-pg';
+import { Pool } from 'pg';
 import { PrismaClient } from './generated/prisma/client';
 
 export { Prisma, PrismaClient } from './generated/prisma/client';
@@ -46,3 +47,25 @@ export type OrchestratorDb = Pick<
   | 'sync'
   | 'syncRun'
 >;
+
+export type { Pool as PgPool, PoolClient as PgPoolClient, QueryConfig as PgQueryConfig } from 'pg';
+
+/**
+ * A plain node-postgres pool, for the few set-based hot statements where Prisma's driver-adapter layer
+ * (parameters and rows serialised through its query engine) is most of the cost (the records store).
+ */
+export function createPgPool(databaseUrl: string, options: { poolSize?: number } = {}): Pool {
+  const pool = new Pool({
+    connectionString: databaseUrl,
+    max: options.poolSize ?? 10,
+    // As the Prisma transactions it replaces: waits at most 10 s for a connection, and a transaction
+    // (e.g. stuck behind another's advisory lock) is cut after 120 s rather than holding its connection.
+    connectionTimeoutMillis: 10_000,
+    statement_timeout: 120_000,
+    idle_in_transaction_session_timeout: 120_000,
+  });
+  // An idle connection Postgres dropped (restart, failover) is replaced on the next checkout; without a
+  // listener its error would end the process.
+  pool.on('error', () => undefined);
+  return pool;
+}

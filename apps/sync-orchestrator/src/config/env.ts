@@ -36,6 +36,11 @@ export const envSchema = z.object({
    * has its run retried elsewhere, resuming from the script's last checkpoint.
    */
   SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(2_000).max(600_000).default(30_000),
+  /**
+   * Connections of the records store's own node-postgres pool (its writes and page reads bypass Prisma),
+   * beside the Prisma client's pool; in the service and in worker.ts each.
+   */
+  SWITCHBOARD_RECORDS_DB_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5),
 });
 export type OrchestratorEnv = z.infer<typeof envSchema>;
 

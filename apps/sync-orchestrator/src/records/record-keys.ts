@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { NIL, v5 as uuidv5 } from 'uuid';
 
 /** Where records live: one connection of one integration of one environment. */
@@ -18,15 +18,29 @@ export { recordModelKey as modelKey } from '@switchboard/contracts';
  */
 export class RecordIds {
   private readonly prefix: string;
-  private readonly namespace: string;
+  /** The namespace's 16 bytes. */
+  private readonly namespace: Buffer;
 
   constructor(scope: RecordScope, model: string) {
     this.prefix = JSON.stringify([scope.environmentId, scope.providerConfigKey, scope.connectionId]) + model;
-    this.namespace = uuidv5(this.prefix, NIL);
+    this.namespace = Buffer.from(uuidv5(this.prefix, NIL).replaceAll('-', ''), 'hex');
   }
 
+  /**
+   * `uuidv5(prefix + externalId, namespace)` (RFC 9562 §5.5: SHA-1 of namespace and name, version and
+   * variant bits set), computed here with one one-shot hash: the uuid package parses the namespace and
+   * encodes the name by hand on every call, a visible share of a batch's CPU for 1000 ids.
+   */
   of(externalId: string): string {
-    return uuidv5(this.prefix + externalId, this.namespace);
+    const digest = hash(
+      'sha1',
+      Buffer.concat([this.namespace, Buffer.from(this.prefix + externalId)]),
+      'buffer',
+    );
+    digest[6] = (digest[6]! & 0x0f) | 0x50;
+    digest[8] = (digest[8]! & 0x3f) | 0x80;
+    const hex = digest.toString('hex', 0, 16);
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   }
 }
 
@@ -35,9 +49,12 @@ export function externalIdOf(id: unknown): string {
   return String(id).replaceAll('\u0000', '');
 }
 
-/** md5 of the record's JSON, as Nango's `data_hash` (a change detector, not a security measure). */
+/**
+ * md5 of the record's JSON, as Nango's `data_hash` (a change detector, not a security measure). The
+ * one-shot `crypto.hash` makes no Hash object per record (same digest as createHash).
+ */
 export function dataHash(json: string): string {
-  return createHash('md5').update(json).digest('hex');
+  return hash('md5', json, 'hex');
 }
 
 /** Associated data of a record's sealed payload: a ciphertext copied to another row does not open. */

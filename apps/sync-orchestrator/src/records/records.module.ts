@@ -1,22 +1,37 @@
-import { Module } from '@nestjs/common';
+import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { MasterKeyring } from '@switchboard/crypto';
-import type { OrchestratorDb } from '@switchboard/db';
+import { createPgPool, type PgPool } from '@switchboard/db';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
-import { ORCHESTRATOR_DB } from '../database/database.module';
 import { RecordsHandlers } from './records.handlers';
 import { RecordsStore } from './records.store';
+
+/** The records store's own node-postgres pool (it does not go through Prisma). */
+export const RECORDS_PG_POOL = Symbol('RECORDS_PG_POOL');
 
 /** The records store (a plain class the worker also builds itself) and the records subjects. */
 @Module({
   controllers: [RecordsHandlers],
   providers: [
     {
+      provide: RECORDS_PG_POOL,
+      inject: [ORCHESTRATOR_ENV],
+      useFactory: (env: OrchestratorEnv): PgPool =>
+        createPgPool(env.DATABASE_URL, { poolSize: env.SWITCHBOARD_RECORDS_DB_POOL_SIZE }),
+    },
+    {
       provide: RecordsStore,
-      inject: [ORCHESTRATOR_DB, ORCHESTRATOR_ENV],
-      useFactory: (db: OrchestratorDb, env: OrchestratorEnv) =>
-        new RecordsStore(db, new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS)),
+      inject: [RECORDS_PG_POOL, ORCHESTRATOR_ENV],
+      useFactory: (pool: PgPool, env: OrchestratorEnv) =>
+        new RecordsStore(pool, new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS)),
     },
   ],
   exports: [RecordsStore],
 })
-export class RecordsModule {}
+export class RecordsModule implements OnApplicationShutdown {
+  constructor(@Inject(RECORDS_PG_POOL) private readonly pool: PgPool) {}
+
+  /** At the same point as the Prisma client's pool (databaseLifecycle): after the handlers have stopped. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,7 +1,8 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { MasterKeyring } from '@switchboard/crypto';
-import { createPrismaClient, type PrismaClient } from '@switchboard/db';
+import { createPgPool, createPrismaClient, type PgPool, type PrismaClient } from '@switchboard/db';
 import { testInfrastructure } from '@switchboard/testing';
+import { holdSyncRun } from '../syncs/sync-run-fence';
 import { Cursor, type RecordScope } from './record-keys';
 import { RecordsStore, type StoredRecord } from './records.store';
 
@@ -10,6 +11,7 @@ jest.setTimeout(60_000);
 /** The records store against a real Postgres: Nango's semantics, counts, cursors, encryption at rest. */
 describe('RecordsStore (Postgres)', () => {
   let db: PrismaClient;
+  let pool: PgPool;
   let store: RecordsStore;
   // A random environment keeps this file's rows apart from every other test's.
   const environmentId = randomInt(1_000_000, 2_000_000_000);
@@ -31,13 +33,16 @@ describe('RecordsStore (Postgres)', () => {
     const url = new URL((await testInfrastructure()).databaseUrl);
     url.searchParams.set('options', '-c TimeZone=Pacific/Kiritimati');
     db = createPrismaClient(url.toString(), { poolSize: 10 });
-    store = new RecordsStore(db, new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`));
+    pool = createPgPool(url.toString(), { poolSize: 10 });
+    store = new RecordsStore(pool, new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`));
   });
 
   afterAll(async () => {
     await db.$executeRaw`DELETE FROM orchestrator.records WHERE environment_id = ${environmentId}`;
     await db.$executeRaw`DELETE FROM orchestrator.record_counts WHERE environment_id = ${environmentId}`;
+    await db.$executeRaw`DELETE FROM orchestrator.syncs WHERE environment_id = ${environmentId}`;
     await db.$disconnect();
+    await pool.end();
   });
 
   it('saves records with Nango ids and metadata, and counts what a run added', async () => {
@@ -348,5 +353,88 @@ describe('RecordsStore (Postgres)', () => {
     expect(results.reduce((sum, r) => sum + r.unchanged, 0)).toBe(600);
     expect(await store.runCounts(run)).toEqual({ Contact: { added: 1200, updated: 0, deleted: 0 } });
     expect(await store.recordCounts(scope, ['Contact'])).toEqual({ Contact: 1200 });
+  });
+
+  it('counts mixed batches exactly: adds, changes, unchanged, deletes and unseen deletes, over several chunks', async () => {
+    const scope = newScope();
+    const first = randomUUID();
+    // 2500 records: three chunks of one statement each.
+    expect(await store.write(scope, 'Deal', items(0, 2500), 'save', first)).toMatchObject({ added: 2500 });
+    const run = randomUUID();
+    // Half of them again unchanged, a quarter changed, 500 new.
+    const batch = [...items(0, 1250), ...items(1250, 1875, { name: 'changed' }), ...items(2500, 3000)];
+    expect(await store.write(scope, 'Deal', batch, 'save', run)).toMatchObject({
+      added: 500,
+      updated: 625,
+      unchanged: 1250,
+      deleted: 0,
+    });
+    // Deleting existing, already deleted and unknown records: only the first count.
+    const deletes = [{ id: 0 }, { id: 1 }, { id: 1 }, { id: 'unknown' }];
+    expect(await store.write(scope, 'Deal', deletes, 'delete', run)).toMatchObject({
+      deleted: 2,
+      unchanged: 1,
+      nonUniqueKeys: ['1'],
+    });
+    expect(await store.write(scope, 'Deal', [{ id: 0 }], 'delete', run)).toMatchObject({ deleted: 0 });
+    // The run saw 0..1875 and 2500..3000 (all of its chunks): 1875..2500 were not seen.
+    expect(await store.deleteUnseen(scope, 'Deal', run)).toBe(625);
+    expect(await store.runCounts(run)).toEqual({ Deal: { added: 500, updated: 625, deleted: 627 } });
+    expect(await store.recordCounts(scope, ['Deal', 'Other'])).toEqual({ Deal: 3000 - 627, Other: 0 });
+    const live = await all(scope, 'Deal', { filter: 'added,updated' });
+    expect(live).toHaveLength(3000 - 627);
+    expect(live.filter((r) => r.name === 'changed')).toHaveLength(625);
+  });
+
+  it('fences a write inside its transaction: a stale attempt or a closed run writes nothing', async () => {
+    const scope = newScope();
+    const syncId = randomUUID();
+    const runId = randomUUID();
+    await db.sync.create({
+      data: {
+        id: syncId,
+        environmentId,
+        providerConfigKey: scope.providerConfigKey,
+        connectionId: scope.connectionId,
+        name: 'fenced',
+      },
+    });
+    await db.syncRun.create({
+      data: {
+        id: runId,
+        syncId,
+        status: 'RUNNING',
+        type: 'INCREMENTAL',
+        workflowId: `wf-${runId}`,
+        attempts: 2,
+      },
+    });
+    const fence = (attempt: number) => ({
+      fence: (tx: Parameters<typeof holdSyncRun>[0]) => holdSyncRun(tx, { runId, attempt }),
+    });
+
+    expect(await store.write(scope, 'Contact', items(0, 3), 'save', runId, fence(2))).toMatchObject({
+      added: 3,
+    });
+    await expect(store.write(scope, 'Contact', items(3, 6), 'save', runId, fence(1))).rejects.toMatchObject({
+      code: 'sync_run_superseded',
+    });
+    await expect(
+      store.deleteUnseenKeys(scope, 'Contact', randomUUID(), 10, fence(1).fence),
+    ).rejects.toMatchObject({ code: 'sync_run_superseded' });
+
+    await db.syncRun.update({ where: { id: runId }, data: { status: 'SUCCESS' } });
+    await expect(store.write(scope, 'Contact', items(0, 1), 'delete', runId, fence(2))).rejects.toMatchObject(
+      { code: 'sync_run_superseded' },
+    );
+
+    // Nothing of the refused writes is there: no record, no deletion, no count.
+    const records = await all(scope, 'Contact');
+    expect(records.map((r) => r.id).sort()).toEqual(['0', '1', '2']);
+    expect(records.every((r) => r._nango_metadata.deleted_at === null)).toBe(true);
+    expect(await store.runCounts(runId)).toEqual({ Contact: { added: 3, updated: 0, deleted: 0 } });
+    expect(await store.recordCounts(scope, ['Contact'])).toEqual({ Contact: 3 });
+    // The connection the refused transactions ran on went back to the pool usable.
+    expect(await store.write(scope, 'Other', items(0, 1), 'save', randomUUID())).toMatchObject({ added: 1 });
   });
 });

@@ -1,5 +1,5 @@
 import { EnvelopeCipher, type MasterKeyring, type SharedDataKey } from '@switchboard/crypto';
-import { Prisma, type OrchestratorDb } from '@switchboard/db';
+import type { PgPool, PgPoolClient, PgQueryConfig } from '@switchboard/db';
 import deepmerge from 'deepmerge';
 import { OrchestratorError } from '../sync-orchestrator.errors';
 import {
@@ -75,6 +75,19 @@ export interface ListJsonResult {
   next_cursor: string | null;
 }
 
+/** A page's row as `page` selects it (rowMode 'array'). */
+type PageRow = [
+  id: string,
+  externalId: string,
+  payload: string | null,
+  sizeBytes: number,
+  firstSeenAt: string,
+  lastModifiedAt: string,
+  deletedAt: string | null,
+  prunedAt: string | null,
+  lastAction: LastAction,
+];
+
 /** One record of a page, its payload still as the JSON text it was saved as. */
 interface PageRecord {
   /** The decrypted payload, null when pruned. */
@@ -83,8 +96,8 @@ interface PageRecord {
   metadata: StoredRecord['_nango_metadata'];
 }
 
-type Db = Pick<OrchestratorDb, '$transaction' | '$queryRaw' | '$executeRaw'>;
-type Tx = Prisma.TransactionClient;
+/** A node-postgres client inside BEGIN: every statement of the store runs on one (no Prisma in between). */
+type Tx = Pick<PgPoolClient, 'query'>;
 
 /**
  * Checks, first thing in a write's transaction, that the writer may still write (a sync script's run is
@@ -94,8 +107,6 @@ export type WriteFence = (tx: Tx) => Promise<void>;
 
 /** Rows per statement: one set-based statement per chunk, as Nango's batch size. */
 const CHUNK = 1000;
-/** A batch may wait for another batch of the same connection and model (the advisory lock). */
-const TX_OPTIONS = { maxWait: 10_000, timeout: 120_000 };
 
 interface Incoming {
   id: string;
@@ -124,7 +135,55 @@ interface Write {
 }
 
 /** Prints a timestamptz as Postgres's to_json does in UTC (microseconds, `+00:00`), as Nango's API shows it. */
-const ts = (column: string) => Prisma.raw(`((to_json(${column} AT TIME ZONE 'UTC') #>> '{}') || '+00:00')`);
+const ts = (column: string) => `((to_json(${column} AT TIME ZONE 'UTC') #>> '{}') || '+00:00')`;
+
+/** The statements of a write, prepared once per connection (named): parsed and planned once, not per batch. */
+const SQL = {
+  lock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+  /** The chunk's rows as they are; with `seen`, also records that the run saw these ids (track deletes). */
+  existing: (cursor: boolean, payload: boolean, seen: boolean) => `
+    ${seen ? 'WITH seen AS (INSERT INTO orchestrator.record_seen (run_id, model, record_ids) VALUES ($4::uuid, $5, $1::uuid[]))' : ''}
+    SELECT id::text, data_hash, deleted_at IS NOT NULL, pruned_at IS NOT NULL,
+      ${cursor ? '(updated_at, id) > ($2::timestamptz, $3::uuid)' : 'false AND $2::text IS NULL AND $3::text IS NULL'},
+      ${payload ? 'payload' : 'NULL::text'}
+    FROM orchestrator.records WHERE id = ANY($1::uuid[])`,
+  // One set-based statement for the whole chunk (unnest of column arrays): per-row ORM upserts run at a
+  // few hundred rows a second, this at tens of thousands (see bench/records). Unchanged records are
+  // filtered out before, so they cost no write at all and keep their updated_at.
+  upsert: `
+    INSERT INTO orchestrator.records AS r (id, environment_id, provider_config_key, connection_id, model,
+      external_id, data_hash, payload, size_bytes, created_at, updated_at, deleted_at, pruned_at, last_run_id)
+    SELECT u.id, $1, $2, $3, $4, u.external_id, u.data_hash, u.payload, u.size_bytes, now(),
+      CASE WHEN u.touch THEN now() ELSE '-infinity'::timestamptz END, NULL, NULL, $5::uuid
+    FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::int[], $11::bool[])
+      AS u(id, external_id, data_hash, payload, size_bytes, touch)
+    ON CONFLICT (id) DO UPDATE SET
+      data_hash = EXCLUDED.data_hash, payload = EXCLUDED.payload, size_bytes = EXCLUDED.size_bytes,
+      updated_at = CASE WHEN EXCLUDED.updated_at = '-infinity' THEN r.updated_at ELSE EXCLUDED.updated_at END,
+      deleted_at = NULL, pruned_at = NULL, last_run_id = EXCLUDED.last_run_id`,
+  // The record keeps its last payload; deleted_at is the record's `deletedAt` when it gives one.
+  delete: `
+    UPDATE orchestrator.records r
+    SET deleted_at = COALESCE(u.deleted_at, now()), updated_at = now(), last_run_id = $1::uuid
+    FROM unnest($2::uuid[], $3::timestamptz[]) AS u(id, deleted_at)
+    WHERE r.id = u.id`,
+  /** The run's counts and the model's total in one statement; answers the transaction's now() (merging cursor). */
+  count: `
+    WITH run AS (
+      INSERT INTO orchestrator.record_run_counts (run_id, model, added, updated, deleted)
+      VALUES ($1::uuid, $2, $3::int, $4::int, $5::int)
+      ON CONFLICT (run_id, model) DO UPDATE SET
+        added = record_run_counts.added + EXCLUDED.added,
+        updated = record_run_counts.updated + EXCLUDED.updated,
+        deleted = record_run_counts.deleted + EXCLUDED.deleted
+    ), total AS (
+      INSERT INTO orchestrator.record_counts (environment_id, provider_config_key, connection_id, model, count)
+      SELECT $6, $7, $8, $2, $3::int - $5::int WHERE $3::int <> $5::int
+      ON CONFLICT (environment_id, provider_config_key, connection_id, model)
+      DO UPDATE SET count = record_counts.count + EXCLUDED.count
+    )
+    SELECT ${ts('now()')} AS now`,
+};
 
 /**
  * A record's JSON as `JSON.stringify({...payload, id: externalId, _nango_metadata})` writes it. The usual
@@ -175,13 +234,16 @@ const isMergeable = (v: unknown) => v !== null && typeof v === 'object';
  * associated data). Writes of one (connection, model) are serialised by
  * a transaction-scoped advisory lock, so concurrent batches never race on the same rows or counters.
  *
- * Built by the Nest module for the service and directly (`new RecordsStore(db, keyring)`) by the worker.
+ * Every statement goes through node-postgres directly (`pool`, not the Prisma client): for these set-based
+ * statements Prisma's driver-adapter layer was most of the cost (bench/README.md, Records).
+ *
+ * Built by the Nest module for the service and directly (`new RecordsStore(pool, keyring)`) by the worker.
  */
 export class RecordsStore {
   private readonly cipher: EnvelopeCipher;
 
   constructor(
-    private readonly db: Db,
+    private readonly pool: PgPool,
     keyring: MasterKeyring,
   ) {
     this.cipher = new EnvelopeCipher(keyring);
@@ -207,13 +269,14 @@ export class RecordsStore {
     if (merging.strategy === 'ignore_if_modified_after') result.mergingCursor = merging.cursor ?? null;
     if (unique.length === 0) return result;
 
-    await this.db.$transaction(async (tx) => {
+    await this.transaction(async (tx) => {
       await options.fence?.(tx);
       await this.lock(tx, scope, model);
       let lastWritten: string | undefined;
       for (let i = 0; i < unique.length; i += CHUNK) {
         const chunk = unique.slice(i, i + CHUNK);
-        const existing = await this.existing(tx, chunk, cursor, op === 'update');
+        const seen = op === 'delete' ? undefined : { runId, model };
+        const existing = await this.existing(tx, chunk, cursor, op === 'update', seen);
         const outcome =
           op === 'delete'
             ? await this.deleteChunk(tx, chunk, existing, runId)
@@ -225,23 +288,23 @@ export class RecordsStore {
         if (outcome.maxTouched && (!lastWritten || outcome.maxTouched > lastWritten)) {
           lastWritten = outcome.maxTouched;
         }
-        if (op !== 'delete') await this.markSeen(tx, runId, model, chunk);
       }
-      await this.count(tx, scope, model, runId, result);
+      const now = await this.count(tx, scope, model, runId, result);
       if (merging.strategy === 'ignore_if_modified_after' && lastWritten) {
         // Every row this transaction touched carries its start time (now()): the last one written is
         // (now(), greatest id), which is where the next batch's cursor starts.
-        const [row] = await tx.$queryRaw<{ now: string }[]>`SELECT ${ts('now()')} AS now`;
-        result.mergingCursor = Cursor.encode(row!.now, lastWritten);
+        result.mergingCursor = Cursor.encode(now, lastWritten);
       }
-    }, TX_OPTIONS);
+    });
     return result;
   }
 
   /** What one sync run changed, per model (survives worker restarts: it is in Postgres). */
   async runCounts(runId: string): Promise<Record<string, ModelCounts>> {
-    const rows = await this.db.$queryRaw<(ModelCounts & { model: string })[]>`
-      SELECT model, added, updated, deleted FROM orchestrator.record_run_counts WHERE run_id = ${runId}::uuid`;
+    const { rows } = await this.pool.query<ModelCounts & { model: string }>(
+      'SELECT model, added, updated, deleted FROM orchestrator.record_run_counts WHERE run_id = $1::uuid',
+      [runId],
+    );
     return Object.fromEntries(
       rows.map((r) => [r.model, { added: r.added, updated: r.updated, deleted: r.deleted }]),
     );
@@ -252,31 +315,35 @@ export class RecordsStore {
     let total = 0;
     const sorted = [...new Set(models)].sort();
     if (sorted.length === 0) return 0;
-    await this.db.$transaction(async (tx) => {
+    const values = [scope.environmentId, scope.providerConfigKey, scope.connectionId, sorted];
+    await this.transaction(async (tx) => {
       // Always in the same order, so two deletions of overlapping model sets cannot deadlock.
       for (const model of sorted) await this.lock(tx, scope, model);
-      total = await tx.$executeRaw`
-        DELETE FROM orchestrator.records
-        WHERE environment_id = ${scope.environmentId} AND provider_config_key = ${scope.providerConfigKey}
-          AND connection_id = ${scope.connectionId} AND model = ANY(${sorted}::text[])`;
-      await tx.$executeRaw`
-        DELETE FROM orchestrator.record_counts
-        WHERE environment_id = ${scope.environmentId} AND provider_config_key = ${scope.providerConfigKey}
-          AND connection_id = ${scope.connectionId} AND model = ANY(${sorted}::text[])`;
-    }, TX_OPTIONS);
+      const deleted = await tx.query(
+        `DELETE FROM orchestrator.records
+        WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = ANY($4::text[])`,
+        values,
+      );
+      total = deleted.rowCount ?? 0;
+      await tx.query(
+        `DELETE FROM orchestrator.record_counts
+        WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = ANY($4::text[])`,
+        values,
+      );
+    });
     return total;
   }
 
   /** Hard-deletes every record of a connection, all models (the connection was deleted). */
   async deleteAllRecords(scope: RecordScope): Promise<number> {
-    const rows = await this.db.$queryRaw<{ model: string }[]>`
-      SELECT model FROM orchestrator.record_counts
-      WHERE environment_id = ${scope.environmentId} AND provider_config_key = ${scope.providerConfigKey}
-        AND connection_id = ${scope.connectionId}
+    const { rows } = await this.pool.query<{ model: string }>(
+      `SELECT model FROM orchestrator.record_counts
+      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3
       UNION
       SELECT DISTINCT model FROM orchestrator.records
-      WHERE environment_id = ${scope.environmentId} AND provider_config_key = ${scope.providerConfigKey}
-        AND connection_id = ${scope.connectionId}`;
+      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3`,
+      [scope.environmentId, scope.providerConfigKey, scope.connectionId],
+    );
     return this.deleteRecords(
       scope,
       rows.map((r) => r.model),
@@ -285,10 +352,11 @@ export class RecordsStore {
 
   /** Non-deleted records per model (sync status `recordCount`); a model without records counts 0. */
   async recordCounts(scope: RecordScope, models: string[]): Promise<Record<string, number>> {
-    const rows = await this.db.$queryRaw<{ model: string; count: number }[]>`
-      SELECT model, count FROM orchestrator.record_counts
-      WHERE environment_id = ${scope.environmentId} AND provider_config_key = ${scope.providerConfigKey}
-        AND connection_id = ${scope.connectionId} AND model = ANY(${models}::text[])`;
+    const { rows } = await this.pool.query<{ model: string; count: number }>(
+      `SELECT model, count FROM orchestrator.record_counts
+      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = ANY($4::text[])`,
+      [scope.environmentId, scope.providerConfigKey, scope.connectionId, models],
+    );
     const counts = Object.fromEntries(models.map((m) => [m, 0]));
     for (const row of rows) counts[row.model] = row.count;
     return counts;
@@ -311,52 +379,62 @@ export class RecordsStore {
     fence?: WriteFence,
   ): Promise<{ deleted: number; deletedKeys: string[] }> {
     let result = { deleted: 0, deletedKeys: [] as string[] };
-    await this.db.$transaction(async (tx) => {
+    await this.transaction(async (tx) => {
       await fence?.(tx);
       await this.lock(tx, scope, model);
       // An anti-join against the ids the run saw (a hash anti join, which spills to disk rather than
       // degrading like NOT IN over a large list).
-      const [row] = await tx.$queryRaw<{ deleted: number; keys: string[] | null }[]>`
-        WITH seen AS MATERIALIZED (
+      const {
+        rows: [row],
+      } = await tx.query<{ deleted: number; keys: string[] | null }>(
+        `WITH seen AS MATERIALIZED (
           SELECT DISTINCT unnest(record_ids) AS id FROM orchestrator.record_seen
-          WHERE run_id = ${runId}::uuid AND model = ${model}
+          WHERE run_id = $1::uuid AND model = $2
         ), gone AS (
           SELECT r.id FROM orchestrator.records r
-          WHERE r.environment_id = ${scope.environmentId} AND r.provider_config_key = ${scope.providerConfigKey}
-            AND r.connection_id = ${scope.connectionId} AND r.model = ${model} AND r.deleted_at IS NULL
+          WHERE r.environment_id = $3 AND r.provider_config_key = $4
+            AND r.connection_id = $5 AND r.model = $2 AND r.deleted_at IS NULL
             AND NOT EXISTS (SELECT 1 FROM seen WHERE seen.id = r.id)
         ), marked AS (
           UPDATE orchestrator.records r
-          SET deleted_at = now(), updated_at = now(), last_run_id = ${runId}::uuid
+          SET deleted_at = now(), updated_at = now(), last_run_id = $1::uuid
           FROM gone WHERE r.id = gone.id
           RETURNING r.external_id
         )
         SELECT (SELECT count(*)::int FROM marked) AS deleted,
-          (SELECT array_agg(external_id) FROM (SELECT external_id FROM marked LIMIT ${maxKeys}) k) AS keys`;
+          (SELECT array_agg(external_id) FROM (SELECT external_id FROM marked LIMIT $6) k) AS keys`,
+        [runId, model, scope.environmentId, scope.providerConfigKey, scope.connectionId, maxKeys],
+      );
       const deleted = row?.deleted ?? 0;
       await this.count(tx, scope, model, runId, { added: 0, updated: 0, deleted });
       result = { deleted, deletedKeys: row?.keys ?? [] };
-    }, TX_OPTIONS);
+    });
     return result;
   }
 
   /** Forgets which records a run saw (once it is over: its counts stay). */
   async forgetRun(runId: string): Promise<void> {
-    await this.db.$executeRaw`DELETE FROM orchestrator.record_seen WHERE run_id = ${runId}::uuid`;
+    await this.pool.query('DELETE FROM orchestrator.record_seen WHERE run_id = $1::uuid', [runId]);
   }
 
   /** Drops what runs started before `before` saw (a backstop for runs whose end was never recorded). */
   async pruneSeen(before: Date): Promise<number> {
-    return this.db.$executeRaw`DELETE FROM orchestrator.record_seen WHERE created_at < ${before}`;
+    const deleted = await this.pool.query('DELETE FROM orchestrator.record_seen WHERE created_at < $1', [
+      before,
+    ]);
+    return deleted.rowCount ?? 0;
   }
 
   /** The cursor of the most recently modified record of the model (`setMergingStrategy`'s starting point). */
   async lastCursor(scope: RecordScope, model: string): Promise<string | null> {
-    const [row] = await this.db.$queryRaw<{ sort: string; id: string }[]>`
-      SELECT ${ts('updated_at')} AS sort, id::text AS id FROM orchestrator.records
-      WHERE environment_id = ${scope.environmentId} AND provider_config_key = ${scope.providerConfigKey}
-        AND connection_id = ${scope.connectionId} AND model = ${model}
-      ORDER BY updated_at DESC, id DESC LIMIT 1`;
+    const {
+      rows: [row],
+    } = await this.pool.query<{ sort: string; id: string }>(
+      `SELECT ${ts('updated_at')} AS sort, id::text AS id FROM orchestrator.records
+      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = $4
+      ORDER BY updated_at DESC, id DESC LIMIT 1`,
+      [scope.environmentId, scope.providerConfigKey, scope.connectionId, model],
+    );
     return row ? Cursor.encode(row.sort, row.id) : null;
   }
 
@@ -401,62 +479,60 @@ export class RecordsStore {
       cursor = Cursor.decode(query.cursor);
       if (!cursor) throw new OrchestratorError('server_error', 'Failed to fetch records');
     }
-    const conditions: Prisma.Sql[] = [];
+    const values: unknown[] = [scope.environmentId, scope.providerConfigKey, scope.connectionId, model];
+    const param = (value: unknown) => `$${values.push(value)}`;
+    const conditions: string[] = [];
     if (cursor)
-      conditions.push(Prisma.sql`AND (updated_at, id) > (${cursor.sort}::timestamptz, ${cursor.id}::uuid)`);
-    if (query.modifiedAfter)
-      conditions.push(Prisma.sql`AND updated_at >= ${query.modifiedAfter}::timestamptz`);
+      conditions.push(
+        `AND (updated_at, id) > (${param(cursor.sort)}::timestamptz, ${param(cursor.id)}::uuid)`,
+      );
+    if (query.modifiedAfter) conditions.push(`AND updated_at >= ${param(query.modifiedAfter)}::timestamptz`);
     if (query.externalIds) {
       const wanted = query.externalIds.map((e) => ids.of(externalIdOf(e)));
-      conditions.push(Prisma.sql`AND id = ANY(${wanted}::uuid[])`);
+      conditions.push(`AND id = ANY(${param(wanted)}::uuid[])`);
     }
     conditions.push(filterCondition(query.filter));
+    const limit = param(query.limit + 1);
 
-    const rows = await this.db.$queryRaw<
-      {
-        id: string;
-        external_id: string;
-        payload: string | null;
-        size_bytes: number;
-        first_seen_at: string;
-        last_modified_at: string;
-        deleted_at: string | null;
-        pruned_at: string | null;
-        last_action: LastAction;
-      }[]
-    >`
-      SELECT id::text AS id, external_id, payload, size_bytes,
-        ${ts('created_at')} AS first_seen_at, ${ts('updated_at')} AS last_modified_at,
-        ${ts('deleted_at')} AS deleted_at, ${ts('pruned_at')} AS pruned_at,
-        CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' WHEN created_at = updated_at THEN 'ADDED' ELSE 'UPDATED' END AS last_action
+    // Rows as arrays (no object per row), every column as Postgres's text: nothing for pg to parse but
+    // size_bytes. The column order is PageRow's.
+    const { rows } = await this.pool.query<PageRow>({
+      text: `SELECT id::text, external_id, payload, size_bytes,
+        ${ts('created_at')}, ${ts('updated_at')}, ${ts('deleted_at')}, ${ts('pruned_at')},
+        CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' WHEN created_at = updated_at THEN 'ADDED' ELSE 'UPDATED' END
       FROM orchestrator.records
-      WHERE environment_id = ${scope.environmentId} AND provider_config_key = ${scope.providerConfigKey}
-        AND connection_id = ${scope.connectionId} AND model = ${model}
-        ${Prisma.join(conditions, ' ')}
+      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = $4
+        ${conditions.join(' ')}
       ORDER BY updated_at ASC, id ASC
-      LIMIT ${query.limit + 1}`;
+      LIMIT ${limit}`,
+      values,
+      rowMode: 'array',
+    } as PgQueryConfig);
 
     const records: PageRecord[] = [];
     let bytes = 0;
     let truncated = false;
-    for (const row of rows.slice(0, query.limit)) {
+    const end = Math.min(rows.length, query.limit);
+    for (let i = 0; i < end; i++) {
+      const [id, externalId, payload, sizeBytes, firstSeen, lastModified, deletedAt, prunedAt, lastAction] =
+        rows[i]!;
       // Room for the metadata next to the payload; the budget keeps one reply within a NATS message.
-      const size = row.size_bytes + 300;
+      const size = sizeBytes + 300;
       if (query.maxBytes !== undefined && records.length > 0 && bytes + size > query.maxBytes) {
         truncated = true;
         break;
       }
       bytes += size;
       records.push({
-        payloadJson: row.payload ? this.cipher.decrypt(row.payload, payloadAad(row.id)) : null,
-        externalId: row.external_id,
+        payloadJson: payload ? this.cipher.decrypt(payload, payloadAad(id)) : null,
+        externalId,
         metadata: {
-          first_seen_at: row.first_seen_at,
-          last_modified_at: row.last_modified_at,
-          last_action: row.last_action,
-          deleted_at: row.deleted_at,
-          pruned_at: row.pruned_at,
-          cursor: Cursor.encode(row.last_modified_at, row.id),
+          first_seen_at: firstSeen,
+          last_modified_at: lastModified,
+          last_action: lastAction,
+          deleted_at: deletedAt,
+          pruned_at: prunedAt,
+          cursor: Cursor.encode(lastModified, id),
         },
       });
     }
@@ -478,32 +554,59 @@ export class RecordsStore {
     const until = Cursor.decode(untilCursor);
     if (!until) throw new OrchestratorError('server_error', 'Failed to prune records');
     let result = { count: 0, has_more: false };
-    await this.db.$transaction(async (tx) => {
+    await this.transaction(async (tx) => {
       await this.lock(tx, scope, model);
-      const [row] = await tx.$queryRaw<{ count: number; last: string | null }[]>`
-        WITH target AS (
+      const {
+        rows: [row],
+      } = await tx.query<{ count: number; last: string | null }>(
+        `WITH target AS (
           SELECT id FROM orchestrator.records
-          WHERE environment_id = ${scope.environmentId} AND provider_config_key = ${scope.providerConfigKey}
-            AND connection_id = ${scope.connectionId} AND model = ${model} AND pruned_at IS NULL
-            AND (updated_at, id) <= (${until.sort}::timestamptz, ${until.id}::uuid)
-          ORDER BY updated_at ASC, id ASC LIMIT ${limit}
+          WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = $4
+            AND pruned_at IS NULL AND (updated_at, id) <= ($5::timestamptz, $6::uuid)
+          ORDER BY updated_at ASC, id ASC LIMIT $7
         ), pruned AS (
           UPDATE orchestrator.records r SET payload = NULL, pruned_at = now()
           FROM target WHERE r.id = target.id
           RETURNING r.id, r.updated_at
         )
         SELECT (SELECT count(*)::int FROM pruned) AS count,
-          (SELECT ${ts('updated_at')} || '||' || id::text FROM pruned ORDER BY updated_at DESC, id DESC LIMIT 1) AS last`;
+          (SELECT ${ts('updated_at')} || '||' || id::text FROM pruned ORDER BY updated_at DESC, id DESC LIMIT 1) AS last`,
+        [
+          scope.environmentId,
+          scope.providerConfigKey,
+          scope.connectionId,
+          model,
+          until.sort,
+          until.id,
+          limit,
+        ],
+      );
       const count = row?.count ?? 0;
       const lastCursor = row?.last ? Buffer.from(row.last).toString('base64') : null;
       // As Nango: when the given cursor's record was not the last one pruned (it may have moved since),
       // more may remain; a caller asks once more and gets count 0.
       result = { count, has_more: count > 0 && lastCursor !== untilCursor };
-    }, TX_OPTIONS);
+    });
     return result;
   }
 
   // ---- internals ------------------------------------------------------------------------------------
+
+  /** BEGIN … COMMIT on one pooled connection; ROLLBACK (or, failing that, a dropped connection) on error. */
+  private async transaction(work: (tx: Tx) => Promise<void>): Promise<void> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      await work(client);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
 
   private prepare(records: Record<string, unknown>[], ids: RecordIds) {
     const seen = new Set<string>();
@@ -528,8 +631,9 @@ export class RecordsStore {
         return;
       }
       seen.add(externalId);
-      // A record read back from the API carries _nango_metadata; it is not part of the record.
-      const { _nango_metadata: _ignored, ...record } = raw;
+      // A record read back from the API carries _nango_metadata; it is not part of the record (copied
+      // without it only then: a copy of every record is avoidable work).
+      const record = Object.hasOwn(raw, '_nango_metadata') ? withoutMetadata(raw) : raw;
       unique.push({ id: ids.of(externalId), externalId, record });
     });
     return { unique, nonUniqueKeys: [...new Set(nonUniqueKeys)] };
@@ -537,7 +641,7 @@ export class RecordsStore {
 
   private async lock(tx: Tx, scope: RecordScope, model: string): Promise<void> {
     const key = JSON.stringify([scope.environmentId, scope.providerConfigKey, scope.connectionId, model]);
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
+    await tx.query({ name: 'records_lock', text: SQL.lock, values: [key] });
   }
 
   private async existing(
@@ -545,17 +649,20 @@ export class RecordsStore {
     chunk: Incoming[],
     cursor: DecodedCursor | undefined,
     withPayload: boolean,
+    seen: { runId: string; model: string } | undefined,
   ): Promise<Map<string, Existing>> {
-    const ids = chunk.map((r) => r.id);
-    const locked = cursor
-      ? Prisma.sql`(updated_at, id) > (${cursor.sort}::timestamptz, ${cursor.id}::uuid)`
-      : Prisma.sql`false`;
-    const payload = withPayload ? Prisma.sql`payload` : Prisma.sql`NULL::text`;
-    const rows = await tx.$queryRaw<Existing[]>`
-      SELECT id::text AS id, data_hash, deleted_at IS NOT NULL AS deleted, pruned_at IS NOT NULL AS pruned,
-        ${locked} AS locked, ${payload} AS payload
-      FROM orchestrator.records WHERE id = ANY(${ids}::uuid[])`;
-    return new Map(rows.map((r) => [r.id, r]));
+    const values: unknown[] = [chunk.map((r) => r.id), cursor?.sort ?? null, cursor?.id ?? null];
+    if (seen) values.push(seen.runId, seen.model);
+    const { rows } = await tx.query<[string, string, boolean, boolean, boolean, string | null]>({
+      name: `records_existing_${Number(!!cursor)}${Number(withPayload)}${Number(!!seen)}`,
+      text: SQL.existing(!!cursor, withPayload, !!seen),
+      values,
+      rowMode: 'array',
+    } as PgQueryConfig);
+    const existing = new Map<string, Existing>();
+    for (const [id, hash, deleted, pruned, locked, payload] of rows)
+      existing.set(id, { id, data_hash: hash, deleted, pruned, locked, payload });
+    return existing;
   }
 
   private async upsertChunk(
@@ -630,23 +737,23 @@ export class RecordsStore {
     for (const w of writes)
       if (w.touch && (!counts.maxTouched || w.id > counts.maxTouched)) counts.maxTouched = w.id;
 
-    // One set-based statement for the whole chunk (unnest of column arrays): per-row ORM upserts run at a
-    // few hundred rows a second, this at tens of thousands (see bench/records). Unchanged records are
-    // filtered out above, so they cost no write at all and keep their updated_at.
-    await tx.$executeRaw`
-      INSERT INTO orchestrator.records AS r (id, environment_id, provider_config_key, connection_id, model,
-        external_id, data_hash, payload, size_bytes, created_at, updated_at, deleted_at, pruned_at, last_run_id)
-      SELECT u.id, ${scope.environmentId}, ${scope.providerConfigKey}, ${scope.connectionId}, ${model},
-        u.external_id, u.data_hash, u.payload, u.size_bytes, now(),
-        CASE WHEN u.touch THEN now() ELSE '-infinity'::timestamptz END, NULL, NULL, ${runId}::uuid
-      FROM unnest(${writes.map((w) => w.id)}::uuid[], ${writes.map((w) => w.externalId)}::text[],
-        ${writes.map((w) => w.hash)}::text[], ${writes.map((w) => w.payload)}::text[],
-        ${writes.map((w) => w.size)}::int[], ${writes.map((w) => w.touch)}::bool[])
-        AS u(id, external_id, data_hash, payload, size_bytes, touch)
-      ON CONFLICT (id) DO UPDATE SET
-        data_hash = EXCLUDED.data_hash, payload = EXCLUDED.payload, size_bytes = EXCLUDED.size_bytes,
-        updated_at = CASE WHEN EXCLUDED.updated_at = '-infinity' THEN r.updated_at ELSE EXCLUDED.updated_at END,
-        deleted_at = NULL, pruned_at = NULL, last_run_id = EXCLUDED.last_run_id`;
+    await tx.query({
+      name: 'records_upsert',
+      text: SQL.upsert,
+      values: [
+        scope.environmentId,
+        scope.providerConfigKey,
+        scope.connectionId,
+        model,
+        runId,
+        writes.map((w) => w.id),
+        writes.map((w) => w.externalId),
+        writes.map((w) => w.hash),
+        writes.map((w) => w.payload),
+        writes.map((w) => w.size),
+        writes.map((w) => w.touch),
+      ],
+    });
     return counts;
   }
 
@@ -675,57 +782,50 @@ export class RecordsStore {
       deletedAt.push(at && !Number.isNaN(at.getTime()) ? at.toISOString() : null);
     }
     if (ids.length === 0) return counts;
-    // The record keeps its last payload; deleted_at is the record's `deletedAt` when it gives one.
-    await tx.$executeRaw`
-      UPDATE orchestrator.records r
-      SET deleted_at = COALESCE(u.deleted_at, now()), updated_at = now(), last_run_id = ${runId}::uuid
-      FROM unnest(${ids}::uuid[], ${deletedAt}::timestamptz[]) AS u(id, deleted_at)
-      WHERE r.id = u.id`;
+    await tx.query({ name: 'records_delete', text: SQL.delete, values: [runId, ids, deletedAt] });
     return counts;
   }
 
-  private async markSeen(tx: Tx, runId: string, model: string, chunk: Incoming[]): Promise<void> {
-    await tx.$executeRaw`
-      INSERT INTO orchestrator.record_seen (run_id, model, record_ids)
-      VALUES (${runId}::uuid, ${model}, ${chunk.map((r) => r.id)}::uuid[])`;
-  }
-
+  /** Adds to the run's counts and the model's total; answers the transaction's now() as the API prints it. */
   private async count(
     tx: Tx,
     scope: RecordScope,
     model: string,
     runId: string,
     c: ModelCounts,
-  ): Promise<void> {
-    await tx.$executeRaw`
-      INSERT INTO orchestrator.record_run_counts (run_id, model, added, updated, deleted)
-      VALUES (${runId}::uuid, ${model}, ${c.added}, ${c.updated}, ${c.deleted})
-      ON CONFLICT (run_id, model) DO UPDATE SET
-        added = record_run_counts.added + EXCLUDED.added,
-        updated = record_run_counts.updated + EXCLUDED.updated,
-        deleted = record_run_counts.deleted + EXCLUDED.deleted`;
-    const delta = c.added - c.deleted;
-    if (delta === 0) return;
-    await tx.$executeRaw`
-      INSERT INTO orchestrator.record_counts (environment_id, provider_config_key, connection_id, model, count)
-      VALUES (${scope.environmentId}, ${scope.providerConfigKey}, ${scope.connectionId}, ${model}, ${delta})
-      ON CONFLICT (environment_id, provider_config_key, connection_id, model)
-      DO UPDATE SET count = record_counts.count + EXCLUDED.count`;
+  ): Promise<string> {
+    const { rows } = await tx.query<{ now: string }>({
+      name: 'records_count',
+      text: SQL.count,
+      values: [
+        runId,
+        model,
+        c.added,
+        c.updated,
+        c.deleted,
+        scope.environmentId,
+        scope.providerConfigKey,
+        scope.connectionId,
+      ],
+    });
+    return rows[0]!.now;
   }
 }
 
+const withoutMetadata = ({ _nango_metadata: _ignored, ...record }: Record<string, unknown>) => record;
+
 /** Nango's `filter`, quirks included: `updated,deleted` and `added,deleted` leave deleted records out. */
-function filterCondition(filter: string | undefined): Prisma.Sql {
-  if (!filter) return Prisma.empty;
+function filterCondition(filter: string | undefined): string {
+  if (!filter) return '';
   const f = filter.toUpperCase();
   const added = f.includes('ADDED');
   const updated = f.includes('UPDATED');
   const deleted = f.includes('DELETED');
-  if (added && updated) return Prisma.sql`AND deleted_at IS NULL`;
-  if (updated && deleted) return Prisma.sql`AND deleted_at IS NULL AND created_at <> updated_at`;
-  if (added && deleted) return Prisma.sql`AND deleted_at IS NULL AND created_at = updated_at`;
-  if (f === 'ADDED') return Prisma.sql`AND deleted_at IS NULL AND created_at = updated_at`;
-  if (f === 'UPDATED') return Prisma.sql`AND deleted_at IS NULL AND created_at <> updated_at`;
-  if (f === 'DELETED') return Prisma.sql`AND deleted_at IS NOT NULL`;
-  return Prisma.empty;
+  if (added && updated) return `AND deleted_at IS NULL`;
+  if (updated && deleted) return `AND deleted_at IS NULL AND created_at <> updated_at`;
+  if (added && deleted) return `AND deleted_at IS NULL AND created_at = updated_at`;
+  if (f === 'ADDED') return `AND deleted_at IS NULL AND created_at = updated_at`;
+  if (f === 'UPDATED') return `AND deleted_at IS NULL AND created_at <> updated_at`;
+  if (f === 'DELETED') return `AND deleted_at IS NOT NULL`;
+  return '';
 }

@@ -1,4 +1,4 @@
-import type { Prisma } from '@switchboard/db';
+import type { PgPoolClient, Prisma } from '@switchboard/db';
 import { OrchestratorError } from '../sync-orchestrator.errors';
 
 /** The sync run (and attempt) a script's write is made for, as functions-runtime names it. */
@@ -7,6 +7,19 @@ export interface SyncRunWriter {
   /** Absent from a runtime older than the fence: only the run is checked then. */
   attempt?: number | undefined;
 }
+
+/**
+ * A transaction the fence runs in: a Prisma interactive transaction (checkpoints) or a node-postgres
+ * client inside BEGIN (the records store).
+ */
+export type FenceTx = Pick<Prisma.TransactionClient, '$queryRaw'> | Pick<PgPoolClient, 'query'>;
+
+interface RunRow {
+  status: string;
+  attempts: number;
+}
+
+const FENCE_SQL = 'SELECT status, attempts FROM orchestrator.sync_runs WHERE id = $1::uuid FOR SHARE';
 
 /**
  * Fences a sync script's write (records, unseen deletes, checkpoint): inside the write's transaction, the
@@ -18,12 +31,12 @@ export interface SyncRunWriter {
  * A scheduled or triggered run is RUNNING only while it holds its sync (a full resync closes it before the
  * next run begins); an onWebhook run while its workflow runs it, as before.
  */
-export async function holdSyncRun(
-  tx: Pick<Prisma.TransactionClient, '$queryRaw'>,
-  writer: SyncRunWriter,
-): Promise<void> {
-  const [run] = await tx.$queryRaw<{ status: string; attempts: number }[]>`
-    SELECT status, attempts FROM orchestrator.sync_runs WHERE id = ${writer.runId}::uuid FOR SHARE`;
+export async function holdSyncRun(tx: FenceTx, writer: SyncRunWriter): Promise<void> {
+  const [run] =
+    '$queryRaw' in tx
+      ? await tx.$queryRaw<RunRow[]>`
+          SELECT status, attempts FROM orchestrator.sync_runs WHERE id = ${writer.runId}::uuid FOR SHARE`
+      : (await tx.query<RunRow>({ name: 'sync_run_fence', text: FENCE_SQL, values: [writer.runId] })).rows;
   if (!run || run.status !== 'RUNNING') {
     throw new OrchestratorError(
       'sync_run_superseded',
