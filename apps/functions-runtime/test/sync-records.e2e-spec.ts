@@ -29,7 +29,13 @@ import { writePagesProvidersFile } from './support/fake-pages-provider';
 const SYNC_BUNDLE = readFileSync(join(__dirname, 'fixtures', 'contacts-sync.cjs'), 'utf8');
 const PCK = 'fake-pages';
 
-type ListedRecord = { id: string; name?: string; version?: number; _nango_metadata: Record<string, unknown> };
+type ListedRecord = {
+  id: string;
+  name?: string;
+  version?: number;
+  pad?: string;
+  _nango_metadata: Record<string, unknown>;
+};
 
 describe('a sync script saving records, read with listRecords', () => {
   let stack: Stack;
@@ -76,7 +82,7 @@ describe('a sync script saving records, read with listRecords', () => {
 
   /** One sync run as the orchestrator asks for it; the step comes from the connection's metadata. */
   const runSync = async (
-    metadata: { step: string; count?: number; version?: number },
+    metadata: { step: string; count?: number; version?: number; pad?: number },
     options: {
       variant?: string;
       lastSyncDate?: string | null;
@@ -359,4 +365,34 @@ describe('a sync script saving records, read with listRecords', () => {
     ]);
     expect(after[2]!.name).toBeDefined();
   });
+  it('answers a page larger than one NATS message whole and in order (the gateway joins the messages)', async () => {
+    // 48 records of 100 KB: more than the orchestrator puts in one reply (recordsMessageBytes, at most 4 MiB).
+    const saved = await runSync({ step: 'save', count: 48, pad: 100_000 }, { connectionId: 'conn-b' });
+    expect(saved).toMatchObject({ status: 'success' });
+    const list = (limit: number, cursor?: string | null) =>
+      nango.listRecords<ListedRecord>({
+        providerConfigKey: PCK,
+        connectionId: 'conn-b',
+        model: 'Contact',
+        limit,
+        ...(cursor ? { cursor } : {}),
+      });
+    const whole = await list(100);
+    expect(whole.next_cursor).toBeNull();
+    expect(whole.records).toHaveLength(48);
+    for (const r of whole.records as ListedRecord[]) {
+      expect(r.pad).toHaveLength(100_000);
+      expect(r.pad!.startsWith(`${r.id.slice(2)}:`)).toBe(true);
+    }
+    // The same records, in the same order, as small pages give them.
+    const small: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { records: ListedRecord[]; next_cursor: string | null } = await list(10, cursor);
+      small.push(...page.records.map((r) => r.id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(whole.records.map((r) => r.id)).toEqual(small);
+    expect(new Set(small).size).toBe(48);
+  }, 120_000);
 });

@@ -7,8 +7,12 @@ import { callerSchema } from './context';
  * run's script (functions-runtime's host calls). The orchestrator owns the records store.
  */
 export const RECORDS_SUBJECTS = {
-  /** gateway → orchestrator: one page of `GET /records` (bounded in bytes so a reply fits one NATS message). */
-  list: 'orchestrator.v1.records.list',
+  /**
+   * gateway → orchestrator: one page of `GET /records` (bounded in bytes so a reply fits one NATS message),
+   * a raw reply (`serveRaw` in @switchboard/messaging): the `RecordsListReply` envelope line, then the
+   * records' JSON bytes.
+   */
+  list: 'orchestrator.v1.records.page',
   /** gateway → orchestrator: `PATCH /records/prune`. */
   prune: 'orchestrator.v1.records.prune',
   /** runtime → orchestrator: `batchSave` / `batchUpdate` / `batchDelete` of a sync run. */
@@ -165,11 +169,11 @@ export const recordsListRequestSchema = z.object({
 });
 export type RecordsListRequest = z.input<typeof recordsListRequestSchema>;
 /**
- * A page of `orchestrator.v1.records.list`: the records as JSON text joined by commas (no brackets), which
- * the gateway splices into its answer without parsing them.
+ * The metadata of a page of `RECORDS_SUBJECTS.list`; the reply's body (after the envelope line) is the
+ * records as JSON text joined by commas (no brackets), which the gateway writes into its answer as bytes,
+ * without decoding or parsing them.
  */
 export interface RecordsListReply {
-  recordsJson: string;
   count: number;
   next_cursor: string | null;
 }

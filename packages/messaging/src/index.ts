@@ -3,3 +3,4 @@ export * from './nats-requester';
 export * from './messaging.module';
 export * from './jetstream';
 export * from './nats-connection';
+export * from './raw-reply';

@@ -3,6 +3,8 @@ import { SwitchboardError, type Reply } from '@switchboard/contracts';
 import { injectTraceContext, SpanKind, SpanStatusCode, trace } from '@switchboard/observability';
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from 'nats';
 import { recordSent } from './metrics';
+import { transportError } from './transport-error';
+import { requestRaw } from './raw-reply';
 
 const tracer = trace.getTracer('@switchboard/messaging');
 const headerSetter = { set: (h: MsgHdrs, key: string, value: string) => h.set(key, value) };
@@ -80,17 +82,13 @@ export class NatsRequester {
       },
     );
   }
-}
 
-function transportError(subject: string, error: unknown): SwitchboardError {
-  const code = (error as { code?: string })?.code;
-  const service = subject.split('.')[0];
-  if (code === '503')
-    return new SwitchboardError('service_unavailable', `the ${service} service is not available`);
-  if (code === 'TIMEOUT')
-    return new SwitchboardError('gateway_timeout', `the ${service} service did not answer in time`);
-  // The server refused the publish: this service's NATS user may not call the subject (infra/nats/nats.conf).
-  if (code === 'PERMISSIONS_VIOLATION')
-    return new SwitchboardError('server_error', `this service's NATS user may not call ${subject}`);
-  return new SwitchboardError('service_unavailable', `could not reach the ${service} service`);
+  /** A request to a `serveRaw` responder: its reply's metadata and body bytes (see raw-reply.ts). */
+  async requestRaw<M>(
+    subject: string,
+    data: unknown,
+    options: RequestOptions = {},
+  ): Promise<{ meta: M; body: Uint8Array }> {
+    return requestRaw<M>(this.nc, subject, data, { timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs });
+  }
 }

@@ -1,4 +1,4 @@
-import { Controller, Inject } from '@nestjs/common';
+import { Controller, Inject, type OnModuleInit } from '@nestjs/common';
 import {
   MAX_DELETED_KEYS_REPLY,
   RECORDS_SUBJECTS,
@@ -19,7 +19,13 @@ import {
   type RecordsWriteReply,
   type RecordsWriteRequest,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsHandler, NatsRequester } from '@switchboard/messaging';
+import {
+  NATS_CONNECTION,
+  NatsHandler,
+  NatsRequester,
+  serveRaw,
+  type RawAnswer,
+} from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { OrchestratorError } from '../sync-orchestrator.errors';
@@ -38,7 +44,7 @@ const scopeOf = (r: { caller: Caller; providerConfigKey: string; connectionId: s
  * running script for functions-runtime (which scopes every call by its run request, never by the script).
  */
 @Controller()
-export class RecordsHandlers {
+export class RecordsHandlers implements OnModuleInit {
   constructor(
     private readonly store: RecordsStore,
     private readonly nats: NatsRequester,
@@ -50,10 +56,20 @@ export class RecordsHandlers {
     return recordsMessageBytes(this.nc.info?.max_payload);
   }
 
-  @NatsHandler(RECORDS_SUBJECTS.list, recordsListRequestSchema)
-  async list(request: z.infer<typeof recordsListRequestSchema>): Promise<RecordsListReply> {
+  /**
+   * `GET /records` pages go out as raw replies (the records' JSON as bytes after a one-line envelope), not
+   * through Nest's JSON transport, which escaped every quote of a 1 MB page into a JSON string and the
+   * gateway parsed it back. Same queue group as the Nest handlers (the service's name).
+   */
+  onModuleInit(): void {
+    serveRaw(this.nc, RECORDS_SUBJECTS.list, 'sync-orchestrator', recordsListRequestSchema, (request) =>
+      this.list(request),
+    );
+  }
+
+  async list(request: z.infer<typeof recordsListRequestSchema>): Promise<RawAnswer<RecordsListReply>> {
     if (request.checkConnection) await this.requireConnection(request);
-    return this.store.listJson(scopeOf(request), request.model, {
+    const page = await this.store.listJson(scopeOf(request), request.model, {
       limit: request.limit,
       ...(request.modifiedAfter ? { modifiedAfter: request.modifiedAfter } : {}),
       ...(request.filter ? { filter: request.filter } : {}),
@@ -62,6 +78,7 @@ export class RecordsHandlers {
       // The gateway asks again from next_cursor until its page is full.
       maxBytes: this.messageBytes,
     });
+    return { meta: { count: page.count, next_cursor: page.next_cursor }, body: page.recordsJson };
   }
 
   @NatsHandler(RECORDS_SUBJECTS.prune, recordsPruneRequestSchema)
