@@ -1,6 +1,6 @@
 import './tracing';
 import './openapi/zod-openapi';
-import { NatsRequester } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import { bootstrapService } from '@switchboard/service-kit';
 import { AccessHook } from './access/access.hook';
 import { ApiKeyResolver } from './access/api-key.resolver';
@@ -15,6 +15,7 @@ import { parseQueryString } from './http/query-string';
 import { ProxyFrontDoor } from './proxy/proxy-front-door';
 import { ProxyRoute } from './proxy/proxy-route';
 import { ProviderWebhookRoute } from './webhooks/provider-webhook.route';
+import { embeddedWebhookIngest, remoteWebhookIngest } from './webhooks/webhook-ingest';
 
 async function main(): Promise<void> {
   const env = loadEnv();
@@ -68,7 +69,12 @@ async function main(): Promise<void> {
         fastify,
       );
       // Public, raw-bodied provider webhook ingress (its own scope and body parser).
-      new ProviderWebhookRoute(app.get(NatsRequester), app.get(AccountRateLimiter), {
+      const nats = app.get(NatsRequester);
+      const ingest =
+        env.SWITCHBOARD_WEBHOOK_INGRESS_MODE === 'remote'
+          ? remoteWebhookIngest(nats)
+          : embeddedWebhookIngest(nats, app.get(NATS_CONNECTION), env.SWITCHBOARD_SERVER_URL);
+      new ProviderWebhookRoute(ingest, app.get(AccountRateLimiter), {
         perIp: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN,
         perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,
       }).register(fastify);

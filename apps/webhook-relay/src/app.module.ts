@@ -6,7 +6,7 @@ import { DatabaseModule } from './database/database.module';
 import { DeliveriesHandlers } from './deliveries/deliveries.handlers';
 import { DeliveriesRepository } from './delivery/deliveries.repository';
 import { Dispatcher } from './delivery/dispatcher';
-import { EnvironmentDirectory } from './environments/environment-directory';
+import { EnvironmentDirectory } from '@switchboard/webhook-ingress';
 import { EventPlanner } from './events/event-planner';
 import { EventsConsumer } from './events/events.consumer';
 import { IngressHandlers } from './ingress/ingress.handlers';

@@ -84,6 +84,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
     ],
     // The embedded proxy engine drops cached credentials when a connection changes.
     listens: [VAULT_SUBJECTS.changed],
+    // The embedded webhook ingress stores verified provider webhooks (the relay delivers them).
+    publishesEvents: [EVENT_SUBJECTS.providerWebhook],
     buckets: [DEPLOY_PAYLOAD_BUCKET, ACTION_REPLY_BUCKET],
   },
   'auth-connect': {

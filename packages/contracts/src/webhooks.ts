@@ -8,6 +8,8 @@ import { z } from 'zod';
 export const WEBHOOK_SUBJECTS = {
   /** gateway → relay: a provider POSTed to `/webhook/:environmentUuid/:providerConfigKey`. */
   ingest: 'relay.v1.provider-webhook.ingest',
+  /** gateway → relay: a provider webhook the gateway's embedded ingress refused (bad signature), to be logged. */
+  recordRefusal: 'relay.v1.provider-webhook.refused',
   getSettings: 'relay.v1.webhook-settings.get',
   updateSettings: 'relay.v1.webhook-settings.update',
   rotateSigningKey: 'relay.v1.webhook-signing-key.rotate',
@@ -225,6 +227,16 @@ export const ingestReplySchema = z.object({
   body: z.string().nullable(),
 });
 export type IngestReply = z.infer<typeof ingestReplySchema>;
+
+/** A refused provider webhook for the delivery log: only what we know, never the sender's body or headers. */
+export const webhookRefusalSchema = z.object({
+  environmentId: z.number().int(),
+  provider: z.string().max(255),
+  providerConfigKey: z.string().min(1).max(255),
+  reason: z.string().max(500),
+  receivedAt: z.iso.datetime(),
+});
+export type WebhookRefusal = z.infer<typeof webhookRefusalSchema>;
 
 // ---- JetStream events the relay consumes --------------------------------------------------------
 

@@ -1,5 +1,5 @@
 import { EVENT_STREAM } from '@switchboard/contracts';
-import { injectTraceContext } from '@switchboard/observability';
+import { extractTraceContext, injectTraceContext, type Context } from '@switchboard/observability';
 import {
   DiscardPolicy,
   headers as natsHeaders,
@@ -11,6 +11,18 @@ import {
 } from 'nats';
 
 const headerSetter = { set: (h: MsgHdrs, key: string, value: string) => h.set(key, value) };
+const headerGetter = {
+  keys: (h: MsgHdrs | undefined) => (h ? [...h.keys()] : []),
+  get: (h: MsgHdrs | undefined, key: string) => (h?.has(key) ? h.get(key) : undefined),
+};
+
+/**
+ * The trace context a stored event was published in (publishEvent puts it in the message's headers): work
+ * done for the event under it joins the publisher's trace, and is sampled, or not, with it.
+ */
+export function eventTraceContext(headers: MsgHdrs | undefined): Context {
+  return extractTraceContext(headers, headerGetter);
+}
 
 /**
  * How much disk one stream may hold, so a flood (of public webhooks, say) cannot fill the NATS server's

@@ -25,6 +25,17 @@ describe('gateway configuration', () => {
     expect(env.SWITCHBOARD_PROXY_URL).toBeUndefined();
   });
 
+  it('verifies and stores provider webhooks in process unless told to hand them to the relay', () => {
+    expect(parseEnv(envSchema, base).SWITCHBOARD_WEBHOOK_INGRESS_MODE).toBe('embedded');
+    expect(
+      parseEnv(envSchema, { ...base, SWITCHBOARD_WEBHOOK_INGRESS_MODE: 'remote' })
+        .SWITCHBOARD_WEBHOOK_INGRESS_MODE,
+    ).toBe('remote');
+    expect(() => parseEnv(envSchema, { ...base, SWITCHBOARD_WEBHOOK_INGRESS_MODE: 'relay' })).toThrow(
+      /SWITCHBOARD_WEBHOOK_INGRESS_MODE/,
+    );
+  });
+
   it('refuses to start in remote mode without the proxy service URL, naming the variable', () => {
     expect(() =>
       parseEnv(envSchema, { ...base, SWITCHBOARD_PROXY_MODE: 'remote', SWITCHBOARD_INTERNAL_TOKEN: token }),

@@ -96,6 +96,12 @@ export const envSchema = z
      * streamed to the proxy service at SWITCHBOARD_PROXY_URL, which then scales on its own.
      */
     SWITCHBOARD_PROXY_MODE: z.enum(['embedded', 'remote']).default('embedded'),
+    /**
+     * `embedded`: `POST /webhook/*` verifies the provider's signature and stores the webhook on JetStream in
+     * this process (refusals go to the relay to be logged). `remote`: every webhook is sent to the webhook
+     * relay over NATS, which does the same.
+     */
+    SWITCHBOARD_WEBHOOK_INGRESS_MODE: z.enum(['embedded', 'remote']).default('embedded'),
     /** Remote mode (required there): the proxy service `/proxy/*` is streamed to. */
     SWITCHBOARD_PROXY_URL: z.url().optional(),
     /** Remote mode: signs the caller for the proxy service (same value there); derived from the master keys when unset. */

@@ -1,22 +1,16 @@
 import { isUtf8 } from 'node:buffer';
-import {
-  SwitchboardError,
-  uniqueKeySchema,
-  WEBHOOK_SUBJECTS,
-  type IngestReply,
-  type IngestRequest,
-} from '@switchboard/contracts';
-import type { NatsRequester } from '@switchboard/messaging';
+import { SwitchboardError, uniqueKeySchema } from '@switchboard/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AccountRateLimiter } from '../access/rate-limiter';
 import type { RouteAccess } from '../access/route-access';
 import { sendError } from '../http/error-reply';
 import { parseParams } from '../http/validation';
+import type { WebhookIngest } from './webhook-ingest';
 
 /**
- * The body travels to the relay inside one NATS message (1 MiB by default) and is stored on JetStream;
- * this keeps room for the headers and the envelope. Larger webhooks get a 413.
+ * The body is stored on JetStream inside one NATS message (1 MiB by default), and in remote mode travels
+ * to the relay in one too; this keeps room for the headers and the envelope. Larger webhooks get a 413.
  */
 export const MAX_WEBHOOK_BODY_BYTES = 768 * 1024;
 
@@ -36,13 +30,13 @@ declare module 'fastify' {
 
 /**
  * `POST /webhook/:environmentUuid/:providerConfigKey`, the `webhook_url` of an integration. Public (a
- * provider has no API key; the relay checks the provider's own signature), and it needs the exact bytes
+ * provider has no API key; the ingress checks the provider's own signature), and it needs the exact bytes
  * the provider sent whatever their media type, so it lives in its own Fastify scope whose only body
- * parser keeps the raw buffer. The relay answers with what the provider should get.
+ * parser keeps the raw buffer. The ingress (here or in the relay) answers with what the provider should get.
  */
 export class ProviderWebhookRoute {
   constructor(
-    private readonly nats: NatsRequester,
+    private readonly ingress: WebhookIngest,
     private readonly limiter: AccountRateLimiter,
     private readonly limits: WebhookLimits,
   ) {}
@@ -117,15 +111,15 @@ export class ProviderWebhookRoute {
         headers[name] = Array.isArray(value) ? value.join(', ') : value;
       }
       const utf8 = isUtf8(raw);
-      const ingest: IngestRequest = {
+      const answer = await this.ingress.ingest({
         environmentUuid,
         providerConfigKey,
         url: request.raw.url ?? request.url,
         headers,
+        rawBody: raw,
         body: raw.toString(utf8 ? 'utf8' : 'base64'),
         bodyEncoding: utf8 ? 'utf8' : 'base64',
-      };
-      const answer = await this.nats.request<IngestReply>(WEBHOOK_SUBJECTS.ingest, ingest);
+      });
       reply.status(answer.status);
       if (answer.contentType) reply.type(answer.contentType);
       return reply.send(answer.body ?? undefined);

@@ -26,8 +26,8 @@ import {
 import type { z } from 'zod';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
 import type { NewDelivery } from '../delivery/deliveries.repository';
-import { EnvironmentDirectory } from '../environments/environment-directory';
-import { parseBody, routingLookups } from '../ingress/provider-webhook';
+import { EnvironmentDirectory } from '@switchboard/webhook-ingress';
+import { parseBody, routingLookups } from '@switchboard/webhook-ingress';
 import { SettingsService, type DeliverySettings } from '../settings/settings.service';
 import { serializeBody } from '../signing/webhook-signer';
 

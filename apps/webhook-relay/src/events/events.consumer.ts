@@ -15,7 +15,8 @@ import {
   syncEventSchema,
 } from '@switchboard/contracts';
 import { CryptoError } from '@switchboard/crypto';
-import { ensureEventStream, NATS_CONNECTION } from '@switchboard/messaging';
+import { ensureEventStream, eventTraceContext, NATS_CONNECTION } from '@switchboard/messaging';
+import { context } from '@switchboard/observability';
 import { HealthRegistry } from '@switchboard/service-kit';
 import {
   AckPolicy,
@@ -160,7 +161,11 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
     void (async () => {
       for await (const message of messages) {
         await this.slot();
-        void this.handle(subscription, message).finally(() => this.release());
+        // Under the publisher's trace (the gateway's request, for a provider webhook): one trace per event,
+        // and an event its publisher did not sample records no spans here either.
+        void context
+          .with(eventTraceContext(message.headers), () => this.handle(subscription, message))
+          .finally(() => this.release());
       }
     })().catch((error: unknown) =>
       this.logger.error(`consumer ${subscription.durable} stopped: ${(error as Error).message}`),

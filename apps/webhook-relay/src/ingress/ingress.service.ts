@@ -1,188 +1,66 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import {
-  AUTH_INTERNAL_SUBJECTS,
-  EVENT_SUBJECTS,
-  SwitchboardError,
-  type IngestReply,
-  type IngestRequest,
-  type ProviderWebhookEvent,
-  type ResolvedIntegration,
-} from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
+import type { IngestReply, IngestRequest, WebhookRefusal } from '@switchboard/contracts';
+import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { RelayDb } from '@switchboard/db';
-import { WebhookSchema, type WebhookDefinition } from '@switchboard/providers';
+import { EnvironmentDirectory, ingressInputOf, WebhookIngress } from '@switchboard/webhook-ingress';
 import type { NatsConnection } from 'nats';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
 import { RELAY_DB } from '../database/database.module';
-import { EnvironmentDirectory } from '../environments/environment-directory';
-import { WebhookRelayError } from '../webhook-relay.errors';
-import {
-  findHandshake,
-  handshakeReply,
-  parseBody,
-  valuesAt,
-  verifySignature,
-  type WebhookRequest,
-} from './provider-webhook';
-
-/** Integrations (with their decrypted webhook secret) are kept this long: a provider may send bursts. */
-const INTEGRATION_TTL_MS = 5_000;
 
 /**
- * Not forwarded to the customer: hop-by-hop and transport headers, credentials and cookies, and the
- * headers our own signatures use (a provider signing with Standard Webhooks must not collide with ours).
- */
-const NOT_FORWARDED = new Set([
-  'host',
-  'authorization',
-  'connection',
-  'keep-alive',
-  'content-length',
-  'content-type',
-  'content-encoding',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'expect',
-  'cookie',
-  'set-cookie',
-  'referer',
-  'user-agent',
-  'www-authenticate',
-  'server',
-  'forwarded',
-  'via',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-]);
-// `x-switchboard-`: ours (the verified marker), so a sender cannot set them.
-const NOT_FORWARDED_PREFIXES = ['sec-', 'proxy-', 'x-forwarded-', 'x-nango-', 'x-real-ip', 'x-switchboard-'];
-
-export function forwardableHeaders(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(headers).filter(
-      ([name]) =>
-        !NOT_FORWARDED.has(name) && !NOT_FORWARDED_PREFIXES.some((prefix) => name.startsWith(prefix)),
-    ),
-  );
-}
-
-const SUCCESS: IngestReply = { status: 200, contentType: 'application/json', body: '{"status":"success"}' };
-
-/**
- * `POST /webhook/:environmentUuid/:providerConfigKey`: verify the provider's signature on the raw bytes
- * (as the catalog says), answer a handshake, and store the webhook durably on JetStream before the
- * provider gets its 2xx. Routing and forwarding happen after, from the stored event.
+ * The relay's side of provider webhook ingress. By default the gateway verifies and stores webhooks itself
+ * (`@switchboard/webhook-ingress`, embedded) and only sends refusals here to be logged; with
+ * `SWITCHBOARD_WEBHOOK_INGRESS_MODE=remote` it sends every webhook here and this runs the same ingress.
  */
 @Injectable()
 export class IngressService {
   private readonly logger = new Logger('Ingress');
-  private readonly integrations = new Map<
-    string,
-    { value: ResolvedIntegration; definition: WebhookDefinition | undefined; until: number }
-  >();
+  private readonly ingress: WebhookIngress;
 
   constructor(
-    private readonly environments: EnvironmentDirectory,
-    private readonly nats: NatsRequester,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    @Inject(WEBHOOK_RELAY_ENV) private readonly env: WebhookRelayEnv,
+    environments: EnvironmentDirectory,
+    nats: NatsRequester,
+    @Inject(NATS_CONNECTION) nc: NatsConnection,
+    @Inject(WEBHOOK_RELAY_ENV) env: WebhookRelayEnv,
     @Inject(RELAY_DB) private readonly db: RelayDb,
-  ) {}
+  ) {
+    this.ingress = new WebhookIngress({
+      environments,
+      nats,
+      nc,
+      serverUrl: env.SWITCHBOARD_SERVER_URL,
+      logger: this.logger,
+      recordRefusal: (refusal) => this.recordRefusal(refusal),
+    });
+  }
 
   async ingest(request: IngestRequest): Promise<IngestReply> {
-    const environment = await this.environments.byEnvironmentUuid(request.environmentUuid);
-    if (!environment) throw new WebhookRelayError('unknown_environment', 'No environment has this UUID');
-    const { value: integration, definition } = await this.integration(
-      environment.id,
-      request.providerConfigKey,
-    );
-
-    const rawBody = Buffer.from(request.body, request.bodyEncoding);
-    // Nothing to verify, store or forward: providers probe endpoints like this.
-    if (rawBody.length === 0) return { status: 204, contentType: null, body: null };
-
-    const url = new URL(request.url, 'http://placeholder');
-    const webhook: WebhookRequest = {
-      rawBody,
-      headers: request.headers,
-      query: url.searchParams,
-      method: 'POST',
-      url: `${this.env.SWITCHBOARD_SERVER_URL.replace(/\/$/, '')}${url.pathname}${url.search}`,
-      parsed: parseBody(rawBody, request.headers['content-type']),
-    };
-
-    const handshake = findHandshake(definition, webhook);
-    const recipe = definition?.signature;
-    const secret = recipe
-      ? recipe.secret === 'client_secret'
-        ? integration.clientSecret
-        : integration.webhookSecret
-      : null;
-    let verified = false;
-    if (recipe && secret && (!handshake || handshake.verify_signature)) {
-      const verdict = verifySignature(recipe, webhook, secret);
-      if (!verdict.ok) {
-        this.logger.warn(
-          `refused a ${integration.provider} webhook for ${request.providerConfigKey}: ${verdict.reason}`,
-        );
-        await this.recordRefusal(environment.id, integration, request, verdict.reason);
-        throw new WebhookRelayError('invalid_signature', 'The webhook signature is invalid');
-      }
-      verified = true;
-    }
-    // With a secret to check against, only what verified goes on (a handshake the catalog does not sign is
-    // answered, never forwarded). Without one, it goes on marked `verified: false`.
-    const checkable = Boolean(recipe && secret);
-
-    if (handshake) {
-      if (handshake.forward && (verified || !checkable))
-        await this.store(environment.id, integration, request, webhook, definition, verified, []);
-      const reply = handshakeReply(handshake, webhook);
-      return { status: reply.status, contentType: reply.contentType, body: reply.body };
-    }
-    await this.store(
-      environment.id,
-      integration,
-      request,
-      webhook,
-      definition,
-      verified,
-      definition?.routing ?? [],
-    );
-    return SUCCESS;
+    return this.ingress.ingest(ingressInputOf(request));
   }
 
   /**
    * A refused webhook in the delivery log (status `refused`, sent nowhere): the customer can count and see
    * them. Only what we know is kept, never the sender's body or headers (a flood must not store payloads).
    */
-  private async recordRefusal(
-    environmentId: number,
-    integration: ResolvedIntegration,
-    request: IngestRequest,
-    reason: string,
-  ): Promise<void> {
-    const receivedAt = new Date();
+  async recordRefusal(refusal: WebhookRefusal): Promise<void> {
+    const receivedAt = new Date(refusal.receivedAt);
     await this.db.webhookDelivery
       .create({
         data: {
-          environmentId,
+          environmentId: refusal.environmentId,
           eventId: `refused_${randomUUID()}`,
           type: 'forward',
           url: '',
-          providerConfigKey: request.providerConfigKey,
+          providerConfigKey: refusal.providerConfigKey,
           body: JSON.stringify({
-            provider: integration.provider,
-            providerConfigKey: request.providerConfigKey,
-            reason,
-            receivedAt: receivedAt.toISOString(),
+            provider: refusal.provider,
+            providerConfigKey: refusal.providerConfigKey,
+            reason: refusal.reason,
+            receivedAt: refusal.receivedAt,
           }),
           status: 'refused',
-          lastError: `signature not verified: ${reason}`,
+          lastError: `signature not verified: ${refusal.reason}`,
           nextAttemptAt: receivedAt,
         },
       })
@@ -190,88 +68,5 @@ export class IngressService {
         // The refusal stands whether or not it could be logged.
         this.logger.error(`could not record a refused webhook: ${(error as Error).message}`);
       });
-  }
-
-  private async store(
-    environmentId: number,
-    integration: ResolvedIntegration,
-    request: IngestRequest,
-    webhook: WebhookRequest,
-    definition: WebhookDefinition | undefined,
-    verified: boolean,
-    routing: NonNullable<WebhookDefinition['routing']>,
-  ): Promise<void> {
-    // A provider retrying a delivery it already made sends the same delivery id: JetStream stores it once.
-    const deliveryId = definition?.delivery_id ? valuesAt(definition.delivery_id, webhook)[0] : undefined;
-    const id = deliveryId
-      ? `pw_${createHash('sha256').update(`${environmentId}\u0000${request.providerConfigKey}\u0000${deliveryId}`).digest('hex').slice(0, 40)}`
-      : `pw_${randomUUID()}`;
-    const event: ProviderWebhookEvent = {
-      id,
-      environmentId,
-      providerConfigKey: request.providerConfigKey,
-      provider: integration.provider,
-      receivedAt: new Date().toISOString(),
-      forward: integration.forwardWebhooks,
-      verified,
-      contentType: request.headers['content-type'] ?? null,
-      headers: forwardableHeaders(request.headers),
-      body: request.body,
-      bodyEncoding: request.bodyEncoding,
-      routing: routing as Record<string, unknown>[],
-      subscriptionTypes: definition?.subscription_type
-        ? [...new Set(valuesAt(definition.subscription_type, webhook))]
-        : [],
-    };
-    try {
-      await publishEvent(this.nc, EVENT_SUBJECTS.providerWebhook, id, event);
-    } catch (error) {
-      // The provider must not get a 2xx for a webhook we did not store; it will retry.
-      this.logger.error(`could not store a provider webhook: ${(error as Error).message}`);
-      throw new WebhookRelayError('service_unavailable', 'The webhook could not be stored; retry later');
-    }
-  }
-
-  private definitionOf(integration: ResolvedIntegration): WebhookDefinition | undefined {
-    const raw = (integration.providerDefinition as { webhook?: unknown }).webhook;
-    if (raw === undefined) return undefined;
-    const parsed = WebhookSchema.safeParse(raw);
-    if (!parsed.success) {
-      this.logger.error(
-        `provider ${integration.provider} has an invalid webhook section; treating it as absent`,
-      );
-      return undefined;
-    }
-    return parsed.data;
-  }
-
-  /** The integration and its parsed `webhook` section, kept together for a few seconds. */
-  private async integration(
-    environmentId: number,
-    uniqueKey: string,
-  ): Promise<{ value: ResolvedIntegration; definition: WebhookDefinition | undefined }> {
-    const key = `${environmentId}\u0000${uniqueKey}`;
-    const cached = this.integrations.get(key);
-    if (cached && cached.until > Date.now()) return cached;
-    try {
-      const value = await this.nats.request<ResolvedIntegration>(AUTH_INTERNAL_SUBJECTS.resolveIntegration, {
-        environmentId,
-        uniqueKey,
-      });
-      const entry = { value, definition: this.definitionOf(value), until: Date.now() + INTEGRATION_TTL_MS };
-      this.integrations.set(key, entry);
-      return entry;
-    } catch (error) {
-      if (
-        error instanceof SwitchboardError &&
-        ['unknown_provider_config', 'not_found'].includes(error.code)
-      ) {
-        throw new WebhookRelayError(
-          'unknown_provider_config',
-          `No integration "${uniqueKey}" in this environment`,
-        );
-      }
-      throw error;
-    }
   }
 }

@@ -1,0 +1,92 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { startStack, type Stack } from '@switchboard/testing';
+import { call } from './support/http';
+import { WebhookReceiver } from './support/webhook-receiver';
+
+/**
+ * The gateway verifies and stores provider webhooks itself by default (webhook-relay.e2e-spec.ts covers that
+ * mode); with `SWITCHBOARD_WEBHOOK_INGRESS_MODE=remote` it hands them to the relay, and the provider must
+ * get the same answers: 200 success once stored, 401 invalid_signature and a refused row otherwise.
+ */
+
+const LINEAR_SECRET = `lin-${randomUUID()}`;
+
+describe('provider webhooks with the ingress in the relay (remote mode)', () => {
+  let stack: Stack;
+  let receiver: WebhookReceiver;
+
+  const api = (method: string, path: string, body?: unknown) =>
+    call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
+
+  const linearWebhook = (body: unknown, secret: string) => {
+    const text = JSON.stringify(body);
+    return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/linear`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'linear-signature': createHmac('sha256', secret).update(text).digest('hex'),
+        'linear-delivery': randomUUID(),
+      },
+      body: text,
+    });
+  };
+
+  beforeAll(async () => {
+    receiver = await new WebhookReceiver().start();
+    stack = await startStack({
+      serviceEnv: {
+        gateway: { SWITCHBOARD_WEBHOOK_INGRESS_MODE: 'remote' },
+        'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+      },
+    });
+    expect(
+      (await api('PATCH', '/environment', { webhook_settings: { primary_url: `${receiver.url}/primary` } }))
+        .status,
+    ).toBe(200);
+    const linear = await api('POST', '/integrations', {
+      provider: 'linear',
+      unique_key: 'linear',
+      credentials: {
+        type: 'OAUTH2',
+        client_id: 'lin-client',
+        client_secret: 'lin-client-secret',
+        webhook_secret: LINEAR_SECRET,
+      },
+    });
+    expect(linear.status).toBe(200);
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await receiver?.stop();
+  });
+
+  it('stores and forwards a verified webhook, and refuses a forged one with 401 and a refused row', async () => {
+    const event = {
+      action: 'remove',
+      type: 'Comment',
+      organizationId: 'org-nobody',
+      webhookTimestamp: Date.now(),
+    };
+    const ok = await linearWebhook(event, LINEAR_SECRET);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ status: 'success' });
+    const [hook] = await receiver.waitFor(1, '/primary');
+    expect(JSON.parse(hook!.body)).toEqual(event);
+
+    const forged = await linearWebhook({ ...event, forged: true }, 'not-the-secret');
+    expect(forged.status).toBe(401);
+    expect(await forged.json()).toEqual({
+      error: { code: 'invalid_signature', message: expect.any(String) },
+    });
+    const log = (await api('GET', '/environment/webhook-deliveries?status=refused&limit=10')).body as {
+      data: { status: string; last_error: string }[];
+    };
+    expect(log.data).toEqual([
+      expect.objectContaining({
+        status: 'refused',
+        last_error: 'signature not verified: signature mismatch',
+      }),
+    ]);
+  });
+});

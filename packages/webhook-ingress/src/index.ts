@@ -1,0 +1,3 @@
+export * from './environment-directory';
+export * from './provider-webhook';
+export * from './webhook-ingress';
