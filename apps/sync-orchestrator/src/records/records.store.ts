@@ -432,7 +432,7 @@ export class RecordsStore {
     } = await this.pool.query<{ sort: string; id: string }>(
       `SELECT ${ts('updated_at')} AS sort, id::text AS id FROM orchestrator.records
       WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = $4
-      ORDER BY updated_at DESC, id DESC LIMIT 1`,
+      ORDER BY records.updated_at DESC, records.id DESC LIMIT 1`,
       [scope.environmentId, scope.providerConfigKey, scope.connectionId, model],
     );
     return row ? Cursor.encode(row.sort, row.id) : null;
@@ -495,7 +495,9 @@ export class RecordsStore {
     const limit = param(query.limit + 1);
 
     // Rows as arrays (no object per row), every column as Postgres's text: nothing for pg to parse but
-    // size_bytes. The column order is PageRow's.
+    // size_bytes. The column order is PageRow's. ORDER BY names the table's columns: a bare `id` would be
+    // the output column `id::text`, which the index cannot give in order, so every row of the model would
+    // be read and sorted for each page instead of the first `limit` taken from records_page_idx.
     const { rows } = await this.pool.query<PageRow>({
       text: `SELECT id::text, external_id, payload, size_bytes,
         ${ts('created_at')}, ${ts('updated_at')}, ${ts('deleted_at')}, ${ts('pruned_at')},
@@ -503,7 +505,7 @@ export class RecordsStore {
       FROM orchestrator.records
       WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = $4
         ${conditions.join(' ')}
-      ORDER BY updated_at ASC, id ASC
+      ORDER BY records.updated_at ASC, records.id ASC
       LIMIT ${limit}`,
       values,
       rowMode: 'array',
