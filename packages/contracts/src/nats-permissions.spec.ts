@@ -33,8 +33,10 @@ describe('NATS permissions', () => {
     const orphans = requestSubjects.filter(
       (subject) => services.filter((user) => may(user, 'subscribe', subject)).length !== 1,
     );
-    // vault.v1.connections.changed is a broadcast: the vault publishes, listeners subscribe.
-    expect(orphans).toEqual([contracts.VAULT_SUBJECTS.changed]);
+    // The two broadcasts: their owner publishes, several services listen.
+    expect(orphans.sort()).toEqual(
+      [contracts.VAULT_SUBJECTS.changed, contracts.FUNCTIONS_API_SUBJECTS.changed].sort(),
+    );
   });
 
   it('lets functions-runtime call only what its host calls need', () => {
@@ -72,12 +74,16 @@ describe('NATS permissions', () => {
     }
   });
 
-  it('publishes each event subject from its owners only, and never from the gateway', () => {
+  it('publishes each event subject from its owners only, and from the gateway only verified provider webhooks', () => {
     const publishers = (subject: string) => services.filter((u) => may(u, 'publish', subject));
     // auth-connect: a refused reconnect's failed event; the vault: creations, overrides, refresh failures.
     expect(publishers(contracts.EVENT_SUBJECTS.auth)).toEqual(['auth-connect', 'connections-vault']);
     expect(publishers(contracts.EVENT_SUBJECTS.integration)).toEqual(['auth-connect']);
-    expect(publishers(contracts.EVENT_SUBJECTS.providerWebhook)).toEqual(['webhook-relay']);
+    // The gateway's embedded ingress (the default) and the relay's (remote mode) store verified webhooks.
+    expect(publishers(contracts.EVENT_SUBJECTS.providerWebhook)).toEqual(['gateway', 'webhook-relay']);
+    for (const subject of Object.values(contracts.EVENT_SUBJECTS))
+      if (subject !== contracts.EVENT_SUBJECTS.providerWebhook)
+        expect([subject, may('gateway', 'publish', subject)]).toEqual([subject, false]);
     expect(publishers(contracts.EVENT_SUBJECTS.syncWebhook)).toEqual(['webhook-relay']);
     expect(publishers(contracts.EVENT_SUBJECTS.sync)).toEqual([
       'sync-orchestrator',

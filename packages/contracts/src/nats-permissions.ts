@@ -169,7 +169,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
     serves: [context('relay')],
     // Routing (auth, vault) and on-webhook functions (orchestrator).
     calls: [context('auth'), context('vault'), context('orchestrator')],
-    listens: [VAULT_SUBJECTS.changed],
+    // Cached routing (connections) and sync webhook subscriptions (functions) are dropped when they change.
+    listens: [VAULT_SUBJECTS.changed, FUNCTIONS_API_SUBJECTS.changed],
     // Provider webhooks it stored, and those routed to syncs' onWebhook handlers.
     publishesEvents: [EVENT_SUBJECTS.providerWebhook, EVENT_SUBJECTS.syncWebhook],
     consumesEvents: [

@@ -288,6 +288,29 @@ export const syncWebhookEventSchema = z.object({
 });
 export type SyncWebhookEvent = z.infer<typeof syncWebhookEventSchema>;
 
+/**
+ * webhook-relay → sync-orchestrator: the `webhookSubscriptions` of the integration's enabled syncs, so the
+ * relay publishes `events.v1.sync-webhook` only for a webhook some sync subscribes to (most integrations
+ * have none). Internal: not under `orchestrator.v1.sync.>`, which function code may call.
+ */
+export const SYNC_WEBHOOK_SUBJECTS = {
+  subscriptions: 'orchestrator.v1.sync-webhooks.subscriptions',
+} as const;
+export const syncWebhookSubscriptionsRequestSchema = z.object({
+  environmentId: z.number().int(),
+  providerConfigKey: z.string(),
+});
+export type SyncWebhookSubscriptionsRequest = z.infer<typeof syncWebhookSubscriptionsRequestSchema>;
+export interface SyncWebhookSubscriptionsReply {
+  /** Every subscription of every enabled sync of the integration (`*` takes every webhook). */
+  subscriptions: string[];
+}
+
+/** Whether subscriptions take a webhook of one of these types (`*` takes every webhook). */
+export function subscribes(subscriptions: readonly string[], types: readonly string[]): boolean {
+  return subscriptions.some((s) => s === '*' || types.includes(s));
+}
+
 const errorPayloadSchema = z.object({ type: z.string(), description: z.string() }).loose();
 
 /** `events.v1.sync` (published by sync-orchestrator): one per model on success, one per sync on failure. */

@@ -13,6 +13,7 @@ import { AuthEventsConsumer } from '../on-event/auth-events.consumer';
 import { OnEventHandlers } from '../on-event/on-event.handlers';
 import { OnEventService } from '../on-event/on-event.service';
 import { SyncWebhooksConsumer } from '../sync-webhooks/sync-webhooks.consumer';
+import { SyncWebhooksHandlers } from '../sync-webhooks/sync-webhooks.handlers';
 import { SyncWebhooksService } from '../sync-webhooks/sync-webhooks.service';
 import { DeployService } from './deploy.service';
 import { FunctionsHandlers } from './functions.handlers';
@@ -22,7 +23,13 @@ import { IntegrationDirectory } from './integration-directory';
 /** Deployed functions, their API, actions, on-event scripts, syncs' onWebhook runs and checkpoints. */
 @Module({
   imports: [SyncsModule],
-  controllers: [FunctionsHandlers, ActionsHandlers, CheckpointsHandlers, OnEventHandlers],
+  controllers: [
+    FunctionsHandlers,
+    ActionsHandlers,
+    CheckpointsHandlers,
+    OnEventHandlers,
+    SyncWebhooksHandlers,
+  ],
   providers: [
     DeployService,
     FunctionsRepository,

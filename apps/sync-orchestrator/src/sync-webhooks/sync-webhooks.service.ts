@@ -1,17 +1,12 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { SyncWebhookEvent } from '@switchboard/contracts';
+import { subscribes, type SyncWebhookEvent } from '@switchboard/contracts';
 import type { OrchestratorDb } from '@switchboard/db';
 import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { ActionLookups } from '../actions/action-lookups';
 import { syncWorkflow } from '../workflows';
-
-/** Whether a sync subscribed to a webhook of one of these types (`*` takes every webhook). */
-export function subscribes(subscriptions: readonly string[], types: readonly string[]): boolean {
-  return subscriptions.some((s) => s === '*' || types.includes(s));
-}
 
 /** One workflow per (webhook, sync row): a redelivered event finds it started, and starts nothing. */
 export function webhookWorkflowIdOf(eventId: string, syncId: string): string {

@@ -3,6 +3,11 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   connectionsChangedSchema,
   EVENT_SUBJECTS,
+  FUNCTIONS_API_SUBJECTS,
+  functionsChangedSchema,
+  subscribes,
+  SYNC_WEBHOOK_SUBJECTS,
+  type SyncWebhookSubscriptionsReply,
   VAULT_SUBJECTS,
   WEBHOOK_VERIFIED_HEADER,
   type AsyncActionEvent,
@@ -43,6 +48,11 @@ const MATCH_TTL_MS = 5_000;
 /** A miss is kept shorter: the connection may be about to be created. */
 const MISS_TTL_MS = 1_000;
 const MATCH_CACHE_MAX = 10_000;
+/**
+ * How long the orchestrator's answer to "which webhooks do this integration's syncs subscribe to" is
+ * reused; a deploy or delete drops it at once (`orchestrator.v1.functions.changed`).
+ */
+const SUBSCRIPTIONS_TTL_MS = 5_000;
 
 /**
  * The `webhook-id` of one message: derived from the event (and the connection, for a forward that fans
@@ -65,6 +75,7 @@ export class EventPlanner {
   private readonly catalog: ProviderCatalog;
   private readonly parsedRouting = new Map<string, WebhookRoutingRule[]>();
   private readonly matches = new Map<string, { value: MatchedConnection[]; until: number }>();
+  private readonly subscriptions = new Map<string, { value: string[]; until: number }>();
 
   constructor(
     private readonly settings: SettingsService,
@@ -81,6 +92,18 @@ export class EventPlanner {
         try {
           const change = connectionsChangedSchema.parse(message.json());
           this.forgetMatches(change.environmentId, change.providerConfigKey);
+        } catch {
+          // Not ours to fail on; the TTL covers it.
+        }
+      },
+    });
+    this.nc.subscribe(FUNCTIONS_API_SUBJECTS.changed, {
+      callback: (error, message) => {
+        if (error) return;
+        try {
+          const prefix = `${functionsChangedSchema.parse(message.json()).environmentId}\u0000`;
+          for (const key of this.subscriptions.keys())
+            if (key.startsWith(prefix)) this.subscriptions.delete(key);
         } catch {
           // Not ours to fail on; the TTL covers it.
         }
@@ -162,7 +185,8 @@ export class EventPlanner {
       for (const connection of found) matched.set(connection.connectionId, connection);
     }
     // The syncs' onWebhook handlers get the webhook whether or not it is forwarded to the customer.
-    if (matched.size > 0) await this.publishSyncWebhook(event, [...matched.keys()], parsed);
+    if (matched.size > 0 && (await this.syncsSubscribe(event)))
+      await this.publishSyncWebhook(event, [...matched.keys()], parsed);
     if (!event.forward) return [];
 
     const settings = await this.settings.forDelivery(
@@ -307,6 +331,33 @@ export class EventPlanner {
       receivedAt: event.receivedAt,
     };
     await publishEvent(this.nc, EVENT_SUBJECTS.syncWebhook, syncWebhook.id, syncWebhook);
+  }
+
+  /**
+   * Whether a sync of the integration subscribes to this webhook (asked of the orchestrator, kept a few
+   * seconds): most integrations have no such sync, and an event nobody reads still costs a JetStream
+   * publish, a delivery and an ack. When the orchestrator cannot answer, the event is published as
+   * before (its consumer decides), so nothing is lost to an outage.
+   */
+  private async syncsSubscribe(event: ProviderWebhookEvent): Promise<boolean> {
+    const key = `${event.environmentId}\u0000${event.providerConfigKey}`;
+    let cached = this.subscriptions.get(key);
+    if (!cached || cached.until <= Date.now()) {
+      try {
+        const reply = await this.nats.request<SyncWebhookSubscriptionsReply>(
+          SYNC_WEBHOOK_SUBJECTS.subscriptions,
+          { environmentId: event.environmentId, providerConfigKey: event.providerConfigKey },
+          { timeoutMs: 2_000 },
+        );
+        cached = { value: reply.subscriptions, until: Date.now() + SUBSCRIPTIONS_TTL_MS };
+        if (this.subscriptions.size >= MATCH_CACHE_MAX) this.subscriptions.clear();
+        this.subscriptions.set(key, cached);
+      } catch (error) {
+        this.logger.warn(`sync webhook subscriptions unknown, publishing: ${(error as Error).message}`);
+        return true;
+      }
+    }
+    return subscribes(cached.value, event.subscriptionTypes);
   }
 
   /** Parsed routing rules, memoised: every webhook of a provider carries the same few rules. */

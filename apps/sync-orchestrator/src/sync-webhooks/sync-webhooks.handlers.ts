@@ -1,0 +1,24 @@
+import { Controller } from '@nestjs/common';
+import {
+  SYNC_WEBHOOK_SUBJECTS,
+  syncWebhookSubscriptionsRequestSchema,
+  type SyncWebhookSubscriptionsReply,
+  type SyncWebhookSubscriptionsRequest,
+} from '@switchboard/contracts';
+import { NatsHandler } from '@switchboard/messaging';
+import { ActionLookups } from '../actions/action-lookups';
+
+@Controller()
+export class SyncWebhooksHandlers {
+  constructor(private readonly lookups: ActionLookups) {}
+
+  /**
+   * webhook-relay asks which webhooks the integration's syncs subscribe to before it publishes a routed
+   * provider webhook for them (the same cached look-up the consumer uses, dropped by deploys).
+   */
+  @NatsHandler(SYNC_WEBHOOK_SUBJECTS.subscriptions, syncWebhookSubscriptionsRequestSchema)
+  async subscriptions(request: SyncWebhookSubscriptionsRequest): Promise<SyncWebhookSubscriptionsReply> {
+    const syncs = await this.lookups.webhookSyncsOf(request.environmentId, request.providerConfigKey);
+    return { subscriptions: [...new Set(syncs.flatMap((s) => s.subscriptions))] };
+  }
+}
