@@ -186,7 +186,7 @@ describe('NATS users and subject permissions', () => {
     expect(stolen).toEqual([]);
   });
 
-  it('refuses the gateway a publish to the event stream, which it never writes', async () => {
+  it('refuses the gateway a publish to the event stream beyond the provider webhooks it verified', async () => {
     const admin = await as('admin');
     const jsm = await admin.jetstreamManager();
     const before = (await jsm.streams.info(EVENT_STREAM.name)).state.messages;
@@ -197,7 +197,9 @@ describe('NATS users and subject permissions', () => {
         .jetstream()
         .publish(EVENT_SUBJECTS.auth, Buffer.from(JSON.stringify({ forged: true })), { msgID: randomUUID() }),
     ).rejects.toMatchObject({ code: 'PERMISSIONS_VIOLATION' });
-    gateway.publish(EVENT_SUBJECTS.providerWebhook, Buffer.from('{}'));
+    // Its embedded ingress stores provider webhooks; every other event subject stays out of its reach.
+    gateway.publish(EVENT_SUBJECTS.sync, Buffer.from('{}'));
+    gateway.publish(EVENT_SUBJECTS.connection, Buffer.from('{}'));
     await gateway.flush();
 
     expect((await jsm.streams.info(EVENT_STREAM.name)).state.messages).toBe(before);
