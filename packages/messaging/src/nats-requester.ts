@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { SwitchboardError, type Reply } from '@switchboard/contracts';
-import { injectTraceContext, SpanKind, SpanStatusCode, trace } from '@switchboard/observability';
-import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from 'nats';
-import { recordSent } from './metrics';
+import type { NatsConnection } from 'nats';
+import { sendRequest, unwrapReply } from './request-handling';
 import { transportError } from './transport-error';
 import { requestRaw } from './raw-reply';
-
-const tracer = trace.getTracer('@switchboard/messaging');
-const headerSetter = { set: (h: MsgHdrs, key: string, value: string) => h.set(key, value) };
 
 export interface RequestOptions {
   timeoutMs?: number;
@@ -31,56 +27,26 @@ export class NatsRequester {
   }
 
   async request<T>(subject: string, data: unknown, options: RequestOptions = {}): Promise<T> {
-    return tracer.startActiveSpan(
-      `${subject} send`,
-      {
-        kind: SpanKind.CLIENT,
-        attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
-      },
-      async (span) => {
-        const start = performance.now();
-        let errorType: string | undefined;
-        try {
-          const hdrs = natsHeaders();
-          injectTraceContext(hdrs, headerSetter);
-          const packet = JSON.stringify({ pattern: subject, data, id: randomUUID() });
-          let msg;
-          try {
-            msg = await this.nc.request(subject, Buffer.from(packet), {
-              timeout: options.timeoutMs ?? this.defaultTimeoutMs,
-              headers: hdrs,
-            });
-          } catch (error) {
-            throw transportError(subject, error);
-          }
-          const reply = JSON.parse(Buffer.from(msg.data).toString('utf8')) as {
-            response?: Reply<T>;
-            err?: unknown;
-          };
-          if (reply.err !== undefined && reply.err !== null) {
-            throw new SwitchboardError('server_error', `${subject} failed in the remote service`);
-          }
-          const response = reply.response;
-          if (!response) throw new SwitchboardError('server_error', `${subject} sent an empty reply`);
-          if (!response.ok)
-            throw new SwitchboardError(
-              response.error.code,
-              response.error.message,
-              response.error.errors,
-              response.error.payload,
-            );
-          return response.data;
-        } catch (error) {
-          errorType = error instanceof SwitchboardError ? error.code : 'server_error';
-          if (error instanceof SwitchboardError) span.setAttribute('switchboard.error_code', error.code);
-          span.setStatus({ code: SpanStatusCode.ERROR });
-          throw error;
-        } finally {
-          recordSent(subject, start, errorType);
-          span.end();
-        }
-      },
-    );
+    return sendRequest(subject, async (headers) => {
+      const packet = JSON.stringify({ pattern: subject, data, id: randomUUID() });
+      let msg;
+      try {
+        msg = await this.nc.request(subject, Buffer.from(packet), {
+          timeout: options.timeoutMs ?? this.defaultTimeoutMs,
+          headers,
+        });
+      } catch (error) {
+        throw transportError(subject, error);
+      }
+      const reply = JSON.parse(Buffer.from(msg.data).toString('utf8')) as {
+        response?: Reply<T>;
+        err?: unknown;
+      };
+      if (reply.err !== undefined && reply.err !== null) {
+        throw new SwitchboardError('server_error', `${subject} failed in the remote service`);
+      }
+      return unwrapReply(subject, reply.response);
+    });
   }
 
   /** A request to a `serveRaw` responder: its reply's metadata and body bytes (see raw-reply.ts). */

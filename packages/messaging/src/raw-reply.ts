@@ -1,27 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { fieldErrorsFromZod, SwitchboardError, type Reply } from '@switchboard/contracts';
-import {
-  context,
-  extractTraceContext,
-  injectTraceContext,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from '@switchboard/observability';
-import { headers as natsHeaders, type MsgHdrs, type NatsConnection, type Subscription } from 'nats';
+import { SwitchboardError, type Reply } from '@switchboard/contracts';
+import type { NatsConnection, Subscription } from 'nats';
 import type { z } from 'zod';
-import { recordProcessed, recordSent } from './metrics';
+import { handleRequest, sendRequest, unwrapReply } from './request-handling';
 import { transportError } from './transport-error';
 
 const logger = new Logger('RawResponder');
-const tracer = trace.getTracer('@switchboard/messaging');
 const NEWLINE = 0x0a;
-
-const headerGetter = {
-  keys: (h: MsgHdrs | undefined) => (h ? [...h.keys()] : []),
-  get: (h: MsgHdrs | undefined, key: string) => (h?.has(key) ? h.get(key) : undefined),
-};
-const headerSetter = { set: (h: MsgHdrs, key: string, value: string) => h.set(key, value) };
 
 /**
  * What a raw handler answers: small metadata (sent as the JSON `Reply` envelope) and a body of bytes the
@@ -73,62 +58,25 @@ export function serveRaw<S extends z.ZodType, M>(
         logger.error(`${subject} subscription failed: ${error.message}`);
         return;
       }
-      const parent = extractTraceContext(msg.headers, headerGetter);
-      void context.with(parent, () =>
-        tracer.startActiveSpan(
-          `${subject} process`,
-          {
-            kind: SpanKind.SERVER,
-            attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
-          },
-          async (span) => {
-            const start = performance.now();
-            let errorType: string | undefined;
-            let reply: Buffer;
-            try {
-              let data: unknown;
-              try {
-                data = JSON.parse(Buffer.from(msg.data).toString('utf8'));
-              } catch {
-                throw new SwitchboardError('invalid_body', `invalid payload for ${subject}: not JSON`);
-              }
-              const parsed = schema.safeParse(data);
-              if (!parsed.success) {
-                throw new SwitchboardError(
-                  'invalid_body',
-                  `invalid payload for ${subject}`,
-                  fieldErrorsFromZod(parsed.error),
-                );
-              }
-              const answer = await handler(parsed.data);
-              reply = encodeRawReply({ ok: true, data: answer.meta }, answer.body);
-            } catch (caught) {
-              errorType = caught instanceof SwitchboardError ? caught.code : 'server_error';
-              if (caught instanceof SwitchboardError) {
-                span.setAttribute('switchboard.error_code', caught.code);
-                reply = encodeRawReply({ ok: false, error: caught.toWire() });
-              } else {
-                span.recordException(caught as Error);
-                span.setStatus({ code: SpanStatusCode.ERROR });
-                logger.error(`${subject} failed: ${(caught as Error)?.stack ?? String(caught)}`);
-                reply = encodeRawReply({
-                  ok: false,
-                  error: { code: 'server_error', message: 'internal error' },
-                });
-              }
-            } finally {
-              recordProcessed(subject, start, errorType);
-              span.end();
-            }
-            try {
-              msg.respond(reply);
-            } catch (sendError) {
-              // A reply larger than the server's max_payload, or the connection closing.
-              logger.error(`${subject} reply not sent: ${(sendError as Error).message}`);
-            }
-          },
-        ),
-      );
+      const read = () => {
+        try {
+          return JSON.parse(Buffer.from(msg.data).toString('utf8')) as unknown;
+        } catch {
+          throw new SwitchboardError('invalid_body', `invalid payload for ${subject}: not JSON`);
+        }
+      };
+      void handleRequest(subject, schema, msg.headers, read, handler).then((envelope) => {
+        try {
+          msg.respond(
+            envelope.ok
+              ? encodeRawReply({ ok: true, data: envelope.data.meta }, envelope.data.body)
+              : encodeRawReply(envelope),
+          );
+        } catch (sendError) {
+          // A reply larger than the server's max_payload, or the connection closing.
+          logger.error(`${subject} reply not sent: ${(sendError as Error).message}`);
+        }
+      });
     },
   });
 }
@@ -144,51 +92,22 @@ export async function requestRaw<M>(
   data: unknown,
   options: { timeoutMs: number },
 ): Promise<{ meta: M; body: Uint8Array }> {
-  return tracer.startActiveSpan(
-    `${subject} send`,
-    {
-      kind: SpanKind.CLIENT,
-      attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
-    },
-    async (span) => {
-      const start = performance.now();
-      let errorType: string | undefined;
-      try {
-        const hdrs = natsHeaders();
-        injectTraceContext(hdrs, headerSetter);
-        let msg;
-        try {
-          msg = await nc.request(subject, Buffer.from(JSON.stringify(data)), {
-            timeout: options.timeoutMs,
-            headers: hdrs,
-          });
-        } catch (error) {
-          throw transportError(subject, error);
-        }
-        let decoded: { envelope: Reply<M>; body: Uint8Array };
-        try {
-          decoded = decodeRawReply<M>(msg.data);
-        } catch {
-          throw new SwitchboardError('server_error', `${subject} sent a malformed reply`);
-        }
-        const { envelope, body } = decoded;
-        if (!envelope.ok)
-          throw new SwitchboardError(
-            envelope.error.code,
-            envelope.error.message,
-            envelope.error.errors,
-            envelope.error.payload,
-          );
-        return { meta: envelope.data, body };
-      } catch (error) {
-        errorType = error instanceof SwitchboardError ? error.code : 'server_error';
-        if (error instanceof SwitchboardError) span.setAttribute('switchboard.error_code', error.code);
-        span.setStatus({ code: SpanStatusCode.ERROR });
-        throw error;
-      } finally {
-        recordSent(subject, start, errorType);
-        span.end();
-      }
-    },
-  );
+  return sendRequest(subject, async (headers) => {
+    let msg;
+    try {
+      msg = await nc.request(subject, Buffer.from(JSON.stringify(data)), {
+        timeout: options.timeoutMs,
+        headers,
+      });
+    } catch (error) {
+      throw transportError(subject, error);
+    }
+    let decoded: { envelope: Reply<M>; body: Uint8Array };
+    try {
+      decoded = decodeRawReply<M>(msg.data);
+    } catch {
+      throw new SwitchboardError('server_error', `${subject} sent a malformed reply`);
+    }
+    return { meta: unwrapReply(subject, decoded.envelope), body: decoded.body };
+  });
 }
