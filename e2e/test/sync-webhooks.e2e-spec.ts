@@ -6,6 +6,7 @@ import { call } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
+import { linearIntegration } from './support/webhook-events';
 
 jest.setTimeout(180_000);
 
@@ -70,16 +71,7 @@ describe("syncs' onWebhook handlers", () => {
         readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
       });
       nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
-      const integration = await api('POST', '/integrations', {
-        provider: 'linear',
-        unique_key: 'linear',
-        credentials: {
-          type: 'OAUTH2',
-          client_id: 'lin-client',
-          client_secret: 'lin-client-secret',
-          webhook_secret: LINEAR_SECRET,
-        },
-      });
+      const integration = await api('POST', '/integrations', linearIntegration(LINEAR_SECRET));
       expect(integration.status).toBe(200);
       for (const [id, org] of [
         ['conn-org-a', 'org-a'],

@@ -2,6 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { startStack, type Stack } from '@switchboard/testing';
 import { call } from './support/http';
 import { WebhookReceiver } from './support/webhook-receiver';
+import { linearIntegration } from './support/webhook-events';
 
 /**
  * The gateway verifies and stores provider webhooks itself by default (webhook-relay.e2e-spec.ts covers that
@@ -43,16 +44,7 @@ describe('provider webhooks with the ingress in the relay (remote mode)', () => 
       (await api('PATCH', '/environment', { webhook_settings: { primary_url: `${receiver.url}/primary` } }))
         .status,
     ).toBe(200);
-    const linear = await api('POST', '/integrations', {
-      provider: 'linear',
-      unique_key: 'linear',
-      credentials: {
-        type: 'OAUTH2',
-        client_id: 'lin-client',
-        client_secret: 'lin-client-secret',
-        webhook_secret: LINEAR_SECRET,
-      },
-    });
+    const linear = await api('POST', '/integrations', linearIntegration(LINEAR_SECRET));
     expect(linear.status).toBe(200);
   });
 

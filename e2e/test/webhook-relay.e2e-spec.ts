@@ -8,7 +8,7 @@ import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { call, createKey, expectError } from './support/http';
 import { seedAccount, startGateway, type ExtraProcess } from './support/processes';
-import { AuthEventPublisher } from './support/webhook-events';
+import { AuthEventPublisher, linearIntegration } from './support/webhook-events';
 import { headerRecord, WebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
 
 /**
@@ -192,16 +192,7 @@ describe('webhook relay', () => {
 
   describe('provider webhooks in', () => {
     beforeAll(async () => {
-      const linear = await api('POST', '/integrations', {
-        provider: 'linear',
-        unique_key: 'linear',
-        credentials: {
-          type: 'OAUTH2',
-          client_id: 'lin-client',
-          client_secret: 'lin-client-secret',
-          webhook_secret: LINEAR_SECRET,
-        },
-      });
+      const linear = await api('POST', '/integrations', linearIntegration(LINEAR_SECRET));
       expect(linear.status).toBe(200);
       const slack = await api('POST', '/integrations', {
         provider: 'slack',

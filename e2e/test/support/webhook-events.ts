@@ -42,3 +42,15 @@ export class AuthEventPublisher {
     await this.nc.drain();
   }
 }
+
+/** The body of `POST /integrations` for a Linear integration whose webhooks are signed with `webhookSecret`. */
+export const linearIntegration = (webhookSecret: string) => ({
+  provider: 'linear',
+  unique_key: 'linear',
+  credentials: {
+    type: 'OAUTH2',
+    client_id: 'lin-client',
+    client_secret: 'lin-client-secret',
+    webhook_secret: webhookSecret,
+  },
+});
