@@ -1,4 +1,4 @@
-import { natsConnectionOptions } from './nats-connection';
+import { natsConnectionOptions, redactedNatsUrl } from './nats-connection';
 
 describe('natsConnectionOptions', () => {
   it("connects as the process's own user with an inbox only that user may read", () => {
@@ -29,5 +29,13 @@ describe('natsConnectionOptions', () => {
     expect(() =>
       natsConnectionOptions({ NATS_URL: 'nats://x', NATS_PASSWORD: 'pw0123456789abcdef' }, 'gateway'),
     ).toThrow('NATS_USER is not set');
+  });
+});
+
+describe('redactedNatsUrl', () => {
+  it('leaves credentials out of every server of the list, and the rest as it was', () => {
+    expect(redactedNatsUrl('nats://svc:s3cret@a:4222,nats://token@b:4222,nats://c:4222')).toBe(
+      'nats://a:4222,nats://b:4222,nats://c:4222',
+    );
   });
 });

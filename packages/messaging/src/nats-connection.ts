@@ -29,6 +29,11 @@ export function natsConnectionOptions(settings: NatsSettings, name: string): Con
   };
 }
 
+/** The server list as it may appear in a message: credentials in a URL's userinfo are left out. */
+export function redactedNatsUrl(url: string): string {
+  return url.replace(/\/\/[^/@,]*@/g, '//');
+}
+
 /** First-connection attempts that time out before the boot fails (a starved host can miss the 20-s dial). */
 const FIRST_CONNECT_ATTEMPTS = 3;
 
@@ -39,15 +44,14 @@ const FIRST_CONNECT_ATTEMPTS = 3;
  */
 export async function connectNats(settings: NatsSettings, name: string): Promise<NatsConnection> {
   const options = natsConnectionOptions(settings, name);
+  const where = redactedNatsUrl(settings.NATS_URL);
   try {
     for (let attempt = 1; ; attempt++) {
       try {
         return await connect(options);
       } catch (error) {
         if ((error as { code?: string }).code !== 'TIMEOUT' || attempt >= FIRST_CONNECT_ATTEMPTS) throw error;
-        process.emitWarning(
-          `NATS at ${settings.NATS_URL}: connection attempt ${attempt} timed out, retrying`,
-        );
+        process.emitWarning(`NATS at ${where}: connection attempt ${attempt} timed out, retrying`);
       }
     }
   } catch (error) {
@@ -56,7 +60,7 @@ export async function connectNats(settings: NatsSettings, name: string): Promise
         ? `the credentials of NATS user "${options.user}"`
         : 'a client without credentials';
       throw new Error(
-        `NATS at ${settings.NATS_URL} refused ${who} (authorization violation): set NATS_USER and ` +
+        `NATS at ${where} refused ${who} (authorization violation): set NATS_USER and ` +
           `NATS_PASSWORD to this process's NATS user and its password (users: infra/nats/nats.conf)`,
       );
     }
