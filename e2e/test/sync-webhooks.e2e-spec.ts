@@ -6,7 +6,7 @@ import { call } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
-import { linearIntegration } from './support/webhook-events';
+import { linearIntegration, sendLinearWebhook } from './support/webhook-events';
 
 jest.setTimeout(180_000);
 
@@ -31,24 +31,14 @@ describe("syncs' onWebhook handlers", () => {
     call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
 
   const linearWebhook = async (organizationId: string, type: string, action: string, id: string) => {
-    const text = JSON.stringify({
+    const body = {
       action,
       type,
       organizationId,
       data: { id, title: `title of ${id}` },
       webhookTimestamp: Date.now(),
-    });
-    const res = await fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/linear`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'linear-signature': createHmac('sha256', LINEAR_SECRET).update(text).digest('hex'),
-        'linear-delivery': randomUUID(),
-        'linear-event': type,
-      },
-      body: text,
-    });
-    expect(res.status).toBe(200);
+    };
+    expect((await sendLinearWebhook(stack, body, LINEAR_SECRET, type)).status).toBe(200);
   };
 
   const seenBy = async (connectionId: string): Promise<string[]> =>

@@ -153,6 +153,15 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     });
   };
 
+  /** Releases a page held from a stopped (or fenced) script: it asks for no more, and the records stay the provider's. */
+  const expectNothingAfterRelease = async (held: { release(): void }) => {
+    const released = provider.pages.length;
+    held.release();
+    await sleep(3000);
+    expect(provider.pages.slice(released)).toEqual([]);
+    await expectProviderData();
+  };
+
   beforeAll(async () => {
     [provider, receiver] = await Promise.all([
       new ContactsProvider(API_KEY, INITIAL).start(),
@@ -705,11 +714,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       });
 
       // The cancelled run's page comes now: its script was stopped, it saves nothing and asks for no more.
-      const released = provider.pages.length;
-      held.release();
-      await sleep(3000);
-      expect(provider.pages.slice(released)).toEqual([]);
-      await expectProviderData();
+      await expectNothingAfterRelease(held);
       expect((await status(CONN_A))[0]!.checkpoint).toBeNull();
 
       // The next run starts from the start (no checkpoint of the old run) and deletes nothing.
@@ -754,11 +759,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
       // The old script gets its stale page now: its batchSave is refused (sync_run_superseded), which
       // ends it: no stale record, no checkpoint, no further page.
-      const released = provider.pages.length;
-      held.release();
-      await sleep(3000);
-      expect(provider.pages.slice(released)).toEqual([]);
-      await expectProviderData();
+      await expectNothingAfterRelease(held);
       expect((await status(CONN_A))[0]).toMatchObject({ status: 'SUCCESS', checkpoint: null });
     } finally {
       held.release();

@@ -1,8 +1,8 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { startStack, type Stack } from '@switchboard/testing';
 import { call } from './support/http';
 import { WebhookReceiver } from './support/webhook-receiver';
-import { linearIntegration } from './support/webhook-events';
+import { linearIntegration, sendLinearWebhook } from './support/webhook-events';
 
 /**
  * The gateway verifies and stores provider webhooks itself by default (webhook-relay.e2e-spec.ts covers that
@@ -19,18 +19,7 @@ describe('provider webhooks with the ingress in the relay (remote mode)', () => 
   const api = (method: string, path: string, body?: unknown) =>
     call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
 
-  const linearWebhook = (body: unknown, secret: string) => {
-    const text = JSON.stringify(body);
-    return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/linear`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'linear-signature': createHmac('sha256', secret).update(text).digest('hex'),
-        'linear-delivery': randomUUID(),
-      },
-      body: text,
-    });
-  };
+  const linearWebhook = (body: unknown, secret: string) => sendLinearWebhook(stack, body, secret);
 
   beforeAll(async () => {
     receiver = await new WebhookReceiver().start();

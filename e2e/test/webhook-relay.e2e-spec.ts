@@ -8,7 +8,7 @@ import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { call, createKey, expectError } from './support/http';
 import { seedAccount, startGateway, type ExtraProcess } from './support/processes';
-import { AuthEventPublisher, linearIntegration } from './support/webhook-events';
+import { AuthEventPublisher, linearIntegration, sendLinearWebhook } from './support/webhook-events';
 import { headerRecord, WebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
 
 /**
@@ -45,19 +45,8 @@ describe('webhook relay', () => {
     expect(headers['webhook-id']).toMatch(/^msg_/);
   };
 
-  const linearWebhook = (body: unknown, secret = LINEAR_SECRET) => {
-    const text = JSON.stringify(body);
-    return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/linear`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'linear-signature': createHmac('sha256', secret).update(text).digest('hex'),
-        'linear-delivery': randomUUID(),
-        'linear-event': 'Issue',
-      },
-      body: text,
-    });
-  };
+  const linearWebhook = (body: unknown, secret = LINEAR_SECRET) =>
+    sendLinearWebhook(stack, body, secret, 'Issue');
 
   beforeAll(async () => {
     receiver = await new WebhookReceiver().start();

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { EVENT_SUBJECTS, type AuthEvent } from '@switchboard/contracts';
 import { connect, headers as natsHeaders, type NatsConnection } from 'nats';
 
@@ -54,3 +54,26 @@ export const linearIntegration = (webhookSecret: string) => ({
     webhook_secret: webhookSecret,
   },
 });
+
+/**
+ * POSTs `body` to the stack's Linear webhook URL, signed with `secret` as Linear signs (`linear-signature`,
+ * HMAC-SHA256 of the bytes), with a fresh `linear-delivery` id and, when given, `linear-event`.
+ */
+export function sendLinearWebhook(
+  stack: { gatewayUrl: string; environmentUuid: string },
+  body: unknown,
+  secret: string,
+  event?: string,
+): Promise<Response> {
+  const text = JSON.stringify(body);
+  return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/linear`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'linear-signature': createHmac('sha256', secret).update(text).digest('hex'),
+      'linear-delivery': randomUUID(),
+      ...(event !== undefined ? { 'linear-event': event } : {}),
+    },
+    body: text,
+  });
+}
