@@ -1,5 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { startStack, type Stack } from '@switchboard/testing';
 import { call } from './support/http';
@@ -56,7 +57,11 @@ describe("syncs' onWebhook handlers", () => {
   beforeAll(
     async () => {
       stack = await startStack({
-        env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
+        env: {
+          SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile(),
+          // Longer than the whole spec: only a dropped answer lets a new subscription be seen.
+          SWITCHBOARD_WEBHOOK_SUBSCRIPTIONS_CACHE: '10m',
+        },
         // Twice the usual wait: these stacks also bundle the workflows and run the CLI on a shared 2-core host.
         readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
       });
@@ -158,5 +163,35 @@ describe("syncs' onWebhook handlers", () => {
     await linearWebhook('org-b', 'Issue', 'update', 'iss-marker');
     const seen = await waitForSeen('conn-org-b', 'Issue:update:iss-marker');
     expect(seen.filter((s) => s === 'Issue:create:iss-twice')).toHaveLength(1);
+  });
+
+  it('a deploy that subscribes a sync to a new type routes the next webhook of that type to it', async () => {
+    // The relay now caches "no sync reads Comment" for this integration (10 minutes in this stack), and
+    // the Issue after it shows the relay has handled the Comment (one consumer, in order).
+    await linearWebhook('org-a', 'Comment', 'create', 'com-before');
+    await linearWebhook('org-a', 'Issue', 'create', 'iss-marker-a');
+    await waitForSeen('conn-org-a', 'Issue:create:iss-marker-a');
+
+    const deployed = await api('POST', '/sync/deploy', {
+      flowConfigs: [
+        {
+          syncName: 'comments',
+          providerConfigKey: 'linear',
+          type: 'sync',
+          models: ['LinearIssue'],
+          runs: 'every day',
+          auto_start: false,
+          webhookSubscriptions: ['Comment'],
+          fileBody: { js: readFileSync(join(project, 'build', 'linear_syncs_issues.cjs'), 'utf8'), ts: '' },
+        },
+      ],
+      deployMode: 'single',
+      reconcile: false,
+    });
+    expect(deployed.status).toBe(200);
+    // The deploy dropped the cached answer: the next Comment reaches the new sync's handler.
+    await linearWebhook('org-a', 'Comment', 'create', 'com-after');
+    const seen = await waitForSeen('conn-org-a', 'Comment:create:com-after');
+    expect(seen.filter((entry) => entry.startsWith('Comment:'))).toEqual(['Comment:create:com-after']);
   });
 });

@@ -53,6 +53,12 @@ export const envSchema = z.object({
    * retry stored by another replica is picked up within this time).
    */
   SWITCHBOARD_WEBHOOK_IDLE_POLL_INTERVAL: duration('5s'),
+  /**
+   * How long the orchestrator's answer to "which webhook types do this integration's syncs subscribe to"
+   * is reused. A deploy or a deleted function drops it at once (`orchestrator.v1.functions.changed`); this
+   * bounds how stale it can be when that announcement is missed.
+   */
+  SWITCHBOARD_WEBHOOK_SUBSCRIPTIONS_CACHE: duration('5s'),
   /** JetStream redelivers an event this long after a relay took it without acknowledging it. */
   SWITCHBOARD_WEBHOOK_ACK_WAIT: duration('30s'),
   /** Circuit breaker per destination: this many failures within the window open it for the cooldown. */

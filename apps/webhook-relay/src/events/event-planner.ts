@@ -48,11 +48,6 @@ const MATCH_TTL_MS = 5_000;
 /** A miss is kept shorter: the connection may be about to be created. */
 const MISS_TTL_MS = 1_000;
 const MATCH_CACHE_MAX = 10_000;
-/**
- * How long the orchestrator's answer to "which webhooks do this integration's syncs subscribe to" is
- * reused; a deploy or delete drops it at once (`orchestrator.v1.functions.changed`).
- */
-const SUBSCRIPTIONS_TTL_MS = 5_000;
 
 /**
  * The `webhook-id` of one message: derived from the event (and the connection, for a forward that fans
@@ -76,6 +71,9 @@ export class EventPlanner {
   private readonly parsedRouting = new Map<string, WebhookRoutingRule[]>();
   private readonly matches = new Map<string, { value: MatchedConnection[]; until: number }>();
   private readonly subscriptions = new Map<string, { value: string[]; until: number }>();
+  /** Bumped by every functions change: an answer asked for before one is not cached (it may predate it). */
+  private functionsGeneration = 0;
+  private readonly subscriptionsTtlMs: number;
 
   constructor(
     private readonly settings: SettingsService,
@@ -85,6 +83,7 @@ export class EventPlanner {
     @Inject(WEBHOOK_RELAY_ENV) env: WebhookRelayEnv,
   ) {
     this.catalog = loadCatalog({ overridesFile: env.SWITCHBOARD_PROVIDERS_FILE });
+    this.subscriptionsTtlMs = env.SWITCHBOARD_WEBHOOK_SUBSCRIPTIONS_CACHE;
     // Every replica listens (no queue group): each keeps its own cache.
     this.nc.subscribe(VAULT_SUBJECTS.changed, {
       callback: (error, message) => {
@@ -102,6 +101,7 @@ export class EventPlanner {
         if (error) return;
         try {
           const prefix = `${functionsChangedSchema.parse(message.json()).environmentId}\u0000`;
+          this.functionsGeneration++;
           for (const key of this.subscriptions.keys())
             if (key.startsWith(prefix)) this.subscriptions.delete(key);
         } catch {
@@ -343,15 +343,18 @@ export class EventPlanner {
     const key = `${event.environmentId}\u0000${event.providerConfigKey}`;
     let cached = this.subscriptions.get(key);
     if (!cached || cached.until <= Date.now()) {
+      const generation = this.functionsGeneration;
       try {
         const reply = await this.nats.request<SyncWebhookSubscriptionsReply>(
           SYNC_WEBHOOK_SUBJECTS.subscriptions,
           { environmentId: event.environmentId, providerConfigKey: event.providerConfigKey },
           { timeoutMs: 2_000 },
         );
-        cached = { value: reply.subscriptions, until: Date.now() + SUBSCRIPTIONS_TTL_MS };
-        if (this.subscriptions.size >= MATCH_CACHE_MAX) this.subscriptions.clear();
-        this.subscriptions.set(key, cached);
+        cached = { value: reply.subscriptions, until: Date.now() + this.subscriptionsTtlMs };
+        if (generation === this.functionsGeneration) {
+          if (this.subscriptions.size >= MATCH_CACHE_MAX) this.subscriptions.clear();
+          this.subscriptions.set(key, cached);
+        }
       } catch (error) {
         this.logger.warn(`sync webhook subscriptions unknown, publishing: ${(error as Error).message}`);
         return true;
