@@ -69,6 +69,7 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
               event.environmentId,
               event.providerConfigKey,
               event.connectionId,
+              new Date(event.occurredAt),
             );
           },
         },

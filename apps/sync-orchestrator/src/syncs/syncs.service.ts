@@ -86,13 +86,34 @@ export class SyncsService {
     });
   }
 
-  /** A connection was authorised: its integration's syncs are scheduled for it (idempotent). */
+  /**
+   * A connection was authorised: its integration's syncs are scheduled for it (idempotent). Syncs of the
+   * same connection id made before `createdAt` belong to an earlier connection whose deletion this
+   * orchestrator has not processed yet (it was down, and the two events can arrive in either order): they
+   * go first, with their schedules, checkpoints and records, so the new connection starts from nothing
+   * and the late deletion finds only newer syncs, which it keeps.
+   */
   async connectionCreated(
     environmentId: number,
     providerConfigKey: string,
     connectionId: string,
+    createdAt?: Date,
   ): Promise<void> {
-    await this.temporal(() => this.ensureSyncs(environmentId, providerConfigKey, [connectionId]));
+    await this.temporal(async () => {
+      if (createdAt) {
+        const earlier = await this.db.sync.findMany({
+          where: { environmentId, providerConfigKey, connectionId, createdAt: { lt: createdAt } },
+        });
+        if (earlier.length > 0) {
+          this.logger.log(
+            `removing ${earlier.length} sync(s) of an earlier connection ${connectionId} of ${providerConfigKey}`,
+          );
+          await this.removeRows(earlier, []);
+          await this.records.deleteAllRecords({ environmentId, providerConfigKey, connectionId });
+        }
+      }
+      await this.ensureSyncs(environmentId, providerConfigKey, [connectionId]);
+    });
   }
 
   /**
