@@ -162,7 +162,8 @@ export const WebhookSchema = z.strictObject({
   /**
    * Where the webhook's type is (GitHub's `x-github-event` header, Linear's body `type`): the names a sync's
    * `webhookSubscriptions` list. A sync subscribed to one of the values found (or to `*`) gets the webhook.
+   * A list when the provider sends more than one body shape: the values of every place count.
    */
-  subscription_type: WebhookValueSourceSchema.optional(),
+  subscription_type: z.union([WebhookValueSourceSchema, z.array(WebhookValueSourceSchema).min(1)]).optional(),
 });
 export type WebhookDefinition = z.infer<typeof WebhookSchema>;

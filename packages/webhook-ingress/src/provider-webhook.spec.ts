@@ -5,6 +5,7 @@ import {
   handshakeReply,
   parseBody,
   routingLookups,
+  subscriptionTypesOf,
   verifySignature,
   type WebhookRequest,
 } from './provider-webhook';
@@ -368,5 +369,38 @@ describe('routing lookups from the catalog', () => {
   it('finds nothing to route by when the account id is absent (the webhook is then forwarded raw)', () => {
     expect(lookups('github-app', '{"zen":"Design for failure."}')).toEqual([]);
     expect(lookups('github', '{"zen":"Design for failure."}')).toEqual([]);
+  });
+});
+
+describe('webhook types from the catalog (what syncs subscribe to)', () => {
+  it.each([
+    ['github', '{"action":"opened"}', { 'x-github-event': 'issues' }, ['issues']],
+    ['linear', '{"type":"Issue","action":"create"}', {}, ['Issue']],
+    [
+      'hubspot',
+      '[{"subscriptionType":"contact.creation"},{"subscriptionType":"deal.deletion"},{"subscriptionType":"contact.creation"}]',
+      {},
+      ['contact.creation', 'deal.deletion'],
+    ],
+    [
+      'intercom',
+      '{"type":"notification_event","topic":"conversation.user.created"}',
+      {},
+      ['conversation.user.created'],
+    ],
+    ['notion', '{"type":"page.content_updated","workspace_id":"ws-7"}', {}, ['page.content_updated']],
+    ['stripe', '{"id":"evt_1","type":"invoice.paid"}', {}, ['invoice.paid']],
+    ['shopify', '{"id":1}', { 'x-shopify-topic': 'orders/create' }, ['orders/create']],
+    ['jira', '{"webhookEvent":"jira:issue_updated"}', {}, ['jira:issue_updated']],
+    ['jira', '{"payload":{"webhookEvent":"jira:issue_created"}}', {}, ['jira:issue_created']],
+    [
+      'jira',
+      '[{"payload":{"webhookEvent":"jira:issue_created"}},{"payload":{"webhookEvent":"comment_created"}}]',
+      {},
+      ['jira:issue_created', 'comment_created'],
+    ],
+    ['linear', '{"action":"create"}', {}, []],
+  ])('%s: %s', (provider, body, headers, expected) => {
+    expect(subscriptionTypesOf(webhookOf(provider), request(body, headers))).toEqual(expected);
   });
 });

@@ -88,6 +88,20 @@ export function valuesAt(
   );
 }
 
+/**
+ * The webhook's types, as syncs' `webhookSubscriptions` name them: the values at the provider's
+ * `subscription_type` place (or places, for providers that send several body shapes), each once.
+ */
+export function subscriptionTypesOf(
+  definition: Pick<WebhookDefinition, 'subscription_type'> | undefined,
+  request: Pick<WebhookRequest, 'headers' | 'query' | 'parsed'>,
+): string[] {
+  const sources = definition?.subscription_type;
+  if (!sources) return [];
+  const types = (Array.isArray(sources) ? sources : [sources]).flatMap((source) => valuesAt(source, request));
+  return [...new Set(types)];
+}
+
 export type SignatureVerdict = { ok: true } | { ok: false; reason: string };
 
 /** Checks the provider's signature with the integration's secret, in constant time, on the raw bytes. */

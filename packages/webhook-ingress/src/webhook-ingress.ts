@@ -17,6 +17,7 @@ import {
   findHandshake,
   handshakeReply,
   parseBody,
+  subscriptionTypesOf,
   valuesAt,
   verifySignature,
   type WebhookRequest,
@@ -209,9 +210,7 @@ export class WebhookIngress {
       body: request.body,
       bodyEncoding: request.bodyEncoding,
       routing: routing as Record<string, unknown>[],
-      subscriptionTypes: definition?.subscription_type
-        ? [...new Set(valuesAt(definition.subscription_type, webhook))]
-        : [],
+      subscriptionTypes: subscriptionTypesOf(definition, webhook),
     };
     try {
       await publishEvent(this.deps.nc, EVENT_SUBJECTS.providerWebhook, id, event);
