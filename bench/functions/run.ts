@@ -172,6 +172,10 @@ async function main(): Promise<void> {
       SWITCHBOARD_PROVIDERS_FILE: providersFile,
       SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
       LOG_LEVEL: 'warn',
+      // A latency breakdown: the services export their spans where these say (an OTLP/HTTP sink).
+      ...Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => k.startsWith('OTEL_')) as [string, string][],
+      ),
     },
     serviceEnv: {
       gateway: loopback,
