@@ -19,6 +19,9 @@ import type { FunctionWithVersion, StoredConfig } from '../functions/function-co
 
 const logger = new Logger('InvocationRunner');
 
+/** Rows of answered actions being written at once beyond which an action's answer waits for its own. */
+const MAX_UNAWAITED_WRITES = 64;
+
 /** Largest action output stored and answered; Nango's is 2 MB, ours is what the issue asks for. */
 export const MAX_ACTION_OUTPUT_BYTES = 10 * 1024 * 1024;
 
@@ -126,9 +129,10 @@ export class InvocationRunner {
    * bench/README.md "fn-latency"): the caller's answer does not depend on it. Its run id does lead to the
    * logs, so a read of this invocation waits for a write still under way here (`written`), and the
    * process finishes its writes before it disconnects (`beforeApplicationShutdown`). A crash meanwhile
-   * leaves no row, as a crash during the run always did; a failed write is logged.
+   * leaves no row, as a crash during the run always did; a failed write is logged (the caller has its
+   * answer: the row only records it). Past `MAX_UNAWAITED_WRITES` under way, answers wait for their write.
    */
-  runOnce(fn: FunctionWithVersion, connectionId: string, input: AttemptInput): Promise<AttemptOutcome> {
+  async runOnce(fn: FunctionWithVersion, connectionId: string, input: AttemptInput): Promise<AttemptOutcome> {
     const version = fn.currentVersion!;
     const invocation = {
       id: input.invocationId,
@@ -139,36 +143,35 @@ export class InvocationRunner {
       connectionId,
     };
     const startedAt = new Date();
-    return this.run(this.requestFor(invocation, version, input), input.wallTimeMs).then(
-      ({ outcome, logs }) => {
-        const create = this.db.invocation.create({
-          data: {
-            ...invocation,
-            environmentId: input.caller.environmentId,
-            versionId: version.id,
-            async: false,
-            maxRetries: 0,
-            attempts: 1,
-            createdAt: startedAt,
-            startedAt,
-            finishedAt: new Date(),
-            ...settled(outcome),
-          },
-        });
-        const write = (
-          logs.length === 0
-            ? create
-            : this.db.$transaction([create, this.logRows(invocation.id, input.attempt, logs)])
-        ).then(
-          () => undefined,
-          (error: unknown) =>
-            logger.error(`invocation ${invocation.id} was not recorded: ${(error as Error).message}`),
-        );
-        this.writing.set(invocation.id, write);
-        void write.finally(() => this.writing.delete(invocation.id));
-        return outcome;
+    const { outcome, logs } = await this.run(this.requestFor(invocation, version, input), input.wallTimeMs);
+    const create = this.db.invocation.create({
+      data: {
+        ...invocation,
+        environmentId: input.caller.environmentId,
+        versionId: version.id,
+        async: false,
+        maxRetries: 0,
+        attempts: 1,
+        createdAt: startedAt,
+        startedAt,
+        finishedAt: new Date(),
+        ...settled(outcome),
       },
+    });
+    const write = (
+      logs.length === 0
+        ? create
+        : this.db.$transaction([create, this.logRows(invocation.id, input.attempt, logs)])
+    ).then(
+      () => undefined,
+      (error: unknown) =>
+        logger.error(`invocation ${invocation.id} was not recorded: ${(error as Error).message}`),
     );
+    this.writing.set(invocation.id, write);
+    void write.finally(() => this.writing.delete(invocation.id));
+    // A database slower than the actions keeps them waiting again, rather than piling writes up here.
+    if (this.writing.size > MAX_UNAWAITED_WRITES) await write;
+    return outcome;
   }
 
   /** Resolves once this process's write of a synchronous action's row (if one is under way) is done. */
