@@ -322,7 +322,7 @@ async function main(): Promise<void> {
       `\ndate ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? '?'} × ${os.cpus().length} | node ${process.version} | git ${sha}`,
     );
     console.log(
-      `settings: ${SETTINGS.latencyRequests} requests each at c=1 in chunks of ${SETTINGS.latencyChunk} interleaved, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency} each, 1 KB JSON, OpenTelemetry on (no exporter)\n`,
+      `settings: ${SETTINGS.latencyRequests} requests each at c=1 in chunks of ${SETTINGS.latencyChunk} interleaved, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency} each, 1 KB JSON, OpenTelemetry on (${sink ? 'spans exported to a loopback sink: --breakdown' : 'no exporter'})\n`,
     );
     console.log(
       '| call | c=1 p50 | c=1 p90 | c=1 p99 | per second at c=' +
