@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { cpuMicros, hostCpuMicros } from '../tools/proc';
 import { benchArgs } from '../tools/args';
+import { byTrace, median, startTraceSink, type SinkSpan } from '../tools/trace-sink';
 import { api, connectBenchUpstream, writeBenchProvidersFile } from '../tools/upstream';
 
 const { args, num } = benchArgs();
@@ -157,6 +158,48 @@ async function throughput(
   return { perSecond: done / seconds, cpuMs, byProcess, benchMs, otherMs: hostMs - cpuMs - benchMs };
 }
 
+/**
+ * The c=1 actions' time split into serial segments, from their traces: each span's duration less the
+ * span it waits on (durations are exact, start times are whole milliseconds; see trace-sink.ts).
+ */
+function breakdown(spans: readonly SinkSpan[], window: { from: number; to: number }): string {
+  const segments = new Map<string, number[]>();
+  let traces = 0;
+  for (const list of byTrace(spans).values()) {
+    const root = list.find((s) => !s.parentSpanId && s.service === 'gateway');
+    if (!root || root.startMs < window.from || root.startMs > window.to) continue;
+    const find = (service: string, name: string) =>
+      list.find((s) => s.service === service && s.name === name)?.durationMs ?? NaN;
+    const run = find('functions-runtime', 'function.run action');
+    if (Number.isNaN(run)) continue;
+    traces++;
+    const gatewaySend = find('gateway', 'orchestrator.v1.action.trigger send');
+    const orchestrator = find('sync-orchestrator', 'orchestrator.v1.action.trigger process');
+    const runSend = find('sync-orchestrator', 'functions.v1.run send');
+    const runtime = find('functions-runtime', 'functions.v1.run process');
+    const hostCall = find('functions-runtime', 'nango.proxy GET');
+    // The proxy service's server span is its longest (its upstream call is inside it).
+    const proxy = Math.max(...list.filter((s) => s.service === 'proxy').map((s) => s.durationMs));
+    const add = (name: string, ms: number) => segments.set(name, [...(segments.get(name) ?? []), ms]);
+    add('total (gateway server span)', root.durationMs);
+    add('gateway, outside its NATS request', root.durationMs - gatewaySend);
+    add('NATS gateway ⇄ orchestrator (request − handler)', gatewaySend - orchestrator);
+    add('orchestrator, outside its run request', orchestrator - runSend);
+    add('NATS orchestrator ⇄ functions-runtime (request − handler)', runSend - runtime);
+    add('functions-runtime, outside the sandbox run', runtime - run);
+    add('sandbox run, outside the nango.proxy host call', run - hostCall);
+    add('host call, outside the proxy service', hostCall - proxy);
+    add('proxy service (upstream included)', proxy);
+  }
+  const lines = [...segments].map(([name, values]) => `| ${name} | ${median(values).toFixed(2)} ms |`);
+  return [
+    `breakdown of ${traces} actions at c=1 (medians of each segment; they need not add up to the total's):`,
+    '| segment | p50 |',
+    '|---|---|',
+    ...lines,
+  ].join('\n');
+}
+
 async function main(): Promise<void> {
   const { startStack, freePort, repoRoot } = await import('@switchboard/testing');
   const upstream = await startUpstream();
@@ -165,6 +208,9 @@ async function main(): Promise<void> {
     .loadavg()
     .map((l) => l.toFixed(1))
     .join(' ');
+  // `--breakdown`: the services export their spans to a loopback sink, and the c=1 actions' time is split
+  // into its serial segments (each hop's own time) at the end. The exporter costs the services some CPU.
+  const sink = args.has('breakdown') ? await startTraceSink() : undefined;
   console.log('starting the Switchboard stack...');
   const loopback = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' };
   const stack = await startStack({
@@ -172,6 +218,7 @@ async function main(): Promise<void> {
       SWITCHBOARD_PROVIDERS_FILE: providersFile,
       SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
       LOG_LEVEL: 'warn',
+      ...(sink ? sink.env : {}),
     },
     serviceEnv: {
       gateway: loopback,
@@ -234,7 +281,9 @@ async function main(): Promise<void> {
     }
 
     console.log(`latency at c=1 (${SETTINGS.latencyRequests} of each, interleaved)...`);
+    const latencyWindow = { from: Date.now(), to: 0 };
     const latency = await interleavedLatency(pool, [proxyCall, actionCall]);
+    latencyWindow.to = Date.now();
     const processes = (
       [
         'gateway',
@@ -273,7 +322,7 @@ async function main(): Promise<void> {
       `\ndate ${new Date().toISOString()} | ${os.cpus()[0]?.model ?? '?'} × ${os.cpus().length} | node ${process.version} | git ${sha}`,
     );
     console.log(
-      `settings: ${SETTINGS.latencyRequests} requests each at c=1 in chunks of ${SETTINGS.latencyChunk} interleaved, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency} each, 1 KB JSON, OpenTelemetry on (no exporter)\n`,
+      `settings: ${SETTINGS.latencyRequests} requests each at c=1 in chunks of ${SETTINGS.latencyChunk} interleaved, ${SETTINGS.throughputMs} ms at c=${SETTINGS.concurrency} each, 1 KB JSON, OpenTelemetry on (${sink ? 'spans exported to a loopback sink: --breakdown' : 'no exporter'})\n`,
     );
     console.log(
       '| call | c=1 p50 | c=1 p90 | c=1 p99 | per second at c=' +
@@ -305,9 +354,11 @@ async function main(): Promise<void> {
       `actions per second: ${actionRate.perSecond.toFixed(0)} (target ≥ ${TARGETS.actionsPerSecond}: ${met(actionRate.perSecond >= TARGETS.actionsPerSecond)}); actions / proxied calls = ${(actionRate.perSecond / proxyRate.perSecond).toFixed(2)}`,
     );
     console.log(`\nsandbox start (functions-runtime scripts/measure-start.mjs 30):\n${start.trim()}`);
+    if (sink) console.log(`\n${breakdown(sink.spans, latencyWindow)}`);
   } finally {
     await stack.stop();
     upstream.server.close();
+    sink?.close();
   }
 }
 

@@ -10,6 +10,8 @@
  *   timer, host call) before it, which a context made ahead of its run must not have done.
  * - `load()`: evaluates the bundle's module top level (`globalThis.__factory`); `'ok'`, `'early'` or `'threw'`.
  * - `start(inputJson)`: loads the bundle if not yet loaded, runs the handler, answers one JSON string.
+ * - `run(hostCall, hostLog, hostSleep, metaJson, inputJson)`: `bind` then `start` in one call (one
+ *   crossing into the isolate instead of two); when bind does not answer `'ok'`, its answer after a NUL.
  * - `abort(message)`: fires the script's abortSignal.
  * - `warm(parts)` / `used()`: evaluate library parts (comma-separated) / which ones this context used.
  *
@@ -637,7 +639,14 @@ export const PRELUDE_SOURCE = String.raw`
     for (let i = 0; i < 4; i++) if (touched[PARTS[i]] === true) out += (out ? ',' : '') + PARTS[i];
     return out;
   };
-  return function control(op, a, b, c, d) {
+  // Bind and start in one crossing, for a context whose bundle is loaded already (a ready context): a
+  // context that cannot take the run answers what bind said after a NUL (a result is JSON, never so).
+  const run = async (call, logRef, sleepRef, metaJson, inputJson) => {
+    const taken = bind(call, logRef, sleepRef, metaJson);
+    return taken === 'ok' ? start(inputJson) : '\u0000' + taken;
+  };
+  return function control(op, a, b, c, d, e) {
+    if (op === 'run') return run(a, b, c, d, e);
     if (op === 'bind') return bind(a, b, c, d);
     if (op === 'load') return load();
     if (op === 'start') return start(a);

@@ -1,6 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configurePool, configureSpares, pooledIsolates, runInSandbox, type SandboxRequest } from './sandbox';
+import {
+  configurePool,
+  configureSpares,
+  isolatesReturned,
+  pooledIsolates,
+  runInSandbox,
+  type SandboxRequest,
+} from './sandbox';
 
 /**
  * The sandbox alone (no NATS, no host services): real bundles from the nango CLI and hand-written ones.
@@ -343,6 +350,7 @@ describe('runInSandbox', () => {
       const key = 'env-1\u0000fn-1\u0000sha-a';
       const first = await runInSandbox(request(probe, undefined, { poolKey: key }));
       expect(first).toMatchObject({ status: 'success', reusedIsolate: false });
+      await isolatesReturned();
       expect(pooledIsolates()).toBe(1);
       const second = await runInSandbox(request(probe, undefined, { poolKey: key }));
       // The same isolate served it (so the test means something), in a context of its own made ahead of it.
@@ -520,6 +528,7 @@ describe('runInSandbox', () => {
 
     it('does not reuse an isolate whose run broke a limit or left host work pending', async () => {
       const key = 'env-3\u0000fn-3\u0000sha-c';
+      await isolatesReturned();
       const before = pooledIsolates();
       const looping = await runInSandbox(request(action('for (;;) {}'), undefined, { poolKey: key }));
       expect(looping).toMatchObject({ status: 'failure', error: { code: 'script_cpu_limit' } });
@@ -527,6 +536,7 @@ describe('runInSandbox', () => {
         request(action('setTimeout(() => undefined, 60000); return 1;'), undefined, { poolKey: key }),
       );
       expect(timer.status).toBe('success');
+      await isolatesReturned();
       expect(pooledIsolates()).toBe(before);
       const next = await runInSandbox(request(probe, undefined, { poolKey: key }));
       expect(next).toMatchObject({ status: 'success', reusedIsolate: false });

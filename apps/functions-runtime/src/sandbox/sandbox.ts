@@ -502,6 +502,12 @@ async function isolateFor(
   poolKey: string | undefined,
 ): Promise<{ prepared: PreparedIsolate; ctx: RunContext; reused: boolean; ready: boolean }> {
   let reused = poolKey === undefined ? undefined : takePooled(poolKey, true);
+  const back = poolKey === undefined ? undefined : returning.get(poolKey);
+  if (!reused && back) {
+    // An isolate of the key is on its way back (its heap being read): as good as pooled.
+    await Promise.all(back);
+    reused = takePooled(poolKey!, true);
+  }
   // No ready context of the key and few in the making (few runs of it at a time): a spare isolate
   // (library evaluated, zod's common paths compiled) starts this run sooner than waiting would, and then
   // joins the pool, so that runs one after another take turns on a few isolates, each made ready while
@@ -713,44 +719,61 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     });
     // The run's bindings, in one call: the prelude keeps them in its closures (no global holds them).
     const bind = () => ctx.control.apply(undefined, ['bind', hostCallRef, hostLogRef, hostSleepRef, meta]);
-    if ((await bind()) !== 'ok') {
-      if (!ready) throw new Error('the sandbox prelude did not take the run');
-      // The ready context's module top level used a run capability (or the bundle reached code that did):
-      // the run starts over on a new context, where the top level runs after the bindings, as before.
+    const inputJson = req.input === undefined ? undefined : JSON.stringify(req.input);
+    const start = () =>
+      ctx.control.apply(undefined, ['start', inputJson], {
+        result: { promise: true, copy: true },
+      }) as Promise<string>;
+    // The ready context's module top level used a run capability (or the bundle reached code that did):
+    // the run starts over on a new context, where the top level runs after the bindings, as before.
+    const startOver = async () => {
       prepared.loadAhead = false;
       releaseContext(ctx);
       cpuAtStart += ctx.loadCpuMs;
       ctx = await newContext(prepared);
       ready = false;
       if ((await bind()) !== 'ok') throw new Error('the sandbox prelude did not take the run');
-    }
-    if (!ctx.bundleLoaded) {
-      let bundle: ivm.Script;
-      try {
-        bundle = await bundleIn(prepared, req.code, req.name);
-      } catch (error) {
-        const outcome: SandboxOutcome = {
-          status: 'failure',
-          error: {
-            code: 'script_load_error',
-            message: `the bundle does not compile: ${(error as Error).message}`,
-          },
-          logs,
-          logsDropped,
-          durationMs: performance.now() - started,
-          cpuTimeMs: cpuMs(),
-          reusedIsolate: reused,
-          readyContext: ready,
-        };
-        return outcome;
+    };
+    if (ready && ctx.bundleLoaded) {
+      // A ready context: bound and started in one crossing into the isolate (prelude.ts, `run`).
+      resultJson = (await ctx.control.apply(
+        undefined,
+        ['run', hostCallRef, hostLogRef, hostSleepRef, meta, inputJson],
+        { result: { promise: true, copy: true } },
+      )) as string;
+      if (typeof resultJson === 'string' && resultJson.startsWith('\u0000')) {
+        resultJson = undefined;
+        await startOver();
       }
-      await bundle.run(ctx.context);
+    } else if ((await bind()) !== 'ok') {
+      if (!ready) throw new Error('the sandbox prelude did not take the run');
+      await startOver();
     }
-    resultJson = (await ctx.control.apply(
-      undefined,
-      ['start', req.input === undefined ? undefined : JSON.stringify(req.input)],
-      { result: { promise: true, copy: true } },
-    )) as string;
+    if (resultJson === undefined) {
+      if (!ctx.bundleLoaded) {
+        let bundle: ivm.Script;
+        try {
+          bundle = await bundleIn(prepared, req.code, req.name);
+        } catch (error) {
+          const outcome: SandboxOutcome = {
+            status: 'failure',
+            error: {
+              code: 'script_load_error',
+              message: `the bundle does not compile: ${(error as Error).message}`,
+            },
+            logs,
+            logsDropped,
+            durationMs: performance.now() - started,
+            cpuTimeMs: cpuMs(),
+            reusedIsolate: reused,
+            readyContext: ready,
+          };
+          return outcome;
+        }
+        await bundle.run(ctx.context);
+      }
+      resultJson = await start();
+    }
   } catch (error) {
     thrown = error;
   } finally {
@@ -768,18 +791,14 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
       };
     }
     if (!isolate.isDisposed) {
-      if (req.poolKey !== undefined && !broken && thrown === undefined && reusable(prepared, outstanding)) {
-        givePooled(req.poolKey, prepared);
-        if (isolate.isDisposed) releaseContext(ctx);
-        else if (readyContexts) {
-          prepared.nextSettled = false;
-          // Never rejects (a failure drops the isolate), so no run awaiting it is ever thrown at.
-          prepared.next = prepareNext(req.poolKey, prepared, ctx, { code: req.code, name: req.name })
-            .catch(() => undefined)
-            .finally(() => (prepared.nextSettled = true));
-        } else {
-          releaseContext(ctx);
-        }
+      if (
+        req.poolKey !== undefined &&
+        !broken &&
+        thrown === undefined &&
+        outstanding === 0 &&
+        prepared.runs < MAX_RUNS_PER_ISOLATE
+      ) {
+        giveBack(req.poolKey, prepared, ctx, { code: req.code, name: req.name });
       } else isolate.dispose();
     }
   }
@@ -824,19 +843,57 @@ function hostCallArgs(args: unknown): string | undefined {
   return typeof json === 'string' ? json : undefined;
 }
 
-/** Whether an isolate whose run just ended cleanly may serve the next run of its pool key. */
-function reusable(prepared: PreparedIsolate, outstanding: number): boolean {
-  if (outstanding > 0 || prepared.runs >= MAX_RUNS_PER_ISOLATE) return false;
-  try {
-    const heap = prepared.isolate.getHeapStatisticsSync();
-    // What isolated-vm counts against the limit: the V8 heap and the strings and buffers the host copied in.
-    return (
-      heap.used_heap_size + heap.externally_allocated_size <
-      prepared.memoryMb * 1024 * 1024 * POOL_MAX_HEAP_FRACTION
-    );
-  } catch {
-    return false;
-  }
+/**
+ * Isolates whose run just ended cleanly, by pool key, while their heap is read: only one well under its
+ * limit goes back to the pool (and gets its next ready context). The heap is read with isolated-vm's
+ * asynchronous call, after the run has answered: the synchronous one blocked this thread until it got the
+ * isolate's lock, on every run's path (bench/README.md, "fn-latency").
+ */
+const returning = new Map<string, Set<Promise<void>>>();
+
+function giveBack(
+  poolKey: string,
+  prepared: PreparedIsolate,
+  ctx: RunContext,
+  bundle: { code: string; name: string },
+): void {
+  const { isolate } = prepared;
+  const back = isolate.getHeapStatistics().then(
+    (heap) => {
+      // What isolated-vm counts against the limit: the V8 heap and the strings and buffers the host copied in.
+      const used = heap.used_heap_size + heap.externally_allocated_size;
+      if (isolate.isDisposed || used >= prepared.memoryMb * 1024 * 1024 * POOL_MAX_HEAP_FRACTION) {
+        if (!isolate.isDisposed) isolate.dispose();
+        return;
+      }
+      givePooled(poolKey, prepared);
+      if (isolate.isDisposed) releaseContext(ctx);
+      else if (readyContexts) {
+        prepared.nextSettled = false;
+        // Never rejects (a failure drops the isolate), so no run awaiting it is ever thrown at.
+        prepared.next = prepareNext(poolKey, prepared, ctx, bundle)
+          .catch(() => undefined)
+          .finally(() => (prepared.nextSettled = true));
+      } else {
+        releaseContext(ctx);
+      }
+    },
+    () => {
+      if (!isolate.isDisposed) isolate.dispose();
+    },
+  );
+  const pending = returning.get(poolKey) ?? new Set<Promise<void>>();
+  returning.set(poolKey, pending);
+  pending.add(back);
+  void back.finally(() => {
+    pending.delete(back);
+    if (pending.size === 0 && returning.get(poolKey) === pending) returning.delete(poolKey);
+  });
+}
+
+/** Resolves once every isolate whose run has ended is back in its pool or disposed of (tests). */
+export async function isolatesReturned(): Promise<void> {
+  await Promise.all([...returning.values()].flatMap((pending) => [...pending]));
 }
 
 const preludeFailureSchema = z.object({

@@ -27,6 +27,10 @@ import { InvocationRunner, type InvocationError } from './invocation-runner';
  */
 const MAX_RUN_REQUEST_BYTES = 960 * 1024;
 
+/** A run's logs not found: read again this often, this many times, before answering 404. */
+const UNWRITTEN_RETRY_MS = 50;
+const UNWRITTEN_RETRIES = 4;
+
 /** How long starting a workflow may take before Temporal counts as unavailable. */
 const START_DEADLINE_MS = 5_000;
 
@@ -114,6 +118,7 @@ export class ActionsService {
 
   /** `GET /action/{id}`: Nango answers 404 both while the action runs and when it does not exist. */
   async result(caller: Caller, id: string): Promise<unknown> {
+    await this.runner.written(id);
     const invocation = await this.db.invocation.findFirst({
       where: { id, environmentId: caller.environmentId, functionType: 'action' },
     });
@@ -125,10 +130,19 @@ export class ActionsService {
   }
 
   async logs(caller: Caller, id: string): Promise<RunLogsResponse['data']> {
-    const invocation = await this.db.invocation.findFirst({
-      where: { id, environmentId: caller.environmentId },
-      include: { logs: { orderBy: { id: 'asc' }, take: 10_000 } },
-    });
+    await this.runner.written(id);
+    const find = () =>
+      this.db.invocation.findFirst({
+        where: { id, environmentId: caller.environmentId },
+        include: { logs: { orderBy: { id: 'asc' }, take: 10_000 } },
+      });
+    let invocation = await find();
+    // A synchronous action is answered before its row is written (InvocationRunner.runOnce); another
+    // replica may still be writing the row of the run id its caller was just given.
+    for (let i = 0; !invocation && i < UNWRITTEN_RETRIES; i++) {
+      await new Promise((resolve) => setTimeout(resolve, UNWRITTEN_RETRY_MS));
+      invocation = await find();
+    }
     if (!invocation) throw new SwitchboardError('not_found', `No run '${id}' found`);
     return {
       id: invocation.id,

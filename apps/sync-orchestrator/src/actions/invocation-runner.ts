@@ -14,7 +14,13 @@ import {
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import type { NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
+import { Logger } from '@nestjs/common';
 import type { FunctionWithVersion, StoredConfig } from '../functions/function-config';
+
+const logger = new Logger('InvocationRunner');
+
+/** Rows of answered actions being written at once beyond which an action's answer waits for its own. */
+const MAX_UNAWAITED_WRITES = 64;
 
 /** Largest action output stored and answered; Nango's is 2 MB, ours is what the issue asks for. */
 export const MAX_ACTION_OUTPUT_BYTES = 10 * 1024 * 1024;
@@ -80,6 +86,9 @@ function publicCode(code: FunctionFailureCode): ErrorCode {
  * activity (async actions, on-event scripts) use it.
  */
 export class InvocationRunner {
+  /** Synchronous actions answered whose rows are being written, by invocation id. */
+  private readonly writing = new Map<string, Promise<void>>();
+
   constructor(
     private readonly db: OrchestratorDb,
     private readonly nats: NatsRequester,
@@ -114,8 +123,14 @@ export class InvocationRunner {
    * A synchronous action, run once and written once: the invocation row is inserted with its outcome
    * and logs in one transaction when the script is done, instead of created before and updated after
    * (bench/README.md: statements per action). Nobody can ask for a synchronous action's result while it
-   * runs (`GET /action/{id}` serves async ones), so nothing needs the row earlier; a crash meanwhile
-   * leaves no row, and the caller its error.
+   * runs (`GET /action/{id}` serves async ones), so nothing needs the row earlier.
+   *
+   * The outcome is answered without waiting for that write (it took ~1-2 ms of every action's latency,
+   * bench/README.md "fn-latency"): the caller's answer does not depend on it. Its run id does lead to the
+   * logs, so a read of this invocation waits for a write still under way here (`written`), and the
+   * process finishes its writes before it disconnects (`beforeApplicationShutdown`). A crash meanwhile
+   * leaves no row, as a crash during the run always did; a failed write is logged (the caller has its
+   * answer: the row only records it). Past `MAX_UNAWAITED_WRITES` under way, answers wait for their write.
    */
   async runOnce(fn: FunctionWithVersion, connectionId: string, input: AttemptInput): Promise<AttemptOutcome> {
     const version = fn.currentVersion!;
@@ -143,9 +158,30 @@ export class InvocationRunner {
         ...settled(outcome),
       },
     });
-    if (logs.length === 0) await create;
-    else await this.db.$transaction([create, this.logRows(invocation.id, input.attempt, logs)]);
+    const write = (
+      logs.length === 0
+        ? create
+        : this.db.$transaction([create, this.logRows(invocation.id, input.attempt, logs)])
+    ).then(
+      () => undefined,
+      (error: unknown) =>
+        logger.error(`invocation ${invocation.id} was not recorded: ${(error as Error).message}`),
+    );
+    this.writing.set(invocation.id, write);
+    void write.finally(() => this.writing.delete(invocation.id));
+    // A database slower than the actions keeps them waiting again, rather than piling writes up here.
+    if (this.writing.size > MAX_UNAWAITED_WRITES) await write;
     return outcome;
+  }
+
+  /** Resolves once this process's write of a synchronous action's row (if one is under way) is done. */
+  async written(invocationId: string): Promise<void> {
+    await this.writing.get(invocationId);
+  }
+
+  /** Nest's hook (before the database disconnects): the rows of answered actions are written first. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all(this.writing.values());
   }
 
   private requestFor(
