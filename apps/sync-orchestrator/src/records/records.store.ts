@@ -2,6 +2,7 @@ import { EnvelopeCipher, type MasterKeyring, type SharedDataKey } from '@switchb
 import type { PgPool, PgPoolClient, PgQueryConfig } from '@switchboard/db';
 import deepmerge from 'deepmerge';
 import { OrchestratorError } from '../sync-orchestrator.errors';
+import { binaryTextArray } from './pg-binary-array';
 import {
   Cursor,
   RecordIds,
@@ -814,9 +815,9 @@ export class RecordsStore {
         model,
         runId,
         plainTextArray(writes.map((w) => w.id)),
-        writes.map((w) => w.externalId),
-        plainTextArray(writes.map((w) => w.hash)),
-        plainTextArray(writes.map((w) => w.payload)),
+        binaryTextArray(writes.map((w) => w.externalId)),
+        binaryTextArray(writes.map((w) => w.hash)),
+        binaryTextArray(writes.map((w) => w.payload)),
         writes.map((w) => w.size),
         writes.map((w) => w.touch),
       ],
@@ -889,8 +890,7 @@ function int(value: number): number {
 /**
  * A Postgres array literal of strings that need no escaping, joined directly: node-postgres's generic array
  * serialisation (two regex replaces per element) was the largest share of a write's CPU in this process.
- * Only for what this file makes itself: uuids, hex digests and sealed payloads (base64url parts and dots),
- * none of which can hold a quote, a backslash or a comma.
+ * Only for the uuids this file makes itself, which hold no quote, backslash or comma.
  */
 function plainTextArray(values: string[]): string {
   return `{"${values.join('","')}"}`;
