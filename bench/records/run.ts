@@ -50,6 +50,8 @@ const SETTINGS = {
   runtimeNodeOptions: args.get('runtime-node-options') ?? '',
   /** `--runtime-v8-flags=--trace-gc`: V8 flags set in functions-runtime before the memory run (through its inspector). */
   runtimeV8Flags: args.get('runtime-v8-flags'),
+  /** `--store-dist=DIR`: the store phase loads `DIR/records/records.store.js` (another build, for an A/B in one session). */
+  storeDist: args.get('store-dist'),
 };
 if (SETTINGS.only !== undefined && SETTINGS.only !== 'memory' && SETTINGS.only !== 'store') {
   throw new Error(`--only=${SETTINGS.only}: only --only=memory and --only=store are known`);
@@ -124,7 +126,7 @@ function rssMb(pid: number): number {
 async function benchStore(databaseUrl: string) {
   const { repoRoot } = await import('@switchboard/testing');
   const { RecordsStore } = require(
-    join(repoRoot(), 'apps/sync-orchestrator/dist/records/records.store.js'),
+    join(SETTINGS.storeDist ?? join(repoRoot(), 'apps/sync-orchestrator/dist'), 'records/records.store.js'),
   ) as {
     RecordsStore: new (pool: unknown, keyring: MasterKeyring) => Store;
   };

@@ -69,6 +69,38 @@ describe('RecordsStore (Postgres)', () => {
     expect(await store.recordCounts(scope, ['Contact', 'Other'])).toEqual({ Contact: 3, Other: 0 });
   });
 
+  it('keeps quotes, backslashes and braces in ids, connection ids and models (statements sent with BEGIN and COMMIT)', async () => {
+    const scope = { ...newScope(), connectionId: `it's \\ "odd", {x} ${randomUUID()}` };
+    const model = `Model::v'1\\"`;
+    const odd = ['a"b', 'c\\d', 'e,f', '{g}', "h'i", 'NULL'];
+    const run = randomUUID();
+    const saved = await store.write(
+      scope,
+      model,
+      odd.map((id) => ({ id, name: id })),
+      'save',
+      run,
+    );
+    expect(saved).toMatchObject({ added: 6, unchanged: 0 });
+    const again = await store.write(
+      scope,
+      model,
+      odd.map((id) => ({ id, name: id === 'e,f' ? 'x' : id })),
+      'save',
+      run,
+    );
+    expect(again).toMatchObject({ added: 0, updated: 1, unchanged: 5 });
+    const records = byId(await all(scope, model));
+    expect([...records.keys()].sort()).toEqual([...odd].sort());
+    expect(records.get('e,f')!.name).toBe('x');
+    expect(records.get('c\\d')!.name).toBe('c\\d');
+    expect(await store.runCounts(run)).toEqual({ [model]: { added: 6, updated: 1, deleted: 0 } });
+    expect(await store.recordCounts(scope, [model])).toEqual({ [model]: 6 });
+    const deleted = await store.deleteUnseen(scope, model, randomUUID());
+    expect(deleted).toBe(6);
+    expect(await store.recordCounts(scope, [model])).toEqual({ [model]: 0 });
+  });
+
   it('keeps updated_at of unchanged records, so modified_after returns only what changed', async () => {
     const scope = newScope();
     await store.write(scope, 'Contact', items(0, 4), 'save', randomUUID());
