@@ -21,9 +21,11 @@ import { join } from 'node:path';
 import {
   ENVIRONMENT_SUBJECTS,
   FUNCTIONS_SUBJECTS,
+  RECORDS_SUBJECTS,
   type Caller,
   type FunctionRunRequest,
   type FunctionRunResult,
+  type RecordsListReply,
   type ResolvedEnvironment,
 } from '@switchboard/contracts';
 import { MasterKeyring } from '@switchboard/crypto';
@@ -684,7 +686,21 @@ async function main(): Promise<void> {
       return result;
     };
 
-    const path = store && storeFigures ? await pathAndGet(stack, runSync, store, headers) : undefined;
+    // The gateway's page request, sent by the bench itself: the orchestrator and the NATS hop without the gateway.
+    const pageOverNats: PageOverNats = async (cursor) => {
+      const page = await nats.requestRaw<RecordsListReply>(RECORDS_SUBJECTS.list, {
+        caller,
+        providerConfigKey: 'bench',
+        connectionId: 'bench-1',
+        model: 'BenchRecord',
+        limit: 1000,
+        ...(cursor ? { cursor } : {}),
+        checkConnection: true,
+      });
+      return page.meta.next_cursor;
+    };
+    const path =
+      store && storeFigures ? await pathAndGet(stack, runSync, store, headers, pageOverNats) : undefined;
     if (SETTINGS.only === 'get') {
       if (path && storeFigures) printPathAndGet(path, storeFigures);
       return;
@@ -755,7 +771,15 @@ async function cleanStore(s: StoreRun): Promise<void> {
 type StoreRun = Awaited<ReturnType<typeof benchStore>>;
 
 /** Phases 2 and 3: the whole path, then `GET /records` beside the store's own page read and bare SQL. */
-async function pathAndGet(stack: Stack, runSync: RunSync, store: StoreRun, headers: Record<string, string>) {
+type PageOverNats = (cursor: string | null) => Promise<string | null>;
+
+async function pathAndGet(
+  stack: Stack,
+  runSync: RunSync,
+  store: StoreRun,
+  headers: Record<string, string>,
+  pageOverNats: PageOverNats,
+) {
   const n = SETTINGS.pathRecords;
   console.log(`whole path: a sync saving ${fmt(n)} new records...`);
   const pathInsertMs = await timed(() => runSync(syncBundle(n, 'new')));
@@ -781,6 +805,9 @@ async function pathAndGet(stack: Stack, runSync: RunSync, store: StoreRun, heade
     const parsedMs = performance.now() - started;
     if (res.statusCode !== 200 || body.records.length === 0)
       throw new Error(`GET /records: ${res.statusCode}`);
+    // The answer goes out whole, with its length (not chunked).
+    if (Number(res.headers['content-length']) !== bytes.length || res.headers['transfer-encoding'])
+      throw new Error(`GET /records: content-length ${String(res.headers['content-length'])} for ${bytes.length} bytes`);
     // Past the last page: start again from the first.
     return { headersMs, lastByteMs, parsedMs, bytes: bytes.length, next: body.next_cursor };
   };
@@ -823,6 +850,15 @@ async function pathAndGet(stack: Stack, runSync: RunSync, store: StoreRun, heade
   }
   await pool.close();
   for (const list of [getMs, headersMs, lastByteMs]) list.sort((a, b) => a - b);
+  // The same pages asked of the orchestrator over NATS by the bench (no gateway, no HTTP).
+  const natsMs: number[] = [];
+  cursor = null;
+  for (let i = 0; i < Math.min(50, SETTINGS.getRequests); i++) {
+    const started = performance.now();
+    cursor = await pageOverNats(cursor);
+    natsMs.push(performance.now() - started);
+  }
+  natsMs.sort((a, b) => a - b);
   // The same page read by the store in this process (SQL + decrypt) and as bare SQL.
   const storeListMs: number[] = [];
   const sqlMs: number[] = [];
@@ -849,6 +885,7 @@ async function pathAndGet(stack: Stack, runSync: RunSync, store: StoreRun, heade
     pageBytes,
     cpuPerPage,
     gatewayGcs,
+    natsMs,
     storeListMs,
     sqlMs,
   };
@@ -886,6 +923,9 @@ function printPathAndGet(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnTyp
   );
   console.log(
     `GET phase, p50 to the response headers ${percentile(r.headersMs, 0.5).toFixed(1)} ms, to the last byte ${percentile(r.lastByteMs, 0.5).toFixed(1)} ms (p90 ${percentile(r.lastByteMs, 0.9).toFixed(1)}), with the client's JSON.parse ${getP50.toFixed(1)} ms; page ${fmt(r.pageBytes)} bytes; CPU per page: gateway ${r.cpuPerPage.gateway.toFixed(1)} ms, sync-orchestrator ${r.cpuPerPage.orchestrator.toFixed(1)} ms, bench client ${r.cpuPerPage.bench.toFixed(1)} ms; load ${os.loadavg()[0]!.toFixed(1)}${SETTINGS.gatewayV8Flags.includes('trace-gc') ? `; gateway GCs ${r.gatewayGcs} (${(r.gatewayGcs / SETTINGS.getRequests).toFixed(1)} per page)` : ''}`,
+  );
+  console.log(
+    `the page over NATS from the bench (orchestrator + NATS, no gateway), p50 ${percentile(r.natsMs, 0.5).toFixed(1)} ms`,
   );
   console.log(
     `same page in-process: store.list p50 ${percentile(r.storeListMs, 0.5).toFixed(1)} ms (GET / store.list = ${(getP50 / percentile(r.storeListMs, 0.5)).toFixed(2)}), bare SQL p50 ${percentile(r.sqlMs, 0.5).toFixed(1)} ms (GET / SQL = ${(getP50 / percentile(r.sqlMs, 0.5)).toFixed(2)})`,
