@@ -807,7 +807,9 @@ async function pathAndGet(
       throw new Error(`GET /records: ${res.statusCode}`);
     // The answer goes out whole, with its length (not chunked).
     if (Number(res.headers['content-length']) !== bytes.length || res.headers['transfer-encoding'])
-      throw new Error(`GET /records: content-length ${String(res.headers['content-length'])} for ${bytes.length} bytes`);
+      throw new Error(
+        `GET /records: content-length ${String(res.headers['content-length'])} for ${bytes.length} bytes`,
+      );
     // Past the last page: start again from the first.
     return { headersMs, lastByteMs, parsedMs, bytes: bytes.length, next: body.next_cursor };
   };
@@ -892,7 +894,8 @@ async function pathAndGet(
 }
 
 /** `--trace-gc` lines (scavenges and mark-compacts) in a service's output. */
-const gcLines = (logs: string) => (logs.match(/ms: (Scavenge|Mark-Compact|Minor Mark-Sweep|Mark-Sweep)/g) ?? []).length;
+const gcLines = (logs: string) =>
+  (logs.match(/ms: (Scavenge|Mark-Compact|Minor Mark-Sweep|Mark-Sweep)/g) ?? []).length;
 
 /** The whole path's two rows of the write table. */
 function printPathRows(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnType<typeof printStore>): void {

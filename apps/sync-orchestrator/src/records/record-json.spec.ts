@@ -29,7 +29,9 @@ describe('recordJson', () => {
     ['an id prefix of a longer one', { id: 'r-60', v: 1 }, 'r-6'],
     ['multi-byte text beside the id', { id: 'é-1', name: 'Zoë 日本 🎉' }, 'é-1'],
   ])('writes what JSON.stringify of the record object writes: %s', (_case, payload, externalId) => {
-    const text = Buffer.concat(recordJson(Buffer.from(JSON.stringify(payload)), externalId, metadata)).toString();
+    const text = Buffer.concat(
+      recordJson(Buffer.from(JSON.stringify(payload)), externalId, metadata),
+    ).toString();
     expect(text).toBe(asObjects(payload, externalId));
     expect(JSON.parse(text)).toEqual({ ...payload, id: externalId, _nango_metadata: metadata });
   });
