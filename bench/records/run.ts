@@ -557,6 +557,8 @@ async function main(): Promise<void> {
           SWITCHBOARD_PROVIDERS_FILE: writeBenchProvidersFile('records'),
           SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
           LOG_LEVEL: 'warn',
+          // `--otel=off` runs every service without OpenTelemetry, to show what tracing costs a page.
+          ...(args.get('otel') === 'off' ? { OTEL_SDK_DISABLED: 'true' } : {}),
         },
         serviceEnv: {
           ...Object.fromEntries(
