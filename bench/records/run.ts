@@ -21,9 +21,11 @@ import { join } from 'node:path';
 import {
   ENVIRONMENT_SUBJECTS,
   FUNCTIONS_SUBJECTS,
+  RECORDS_SUBJECTS,
   type Caller,
   type FunctionRunRequest,
   type FunctionRunResult,
+  type RecordsListReply,
   type ResolvedEnvironment,
 } from '@switchboard/contracts';
 import { MasterKeyring } from '@switchboard/crypto';
@@ -42,7 +44,11 @@ const SETTINGS = {
   pathRecords: num('path-records', 20_000),
   memoryRecords: num('memory-records', 100_000),
   getRequests: num('get-requests', 200),
-  /** `--only=memory`: the memory run alone (no store, whole-path or GET phase); `--only=store`: the store phase alone (no stack). */
+  /**
+   * `--only=memory`: the memory run alone (no store, whole-path or GET phase); `--only=store`: the store
+   * phase alone (no stack); `--only=get`: the store phase, one whole-path write of `--path-records` and the
+   * GET phase (no 50 %-unchanged path write, no memory run).
+   */
   only: args.get('only'),
   /** `--heap-snapshots=DIR`: functions-runtime's main heap written there mid-run and at the end. */
   heapSnapshots: args.get('heap-snapshots'),
@@ -52,9 +58,13 @@ const SETTINGS = {
   runtimeV8Flags: args.get('runtime-v8-flags'),
   /** `--store-dist=DIR`: the store phase loads `DIR/records/records.store.js` (another build, for an A/B in one session). */
   storeDist: args.get('store-dist'),
+  /** `--gateway-v8-flags=--trace-gc`: V8 flags set in the gateway at start (its GC lines during the GET phase are counted). */
+  gatewayV8Flags: args.get('gateway-v8-flags') ?? '',
 };
-if (SETTINGS.only !== undefined && SETTINGS.only !== 'memory' && SETTINGS.only !== 'store') {
-  throw new Error(`--only=${SETTINGS.only}: only --only=memory and --only=store are known`);
+/** BENCH_PROFILE=gateway,sync-orchestrator: a V8 CPU profile of each named service over the GET phase, in /tmp/bench-prof/<name>/. */
+const PROFILED = (process.env.BENCH_PROFILE ?? '').split(',').filter(Boolean);
+if (SETTINGS.only !== undefined && !['memory', 'store', 'get'].includes(SETTINGS.only)) {
+  throw new Error(`--only=${SETTINGS.only}: only --only=memory, --only=store and --only=get are known`);
 }
 /** The memory verdict: RSS may grow at most this much over the last half of the run (after warm-up). */
 const FLAT_MAX_GROWTH = 0.1;
@@ -549,8 +559,33 @@ async function main(): Promise<void> {
           SWITCHBOARD_PROVIDERS_FILE: writeBenchProvidersFile('records'),
           SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000000',
           LOG_LEVEL: 'warn',
+          // `--otel=off` runs every service without OpenTelemetry, to show what tracing costs a page.
+          ...(args.get('otel') === 'off' ? { OTEL_SDK_DISABLED: 'true' } : {}),
         },
         serviceEnv: {
+          ...Object.fromEntries(
+            PROFILED.map((name) => [
+              name,
+              {
+                NODE_OPTIONS: `--require ${join(__dirname, '../../tools/cpu-profile.cjs')}`,
+                BENCH_PROFILE_DIR: `/tmp/bench-prof/${name}`,
+                // Started and stopped by SIGUSR2 around the GET phase.
+                BENCH_PROFILE_DELAY_MS: 'signal',
+              },
+            ]),
+          ),
+          ...(SETTINGS.gatewayV8Flags
+            ? {
+                gateway: {
+                  NODE_OPTIONS:
+                    `${PROFILED.includes('gateway') ? `--require ${join(__dirname, '../../tools/cpu-profile.cjs')}` : ''} --require ${join(__dirname, '../../tools/v8-flags.cjs')}`.trim(),
+                  BENCH_V8_FLAGS: SETTINGS.gatewayV8Flags,
+                  ...(PROFILED.includes('gateway')
+                    ? { BENCH_PROFILE_DIR: '/tmp/bench-prof/gateway', BENCH_PROFILE_DELAY_MS: 'signal' }
+                    : {}),
+                },
+              }
+            : {}),
           'functions-runtime': {
             NODE_OPTIONS:
               `${process.env.NODE_OPTIONS ?? ''} ${inspectFlag} ${SETTINGS.runtimeNodeOptions}`.trim(),
@@ -655,7 +690,25 @@ async function main(): Promise<void> {
       return result;
     };
 
-    const path = store && storeFigures ? await pathAndGet(stack, runSync, store, headers) : undefined;
+    // The gateway's page request, sent by the bench itself: the orchestrator and the NATS hop without the gateway.
+    const pageOverNats: PageOverNats = async (cursor) => {
+      const page = await nats.requestRaw<RecordsListReply>(RECORDS_SUBJECTS.list, {
+        caller,
+        providerConfigKey: 'bench',
+        connectionId: 'bench-1',
+        model: 'BenchRecord',
+        limit: 1000,
+        ...(cursor ? { cursor } : {}),
+        checkConnection: true,
+      });
+      return page.meta.next_cursor;
+    };
+    const path =
+      store && storeFigures ? await pathAndGet(stack, runSync, store, headers, pageOverNats) : undefined;
+    if (SETTINGS.only === 'get') {
+      if (path && storeFigures) printPathAndGet(path, storeFigures);
+      return;
+    }
     const memory = await memoryRun(stack, runSync, inspector);
 
     let sha = '';
@@ -722,32 +775,96 @@ async function cleanStore(s: StoreRun): Promise<void> {
 type StoreRun = Awaited<ReturnType<typeof benchStore>>;
 
 /** Phases 2 and 3: the whole path, then `GET /records` beside the store's own page read and bare SQL. */
-async function pathAndGet(stack: Stack, runSync: RunSync, store: StoreRun, headers: Record<string, string>) {
+type PageOverNats = (cursor: string | null) => Promise<string | null>;
+
+async function pathAndGet(
+  stack: Stack,
+  runSync: RunSync,
+  store: StoreRun,
+  headers: Record<string, string>,
+  pageOverNats: PageOverNats,
+) {
   const n = SETTINGS.pathRecords;
   console.log(`whole path: a sync saving ${fmt(n)} new records...`);
   const pathInsertMs = await timed(() => runSync(syncBundle(n, 'new')));
-  console.log('whole path: the same ids again, 50 % unchanged...');
-  const pathMixedMs = await timed(() => runSync(syncBundle(n, 'half-changed')));
+  let pathMixedMs = NaN;
+  if (SETTINGS.only !== 'get') {
+    console.log('whole path: the same ids again, 50 % unchanged...');
+    pathMixedMs = await timed(() => runSync(syncBundle(n, 'half-changed')));
+  }
 
   console.log(`GET /records?limit=1000, ${SETTINGS.getRequests} pages...`);
   const pool = new Pool(stack.gatewayUrl, { connections: 1 });
-  const getMs: number[] = [];
-  let cursor: string | null = null;
-  for (let i = 0; i < SETTINGS.getRequests; i++) {
+  const getPage = async (cursor: string | null) => {
     const started = performance.now();
     const res = await pool.request({
       method: 'GET',
       path: `/records?model=BenchRecord&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
       headers: { ...headers, 'connection-id': 'bench-1', 'provider-config-key': 'bench' },
     });
-    const body = (await res.body.json()) as { records: unknown[]; next_cursor: string | null };
-    getMs.push(performance.now() - started);
+    const headersMs = performance.now() - started;
+    const bytes = Buffer.from(await res.body.arrayBuffer());
+    const lastByteMs = performance.now() - started;
+    const body = JSON.parse(bytes.toString('utf8')) as { records: unknown[]; next_cursor: string | null };
+    const parsedMs = performance.now() - started;
     if (res.statusCode !== 200 || body.records.length === 0)
       throw new Error(`GET /records: ${res.statusCode}`);
-    cursor = body.next_cursor;
+    // The answer goes out whole, with its length (not chunked).
+    if (Number(res.headers['content-length']) !== bytes.length || res.headers['transfer-encoding'])
+      throw new Error(
+        `GET /records: content-length ${String(res.headers['content-length'])} for ${bytes.length} bytes`,
+      );
+    // Past the last page: start again from the first.
+    return { headersMs, lastByteMs, parsedMs, bytes: bytes.length, next: body.next_cursor };
+  };
+  // Warm-up (JIT, connections), not counted.
+  let cursor: string | null = null;
+  for (let i = 0; i < 5; i++) cursor = (await getPage(cursor)).next;
+  const { cpuMicros } = await import('../tools/proc');
+  const pids = {
+    gateway: stack.services.gateway.process.pid!,
+    orchestrator: stack.services['sync-orchestrator'].process.pid!,
+  };
+  const gcLinesBefore = gcLines(stack.logs('gateway'));
+  for (const name of PROFILED) stack.services[name as keyof typeof stack.services]?.process.kill('SIGUSR2');
+  const cpuBefore = { gateway: cpuMicros(pids.gateway), orchestrator: cpuMicros(pids.orchestrator) };
+  const benchCpuBefore = process.cpuUsage();
+  const getMs: number[] = [];
+  const headersMs: number[] = [];
+  const lastByteMs: number[] = [];
+  let pageBytes = 0;
+  for (let i = 0; i < SETTINGS.getRequests; i++) {
+    const page = await getPage(cursor);
+    getMs.push(page.parsedMs);
+    headersMs.push(page.headersMs);
+    lastByteMs.push(page.lastByteMs);
+    pageBytes = page.bytes;
+    cursor = page.next;
+  }
+  const benchCpu = process.cpuUsage(benchCpuBefore);
+  const cpuPerPage = {
+    gateway: (cpuMicros(pids.gateway) - cpuBefore.gateway) / 1000 / SETTINGS.getRequests,
+    orchestrator: (cpuMicros(pids.orchestrator) - cpuBefore.orchestrator) / 1000 / SETTINGS.getRequests,
+    bench: (benchCpu.user + benchCpu.system) / 1000 / SETTINGS.getRequests,
+  };
+  for (const name of PROFILED) stack.services[name as keyof typeof stack.services]?.process.kill('SIGUSR2');
+  const gatewayLogs = stack.logs('gateway');
+  const gatewayGcs = gcLines(gatewayLogs) - gcLinesBefore;
+  if (SETTINGS.gatewayV8Flags) {
+    // The gateway's output during the GET phase (its --trace-gc lines), for reading by hand.
+    writeFileSync(join(os.tmpdir(), 'bench-records-gateway.log'), gatewayLogs);
   }
   await pool.close();
-  getMs.sort((a, b) => a - b);
+  for (const list of [getMs, headersMs, lastByteMs]) list.sort((a, b) => a - b);
+  // The same pages asked of the orchestrator over NATS by the bench (no gateway, no HTTP).
+  const natsMs: number[] = [];
+  cursor = null;
+  for (let i = 0; i < Math.min(50, SETTINGS.getRequests); i++) {
+    const started = performance.now();
+    cursor = await pageOverNats(cursor);
+    natsMs.push(performance.now() - started);
+  }
+  natsMs.sort((a, b) => a - b);
   // The same page read by the store in this process (SQL + decrypt) and as bare SQL.
   const storeListMs: number[] = [];
   const sqlMs: number[] = [];
@@ -765,8 +882,24 @@ async function pathAndGet(stack: Stack, runSync: RunSync, store: StoreRun, heade
   }
   storeListMs.sort((a, b) => a - b);
   sqlMs.sort((a, b) => a - b);
-  return { pathInsertMs, pathMixedMs, getMs, storeListMs, sqlMs };
+  return {
+    pathInsertMs,
+    pathMixedMs,
+    getMs,
+    headersMs,
+    lastByteMs,
+    pageBytes,
+    cpuPerPage,
+    gatewayGcs,
+    natsMs,
+    storeListMs,
+    sqlMs,
+  };
 }
+
+/** `--trace-gc` lines (scavenges and mark-compacts) in a service's output. */
+const gcLines = (logs: string) =>
+  (logs.match(/ms: (Scavenge|Mark-Compact|Minor Mark-Sweep|Mark-Sweep)/g) ?? []).length;
 
 /** The whole path's two rows of the write table. */
 function printPathRows(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnType<typeof printStore>): void {
@@ -794,6 +927,12 @@ function printPathAndGet(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnTyp
   const getP50 = percentile(r.getMs, 0.5);
   console.log(
     `\nGET /records limit=1000 (${SETTINGS.getRequests} pages): p50 ${getP50.toFixed(1)} ms, p90 ${percentile(r.getMs, 0.9).toFixed(1)} ms, p99 ${percentile(r.getMs, 0.99).toFixed(1)} ms (target p50 ≤ ${TARGETS.getP50Ms} ms: ${met(getP50 <= TARGETS.getP50Ms)})`,
+  );
+  console.log(
+    `GET phase, p50 to the response headers ${percentile(r.headersMs, 0.5).toFixed(1)} ms, to the last byte ${percentile(r.lastByteMs, 0.5).toFixed(1)} ms (p90 ${percentile(r.lastByteMs, 0.9).toFixed(1)}), with the client's JSON.parse ${getP50.toFixed(1)} ms; page ${fmt(r.pageBytes)} bytes; CPU per page: gateway ${r.cpuPerPage.gateway.toFixed(1)} ms, sync-orchestrator ${r.cpuPerPage.orchestrator.toFixed(1)} ms, bench client ${r.cpuPerPage.bench.toFixed(1)} ms; load ${os.loadavg()[0]!.toFixed(1)}${SETTINGS.gatewayV8Flags.includes('trace-gc') ? `; gateway GCs ${r.gatewayGcs} (${(r.gatewayGcs / SETTINGS.getRequests).toFixed(1)} per page)` : ''}`,
+  );
+  console.log(
+    `the page over NATS from the bench (orchestrator + NATS, no gateway), p50 ${percentile(r.natsMs, 0.5).toFixed(1)} ms`,
   );
   console.log(
     `same page in-process: store.list p50 ${percentile(r.storeListMs, 0.5).toFixed(1)} ms (GET / store.list = ${(getP50 / percentile(r.storeListMs, 0.5)).toFixed(2)}), bare SQL p50 ${percentile(r.sqlMs, 0.5).toFixed(1)} ms (GET / SQL = ${(getP50 / percentile(r.sqlMs, 0.5)).toFixed(2)})`,

@@ -445,6 +445,15 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(missing.status).toBe(400);
     expect(missing.body).toEqual({ error: { code: 'invalid_body', message: 'Connection not found' } });
     expectError(await api('GET', `/sync/status?syncs=*`), 400, 'invalid_query_params');
+    // GET /records of an unknown connection: unknown_connection, even with a cursor the page read refuses.
+    const records = (connectionId: string, query = '') =>
+      call(stack.gatewayUrl, 'GET', `/records?model=Contact${query}`, {
+        key: stack.secretKey,
+        headers: { 'provider-config-key': KEY, 'connection-id': connectionId },
+      });
+    expectError(await records('nobody'), 400, 'unknown_connection');
+    expectError(await records('nobody', '&cursor=not-a-cursor'), 400, 'unknown_connection');
+    expectError(await records(CONN_A, '&cursor=not-a-cursor'), 500, 'server_error');
     // Headers instead of body fields.
     const beforeB = (await status(CONN_B))[0]!.finishedAt;
     const byHeaders = await call(stack.gatewayUrl, 'POST', '/sync/trigger', {

@@ -92,7 +92,10 @@ function open(key: Buffer | KeyObject, nonce: Buffer, ciphertext: Buffer, tag: B
     const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
     decipher.setAAD(aad);
     decipher.setAuthTag(tag);
-    return Buffer.concat([decipher.update(ciphertext), decipher.final()]);
+    const plaintext = decipher.update(ciphertext);
+    // GCM's final() only checks the tag (it returns no bytes): no second buffer to join.
+    const rest = decipher.final();
+    return rest.length === 0 ? plaintext : Buffer.concat([plaintext, rest]);
   } catch {
     // Never echo key material or plaintext; the row identity is enough to investigate.
     throw new CryptoError('decryption failed: wrong key, tampered data or ciphertext from another row');
@@ -177,10 +180,15 @@ export class EnvelopeCipher {
   }
 
   decrypt(blob: string, aad: string): string {
+    return this.decryptBytes(blob, aad).toString('utf8');
+  }
+
+  /** As `decrypt`, the plaintext as the bytes it was sealed from (for callers that write bytes on). */
+  decryptBytes(blob: string, aad: string): Buffer {
     const parts = parse(blob);
     const aadBytes = Buffer.from(aad, 'utf8');
     const dataKey = parts.shared ? this.openSharedKey(parts) : this.openDataKey(parts, aadBytes);
-    return open(dataKey, parts.nonce, parts.ciphertext, parts.tag, aadBytes).toString('utf8');
+    return open(dataKey, parts.nonce, parts.ciphertext, parts.tag, aadBytes);
   }
 
   private openDataKey(parts: Parsed, aad: Buffer): Buffer {

@@ -14,8 +14,11 @@ const NEWLINE = 0x0a;
  */
 export interface RawAnswer<M> {
   meta: M;
-  /** Text is encoded once, together with the envelope, into the one reply buffer. */
-  body: string | Uint8Array;
+  /**
+   * Text is encoded once, together with the envelope, into the one reply buffer; chunks are copied once
+   * into it, in order.
+   */
+  body: string | Uint8Array | readonly Uint8Array[];
 }
 
 /**
@@ -23,11 +26,17 @@ export interface RawAnswer<M> {
  * raw newline), a newline, then the body bytes. The request is the payload as plain JSON (not Nest's
  * `{pattern, data, id}` packet); the trace context travels in the NATS headers as for every request.
  */
-export function encodeRawReply(envelope: Reply<unknown>, body: string | Uint8Array = ''): Buffer {
+export function encodeRawReply(envelope: Reply<unknown>, body: RawAnswer<unknown>['body'] = ''): Buffer {
   const head = JSON.stringify(envelope);
   if (typeof body === 'string') return Buffer.from(`${head}\n${body}`, 'utf8');
   const headBytes = Buffer.from(`${head}\n`, 'utf8');
-  return Buffer.concat([headBytes, body], headBytes.length + body.length);
+  const all: Uint8Array[] = [headBytes];
+  let length = headBytes.length;
+  for (const chunk of body instanceof Uint8Array ? [body] : body) {
+    all.push(chunk);
+    length += chunk.length;
+  }
+  return Buffer.concat(all, length);
 }
 
 export function decodeRawReply<M>(data: Uint8Array): { envelope: Reply<M>; body: Uint8Array } {

@@ -27,13 +27,16 @@ describe('recordJson', () => {
       'r-5',
     ],
     ['an id prefix of a longer one', { id: 'r-60', v: 1 }, 'r-6'],
+    ['multi-byte text beside the id', { id: 'é-1', name: 'Zoë 日本 🎉' }, 'é-1'],
   ])('writes what JSON.stringify of the record object writes: %s', (_case, payload, externalId) => {
-    const text = recordJson(JSON.stringify(payload), externalId, metadata);
+    const text = Buffer.concat(
+      recordJson(Buffer.from(JSON.stringify(payload)), externalId, metadata),
+    ).toString();
     expect(text).toBe(asObjects(payload, externalId));
     expect(JSON.parse(text)).toEqual({ ...payload, id: externalId, _nango_metadata: metadata });
   });
 
   it('writes a pruned record (no payload) as its id and metadata', () => {
-    expect(recordJson(null, 'r-7', metadata)).toBe(asObjects(null, 'r-7'));
+    expect(Buffer.concat(recordJson(null, 'r-7', metadata)).toString()).toBe(asObjects(null, 'r-7'));
   });
 });

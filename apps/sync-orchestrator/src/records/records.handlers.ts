@@ -68,8 +68,10 @@ export class RecordsHandlers implements OnModuleInit {
   }
 
   async list(request: z.infer<typeof recordsListRequestSchema>): Promise<RawAnswer<RecordsListReply>> {
-    if (request.checkConnection) await this.requireConnection(request);
-    const page = await this.store.listJson(scopeOf(request), request.model, {
+    // The connection check (a request to connections-vault) runs beside the page read instead of before it;
+    // an unknown connection still answers unknown_connection, whatever the read gave.
+    const connection = request.checkConnection ? this.requireConnection(request) : undefined;
+    const reading = this.store.listJson(scopeOf(request), request.model, {
       limit: request.limit,
       ...(request.modifiedAfter ? { modifiedAfter: request.modifiedAfter } : {}),
       ...(request.filter ? { filter: request.filter } : {}),
@@ -78,6 +80,11 @@ export class RecordsHandlers implements OnModuleInit {
       // The gateway asks again from next_cursor until its page is full.
       maxBytes: this.messageBytes,
     });
+    if (connection) {
+      const [checked] = await Promise.allSettled([connection, reading]);
+      if (checked.status === 'rejected') throw checked.reason;
+    }
+    const page = await reading;
     return { meta: { count: page.count, next_cursor: page.next_cursor }, body: page.recordsJson };
   }
 

@@ -69,9 +69,12 @@ export interface ListResult {
   next_cursor: string | null;
 }
 
-/** A page as JSON text: the records' JSON joined by commas (no brackets), ready to be spliced into a body. */
+/**
+ * A page as JSON bytes: the records' JSON joined by commas (no brackets), in order, ready to be spliced into
+ * a body (chunks, not one buffer: whoever sends them joins them once, with whatever goes before).
+ */
 export interface ListJsonResult {
-  recordsJson: string;
+  recordsJson: Buffer[];
   count: number;
   next_cursor: string | null;
 }
@@ -89,10 +92,10 @@ type PageRow = [
   lastAction: LastAction,
 ];
 
-/** One record of a page, its payload still as the JSON text it was saved as. */
+/** One record of a page, its payload still as the JSON bytes it was saved as. */
 interface PageRecord {
-  /** The decrypted payload, null when pruned. */
-  payloadJson: string | null;
+  /** The decrypted payload (UTF-8 JSON), null when pruned. */
+  payload: Buffer | null;
   externalId: string;
   metadata: StoredRecord['_nango_metadata'];
 }
@@ -213,32 +216,44 @@ const SQL = {
     SELECT ${ts('now()')} AS now`,
 };
 
+const COMMA = 0x2c;
+const CLOSE_BRACE = 0x7d;
+const COMMA_BYTES = Buffer.from(',');
+const METADATA_KEY = Buffer.from('"_nango_metadata"');
+
 /**
- * A record's JSON as `JSON.stringify({...payload, id: externalId, _nango_metadata})` writes it. The usual
- * case (the payload's first key is `id`, already that string, and it has no `_nango_metadata` key) is
- * spliced from the saved text; anything else goes through JSON.parse and JSON.stringify.
+ * A record's JSON as `JSON.stringify({...payload, id: externalId, _nango_metadata})` writes it, as bytes
+ * (one or two chunks). The usual case (the payload's first key is `id`, already that string, and it has no
+ * `_nango_metadata` key) is spliced from the saved bytes, never decoded to text; anything else goes through
+ * JSON.parse and JSON.stringify.
  */
 export function recordJson(
-  payloadJson: string | null,
+  payload: Buffer | null,
   externalId: string,
   metadata: StoredRecord['_nango_metadata'],
-): string {
+): Buffer[] {
   const meta = JSON.stringify(metadata);
   const head = `{"id":${JSON.stringify(externalId)}`;
-  if (payloadJson === null) return `${head},"_nango_metadata":${meta}}`;
-  const next = payloadJson[head.length];
+  if (payload === null) return [Buffer.from(`${head},"_nango_metadata":${meta}}`)];
+  const headBytes = Buffer.from(head);
+  const next = payload[headBytes.length];
   if (
-    payloadJson.startsWith(head) &&
-    (next === ',' || next === '}') &&
-    !payloadJson.includes('"_nango_metadata"')
+    (next === COMMA || next === CLOSE_BRACE) &&
+    payload[payload.length - 1] === CLOSE_BRACE &&
+    payload.subarray(0, headBytes.length).equals(headBytes) &&
+    payload.indexOf(METADATA_KEY) < 0
   ) {
-    return `${payloadJson.slice(0, -1)},"_nango_metadata":${meta}}`;
+    return [payload.subarray(0, -1), Buffer.from(`,"_nango_metadata":${meta}}`)];
   }
-  return JSON.stringify({
-    ...(JSON.parse(payloadJson) as Record<string, unknown>),
-    id: externalId,
-    _nango_metadata: metadata,
-  });
+  return [
+    Buffer.from(
+      JSON.stringify({
+        ...(JSON.parse(payload.toString('utf8')) as Record<string, unknown>),
+        id: externalId,
+        _nango_metadata: metadata,
+      }),
+    ),
+  ];
 }
 
 /** Nango merges arrays element by element (a shorter update keeps the old tail), objects key by key. */
@@ -492,7 +507,7 @@ export class RecordsStore {
   async list(scope: RecordScope, model: string, query: ListQuery): Promise<ListResult> {
     const page = await this.page(scope, model, query);
     const records: StoredRecord[] = page.records.map((r) => ({
-      ...(r.payloadJson === null ? {} : (JSON.parse(r.payloadJson) as Record<string, unknown>)),
+      ...(r.payload === null ? {} : (JSON.parse(r.payload.toString('utf8')) as Record<string, unknown>)),
       // The payload may be empty (pruned): the external id is always the record's id.
       id: r.externalId,
       _nango_metadata: r.metadata,
@@ -501,15 +516,20 @@ export class RecordsStore {
   }
 
   /**
-   * The same page as `list`, as JSON text (`GET /records` passes it through the gateway untouched): no
+   * The same page as `list`, as JSON bytes (`GET /records` passes them through the gateway untouched): no
    * record is parsed into objects and serialised again, which for a 1000-record page was most of the
-   * CPU both services spent on it (bench/README.md, Records). The text is what `JSON.stringify` makes of
-   * `list`'s records.
+   * CPU both services spent on it, nor decoded into text and encoded back (bench/README.md, Records). The
+   * bytes are what `JSON.stringify` makes of `list`'s records, UTF-8.
    */
   async listJson(scope: RecordScope, model: string, query: ListQuery): Promise<ListJsonResult> {
     const page = await this.page(scope, model, query);
+    const chunks: Buffer[] = [];
+    for (const r of page.records) {
+      if (chunks.length > 0) chunks.push(COMMA_BYTES);
+      chunks.push(...recordJson(r.payload, r.externalId, r.metadata));
+    }
     return {
-      recordsJson: page.records.map((r) => recordJson(r.payloadJson, r.externalId, r.metadata)).join(','),
+      recordsJson: chunks,
       count: page.records.length,
       next_cursor: page.next_cursor,
     };
@@ -573,7 +593,7 @@ export class RecordsStore {
       }
       bytes += size;
       records.push({
-        payloadJson: payload ? this.cipher.decrypt(payload, payloadAad(id)) : null,
+        payload: payload ? this.cipher.decryptBytes(payload, payloadAad(id)) : null,
         externalId,
         metadata: {
           first_seen_at: firstSeen,
