@@ -8,18 +8,19 @@ import { AccountRateLimiter } from './access/rate-limiter';
 import { AppModule } from './app.module';
 import { loadEnv } from './config/env';
 import { CORS_POLICY } from './http/cors';
-import { gatewayServerFactory } from './http/gateway-server';
+import { gatewayServerFactory, type FrontDoor } from './http/gateway-server';
 import { sendError } from './http/error-reply';
 import { configureHttp } from './http/http-setup';
 import { parseQueryString } from './http/query-string';
 import { ProxyFrontDoor } from './proxy/proxy-front-door';
 import { ProxyRoute } from './proxy/proxy-route';
 import { ProviderWebhookRoute } from './webhooks/provider-webhook.route';
+import { WebhookFrontDoor } from './webhooks/webhook-front-door';
 import { embeddedWebhookIngest, remoteWebhookIngest } from './webhooks/webhook-ingest';
 
 async function main(): Promise<void> {
   const env = loadEnv();
-  let frontDoor: ProxyFrontDoor | undefined;
+  let frontDoors: FrontDoor[] = [];
   await bootstrapService({
     name: 'gateway',
     module: AppModule.forRoot(env),
@@ -49,8 +50,8 @@ async function main(): Promise<void> {
             )
           : sendError(reply, 'server_error', 'An unexpected error occurred'));
       },
-      // `/proxy` requests meet the front door before Fastify (see ProxyFrontDoor).
-      serverFactory: gatewayServerFactory(() => frontDoor),
+      // `/proxy` and `/webhook` requests meet their front doors before Fastify (ProxyFrontDoor, WebhookFrontDoor).
+      serverFactory: gatewayServerFactory(() => frontDoors),
     },
     configure: (app) => {
       configureHttp(app, env.SWITCHBOARD_BODY_LIMIT_BYTES, {
@@ -62,7 +63,7 @@ async function main(): Promise<void> {
       // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
       const fastify = app.getHttpAdapter().getInstance();
       app.get(ProxyRoute).register(fastify);
-      frontDoor = new ProxyFrontDoor(
+      const proxyDoor = new ProxyFrontDoor(
         app.get(ApiKeyResolver),
         app.get(AccountRateLimiter),
         app.get(ProxyRoute),
@@ -74,10 +75,15 @@ async function main(): Promise<void> {
         env.SWITCHBOARD_WEBHOOK_INGRESS_MODE === 'remote'
           ? remoteWebhookIngest(nats)
           : embeddedWebhookIngest(nats, app.get(NATS_CONNECTION), env.SWITCHBOARD_SERVER_URL);
-      new ProviderWebhookRoute(ingest, app.get(AccountRateLimiter), {
+      const webhookRoute = new ProviderWebhookRoute(ingest, app.get(AccountRateLimiter), {
         perIp: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN,
         perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,
-      }).register(fastify);
+      });
+      webhookRoute.register(fastify);
+      frontDoors = [
+        proxyDoor,
+        new WebhookFrontDoor(webhookRoute, app.get(AccountRateLimiter), env.SWITCHBOARD_TRUST_PROXY, fastify),
+      ];
     },
   });
 }

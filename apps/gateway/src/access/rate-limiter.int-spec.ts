@@ -62,6 +62,35 @@ describe('AccountRateLimiter (Redis, leased slices)', () => {
     expect(Math.abs(second.resetAt - first.resetAt)).toBeLessThanOrEqual(1);
   });
 
+  it('counts a request against several windows locally all or nothing, never past either limit', async () => {
+    // Slices of a tenth: 10 of the address's 100, 4 of the environment's 40.
+    const limiter = await replica({ SWITCHBOARD_RATE_LIMIT_LEASE_FRACTION: '0.1' });
+    const ip = `webhook-ip:${randomUUID()}`;
+    const environment = `webhook-env:${randomUUID()}`;
+    const checks = [
+      [ip, 100],
+      [environment, 40],
+    ] as const;
+    // Nothing leased yet: the local path declines, and counts nothing.
+    expect(limiter.consumeLocalAll(checks)).toBe(false);
+    // As the webhook lanes do: locally when both slices have room, else `consume` each (which leases).
+    let allowed = 0;
+    let local = 0;
+    for (let i = 0; i < 60; i++) {
+      if (limiter.consumeLocalAll(checks)) {
+        allowed += 1;
+        local += 1;
+        continue;
+      }
+      const verdicts = [await limiter.consume(ip, 100), await limiter.consume(environment, 40)];
+      if (verdicts.every((v) => !v.limited)) allowed += 1;
+    }
+    // The environment's window is the smaller: exactly that many got through, most without a round trip.
+    expect(allowed).toBe(40);
+    expect(local).toBeGreaterThanOrEqual(20);
+    expect((await limiter.consume(environment, 40)).limited).toBe(true);
+  });
+
   it('keeps counting in memory, per replica, while Redis is unreachable', async () => {
     // Port 1 on loopback: nothing listens, the connection is refused at once.
     const limiter = await replica({ SWITCHBOARD_RATE_LIMIT_PER_MIN: '3', REDIS_URL: 'redis://127.0.0.1:1' });

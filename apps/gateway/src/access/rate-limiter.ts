@@ -130,6 +130,21 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
+   * Counts one request against every `[key, points]` window at once when each still has room in this
+   * replica's slice (no round trip), and returns true; otherwise counts nothing and returns false (then
+   * `consume` each). All or nothing, so a request handed on to `consume` is never counted twice.
+   */
+  consumeLocalAll(checks: readonly (readonly [string, number])[]): boolean {
+    const now = Date.now();
+    for (const [key, points] of checks) {
+      const bucket = this.buckets.get(key);
+      if (!bucket || bucket.points !== points || bucket.left <= 0 || bucket.endsAt <= now) return false;
+    }
+    for (const [key] of checks) this.buckets.get(key)!.left -= 1;
+    return true;
+  }
+
+  /**
    * Counts one request against `key`'s window of `points` requests (the account limit unless given). Each
    * class of key (account, connect session, client address, webhook environment) has its own prefix, so
    * one class can never spend another's window.

@@ -12,22 +12,23 @@ export interface FrontDoor {
 
 /**
  * A Fastify `serverFactory` for a plain HTTP/1 server, set up with the timeouts Fastify would give its
- * own. Requests the front door takes (once the app is configured and `door()` returns it) are given to it
+ * own. Requests a front door takes (once the app is configured and `doors()` lists it) are given to it
  * from the server's `emit`, ahead of the prototype's `emit` that the OpenTelemetry HTTP instrumentation
  * wraps: the door makes the span of those requests itself, for a fraction of the instrumentation's cost
  * (which it would pay even for requests it is told to ignore). Every other request takes the usual way.
  */
-export function gatewayServerFactory(door: () => FrontDoor | undefined): FastifyServerFactory {
+export function gatewayServerFactory(doors: () => readonly FrontDoor[]): FastifyServerFactory {
   return ((fastify: Listener, options: FastifyServerOptions & { http?: object }) => {
     const server: Server = createServer(options.http ?? {}, fastify);
     const emit = server.emit;
     server.emit = function (this: Server, event: string | symbol, ...args: unknown[]): boolean {
       if (event === 'request') {
-        const front = door();
         const req = args[0] as IncomingMessage;
-        if (front?.takes(req)) {
-          front.handle(req, args[1] as ServerResponse, fastify);
-          return true;
+        for (const front of doors()) {
+          if (front.takes(req)) {
+            front.handle(req, args[1] as ServerResponse, fastify);
+            return true;
+          }
         }
       }
       return emit.apply(this, [event, ...args] as Parameters<Server['emit']>);

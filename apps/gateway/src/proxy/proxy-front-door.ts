@@ -21,6 +21,7 @@ import type { AccountRateLimiter } from '../access/rate-limiter';
 import { CORS_RESPONSE_HEADERS } from '../http/cors';
 import type { FrontDoor } from '../http/gateway-server';
 import { errorBody } from '../http/error-reply';
+import { startServerSpan } from '../http/server-span';
 import { statusForCode } from '../http/error-status';
 import { isProxyTarget } from './proxy-path';
 import { mayAimCredentials, type ProxyRoute } from './proxy-route';
@@ -30,7 +31,6 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const METHODS = new Set(PROXY_METHODS);
 /** The route template the Fastify lane records `/proxy/...` calls under. */
 const PROXY_ROUTE = '/proxy/*';
-const tracer = trace.getTracer('@switchboard/gateway');
 
 /**
  * Where `/proxy` requests enter the gateway, ahead of Fastify and of the HTTP instrumentation
@@ -65,7 +65,7 @@ export class ProxyFrontDoor implements FrontDoor {
   /** Serves a request it takes; `next` is Fastify's request listener. */
   handle(req: IncomingMessage, res: ServerResponse, next: Handler): void {
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-    const span = startServerSpan(req, res, parent);
+    const span = startServerSpan(req, res, parent, PROXY_ROUTE);
     context.with(trace.setSpan(parent, span), () => {
       const direct = this.admit(req);
       span.setAttribute('switchboard.proxy.lane', direct ? 'direct' : 'framework');
@@ -180,36 +180,4 @@ function writeError(
     'content-length': Buffer.byteLength(body),
   });
   res.end(body);
-}
-
-/**
- * The request's server span, ended when the answer is (or the caller left). Attributes as the HTTP
- * instrumentation names them for the gateway's other routes, so one query finds both; never the query
- * string's values, which may hold a provider credential.
- */
-function startServerSpan(req: IncomingMessage, res: ServerResponse, parent: Context): Span {
-  const url = req.url!;
-  const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
-  const method = req.method ?? 'GET';
-  const attributes: Attributes = {
-    'http.method': method,
-    'http.route': '/proxy/*',
-    'http.target': path,
-    'http.url': `http://${req.headers.host ?? 'localhost'}${path}`,
-    'http.flavor': req.httpVersion,
-  };
-  if (q !== -1) attributes['url.query'] = redactQuery(url.slice(q + 1));
-  const span = tracer.startSpan(`${method} /proxy/*`, { kind: SpanKind.SERVER, attributes }, parent);
-  if (!span.isRecording()) return span;
-  res.once('close', () => {
-    if (res.headersSent) {
-      span.setAttribute('http.status_code', res.statusCode);
-      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    } else {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the caller left before an answer' });
-    }
-    span.end();
-  });
-  return span;
 }

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
-import { SwitchboardError, uniqueKeySchema } from '@switchboard/contracts';
+import type { IncomingHttpHeaders } from 'node:http';
+import { SwitchboardError, uniqueKeySchema, type IngestReply } from '@switchboard/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AccountRateLimiter } from '../access/rate-limiter';
@@ -20,7 +21,25 @@ export interface WebhookLimits {
   perEnvironment: number;
 }
 
-const paramsSchema = z.object({ environmentUuid: z.string().uuid(), providerConfigKey: uniqueKeySchema });
+export const webhookParamsSchema = z.object({
+  environmentUuid: z.string().uuid(),
+  providerConfigKey: uniqueKeySchema,
+});
+export type WebhookParams = z.infer<typeof webhookParamsSchema>;
+/** The route template, as metrics and spans name it on both lanes. */
+export const WEBHOOK_ROUTE = '/webhook/:environmentUuid/:providerConfigKey';
+
+/** The rate-limit windows a webhook counts against: its sender's address, and the environment it names. */
+export function webhookLimitChecks(
+  ip: string,
+  environmentUuid: string | undefined,
+  limits: WebhookLimits,
+): [string, number][] {
+  const checks: [string, number][] = [[`webhook-ip:${ip}`, limits.perIp]];
+  if (environmentUuid !== undefined)
+    checks.push([`webhook-env:${environmentUuid.toLowerCase()}`, limits.perEnvironment]);
+  return checks;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,7 +57,7 @@ export class ProviderWebhookRoute {
   constructor(
     private readonly ingress: WebhookIngest,
     private readonly limiter: AccountRateLimiter,
-    private readonly limits: WebhookLimits,
+    readonly limits: WebhookLimits,
   ) {}
 
   /** Called from the gateway's configure step, after the access hook is registered. */
@@ -73,7 +92,7 @@ export class ProviderWebhookRoute {
       const config = { access: { public: true } satisfies RouteAccess };
       scope.route({
         method: 'POST',
-        url: '/webhook/:environmentUuid/:providerConfigKey',
+        url: WEBHOOK_ROUTE,
         config,
         bodyLimit: MAX_WEBHOOK_BODY_BYTES,
         handler: (request, reply) => this.handle(request, reply),
@@ -88,9 +107,11 @@ export class ProviderWebhookRoute {
    */
   private async admit(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const environment = (request.params as { environmentUuid?: unknown }).environmentUuid;
-    const checks: [string, number][] = [[`webhook-ip:${request.ip}`, this.limits.perIp]];
-    if (typeof environment === 'string')
-      checks.push([`webhook-env:${environment.toLowerCase()}`, this.limits.perEnvironment]);
+    const checks = webhookLimitChecks(
+      request.ip,
+      typeof environment === 'string' ? environment : undefined,
+      this.limits,
+    );
     for (const [key, points] of checks) {
       const verdict = await this.limiter.consume(key, points);
       if (verdict.limited) {
@@ -103,23 +124,13 @@ export class ProviderWebhookRoute {
 
   private async handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     try {
-      const { environmentUuid, providerConfigKey } = parseParams(paramsSchema, request.params);
-      const raw = request.webhookBody ?? Buffer.alloc(0);
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(request.headers)) {
-        if (value === undefined) continue;
-        headers[name] = Array.isArray(value) ? value.join(', ') : value;
-      }
-      const utf8 = isUtf8(raw);
-      const answer = await this.ingress.ingest({
-        environmentUuid,
-        providerConfigKey,
-        url: request.raw.url ?? request.url,
-        headers,
-        rawBody: raw,
-        body: raw.toString(utf8 ? 'utf8' : 'base64'),
-        bodyEncoding: utf8 ? 'utf8' : 'base64',
-      });
+      const params = parseParams(webhookParamsSchema, request.params);
+      const answer = await this.answer(
+        params,
+        request.raw.url ?? request.url,
+        request.headers,
+        request.webhookBody ?? Buffer.alloc(0),
+      );
       reply.status(answer.status);
       if (answer.contentType) reply.type(answer.contentType);
       return reply.send(answer.body ?? undefined);
@@ -127,5 +138,30 @@ export class ProviderWebhookRoute {
       if (error instanceof SwitchboardError) return sendError(reply, error.code, error.message, error.errors);
       throw error;
     }
+  }
+
+  /** What the provider gets for one webhook, on either lane (this route, or the front door's direct one). */
+  answer(
+    params: WebhookParams,
+    url: string,
+    requestHeaders: IncomingHttpHeaders,
+    raw: Buffer,
+  ): Promise<IngestReply> {
+    const headers: Record<string, string> = {};
+    for (const name in requestHeaders) {
+      const value = requestHeaders[name];
+      if (value === undefined) continue;
+      headers[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    const utf8 = isUtf8(raw);
+    return this.ingress.ingest({
+      environmentUuid: params.environmentUuid,
+      providerConfigKey: params.providerConfigKey,
+      url,
+      headers,
+      rawBody: raw,
+      body: raw.toString(utf8 ? 'utf8' : 'base64'),
+      bodyEncoding: utf8 ? 'utf8' : 'base64',
+    });
   }
 }
