@@ -14,6 +14,8 @@ TEST_DIR="$DATA_DIR/test"
 rm -rf "$TEST_DIR" && mkdir -p "$TEST_DIR/nats"
 
 NATS_PORT="$(free_port)"
+# Tests that start a throwaway nats-server of their own use the same build.
+export NATS_SERVER_BIN="$(nats_server_bin)"
 # The generated configuration with fresh passwords: every service a test starts connects as its own user.
 # Only here, a client without credentials (a test's own connection) is the admin user.
 # shellcheck disable=SC2046

@@ -9,6 +9,10 @@ NODE_VERSION=24.21.0
 NODE_MIN_MAJOR=24
 TEMPORAL_VERSION=v1.5.1
 TEMPORAL_BIN="$TOOLS_DIR/temporal-$TEMPORAL_VERSION/temporal"
+# NATS built from source (go install) like Temporal: Debian's 2.9.10 spent ~3x the CPU per JetStream
+# message and stalled for seconds under a sustained backlog (bench/README.md, Webhooks, session 10).
+NATS_SERVER_VERSION=v2.15.2
+NATS_SERVER_BIN="$TOOLS_DIR/nats-server-$NATS_SERVER_VERSION/nats-server"
 
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1 CHECKPOINT_DISABLE=1 PRISMA_HIDE_UPDATE_MESSAGE=1
 export PATH="/usr/local/go/bin:$PATH"
@@ -64,7 +68,6 @@ ensure_toolchain() {
   fi
   local need=()
   command -v pg_ctlcluster >/dev/null || need+=(postgresql)
-  [ -x /usr/sbin/nats-server ] || command -v nats-server >/dev/null || need+=(nats-server)
   command -v redis-server >/dev/null || need+=(redis-server)
   # Tests serve fake providers over HTTPS with throwaway certificates made by the openssl CLI.
   command -v openssl >/dev/null || need+=(openssl)
@@ -86,7 +89,17 @@ ensure_postgres() {
   fi
 }
 
-nats_server_bin() { if [ -x /usr/sbin/nats-server ]; then echo /usr/sbin/nats-server; else command -v nats-server; fi; }
+nats_server_bin() { echo "$NATS_SERVER_BIN"; }
+
+ensure_nats_server() {
+  if [ ! -x "$NATS_SERVER_BIN" ]; then
+    command -v go >/dev/null || die "Go is required to build nats-server (go install)"
+    log "building nats-server $NATS_SERVER_VERSION with go install (once)"
+    mkdir -p "$(dirname "$NATS_SERVER_BIN")"
+    (cd /tmp && GOBIN="$(dirname "$NATS_SERVER_BIN")" GOFLAGS=-mod=mod go install "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION") ||
+      die "go install of nats-server failed"
+  fi
+}
 
 NATS_CONF="$ROOT/infra/nats/nats.conf"
 NATS_DIR="$DATA_DIR/nats-auth"
@@ -156,6 +169,7 @@ setup_all() {
   ensure_postgres
   ensure_redis
   ensure_temporal_cli
+  ensure_nats_server
   ensure_chromium
   build_all
 }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { NATS_USERS, natsPasswordVariable, type NatsUser } from '@switchboard/contracts';
 import { freePort, portOpen } from './ports';
@@ -34,9 +34,22 @@ export function withoutNatsSecrets(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return kept;
 }
 
-/** The nats-server binary: $NATS_SERVER_BIN, else the first one on PATH or in /usr/sbin, /usr/local/bin. */
+/**
+ * The nats-server binary: $NATS_SERVER_BIN (scripts/test.sh sets it), else the one the project's setup
+ * built (`~/.cache/switchboard/tools/nats-server-<version>/`, newest first), else the first one on PATH or
+ * in /usr/sbin, /usr/local/bin.
+ */
 export function natsServerBinary(): string {
   if (process.env.NATS_SERVER_BIN) return process.env.NATS_SERVER_BIN;
+  const tools = process.env.SWITCHBOARD_TOOLS_DIR ?? join(homedir(), '.cache', 'switchboard', 'tools');
+  const built = existsSync(tools)
+    ? readdirSync(tools)
+        .filter((name) => name.startsWith('nats-server-v'))
+        .sort((a, b) => b.localeCompare(a, 'en', { numeric: true }))
+        .map((name) => join(tools, name, 'nats-server'))
+        .find((p) => existsSync(p))
+    : undefined;
+  if (built) return built;
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/bin', '/usr/bin'];
   const found = dirs.map((d) => join(d, 'nats-server')).find((p) => existsSync(p));
   if (!found) throw new Error('nats-server not found: install it or set NATS_SERVER_BIN');
