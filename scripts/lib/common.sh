@@ -91,14 +91,18 @@ ensure_postgres() {
 
 nats_server_bin() { echo "$NATS_SERVER_BIN"; }
 
+# Builds a Go program from the module proxy once into its binary's folder (nothing prebuilt can be
+# downloaded here). go_install_once <binary path> <what> <module path@version>
+go_install_once() {
+  [ -x "$1" ] && return
+  command -v go >/dev/null || die "Go is required to build $2 (go install)"
+  log "building $2 with go install (once; the Temporal CLI takes several minutes)"
+  mkdir -p "$(dirname "$1")"
+  (cd /tmp && GOBIN="$(dirname "$1")" GOFLAGS=-mod=mod go install "$3") || die "go install of $2 failed"
+}
+
 ensure_nats_server() {
-  if [ ! -x "$NATS_SERVER_BIN" ]; then
-    command -v go >/dev/null || die "Go is required to build nats-server (go install)"
-    log "building nats-server $NATS_SERVER_VERSION with go install (once)"
-    mkdir -p "$(dirname "$NATS_SERVER_BIN")"
-    (cd /tmp && GOBIN="$(dirname "$NATS_SERVER_BIN")" GOFLAGS=-mod=mod go install "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION") ||
-      die "go install of nats-server failed"
-  fi
+  go_install_once "$NATS_SERVER_BIN" "nats-server $NATS_SERVER_VERSION" "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION"
 }
 
 NATS_CONF="$ROOT/infra/nats/nats.conf"
@@ -137,13 +141,7 @@ ensure_redis() {
 
 # The Temporal dev server cannot be downloaded here; it is built from source once and kept.
 ensure_temporal_cli() {
-  if [ ! -x "$TEMPORAL_BIN" ]; then
-    command -v go >/dev/null || die "Go is required to build the Temporal CLI (go install)"
-    log "building the Temporal CLI $TEMPORAL_VERSION with go install (several minutes, once)"
-    mkdir -p "$(dirname "$TEMPORAL_BIN")"
-    (cd /tmp && GOBIN="$(dirname "$TEMPORAL_BIN")" GOFLAGS=-mod=mod go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION") ||
-      die "go install of the Temporal CLI failed"
-  fi
+  go_install_once "$TEMPORAL_BIN" "the Temporal CLI $TEMPORAL_VERSION" "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
 }
 
 # The connect page's browser tests drive Debian's Chromium (playwright-core downloads no browser).
