@@ -23,8 +23,8 @@ import {
   NATS_CONNECTION,
   NatsHandler,
   NatsRequester,
-  serveRaw,
-  type RawAnswer,
+  serveStream,
+  type StreamAnswer,
 } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
@@ -38,6 +38,12 @@ const scopeOf = (r: { caller: Caller; providerConfigKey: string; connectionId: s
   providerConfigKey: r.providerConfigKey,
   connectionId: r.connectionId,
 });
+
+/**
+ * Records per message of a streamed page: the gateway writes a piece to its client while the next one is
+ * decrypted (bench/README.md, records-stream).
+ */
+const STREAM_CHUNK_RECORDS = 200;
 
 /**
  * The records subjects: `GET /records` and `PATCH /records/prune` for the gateway, and the sync API of a
@@ -57,35 +63,40 @@ export class RecordsHandlers implements OnModuleInit {
   }
 
   /**
-   * `GET /records` pages go out as raw replies (the records' JSON as bytes after a one-line envelope), not
+   * `GET /records` pages go out as streamed raw replies (the records' JSON as bytes after a one-line envelope, in pieces), not
    * through Nest's JSON transport, which escaped every quote of a 1 MB page into a JSON string and the
    * gateway parsed it back. Same queue group as the Nest handlers (the service's name).
    */
   onModuleInit(): void {
-    serveRaw(this.nc, RECORDS_SUBJECTS.list, 'sync-orchestrator', recordsListRequestSchema, (request) =>
+    serveStream(this.nc, RECORDS_SUBJECTS.list, 'sync-orchestrator', recordsListRequestSchema, (request) =>
       this.list(request),
     );
   }
 
-  async list(request: z.infer<typeof recordsListRequestSchema>): Promise<RawAnswer<RecordsListReply>> {
+  async list(request: z.infer<typeof recordsListRequestSchema>): Promise<StreamAnswer<RecordsListReply>> {
     // The connection check (a request to connections-vault) runs beside the page read instead of before it;
     // an unknown connection still answers unknown_connection, whatever the read gave.
     const connection = request.checkConnection ? this.requireConnection(request) : undefined;
-    const reading = this.store.listJson(scopeOf(request), request.model, {
-      limit: request.limit,
-      ...(request.modifiedAfter ? { modifiedAfter: request.modifiedAfter } : {}),
-      ...(request.filter ? { filter: request.filter } : {}),
-      ...(request.cursor ? { cursor: request.cursor } : {}),
-      ...(request.ids ? { externalIds: request.ids } : {}),
-      // The gateway asks again from next_cursor until its page is full.
-      maxBytes: this.messageBytes,
-    });
+    const reading = this.store.listJsonStream(
+      scopeOf(request),
+      request.model,
+      {
+        limit: request.limit,
+        ...(request.modifiedAfter ? { modifiedAfter: request.modifiedAfter } : {}),
+        ...(request.filter ? { filter: request.filter } : {}),
+        ...(request.cursor ? { cursor: request.cursor } : {}),
+        ...(request.ids ? { externalIds: request.ids } : {}),
+        // The gateway asks again from next_cursor until its page is full.
+        maxBytes: this.messageBytes,
+      },
+      STREAM_CHUNK_RECORDS,
+    );
     if (connection) {
       const [checked] = await Promise.allSettled([connection, reading]);
       if (checked.status === 'rejected') throw checked.reason;
     }
     const page = await reading;
-    return { meta: { count: page.count, next_cursor: page.next_cursor }, body: page.recordsJson };
+    return { meta: { count: page.count, next_cursor: page.next_cursor }, body: page.chunks };
   }
 
   @NatsHandler(RECORDS_SUBJECTS.prune, recordsPruneRequestSchema)
