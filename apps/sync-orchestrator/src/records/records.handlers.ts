@@ -1,6 +1,7 @@
 import { Controller, Inject, type OnModuleInit } from '@nestjs/common';
 import {
   MAX_DELETED_KEYS_REPLY,
+  RECORDS_PAGE_MAX_PIECES,
   RECORDS_SUBJECTS,
   VAULT_SUBJECTS,
   recordsGetByIdsRequestSchema,
@@ -90,6 +91,7 @@ export class RecordsHandlers implements OnModuleInit {
         maxBytes: this.messageBytes,
       },
       STREAM_CHUNK_RECORDS,
+      RECORDS_PAGE_MAX_PIECES,
     );
     if (connection) {
       const [checked] = await Promise.allSettled([connection, reading]);

@@ -550,20 +550,23 @@ export class RecordsStore {
   /**
    * `listJson` in pieces (`GET /records` streams them): the page is read at once (its count and next
    * cursor are known before any record is decrypted), the records are decrypted and written out
-   * `chunkRecords` at a time as the pieces are asked for.
+   * `chunkRecords` at a time (more when that would make more than `maxPieces` pieces) as the pieces are asked
+   * for.
    */
   async listJsonStream(
     scope: RecordScope,
     model: string,
     query: ListQuery,
     chunkRecords: number,
+    maxPieces: number,
   ): Promise<ListJsonStream> {
     const page = await this.page(scope, model, query);
     const { records } = page;
+    const size = Math.max(chunkRecords, Math.ceil(records.length / maxPieces));
     const recordsJson = (start: number, end: number) => this.recordsJson(records, start, end);
     async function* chunks(): AsyncGenerator<Buffer[]> {
-      for (let start = 0; start < records.length; start += chunkRecords) {
-        const piece = recordsJson(start, Math.min(records.length, start + chunkRecords));
+      for (let start = 0; start < records.length; start += size) {
+        const piece = recordsJson(start, Math.min(records.length, start + size));
         if (start > 0) piece.unshift(COMMA_BYTES);
         yield piece;
       }
