@@ -110,9 +110,8 @@ describe('NATS permissions', () => {
     // One reply per request, for as long as the longest run may take (the server's default is 2 minutes);
     // the orchestrator's streamed records pages: their pieces and the message that ends them.
     expect(conf.match(/allow_responses: \{ max: 1, expires: "25h" \}/g)).toHaveLength(NATS_USERS.length - 2);
-    expect(conf).toMatch(
-      /user: "sync-orchestrator"\n[^}]*\}[^}]*\}[^}]*\}\n\s*allow_responses: \{ max: 33, expires: "25h" \}/,
-    );
+    const orchestrator = conf.split('user: ').find((block) => block.startsWith('"sync-orchestrator"'));
+    expect(orchestrator).toContain('allow_responses: { max: 33, expires: "25h" }');
     expect(renderNatsServerConfig({ noAuthUser: 'admin' })).toMatch(/^no_auth_user: "admin"$/m);
   });
 });
