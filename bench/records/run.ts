@@ -60,12 +60,6 @@ const SETTINGS = {
   storeDist: args.get('store-dist'),
   /** `--gateway-v8-flags=--trace-gc`: V8 flags set in the gateway at start (its GC lines during the GET phase are counted). */
   gatewayV8Flags: args.get('gateway-v8-flags') ?? '',
-  /**
-   * How the orchestrator answers a page over NATS, for the bench's own page request: `stream` (several
-   * messages, `serveStream`, the default) or `raw` (one message, `serveRaw`, before branch records-stream),
-   * so that the same bench measures either build.
-   */
-  pageReply: args.get('page-reply') ?? 'stream',
 };
 /** BENCH_PROFILE=gateway,sync-orchestrator: a V8 CPU profile of each named service over the GET phase, in /tmp/bench-prof/<name>/. */
 const PROFILED = (process.env.BENCH_PROFILE ?? '').split(',').filter(Boolean);
@@ -698,7 +692,7 @@ async function main(): Promise<void> {
 
     // The gateway's page request, sent by the bench itself: the orchestrator and the NATS hop without the gateway.
     const pageOverNats: PageOverNats = async (cursor) => {
-      const pageRequest = {
+      const page = await nats.requestRaw<RecordsListReply>(RECORDS_SUBJECTS.list, {
         caller,
         providerConfigKey: 'bench',
         connectionId: 'bench-1',
@@ -706,12 +700,7 @@ async function main(): Promise<void> {
         limit: 1000,
         ...(cursor ? { cursor } : {}),
         checkConnection: true,
-      };
-      if (SETTINGS.pageReply === 'raw')
-        return (await nats.requestRaw<RecordsListReply>(RECORDS_SUBJECTS.list, pageRequest)).meta.next_cursor;
-      const page = await nats.requestStream<RecordsListReply>(RECORDS_SUBJECTS.list, pageRequest);
-      // To the last piece, as the gateway reads it.
-      for await (const piece of page.body) void piece;
+      });
       return page.meta.next_cursor;
     };
     const path =
@@ -820,13 +809,8 @@ async function pathAndGet(
     const parsedMs = performance.now() - started;
     if (res.statusCode !== 200 || body.records.length === 0)
       throw new Error(`GET /records: ${res.statusCode}`);
-    // The answer goes out with its length, or chunked (branch records-stream), never both nor a wrong length.
-    const chunked = res.headers['transfer-encoding'] === 'chunked';
-    if (
-      chunked
-        ? res.headers['content-length'] !== undefined
-        : Number(res.headers['content-length']) !== bytes.length
-    )
+    // The answer goes out whole, with its length (not chunked).
+    if (Number(res.headers['content-length']) !== bytes.length || res.headers['transfer-encoding'])
       throw new Error(
         `GET /records: content-length ${String(res.headers['content-length'])} for ${bytes.length} bytes`,
       );

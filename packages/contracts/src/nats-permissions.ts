@@ -7,7 +7,6 @@ import { CONNECTIONS_API_SUBJECTS } from './connections-api';
 import { ENVIRONMENT_VARIABLE_SUBJECTS } from './environment-variables';
 import { AUTH_INTERNAL_SUBJECTS, VAULT_SUBJECTS } from './internal-auth';
 import { PROVIDER_SUBJECTS } from './providers';
-import { RECORDS_PAGE_MAX_PIECES } from './records';
 
 /**
  * Who may do what on NATS: the one source of truth for the NATS server's users and their subject
@@ -276,14 +275,6 @@ export const NATS_MAX_PAYLOAD_BYTES = 8 * 1024 * 1024;
  */
 export const NATS_RESPONSE_EXPIRES = '25h';
 
-/**
- * Replies a service may send to one request it received: one, except for the orchestrator, which streams a
- * `GET /records` page to the gateway in pieces (`serveStream`), then an empty message that ends it.
- */
-export function natsMaxResponses(user: Exclude<NatsUser, 'admin'>): number {
-  return user === 'sync-orchestrator' ? RECORDS_PAGE_MAX_PIECES + 1 : 1;
-}
-
 const quote = (subject: string) => JSON.stringify(subject);
 const list = (subjects: readonly string[], indent: string) =>
   `[\n${subjects.map((s) => `${indent}  ${quote(s)}`).join('\n')}\n${indent}]`;
@@ -303,9 +294,8 @@ export function renderNatsServerConfig(options: NatsServerConfigOptions = {}): s
       `${head}\n      permissions: {\n` +
       `        publish: { allow: ${list(publish, '        ')} }\n` +
       `        subscribe: { allow: ${list(subscribe, '        ')} }\n` +
-      // Lets a service answer each request it received (once, but for the orchestrator's streamed pages), on
-      // the requester's own reply subject.
-      `        allow_responses: { max: ${natsMaxResponses(user)}, expires: ${quote(NATS_RESPONSE_EXPIRES)} }\n      }\n    }`
+      // Lets a service answer each request it received once, on the requester's own reply subject.
+      `        allow_responses: { max: 1, expires: ${quote(NATS_RESPONSE_EXPIRES)} }\n      }\n    }`
     );
   });
   return [

@@ -48,12 +48,6 @@ export const MAX_RECORD_BYTES = 512 * 1024;
 /** Bytes of records in one message between the runtime or gateway and the orchestrator, on a NATS server
  * with the default 1 MB `max_payload`. */
 export const RECORDS_MESSAGE_BYTES = 640 * 1024;
-/**
- * A `GET /records` page goes from the orchestrator to the gateway in at most this many pieces (messages),
- * and one more that ends it: the NATS server lets the orchestrator answer a request that many times
- * (`allow_responses` in nats-permissions.ts).
- */
-export const RECORDS_PAGE_MAX_PIECES = 32;
 /** Records never fill more of a message than this, whatever the server allows. */
 const RECORDS_MESSAGE_BYTES_CEILING = 4 * 1024 * 1024;
 

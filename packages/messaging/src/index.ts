@@ -4,4 +4,3 @@ export * from './messaging.module';
 export * from './jetstream';
 export * from './nats-connection';
 export * from './raw-reply';
-export * from './stream-reply';

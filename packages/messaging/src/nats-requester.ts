@@ -4,7 +4,6 @@ import type { NatsConnection } from 'nats';
 import { sendRequest, unwrapReply } from './request-handling';
 import { transportError } from './transport-error';
 import { requestRaw } from './raw-reply';
-import { requestStream } from './stream-reply';
 
 export interface RequestOptions {
   timeoutMs?: number;
@@ -57,16 +56,5 @@ export class NatsRequester {
     options: RequestOptions = {},
   ): Promise<{ meta: M; body: Uint8Array }> {
     return requestRaw<M>(this.nc, subject, data, { timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs });
-  }
-
-  /** A request to a `serveStream` responder: its metadata, then its body as it arrives (see stream-reply.ts). */
-  async requestStream<M>(
-    subject: string,
-    data: unknown,
-    options: RequestOptions = {},
-  ): Promise<{ meta: M; body: AsyncIterable<Uint8Array> }> {
-    return requestStream<M>(this.nc, subject, data, {
-      timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs,
-    });
   }
 }

@@ -1,7 +1,6 @@
 import { Controller, Inject, type OnModuleInit } from '@nestjs/common';
 import {
   MAX_DELETED_KEYS_REPLY,
-  RECORDS_PAGE_MAX_PIECES,
   RECORDS_SUBJECTS,
   VAULT_SUBJECTS,
   recordsGetByIdsRequestSchema,
@@ -24,8 +23,8 @@ import {
   NATS_CONNECTION,
   NatsHandler,
   NatsRequester,
-  serveStream,
-  type StreamAnswer,
+  serveRaw,
+  type RawAnswer,
 } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
@@ -39,12 +38,6 @@ const scopeOf = (r: { caller: Caller; providerConfigKey: string; connectionId: s
   providerConfigKey: r.providerConfigKey,
   connectionId: r.connectionId,
 });
-
-/**
- * Records per message of a streamed page: the gateway writes a piece to its client while the next one is
- * decrypted (bench/README.md, records-stream).
- */
-const STREAM_CHUNK_RECORDS = 200;
 
 /**
  * The records subjects: `GET /records` and `PATCH /records/prune` for the gateway, and the sync API of a
@@ -64,41 +57,35 @@ export class RecordsHandlers implements OnModuleInit {
   }
 
   /**
-   * `GET /records` pages go out as streamed raw replies (the records' JSON as bytes after a one-line envelope, in pieces), not
+   * `GET /records` pages go out as raw replies (the records' JSON as bytes after a one-line envelope), not
    * through Nest's JSON transport, which escaped every quote of a 1 MB page into a JSON string and the
    * gateway parsed it back. Same queue group as the Nest handlers (the service's name).
    */
   onModuleInit(): void {
-    serveStream(this.nc, RECORDS_SUBJECTS.list, 'sync-orchestrator', recordsListRequestSchema, (request) =>
+    serveRaw(this.nc, RECORDS_SUBJECTS.list, 'sync-orchestrator', recordsListRequestSchema, (request) =>
       this.list(request),
     );
   }
 
-  async list(request: z.infer<typeof recordsListRequestSchema>): Promise<StreamAnswer<RecordsListReply>> {
+  async list(request: z.infer<typeof recordsListRequestSchema>): Promise<RawAnswer<RecordsListReply>> {
     // The connection check (a request to connections-vault) runs beside the page read instead of before it;
     // an unknown connection still answers unknown_connection, whatever the read gave.
     const connection = request.checkConnection ? this.requireConnection(request) : undefined;
-    const reading = this.store.listJsonStream(
-      scopeOf(request),
-      request.model,
-      {
-        limit: request.limit,
-        ...(request.modifiedAfter ? { modifiedAfter: request.modifiedAfter } : {}),
-        ...(request.filter ? { filter: request.filter } : {}),
-        ...(request.cursor ? { cursor: request.cursor } : {}),
-        ...(request.ids ? { externalIds: request.ids } : {}),
-        // The gateway asks again from next_cursor until its page is full.
-        maxBytes: this.messageBytes,
-      },
-      STREAM_CHUNK_RECORDS,
-      RECORDS_PAGE_MAX_PIECES,
-    );
+    const reading = this.store.listJson(scopeOf(request), request.model, {
+      limit: request.limit,
+      ...(request.modifiedAfter ? { modifiedAfter: request.modifiedAfter } : {}),
+      ...(request.filter ? { filter: request.filter } : {}),
+      ...(request.cursor ? { cursor: request.cursor } : {}),
+      ...(request.ids ? { externalIds: request.ids } : {}),
+      // The gateway asks again from next_cursor until its page is full.
+      maxBytes: this.messageBytes,
+    });
     if (connection) {
       const [checked] = await Promise.allSettled([connection, reading]);
       if (checked.status === 'rejected') throw checked.reason;
     }
     const page = await reading;
-    return { meta: { count: page.count, next_cursor: page.next_cursor }, body: page.chunks };
+    return { meta: { count: page.count, next_cursor: page.next_cursor }, body: page.recordsJson };
   }
 
   @NatsHandler(RECORDS_SUBJECTS.prune, recordsPruneRequestSchema)

@@ -92,24 +92,12 @@ type PageRow = [
   lastAction: LastAction,
 ];
 
-/** One record of a page as read: its payload still sealed (decrypted by whoever writes it out). */
+/** One record of a page, its payload still as the JSON bytes it was saved as. */
 interface PageRecord {
-  id: string;
-  /** The sealed payload as stored, null when pruned. */
-  sealed: string | null;
+  /** The decrypted payload (UTF-8 JSON), null when pruned. */
+  payload: Buffer | null;
   externalId: string;
   metadata: StoredRecord['_nango_metadata'];
-}
-
-/**
- * A page as JSON bytes in pieces: `chunks` gives the records' JSON joined by commas (no brackets), in order,
- * a piece of up to `chunkRecords` records at a time (a piece after the first starts with its comma); each
- * piece is decrypted when asked for, so the previous one can be on the wire meanwhile.
- */
-export interface ListJsonStream {
-  chunks: AsyncIterable<Buffer[]>;
-  count: number;
-  next_cursor: string | null;
 }
 
 /** A node-postgres client inside BEGIN: every statement of the store runs on one (no Prisma in between). */
@@ -519,12 +507,7 @@ export class RecordsStore {
   async list(scope: RecordScope, model: string, query: ListQuery): Promise<ListResult> {
     const page = await this.page(scope, model, query);
     const records: StoredRecord[] = page.records.map((r) => ({
-      ...(r.sealed === null
-        ? {}
-        : (JSON.parse(this.cipher.decryptBytes(r.sealed, payloadAad(r.id)).toString('utf8')) as Record<
-            string,
-            unknown
-          >)),
+      ...(r.payload === null ? {} : (JSON.parse(r.payload.toString('utf8')) as Record<string, unknown>)),
       // The payload may be empty (pruned): the external id is always the record's id.
       id: r.externalId,
       _nango_metadata: r.metadata,
@@ -540,50 +523,16 @@ export class RecordsStore {
    */
   async listJson(scope: RecordScope, model: string, query: ListQuery): Promise<ListJsonResult> {
     const page = await this.page(scope, model, query);
+    const chunks: Buffer[] = [];
+    for (const r of page.records) {
+      if (chunks.length > 0) chunks.push(COMMA_BYTES);
+      chunks.push(...recordJson(r.payload, r.externalId, r.metadata));
+    }
     return {
-      recordsJson: this.recordsJson(page.records, 0, page.records.length),
+      recordsJson: chunks,
       count: page.records.length,
       next_cursor: page.next_cursor,
     };
-  }
-
-  /**
-   * `listJson` in pieces (`GET /records` streams them): the page is read at once (its count and next
-   * cursor are known before any record is decrypted), the records are decrypted and written out
-   * `chunkRecords` at a time (more when that would make more than `maxPieces` pieces) as the pieces are asked
-   * for.
-   */
-  async listJsonStream(
-    scope: RecordScope,
-    model: string,
-    query: ListQuery,
-    chunkRecords: number,
-    maxPieces: number,
-  ): Promise<ListJsonStream> {
-    const page = await this.page(scope, model, query);
-    const { records } = page;
-    const size = Math.max(chunkRecords, Math.ceil(records.length / maxPieces));
-    const recordsJson = (start: number, end: number) => this.recordsJson(records, start, end);
-    async function* chunks(): AsyncGenerator<Buffer[]> {
-      for (let start = 0; start < records.length; start += size) {
-        const piece = recordsJson(start, Math.min(records.length, start + size));
-        if (start > 0) piece.unshift(COMMA_BYTES);
-        yield piece;
-      }
-    }
-    return { chunks: chunks(), count: records.length, next_cursor: page.next_cursor };
-  }
-
-  /** Records `start` to `end` of a page as JSON bytes joined by commas, decrypted here. */
-  private recordsJson(records: readonly PageRecord[], start: number, end: number): Buffer[] {
-    const chunks: Buffer[] = [];
-    for (let i = start; i < end; i++) {
-      const r = records[i]!;
-      if (i > start) chunks.push(COMMA_BYTES);
-      const payload = r.sealed === null ? null : this.cipher.decryptBytes(r.sealed, payloadAad(r.id));
-      chunks.push(...recordJson(payload, r.externalId, r.metadata));
-    }
-    return chunks;
   }
 
   private async page(
@@ -644,8 +593,7 @@ export class RecordsStore {
       }
       bytes += size;
       records.push({
-        id,
-        sealed: payload || null,
+        payload: payload ? this.cipher.decryptBytes(payload, payloadAad(id)) : null,
         externalId,
         metadata: {
           first_seen_at: firstSeen,
