@@ -5,6 +5,7 @@ import { EVENT_CONSUMERS, EVENT_STREAM, type SyncStatusItem } from '@switchboard
 import { startStack, type Stack } from '@switchboard/testing';
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { connect } from 'nats';
+import { Client as PgClient } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { call, expectError, failure } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
@@ -289,6 +290,52 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(new Set(records.map((r) => r.id)).size).toBe(INITIAL);
     expect(records[0]).toMatchObject({ id: expect.any(String), name: expect.any(String), revision: 1 });
     expect(records.every((r) => r._nango_metadata.last_action === 'ADDED')).toBe(true);
+  });
+
+  it('a page with a record that no longer decrypts answers server_error, never a short page', async () => {
+    // A record whose sealed payload is another record's (it no longer decrypts under its own id), at the
+    // 100th and then at the 700th place of a 1000-record page.
+    const db = new PgClient({ connectionString: stack.databaseUrl });
+    await db.connect();
+    const rowAt = async (offset: number) =>
+      (
+        await db.query<{ id: string; payload: string }>(
+          `SELECT r.id::text, r.payload FROM orchestrator.records r
+          JOIN auth.environments e ON e.id::text = r.environment_id::text
+          WHERE e.uuid = $1 AND r.provider_config_key = $2 AND r.connection_id = $3 AND r.model = 'Contact'
+          ORDER BY r.updated_at, r.id OFFSET $4 LIMIT 1`,
+          [stack.environmentUuid, KEY, CONN_A, offset],
+        )
+      ).rows[0]!;
+    const donor = await rowAt(0);
+    const page = () =>
+      call(stack.gatewayUrl, 'GET', '/records?model=Contact&limit=1000', {
+        key: stack.secretKey,
+        headers: { 'provider-config-key': KEY, 'connection-id': CONN_A },
+      });
+    try {
+      for (const offset of [99, 699]) {
+        const victim = await rowAt(offset);
+        await db.query('UPDATE orchestrator.records SET payload = $2 WHERE id = $1::uuid', [
+          victim.id,
+          donor.payload,
+        ]);
+        try {
+          expectError(await page(), 500, 'server_error');
+        } finally {
+          await db.query('UPDATE orchestrator.records SET payload = $2 WHERE id = $1::uuid', [
+            victim.id,
+            victim.payload,
+          ]);
+        }
+      }
+      // Whole again.
+      const whole = await page();
+      expect(whole.status).toBe(200);
+      expect((whole.body as { records: unknown[] }).records).toHaveLength(1000);
+    } finally {
+      await db.end();
+    }
   });
 
   it('a triggered run saves what changed: counts, modifiedAfter, deletes with filter=deleted', async () => {
