@@ -36,7 +36,7 @@ export type TrustProxy = false | number | string[];
  * the limit, a media type, and room left in this replica's slices of both rate-limit windows — is read and
  * given to the same ingress here. Anything else (a chunked or oversized body, a window to lease from Redis or
  * refuse, a target to normalise, the server closing) is handed to Fastify unchanged, inside the span, where
- * the webhook route answers it. Both lanes give the same answer (e2e: provider-webhook-front-door).
+ * the webhook route answers it. Both lanes give the same answer (e2e: webhook-front-door).
  */
 export class WebhookFrontDoor implements FrontDoor {
   private readonly logger = new Logger('WebhookFrontDoor');
