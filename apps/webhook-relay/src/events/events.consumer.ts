@@ -2,6 +2,7 @@ import {
   Inject,
   Injectable,
   Logger,
+  type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
@@ -50,7 +51,9 @@ const MAX_IN_FLIGHT = 64;
  * the ack wait. Re-processing is harmless because a delivery is stored once per (webhook id, URL).
  */
 @Injectable()
-export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShutdown {
+export class EventsConsumer
+  implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
+{
   private readonly logger = new Logger('EventsConsumer');
   private readonly running: ConsumerMessages[] = [];
   private ready = false;
@@ -60,6 +63,8 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
   /** Events whose first attempts are still out, with when that began (kept alive towards JetStream). */
   private readonly outstanding = new Map<JsMsg, number>();
   private keepAlive: NodeJS.Timeout | undefined;
+  /** Set by a graceful stop: events taken from now on are handed back (nak), not started. */
+  private stopping = false;
 
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
@@ -114,6 +119,24 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
     this.ready = true;
   }
 
+  /**
+   * A graceful stop (a rolling deploy's SIGTERM), while Postgres and NATS are still open: no new event is
+   * started (one already received goes back to JetStream at once rather than after the ack wait), and
+   * those in hand finish — their first attempts answered, stored and acknowledged — so that JetStream does
+   * not hand them to the next relay to be sent a second time. Bounded by one attempt's
+   * timeout and by 8 s (the process exits 10 s after the signal, service-kit's bootstrap); what is still
+   * out then is redelivered, as after a crash.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    // No more deliveries; those already here still pass through the loop, which hands them back.
+    for (const messages of this.running) messages.stop();
+    const deadline = Date.now() + Math.min(this.env.SWITCHBOARD_WEBHOOK_TIMEOUT + 2_000, 8_000);
+    while ((this.inFlight > 0 || this.outstanding.size > 0) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
   async onApplicationShutdown(): Promise<void> {
     if (this.keepAlive) clearInterval(this.keepAlive);
     for (const messages of this.running) messages.stop();
@@ -160,6 +183,12 @@ export class EventsConsumer implements OnApplicationBootstrap, OnApplicationShut
     this.running.push(messages);
     void (async () => {
       for await (const message of messages) {
+        if (this.stopping) {
+          // Taken but not started: back to JetStream at once (after a second, when this relay is gone),
+          // not after the ack wait.
+          message.nak(1_000);
+          continue;
+        }
         await this.slot();
         // Under the publisher's trace (the gateway's request, for a provider webhook): one trace per event,
         // and an event its publisher did not sample records no spans here either.
