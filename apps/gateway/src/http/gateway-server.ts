@@ -1,13 +1,41 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { context, propagation, ROOT_CONTEXT, trace } from '@switchboard/observability';
 import type { FastifyServerFactory, FastifyServerOptions } from 'fastify';
+import { startServerSpan } from './server-span';
 
-type Listener = (req: IncomingMessage, res: ServerResponse) => void;
+export type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** Takes some requests before Fastify (and before the HTTP instrumentation) sees them. */
 export interface FrontDoor {
   takes(req: IncomingMessage): boolean;
   /** `fastify` is Fastify's request listener, for requests the door hands on after all. */
   handle(req: IncomingMessage, res: ServerResponse, fastify: Listener): void;
+}
+
+/**
+ * How a front door takes a request: inside the request's server span (`route` its template), `admit`
+ * says whether the direct lane may serve it (what it needs, or undefined); the span's `laneAttribute`
+ * records the lane, and the request is served directly or handed to Fastify (`fastify`).
+ */
+export function enterFrontDoor<T>(
+  req: IncomingMessage,
+  res: ServerResponse,
+  fastify: Listener,
+  lane: {
+    route: string;
+    laneAttribute: string;
+    admit: (req: IncomingMessage) => T | undefined;
+    serve: (admitted: T) => void;
+  },
+): void {
+  const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+  const span = startServerSpan(req, res, parent, lane.route);
+  context.with(trace.setSpan(parent, span), () => {
+    const admitted = lane.admit(req);
+    span.setAttribute(lane.laneAttribute, admitted ? 'direct' : 'framework');
+    if (admitted) lane.serve(admitted);
+    else fastify(req, res);
+  });
 }
 
 /**

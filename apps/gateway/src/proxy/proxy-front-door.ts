@@ -1,17 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { SwitchboardError } from '@switchboard/contracts';
-import {
-  context,
-  propagation,
-  redactQuery,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Attributes,
-  type Context,
-  type Span,
-} from '@switchboard/observability';
 import { PROXY_METHODS, ProxyError } from '@switchboard/proxy-engine';
 import { httpServerMetrics } from '@switchboard/service-kit';
 import type { FastifyInstance } from 'fastify';
@@ -19,14 +6,10 @@ import { BEARER, toCaller, UUID_V4 } from '../access/access.hook';
 import type { ApiKeyResolver } from '../access/api-key.resolver';
 import type { AccountRateLimiter } from '../access/rate-limiter';
 import { CORS_RESPONSE_HEADERS } from '../http/cors';
-import type { FrontDoor } from '../http/gateway-server';
-import { errorBody } from '../http/error-reply';
-import { startServerSpan } from '../http/server-span';
-import { statusForCode } from '../http/error-status';
+import { enterFrontDoor, type FrontDoor, type Listener } from '../http/gateway-server';
+import { writeErrorResponse } from '../http/error-reply';
 import { isProxyTarget } from './proxy-path';
 import { mayAimCredentials, type ProxyRoute } from './proxy-route';
-
-type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 const METHODS = new Set(PROXY_METHODS);
 /** The route template the Fastify lane records `/proxy/...` calls under. */
@@ -63,15 +46,13 @@ export class ProxyFrontDoor implements FrontDoor {
   }
 
   /** Serves a request it takes; `next` is Fastify's request listener. */
-  handle(req: IncomingMessage, res: ServerResponse, next: Handler): void {
-    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-    const span = startServerSpan(req, res, parent, PROXY_ROUTE);
-    context.with(trace.setSpan(parent, span), () => {
-      const direct = this.admit(req);
-      span.setAttribute('switchboard.proxy.lane', direct ? 'direct' : 'framework');
-      // The Fastify lane is counted by service-kit's hook under the same route.
-      if (direct) this.serve(req, res, direct, performance.now());
-      else next(req, res);
+  handle(req: IncomingMessage, res: ServerResponse, next: Listener): void {
+    // The Fastify lane is counted by service-kit's hook under the same route.
+    enterFrontDoor(req, res, next, {
+      route: PROXY_ROUTE,
+      laneAttribute: 'switchboard.proxy.lane',
+      admit: (r) => this.admit(r),
+      serve: (direct) => this.serve(req, res, direct, performance.now()),
     });
   }
 
@@ -132,7 +113,10 @@ export class ProxyFrontDoor implements FrontDoor {
       (error) => {
         if (error) {
           try {
-            writeError(res, error, admitted.headers);
+            writeErrorResponse(res, error, {
+              ...admitted.headers,
+              ...(error instanceof ProxyError ? error.headers : {}),
+            });
           } catch {
             res.destroy();
           }
@@ -160,24 +144,4 @@ function decodablePath(url: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** One of our errors, as `sendError` writes it on the Fastify path (same status table, body and content type). */
-function writeError(
-  res: ServerResponse,
-  error: SwitchboardError,
-  headers: Record<string, string | number>,
-): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = JSON.stringify(errorBody(error.code, error.message, error.errors));
-  res.writeHead(statusForCode(error.code), {
-    ...headers,
-    ...(error instanceof ProxyError ? error.headers : {}),
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-  });
-  res.end(body);
 }

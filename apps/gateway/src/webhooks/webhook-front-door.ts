@@ -1,16 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { type IngestReply, SwitchboardError } from '@switchboard/contracts';
-import { context, propagation, ROOT_CONTEXT, trace } from '@switchboard/observability';
 import { httpServerMetrics } from '@switchboard/service-kit';
 import proxyAddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
 import type { AccountRateLimiter } from '../access/rate-limiter';
 import { CORS_RESPONSE_HEADERS } from '../http/cors';
-import { errorBody } from '../http/error-reply';
-import { statusForCode } from '../http/error-status';
-import type { FrontDoor } from '../http/gateway-server';
-import { startServerSpan } from '../http/server-span';
+import { writeErrorResponse } from '../http/error-reply';
+import { enterFrontDoor, type FrontDoor, type Listener } from '../http/gateway-server';
 import {
   MAX_WEBHOOK_BODY_BYTES,
   WEBHOOK_ROUTE,
@@ -19,8 +16,6 @@ import {
   type ProviderWebhookRoute,
   type WebhookParams,
 } from './provider-webhook.route';
-
-type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** `/webhook/<uuid>/<key>` with nothing the router would have to decode or normalise, and any query. */
 const PLAIN_TARGET = /^\/webhook\/([0-9A-Fa-f-]{36})\/([A-Za-z0-9_.~-]+)(?:\?|$)/;
@@ -66,14 +61,12 @@ export class WebhookFrontDoor implements FrontDoor {
     return req.url !== undefined && req.url.startsWith('/webhook/');
   }
 
-  handle(req: IncomingMessage, res: ServerResponse, next: Handler): void {
-    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-    const span = startServerSpan(req, res, parent, WEBHOOK_ROUTE);
-    context.with(trace.setSpan(parent, span), () => {
-      const params = this.admit(req);
-      span.setAttribute('switchboard.webhook.lane', params ? 'direct' : 'framework');
-      if (params) this.serve(req, res, params, performance.now());
-      else next(req, res);
+  handle(req: IncomingMessage, res: ServerResponse, next: Listener): void {
+    enterFrontDoor(req, res, next, {
+      route: WEBHOOK_ROUTE,
+      laneAttribute: 'switchboard.webhook.lane',
+      admit: (r) => this.admit(r),
+      serve: (params) => this.serve(req, res, params, performance.now()),
     });
   }
 
@@ -127,12 +120,16 @@ export class WebhookFrontDoor implements FrontDoor {
 
   /** As the route's error handler answers on the Fastify lane. */
   private writeFailure(res: ServerResponse, error: unknown): void {
-    if (error instanceof SwitchboardError) {
-      writeJson(res, statusForCode(error.code), errorBody(error.code, error.message, error.errors));
-      return;
+    if (!(error instanceof SwitchboardError)) {
+      this.logger.error(`a provider webhook failed: ${(error as Error)?.message ?? String(error)}`);
     }
-    this.logger.error(`a provider webhook failed: ${(error as Error)?.message ?? String(error)}`);
-    writeJson(res, 500, errorBody('server_error', 'An unexpected error occurred'));
+    writeErrorResponse(
+      res,
+      error instanceof SwitchboardError
+        ? error
+        : new SwitchboardError('server_error', 'An unexpected error occurred'),
+      CORS_RESPONSE_HEADERS,
+    );
   }
 }
 
@@ -158,14 +155,4 @@ function contentTypeAsFastify(contentType: string | null): string {
   if (contentType.includes('json') && !/charset=/i.test(contentType))
     return `${contentType.trim().replace(/;\s*$/, '')}; charset=utf-8`;
   return contentType;
-}
-
-function writeJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    ...CORS_RESPONSE_HEADERS,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-  });
-  res.end(text);
 }
