@@ -440,6 +440,20 @@ export interface RawResponse {
   body: Buffer;
 }
 
+/**
+ * A raw answer in a form two answers can be compared by (`toEqual`): the headers named in `volatile` (their
+ * values legitimately differ between two answers: dates, counters) only as present; the body as bytes.
+ */
+export function comparable(
+  res: RawResponse,
+  volatile: ReadonlySet<string>,
+): { status: number; headers: IncomingHttpHeaders; body: string } {
+  const headers: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(res.headers))
+    headers[name] = volatile.has(name) ? '(present)' : value;
+  return { status: res.status, headers, body: res.body.toString('latin1') };
+}
+
 const rawAgent = new Agent({ keepAlive: true });
 
 /** Plain node:http, so nothing between the test and the wire decodes or re-frames the bytes. */
