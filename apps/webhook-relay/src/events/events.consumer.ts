@@ -137,9 +137,9 @@ export class EventsConsumer
     }
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** After the drain (the consumers are stopped there): the ack-wait keep-alive goes too. */
+  onApplicationShutdown(): void {
     if (this.keepAlive) clearInterval(this.keepAlive);
-    for (const messages of this.running) messages.stop();
   }
 
   /** Erases the event type once the schema and its handler are known to agree. */
