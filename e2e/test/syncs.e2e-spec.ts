@@ -712,66 +712,6 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect((await statusOf('*')).map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
   });
 
-  it('a connection deleted while the orchestrator is down and re-created under its id, heard of before the deletion: a new sync that the late deletion keeps, none of the old records', async () => {
-    const old = await importWithSchedule('conn-e');
-    const total = provider.contacts.length;
-    expect((await waitForRun('conn-e', null)).recordCount).toEqual({ Contact: total });
-
-    await stack.stopService('sync-orchestrator');
-    await nango.deleteConnection(KEY, 'conn-e');
-    // The deletion's event waits in the orchestrator's durable consumer. This test takes it from there
-    // and holds it, so the orchestrator hears of the new connection first (the order that lost the new
-    // connection its sync), then hands it back.
-    const nc = await connect({ servers: stack.natsUrl });
-    try {
-      const consumer = await nc
-        .jetstream()
-        .consumers.get(EVENT_STREAM.name, EVENT_CONSUMERS.orchestratorConnections);
-      const held = await consumer.next({ expires: 30_000 });
-      expect(held?.json()).toMatchObject({ connectionId: 'conn-e', operation: 'deletion' });
-      held!.working();
-
-      // A new connection needs the orchestrator (its validate-connection scripts).
-      await stack.startReplica('sync-orchestrator');
-      const again = await api('POST', '/connections', {
-        provider_config_key: KEY,
-        connection_id: 'conn-e',
-        credentials: { type: 'API_KEY', apiKey: API_KEY },
-        connection_config: { origin: provider.url, account: 'acme' },
-      });
-      expect(again.status).toBe(201);
-      const deadline = Date.now() + 60_000;
-      let fresh: SyncStatusItem | undefined;
-      for (;;) {
-        fresh = (await status('conn-e').catch(() => []))[0];
-        if (fresh && fresh.id !== old.id) break;
-        held!.working();
-        if (Date.now() > deadline)
-          throw new Error(`no new sync for the re-created connection: ${JSON.stringify(fresh)}`);
-        await sleep(250);
-      }
-      await expect(schedule(old.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
-      // The deletion arrives now, late: it leaves the new connection's sync alone.
-      held!.nak();
-      const jsm = await nc.jetstreamManager();
-      const handled = Date.now() + 30_000;
-      for (;;) {
-        const info = await jsm.consumers.info(EVENT_STREAM.name, EVENT_CONSUMERS.orchestratorConnections);
-        if (info.num_pending === 0 && info.num_ack_pending === 0) break;
-        if (Date.now() > handled) throw new Error('the orchestrator did not take the deletion back');
-        await sleep(100);
-      }
-      expect((await status('conn-e')).map((s) => s.id)).toEqual([fresh.id]);
-      expect((await schedule(fresh.id)).state.paused).toBe(false);
-    } finally {
-      await nc.close();
-    }
-    // Its first run finds no record of the deleted connection: everything is new again.
-    const run = await waitForRun('conn-e', null);
-    expect(run.latestResult).toEqual({ Contact: { added: total, updated: 0, deleted: 0 } });
-    await nango.deleteConnection(KEY, 'conn-e');
-  });
-
   it('a worker killed mid-run: another worker resumes from the checkpoint, no record lost or repeated', async () => {
     // Slow pages of 50: the run takes ~25 s, long enough to kill it midway.
     provider.pageSize = 50;
@@ -882,5 +822,66 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       held.release();
       provider.pageSize = 500;
     }
+  });
+
+  // Last: its runs share the fake provider's page log, which the tests above read.
+  it('a connection deleted while the orchestrator is down and re-created under its id, heard of before the deletion: a new sync that the late deletion keeps, none of the old records', async () => {
+    const old = await importWithSchedule('conn-e');
+    const total = provider.contacts.length;
+    expect((await waitForRun('conn-e', null)).recordCount).toEqual({ Contact: total });
+
+    await stack.stopService('sync-orchestrator');
+    await nango.deleteConnection(KEY, 'conn-e');
+    // The deletion's event waits in the orchestrator's durable consumer. This test takes it from there
+    // and holds it, so the orchestrator hears of the new connection first (the order that lost the new
+    // connection its sync), then hands it back.
+    const nc = await connect({ servers: stack.natsUrl });
+    try {
+      const consumer = await nc
+        .jetstream()
+        .consumers.get(EVENT_STREAM.name, EVENT_CONSUMERS.orchestratorConnections);
+      const held = await consumer.next({ expires: 30_000 });
+      expect(held?.json()).toMatchObject({ connectionId: 'conn-e', operation: 'deletion' });
+      held!.working();
+
+      // A new connection needs the orchestrator (its validate-connection scripts).
+      await stack.startReplica('sync-orchestrator');
+      const again = await api('POST', '/connections', {
+        provider_config_key: KEY,
+        connection_id: 'conn-e',
+        credentials: { type: 'API_KEY', apiKey: API_KEY },
+        connection_config: { origin: provider.url, account: 'acme' },
+      });
+      expect(again.status).toBe(201);
+      const deadline = Date.now() + 60_000;
+      let fresh: SyncStatusItem | undefined;
+      for (;;) {
+        fresh = (await status('conn-e').catch(() => []))[0];
+        if (fresh && fresh.id !== old.id) break;
+        held!.working();
+        if (Date.now() > deadline)
+          throw new Error(`no new sync for the re-created connection: ${JSON.stringify(fresh)}`);
+        await sleep(250);
+      }
+      await expect(schedule(old.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+      // The deletion arrives now, late: it leaves the new connection's sync alone.
+      held!.nak();
+      const jsm = await nc.jetstreamManager();
+      const handled = Date.now() + 30_000;
+      for (;;) {
+        const info = await jsm.consumers.info(EVENT_STREAM.name, EVENT_CONSUMERS.orchestratorConnections);
+        if (info.num_pending === 0 && info.num_ack_pending === 0) break;
+        if (Date.now() > handled) throw new Error('the orchestrator did not take the deletion back');
+        await sleep(100);
+      }
+      expect((await status('conn-e')).map((s) => s.id)).toEqual([fresh.id]);
+      expect((await schedule(fresh.id)).state.paused).toBe(false);
+    } finally {
+      await nc.close();
+    }
+    // Its first run finds no record of the deleted connection: everything is new again.
+    const run = await waitForRun('conn-e', null);
+    expect(run.latestResult).toEqual({ Contact: { added: total, updated: 0, deleted: 0 } });
+    await nango.deleteConnection(KEY, 'conn-e');
   });
 });
