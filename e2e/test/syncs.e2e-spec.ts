@@ -712,17 +712,18 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect((await statusOf('*')).map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
   });
 
-  it('a worker killed mid-run: another worker resumes from the checkpoint, no record lost or repeated', async () => {
+  it('a worker killed mid-run: its script stops when its lease runs out, another worker resumes from the checkpoint, no record lost or repeated', async () => {
     // Slow pages of 50: the run takes ~25 s, long enough to kill it midway.
     provider.pageSize = 50;
     provider.pageDelayMs = 400;
     provider.change(200, 500);
     const before = (await status(CONN_A))[0]!;
     const pagesBefore = provider.pages.length;
+    const pagesOfA = () => provider.pages.slice(pagesBefore).filter((p) => p.connection === CONN_A);
     await nango.triggerSync(KEY, [SYNC], CONN_A);
     // Wait until the run has checkpointed a few pages in.
     const deadline = Date.now() + 30_000;
-    while (provider.pages.length - pagesBefore < 12) {
+    while (pagesOfA().length < 12) {
       if (Date.now() > deadline) throw new Error('the run never started');
       await sleep(50);
     }
@@ -730,6 +731,11 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     const [worker] = stack.workers;
     worker!.process.kill('SIGKILL');
     await new Promise((resolve) => worker!.process.once('exit', resolve));
+    // No worker for a while: the orphaned script's lease (the heartbeat timeout, 5 s) runs out and
+    // functions-runtime stops it; it asks for no page after that (one in flight may still come).
+    const leaseEnds = killedAt + 5_000 + 1_500;
+    await sleep(leaseEnds + 2_500 - Date.now());
+    expect(pagesOfA().filter((p) => p.at > leaseEnds)).toEqual([]);
     stack.startWorker();
 
     const done = await waitForRun(CONN_A, before.finishedAt, SYNC, 150_000);
@@ -738,7 +744,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(done.recordCount).toEqual({ Contact: total });
     expect(done.latestResult).toEqual({ Contact: { added: 0, updated: 200, deleted: 0 } });
     // The retry resumed from a checkpoint: no page after the kill started over from the first one.
-    const after = provider.pages.slice(pagesBefore).filter((p) => p.at > killedAt + 1000);
+    const after = pagesOfA().filter((p) => p.at > leaseEnds);
     expect(after.length).toBeGreaterThan(0);
     expect(after.some((p) => p.cursor === '0')).toBe(false);
     const { records } = await allRecords(CONN_A);
@@ -799,7 +805,8 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     try {
       await nango.triggerSync(KEY, [SYNC], CONN_A);
       await held.requested;
-      // Its worker dies: nobody is left to tell functions-runtime to stop the script, which waits on.
+      // Its worker dies: nobody is left to tell functions-runtime to stop the script, which waits on (until
+      // its lease runs out, 5 s later).
       const worker = stack.workers.find((w) => w.process.exitCode === null && w.process.signalCode === null);
       worker!.process.kill('SIGKILL');
       await new Promise((resolve) => worker!.process.once('exit', resolve));
@@ -814,8 +821,8 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
         checkpoint: null,
       });
 
-      // The old script gets its stale page now: its batchSave is refused (sync_run_superseded), which
-      // ends it: no stale record, no checkpoint, no further page.
+      // The old script gets its stale page now, if its lease has not stopped it yet: its batchSave is
+      // refused (sync_run_superseded), which ends it: no stale record, no checkpoint, no further page.
       await expectNothingAfterRelease(held);
       expect((await status(CONN_A))[0]).toMatchObject({ status: 'SUCCESS', checkpoint: null });
     } finally {

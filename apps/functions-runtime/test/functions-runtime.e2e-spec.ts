@@ -470,12 +470,11 @@ describe('functions-runtime: functions.v1.run', () => {
     });
   });
 
-  it('functions.v1.cancel stops the attempt it names as the wall clock would, and leaves the others alone', async () => {
+  /** Runs a script that waits forever (logging its abort), asked as `attempt` with the extra request fields. */
+  const runForever = (invocationId: string, attempt: number, extra: Record<string, unknown> = {}) => {
     const code = actionBundle(`
       nango.abortSignal.addEventListener("abort", () => console.log("abort: " + nango.abortSignal.reason.message));
       await new Promise(() => {});`);
-    const invocationId = randomUUID();
-    const started = Date.now();
     const answer = nats.request<unknown>(
       FUNCTIONS_SUBJECTS.run,
       {
@@ -491,14 +490,53 @@ describe('functions-runtime: functions.v1.run', () => {
         },
         connection: { connectionId: 'conn-a', providerConfigKey: 'fake-pages', provider: 'fake-pages' },
         input: {},
-        attempt: 2,
+        attempt,
         depth: 0,
         limits: {},
+        ...extra,
       },
       { timeoutMs: 60_000 },
     );
-    let settled = false;
-    void answer.finally(() => (settled = true)).catch(() => undefined);
+    const state = { settled: false, answer };
+    void answer.finally(() => (state.settled = true)).catch(() => undefined);
+    return state;
+  };
+
+  it('a leased run goes on while functions.v1.lease renews its attempt, and stops when the renewals stop', async () => {
+    const invocationId = randomUUID();
+    const run = runForever(invocationId, 3, { lease: { ttlMs: 1500 } });
+    // Renewed every 500 ms for 4 s (well past the 1.5 s lease): still running. Renewals of another attempt
+    // and of another invocation, sent after, do not keep it.
+    for (let i = 0; i < 8; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      nc.publish(FUNCTIONS_SUBJECTS.lease, JSON.stringify({ invocationId, attempt: 3 }));
+    }
+    expect(run.settled).toBe(false);
+    const lastRenewal = Date.now();
+    const others = setInterval(() => {
+      nc.publish(FUNCTIONS_SUBJECTS.lease, JSON.stringify({ invocationId, attempt: 2 }));
+      nc.publish(FUNCTIONS_SUBJECTS.lease, JSON.stringify({ invocationId: randomUUID(), attempt: 3 }));
+    }, 300);
+    try {
+      const result = functionRunResultSchema.parse(await run.answer);
+      const stoppedAfter = Date.now() - lastRenewal;
+      expect(stoppedAfter).toBeGreaterThanOrEqual(1400);
+      expect(stoppedAfter).toBeLessThan(6_000);
+      expect(result).toMatchObject({
+        status: 'failure',
+        error: { code: 'script_aborted', message: expect.stringContaining('lease') },
+      });
+      expect(result.logs.map((l) => l.message)).toEqual([expect.stringContaining('abort: ')]);
+    } finally {
+      clearInterval(others);
+    }
+    await expectStillServing();
+  }, 30_000);
+
+  it('functions.v1.cancel stops the attempt it names as the wall clock would, and leaves the others alone', async () => {
+    const invocationId = randomUUID();
+    const started = Date.now();
+    const run = runForever(invocationId, 2);
     // A cancel of another attempt (this one is a retry) and of another invocation change nothing.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     nc.publish(
@@ -510,10 +548,10 @@ describe('functions-runtime: functions.v1.run', () => {
       JSON.stringify({ invocationId: randomUUID(), attempt: 2, reason: 'another run' }),
     );
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(settled).toBe(false);
+    expect(run.settled).toBe(false);
 
     nc.publish(FUNCTIONS_SUBJECTS.cancel, JSON.stringify({ invocationId, attempt: 2, reason: 'resync' }));
-    const result = functionRunResultSchema.parse(await answer);
+    const result = functionRunResultSchema.parse(await run.answer);
     // Well before the action's 20 s wall clock.
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(result).toMatchObject({

@@ -14,10 +14,24 @@ export const FUNCTIONS_SUBJECTS = {
    * orchestrator worker → every functions-runtime replica (a broadcast, no reply): stop the script of one
    * attempt of an invocation, as the wall clock would, with `script_aborted`. Sent when a sync run's
    * activity is cancelled (a full resync, a terminated or timed-out workflow). An attempt whose worker
-   * died is not told: the orchestrator refuses its writes (`sync_run_superseded`), which stops it.
+   * died cannot be told: its lease (below) runs out instead.
    */
   cancel: 'functions.v1.cancel',
+  /**
+   * orchestrator worker → every functions-runtime replica (a broadcast, no reply): the worker waiting for
+   * this attempt of a sync run is alive. A run asked with `lease` is stopped (`script_aborted`) when no
+   * renewal came for `lease.ttlMs`: a killed worker's script does not go on writing records and
+   * checkpoints (it could even finish and clear its checkpoint) until Temporal has retried the run.
+   */
+  lease: 'functions.v1.lease',
 } as const;
+
+/** A renewal of a sync run attempt's lease (`functions.v1.lease`). */
+export const functionRunLeaseSchema = z.object({
+  invocationId: z.string().uuid(),
+  attempt: z.number().int().min(1),
+});
+export type FunctionRunLease = z.infer<typeof functionRunLeaseSchema>;
 
 export const functionRunCancelSchema = z.object({
   invocationId: z.string().uuid(),
@@ -130,6 +144,11 @@ export const functionRunRequestSchema = z.object({
     .optional(),
   attempt: z.number().int().min(1).default(1),
   limits: functionRunLimitsSchema.default({}),
+  /**
+   * Sync runs: the script runs only while its worker renews this lease (`functions.v1.lease`) at least every
+   * `ttlMs`; the first renewal is due `ttlMs` after the run starts. Absent: no lease (actions, on-event).
+   */
+  lease: z.object({ ttlMs: z.number().int().min(1_000).max(600_000) }).optional(),
   /**
    * How many `nango.triggerAction` calls led to this run (0 for a run the API started). The orchestrator
    * copies it from the trigger request; the runtime refuses a trigger past MAX_ACTION_TRIGGER_DEPTH, so an

@@ -134,8 +134,9 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
       'orchestrator.v1.records.>',
       'orchestrator.v1.sync.>',
     ],
-    // Every replica hears a cancelled sync run's stop (only the one running its script acts on it).
-    listens: [FUNCTIONS_SUBJECTS.cancel],
+    // Every replica hears a cancelled sync run's stop and the sync runs' lease renewals (only the one
+    // running the script acts on them).
+    listens: [FUNCTIONS_SUBJECTS.cancel, FUNCTIONS_SUBJECTS.lease],
     buckets: [FUNCTION_OUTPUT_BUCKET],
   },
   'sync-orchestrator': {
@@ -159,8 +160,9 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
   'sync-orchestrator-worker': {
     ...none,
     calls: orchestratorCalls,
-    // A cancelled sync run's activity tells functions-runtime to stop its script.
-    announces: [FUNCTIONS_SUBJECTS.cancel],
+    // A cancelled sync run's activity tells functions-runtime to stop its script; a running one renews
+    // its script's lease.
+    announces: [FUNCTIONS_SUBJECTS.cancel, FUNCTIONS_SUBJECTS.lease],
     publishesEvents: [EVENT_SUBJECTS.sync, EVENT_SUBJECTS.asyncAction],
     buckets: [FUNCTION_OUTPUT_BUCKET, ACTION_REPLY_BUCKET],
   },

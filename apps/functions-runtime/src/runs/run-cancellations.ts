@@ -1,17 +1,21 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { FUNCTIONS_SUBJECTS, functionRunCancelSchema } from '@switchboard/contracts';
+import { FUNCTIONS_SUBJECTS, functionRunCancelSchema, functionRunLeaseSchema } from '@switchboard/contracts';
 import { NATS_CONNECTION } from '@switchboard/messaging';
-import type { NatsConnection, Subscription } from 'nats';
+import type { Msg, NatsConnection, NatsError, Subscription } from 'nats';
+import type { z } from 'zod';
 
 interface RunningAttempt {
   attempt: number;
   stop(reason: string): void;
+  /** Leased runs: the timer that stops the run when its lease is not renewed in time, and its length. */
+  lease?: { ttlMs: number; timer: NodeJS.Timeout };
 }
 
 /**
- * The runs this replica is running, by invocation id, so `functions.v1.cancel` can stop one. Every replica
- * hears the broadcast (no queue group: the orchestrator does not know which one runs the script); the one
- * running it stops it as its wall clock would (`script_aborted`), the others have nothing to do.
+ * The runs this replica is running, by invocation id, so `functions.v1.cancel` can stop one and
+ * `functions.v1.lease` can keep one going. Every replica hears both broadcasts (no queue group: the
+ * orchestrator does not know which one runs the script); the one running it acts, the others have nothing
+ * to do. A stop is what the wall clock would do (`script_aborted`).
  */
 @Injectable()
 export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
@@ -21,36 +25,68 @@ export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
 
   constructor(@Inject(NATS_CONNECTION) private readonly nc: NatsConnection) {}
 
+  private leases: Subscription | undefined;
+
   onModuleInit(): void {
     this.subscription = this.nc.subscribe(FUNCTIONS_SUBJECTS.cancel, {
-      callback: (error, message) => {
-        if (error) return;
-        let parsed;
-        try {
-          parsed = functionRunCancelSchema.safeParse(JSON.parse(Buffer.from(message.data).toString('utf8')));
-        } catch {
-          return;
-        }
-        if (parsed.success) this.cancel(parsed.data.invocationId, parsed.data.attempt, parsed.data.reason);
-      },
+      callback: parsing(functionRunCancelSchema, (cancel) =>
+        this.cancel(cancel.invocationId, cancel.attempt, cancel.reason),
+      ),
+    });
+    this.leases = this.nc.subscribe(FUNCTIONS_SUBJECTS.lease, {
+      callback: parsing(functionRunLeaseSchema, (lease) => this.renew(lease.invocationId, lease.attempt)),
     });
   }
 
   onApplicationShutdown(): void {
     this.subscription?.unsubscribe();
+    this.leases?.unsubscribe();
+    for (const attempts of this.running.values())
+      for (const entry of attempts) clearTimeout(entry.lease?.timer);
   }
 
-  /** Registers a running attempt; the answer unregisters it (call it when the run is over). */
-  track(invocationId: string, attempt: number, stop: (reason: string) => void): () => void {
+  /**
+   * Registers a running attempt; the answer unregisters it (call it when the run is over). With `leaseTtlMs`
+   * the attempt is stopped unless `functions.v1.lease` renews it at least that often, counted from now.
+   */
+  track(
+    invocationId: string,
+    attempt: number,
+    stop: (reason: string) => void,
+    leaseTtlMs?: number,
+  ): () => void {
     const entry: RunningAttempt = { attempt, stop };
+    if (leaseTtlMs !== undefined)
+      entry.lease = { ttlMs: leaseTtlMs, timer: this.expiry(invocationId, entry, leaseTtlMs) };
     let attempts = this.running.get(invocationId);
     if (!attempts) this.running.set(invocationId, (attempts = new Set()));
     attempts.add(entry);
     return () => {
+      clearTimeout(entry.lease?.timer);
       attempts.delete(entry);
       if (attempts.size === 0 && this.running.get(invocationId) === attempts)
         this.running.delete(invocationId);
     };
+  }
+
+  /** Its worker is alive: the attempt's lease starts again. */
+  renew(invocationId: string, attempt: number): void {
+    for (const entry of this.running.get(invocationId) ?? []) {
+      if (entry.attempt !== attempt || !entry.lease) continue;
+      clearTimeout(entry.lease.timer);
+      entry.lease.timer = this.expiry(invocationId, entry, entry.lease.ttlMs);
+    }
+  }
+
+  private expiry(invocationId: string, entry: RunningAttempt, ttlMs: number): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      this.logger.warn(
+        `stopping ${invocationId} (attempt ${entry.attempt}): its lease was not renewed for ${ttlMs} ms`,
+      );
+      entry.stop(`the worker waiting for this attempt stopped renewing its lease (${ttlMs} ms): it is gone`);
+    }, ttlMs);
+    timer.unref();
+    return timer;
   }
 
   /** Stops that attempt of the invocation (another one may be a retry that must go on). */
@@ -61,4 +97,21 @@ export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
       entry.stop(reason);
     }
   }
+}
+
+/** A subscription callback that hands on the messages that parse as `schema` and drops the rest. */
+function parsing<T extends z.ZodType>(
+  schema: T,
+  handle: (value: z.output<T>) => void,
+): (error: NatsError | null, message: Msg) => void {
+  return (error, message) => {
+    if (error) return;
+    let parsed;
+    try {
+      parsed = schema.safeParse(JSON.parse(Buffer.from(message.data).toString('utf8')));
+    } catch {
+      return;
+    }
+    if (parsed.success) handle(parsed.data);
+  };
 }

@@ -157,7 +157,7 @@ export class RunsService implements OnModuleInit {
       },
     };
     let outcome;
-    const untrack = this.cancellations.track(req.invocationId, req.attempt, stopRun);
+    const untrack = this.cancellations.track(req.invocationId, req.attempt, stopRun, req.lease?.ttlMs);
     try {
       outcome = await runInSandbox({
         type: req.function.type,

@@ -4,6 +4,7 @@ import {
   functionRunResultSchema,
   type Caller,
   type FunctionRunCancel,
+  type FunctionRunLease,
   type FunctionRunRequest,
   type SyncEvent,
 } from '@switchboard/contracts';
@@ -315,8 +316,21 @@ export class SyncRunner {
       attempt,
       depth: 0,
       limits: { wallTimeMs: begun.timeoutMs },
+      // Silent as long as Temporal waits before retrying the run elsewhere: the script stops then too.
+      lease: { ttlMs: begun.heartbeatTimeoutMs },
     };
-    const timer = setInterval(heartbeat, HEARTBEAT_EVERY_MS);
+    const lease = JSON.stringify({ invocationId: run.id, attempt } satisfies FunctionRunLease);
+    const timer = setInterval(
+      () => {
+        heartbeat();
+        try {
+          this.deps.nc.publish(FUNCTIONS_SUBJECTS.lease, lease);
+        } catch {
+          // A closed connection: the lease runs out, as it would if this worker were gone.
+        }
+      },
+      Math.min(HEARTBEAT_EVERY_MS, Math.floor(begun.heartbeatTimeoutMs / 3)),
+    );
     let reply: unknown;
     try {
       reply = await Promise.race([
