@@ -45,7 +45,6 @@ describe('the connect page in Chromium', () => {
 
   const shot = (page: Page, name: string) =>
     page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-  const heading = (page: Page) => page.locator('h1');
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {

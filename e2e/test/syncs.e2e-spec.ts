@@ -7,7 +7,7 @@ import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { connect } from 'nats';
 import { Client as PgClient } from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { call, expectError, failure } from './support/http';
+import { call, expectError } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';

@@ -486,6 +486,7 @@ describe('webhook relay', () => {
               headers: {
                 'content-type': 'application/json',
                 'linear-signature': createHmac('sha256', LINEAR_SECRET).update(text).digest('hex'),
+                ...extraHeaders,
               },
             },
             (res) => {

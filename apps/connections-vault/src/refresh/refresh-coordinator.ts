@@ -84,7 +84,7 @@ export class RefreshCoordinator {
 
     const running = this.inflight.get(row.id);
     if (running) return running;
-    const flight = this.coordinate(row, ask).finally(() => this.inflight.delete(row.id));
+    const flight = this.coordinate(row).finally(() => this.inflight.delete(row.id));
     this.inflight.set(row.id, flight);
     return flight;
   }
@@ -106,7 +106,7 @@ export class RefreshCoordinator {
     }
   }
 
-  private async coordinate(row: ConnectionRow, ask: RefreshAsk): Promise<FreshConnection> {
+  private async coordinate(row: ConnectionRow): Promise<FreshConnection> {
     const observed: Observed = {
       plaintext: this.cipher.openText(row.id, row.credentials),
       failureAt: row.lastRefreshFailure?.getTime() ?? 0,
@@ -122,7 +122,7 @@ export class RefreshCoordinator {
       );
       if (leased) {
         try {
-          const settled = this.settledMeanwhile(leased, observed, ask);
+          const settled = this.settledMeanwhile(leased, observed);
           if (settled) {
             await this.repository.releaseLease(row.id, this.owner);
             return settled();
@@ -142,7 +142,7 @@ export class RefreshCoordinator {
       const current = await this.repository.findById(row.id);
       if (!current)
         throw new VaultError('unknown_connection', 'The connection was deleted while it was being refreshed');
-      const settled = this.settledMeanwhile(current, observed, ask);
+      const settled = this.settledMeanwhile(current, observed);
       if (settled) return settled();
     }
     throw new VaultError(
@@ -155,11 +155,7 @@ export class RefreshCoordinator {
    * Someone else's refresh landed (new plaintext) or failed (a newer failure) since this caller read the
    * row. Returns how to finish with that outcome, or undefined to keep going.
    */
-  private settledMeanwhile(
-    current: ConnectionRow,
-    observed: Observed,
-    ask: RefreshAsk,
-  ): (() => FreshConnection) | undefined {
+  private settledMeanwhile(current: ConnectionRow, observed: Observed): (() => FreshConnection) | undefined {
     const failureAt = current.lastRefreshFailure?.getTime() ?? 0;
     if (failureAt > observed.failureAt) {
       return () => {

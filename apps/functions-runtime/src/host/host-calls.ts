@@ -11,7 +11,6 @@ import {
   type ApiProvider,
   type ApiPublicConnectionFull,
   type CandidateConnection,
-  type Caller,
   type CheckpointReply,
   type ConnectionCredentials,
   type EnvironmentVariable,
