@@ -600,6 +600,43 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
     });
   });
 
+  describe('two orchestrator replicas', () => {
+    it("answers a run's logs right after its action, whichever replica the logs request reaches", async () => {
+      // The action is answered before its run row is written; the logs request may reach the other replica.
+      const second = await stack.startReplica('sync-orchestrator');
+      try {
+        for (let i = 0; i < 20; i++) {
+          const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+            key: stack.secretKey,
+            headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub' },
+            body: { action_name: 'summarize-items', input: { owner: `acme-${i}`, pageSize: 5 } },
+          });
+          expect(res.status).toBe(200);
+          const runId = res.headers.get('x-switchboard-run-id');
+          const logs = await api('GET', `/functions/runs/${runId}/logs`);
+          expect({ status: logs.status, body: logs.body }).toMatchObject({
+            status: 200,
+            body: {
+              data: {
+                id: runId,
+                status: 'succeeded',
+                logs: expect.arrayContaining([
+                  expect.objectContaining({ message: expect.stringContaining(`read 5 items for acme-${i}`) }),
+                ]),
+              },
+            },
+          });
+        }
+      } finally {
+        // The tests after this one run against one replica again.
+        await new Promise((resolve) => {
+          second.process.once('exit', resolve);
+          second.process.kill('SIGTERM');
+        });
+      }
+    });
+  });
+
   describe('versions', () => {
     it('keeps a running invocation on the version it started with while a redeploy swaps in a new one', async () => {
       const { id } = (await nango.triggerActionAsync('fakehub', CONNECTION, 'slow-echo', {
