@@ -194,19 +194,22 @@ describe('webhook delivery across a graceful relay restart', () => {
     const events = Array.from({ length: total }, (_, i) => publisher.event(environmentId, `conn-${i % 20}`));
 
     // The first half streams in to a receiver that takes 200 ms to answer; the relay is stopped while
-    // deliveries are out.
+    // deliveries are out, and events go on arriving while it stops.
     receiver.mode = { kind: 'slow', delayMs: 200 };
-    const publishing = (async () => {
-      for (let i = 0; i < total / 2; i += 10) {
+    const stream = async (from: number, to: number) => {
+      for (let i = from; i < to; i += 10) {
         await Promise.all(events.slice(i, i + 10).map((e) => publisher.publish(e)));
         await new Promise((r) => setTimeout(r, 20));
       }
-    })();
+    };
+    const firstHundred = stream(0, 100);
     const started = Date.now() + 30_000;
     while (receiver.received.length < 20 && Date.now() < started) await new Promise((r) => setTimeout(r, 5));
     expect(receiver.inFlight).toBeGreaterThan(0);
-    expect(await stack.stopService('webhook-relay', 'SIGTERM')).toBe(0);
-    await publishing;
+    const stopping = stack.stopService('webhook-relay', 'SIGTERM');
+    await firstHundred;
+    await stream(100, total / 2);
+    expect(await stopping).toBe(0);
     const beforeRestart = receiver.received.length;
     expect(beforeRestart).toBeLessThan(total / 2);
 
@@ -221,5 +224,47 @@ describe('webhook delivery across a graceful relay restart', () => {
     // Nothing arrives twice, also a little later (a redelivered event would be sent again).
     await new Promise((r) => setTimeout(r, 1000));
     expect(receiver.received.length).toBe(total);
+  });
+});
+
+/**
+ * The same restart while stored retries, not first attempts, are out: the stopping relay must finish and
+ * record the retries it is sending, and start no new one, or the next relay retakes their leases and sends
+ * them again.
+ */
+describe('webhook retries across a graceful relay restart', () => {
+  // No circuit breaker in the way: every event's first attempt must fail and be stored for retry.
+  const scenario = relayScenario({
+    SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,1s,2s,4s,8s',
+    SWITCHBOARD_WEBHOOK_BREAKER_FAILURES: '100000',
+  });
+
+  it('sends every stored retry once when the relay is stopped with SIGTERM while retries are out', async () => {
+    const { stack, receiver, publisher } = scenario.get();
+    const { environmentId } = await subscribe(scenario.get());
+    const total = 100;
+    const events = Array.from({ length: total }, (_, i) => publisher.event(environmentId, `conn-${i % 10}`));
+
+    // Every first attempt fails: the deliveries are stored with a retry a second later.
+    receiver.mode = { kind: 'status', status: 500 };
+    await Promise.all(events.map((e) => publisher.publish(e)));
+    await receiver.waitFor(total, '/hook', 30_000);
+    // The retries meet a receiver that takes 400 ms to answer (200); the relay is stopped while they are out.
+    const retriesFrom = receiver.received.length;
+    receiver.mode = { kind: 'slow', delayMs: 400 };
+    const started = Date.now() + 30_000;
+    while (receiver.inFlight < 5 && Date.now() < started) await new Promise((r) => setTimeout(r, 5));
+    expect(receiver.inFlight).toBeGreaterThan(0);
+    expect(await stack.stopService('webhook-relay', 'SIGTERM')).toBe(0);
+    await stack.startReplica('webhook-relay');
+
+    const retried = () => receiver.received.slice(retriesFrom).map((r) => r.headers['webhook-id']);
+    const deadline = Date.now() + 60_000;
+    while (new Set(retried()).size < total && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(new Set(retried()).size).toBe(total);
+    // Longer than a lease (timeout 2 s + 2 s): a retry whose outcome was lost would be sent again by now.
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect(retried()).toHaveLength(total);
   });
 });

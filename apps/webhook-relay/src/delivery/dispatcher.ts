@@ -122,6 +122,21 @@ export class Dispatcher implements OnApplicationBootstrap, OnApplicationShutdown
     this.pruneTimer.unref();
   }
 
+  /**
+   * A graceful stop's second half (EventsConsumer's drain calls it once no event is taken any more), while
+   * Postgres is still open: no more polls, and the attempts already out (stored retries, and first
+   * attempts) are answered and recorded by `deadline`, so that their leases do not run out and the next
+   * relay does not send them a second time. What is still out then is retaken after its lease, as after a
+   * crash.
+   */
+  async drain(deadline: number): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    while ((this.inFlight > 0 || this.polling) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);

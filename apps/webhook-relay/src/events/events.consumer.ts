@@ -123,7 +123,8 @@ export class EventsConsumer
    * A graceful stop (a rolling deploy's SIGTERM), while Postgres and NATS are still open: no new event is
    * started (one already received goes back to JetStream at once rather than after the ack wait), and
    * those in hand finish — their first attempts answered, stored and acknowledged — so that JetStream does
-   * not hand them to the next relay to be sent a second time. Bounded by one attempt's
+   * not hand them to the next relay to be sent a second time; then the dispatcher's stored retries in
+   * flight are answered and recorded, and no new one starts. Bounded by one attempt's
    * timeout and by 8 s (the process exits 10 s after the signal, service-kit's bootstrap); what is still
    * out then is redelivered, as after a crash.
    */
@@ -135,6 +136,8 @@ export class EventsConsumer
     while ((this.inFlight > 0 || this.outstanding.size > 0) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    // Then the stored retries out now: answered and recorded, none started after.
+    await this.dispatcher.drain(deadline);
   }
 
   /** After the drain (the consumers are stopped there): the ack-wait keep-alive goes too. */
