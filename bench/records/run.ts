@@ -56,6 +56,13 @@ const SETTINGS = {
   runtimeNodeOptions: args.get('runtime-node-options') ?? '',
   /** `--runtime-v8-flags=--trace-gc`: V8 flags set in functions-runtime before the memory run (through its inspector). */
   runtimeV8Flags: args.get('runtime-v8-flags'),
+  /**
+   * `--alloc-profile=FILE`: a sampling heap profile of functions-runtime over the memory run, of what
+   * outlived the young generation (`.heapprofile`, for DevTools' Memory tab or a script).
+   */
+  allocProfile: args.get('alloc-profile'),
+  /** `--memory-series=FILE`: every RSS and heap sample of the memory run written there as JSON (for a plot). */
+  memorySeries: args.get('memory-series'),
   /** `--store-dist=DIR`: the store phase loads `DIR/records/records.store.js` (another build, for an A/B in one session). */
   storeDist: args.get('store-dist'),
   /** `--gateway-v8-flags=--trace-gc`: V8 flags set in the gateway at start (its GC lines during the GET phase are counted). */
@@ -399,12 +406,19 @@ interface RuntimeMemory {
   isolates: number;
   isolatesHeap: number;
   isolatesUsed: number;
+  /** V8's spaces of the main isolate (new, old, large-object, ...): used / committed bytes. */
+  spaces: Record<string, { used: number; size: number }>;
+  at?: number;
 }
 const RUNTIME_MEMORY = `(() => {
   const m = process.memoryUsage();
   const s = process.mainModule.require('./sandbox/sandbox.js').sandboxMemory();
+  const spaces = {};
+  for (const x of process.getBuiltinModule('v8').getHeapSpaceStatistics())
+    spaces[x.space_name.replace(/_space$/, '')] = { used: x.space_used_size, size: x.space_size };
   return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external,
-    arrayBuffers: m.arrayBuffers, isolates: s.isolates, isolatesHeap: s.totalHeapBytes, isolatesUsed: s.usedHeapBytes };
+    arrayBuffers: m.arrayBuffers, isolates: s.isolates, isolatesHeap: s.totalHeapBytes, isolatesUsed: s.usedHeapBytes,
+    spaces };
 })()`;
 
 /** The sample at a fraction of the run (by time: the script saves at a steady pace). */
@@ -451,7 +465,7 @@ async function memoryRun(stack: Stack, runSync: RunSync, inspector: Inspector) {
     if (reading) return;
     reading = true;
     runtimeMemory()
-      .then((h) => heaps.push(h))
+      .then((h) => heaps.push({ ...h, at: performance.now() - started }))
       .catch(() => undefined)
       .finally(() => (reading = false));
   }, 1000);
@@ -468,12 +482,26 @@ async function memoryRun(stack: Stack, runSync: RunSync, inspector: Inspector) {
     }, afterMs);
   }
   let memoryMs: number;
+  const { cpuMicros } = await import('../tools/proc');
+  const cpuBefore = { runtime: cpuMicros(pids.runtime), orchestrator: cpuMicros(pids.orchestrator) };
+  const cpu = { runtime: 0, orchestrator: 0 };
+  if (SETTINGS.allocProfile) await inspector.startAllocationSampling(true);
   try {
     memoryMs = await timed(() => runSync(syncBundle(m, 'new')));
+    cpu.runtime = cpuMicros(pids.runtime) - cpuBefore.runtime;
+    cpu.orchestrator = cpuMicros(pids.orchestrator) - cpuBefore.orchestrator;
   } finally {
     clearInterval(sampler);
     clearInterval(heapSampler);
     clearTimeout(snapshotTimer);
+  }
+  if (SETTINGS.allocProfile) {
+    // A young-generation collection first: garbage still sitting in new space would count as surviving.
+    await inspector.evaluate(
+      `(process.getBuiltinModule('v8').setFlagsFromString('--expose-gc'), process.getBuiltinModule('vm').runInNewContext('gc')({ type: 'minor' }), 0)`,
+    );
+    await inspector.stopAllocationSampling(SETTINGS.allocProfile);
+    console.log(`allocation profile: ${SETTINGS.allocProfile}`);
   }
   const after = await runtimeMemory();
   await inspector.collectGarbage();
@@ -483,12 +511,23 @@ async function memoryRun(stack: Stack, runSync: RunSync, inspector: Inspector) {
     await inspector.heapSnapshot(path);
     console.log(`heap snapshot: ${path}`);
   }
-  return { m, memoryMs, samples, heaps, before, after, collected };
+  if (SETTINGS.memorySeries) {
+    writeFileSync(
+      SETTINGS.memorySeries,
+      JSON.stringify({ m, memoryMs, cpu, samples, heaps, before, after, collected }),
+    );
+    console.log(`memory series: ${SETTINGS.memorySeries}`);
+  }
+  return { m, memoryMs, cpu, samples, heaps, before, after, collected };
 }
 
 function printMemory(r: Awaited<ReturnType<typeof memoryRun>>): void {
   const { m, memoryMs, samples, heaps } = r;
-  console.log(`\nRSS during the ${fmt(m)}-record run (${(memoryMs / 1000).toFixed(1)} s), MB:\n`);
+  // microseconds per record = milliseconds per 1000 records
+  const perRecord = (us: number) => (us / m).toFixed(1);
+  console.log(
+    `\nRSS during the ${fmt(m)}-record run (${(memoryMs / 1000).toFixed(1)} s; CPU per 1000 records: functions-runtime ${perRecord(r.cpu.runtime)} ms, sync-orchestrator ${perRecord(r.cpu.orchestrator)} ms; load ${os.loadavg()[0]!.toFixed(1)}), MB:\n`,
+  );
   console.log('| progress | functions-runtime | sync-orchestrator |');
   console.log('|---|---|---|');
   for (const q of [0, 0.25, 0.5, 0.75, 1]) {
@@ -518,6 +557,25 @@ function printMemory(r: Awaited<ReturnType<typeof memoryRun>>): void {
   }
   row('after the run', r.after);
   row('after a forced full GC', r.collected);
+
+  // Which of V8's spaces holds what (used / committed): garbage waiting for a scavenge sits in new space,
+  // garbage waiting for a mark-compact in old and large-object space.
+  const SPACES = ['new', 'old', 'large_object', 'new_large_object', 'code'];
+  const space = (h: RuntimeMemory, name: string) => {
+    const x = h.spaces?.[name];
+    return x ? `${mb(x.used)} / ${mb(x.size)}` : '';
+  };
+  console.log('\nfunctions-runtime: V8 spaces of its main isolate, used / committed MB:\n');
+  console.log(`| when | ${SPACES.join(' | ')} |`);
+  console.log(`|---|${SPACES.map(() => '---').join('|')}|`);
+  const spaceRow = (label: string, h: RuntimeMemory) =>
+    console.log(`| ${label} | ${SPACES.map((n) => space(h, n)).join(' | ')} |`);
+  spaceRow('before the run', r.before);
+  for (const q of [0.25, 0.5, 0.75, 1]) {
+    const h = at(heaps, q);
+    if (h) spaceRow(`${Math.round(q * 100)} %`, h);
+  }
+  spaceRow('after a forced full GC', r.collected);
 
   // The verdict: the top of the RSS sawtooth just before half-way against its top at the end.
   const verdict = (name: string, key: 'runtime' | 'orchestrator') => {

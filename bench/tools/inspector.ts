@@ -71,6 +71,24 @@ export class Inspector {
     await this.send('HeapProfiler.collectGarbage');
   }
 
+  /**
+   * Starts V8's sampling heap profiler. With `majorGcGarbage`, objects the young generation's collections
+   * freed are left out and those freed by a full collection are kept: what survived into old space.
+   */
+  async startAllocationSampling(majorGcGarbage: boolean): Promise<void> {
+    await this.send('HeapProfiler.startSampling', {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: majorGcGarbage,
+      includeObjectsCollectedByMinorGC: false,
+    });
+  }
+
+  /** Stops the sampling heap profiler and writes its profile (a `.heapprofile` for DevTools). */
+  async stopAllocationSampling(path: string): Promise<void> {
+    const { profile } = (await this.send('HeapProfiler.stopSampling')) as { profile: unknown };
+    writeFileSync(path, JSON.stringify(profile));
+  }
+
   /** Writes a heap snapshot of the main V8 heap (open it in Chrome's DevTools, Memory tab). */
   async heapSnapshot(path: string): Promise<void> {
     this.chunks = [];

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Controller, type INestMicroservice } from '@nestjs/common';
 import { Transport } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
@@ -11,6 +13,9 @@ import { NatsRequester } from './nats-requester';
 
 const prefix = `test.${randomUUID().slice(0, 8)}`;
 
+/** Set while the `hold` handler waits: the test lets it answer. */
+let release: (() => void) | undefined;
+
 @Controller()
 class EchoHandlers {
   @NatsHandler(`${prefix}.echo`, z.object({ text: z.string().max(5) }))
@@ -21,6 +26,12 @@ class EchoHandlers {
   @NatsHandler(`${prefix}.domain-error`, z.object({}))
   async domainError(): Promise<never> {
     throw new SwitchboardError('not_found', 'no such thing');
+  }
+
+  @NatsHandler(`${prefix}.hold`, z.object({ rows: z.array(z.unknown()) }))
+  async hold(req: { rows: unknown[] }) {
+    await new Promise<void>((resolve) => (release = resolve));
+    return { rows: req.rows.length };
   }
 
   @NatsHandler(`${prefix}.crash`, z.object({}))
@@ -77,6 +88,27 @@ describe('NATS request/reply between services', () => {
       .catch((e: unknown) => e)) as SwitchboardError;
     expect(error.code).toBe('server_error');
     expect(error.message).not.toContain('hunter2');
+  });
+
+  it('keeps only the encoded bytes of a payload while it waits for the reply', async () => {
+    // A sync's batchSave sends 1000 records per request: kept reachable for the round trip, every batch
+    // outlived the young generation's collections and piled up until a full one (bench/README.md).
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    let rows: unknown[] | undefined = Array.from({ length: 1000 }, (_, i) => ({
+      id: i,
+      notes: 'x'.repeat(100),
+    }));
+    const sent = new WeakRef(rows);
+    const reply = requester.request(`${prefix}.hold`, { rows });
+    rows = undefined;
+    while (!release) await new Promise((resolve) => setTimeout(resolve, 5));
+    gc();
+    const kept = sent.deref() !== undefined;
+    release();
+    release = undefined;
+    await expect(reply).resolves.toEqual({ rows: 1000 });
+    expect(kept).toBe(false);
   });
 
   it('answers service_unavailable at once when no service listens', async () => {

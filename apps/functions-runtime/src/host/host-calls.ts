@@ -125,46 +125,66 @@ export class HostCalls {
   /**
    * Runs one call the script made and answers with a JSON envelope (`{ok, value}` or `{ok:false, error}`)
    * that the sandbox turns into a value or a thrown Error. Never rejects: a failure is the script's to handle.
+   *
+   * The arguments are parsed and the call started synchronously; only its promise is awaited. An async
+   * function keeps everything it holds across an await, and a batch's JSON text (~1 MB) and records kept
+   * for a NATS round trip outlive young-generation collections and pile up until a full one
+   * (bench/README.md, "records-memory").
    */
-  async dispatch(scope: RunScope, name: string, argsJson: string): Promise<string> {
+  dispatch(scope: RunScope, name: string, argsJson: string): Promise<string> {
     try {
-      const call = Object.hasOwn(this.table, name) ? this.table[name] : undefined;
-      if (!call || !call.types.includes(scope.type)) {
-        throw new HostCallError(
-          'script_forbidden_call',
-          `nango.${name} is not available to ${scope.type} functions`,
-        );
-      }
-      if (argsJson.length > MAX_ARGS_CHARS) {
-        throw new HostCallError(
-          'invalid_arguments',
-          `nango.${name}: the arguments are over ${MAX_ARGS_CHARS} characters`,
-        );
-      }
-      const parsed = call.args.safeParse(JSON.parse(argsJson));
-      if (!parsed.success) {
-        throw new HostCallError(
-          'invalid_arguments',
-          `nango.${name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`,
-        );
-      }
-      if (scope.signal.aborted) throw new HostCallError('script_aborted', 'the run has ended');
-      const value = await call.run(scope, parsed.data);
-      return JSON.stringify({ ok: true, value: value ?? null });
+      return this.answer(scope, name, this.start(scope, name, argsJson));
     } catch (error) {
-      // The sync run is over (a full resync cancelled it, or a retry replaced this attempt): the script
-      // may not go on, whether or not it catches the error.
-      if (error instanceof SwitchboardError && error.code === 'sync_run_superseded') {
-        scope.stop(`nango.${name} was refused (${error.code}): ${error.message}`);
-      }
-      if (error instanceof HostCallError || error instanceof SwitchboardError) {
-        return JSON.stringify({ ok: false, error: { code: error.code, message: error.message } });
-      }
-      // Messages may quote credentials or the script's data (JSON parse errors quote their input): only
-      // the kind of failure is logged, and the script gets a generic one.
-      this.logger.error(`host call ${name} failed: ${(error as Error)?.name ?? typeof error}`);
-      return JSON.stringify({ ok: false, error: { code: 'server_error', message: `nango.${name} failed` } });
+      return Promise.resolve(this.failure(scope, name, error));
     }
+  }
+
+  private start(scope: RunScope, name: string, argsJson: string): Promise<unknown> {
+    const call = Object.hasOwn(this.table, name) ? this.table[name] : undefined;
+    if (!call || !call.types.includes(scope.type)) {
+      throw new HostCallError(
+        'script_forbidden_call',
+        `nango.${name} is not available to ${scope.type} functions`,
+      );
+    }
+    if (argsJson.length > MAX_ARGS_CHARS) {
+      throw new HostCallError(
+        'invalid_arguments',
+        `nango.${name}: the arguments are over ${MAX_ARGS_CHARS} characters`,
+      );
+    }
+    const parsed = call.args.safeParse(JSON.parse(argsJson));
+    if (!parsed.success) {
+      throw new HostCallError(
+        'invalid_arguments',
+        `nango.${name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`,
+      );
+    }
+    if (scope.signal.aborted) throw new HostCallError('script_aborted', 'the run has ended');
+    return call.run(scope, parsed.data);
+  }
+
+  private async answer(scope: RunScope, name: string, running: Promise<unknown>): Promise<string> {
+    try {
+      return JSON.stringify({ ok: true, value: (await running) ?? null });
+    } catch (error) {
+      return this.failure(scope, name, error);
+    }
+  }
+
+  private failure(scope: RunScope, name: string, error: unknown): string {
+    // The sync run is over (a full resync cancelled it, or a retry replaced this attempt): the script
+    // may not go on, whether or not it catches the error.
+    if (error instanceof SwitchboardError && error.code === 'sync_run_superseded') {
+      scope.stop(`nango.${name} was refused (${error.code}): ${error.message}`);
+    }
+    if (error instanceof HostCallError || error instanceof SwitchboardError) {
+      return JSON.stringify({ ok: false, error: { code: error.code, message: error.message } });
+    }
+    // Messages may quote credentials or the script's data (JSON parse errors quote their input): only
+    // the kind of failure is logged, and the script gets a generic one.
+    this.logger.error(`host call ${name} failed: ${(error as Error)?.name ?? typeof error}`);
+    return JSON.stringify({ ok: false, error: { code: 'server_error', message: `nango.${name} failed` } });
   }
 
   private build(): Record<string, HostCall<z.ZodType>> {

@@ -105,29 +105,38 @@ export function groupsOf(
  * orchestrator owns the records; these calls only scope, check and forward.
  */
 export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z.ZodType>> {
+  /**
+   * Sends the groups in order, each dropped from the list as its request is made: the request holds only
+   * its encoded bytes, so no record of the batch stays reachable while the orchestrator writes it.
+   */
+  const send = async (s: RunScope, model: string, op: RecordWriteOp, groups: Record<string, unknown>[][]) => {
+    while (groups.length > 0) {
+      const merging = s.merging.get(model);
+      const reply = await nats.request<RecordsWriteReply>(RECORDS_SUBJECTS.write, {
+        ...runScopeOf(s, model),
+        op,
+        records: groups.shift(),
+        ...(merging ? { merging } : {}),
+      });
+      // Under ignore_if_modified_after the cursor follows the run's own writes.
+      if (merging?.strategy === 'ignore_if_modified_after') {
+        s.merging.set(model, { strategy: merging.strategy, cursor: reply.mergingCursor ?? null });
+      }
+    }
+    return true;
+  };
   const write = (call: string, op: RecordWriteOp) =>
     entry({
       types: SYNC,
       args: batchArgs,
-      run: async (s, args) => {
+      // Not async: the arguments (a batch of up to 1000 records) are checked and grouped here, and only the
+      // groups are handed on (see `send`).
+      run: (s, args) => {
         const model = modelOf(s, call, args.model);
         // The budget follows the server's max_payload (8 MB on the generated configuration: a batch of
         // 1000 records of 1 KB is one message and one store transaction, not two).
         const budget = recordsMessageBytes(nats.maxPayload);
-        for (const records of groupsOf(call, args.model, args.records, budget)) {
-          const merging = s.merging.get(model);
-          const reply = await nats.request<RecordsWriteReply>(RECORDS_SUBJECTS.write, {
-            ...runScopeOf(s, model),
-            op,
-            records,
-            ...(merging ? { merging } : {}),
-          });
-          // Under ignore_if_modified_after the cursor follows the run's own writes.
-          if (merging?.strategy === 'ignore_if_modified_after') {
-            s.merging.set(model, { strategy: merging.strategy, cursor: reply.mergingCursor ?? null });
-          }
-        }
-        return true;
+        return send(s, model, op, groupsOf(call, args.model, args.records, budget));
       },
     });
 
