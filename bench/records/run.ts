@@ -67,6 +67,12 @@ const SETTINGS = {
   storeDist: args.get('store-dist'),
   /** `--gateway-v8-flags=--trace-gc`: V8 flags set in the gateway at start (its GC lines during the GET phase are counted). */
   gatewayV8Flags: args.get('gateway-v8-flags') ?? '',
+  /** `--gateway-node-options=--max-semi-space-size=8`: NODE_OPTIONS for the gateway (what Node allows there). */
+  gatewayNodeOptions: args.get('gateway-node-options') ?? '',
+  /** `--orchestrator-v8-flags=--trace-gc`: V8 flags set in sync-orchestrator at start (its output is not counted). */
+  orchestratorV8Flags: args.get('orchestrator-v8-flags') ?? '',
+  /** `--orchestrator-node-options=...`: NODE_OPTIONS for sync-orchestrator (its NATS handlers, not the worker). */
+  orchestratorNodeOptions: args.get('orchestrator-node-options') ?? '',
 };
 /** BENCH_PROFILE=gateway,sync-orchestrator: a V8 CPU profile of each named service over the GET phase, in /tmp/bench-prof/<name>/. */
 const PROFILED = (process.env.BENCH_PROFILE ?? '').split(',').filter(Boolean);
@@ -592,6 +598,31 @@ function printMemory(r: Awaited<ReturnType<typeof memoryRun>>): void {
   );
 }
 
+/**
+ * A profiled service's, the gateway's and the orchestrator's environment in the bench's stack: the CPU
+ * profiler (`BENCH_PROFILE`), V8 flags set at start (`--gateway-v8-flags`, `--orchestrator-v8-flags`) and NODE_OPTIONS given on the
+ * command line, all in one NODE_OPTIONS.
+ */
+function benchServiceEnv(name: 'gateway' | 'sync-orchestrator'): Record<string, string> | undefined {
+  const nodeOptions: string[] = [];
+  const env: Record<string, string> = {};
+  if (PROFILED.includes(name)) {
+    nodeOptions.push(`--require ${join(__dirname, '../../tools/cpu-profile.cjs')}`);
+    env.BENCH_PROFILE_DIR = `/tmp/bench-prof/${name}`;
+    // Started and stopped by SIGUSR2 around the GET phase.
+    env.BENCH_PROFILE_DELAY_MS = 'signal';
+  }
+  const v8Flags = name === 'gateway' ? SETTINGS.gatewayV8Flags : SETTINGS.orchestratorV8Flags;
+  if (v8Flags) {
+    nodeOptions.push(`--require ${join(__dirname, '../../tools/v8-flags.cjs')}`);
+    env.BENCH_V8_FLAGS = v8Flags;
+  }
+  const extra = name === 'gateway' ? SETTINGS.gatewayNodeOptions : SETTINGS.orchestratorNodeOptions;
+  if (extra) nodeOptions.push(extra);
+  if (nodeOptions.length === 0) return undefined;
+  return { ...env, NODE_OPTIONS: nodeOptions.join(' ') };
+}
+
 async function main(): Promise<void> {
   const { startStack, testInfrastructure } = await import('@switchboard/testing');
   const infra = await testInfrastructure();
@@ -622,28 +653,11 @@ async function main(): Promise<void> {
         },
         serviceEnv: {
           ...Object.fromEntries(
-            PROFILED.map((name) => [
-              name,
-              {
-                NODE_OPTIONS: `--require ${join(__dirname, '../../tools/cpu-profile.cjs')}`,
-                BENCH_PROFILE_DIR: `/tmp/bench-prof/${name}`,
-                // Started and stopped by SIGUSR2 around the GET phase.
-                BENCH_PROFILE_DELAY_MS: 'signal',
-              },
-            ]),
+            (['gateway', 'sync-orchestrator'] as const).flatMap((name) => {
+              const env = benchServiceEnv(name);
+              return env ? [[name, env]] : [];
+            }),
           ),
-          ...(SETTINGS.gatewayV8Flags
-            ? {
-                gateway: {
-                  NODE_OPTIONS:
-                    `${PROFILED.includes('gateway') ? `--require ${join(__dirname, '../../tools/cpu-profile.cjs')}` : ''} --require ${join(__dirname, '../../tools/v8-flags.cjs')}`.trim(),
-                  BENCH_V8_FLAGS: SETTINGS.gatewayV8Flags,
-                  ...(PROFILED.includes('gateway')
-                    ? { BENCH_PROFILE_DIR: '/tmp/bench-prof/gateway', BENCH_PROFILE_DELAY_MS: 'signal' }
-                    : {}),
-                },
-              }
-            : {}),
           'functions-runtime': {
             NODE_OPTIONS:
               `${process.env.NODE_OPTIONS ?? ''} ${inspectFlag} ${SETTINGS.runtimeNodeOptions}`.trim(),

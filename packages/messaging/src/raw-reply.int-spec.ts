@@ -31,11 +31,11 @@ describe('raw replies (serveRaw / requestRaw): metadata and a body of bytes', ()
       meta: null,
       body: Uint8Array.from([0, 10, 255]),
     }));
-    // A body in chunks, a UTF-8 character split across two of them.
+    // A body in chunks, a UTF-8 character split across two of them, bytes and text mixed.
     const split = Buffer.from('{"t":"日"}');
     serveRaw(server, `${prefix}.chunks`, 'test', z.object({}), async () => ({
-      meta: { count: 2 },
-      body: [split.subarray(0, 7), split.subarray(7), Buffer.from(','), Buffer.from('{"t":"x"}')],
+      meta: { count: 3 },
+      body: [split.subarray(0, 7), split.subarray(7), ',', '{"t":"é🎉"}', Buffer.from(','), '{"t":"x"}'],
     }));
     await server.flush();
   });
@@ -53,7 +53,11 @@ describe('raw replies (serveRaw / requestRaw): metadata and a body of bytes', ()
     const bytes = await requester.requestRaw<null>(`${prefix}.bytes`, {});
     expect([...bytes.body]).toEqual([0, 10, 255]);
     const chunks = await requester.requestRaw<{ count: number }>(`${prefix}.chunks`, {});
-    expect(JSON.parse(`[${Buffer.from(chunks.body).toString('utf8')}]`)).toEqual([{ t: '日' }, { t: 'x' }]);
+    expect(JSON.parse(`[${Buffer.from(chunks.body).toString('utf8')}]`)).toEqual([
+      { t: '日' },
+      { t: 'é🎉' },
+      { t: 'x' },
+    ]);
   });
 
   it('answers a bad payload with invalid_body, coded errors with their code, others as server_error', async () => {

@@ -15,10 +15,10 @@ const NEWLINE = 0x0a;
 export interface RawAnswer<M> {
   meta: M;
   /**
-   * Text is encoded once, together with the envelope, into the one reply buffer; chunks are copied once
-   * into it, in order.
+   * Text is encoded once, together with the envelope, into the one reply buffer; chunks are copied (bytes)
+   * or encoded (text) once into it, in order.
    */
-  body: string | Uint8Array | readonly Uint8Array[];
+  body: string | Uint8Array | readonly (Uint8Array | string)[];
 }
 
 /**
@@ -27,16 +27,23 @@ export interface RawAnswer<M> {
  * `{pattern, data, id}` packet); the trace context travels in the NATS headers as for every request.
  */
 export function encodeRawReply(envelope: Reply<unknown>, body: RawAnswer<unknown>['body'] = ''): Buffer {
-  const head = JSON.stringify(envelope);
-  if (typeof body === 'string') return Buffer.from(`${head}\n${body}`, 'utf8');
-  const headBytes = Buffer.from(`${head}\n`, 'utf8');
-  const all: Uint8Array[] = [headBytes];
-  let length = headBytes.length;
-  for (const chunk of body instanceof Uint8Array ? [body] : body) {
-    all.push(chunk);
-    length += chunk.length;
+  const head = `${JSON.stringify(envelope)}\n`;
+  if (typeof body === 'string') return Buffer.from(`${head}${body}`, 'utf8');
+  const chunks = body instanceof Uint8Array ? [body] : body;
+  let length = Buffer.byteLength(head);
+  for (const chunk of chunks) length += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
+  // Sized first, written once: no intermediate Buffer per text chunk.
+  const reply = Buffer.allocUnsafe(length);
+  let at = reply.write(head);
+  for (const chunk of chunks) {
+    if (typeof chunk === 'string') {
+      at += reply.write(chunk, at);
+    } else {
+      reply.set(chunk, at);
+      at += chunk.length;
+    }
   }
-  return Buffer.concat(all, length);
+  return reply;
 }
 
 export function decodeRawReply<M>(data: Uint8Array): { envelope: Reply<M>; body: Uint8Array } {

@@ -1,4 +1,5 @@
 import type { DynamicModule, INestApplication, LogLevel, Type } from '@nestjs/common';
+import { setFlagsFromString } from 'node:v8';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -24,6 +25,16 @@ export interface BootstrapOptions {
   bodyParser?: boolean;
   /** Runs after the app is created and before it listens (routes, hooks, body parsers). */
   configure?: (app: NestFastifyApplication) => void | Promise<void>;
+  /**
+   * V8's old-generation growing factor as a percentage (`--heap-growing-percent`): after a full collection
+   * the next may start once the heap grew by this share of what survived. Left to itself, V8 picks the
+   * factor from its GC and allocation speeds; for a heap that barely grows it picks about the minimum, the
+   * room left is then little more than the young generation, and V8 starts marking the whole heap again
+   * soon after each full collection (`Start (task)` in `--trace-incremental-marking`): the gateway marked
+   * its ~55 MB heap every ~7 `GET /records` pages, half of its CPU (bench/README.md, Records). Set when the
+   * service starts; V8 reads it at every collection (NODE_OPTIONS would refuse the flag).
+   */
+  heapGrowingPercent?: number;
 }
 
 /** One per process: the gateway's front door records into the same histogram. */
@@ -54,6 +65,9 @@ function recordHttpMetrics(app: NestFastifyApplication): void {
  * microservice in the queue group named after the service, so replicas share the work.
  */
 export async function bootstrapService(options: BootstrapOptions): Promise<INestApplication> {
+  if (options.heapGrowingPercent !== undefined) {
+    setFlagsFromString(`--heap-growing-percent=${options.heapGrowingPercent}`);
+  }
   const logger = new TraceLogger(options.name, {
     json: options.logFormat === 'json',
     colors: options.logFormat === 'pretty' && process.stdout.isTTY,

@@ -9,6 +9,10 @@ const metadata = {
   cursor: 'Y3Vyc29y',
 };
 
+/** The chunks as the reply carries them (bytes as they are, text as UTF-8). */
+const joined = (chunks: (Buffer | string)[]) =>
+  Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
+
 /** What GET /records answered before the records were passed through as text. */
 const asObjects = (payload: Record<string, unknown> | null, externalId: string) =>
   JSON.stringify({ ...(payload ?? {}), id: externalId, _nango_metadata: metadata });
@@ -29,14 +33,12 @@ describe('recordJson', () => {
     ['an id prefix of a longer one', { id: 'r-60', v: 1 }, 'r-6'],
     ['multi-byte text beside the id', { id: 'é-1', name: 'Zoë 日本 🎉' }, 'é-1'],
   ])('writes what JSON.stringify of the record object writes: %s', (_case, payload, externalId) => {
-    const text = Buffer.concat(
-      recordJson(Buffer.from(JSON.stringify(payload)), externalId, metadata),
-    ).toString();
+    const text = joined(recordJson(Buffer.from(JSON.stringify(payload)), externalId, metadata)).toString();
     expect(text).toBe(asObjects(payload, externalId));
     expect(JSON.parse(text)).toEqual({ ...payload, id: externalId, _nango_metadata: metadata });
   });
 
   it('writes a pruned record (no payload) as its id and metadata', () => {
-    expect(Buffer.concat(recordJson(null, 'r-7', metadata)).toString()).toBe(asObjects(null, 'r-7'));
+    expect(joined(recordJson(null, 'r-7', metadata)).toString()).toBe(asObjects(null, 'r-7'));
   });
 });
