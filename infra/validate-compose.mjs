@@ -9,6 +9,7 @@
 //   - the stages the app Dockerfiles share are still the same text (so BuildKit shares them),
 //     and every .dockerignore is the same;
 //   - docker-compose.yml has a service for every app, built from that app's Dockerfile.
+//   - node's flags in each app image's CMD and the worker's compose command are infra/node-flags.json's.
 //   - metrics: every ./infra file compose mounts exists; the collector has a metrics pipeline whose
 //     exporters are defined, and Prometheus scrapes the port its prometheus exporter listens on;
 //     Grafana's provisioning names a datasource uid and the dashboards folder compose mounts; every
@@ -108,6 +109,37 @@ if (texts.length > 0 && existsSync(migrateFile)) {
     'migrate.Dockerfile shares the base stage of the app Dockerfiles',
   );
 }
+// Node's command-line flags per service: infra/node-flags.json is what npm start and the tests give; each
+// app image's CMD and the worker's compose command must give the same.
+const nodeFlagsFile = join(root, 'infra', 'node-flags.json');
+if (check(existsSync(nodeFlagsFile), `${rel(nodeFlagsFile)} exists`)) {
+  const nodeFlags = JSON.parse(readFileSync(nodeFlagsFile, 'utf8'));
+  const flagsOfCommand = (command) => {
+    const args = JSON.parse(command);
+    return args[0] === 'node' ? args.slice(1, -1) : null;
+  };
+  for (const { app, text } of texts) {
+    const cmds = [...text.matchAll(/^CMD (\[.*\])\s*$/gm)];
+    const flags = cmds.length ? flagsOfCommand(cmds[cmds.length - 1][1]) : null;
+    const want = nodeFlags[app] ?? [];
+    check(
+      JSON.stringify(flags) === JSON.stringify(want),
+      `${app}.Dockerfile's CMD gives node the flags of infra/node-flags.json`,
+      `CMD flags ${JSON.stringify(flags)}, node-flags.json ${JSON.stringify(want)}`,
+    );
+  }
+  const compose = existsSync(composeFile) ? readFileSync(composeFile, 'utf8') : '';
+  const worker = compose.match(
+    /^  sync-orchestrator-worker:\n(?:    .*\n|\s*\n)*?    command: (\[.*\])\s*$/m,
+  );
+  const workerFlags = worker ? flagsOfCommand(worker[1].replace(/'/g, '"')) : null;
+  check(
+    JSON.stringify(workerFlags) === JSON.stringify(nodeFlags['sync-orchestrator-worker'] ?? []),
+    'the sync-orchestrator-worker compose command gives node the flags of infra/node-flags.json',
+    `command flags ${JSON.stringify(workerFlags)}`,
+  );
+}
+
 const ignoreFiles = existsSync(dockerDir)
   ? readdirSync(dockerDir)
       .filter((f) => f.endsWith('.Dockerfile.dockerignore'))

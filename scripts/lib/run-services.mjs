@@ -2,7 +2,7 @@
 // every service, prefixes their logs, prints where to reach the gateway once all are ready, and stops
 // everything on Ctrl-C. A service that dies takes the others down, so a broken start is never half-up.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
@@ -105,7 +105,9 @@ const services = [
 const portOf = (service) =>
   service === 'gateway' ? env.PORT : env[`${service.toUpperCase().replaceAll('-', '_')}_PORT`];
 // isolated-vm (functions-runtime) needs Node's own startup snapshot off on Node >= 20 (as its image does).
-const nodeFlags = (service) => (service === 'functions-runtime' ? ['--no-node-snapshot'] : []);
+// Node's command-line flags per service (infra/node-flags.json: the same in the images and the tests).
+const NODE_FLAGS = JSON.parse(readFileSync(join(root, 'infra/node-flags.json'), 'utf8'));
+const nodeFlags = (service) => NODE_FLAGS[service] ?? [];
 for (const service of services) {
   start(service, process.execPath, [...nodeFlags(service), join(root, 'apps', service, 'dist/main.js')], {
     PORT: portOf(service),
@@ -114,7 +116,7 @@ for (const service of services) {
 }
 const worker = join(root, 'apps/sync-orchestrator/dist/worker.js');
 if (existsSync(worker))
-  start('sync-orchestrator-worker', process.execPath, [worker], {
+  start('sync-orchestrator-worker', process.execPath, [...nodeFlags('sync-orchestrator-worker'), worker], {
     PORT: undefined,
     ...ownNatsUser('sync-orchestrator-worker'),
   });

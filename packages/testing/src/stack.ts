@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsUser } from '@switchboard/contracts';
 import { testInfrastructure } from './infrastructure';
@@ -156,8 +157,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     entry = 'dist/main.js',
   ): RunningService => {
     const output: string[] = [];
-    // isolated-vm (functions-runtime) needs Node's own startup snapshot off on Node >= 20, as in its image.
-    const flags = name === 'functions-runtime' ? ['--no-node-snapshot'] : [];
+    // Node's flags of the service as in its image (infra/node-flags.json): e.g. isolated-vm needs Node's own
+    // startup snapshot off in functions-runtime.
+    const flags = nodeFlagsOf(entry === 'dist/worker.js' ? 'sync-orchestrator-worker' : name);
     const child = spawn(process.execPath, [...flags, join(root, 'apps', name, entry)], {
       // Only its own NATS user: never the others' passwords the test runner may hold.
       env: { ...withoutNatsSecrets(process.env), ...env },
@@ -323,4 +325,13 @@ export function migrate(root: string, databaseUrl: string): void {
     encoding: 'utf8',
   });
   if (result.status !== 0) throw new Error(`migrations failed: ${result.stderr || result.stdout}`);
+}
+
+/** The command-line flags `node` is given for a service (`infra/node-flags.json`, shared with the images). */
+function nodeFlagsOf(service: string): string[] {
+  const flags = JSON.parse(readFileSync(join(repoRoot(), 'infra/node-flags.json'), 'utf8')) as Record<
+    string,
+    string[] | undefined
+  >;
+  return flags[service] ?? [];
 }
