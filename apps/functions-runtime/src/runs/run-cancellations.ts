@@ -21,14 +21,13 @@ interface RunningAttempt {
 export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('RunCancellations');
   private readonly running = new Map<string, Set<RunningAttempt>>();
-  private subscription: Subscription | undefined;
+  private cancels: Subscription | undefined;
+  private leases: Subscription | undefined;
 
   constructor(@Inject(NATS_CONNECTION) private readonly nc: NatsConnection) {}
 
-  private leases: Subscription | undefined;
-
   onModuleInit(): void {
-    this.subscription = this.nc.subscribe(FUNCTIONS_SUBJECTS.cancel, {
+    this.cancels = this.nc.subscribe(FUNCTIONS_SUBJECTS.cancel, {
       callback: parsing(functionRunCancelSchema, (cancel) =>
         this.cancel(cancel.invocationId, cancel.attempt, cancel.reason),
       ),
@@ -39,7 +38,7 @@ export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
   }
 
   onApplicationShutdown(): void {
-    this.subscription?.unsubscribe();
+    this.cancels?.unsubscribe();
     this.leases?.unsubscribe();
     for (const attempts of this.running.values())
       for (const entry of attempts) clearTimeout(entry.lease?.timer);
