@@ -33,7 +33,8 @@ export const envSchema = z.object({
     .default(24 * 3_600_000),
   /**
    * A sync run's activity heartbeats while the script runs; a worker silent this long (killed, partitioned)
-   * has its run retried elsewhere, resuming from the script's last checkpoint.
+   * has its run retried elsewhere, resuming from the script's last checkpoint. It is also the script's
+   * lease on functions-runtime (`functions.v1.lease`): not renewed this long, the script is stopped.
    */
   SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(2_000).max(600_000).default(30_000),
   /**
