@@ -104,7 +104,6 @@ const services = [
 // `PORT` is the gateway's; another service listens on `<SERVICE>_PORT` (e.g. CONNECTIONS_VAULT_PORT) or its default.
 const portOf = (service) =>
   service === 'gateway' ? env.PORT : env[`${service.toUpperCase().replaceAll('-', '_')}_PORT`];
-// isolated-vm (functions-runtime) needs Node's own startup snapshot off on Node >= 20 (as its image does).
 // Node's command-line flags per service (infra/node-flags.json: the same in the images and the tests).
 const NODE_FLAGS = JSON.parse(readFileSync(join(root, 'infra/node-flags.json'), 'utf8'));
 const nodeFlags = (service) => NODE_FLAGS[service] ?? [];
