@@ -348,6 +348,29 @@ describe('RecordsStore (Postgres)', () => {
     expect((await all(scope, 'Contact'))[0]!.note).toBe(marker);
   });
 
+  it('writes a page as bytes exactly as its records serialised, in every state (added, updated, deleted, pruned)', async () => {
+    const scope = newScope();
+    await store.write(scope, 'Contact', items(0, 6), 'save', randomUUID());
+    await store.write(scope, 'Contact', [{ id: 1, name: 'changed' }], 'save', randomUUID());
+    await store.write(scope, 'Contact', [{ id: 2 }], 'delete', randomUUID());
+    const cursorOf3 = byId(await all(scope, 'Contact')).get('3')!._nango_metadata.cursor;
+    await store.prune(scope, 'Contact', cursorOf3, 100);
+
+    const records = await all(scope, 'Contact');
+    const actions = new Map(records.map((r) => [r.id, r._nango_metadata]));
+    expect(actions.get('1')!.last_action).toBe('UPDATED');
+    expect(actions.get('2')!.last_action).toBe('DELETED');
+    expect(actions.get('2')!.deleted_at).toMatch(TIMESTAMP);
+    expect(actions.get('3')!.pruned_at).toMatch(TIMESTAMP);
+    expect(actions.get('5')!.last_action).toBe('ADDED');
+    // The page as bytes is the page as objects, serialised.
+    const json = await store.listJson(scope, 'Contact', { limit: 100 });
+    const text = Buffer.concat(
+      json.recordsJson.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)),
+    ).toString();
+    expect(text).toBe(records.map((r) => JSON.stringify(r)).join(','));
+  });
+
   it('prunes payloads up to a cursor without moving updated_at', async () => {
     const scope = newScope();
     await store.write(scope, 'Contact', items(0, 5), 'save', randomUUID());
