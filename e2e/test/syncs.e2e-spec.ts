@@ -682,9 +682,18 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
   it('a new connection gets its schedule when authorised; deleting it removes schedule and records', async () => {
     const item = await importWithSchedule('conn-c');
     await waitForRun('conn-c', null);
+    const records = () =>
+      call(stack.gatewayUrl, 'GET', '/records?model=Contact&limit=1', {
+        key: stack.secretKey,
+        headers: { 'provider-config-key': KEY, 'connection-id': 'conn-c' },
+      });
+    // Read once: the orchestrator now knows the connection exists (and keeps that for a few seconds).
+    expect((await records()).status).toBe(200);
 
     await nango.deleteConnection(KEY, 'conn-c');
     await expect(schedule(item.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    // The deletion's announcement dropped what it knew: the very next read is refused, not served.
+    expectError(await records(), 400, 'unknown_connection');
     expect((await statusOf('*')).map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
   });
 

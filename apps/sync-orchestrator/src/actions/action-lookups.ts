@@ -1,15 +1,10 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import {
-  connectionsChangedSchema,
-  FUNCTIONS_API_SUBJECTS,
-  functionsChangedSchema,
-  VAULT_SUBJECTS,
-  type Caller,
-} from '@switchboard/contracts';
+import { FUNCTIONS_API_SUBJECTS, functionsChangedSchema, type Caller } from '@switchboard/contracts';
 import type { OrchestratorDb } from '@switchboard/db';
 import { NATS_CONNECTION } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription } from 'nats';
+import { safeJson } from '../connections/known-connections';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { storedConfig, type FunctionWithVersion } from '../functions/function-config';
 import { IntegrationDirectory } from '../functions/integration-directory';
@@ -20,19 +15,18 @@ const TTL_MS = 5_000;
 /**
  * What a synchronous action needs before it runs, kept for a few seconds so a trigger costs no NATS
  * look-up and no query on the hot path (bench/README.md, "Functions"): the deployed action with its
- * current version, the integration's provider (auth-connect's) and the connection's existence (the
- * vault's). Only found answers are kept, so a just-created integration, connection or function is seen
+ * current version and the integration's provider (auth-connect's); the connection's existence is
+ * `KnownConnections`'. Only found answers are kept, so a just-created integration or function is seen
  * at once. Changes drop what they touch: a deploy or delete on any replica announces
- * `orchestrator.v1.functions.changed` (this replica drops its entries before answering the deploy), the
- * vault announces `vault.v1.connections.changed`; the TTL bounds a missed announcement.
+ * `orchestrator.v1.functions.changed` (this replica drops its entries before answering the deploy); the
+ * TTL bounds a missed announcement.
  */
 @Injectable()
 export class ActionLookups implements OnApplicationShutdown {
   private readonly functions = new LRUCache<string, FunctionWithVersion>({ max: 10_000, ttl: TTL_MS });
   private readonly providers = new LRUCache<string, string>({ max: 10_000, ttl: TTL_MS });
-  private readonly connections = new LRUCache<string, true>({ max: 50_000, ttl: TTL_MS });
   private readonly webhookSyncs = new LRUCache<string, WebhookSync[]>({ max: 10_000, ttl: TTL_MS });
-  private readonly subscriptions: Subscription[];
+  private readonly subscription: Subscription;
 
   constructor(
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
@@ -40,26 +34,16 @@ export class ActionLookups implements OnApplicationShutdown {
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {
     // Every replica listens (no queue group): each holds its own cache.
-    this.subscriptions = [
-      nc.subscribe(FUNCTIONS_API_SUBJECTS.changed, {
-        callback: (error, message) => {
-          const change = !error && functionsChangedSchema.safeParse(safeJson(message.data));
-          if (change && change.success) this.dropEnvironment(change.data.environmentId);
-        },
-      }),
-      nc.subscribe(VAULT_SUBJECTS.changed, {
-        callback: (error, message) => {
-          const change = !error && connectionsChangedSchema.safeParse(safeJson(message.data));
-          if (!change || !change.success) return;
-          const prefix = `${change.data.environmentId}\u0000${change.data.providerConfigKey}\u0000`;
-          for (const key of this.connections.keys()) if (key.startsWith(prefix)) this.connections.delete(key);
-        },
-      }),
-    ];
+    this.subscription = nc.subscribe(FUNCTIONS_API_SUBJECTS.changed, {
+      callback: (error, message) => {
+        const change = !error && functionsChangedSchema.safeParse(safeJson(message.data));
+        if (change && change.success) this.dropEnvironment(change.data.environmentId);
+      },
+    });
   }
 
   onApplicationShutdown(): void {
-    for (const subscription of this.subscriptions) subscription.unsubscribe();
+    this.subscription.unsubscribe();
   }
 
   /** The deployed action with its current version, or null. */
@@ -84,20 +68,6 @@ export class ActionLookups implements OnApplicationShutdown {
     const provider = await this.integrations.providerOf(caller, providerConfigKey);
     if (provider) this.providers.set(key, provider);
     return provider;
-  }
-
-  /** Whether the connection is known to exist; `load` asks the vault when it is not. */
-  async connectionExists(
-    environmentId: number,
-    providerConfigKey: string,
-    connectionId: string,
-    load: () => Promise<boolean>,
-  ): Promise<boolean> {
-    const key = `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}`;
-    if (this.connections.has(key)) return true;
-    const exists = await load();
-    if (exists) this.connections.set(key, true);
-    return exists;
   }
 
   /**
@@ -142,12 +112,4 @@ export class ActionLookups implements OnApplicationShutdown {
 export interface WebhookSync {
   name: string;
   subscriptions: string[];
-}
-
-function safeJson(data: Uint8Array): unknown {
-  try {
-    return JSON.parse(Buffer.from(data).toString('utf8')) as unknown;
-  } catch {
-    return undefined;
-  }
 }

@@ -2,19 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   SwitchboardError,
-  VAULT_SUBJECTS,
   type ActionTriggerRequest,
   type Caller,
-  type matchedConnectionSchema,
   type OnEventType,
   type RunLogsResponse,
 } from '@switchboard/contracts';
 import { Prisma, type OrchestratorDb } from '@switchboard/db';
-import { NatsRequester } from '@switchboard/messaging';
 import { Client } from '@temporalio/client';
-import type { z } from 'zod';
 import type { InvocationWorkflowInput } from '../activities/action.activities';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
+import { KnownConnections } from '../connections/known-connections';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import type { FunctionWithVersion } from '../functions/function-config';
 import { invocationWorkflow } from '../workflows';
@@ -40,7 +37,7 @@ export class ActionsService {
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly runner: InvocationRunner,
     private readonly lookups: ActionLookups,
-    private readonly nats: NatsRequester,
+    private readonly connections: KnownConnections,
     private readonly temporal: Client,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
   ) {}
@@ -248,23 +245,7 @@ export class ActionsService {
   }
 
   async requireConnection(caller: Caller, providerConfigKey: string, connectionId: string): Promise<void> {
-    const exists = await this.lookups.connectionExists(
-      caller.environmentId,
-      providerConfigKey,
-      connectionId,
-      async () => {
-        const found = await this.nats.request<z.infer<typeof matchedConnectionSchema>[]>(
-          VAULT_SUBJECTS.match,
-          {
-            environmentId: caller.environmentId,
-            providerConfigKey,
-            field: 'connection_id',
-            value: connectionId,
-          },
-        );
-        return found.length > 0;
-      },
-    );
+    const exists = await this.connections.exists(caller.environmentId, providerConfigKey, connectionId);
     if (!exists) {
       throw new SwitchboardError(
         'unknown_connection',

@@ -8,6 +8,7 @@ import { ActionsHandlers } from '../actions/actions.handlers';
 import { ActionsService } from '../actions/actions.service';
 import { InvocationRunner } from '../actions/invocation-runner';
 import { CheckpointsHandlers } from '../checkpoints/checkpoints.handlers';
+import { KnownConnectionsModule } from '../connections/known-connections';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { AuthEventsConsumer } from '../on-event/auth-events.consumer';
 import { OnEventHandlers } from '../on-event/on-event.handlers';
@@ -22,7 +23,7 @@ import { IntegrationDirectory } from './integration-directory';
 
 /** Deployed functions, their API, actions, on-event scripts, syncs' onWebhook runs and checkpoints. */
 @Module({
-  imports: [SyncsModule],
+  imports: [SyncsModule, KnownConnectionsModule],
   controllers: [
     FunctionsHandlers,
     ActionsHandlers,

@@ -2,7 +2,6 @@ import { Controller, Inject, type OnModuleInit } from '@nestjs/common';
 import {
   MAX_DELETED_KEYS_REPLY,
   RECORDS_SUBJECTS,
-  VAULT_SUBJECTS,
   recordsGetByIdsRequestSchema,
   recordsListRequestSchema,
   recordsMessageBytes,
@@ -19,15 +18,10 @@ import {
   type RecordsWriteReply,
   type RecordsWriteRequest,
 } from '@switchboard/contracts';
-import {
-  NATS_CONNECTION,
-  NatsHandler,
-  NatsRequester,
-  serveRaw,
-  type RawAnswer,
-} from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsHandler, serveRaw, type RawAnswer } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
+import { KnownConnections } from '../connections/known-connections';
 import { OrchestratorError } from '../sync-orchestrator.errors';
 import { holdSyncRun } from '../syncs/sync-run-fence';
 import type { RecordScope } from './record-keys';
@@ -47,7 +41,7 @@ const scopeOf = (r: { caller: Caller; providerConfigKey: string; connectionId: s
 export class RecordsHandlers implements OnModuleInit {
   constructor(
     private readonly store: RecordsStore,
-    private readonly nats: NatsRequester,
+    private readonly connections: KnownConnections,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
 
@@ -129,19 +123,22 @@ export class RecordsHandlers implements OnModuleInit {
     return { cursor: await this.store.lastCursor(scopeOf(request), request.model) };
   }
 
-  /** Nango answers an unknown connection on the records routes with 400 `unknown_connection`. */
+  /**
+   * Nango answers an unknown connection on the records routes with 400 `unknown_connection`. Checked for
+   * every first page of a `GET /records`, so a found connection is kept a few seconds (`KnownConnections`).
+   */
   private async requireConnection(request: {
     caller: Caller;
     providerConfigKey: string;
     connectionId: string;
   }): Promise<void> {
-    const found = await this.nats.request<unknown[]>(VAULT_SUBJECTS.match, {
-      environmentId: request.caller.environmentId,
-      providerConfigKey: request.providerConfigKey,
-      field: 'connection_id',
-      value: request.connectionId,
-    });
-    if (found.length === 0) {
+    if (
+      !(await this.connections.exists(
+        request.caller.environmentId,
+        request.providerConfigKey,
+        request.connectionId,
+      ))
+    ) {
       throw new OrchestratorError(
         'unknown_connection',
         'Provided ConnectionId and ProviderConfigKey does not match a valid connection',

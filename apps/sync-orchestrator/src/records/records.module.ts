@@ -2,6 +2,7 @@ import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { MasterKeyring } from '@switchboard/crypto';
 import { createPgPool, type PgPool } from '@switchboard/db';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
+import { KnownConnectionsModule } from '../connections/known-connections';
 import { RecordsHandlers } from './records.handlers';
 import { RecordsStore } from './records.store';
 
@@ -10,6 +11,7 @@ export const RECORDS_PG_POOL = Symbol('RECORDS_PG_POOL');
 
 /** The records store (a plain class the worker also builds itself) and the records subjects. */
 @Module({
+  imports: [KnownConnectionsModule],
   controllers: [RecordsHandlers],
   providers: [
     {

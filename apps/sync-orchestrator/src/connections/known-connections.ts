@@ -1,0 +1,68 @@
+import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { connectionsChangedSchema, VAULT_SUBJECTS } from '@switchboard/contracts';
+import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import { LRUCache } from 'lru-cache';
+import type { NatsConnection, Subscription } from 'nats';
+
+/** How long a found connection is trusted when no change announcement drops it first. */
+const TTL_MS = 5_000;
+
+/**
+ * Whether a connection exists (the vault's answer), kept for a few seconds once found: a synchronous
+ * action and every `GET /records` page need it, and asking the vault each time cost a NATS round trip
+ * and a query per call (bench/README.md). Only found connections are kept, so a new one is seen at once;
+ * the vault announces `vault.v1.connections.changed` on every change of an integration's connections
+ * (a deletion too), and each replica drops that integration's entries on it; the TTL bounds a missed
+ * announcement.
+ */
+@Injectable()
+export class KnownConnections implements OnApplicationShutdown {
+  private readonly found = new LRUCache<string, true>({ max: 50_000, ttl: TTL_MS });
+  private readonly subscription: Subscription;
+
+  constructor(
+    private readonly nats: NatsRequester,
+    @Inject(NATS_CONNECTION) nc: NatsConnection,
+  ) {
+    // Every replica listens (no queue group): each holds its own entries.
+    this.subscription = nc.subscribe(VAULT_SUBJECTS.changed, {
+      callback: (error, message) => {
+        const change = !error && connectionsChangedSchema.safeParse(safeJson(message.data));
+        if (!change || !change.success) return;
+        const prefix = `${change.data.environmentId}\u0000${change.data.providerConfigKey}\u0000`;
+        for (const key of this.found.keys()) if (key.startsWith(prefix)) this.found.delete(key);
+      },
+    });
+  }
+
+  onApplicationShutdown(): void {
+    this.subscription.unsubscribe();
+  }
+
+  async exists(environmentId: number, providerConfigKey: string, connectionId: string): Promise<boolean> {
+    const key = `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}`;
+    if (this.found.has(key)) return true;
+    const matches = await this.nats.request<unknown[]>(VAULT_SUBJECTS.match, {
+      environmentId,
+      providerConfigKey,
+      field: 'connection_id',
+      value: connectionId,
+    });
+    if (matches.length === 0) return false;
+    this.found.set(key, true);
+    return true;
+  }
+}
+
+/** `KnownConnections` for the modules that check connections (actions, records). */
+@Module({ providers: [KnownConnections], exports: [KnownConnections] })
+export class KnownConnectionsModule {}
+
+/** A broadcast's JSON body, or undefined when it is not JSON (a malformed announcement is ignored). */
+export function safeJson(data: Uint8Array): unknown {
+  try {
+    return JSON.parse(Buffer.from(data).toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
