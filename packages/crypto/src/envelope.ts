@@ -278,7 +278,7 @@ export class EnvelopeCipher {
     return this.encrypt(JSON.stringify(value), aad);
   }
 
-  decryptJson<T>(blob: string, aad: string): T {
+  decryptJson<T>(blob: string | Buffer, aad: string): T {
     return JSON.parse(this.decrypt(blob, aad)) as T;
   }
 

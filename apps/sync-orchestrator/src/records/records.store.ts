@@ -2,7 +2,8 @@ import { EnvelopeCipher, type MasterKeyring, type SharedDataKey } from '@switchb
 import type { PgPool, PgPoolClient, PgQueryConfig } from '@switchboard/db';
 import deepmerge from 'deepmerge';
 import { OrchestratorError } from '../sync-orchestrator.errors';
-import { binaryTextArray } from './pg-binary-array';
+import { binaryByteaArray, binaryTextArray } from './pg-binary-array';
+import { CopyRowReader, copyOut } from './pg-copy-out';
 import {
   Cursor,
   RecordIds,
@@ -81,18 +82,8 @@ export interface ListJsonResult {
   next_cursor: string | null;
 }
 
-/** A page's row as `page` selects it (rowMode 'array'). */
-type PageRow = [
-  id: string,
-  externalId: string,
-  payload: string | null,
-  sizeBytes: number,
-  firstSeenAt: string,
-  lastModifiedAt: string,
-  deletedAt: string | null,
-  prunedAt: string | null,
-  lastAction: LastAction,
-];
+/** Columns of a page's rows (`page`). */
+const PAGE_COLUMNS = 9;
 
 /** One record of a page, its payload still as the JSON bytes it was saved as. */
 interface PageRecord {
@@ -130,7 +121,7 @@ interface Existing {
   pruned: boolean;
   /** Modified after the merging cursor: `ignore_if_modified_after` leaves it alone. */
   locked: boolean;
-  payload: string | null;
+  payload: Buffer | null;
 }
 
 /** A saved record's JSON and its data_hash. */
@@ -147,7 +138,7 @@ interface Write {
   id: string;
   externalId: string;
   hash: string;
-  payload: string;
+  payload: Buffer;
   size: number;
   /** A change the customer sees: updated_at moves. A pruned payload restored unchanged keeps it. */
   touch: boolean;
@@ -166,7 +157,7 @@ const SQL = {
     ${seen ? 'WITH seen AS (INSERT INTO orchestrator.record_seen (run_id, model, record_ids) VALUES ($4::uuid, $5, $1::uuid[]))' : ''}
     SELECT id::text, data_hash, deleted_at IS NOT NULL, pruned_at IS NOT NULL,
       ${cursor ? '(updated_at, id) > ($2::timestamptz, $3::uuid)' : 'false AND $2::text IS NULL AND $3::text IS NULL'},
-      ${payload ? 'payload' : 'NULL::text'}
+      ${payload ? 'payload' : 'NULL::bytea'}
     FROM orchestrator.records WHERE id = ANY($1::uuid[])`,
   // One set-based statement for the whole chunk (unnest of column arrays): per-row ORM upserts run at a
   // few hundred rows a second, this at tens of thousands (see bench/records). Unchanged records are
@@ -176,7 +167,7 @@ const SQL = {
       external_id, data_hash, payload, size_bytes, created_at, updated_at, deleted_at, pruned_at, last_run_id)
     SELECT u.id, $1, $2, $3, $4, u.external_id, u.data_hash, u.payload, u.size_bytes, now(),
       CASE WHEN u.touch THEN now() ELSE '-infinity'::timestamptz END, NULL, NULL, $5::uuid
-    FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::int[], $11::bool[])
+    FROM unnest($6::uuid[], $7::text[], $8::text[], $9::bytea[], $10::int[], $11::bool[])
       AS u(id, external_id, data_hash, payload, size_bytes, touch)
     ON CONFLICT (id) DO UPDATE SET
       data_hash = EXCLUDED.data_hash, payload = EXCLUDED.payload, size_bytes = EXCLUDED.size_bytes,
@@ -555,49 +546,63 @@ export class RecordsStore {
       cursor = Cursor.decode(query.cursor);
       if (!cursor) throw new OrchestratorError('server_error', 'Failed to fetch records');
     }
-    const values: unknown[] = [scope.environmentId, scope.providerConfigKey, scope.connectionId, model];
-    const param = (value: unknown) => `$${values.push(value)}`;
-    const conditions: string[] = [];
-    if (cursor)
-      conditions.push(
-        `AND (updated_at, id) > (${param(cursor.sort)}::timestamptz, ${param(cursor.id)}::uuid)`,
+    // The rows come by binary COPY (`copyOut`: the payloads as their bytes, not hex), which takes no
+    // parameters: every value is a literal escaped by the client (escapeLiteral) or an integer.
+    const client = await this.pool.connect();
+    let data: Buffer;
+    try {
+      const lit = (value: string) => client.escapeLiteral(value);
+      const conditions: string[] = [];
+      if (cursor)
+        conditions.push(`AND (updated_at, id) > (${lit(cursor.sort)}::timestamptz, ${lit(cursor.id)}::uuid)`);
+      if (query.modifiedAfter) conditions.push(`AND updated_at >= ${lit(query.modifiedAfter)}::timestamptz`);
+      if (query.externalIds) {
+        const wanted = query.externalIds.map((e) => ids.of(externalIdOf(e)));
+        conditions.push(`AND id = ANY(${lit(plainTextArray(wanted))}::uuid[])`);
+      }
+      conditions.push(filterCondition(query.filter));
+      // Every column but size_bytes and payload as text (what the API prints); the order is the reads' below.
+      // ORDER BY names the table's columns: a bare `id` would be the output column `id::text`, which the
+      // index cannot give in order, so every row of the model would be read and sorted for each page
+      // instead of the first `limit` taken from records_page_idx.
+      data = await copyOut(
+        client,
+        `COPY (SELECT id::text, external_id, payload, size_bytes,
+          ${ts('created_at')}, ${ts('updated_at')}, ${ts('deleted_at')}, ${ts('pruned_at')},
+          CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' WHEN created_at = updated_at THEN 'ADDED' ELSE 'UPDATED' END
+        FROM orchestrator.records
+        WHERE environment_id = ${int(scope.environmentId)} AND provider_config_key = ${lit(scope.providerConfigKey)}
+          AND connection_id = ${lit(scope.connectionId)} AND model = ${lit(model)}
+          ${conditions.join(' ')}
+        ORDER BY records.updated_at ASC, records.id ASC
+        LIMIT ${int(query.limit + 1)}) TO STDOUT (FORMAT binary)`,
       );
-    if (query.modifiedAfter) conditions.push(`AND updated_at >= ${param(query.modifiedAfter)}::timestamptz`);
-    if (query.externalIds) {
-      const wanted = query.externalIds.map((e) => ids.of(externalIdOf(e)));
-      conditions.push(`AND id = ANY(${param(wanted)}::uuid[])`);
+    } finally {
+      client.release();
     }
-    conditions.push(filterCondition(query.filter));
-    const limit = param(query.limit + 1);
 
-    // Rows as arrays (no object per row), every column as Postgres's text: nothing for pg to parse but
-    // size_bytes. The column order is PageRow's. ORDER BY names the table's columns: a bare `id` would be
-    // the output column `id::text`, which the index cannot give in order, so every row of the model would
-    // be read and sorted for each page instead of the first `limit` taken from records_page_idx.
-    const { rows } = await this.pool.query<PageRow>({
-      text: `SELECT id::text, external_id, payload, size_bytes,
-        ${ts('created_at')}, ${ts('updated_at')}, ${ts('deleted_at')}, ${ts('pruned_at')},
-        CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' WHEN created_at = updated_at THEN 'ADDED' ELSE 'UPDATED' END
-      FROM orchestrator.records
-      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = $4
-        ${conditions.join(' ')}
-      ORDER BY records.updated_at ASC, records.id ASC
-      LIMIT ${limit}`,
-      values,
-      rowMode: 'array',
-    } as PgQueryConfig);
-
+    const rows = new CopyRowReader(data);
     const records: PageRecord[] = [];
     let bytes = 0;
-    let truncated = false;
-    const end = Math.min(rows.length, query.limit);
-    for (let i = 0; i < end; i++) {
-      const [id, externalId, payload, sizeBytes, firstSeen, lastModified, deletedAt, prunedAt, lastAction] =
-        rows[i]!;
+    let more = false;
+    while (rows.nextRow(PAGE_COLUMNS)) {
+      if (records.length === query.limit) {
+        more = true;
+        break;
+      }
+      const id = rows.text()!;
+      const externalId = rows.text()!;
+      const payload = rows.bytes();
+      const sizeBytes = rows.int4()!;
+      const firstSeen = rows.text()!;
+      const lastModified = rows.text()!;
+      const deletedAt = rows.text();
+      const prunedAt = rows.text();
+      const lastAction = rows.text() as LastAction;
       // Room for the metadata next to the payload; the budget keeps one reply within a NATS message.
       const size = sizeBytes + 300;
       if (query.maxBytes !== undefined && records.length > 0 && bytes + size > query.maxBytes) {
-        truncated = true;
+        more = true;
         break;
       }
       bytes += size;
@@ -614,7 +619,6 @@ export class RecordsStore {
         },
       });
     }
-    const more = truncated || rows.length > query.limit;
     const last = records[records.length - 1];
     return { records, next_cursor: more && last ? last.metadata.cursor : null };
   }
@@ -749,7 +753,8 @@ export class RecordsStore {
       cursor?.id ?? null,
     ];
     if (seen) values.push(seen.runId, seen.model);
-    const { rows } = await tx.query<[string, string, boolean, boolean, boolean, string | null]>({
+    // A payload (batchUpdate only) comes as hex, decoded by pg-types: merging the record costs far more.
+    const { rows } = await tx.query<[string, string, boolean, boolean, boolean, Buffer | null]>({
       name: `records_existing_${Number(!!cursor)}${Number(withPayload)}${Number(!!seen)}`,
       text: SQL.existing(!!cursor, withPayload, !!seen),
       values,
@@ -785,7 +790,7 @@ export class RecordsStore {
       id: incoming.id,
       externalId: incoming.externalId,
       hash,
-      payload: (key ??= this.cipher.sharedKey()).seal(json, payloadAad(incoming.id)),
+      payload: (key ??= this.cipher.sharedKey()).sealBytes(json, payloadAad(incoming.id)),
       size: Buffer.byteLength(json),
       touch,
     });
@@ -846,7 +851,7 @@ export class RecordsStore {
         plainTextArray(writes.map((w) => w.id)),
         binaryTextArray(writes.map((w) => w.externalId)),
         binaryTextArray(writes.map((w) => w.hash)),
-        binaryTextArray(writes.map((w) => w.payload)),
+        binaryByteaArray(writes.map((w) => w.payload)),
         writes.map((w) => w.size),
         writes.map((w) => w.touch),
       ],
