@@ -2,7 +2,7 @@ import { createPgPool, type PgPool } from '@switchboard/db';
 import { testInfrastructure } from '@switchboard/testing';
 import { randomBytes } from 'node:crypto';
 import { binaryByteaArray, binaryTextArray } from './pg-binary-array';
-import { CopyRowReader, copyOut } from './pg-copy-out';
+import { copyOut } from './pg-copy-out';
 
 /** The binary array parameters read back in Postgres as the values they were made of; binary COPY reads back bytes. */
 describe('binary arrays and binary COPY (Postgres)', () => {
@@ -45,16 +45,27 @@ describe('binary arrays and binary COPY (Postgres)', () => {
         `INSERT INTO copied SELECT i, v, 'é' || i::text, NULL FROM unnest($1::bytea[]) WITH ORDINALITY AS u(v, i)`,
         [binaryByteaArray(values)],
       );
-      const data = await copyOut(client, 'COPY (SELECT * FROM copied ORDER BY i) TO STDOUT (FORMAT binary)');
-      const reader = new CopyRowReader(data);
       const read: unknown[][] = [];
-      while (reader.nextRow(4)) read.push([reader.int4(), reader.bytes(), reader.text(), reader.text()]);
+      const copy = (query: string, onRow: Parameters<typeof copyOut>[3]) => copyOut(client, query, 4, onRow);
+      await copy('COPY (SELECT * FROM copied ORDER BY i) TO STDOUT (FORMAT binary)', (row) =>
+        // Copied: the row's bytes are only valid during the call.
+        read.push([row.int4(), Buffer.from(row.bytes()!), row.text(), row.text()]),
+      );
       expect(read).toEqual(values.map((v, i) => [i + 1, v, `é${i + 1}`, null]));
+      // No rows: the header and the trailer alone.
+      await copy('COPY (SELECT * FROM copied WHERE false) TO STDOUT (FORMAT binary)', () => {
+        throw new Error('no row expected');
+      });
 
-      // A failing COPY rejects, and the connection goes on.
-      await expect(copyOut(client, 'COPY (SELECT 1 / 0) TO STDOUT (FORMAT binary)')).rejects.toThrow(
+      // A failing COPY rejects, and so does a throw while reading its rows; the connection goes on.
+      await expect(copy('COPY (SELECT 1 / 0) TO STDOUT (FORMAT binary)', () => undefined)).rejects.toThrow(
         /division by zero/,
       );
+      await expect(
+        copy('COPY (SELECT * FROM copied) TO STDOUT (FORMAT binary)', () => {
+          throw new Error('refused');
+        }),
+      ).rejects.toThrow('refused');
       expect((await client.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
     } finally {
       client.release(true);

@@ -3,7 +3,7 @@ import type { PgPool, PgPoolClient, PgQueryConfig } from '@switchboard/db';
 import deepmerge from 'deepmerge';
 import { OrchestratorError } from '../sync-orchestrator.errors';
 import { binaryByteaArray, binaryTextArray } from './pg-binary-array';
-import { CopyRowReader, copyOut } from './pg-copy-out';
+import { copyOut } from './pg-copy-out';
 import {
   Cursor,
   RecordIds,
@@ -82,9 +82,6 @@ export interface ListJsonResult {
   next_cursor: string | null;
 }
 
-/** Columns of a page's rows (`page`). */
-const PAGE_COLUMNS = 9;
-
 /** One record of a page, its payload still as the JSON bytes it was saved as. */
 interface PageRecord {
   /** The decrypted payload (UTF-8 JSON), null when pruned. */
@@ -152,13 +149,16 @@ const SQL = {
   lock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
   /** The same lock as a literal statement, sent with BEGIN in one round trip (simple protocol). */
   lockLiteral: (key: string) => `SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`,
-  /** The chunk's rows as they are; with `seen`, also records that the run saw these ids (track deletes). */
-  existing: (cursor: boolean, payload: boolean, seen: boolean) => `
-    ${seen ? 'WITH seen AS (INSERT INTO orchestrator.record_seen (run_id, model, record_ids) VALUES ($4::uuid, $5, $1::uuid[]))' : ''}
+  /**
+   * The chunk's rows as they are; with `seen`, also records that the run saw these ids (track deletes).
+   * `$` gives the values: parameters (`$1`…), or literals for a COPY.
+   */
+  existing: (cursor: boolean, payload: boolean, seen: boolean, $: (n: number) => string = (n) => `$${n}`) => `
+    ${seen ? `WITH seen AS (INSERT INTO orchestrator.record_seen (run_id, model, record_ids) VALUES (${$(4)}::uuid, ${$(5)}, ${$(1)}::uuid[]))` : ''}
     SELECT id::text, data_hash, deleted_at IS NOT NULL, pruned_at IS NOT NULL,
-      ${cursor ? '(updated_at, id) > ($2::timestamptz, $3::uuid)' : 'false AND $2::text IS NULL AND $3::text IS NULL'},
+      ${cursor ? `(updated_at, id) > (${$(2)}::timestamptz, ${$(3)}::uuid)` : `false AND ${$(2)}::text IS NULL AND ${$(3)}::text IS NULL`},
       ${payload ? 'payload' : 'NULL::bytea'}
-    FROM orchestrator.records WHERE id = ANY($1::uuid[])`,
+    FROM orchestrator.records WHERE id = ANY(${$(1)}::uuid[])`,
   // One set-based statement for the whole chunk (unnest of column arrays): per-row ORM upserts run at a
   // few hundred rows a second, this at tens of thousands (see bench/records). Unchanged records are
   // filtered out before, so they cost no write at all and keep their updated_at.
@@ -547,9 +547,12 @@ export class RecordsStore {
       if (!cursor) throw new OrchestratorError('server_error', 'Failed to fetch records');
     }
     // The rows come by binary COPY (`copyOut`: the payloads as their bytes, not hex), which takes no
-    // parameters: every value is a literal escaped by the client (escapeLiteral) or an integer.
+    // parameters: every value is a literal escaped by the client (escapeLiteral) or an integer. Each row is
+    // decrypted as it arrives.
+    const records: PageRecord[] = [];
+    let bytes = 0;
+    let more = false;
     const client = await this.pool.connect();
-    let data: Buffer;
     try {
       const lit = (value: string) => client.escapeLiteral(value);
       const conditions: string[] = [];
@@ -561,13 +564,11 @@ export class RecordsStore {
         conditions.push(`AND id = ANY(${lit(plainTextArray(wanted))}::uuid[])`);
       }
       conditions.push(filterCondition(query.filter));
-      // Every column but size_bytes and payload as text (what the API prints); the order is the reads' below.
+      // Every column but payload and size_bytes as text (what the API prints), read in this order below.
       // ORDER BY names the table's columns: a bare `id` would be the output column `id::text`, which the
       // index cannot give in order, so every row of the model would be read and sorted for each page
       // instead of the first `limit` taken from records_page_idx.
-      data = await copyOut(
-        client,
-        `COPY (SELECT id::text, external_id, payload, size_bytes,
+      const sql = `COPY (SELECT id::text, external_id, payload, size_bytes,
           ${ts('created_at')}, ${ts('updated_at')}, ${ts('deleted_at')}, ${ts('pruned_at')},
           CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' WHEN created_at = updated_at THEN 'ADDED' ELSE 'UPDATED' END
         FROM orchestrator.records
@@ -575,49 +576,45 @@ export class RecordsStore {
           AND connection_id = ${lit(scope.connectionId)} AND model = ${lit(model)}
           ${conditions.join(' ')}
         ORDER BY records.updated_at ASC, records.id ASC
-        LIMIT ${int(query.limit + 1)}) TO STDOUT (FORMAT binary)`,
-      );
+        LIMIT ${int(query.limit + 1)}) TO STDOUT (FORMAT binary)`;
+      await copyOut(client, sql, 9, (row) => {
+        if (more) return;
+        if (records.length === query.limit) {
+          more = true;
+          return;
+        }
+        const id = row.text()!;
+        const externalId = row.text()!;
+        const payload = row.bytes();
+        const sizeBytes = row.int4()!;
+        // Room for the metadata next to the payload; the budget keeps one reply within a NATS message.
+        const size = sizeBytes + 300;
+        if (query.maxBytes !== undefined && records.length > 0 && bytes + size > query.maxBytes) {
+          more = true;
+          return;
+        }
+        bytes += size;
+        const firstSeen = row.text()!;
+        const lastModified = row.text()!;
+        const deletedAt = row.text();
+        const prunedAt = row.text();
+        const lastAction = row.text() as LastAction;
+        records.push({
+          payload: payload ? this.cipher.decryptBytes(payload, payloadAad(id)) : null,
+          externalId,
+          // In the API's key order.
+          metadata: {
+            first_seen_at: firstSeen,
+            last_modified_at: lastModified,
+            last_action: lastAction,
+            deleted_at: deletedAt,
+            pruned_at: prunedAt,
+            cursor: Cursor.encode(lastModified, id),
+          },
+        });
+      });
     } finally {
       client.release();
-    }
-
-    const rows = new CopyRowReader(data);
-    const records: PageRecord[] = [];
-    let bytes = 0;
-    let more = false;
-    while (rows.nextRow(PAGE_COLUMNS)) {
-      if (records.length === query.limit) {
-        more = true;
-        break;
-      }
-      const id = rows.text()!;
-      const externalId = rows.text()!;
-      const payload = rows.bytes();
-      const sizeBytes = rows.int4()!;
-      const firstSeen = rows.text()!;
-      const lastModified = rows.text()!;
-      const deletedAt = rows.text();
-      const prunedAt = rows.text();
-      const lastAction = rows.text() as LastAction;
-      // Room for the metadata next to the payload; the budget keeps one reply within a NATS message.
-      const size = sizeBytes + 300;
-      if (query.maxBytes !== undefined && records.length > 0 && bytes + size > query.maxBytes) {
-        more = true;
-        break;
-      }
-      bytes += size;
-      records.push({
-        payload: payload ? this.cipher.decryptBytes(payload, payloadAad(id)) : null,
-        externalId,
-        metadata: {
-          first_seen_at: firstSeen,
-          last_modified_at: lastModified,
-          last_action: lastAction,
-          deleted_at: deletedAt,
-          pruned_at: prunedAt,
-          cursor: Cursor.encode(lastModified, id),
-        },
-      });
     }
     const last = records[records.length - 1];
     return { records, next_cursor: more && last ? last.metadata.cursor : null };
@@ -741,28 +738,48 @@ export class RecordsStore {
   }
 
   private async existing(
-    tx: Tx,
+    tx: TxClient,
     chunk: Incoming[],
     cursor: DecodedCursor | undefined,
     withPayload: boolean,
     seen: { runId: string; model: string } | undefined,
   ): Promise<Map<string, Existing>> {
-    const values: unknown[] = [
+    const values: (string | null)[] = [
       plainTextArray(chunk.map((r) => r.id)),
       cursor?.sort ?? null,
       cursor?.id ?? null,
     ];
     if (seen) values.push(seen.runId, seen.model);
-    // A payload (batchUpdate only) comes as hex, decoded by pg-types: merging the record costs far more.
-    const { rows } = await tx.query<[string, string, boolean, boolean, boolean, Buffer | null]>({
-      name: `records_existing_${Number(!!cursor)}${Number(withPayload)}${Number(!!seen)}`,
-      text: SQL.existing(!!cursor, withPayload, !!seen),
+    const existing = new Map<string, Existing>();
+    if (withPayload) {
+      // batchUpdate merges into the payloads: by binary COPY, as a page (the bytes, not hex; no parameters).
+      const text = SQL.existing(!!cursor, true, !!seen, (n) => {
+        const value = values[n - 1];
+        return value === null || value === undefined ? 'NULL' : tx.escapeLiteral(value);
+      });
+      await copyOut(tx, `COPY (${text}) TO STDOUT (FORMAT binary)`, 6, (row) => {
+        const id = row.text()!;
+        const entry = {
+          id,
+          data_hash: row.text()!,
+          deleted: row.bool()!,
+          pruned: row.bool()!,
+          locked: row.bool()!,
+        };
+        const payload = row.bytes();
+        // Copied: the row's bytes are node-postgres's receive buffer, reused once this returns.
+        existing.set(id, { ...entry, payload: payload && Buffer.from(payload) });
+      });
+      return existing;
+    }
+    const { rows } = await tx.query<[string, string, boolean, boolean, boolean]>({
+      name: `records_existing_${Number(!!cursor)}0${Number(!!seen)}`,
+      text: SQL.existing(!!cursor, false, !!seen),
       values,
       rowMode: 'array',
     } as PgQueryConfig);
-    const existing = new Map<string, Existing>();
-    for (const [id, hash, deleted, pruned, locked, payload] of rows)
-      existing.set(id, { id, data_hash: hash, deleted, pruned, locked, payload });
+    for (const [id, hash, deleted, pruned, locked] of rows)
+      existing.set(id, { id, data_hash: hash, deleted, pruned, locked, payload: null });
     return existing;
   }
 
