@@ -172,8 +172,8 @@ async function benchStore(databaseUrl: string) {
     console.log('store: the same ids again, 50 % unchanged...');
     const mixedMs = await timed(() => rounds(halfChanged, randomUUID()));
 
-    // The ceilings, same table, same row width: rows built up front (a random payload as long as a
-    // sealed one), then written with no hashing, sealing or change detection.
+    // The ceilings, same table, same row width: rows built up front (random bytes as long as a sealed
+    // payload: the column is bytea), then written with no hashing, sealing or change detection.
     const sealedLength = (
       await db.$queryRaw<{ len: number }[]>`
         SELECT avg(length(payload))::int AS len FROM orchestrator.records
@@ -183,9 +183,7 @@ async function benchStore(databaseUrl: string) {
       id: randomUUID(),
       externalId: `c-${i}`,
       hash: createHash('md5').update(String(i)).digest('hex'),
-      payload: randomBytes(Math.ceil((sealedLength * 3) / 4))
-        .toString('base64url')
-        .slice(0, sealedLength),
+      payload: randomBytes(sealedLength),
     }));
     const ceilingScope = `ceiling-${randomUUID()}`;
     const upsert = async () => {
@@ -197,7 +195,7 @@ async function benchStore(databaseUrl: string) {
           SELECT u.id, ${environmentId}, 'bench', ${ceilingScope}, 'Ceiling', u.external_id, u.data_hash,
             u.payload, 1000, now(), now()
           FROM unnest(${chunk.map((r) => r.id)}::uuid[], ${chunk.map((r) => r.externalId)}::text[],
-            ${chunk.map((r) => r.hash)}::text[], ${chunk.map((r) => r.payload)}::text[])
+            ${chunk.map((r) => r.hash)}::text[], ${chunk.map((r) => r.payload)}::bytea[])
             AS u(id, external_id, data_hash, payload)
           ON CONFLICT (id) DO UPDATE SET data_hash = EXCLUDED.data_hash, payload = EXCLUDED.payload,
             updated_at = now()`;
@@ -218,7 +216,7 @@ async function benchStore(databaseUrl: string) {
             INSERT INTO orchestrator.records AS r (id, environment_id, provider_config_key, connection_id, model,
               external_id, data_hash, payload, size_bytes, created_at, updated_at)
             SELECT u.id, $1, 'bench', $2, 'Ceiling', u.external_id, u.data_hash, u.payload, 1000, now(), now()
-            FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[]) AS u(id, external_id, data_hash, payload)
+            FROM unnest($3::uuid[], $4::text[], $5::text[], $6::bytea[]) AS u(id, external_id, data_hash, payload)
             ON CONFLICT (id) DO UPDATE SET data_hash = EXCLUDED.data_hash, payload = EXCLUDED.payload,
               updated_at = now()`,
           values: [
@@ -252,7 +250,7 @@ async function benchStore(databaseUrl: string) {
             'Ceiling',
             r.externalId,
             r.hash,
-            r.payload,
+            `\\x${r.payload.toString('hex')}`,
             1000,
             now,
             now,

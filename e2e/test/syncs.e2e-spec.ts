@@ -299,7 +299,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     await db.connect();
     const rowAt = async (offset: number) =>
       (
-        await db.query<{ id: string; payload: string }>(
+        await db.query<{ id: string; payload: Buffer }>(
           `SELECT r.id::text, r.payload FROM orchestrator.records r
           JOIN auth.environments e ON e.id::text = r.environment_id::text
           WHERE e.uuid = $1 AND r.provider_config_key = $2 AND r.connection_id = $3 AND r.model = 'Contact'

@@ -105,6 +105,78 @@ describe('EnvelopeCipher', () => {
     });
   });
 
+  describe('the binary form of a shared-key value', () => {
+    /** Offsets of the layout (`SharedDataKey.sealBytes`): wrapped key, tag, ciphertext. */
+    const WRAPPED_KEY = 17;
+    const TAG = 77;
+    const CIPHERTEXT = 93;
+
+    it('round-trips, one wrapped key per batch, readable by any instance with the master key', () => {
+      const writer = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      const batch = writer.sharedKey();
+      const a = batch.sealBytes('{"n":1}', 'record:a');
+      const b = batch.sealBytes('{"n":2}', 'record:b');
+      expect(a[0]).toBe(0x02);
+      expect(a.length).toBe(CIPHERTEXT + '{"n":1}'.length);
+      expect(a.subarray(0, 65)).toEqual(b.subarray(0, 65));
+      expect(a.includes('{"n":1}')).toBe(false);
+      const reader = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      expect(reader.decryptBytes(a, 'record:a').toString()).toBe('{"n":1}');
+      expect(reader.decrypt(b, 'record:b')).toBe('{"n":2}');
+      expect(reader.versionOf(a)).toBe(1);
+      // The text form of the same batch still opens beside it.
+      expect(reader.decrypt(batch.seal('{"n":3}', 'record:c'), 'record:c')).toBe('{"n":3}');
+    });
+
+    it.each([
+      ['ciphertext', CIPHERTEXT],
+      ['tag', TAG + 3],
+      ['wrapped key', WRAPPED_KEY + 5],
+    ])('refuses a flipped byte in the %s', (_which, at) => {
+      const cipher = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      const blob = cipher.sharedKey().sealBytes('value', 'record:a');
+      const tampered = Buffer.from(blob);
+      tampered[at] = tampered[at]! ^ 0x01;
+      expect(() =>
+        new EnvelopeCipher(new MasterKeyring(`1:${k1}`)).decryptBytes(tampered, 'record:a'),
+      ).toThrow(CryptoError);
+      // Also with the batch's key already cached (only the wrapped key's bytes name it).
+      expect(cipher.decryptBytes(blob, 'record:a').toString()).toBe('value');
+      expect(() => cipher.decryptBytes(tampered, 'record:a')).toThrow(CryptoError);
+    });
+
+    it('refuses a value copied to another row, and a truncated value', () => {
+      const cipher = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      const blob = cipher.sharedKey().sealBytes('value', 'record:a');
+      expect(() => cipher.decryptBytes(blob, 'record:b')).toThrow(CryptoError);
+      for (const length of [0, 1, 5, 64, CIPHERTEXT - 1, blob.length - 1])
+        expect(() => cipher.decryptBytes(blob.subarray(0, length), 'record:a')).toThrow(CryptoError);
+      expect(() => cipher.versionOf(blob.subarray(0, 3))).toThrow(CryptoError);
+    });
+
+    it('reads a text envelope kept as its bytes', () => {
+      const cipher = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      const text = cipher.sharedKey().seal('value', 'record:a');
+      expect(cipher.decrypt(Buffer.from(text), 'record:a')).toBe('value');
+      expect(() => cipher.decrypt(Buffer.from('garbage'), 'record:a')).toThrow(CryptoError);
+    });
+
+    it('is rewrapped under a new master key, the value untouched and still binary', () => {
+      const before = new EnvelopeCipher(new MasterKeyring(`1:${k1}`));
+      const old = before.sharedKey().sealBytes('value', 'record:a');
+      const after = new EnvelopeCipher(new MasterKeyring(`1:${k1},2:${k2}`));
+      expect(after.versionOf(old)).toBe(1);
+      const rewrapped = after.rewrap(old, 'record:a');
+      expect(after.versionOf(rewrapped)).toBe(2);
+      expect(rewrapped[0]).toBe(0x02);
+      expect(rewrapped.subarray(65)).toEqual(old.subarray(65));
+      expect(after.rewrap(rewrapped, 'record:a')).toBe(rewrapped);
+      const retired = new EnvelopeCipher(new MasterKeyring(`2:${k2}`));
+      expect(retired.decrypt(rewrapped, 'record:a')).toBe('value');
+      expect(() => retired.decrypt(old, 'record:a')).toThrow(/version 1 is not configured/);
+    });
+  });
+
   it('rejects malformed keyrings with a clear message', () => {
     expect(() => new MasterKeyring('')).toThrow(/no master key/);
     expect(() => new MasterKeyring('1:short')).toThrow(/32 bytes/);

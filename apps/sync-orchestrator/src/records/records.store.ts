@@ -2,7 +2,8 @@ import { EnvelopeCipher, type MasterKeyring, type SharedDataKey } from '@switchb
 import type { PgPool, PgPoolClient, PgQueryConfig } from '@switchboard/db';
 import deepmerge from 'deepmerge';
 import { OrchestratorError } from '../sync-orchestrator.errors';
-import { binaryTextArray } from './pg-binary-array';
+import { binaryByteaArray, binaryTextArray } from './pg-binary-array';
+import { copyOut } from './pg-copy-out';
 import {
   Cursor,
   RecordIds,
@@ -81,19 +82,6 @@ export interface ListJsonResult {
   next_cursor: string | null;
 }
 
-/** A page's row as `page` selects it (rowMode 'array'). */
-type PageRow = [
-  id: string,
-  externalId: string,
-  payload: string | null,
-  sizeBytes: number,
-  firstSeenAt: string,
-  lastModifiedAt: string,
-  deletedAt: string | null,
-  prunedAt: string | null,
-  lastAction: LastAction,
-];
-
 /** One record of a page, its payload still as the JSON bytes it was saved as. */
 interface PageRecord {
   /** The decrypted payload (UTF-8 JSON), null when pruned. */
@@ -130,7 +118,7 @@ interface Existing {
   pruned: boolean;
   /** Modified after the merging cursor: `ignore_if_modified_after` leaves it alone. */
   locked: boolean;
-  payload: string | null;
+  payload: Buffer | null;
 }
 
 /** A saved record's JSON and its data_hash. */
@@ -147,7 +135,7 @@ interface Write {
   id: string;
   externalId: string;
   hash: string;
-  payload: string;
+  payload: Buffer;
   size: number;
   /** A change the customer sees: updated_at moves. A pruned payload restored unchanged keeps it. */
   touch: boolean;
@@ -161,13 +149,16 @@ const SQL = {
   lock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
   /** The same lock as a literal statement, sent with BEGIN in one round trip (simple protocol). */
   lockLiteral: (key: string) => `SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`,
-  /** The chunk's rows as they are; with `seen`, also records that the run saw these ids (track deletes). */
-  existing: (cursor: boolean, payload: boolean, seen: boolean) => `
-    ${seen ? 'WITH seen AS (INSERT INTO orchestrator.record_seen (run_id, model, record_ids) VALUES ($4::uuid, $5, $1::uuid[]))' : ''}
+  /**
+   * The chunk's rows as they are; with `seen`, also records that the run saw these ids (track deletes).
+   * `$` gives the values: parameters (`$1`…), or literals for a COPY.
+   */
+  existing: (cursor: boolean, payload: boolean, seen: boolean, $: (n: number) => string = (n) => `$${n}`) => `
+    ${seen ? `WITH seen AS (INSERT INTO orchestrator.record_seen (run_id, model, record_ids) VALUES (${$(4)}::uuid, ${$(5)}, ${$(1)}::uuid[]))` : ''}
     SELECT id::text, data_hash, deleted_at IS NOT NULL, pruned_at IS NOT NULL,
-      ${cursor ? '(updated_at, id) > ($2::timestamptz, $3::uuid)' : 'false AND $2::text IS NULL AND $3::text IS NULL'},
-      ${payload ? 'payload' : 'NULL::text'}
-    FROM orchestrator.records WHERE id = ANY($1::uuid[])`,
+      ${cursor ? `(updated_at, id) > (${$(2)}::timestamptz, ${$(3)}::uuid)` : `false AND ${$(2)}::text IS NULL AND ${$(3)}::text IS NULL`},
+      ${payload ? 'payload' : 'NULL::bytea'}
+    FROM orchestrator.records WHERE id = ANY(${$(1)}::uuid[])`,
   // One set-based statement for the whole chunk (unnest of column arrays): per-row ORM upserts run at a
   // few hundred rows a second, this at tens of thousands (see bench/records). Unchanged records are
   // filtered out before, so they cost no write at all and keep their updated_at.
@@ -176,7 +167,7 @@ const SQL = {
       external_id, data_hash, payload, size_bytes, created_at, updated_at, deleted_at, pruned_at, last_run_id)
     SELECT u.id, $1, $2, $3, $4, u.external_id, u.data_hash, u.payload, u.size_bytes, now(),
       CASE WHEN u.touch THEN now() ELSE '-infinity'::timestamptz END, NULL, NULL, $5::uuid
-    FROM unnest($6::uuid[], $7::text[], $8::text[], $9::text[], $10::int[], $11::bool[])
+    FROM unnest($6::uuid[], $7::text[], $8::text[], $9::bytea[], $10::int[], $11::bool[])
       AS u(id, external_id, data_hash, payload, size_bytes, touch)
     ON CONFLICT (id) DO UPDATE SET
       data_hash = EXCLUDED.data_hash, payload = EXCLUDED.payload, size_bytes = EXCLUDED.size_bytes,
@@ -293,6 +284,8 @@ const isMergeable = (v: unknown) => v !== null && typeof v === 'object';
  */
 export class RecordsStore {
   private readonly cipher: EnvelopeCipher;
+  /** See `scratchCopy`. */
+  private scratch = Buffer.allocUnsafe(64 * 1024);
 
   constructor(
     private readonly pool: PgPool,
@@ -544,6 +537,19 @@ export class RecordsStore {
     };
   }
 
+  /**
+   * Copies a sealed payload out of node-postgres's receive buffer into one buffer reused for every record
+   * (it is decrypted at once, synchronously), answering the copy: valid until the next call. Decrypting
+   * straight from the receive buffer cost the service ~2.5 ms more CPU per 1000-record page, most of it
+   * more garbage collection (the views keep its socket chunks alive, we think); with the copy, no more
+   * than before the payloads were bytea (bench/README.md, Records, session 12).
+   */
+  private scratchCopy(bytes: Buffer): Buffer {
+    if (bytes.length > this.scratch.length) this.scratch = Buffer.allocUnsafe(bytes.length * 2);
+    bytes.copy(this.scratch);
+    return this.scratch.subarray(0, bytes.length);
+  }
+
   private async page(
     scope: RecordScope,
     model: string,
@@ -555,66 +561,76 @@ export class RecordsStore {
       cursor = Cursor.decode(query.cursor);
       if (!cursor) throw new OrchestratorError('server_error', 'Failed to fetch records');
     }
-    const values: unknown[] = [scope.environmentId, scope.providerConfigKey, scope.connectionId, model];
-    const param = (value: unknown) => `$${values.push(value)}`;
-    const conditions: string[] = [];
-    if (cursor)
-      conditions.push(
-        `AND (updated_at, id) > (${param(cursor.sort)}::timestamptz, ${param(cursor.id)}::uuid)`,
-      );
-    if (query.modifiedAfter) conditions.push(`AND updated_at >= ${param(query.modifiedAfter)}::timestamptz`);
-    if (query.externalIds) {
-      const wanted = query.externalIds.map((e) => ids.of(externalIdOf(e)));
-      conditions.push(`AND id = ANY(${param(wanted)}::uuid[])`);
-    }
-    conditions.push(filterCondition(query.filter));
-    const limit = param(query.limit + 1);
-
-    // Rows as arrays (no object per row), every column as Postgres's text: nothing for pg to parse but
-    // size_bytes. The column order is PageRow's. ORDER BY names the table's columns: a bare `id` would be
-    // the output column `id::text`, which the index cannot give in order, so every row of the model would
-    // be read and sorted for each page instead of the first `limit` taken from records_page_idx.
-    const { rows } = await this.pool.query<PageRow>({
-      text: `SELECT id::text, external_id, payload, size_bytes,
-        ${ts('created_at')}, ${ts('updated_at')}, ${ts('deleted_at')}, ${ts('pruned_at')},
-        CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' WHEN created_at = updated_at THEN 'ADDED' ELSE 'UPDATED' END
-      FROM orchestrator.records
-      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = $4
-        ${conditions.join(' ')}
-      ORDER BY records.updated_at ASC, records.id ASC
-      LIMIT ${limit}`,
-      values,
-      rowMode: 'array',
-    } as PgQueryConfig);
-
+    // The rows come by binary COPY (`copyOut`: the payloads as their bytes, not hex), which takes no
+    // parameters: every value is a literal escaped by the client (escapeLiteral) or an integer. Each row is
+    // decrypted as it arrives.
     const records: PageRecord[] = [];
     let bytes = 0;
-    let truncated = false;
-    const end = Math.min(rows.length, query.limit);
-    for (let i = 0; i < end; i++) {
-      const [id, externalId, payload, sizeBytes, firstSeen, lastModified, deletedAt, prunedAt, lastAction] =
-        rows[i]!;
-      // Room for the metadata next to the payload; the budget keeps one reply within a NATS message.
-      const size = sizeBytes + 300;
-      if (query.maxBytes !== undefined && records.length > 0 && bytes + size > query.maxBytes) {
-        truncated = true;
-        break;
+    let more = false;
+    const client = await this.pool.connect();
+    try {
+      const lit = (value: string) => client.escapeLiteral(value);
+      const conditions: string[] = [];
+      if (cursor)
+        conditions.push(`AND (updated_at, id) > (${lit(cursor.sort)}::timestamptz, ${lit(cursor.id)}::uuid)`);
+      if (query.modifiedAfter) conditions.push(`AND updated_at >= ${lit(query.modifiedAfter)}::timestamptz`);
+      if (query.externalIds) {
+        const wanted = query.externalIds.map((e) => ids.of(externalIdOf(e)));
+        conditions.push(`AND id = ANY(${lit(plainTextArray(wanted))}::uuid[])`);
       }
-      bytes += size;
-      records.push({
-        payload: payload ? this.cipher.decryptBytes(payload, payloadAad(id)) : null,
-        externalId,
-        metadata: {
-          first_seen_at: firstSeen,
-          last_modified_at: lastModified,
-          last_action: lastAction,
-          deleted_at: deletedAt,
-          pruned_at: prunedAt,
-          cursor: Cursor.encode(lastModified, id),
-        },
+      conditions.push(filterCondition(query.filter));
+      // Every column but payload and size_bytes as text (what the API prints), read in this order below.
+      // ORDER BY names the table's columns: a bare `id` would be the output column `id::text`, which the
+      // index cannot give in order, so every row of the model would be read and sorted for each page
+      // instead of the first `limit` taken from records_page_idx.
+      const sql = `COPY (SELECT id::text, external_id, payload, size_bytes,
+          ${ts('created_at')}, ${ts('updated_at')}, ${ts('deleted_at')}, ${ts('pruned_at')},
+          CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' WHEN created_at = updated_at THEN 'ADDED' ELSE 'UPDATED' END
+        FROM orchestrator.records
+        WHERE environment_id = ${int(scope.environmentId)} AND provider_config_key = ${lit(scope.providerConfigKey)}
+          AND connection_id = ${lit(scope.connectionId)} AND model = ${lit(model)}
+          ${conditions.join(' ')}
+        ORDER BY records.updated_at ASC, records.id ASC
+        LIMIT ${int(query.limit + 1)}) TO STDOUT (FORMAT binary)`;
+      await copyOut(client, sql, 9, (row) => {
+        if (more) return;
+        if (records.length === query.limit) {
+          more = true;
+          return;
+        }
+        const id = row.text()!;
+        const externalId = row.text()!;
+        const payload = row.bytes();
+        const sizeBytes = row.int4()!;
+        // Room for the metadata next to the payload; the budget keeps one reply within a NATS message.
+        const size = sizeBytes + 300;
+        if (query.maxBytes !== undefined && records.length > 0 && bytes + size > query.maxBytes) {
+          more = true;
+          return;
+        }
+        bytes += size;
+        const firstSeen = row.text()!;
+        const lastModified = row.text()!;
+        const deletedAt = row.text();
+        const prunedAt = row.text();
+        const lastAction = row.text() as LastAction;
+        records.push({
+          payload: payload ? this.cipher.decryptBytes(this.scratchCopy(payload), payloadAad(id)) : null,
+          externalId,
+          // In the API's key order.
+          metadata: {
+            first_seen_at: firstSeen,
+            last_modified_at: lastModified,
+            last_action: lastAction,
+            deleted_at: deletedAt,
+            pruned_at: prunedAt,
+            cursor: Cursor.encode(lastModified, id),
+          },
+        });
       });
+    } finally {
+      client.release();
     }
-    const more = truncated || rows.length > query.limit;
     const last = records[records.length - 1];
     return { records, next_cursor: more && last ? last.metadata.cursor : null };
   }
@@ -737,27 +753,48 @@ export class RecordsStore {
   }
 
   private async existing(
-    tx: Tx,
+    tx: TxClient,
     chunk: Incoming[],
     cursor: DecodedCursor | undefined,
     withPayload: boolean,
     seen: { runId: string; model: string } | undefined,
   ): Promise<Map<string, Existing>> {
-    const values: unknown[] = [
+    const values: (string | null)[] = [
       plainTextArray(chunk.map((r) => r.id)),
       cursor?.sort ?? null,
       cursor?.id ?? null,
     ];
     if (seen) values.push(seen.runId, seen.model);
-    const { rows } = await tx.query<[string, string, boolean, boolean, boolean, string | null]>({
-      name: `records_existing_${Number(!!cursor)}${Number(withPayload)}${Number(!!seen)}`,
-      text: SQL.existing(!!cursor, withPayload, !!seen),
+    const existing = new Map<string, Existing>();
+    if (withPayload) {
+      // batchUpdate merges into the payloads: by binary COPY, as a page (the bytes, not hex; no parameters).
+      const text = SQL.existing(!!cursor, true, !!seen, (n) => {
+        const value = values[n - 1];
+        return value === null || value === undefined ? 'NULL' : tx.escapeLiteral(value);
+      });
+      await copyOut(tx, `COPY (${text}) TO STDOUT (FORMAT binary)`, 6, (row) => {
+        const id = row.text()!;
+        const entry = {
+          id,
+          data_hash: row.text()!,
+          deleted: row.bool()!,
+          pruned: row.bool()!,
+          locked: row.bool()!,
+        };
+        const payload = row.bytes();
+        // Copied: the row's bytes are node-postgres's receive buffer, reused once this returns.
+        existing.set(id, { ...entry, payload: payload && Buffer.from(payload) });
+      });
+      return existing;
+    }
+    const { rows } = await tx.query<[string, string, boolean, boolean, boolean]>({
+      name: `records_existing_${Number(!!cursor)}0${Number(!!seen)}`,
+      text: SQL.existing(!!cursor, false, !!seen),
       values,
       rowMode: 'array',
     } as PgQueryConfig);
-    const existing = new Map<string, Existing>();
-    for (const [id, hash, deleted, pruned, locked, payload] of rows)
-      existing.set(id, { id, data_hash: hash, deleted, pruned, locked, payload });
+    for (const [id, hash, deleted, pruned, locked] of rows)
+      existing.set(id, { id, data_hash: hash, deleted, pruned, locked, payload: null });
     return existing;
   }
 
@@ -785,7 +822,7 @@ export class RecordsStore {
       id: incoming.id,
       externalId: incoming.externalId,
       hash,
-      payload: (key ??= this.cipher.sharedKey()).seal(json, payloadAad(incoming.id)),
+      payload: (key ??= this.cipher.sharedKey()).sealBytes(json, payloadAad(incoming.id)),
       size: Buffer.byteLength(json),
       touch,
     });
@@ -846,7 +883,7 @@ export class RecordsStore {
         plainTextArray(writes.map((w) => w.id)),
         binaryTextArray(writes.map((w) => w.externalId)),
         binaryTextArray(writes.map((w) => w.hash)),
-        binaryTextArray(writes.map((w) => w.payload)),
+        binaryByteaArray(writes.map((w) => w.payload)),
         writes.map((w) => w.size),
         writes.map((w) => w.touch),
       ],
