@@ -46,7 +46,15 @@ describe('sync records master key rotation', () => {
       JSON.stringify({
         pattern: RECORDS_SUBJECTS.write,
         id: randomUUID(),
-        data: { caller, providerConfigKey: integration, connectionId, runId, model: MODEL, op: 'save', records },
+        data: {
+          caller,
+          providerConfigKey: integration,
+          connectionId,
+          runId,
+          model: MODEL,
+          op: 'save',
+          records,
+        },
       }),
       { timeout: 30_000 },
     );

@@ -1,4 +1,5 @@
 import { randomInt, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { EnvelopeCipher, MasterKeyring, SHARED_HEADER_BYTES } from '@switchboard/crypto';
 import { createPgPool, type PgPool } from '@switchboard/db';
 import { testInfrastructure } from '@switchboard/testing';
@@ -47,8 +48,9 @@ describe('rewrapAllRecords (Postgres)', () => {
       )
     ).rows;
   const distinctHeaders = async (environmentId: number) =>
-    new Set((await payloads(environmentId)).map((r) => r.payload.subarray(0, SHARED_HEADER_BYTES).toString('hex')))
-      .size;
+    new Set(
+      (await payloads(environmentId)).map((r) => r.payload.subarray(0, SHARED_HEADER_BYTES).toString('hex')),
+    ).size;
   const versions = async (environmentId: number) =>
     new Set((await payloads(environmentId)).map((r) => new EnvelopeCipher(during).versionOf(r.payload)));
   const plain = (records: StoredRecord[]) =>
@@ -61,7 +63,9 @@ describe('rewrapAllRecords (Postgres)', () => {
   });
 
   afterAll(async () => {
-    await pool.query('DELETE FROM orchestrator.records WHERE environment_id = ANY($1::int[])', [environments]);
+    await pool.query('DELETE FROM orchestrator.records WHERE environment_id = ANY($1::int[])', [
+      environments,
+    ]);
     await pool.query('DELETE FROM orchestrator.record_counts WHERE environment_id = ANY($1::int[])', [
       environments,
     ]);
@@ -133,17 +137,23 @@ describe('rewrapAllRecords (Postgres)', () => {
     const holder = await pool.connect();
     await holder.query('BEGIN');
     await holder.query('SELECT 1 FROM orchestrator.records WHERE id = $1 FOR UPDATE', [held]);
-    const release = setTimeout(() => void holder.query('COMMIT'), 150);
+    const released = sleep(150).then(() => holder.query('COMMIT'));
 
     const report = await rewrapAllRecords(racing, new EnvelopeCipher(during), 2, {
       batchSize: 100,
       environmentId: env,
     });
-    clearTimeout(release);
+    await released;
     holder.release();
 
     expect(raced).toBe(true);
-    expect(report).toMatchObject({ scanned: 40, rewrapped: 39, changedConcurrently: 1, failed: [], remaining: 0 });
+    expect(report).toMatchObject({
+      scanned: 40,
+      rewrapped: 39,
+      changedConcurrently: 1,
+      failed: [],
+      remaining: 0,
+    });
     const records = await read(after, scope);
     expect(records).toHaveLength(40);
     expect(records.find((r) => r.id === 'race-3')).toMatchObject({ name: 'changed by a sync' });
@@ -159,11 +169,20 @@ describe('rewrapAllRecords (Postgres)', () => {
     const cipher = new EnvelopeCipher(before);
     // Rows written before payloads were binary: a text envelope's bytes (shared key and per-value key).
     const legacy = [
-      { id: ids.of('mixed-1'), text: cipher.sharedKey().seal(JSON.stringify(records[1]), payloadAad(ids.of('mixed-1'))) },
-      { id: ids.of('mixed-2'), text: cipher.encrypt(JSON.stringify(records[2]), payloadAad(ids.of('mixed-2'))) },
+      {
+        id: ids.of('mixed-1'),
+        text: cipher.sharedKey().seal(JSON.stringify(records[1]), payloadAad(ids.of('mixed-1'))),
+      },
+      {
+        id: ids.of('mixed-2'),
+        text: cipher.encrypt(JSON.stringify(records[2]), payloadAad(ids.of('mixed-2'))),
+      },
     ];
     for (const row of legacy)
-      await pool.query('UPDATE orchestrator.records SET payload = $2 WHERE id = $1', [row.id, Buffer.from(row.text)]);
+      await pool.query('UPDATE orchestrator.records SET payload = $2 WHERE id = $1', [
+        row.id,
+        Buffer.from(row.text),
+      ]);
     // A tampered wrapped key: its header opens with no key.
     const broken = ids.of('mixed-5');
     await pool.query(
@@ -172,11 +191,22 @@ describe('rewrapAllRecords (Postgres)', () => {
     );
 
     const report = await rewrap(env);
-    expect(report).toMatchObject({ scanned: 25, rewrapped: 24, changedConcurrently: 0, failed: [broken], remaining: 1 });
+    expect(report).toMatchObject({
+      scanned: 25,
+      rewrapped: 24,
+      changedConcurrently: 0,
+      failed: [broken],
+      remaining: 1,
+    });
 
     // The readable ones read with key 2 alone (the broken one is left out of the page by deleting it).
     const stored = await payloads(env);
-    expect(stored.filter((r) => r.payload[0] === 0x73).map((r) => r.id).sort()).toEqual(legacy.map((l) => l.id).sort());
+    expect(
+      stored
+        .filter((r) => r.payload[0] === 0x73)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual(legacy.map((l) => l.id).sort());
     await pool.query('DELETE FROM orchestrator.records WHERE id = $1', [broken]);
     const read2 = await read(after, scope);
     expect(read2.map(({ _nango_metadata: _m, ...r }) => r).sort((a, b) => a.id.localeCompare(b.id))).toEqual(

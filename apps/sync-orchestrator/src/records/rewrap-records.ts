@@ -147,7 +147,8 @@ export async function rewrapAllRecords(
 
   let afterId: string | null = null;
   for (;;) {
-    const { rows } = await pool.query<Row>(SQL.scan, [currentVersion, afterId, environmentId, batchSize]);
+    const rows: Row[] = (await pool.query<Row>(SQL.scan, [currentVersion, afterId, environmentId, batchSize]))
+      .rows;
     if (rows.length === 0) break;
     afterId = rows[rows.length - 1]!.id;
     report.scanned += rows.length;
