@@ -85,7 +85,7 @@ describe('sync records master key rotation', () => {
       process.execPath,
       [
         join(repoRoot(), 'apps/sync-orchestrator/dist/rotate-cli.js'),
-        '--batch-size=200',
+        '--batch-size=50',
         `--environment-id=${caller.environmentId}`,
       ],
       { env: { ...process.env, DATABASE_URL: stack.databaseUrl, SWITCHBOARD_MASTER_KEYS: keyring } },
@@ -182,12 +182,26 @@ describe('sync records master key rotation', () => {
     expect(await listAll()).toEqual(expected);
 
     // 2. Rewrap while a sync keeps saving (changed records, sealed with the new key meanwhile).
-    const changed = all.slice(100, 160).map((r) => ({ ...r, name: `${r.name} (changed)` }));
-    const [report] = await Promise.all([rotate(`${oldKeyring},${newKey}`), save(changed)]);
-    for (const r of changed) expected.set(r.id, r.name);
+    let rotating = true;
+    let saves = 0;
+    const saving = (async () => {
+      for (let n = 1; rotating; n++) {
+        // The first 600 records only: the other 900 are left for the rewrap whatever the timing.
+        const from = (n * 40) % 600;
+        const changed = all.slice(from, from + 40).map((r) => ({ ...r, name: `${r.name} (v${n})` }));
+        await save(changed);
+        for (const r of changed) expected.set(r.id, r.name);
+        saves++;
+      }
+    })();
+    const report = await rotate(`${oldKeyring},${newKey}`);
+    rotating = false;
+    await saving;
+    expect(saves).toBeGreaterThan(0);
     expect(report).toMatchObject({ currentVersion: newVersion, failed: [], remaining: 0 });
-    expect(report.rewrapped).toBeGreaterThanOrEqual(COUNT - changed.length);
-    expect(report.rewrapped + report.changedConcurrently).toBeGreaterThanOrEqual(report.scanned);
+    expect(report.scanned).toBeGreaterThanOrEqual(COUNT - 600);
+    // Each record it found on the old key was rewrapped, or was rewritten by the sync meanwhile.
+    expect(report.rewrapped + report.changedConcurrently).toBe(report.scanned);
     expect(await versions()).toEqual([newVersion]);
     expect(await listAll()).toEqual(expected);
     expect(await rotate(`${oldKeyring},${newKey}`)).toEqual({
