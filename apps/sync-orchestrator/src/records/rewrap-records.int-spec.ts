@@ -85,6 +85,9 @@ describe('rewrapAllRecords (Postgres)', () => {
     await writer.write(elsewhere, MODEL, items(20, 'other'), 'save', randomUUID());
     const scopes = [big, ...small];
     const written = await Promise.all(scopes.map(async (s) => plain(await read(before, s))));
+    expect(written[0]!.map((r) => r.record)).toEqual(
+      items(2100, 'big').sort((a, b) => a.id.localeCompare(b.id)),
+    );
     const untouched = await payloads(other);
     expect(await distinctHeaders(env)).toBe(5);
 
