@@ -53,9 +53,10 @@ const COLUMNS = `id::text AS id, octet_length(payload) AS length, ${STALE} AS st
     THEN substring(payload from 1 for ${SHARED_HEADER_BYTES}) ELSE payload END AS head`;
 
 const SQL = {
-  scan: `SELECT ${COLUMNS} FROM orchestrator.records
-    WHERE ($2::uuid IS NULL OR id > $2::uuid) AND ($3::int IS NULL OR environment_id = $3::int) AND ${STALE}
-    ORDER BY id LIMIT $4`,
+  // In the primary key's order (`r.id`: a bare `id` would be the text column selected, which no index sorts).
+  scan: `SELECT ${COLUMNS} FROM orchestrator.records r
+    WHERE ($2::uuid IS NULL OR r.id > $2::uuid) AND ($3::int IS NULL OR environment_id = $3::int) AND ${STALE}
+    ORDER BY r.id LIMIT $4`,
   reread: `SELECT ${COLUMNS} FROM orchestrator.records WHERE id = ANY($2::uuid[])`,
   /**
    * One set-based statement per batch. Compare-and-set: a binary payload still starts with the header that was
