@@ -143,12 +143,7 @@ export class EnvelopeCipher {
     const dataKey = createSecretKey(raw);
     const version = this.keyring.currentVersion;
     const wrapped = seal(this.keyring.secretKey(version), raw, sharedWrapAad(version));
-    const header = Buffer.allocUnsafe(BIN.nonce);
-    header[0] = FORMAT_SHARED_BYTES;
-    header.writeUInt32BE(version, BIN.version);
-    wrapped.nonce.copy(header, BIN.wrapNonce);
-    wrapped.ciphertext.copy(header, BIN.wrappedKey);
-    wrapped.tag.copy(header, BIN.wrapTag);
+    const header = sharedHeader(version, wrapped);
     const prefix = [
       FORMAT_SHARED,
       String(version),
@@ -365,14 +360,7 @@ export class EnvelopeCipher {
       blob.subarray(BIN.wrapTag, BIN.nonce),
       sharedWrapAad(version),
     );
-    const wrapped = seal(this.keyring.secretKey(current), dataKey, sharedWrapAad(current));
-    const header = Buffer.allocUnsafe(SHARED_HEADER_BYTES);
-    header[0] = FORMAT_SHARED_BYTES;
-    header.writeUInt32BE(current, BIN.version);
-    wrapped.nonce.copy(header, BIN.wrapNonce);
-    wrapped.ciphertext.copy(header, BIN.wrappedKey);
-    wrapped.tag.copy(header, BIN.wrapTag);
-    return header;
+    return sharedHeader(current, seal(this.keyring.secretKey(current), dataKey, sharedWrapAad(current)));
   }
 }
 
@@ -403,6 +391,17 @@ const BIN = {
  * the same for every value sealed with one `SharedDataKey`.
  */
 export const SHARED_HEADER_BYTES = BIN.nonce;
+
+/** The binary form's key header of a shared data key wrapped by master key `version`. */
+function sharedHeader(version: number, wrapped: { nonce: Buffer; ciphertext: Buffer; tag: Buffer }): Buffer {
+  const header = Buffer.allocUnsafe(SHARED_HEADER_BYTES);
+  header[0] = FORMAT_SHARED_BYTES;
+  header.writeUInt32BE(version, BIN.version);
+  wrapped.nonce.copy(header, BIN.wrapNonce);
+  wrapped.ciphertext.copy(header, BIN.wrappedKey);
+  wrapped.tag.copy(header, BIN.wrapTag);
+  return header;
+}
 
 type ParsedBytes = ReturnType<typeof parseBytes>;
 
