@@ -1,4 +1,4 @@
-import { CryptoError, EnvelopeCipher, MasterKeyring } from './envelope';
+import { CryptoError, EnvelopeCipher, MasterKeyring, SHARED_HEADER_BYTES } from './envelope';
 
 const k1 = MasterKeyring.generateKeyMaterial();
 const k2 = MasterKeyring.generateKeyMaterial();
@@ -174,6 +174,44 @@ describe('EnvelopeCipher', () => {
       const retired = new EnvelopeCipher(new MasterKeyring(`2:${k2}`));
       expect(retired.decrypt(rewrapped, 'record:a')).toBe('value');
       expect(() => retired.decrypt(old, 'record:a')).toThrow(/version 1 is not configured/);
+    });
+  });
+
+  describe('rewrapSharedHeader', () => {
+    it('gives a batch one new header that opens each of its values under the new key alone', () => {
+      const key = new EnvelopeCipher(new MasterKeyring(`1:${k1}`)).sharedKey();
+      const a = key.sealBytes('value a', 'record:a');
+      const b = key.sealBytes('value b', 'record:b');
+      const header = a.subarray(0, SHARED_HEADER_BYTES);
+      expect(b.subarray(0, SHARED_HEADER_BYTES)).toEqual(header);
+
+      const rotating = new EnvelopeCipher(new MasterKeyring(`1:${k1},2:${k2}`));
+      const next = rotating.rewrapSharedHeader(a);
+      expect(next).toHaveLength(SHARED_HEADER_BYTES);
+      expect(rotating.versionOf(Buffer.concat([next, a.subarray(SHARED_HEADER_BYTES)]))).toBe(2);
+      // A fresh wrap each call: never the same nonce twice under one master key.
+      expect(rotating.rewrapSharedHeader(header).subarray(5, 17)).not.toEqual(next.subarray(5, 17));
+
+      const retired = new EnvelopeCipher(new MasterKeyring(`2:${k2}`));
+      const swap = (blob: Buffer) => Buffer.concat([next, blob.subarray(SHARED_HEADER_BYTES)]);
+      expect(retired.decrypt(swap(a), 'record:a')).toBe('value a');
+      expect(retired.decrypt(swap(b), 'record:b')).toBe('value b');
+      expect(() => retired.decrypt(swap(a), 'record:b')).toThrow(CryptoError);
+    });
+
+    it('refuses a header it cannot open: another key, tampered, truncated or not binary', () => {
+      const blob = new EnvelopeCipher(new MasterKeyring(`1:${k1}`)).sharedKey().sealBytes('v', 'record:a');
+      const other = new EnvelopeCipher(new MasterKeyring(`1:${k2},2:${k1}`));
+      expect(() => other.rewrapSharedHeader(blob)).toThrow(CryptoError);
+      const rotating = new EnvelopeCipher(new MasterKeyring(`1:${k1},2:${k2}`));
+      const tampered = Buffer.from(blob);
+      tampered[20] = tampered[20]! ^ 1;
+      expect(() => rotating.rewrapSharedHeader(tampered)).toThrow(CryptoError);
+      expect(() => rotating.rewrapSharedHeader(blob.subarray(0, SHARED_HEADER_BYTES - 1))).toThrow(
+        CryptoError,
+      );
+      const text = new EnvelopeCipher(new MasterKeyring(`1:${k1}`)).sharedKey().seal('v', 'record:a');
+      expect(() => rotating.rewrapSharedHeader(Buffer.from(text))).toThrow(CryptoError);
     });
   });
 

@@ -143,12 +143,7 @@ export class EnvelopeCipher {
     const dataKey = createSecretKey(raw);
     const version = this.keyring.currentVersion;
     const wrapped = seal(this.keyring.secretKey(version), raw, sharedWrapAad(version));
-    const header = Buffer.allocUnsafe(BIN.nonce);
-    header[0] = FORMAT_SHARED_BYTES;
-    header.writeUInt32BE(version, BIN.version);
-    wrapped.nonce.copy(header, BIN.wrapNonce);
-    wrapped.ciphertext.copy(header, BIN.wrappedKey);
-    wrapped.tag.copy(header, BIN.wrapTag);
+    const header = sharedHeader(version, wrapped);
     const prefix = [
       FORMAT_SHARED,
       String(version),
@@ -340,20 +335,32 @@ export class EnvelopeCipher {
   }
 
   private rewrapBytes(blob: Buffer): Buffer {
-    const bin = parseBytes(blob);
-    const current = this.keyring.currentVersion;
-    if (bin.version === current) return blob;
-    const wrapped = seal(
-      this.keyring.secretKey(current),
-      this.unwrapSharedKeyBytes(bin),
-      sharedWrapAad(current),
-    );
+    if (parseBytes(blob).version === this.keyring.currentVersion) return blob;
     const out = Buffer.from(blob);
-    out.writeUInt32BE(current, BIN.version);
-    wrapped.nonce.copy(out, BIN.wrapNonce);
-    wrapped.ciphertext.copy(out, BIN.wrappedKey);
-    wrapped.tag.copy(out, BIN.wrapTag);
+    this.rewrapSharedHeader(blob).copy(out, 0);
     return out;
+  }
+
+  /**
+   * The binary form's key header (its first `SHARED_HEADER_BYTES`: format, version, wrapped data key) with the
+   * same data key wrapped under the current master key (a fresh wrap nonce). Every value sealed with that
+   * data key stays valid with the new header in place of the old one: a batch of records that shared a key
+   * can be rewrapped once and keep sharing it (readers cache one unwrapped key per header). Throws when the
+   * header cannot be opened with any configured key.
+   */
+  rewrapSharedHeader(blob: Buffer): Buffer {
+    if (blob.length < SHARED_HEADER_BYTES || blob[0] !== FORMAT_SHARED_BYTES)
+      throw new CryptoError('malformed ciphertext');
+    const version = blob.readUInt32BE(BIN.version);
+    const current = this.keyring.currentVersion;
+    const dataKey = open(
+      this.keyring.secretKey(version),
+      blob.subarray(BIN.wrapNonce, BIN.wrappedKey),
+      blob.subarray(BIN.wrappedKey, BIN.wrapTag),
+      blob.subarray(BIN.wrapTag, BIN.nonce),
+      sharedWrapAad(version),
+    );
+    return sharedHeader(current, seal(this.keyring.secretKey(current), dataKey, sharedWrapAad(current)));
   }
 }
 
@@ -378,6 +385,23 @@ const BIN = {
   tag: 5 + 2 * NONCE_BYTES + KEY_BYTES + TAG_BYTES,
   ciphertext: 5 + 2 * NONCE_BYTES + KEY_BYTES + 2 * TAG_BYTES,
 } as const;
+
+/**
+ * Bytes at the start of the binary form that hold its data key (format, master key version, wrapped key):
+ * the same for every value sealed with one `SharedDataKey`.
+ */
+export const SHARED_HEADER_BYTES = BIN.nonce;
+
+/** The binary form's key header of a shared data key wrapped by master key `version`. */
+function sharedHeader(version: number, wrapped: { nonce: Buffer; ciphertext: Buffer; tag: Buffer }): Buffer {
+  const header = Buffer.allocUnsafe(SHARED_HEADER_BYTES);
+  header[0] = FORMAT_SHARED_BYTES;
+  header.writeUInt32BE(version, BIN.version);
+  wrapped.nonce.copy(header, BIN.wrapNonce);
+  wrapped.ciphertext.copy(header, BIN.wrappedKey);
+  wrapped.tag.copy(header, BIN.wrapTag);
+  return header;
+}
 
 type ParsedBytes = ReturnType<typeof parseBytes>;
 
