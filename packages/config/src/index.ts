@@ -130,6 +130,38 @@ export const envFragments = {
 } as const;
 
 /**
+ * What a master-key rewrap command prints (one JSON line) and its function answers: the vault's
+ * credentials, auth-connect's secrets, the orchestrator's records. `Id` names a value that failed.
+ */
+export interface RewrapReport<Id = string> {
+  /** The master key version every value is wrapped with once the run is done. */
+  currentVersion: number;
+  /** Values found on an older version. */
+  scanned: number;
+  /** Values the run rewrapped. */
+  rewrapped: number;
+  /** Values written by someone else while the run worked on them: they already hold newer data. */
+  changedConcurrently: number;
+  /** Values that cannot be opened with any configured key (a missing old version, or tampered data). */
+  failed: Id[];
+  /** Values still on an older version after the run. */
+  remaining: number;
+}
+
+/** A rewrap run's options (from `rewrapCliArgs`), and its progress after each batch. */
+export interface RewrapOptions<Id = string> {
+  batchSize?: number;
+  /** Only this environment's values (to rotate a large installation piece by piece). */
+  environmentId?: number;
+  onProgress?: (report: RewrapReport<Id>) => void;
+}
+
+/** An empty report of a run towards `currentVersion`. */
+export function newRewrapReport<Id>(currentVersion: number): RewrapReport<Id> {
+  return { currentVersion, scanned: 0, rewrapped: 0, changedConcurrently: 0, failed: [], remaining: 0 };
+}
+
+/**
  * The flags of the master-key rewrap commands (the vault's `rotate-cli`, auth-connect's `rewrap-cli`):
  * `--batch-size=<1..10000>` (default 500) and `--environment-id=<id>`. Throws on anything else.
  */

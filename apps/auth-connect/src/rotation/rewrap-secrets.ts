@@ -1,21 +1,15 @@
+import {
+  newRewrapReport,
+  type RewrapOptions,
+  type RewrapReport as SharedRewrapReport,
+} from '@switchboard/config';
 import type { EnvelopeCipher } from '@switchboard/crypto';
 import type { PrismaClient } from '@switchboard/db';
 import { variableAad } from '../environment-variables/environment-variables.service';
 import { secretsAad } from '../integrations/integrations.service';
 
-export interface RewrapReport {
-  /** The master key version every value is wrapped with once this run is done. */
-  currentVersion: number;
-  /** Values found on an older version. */
-  scanned: number;
-  rewrapped: number;
-  /** Values written by someone else while this run worked on them (they already hold newer data). */
-  changedConcurrently: number;
-  /** Values that cannot be decrypted with any configured key, as `integration:<id>` or `variable:<id>`. */
-  failed: string[];
-  /** Values still on an older version after the run. */
-  remaining: number;
-}
+/** Failed values are named `integration:<id>` or `variable:<id>`. */
+export type RewrapReport = SharedRewrapReport;
 
 /** One kind of sealed value: how to page through it, its associated data, and a compare-and-set write. */
 interface SealedColumn {
@@ -61,12 +55,6 @@ const columns = (db: PrismaClient, environmentId: number | undefined): SealedCol
   },
 ];
 
-export interface RewrapOptions {
-  batchSize?: number;
-  /** Only this environment's values (to rotate a large installation piece by piece). */
-  environmentId?: number;
-}
-
 /**
  * Rewraps what auth-connect seals with the master keys and keeps (integration secrets, environment
  * variables) under the current, highest version, so the old version can be dropped from
@@ -79,17 +67,10 @@ export async function rewrapAuthSecrets(
   db: PrismaClient,
   cipher: EnvelopeCipher,
   currentVersion: number,
-  options: RewrapOptions = {},
+  options: Omit<RewrapOptions, 'onProgress'> = {},
 ): Promise<RewrapReport> {
   const batchSize = options.batchSize ?? 500;
-  const report: RewrapReport = {
-    currentVersion,
-    scanned: 0,
-    rewrapped: 0,
-    changedConcurrently: 0,
-    failed: [],
-    remaining: 0,
-  };
+  const report = newRewrapReport<string>(currentVersion);
   for (const column of columns(db, options.environmentId)) {
     for await (const row of rowsOf(column, batchSize)) {
       if (row.sealed === null || versionOf(cipher, row.sealed) === currentVersion) continue;

@@ -1,28 +1,14 @@
+import {
+  newRewrapReport,
+  type RewrapOptions as SharedRewrapOptions,
+  type RewrapReport as SharedRewrapReport,
+} from '@switchboard/config';
 import type { EnvelopeCipher } from '@switchboard/crypto';
 import type { ConnectionsRepository } from '../connections/connections.repository';
 import { credentialsAad } from '../credentials/credentials-cipher';
 
-export interface RewrapReport {
-  /** The master key version every row is wrapped with once this run is done. */
-  currentVersion: number;
-  /** Rows found on an older version. */
-  scanned: number;
-  /** Rows this run rewrapped. */
-  rewrapped: number;
-  /** Rows written by someone else while this run worked on them (refresh, reconnect): they already hold newer data. */
-  changedConcurrently: number;
-  /** Rows that cannot be decrypted with any configured key (a missing old version, or tampered data). */
-  failed: number[];
-  /** Rows still on an older version after the run (0 unless some failed or a replica still writes with the old key). */
-  remaining: number;
-}
-
-export interface RewrapOptions {
-  batchSize?: number;
-  /** Only this environment's connections (to rotate a large installation piece by piece). */
-  environmentId?: number;
-  onProgress?: (report: RewrapReport) => void;
-}
+export type RewrapReport = SharedRewrapReport<number>;
+export type RewrapOptions = SharedRewrapOptions<number>;
 
 /**
  * Rewraps every connection's data key under the current (highest) master key, in id order and in
@@ -38,14 +24,7 @@ export async function rewrapAllCredentials(
   options: RewrapOptions = {},
 ): Promise<RewrapReport> {
   const batchSize = options.batchSize ?? 500;
-  const report: RewrapReport = {
-    currentVersion,
-    scanned: 0,
-    rewrapped: 0,
-    changedConcurrently: 0,
-    failed: [],
-    remaining: 0,
-  };
+  const report = newRewrapReport<number>(currentVersion);
   let afterId = 0;
   for (;;) {
     const rows = await repository.rowsToRewrap(afterId, currentVersion, batchSize, options.environmentId);

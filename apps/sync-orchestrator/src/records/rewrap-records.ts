@@ -1,33 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  newRewrapReport,
+  type RewrapOptions,
+  type RewrapReport as SharedRewrapReport,
+} from '@switchboard/config';
 import { SHARED_HEADER_BYTES, type EnvelopeCipher } from '@switchboard/crypto';
 import type { PgPool } from '@switchboard/db';
 import { binaryByteaArray } from './pg-binary-array';
 import { payloadAad } from './record-keys';
 
-export interface RewrapReport {
-  /** The master key version every payload is wrapped with once this run is done. */
-  currentVersion: number;
-  /** Records found on an older version. */
-  scanned: number;
-  /** Records this run rewrapped. */
-  rewrapped: number;
-  /** Records a sync wrote while this run worked on them: they already hold newer data (on the current key). */
-  changedConcurrently: number;
-  /** Records whose payload cannot be opened with any configured key (a missing old version, or tampered data). */
-  failed: string[];
-  /**
-   * Records still on an older version after the run: 0 unless some failed, a replica still writes with the old
-   * keyring, or a record stayed locked by a sync's write through every retry (run again).
-   */
-  remaining: number;
-}
-
-export interface RewrapOptions {
-  batchSize?: number;
-  /** Only this environment's records (to rotate a large installation piece by piece). */
-  environmentId?: number;
-  onProgress?: (report: RewrapReport) => void;
-}
+/**
+ * Failed records are named by their row id. `remaining` is 0 unless some failed, a replica still writes with
+ * the old keyring, or a record stayed locked by a sync's write through every retry (run again).
+ */
+export type RewrapReport = SharedRewrapReport;
 
 /** Binary payloads start with this byte (`SharedDataKey.sealBytes`); legacy text envelopes with `s`. */
 const BINARY_FORMAT = 0x02;
@@ -111,14 +97,7 @@ export async function rewrapAllRecords(
 ): Promise<RewrapReport> {
   const batchSize = options.batchSize ?? 500;
   const environmentId = options.environmentId ?? null;
-  const report: RewrapReport = {
-    currentVersion,
-    scanned: 0,
-    rewrapped: 0,
-    changedConcurrently: 0,
-    failed: [],
-    remaining: 0,
-  };
+  const report = newRewrapReport<string>(currentVersion);
   // Old header -> its new header (latin1 strings: the smallest keys and values V8 keeps); null: cannot be opened.
   const headers = new Map<string, string | null>();
   const swapOf = (row: Row): Swap | undefined => {
