@@ -1,26 +1,12 @@
-import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Nango } from '@nangohq/node';
-import { freePort, repoRoot, startStack, type RunningService, type Stack } from '@switchboard/testing';
+import { freePort, runRewrapCli, startStack, type RunningService, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
 
 /**
  * Rotating the master key of a running installation: roll a keyring with the new version out to the
  * vault, rewrap every row with `rotate-cli` while reads go on, then retire the old version.
  */
-
-const run = promisify(execFile);
-
-interface RotationReport {
-  currentVersion: number;
-  scanned: number;
-  rewrapped: number;
-  changedConcurrently: number;
-  failed: number[];
-  remaining: number;
-}
 
 describe('master key rotation', () => {
   let stack: Stack;
@@ -31,20 +17,13 @@ describe('master key rotation', () => {
   const expected = new Map<string, string>();
   const COUNT = 40;
 
-  const rotate = async (keyring: string): Promise<RotationReport> => {
-    const { stdout } = await run(
-      process.execPath,
-      [
-        join(repoRoot(), 'apps/connections-vault/dist/rotate-cli.js'),
-        '--batch-size=7',
-        `--environment-id=${environmentId}`,
-      ],
-      {
-        env: { ...process.env, DATABASE_URL: stack.databaseUrl, SWITCHBOARD_MASTER_KEYS: keyring },
-      },
-    );
-    return JSON.parse(stdout.trim().split('\n').pop()!) as RotationReport;
-  };
+  const rotate = (keyring: string) =>
+    runRewrapCli<number>('apps/connections-vault/dist/rotate-cli.js', {
+      databaseUrl: stack.databaseUrl,
+      masterKeys: keyring,
+      batchSize: 7,
+      environmentId: environmentId,
+    });
 
   /** Replaces the running vault process(es) with one using `keyring`, with no gap in service. */
   const rollVault = async (keyring: string): Promise<RunningService> => {

@@ -1,10 +1,7 @@
-import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Nango } from '@nangohq/node';
 import { RECORDS_SUBJECTS, type Caller } from '@switchboard/contracts';
-import { repoRoot, startStack, type RunningService, type Stack } from '@switchboard/testing';
+import { runRewrapCli, startStack, type RunningService, type Stack } from '@switchboard/testing';
 import { connect, type NatsConnection } from 'nats';
 import { Client } from 'pg';
 
@@ -13,17 +10,6 @@ import { Client } from 'pg';
  * `listRecords` before, after the orchestrator is rolled to the keyring `old,new`, after `rotate-cli`
  * rewrapped them (while a sync keeps saving), and once the orchestrator has the new key alone.
  */
-
-const run = promisify(execFile);
-
-interface RotationReport {
-  currentVersion: number;
-  scanned: number;
-  rewrapped: number;
-  changedConcurrently: number;
-  failed: string[];
-  remaining: number;
-}
 
 type Listed = { id: string; name: string; _nango_metadata: unknown };
 
@@ -80,18 +66,13 @@ describe('sync records master key rotation', () => {
     return seen;
   };
 
-  const rotate = async (keyring: string): Promise<RotationReport> => {
-    const { stdout } = await run(
-      process.execPath,
-      [
-        join(repoRoot(), 'apps/sync-orchestrator/dist/rotate-cli.js'),
-        '--batch-size=50',
-        `--environment-id=${caller.environmentId}`,
-      ],
-      { env: { ...process.env, DATABASE_URL: stack.databaseUrl, SWITCHBOARD_MASTER_KEYS: keyring } },
-    );
-    return JSON.parse(stdout.trim().split('\n').pop()!) as RotationReport;
-  };
+  const rotate = (keyring: string) =>
+    runRewrapCli<string>('apps/sync-orchestrator/dist/rotate-cli.js', {
+      databaseUrl: stack.databaseUrl,
+      masterKeys: keyring,
+      batchSize: 50,
+      environmentId: caller.environmentId,
+    });
 
   /** Replaces every orchestrator process (service and worker) with one using `keyring`, no gap in service. */
   const rollOrchestrator = async (keyring: string) => {

@@ -3,3 +3,4 @@ export * from './ports';
 export * from './repo';
 export * from './stack';
 export * from './nats';
+export * from './rewrap-cli';
