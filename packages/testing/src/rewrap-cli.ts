@@ -8,8 +8,8 @@ const run = promisify(execFile);
 
 /**
  * Runs a service's rewrap command from its build (`apps/<app>/dist/<script>`) as an operator would, against
- * `databaseUrl` with the keyring `masterKeys`, and answers the report (`RewrapReport`) it printed last. Rejects when the
- * command exits non-zero.
+ * `databaseUrl` with the keyring `masterKeys`, and answers the report (`RewrapReport`) it printed last.
+ * Rejects when the command exits non-zero.
  */
 export async function runRewrapCli<Id = string>(
   script: string,
