@@ -71,9 +71,9 @@ const columns = (db: RelayDb, environmentId: number | undefined): SealedColumn[]
  * old version can be dropped from the relay's SWITCHBOARD_MASTER_KEYS. As auth-connect's rewrap: in
  * environment order, in batches, each value replaced only if it still holds what was read, so a signing-key
  * rotation meanwhile (already sealed with the new keyring) is never overwritten; only the wrapped data key
- * changes, never the signing key itself. `remaining` is counted once both columns are done: a rotation
- * during the run can move an old-version current key into the previous column behind the run. Safe to run
- * again.
+ * changes, never the signing key itself. The current keys go first: the key such a rotation demotes to
+ * previous is found by the second pass. `remaining` is counted once both are done, so it also sees a key
+ * written meanwhile by a replica still on the old keyring. Safe to run again.
  */
 export async function rewrapSigningKeys(
   db: RelayDb,
