@@ -131,7 +131,8 @@ export const envFragments = {
 
 /**
  * What a master-key rewrap command prints (one JSON line) and its function answers: the vault's
- * credentials, auth-connect's secrets, the orchestrator's records. `Id` names a value that failed.
+ * credentials, auth-connect's secrets, the orchestrator's records, the relay's signing keys. `Id` names a
+ * value that failed.
  */
 export interface RewrapReport<Id = string> {
   /** The master key version every value is wrapped with once the run is done. */
@@ -162,8 +163,9 @@ export function newRewrapReport<Id>(currentVersion: number): RewrapReport<Id> {
 }
 
 /**
- * The flags of the master-key rewrap commands (the vault's `rotate-cli`, auth-connect's `rewrap-cli`):
- * `--batch-size=<1..10000>` (default 500) and `--environment-id=<id>`. Throws on anything else.
+ * The flags of the master-key rewrap commands (the vault's and the orchestrator's `rotate-cli`, auth-connect's
+ * and the relay's `rewrap-cli`): `--batch-size=<1..10000>` (default 500) and `--environment-id=<id>`.
+ * Throws on anything else.
  */
 export function rewrapCliArgs(argv: readonly string[]): { batchSize: number; environmentId?: number } {
   const flag = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];

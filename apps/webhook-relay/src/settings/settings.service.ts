@@ -20,7 +20,8 @@ export interface DeliverySettings {
 }
 
 const CACHE_MS = 1_000;
-const keyAad = (environmentId: number) => `relay.webhook_signing_key:${environmentId}`;
+/** The associated data of an environment's sealed signing keys (current and previous). */
+export const keyAad = (environmentId: number) => `relay.webhook_signing_key:${environmentId}`;
 
 /**
  * An environment's webhook settings and signing keys. The row is created on first use with a fresh
