@@ -2,7 +2,8 @@
  * Rewraps every connection's credentials under the highest master key version:
  *   SWITCHBOARD_MASTER_KEYS="1:<old>,2:<new>" DATABASE_URL=... node apps/connections-vault/dist/rotate-cli.js [--batch-size=500] [--environment-id=<id>]
  * Roll the new keyring out to every vault replica first, run this, then drop the old version.
- * Prints one JSON report; exits 1 when a row could not be rewrapped.
+ * Prints one JSON report; exits 1 when a row could not be rewrapped or one is still on an old version (as the
+ * other rewrap commands: a zero exit means the old version may go).
  */
 import { rewrapCliArgs, runCommand } from '@switchboard/config';
 import { EnvelopeCipher, MasterKeyring } from '@switchboard/crypto';
@@ -29,7 +30,7 @@ async function main(): Promise<number> {
       },
     );
     process.stdout.write(`${JSON.stringify(report)}\n`);
-    return report.failed.length > 0 ? 1 : 0;
+    return report.failed.length > 0 || report.remaining > 0 ? 1 : 0;
   } finally {
     await db.$disconnect();
   }
