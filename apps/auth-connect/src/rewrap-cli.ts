@@ -4,25 +4,16 @@
  * Roll the new keyring out to every auth-connect replica first, run this, then drop the old version.
  * Prints one JSON report; exits 1 when a value could not be rewrapped or one is still on an old version.
  */
-import { envFragments, parseEnv, rewrapCliArgs, runCommand } from '@switchboard/config';
+import { runRewrapCommand } from '@switchboard/config';
 import { EnvelopeCipher, MasterKeyring } from '@switchboard/crypto';
-import { createPrismaClient } from '@switchboard/db';
-import { z } from 'zod';
+import { createPrismaClient, type PrismaClient } from '@switchboard/db';
 import { rewrapAuthSecrets } from './rotation/rewrap-secrets';
 
-async function main(): Promise<number> {
-  const env = parseEnv(z.object({ ...envFragments.database, ...envFragments.masterKeys }));
-  const options = rewrapCliArgs(process.argv.slice(2));
-
-  const keyring = new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS);
-  const db = createPrismaClient(env.DATABASE_URL, { poolSize: 2 });
-  try {
-    const report = await rewrapAuthSecrets(db, new EnvelopeCipher(keyring), keyring.currentVersion, options);
-    process.stdout.write(`${JSON.stringify(report)}\n`);
-    return report.failed.length > 0 || report.remaining > 0 ? 1 : 0;
-  } finally {
-    await db.$disconnect();
-  }
-}
-
-runCommand(main);
+runRewrapCommand({
+  open: (databaseUrl) => createPrismaClient(databaseUrl, { poolSize: 2 }),
+  close: (db: PrismaClient) => db.$disconnect(),
+  rewrap: (db, masterKeys, options) => {
+    const keyring = new MasterKeyring(masterKeys);
+    return rewrapAuthSecrets(db, new EnvelopeCipher(keyring), keyring.currentVersion, options);
+  },
+});

@@ -4,25 +4,16 @@
  * Roll the new keyring out to every relay replica first, run this, then drop the old version.
  * Prints one JSON report; exits 1 when a key could not be rewrapped or one is still on an old version.
  */
-import { rewrapCliArgs, runCommand } from '@switchboard/config';
+import { runRewrapCommand } from '@switchboard/config';
 import { EnvelopeCipher, MasterKeyring } from '@switchboard/crypto';
-import { createPrismaClient } from '@switchboard/db';
-import { loadRewrapEnv } from './config/env';
+import { createPrismaClient, type PrismaClient } from '@switchboard/db';
 import { rewrapSigningKeys } from './rotation/rewrap-signing-keys';
 
-async function main(): Promise<number> {
-  const env = loadRewrapEnv();
-  const options = rewrapCliArgs(process.argv.slice(2));
-
-  const keyring = new MasterKeyring(env.SWITCHBOARD_MASTER_KEYS);
-  const db = createPrismaClient(env.DATABASE_URL, { poolSize: 2 });
-  try {
-    const report = await rewrapSigningKeys(db, new EnvelopeCipher(keyring), keyring.currentVersion, options);
-    process.stdout.write(`${JSON.stringify(report)}\n`);
-    return report.failed.length > 0 || report.remaining > 0 ? 1 : 0;
-  } finally {
-    await db.$disconnect();
-  }
-}
-
-runCommand(main);
+runRewrapCommand({
+  open: (databaseUrl) => createPrismaClient(databaseUrl, { poolSize: 2 }),
+  close: (db: PrismaClient) => db.$disconnect(),
+  rewrap: (db, masterKeys, options) => {
+    const keyring = new MasterKeyring(masterKeys);
+    return rewrapSigningKeys(db, new EnvelopeCipher(keyring), keyring.currentVersion, options);
+  },
+});

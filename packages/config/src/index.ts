@@ -182,6 +182,35 @@ export function rewrapCliArgs(argv: readonly string[]): { batchSize: number; env
 }
 
 /**
+ * The body of every master-key rewrap command: reads `DATABASE_URL` and `SWITCHBOARD_MASTER_KEYS` (the new
+ * version the highest) and the flags (`rewrapCliArgs`), opens the service's database client, runs `rewrap`,
+ * prints its report as one JSON line and exits 1 when a value failed or one is still on an old version, so a
+ * zero exit means the old version may be dropped.
+ */
+export function runRewrapCommand<C, Id>(command: {
+  open: (databaseUrl: string) => C;
+  close: (client: C) => Promise<void>;
+  rewrap: (
+    client: C,
+    masterKeys: string,
+    options: { batchSize: number; environmentId?: number },
+  ) => Promise<RewrapReport<Id>>;
+}): void {
+  runCommand(async () => {
+    const env = parseEnv(z.object({ ...envFragments.database, ...envFragments.masterKeys }));
+    const options = rewrapCliArgs(process.argv.slice(2));
+    const client = command.open(env.DATABASE_URL);
+    try {
+      const report = await command.rewrap(client, env.SWITCHBOARD_MASTER_KEYS, options);
+      process.stdout.write(`${JSON.stringify(report)}\n`);
+      return report.failed.length > 0 || report.remaining > 0 ? 1 : 0;
+    } finally {
+      await command.close(client);
+    }
+  });
+}
+
+/**
  * Runs a one-shot command (the rewrap CLIs): exits with the code `main` resolves with, or prints the
  * error's message (never its stack, which may quote configuration) and exits 1.
  */

@@ -39,8 +39,3 @@ export type VaultEnv = z.infer<typeof envSchema>;
 
 export const VAULT_ENV = Symbol('VAULT_ENV');
 export const loadEnv = (): VaultEnv => parseEnv(envSchema);
-
-/** The rotation command needs only the database and the keyring (the new version must be the highest). */
-export const rotateEnvSchema = z.object({ ...envFragments.database, ...envFragments.masterKeys });
-export type RotateEnv = z.infer<typeof rotateEnvSchema>;
-export const loadRotateEnv = (): RotateEnv => parseEnv(rotateEnvSchema);

@@ -47,8 +47,3 @@ export type OrchestratorEnv = z.infer<typeof envSchema>;
 
 export const ORCHESTRATOR_ENV = Symbol('ORCHESTRATOR_ENV');
 export const loadEnv = (): OrchestratorEnv => parseEnv(envSchema);
-
-/** The records rewrap command needs only the database and the keyring (the new version must be the highest). */
-export const rotateEnvSchema = z.object({ ...envFragments.database, ...envFragments.masterKeys });
-export type RotateEnv = z.infer<typeof rotateEnvSchema>;
-export const loadRotateEnv = (): RotateEnv => parseEnv(rotateEnvSchema);

@@ -84,8 +84,3 @@ export type WebhookRelayEnv = z.infer<typeof envSchema>;
 
 export const WEBHOOK_RELAY_ENV = Symbol('WEBHOOK_RELAY_ENV');
 export const loadEnv = (): WebhookRelayEnv => parseEnv(envSchema);
-
-/** The signing-key rewrap command needs only the database and the keyring (the new version the highest). */
-export const rewrapEnvSchema = z.object({ ...envFragments.database, ...envFragments.masterKeys });
-export type RewrapEnv = z.infer<typeof rewrapEnvSchema>;
-export const loadRewrapEnv = (): RewrapEnv => parseEnv(rewrapEnvSchema);
