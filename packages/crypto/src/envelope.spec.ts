@@ -1,4 +1,5 @@
 import { CryptoError, EnvelopeCipher, MasterKeyring, SHARED_HEADER_BYTES } from './envelope';
+import { nativeAead } from './native-aead';
 
 const k1 = MasterKeyring.generateKeyMaterial();
 const k2 = MasterKeyring.generateKeyMaterial();
@@ -174,6 +175,74 @@ describe('EnvelopeCipher', () => {
       const retired = new EnvelopeCipher(new MasterKeyring(`2:${k2}`));
       expect(retired.decrypt(rewrapped, 'record:a')).toBe('value');
       expect(() => retired.decrypt(old, 'record:a')).toThrow(/version 1 is not configured/);
+    });
+  });
+
+  describe('the AES-GCM addon (binary values)', () => {
+    const keyring = new MasterKeyring(`1:${k1}`);
+    const viaAddon = new EnvelopeCipher(keyring);
+    const viaNode = new EnvelopeCipher(keyring, { native: false });
+    const values = ['', '{}', '{"name":"Zoë 日本 🎉"}', 'x'.repeat(100_000), JSON.stringify({ n: [1, 2, 3] })];
+
+    it('is built with the package and used by default', () => {
+      expect(nativeAead).toBeDefined();
+      expect(viaAddon.usesNativeAead).toBe(true);
+      expect(viaNode.usesNativeAead).toBe(false);
+    });
+
+    it("opens every value as Node's cipher does, into the caller's buffer when it is large enough", () => {
+      const batch = new EnvelopeCipher(keyring).sharedKey();
+      const into = Buffer.alloc(64);
+      values.forEach((value, i) => {
+        const blob = batch.sealBytes(value, `record:${i}`);
+        const expected = Buffer.from(value);
+        expect(viaNode.decryptBytes(blob, `record:${i}`)).toEqual(expected);
+        const opened = viaAddon.decryptBytes(blob, `record:${i}`, into);
+        expect(opened).toEqual(expected);
+        // A view of `into` when it fits, a buffer of its own when not.
+        expect(opened.buffer === into.buffer).toBe(expected.length <= into.length);
+      });
+    });
+
+    it('refuses what Node refuses, and the key still opens good values afterwards', () => {
+      const batch = new EnvelopeCipher(keyring).sharedKey();
+      const good = batch.sealBytes('value', 'record:a');
+      for (const at of [93, 77 + 3, good.length - 1]) {
+        const tampered = Buffer.from(good);
+        tampered[at] = tampered[at]! ^ 0x01;
+        for (const cipher of [viaAddon, viaNode])
+          expect(() => cipher.decryptBytes(tampered, 'record:a')).toThrow(CryptoError);
+      }
+      for (const cipher of [viaAddon, viaNode]) {
+        expect(() => cipher.decryptBytes(good, 'record:b')).toThrow(CryptoError);
+        expect(() => cipher.decryptBytes(good, 'record:a\u0000')).toThrow(CryptoError);
+        expect(() => cipher.decryptBytes(good.subarray(0, good.length - 1), 'record:a')).toThrow(CryptoError);
+        expect(cipher.decryptBytes(good, 'record:a').toString()).toBe('value');
+      }
+    });
+
+    it("takes associated data too long for the addon through Node's cipher", () => {
+      const aad = `record:${'é'.repeat(2000)}`;
+      const blob = new EnvelopeCipher(keyring).sharedKey().sealBytes('value', aad);
+      expect(viaAddon.decryptBytes(blob, aad).toString()).toBe('value');
+      expect(() => viaAddon.decryptBytes(blob, aad.slice(0, -1))).toThrow(CryptoError);
+    });
+
+    // (Errors thrown by the addon come from another realm than jest's: matched by their message.)
+    it('checks every offset and length it is given against the buffers', () => {
+      const addon = nativeAead!;
+      const context = addon.keyContext(Buffer.alloc(32, 7));
+      const source = Buffer.alloc(200);
+      const out = Buffer.alloc(200);
+      expect(() => addon.open(context, source, 190, 0, 93, 200, 'a', out)).toThrow(/out of bounds/);
+      expect(() => addon.open(context, source, 0, 190, 93, 200, 'a', out)).toThrow(/out of bounds/);
+      expect(() => addon.open(context, source, 0, 12, 93, 201, 'a', out)).toThrow(/out of bounds/);
+      expect(() => addon.open(context, source, 0, 12, 120, 100, 'a', out)).toThrow(/out of bounds/);
+      expect(() => addon.open(context, source, 0, 12, 28, 200, 'a', Buffer.alloc(10))).toThrow(/out of bounds/);
+      expect(() => addon.open(context, source, 0, 12, 28, 200, 'a'.repeat(1100), out)).toThrow(/too long/);
+      expect(() => addon.keyContext(Buffer.alloc(16))).toThrow(/32 bytes/);
+      // In bounds, a wrong tag: refused, not thrown.
+      expect(addon.open(context, source, 0, 12, 28, 200, 'a', out)).toBe(-1);
     });
   });
 

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { NATIVE_AAD_CHARACTERS, nativeAead, type NativeAead } from './native-aead';
 
 const FORMAT = 'sb1';
 /** Same layout, but the data key is shared by a batch of values (see `EnvelopeCipher.sharedKey`). */
@@ -91,6 +92,14 @@ function seal(
  */
 const TAG_BYTES = 16;
 
+const DECRYPTION_FAILED = 'decryption failed: wrong key, tampered data or ciphertext from another row';
+
+/** An unwrapped shared key: as a KeyObject for Node's ciphers, and as the addon's context where it loaded. */
+interface SharedKeyEntry {
+  key: KeyObject;
+  native?: object;
+}
+
 function open(key: Buffer | KeyObject, nonce: Buffer, ciphertext: Buffer, tag: Buffer, aad: Buffer): Buffer {
   try {
     if (tag.length !== TAG_BYTES) throw new Error('truncated tag');
@@ -103,7 +112,7 @@ function open(key: Buffer | KeyObject, nonce: Buffer, ciphertext: Buffer, tag: B
     return rest.length === 0 ? plaintext : Buffer.concat([plaintext, rest]);
   } catch {
     // Never echo key material or plaintext; the row identity is enough to investigate.
-    throw new CryptoError('decryption failed: wrong key, tampered data or ciphertext from another row');
+    throw new CryptoError(DECRYPTION_FAILED);
   }
 }
 
@@ -128,11 +137,26 @@ const unb64 = (s: string | undefined) => {
  * `sealBytes` writes the same envelope in binary (for a bytea column); every reading method takes either.
  */
 export class EnvelopeCipher {
-  private readonly sharedKeys = new Map<string, KeyObject>();
+  private readonly sharedKeys = new Map<string, SharedKeyEntry>();
   /** The binary form's last shared key and the bytes that name it (a page's values share a few keys). */
-  private lastBinaryKey: { id: Buffer; key: KeyObject } | undefined;
+  private lastBinaryKey: { id: Buffer; key: SharedKeyEntry } | undefined;
+  private readonly native: NativeAead | undefined;
 
-  constructor(private readonly keyring: MasterKeyring) {}
+  /**
+   * `options.native: false` leaves the AES-GCM addon aside (native-aead.ts): every value then goes through
+   * Node's Decipheriv, as where the addon was not built. Both read the same bytes the same way.
+   */
+  constructor(
+    private readonly keyring: MasterKeyring,
+    options: { native?: boolean } = {},
+  ) {
+    this.native = options.native === false ? undefined : nativeAead;
+  }
+
+  /** Whether binary values are opened by the AES-GCM addon. */
+  get usesNativeAead(): boolean {
+    return this.native !== undefined;
+  }
 
   /**
    * A fresh data key for a batch of values, wrapped by the current master key once. Keep it for one batch
@@ -204,13 +228,23 @@ export class EnvelopeCipher {
   /**
    * As `decrypt`, the plaintext as the bytes it was sealed from (for callers that write bytes on). Takes the
    * text forms and the binary one (`sealBytes`); bytes in another format are read as a text envelope.
+   * With `into` (a buffer the caller reuses), a binary value opened by the addon is written there and the
+   * answer is a view of it, valid until the caller's next use of `into`: no buffer made per value.
    */
-  decryptBytes(blob: string | Buffer, aad: string): Buffer {
+  decryptBytes(blob: string | Buffer, aad: string, into?: Buffer): Buffer {
     if (typeof blob !== 'string') {
       if (blob[0] !== FORMAT_SHARED_BYTES) return this.decryptBytes(blob.toString('latin1'), aad);
       if (blob.length < BIN.ciphertext) throw new CryptoError('malformed ciphertext');
+      const key = this.sharedKeyOfBytes(blob);
+      if (this.native && key.native && aad.length <= NATIVE_AAD_CHARACTERS) {
+        const length = blob.length - BIN.ciphertext;
+        const out = into && into.length >= length ? into : Buffer.allocUnsafe(length);
+        const opened = this.native.open(key.native, blob, BIN.nonce, BIN.tag, BIN.ciphertext, blob.length, aad, out);
+        if (opened < 0) throw new CryptoError(DECRYPTION_FAILED);
+        return out.subarray(0, opened);
+      }
       return open(
-        this.sharedKeyOfBytes(blob),
+        key.key,
         blob.subarray(BIN.nonce, BIN.tag),
         blob.subarray(BIN.ciphertext),
         blob.subarray(BIN.tag, BIN.ciphertext),
@@ -245,14 +279,14 @@ export class EnvelopeCipher {
 
   /** The shared key of a batch, unwrapped once and then kept (bounded, oldest dropped first). */
   private openSharedKey(parts: Parsed): KeyObject {
-    return this.cachedSharedKey(parts.keyId, () => this.unwrapSharedKey(parts));
+    return this.cachedSharedKey(parts.keyId, () => this.unwrapSharedKey(parts)).key;
   }
 
   /**
    * As `openSharedKey`, of the binary form. The previous value's key is found by comparing its 64 naming
    * bytes in place: no string, no views made per value (what a page allocates per record is most of its GC).
    */
-  private sharedKeyOfBytes(blob: Buffer): KeyObject {
+  private sharedKeyOfBytes(blob: Buffer): SharedKeyEntry {
     const last = this.lastBinaryKey;
     if (last && last.id.compare(blob, BIN.version, BIN.nonce) === 0) return last.key;
     const bin = parseBytes(blob);
@@ -275,14 +309,19 @@ export class EnvelopeCipher {
    * Both forms share the cache: their ids never collide (the binary one is 64 characters, the text one
    * longer), and a key read in both forms is merely unwrapped once per form.
    */
-  private cachedSharedKey(id: string, unwrap: () => Buffer): KeyObject {
+  private cachedSharedKey(id: string, unwrap: () => Buffer): SharedKeyEntry {
     const cached = this.sharedKeys.get(id);
     if (cached) return cached;
-    const key = createSecretKey(unwrap());
+    const raw = unwrap();
+    const entry: SharedKeyEntry = {
+      key: createSecretKey(raw),
+      ...(this.native ? { native: this.native.keyContext(raw) } : {}),
+    };
+    raw.fill(0);
     if (this.sharedKeys.size >= SHARED_KEY_CACHE)
       this.sharedKeys.delete(this.sharedKeys.keys().next().value!);
-    this.sharedKeys.set(id, key);
-    return key;
+    this.sharedKeys.set(id, entry);
+    return entry;
   }
 
   encryptJson(value: unknown, aad: string): string {

@@ -84,7 +84,7 @@ export interface ListJsonResult {
 
 /** One record of a page, its payload still as the JSON bytes it was saved as. */
 interface PageRecord {
-  /** The decrypted payload (UTF-8 JSON), null when pruned. */
+  /** The decrypted payload (UTF-8 JSON), null when pruned: a view of a buffer the next record reuses. */
   payload: Buffer | null;
   externalId: string;
   metadata: StoredRecord['_nango_metadata'];
@@ -286,6 +286,8 @@ export class RecordsStore {
   private readonly cipher: EnvelopeCipher;
   /** See `scratchCopy`. */
   private scratch = Buffer.allocUnsafe(64 * 1024);
+  /** Where a page's payloads are decrypted, one after the other (`plainScratch`). */
+  private plain = Buffer.allocUnsafe(64 * 1024);
 
   constructor(
     private readonly pool: PgPool,
@@ -507,13 +509,15 @@ export class RecordsStore {
    * exist. Throws `invalid_cursor` (Nango answers it as a server error) for a cursor it cannot read.
    */
   async list(scope: RecordScope, model: string, query: ListQuery): Promise<ListResult> {
-    const page = await this.page(scope, model, query);
-    const records: StoredRecord[] = page.records.map((r) => ({
-      ...(r.payload === null ? {} : (JSON.parse(r.payload.toString('utf8')) as Record<string, unknown>)),
-      // The payload may be empty (pruned): the external id is always the record's id.
-      id: r.externalId,
-      _nango_metadata: r.metadata,
-    }));
+    const records: StoredRecord[] = [];
+    const page = await this.page(scope, model, query, (r) =>
+      records.push({
+        ...(r.payload === null ? {} : (JSON.parse(r.payload.toString('utf8')) as Record<string, unknown>)),
+        // The payload may be empty (pruned): the external id is always the record's id.
+        id: r.externalId,
+        _nango_metadata: r.metadata,
+      }),
+    );
     return { records, next_cursor: page.next_cursor };
   }
 
@@ -521,20 +525,17 @@ export class RecordsStore {
    * The same page as `list`, as JSON bytes (`GET /records` passes them through the gateway untouched): no
    * record is parsed into objects and serialised again, which for a 1000-record page was most of the
    * CPU both services spent on it, nor decoded into text and encoded back (bench/README.md, Records). The
-   * bytes are what `JSON.stringify` makes of `list`'s records, UTF-8.
+   * bytes are what `JSON.stringify` makes of `list`'s records, UTF-8, joined by commas (no brackets).
    */
   async listJson(scope: RecordScope, model: string, query: ListQuery): Promise<ListJsonResult> {
-    const page = await this.page(scope, model, query);
     const chunks: (Buffer | string)[] = [];
-    for (const r of page.records) {
+    const page = await this.page(scope, model, query, (r) => {
       if (chunks.length > 0) chunks.push(',');
-      chunks.push(...recordJson(r.payload, r.externalId, r.metadata));
-    }
-    return {
-      recordsJson: chunks,
-      count: page.records.length,
-      next_cursor: page.next_cursor,
-    };
+      // The payload is a view of a buffer the next record reuses: its piece is kept as a copy.
+      for (const piece of recordJson(r.payload, r.externalId, r.metadata))
+        chunks.push(typeof piece === 'string' ? piece : Buffer.from(piece));
+    });
+    return { recordsJson: chunks, count: page.count, next_cursor: page.next_cursor };
   }
 
   /**
@@ -550,11 +551,26 @@ export class RecordsStore {
     return this.scratch.subarray(0, bytes.length);
   }
 
+  /**
+   * A buffer for a plaintext of up to `bytes` (the sealed value's length bounds it), reused for every
+   * record: the AES-GCM addon decrypts into it, so a page makes no buffer per record (`decryptBytes`).
+   */
+  private plainScratch(bytes: number): Buffer {
+    if (bytes > this.plain.length) this.plain = Buffer.allocUnsafe(bytes * 2);
+    return this.plain;
+  }
+
+  /**
+   * Reads a page, giving each record to `emit` as its row arrives; answers how many there were and the
+   * page's next cursor. A record's payload is valid only during its `emit` (the next record reuses its
+   * buffer).
+   */
   private async page(
     scope: RecordScope,
     model: string,
     query: ListQuery,
-  ): Promise<{ records: PageRecord[]; next_cursor: string | null }> {
+    emit: (record: PageRecord) => void,
+  ): Promise<{ count: number; next_cursor: string | null }> {
     const ids = new RecordIds(scope, model);
     let cursor: DecodedCursor | undefined;
     if (query.cursor) {
@@ -564,7 +580,8 @@ export class RecordsStore {
     // The rows come by binary COPY (`copyOut`: the payloads as their bytes, not hex), which takes no
     // parameters: every value is a literal escaped by the client (escapeLiteral) or an integer. Each row is
     // decrypted as it arrives.
-    const records: PageRecord[] = [];
+    let count = 0;
+    let lastCursor: string | undefined;
     let bytes = 0;
     let more = false;
     const client = await this.pool.connect();
@@ -594,7 +611,7 @@ export class RecordsStore {
         LIMIT ${int(query.limit + 1)}) TO STDOUT (FORMAT binary)`;
       await copyOut(client, sql, 9, (row) => {
         if (more) return;
-        if (records.length === query.limit) {
+        if (count === query.limit) {
           more = true;
           return;
         }
@@ -604,7 +621,7 @@ export class RecordsStore {
         const sizeBytes = row.int4()!;
         // Room for the metadata next to the payload; the budget keeps one reply within a NATS message.
         const size = sizeBytes + 300;
-        if (query.maxBytes !== undefined && records.length > 0 && bytes + size > query.maxBytes) {
+        if (query.maxBytes !== undefined && count > 0 && bytes + size > query.maxBytes) {
           more = true;
           return;
         }
@@ -614,8 +631,16 @@ export class RecordsStore {
         const deletedAt = row.text();
         const prunedAt = row.text();
         const lastAction = row.text() as LastAction;
-        records.push({
-          payload: payload ? this.cipher.decryptBytes(this.scratchCopy(payload), payloadAad(id)) : null,
+        count++;
+        lastCursor = Cursor.encode(lastModified, id);
+        emit({
+          payload: payload
+            ? this.cipher.decryptBytes(
+                this.scratchCopy(payload),
+                payloadAad(id),
+                this.plainScratch(payload.length),
+              )
+            : null,
           externalId,
           // In the API's key order.
           metadata: {
@@ -624,15 +649,14 @@ export class RecordsStore {
             last_action: lastAction,
             deleted_at: deletedAt,
             pruned_at: prunedAt,
-            cursor: Cursor.encode(lastModified, id),
+            cursor: lastCursor,
           },
         });
       });
     } finally {
       client.release();
     }
-    const last = records[records.length - 1];
-    return { records, next_cursor: more && last ? last.metadata.cursor : null };
+    return { count, next_cursor: more && lastCursor ? lastCursor : null };
   }
 
   /**

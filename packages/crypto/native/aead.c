@@ -1,0 +1,105 @@
+/*
+ * AES-256-GCM decryption of many small values under one key, for @switchboard/crypto (src/native-aead.ts).
+ *
+ * Node's Decipheriv costs several microseconds per value before any byte is decrypted (a JS object, a new
+ * OpenSSL context, the key schedule, four calls across the boundary); a page of 1000 records spent most of
+ * its CPU there (bench/README.md, Records, session 13). Here one OpenSSL context per key keeps the key
+ * schedule, and each value is one call: set the nonce, the associated data, decrypt into the caller's
+ * buffer, check the 16-byte tag. The OpenSSL is Node's own (its exported symbols and headers).
+ */
+#include <node_api.h>
+#include <openssl/evp.h>
+#include <stdint.h>
+
+#define NONCE_BYTES 12
+#define TAG_BYTES 16
+#define MAX_AAD_BYTES 1024
+
+static void free_context(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  EVP_CIPHER_CTX_free((EVP_CIPHER_CTX *)data);
+}
+
+/* keyContext(key: Buffer of 32 bytes): an external holding a decryption context with the key set. */
+static napi_value key_context(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  void *key = NULL;
+  size_t key_length = 0;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
+      napi_get_buffer_info(env, argv[0], &key, &key_length) != napi_ok || key_length != 32) {
+    napi_throw_type_error(env, NULL, "keyContext: a key of 32 bytes is required");
+    return NULL;
+  }
+  EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+  if (ctx == NULL || EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, NULL) != 1) {
+    EVP_CIPHER_CTX_free(ctx);
+    napi_throw_error(env, NULL, "keyContext: the cipher could not be set up");
+    return NULL;
+  }
+  napi_value external;
+  if (napi_create_external(env, ctx, free_context, NULL, &external) != napi_ok) {
+    EVP_CIPHER_CTX_free(ctx);
+    napi_throw_error(env, NULL, "keyContext: out of memory");
+    return NULL;
+  }
+  return external;
+}
+
+/*
+ * open(context, source, nonceAt, tagAt, ciphertextAt, ciphertextEnd, aad: string, out: Buffer): the
+ * plaintext's length, written at the start of `out`, or -1 when the tag does not match (wrong key,
+ * tampered bytes, other associated data). The nonce (12 bytes), the tag (16) and the ciphertext are read
+ * from `source` at the given offsets; every range is checked against the buffers' lengths.
+ */
+static napi_value open_value(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  EVP_CIPHER_CTX *ctx = NULL;
+  uint8_t *source = NULL, *out = NULL;
+  size_t source_length = 0, out_length = 0, aad_length = 0;
+  uint32_t nonce_at = 0, tag_at = 0, ciphertext_at = 0, ciphertext_end = 0;
+  char aad[MAX_AAD_BYTES];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 8 ||
+      napi_get_value_external(env, argv[0], (void **)&ctx) != napi_ok || ctx == NULL ||
+      napi_get_buffer_info(env, argv[1], (void **)&source, &source_length) != napi_ok ||
+      napi_get_value_uint32(env, argv[2], &nonce_at) != napi_ok ||
+      napi_get_value_uint32(env, argv[3], &tag_at) != napi_ok ||
+      napi_get_value_uint32(env, argv[4], &ciphertext_at) != napi_ok ||
+      napi_get_value_uint32(env, argv[5], &ciphertext_end) != napi_ok ||
+      napi_get_value_string_utf8(env, argv[6], aad, sizeof aad, &aad_length) != napi_ok ||
+      napi_get_buffer_info(env, argv[7], (void **)&out, &out_length) != napi_ok) {
+    napi_throw_type_error(env, NULL, "open: invalid arguments");
+    return NULL;
+  }
+  /* A string that filled the buffer may have been cut short: refused, never used truncated. */
+  if (aad_length >= sizeof aad - 1) {
+    napi_throw_range_error(env, NULL, "open: associated data too long");
+    return NULL;
+  }
+  if ((uint64_t)nonce_at + NONCE_BYTES > source_length || (uint64_t)tag_at + TAG_BYTES > source_length ||
+      ciphertext_at > ciphertext_end || ciphertext_end > source_length ||
+      ciphertext_end - ciphertext_at > out_length || ciphertext_end - ciphertext_at > INT32_MAX) {
+    napi_throw_range_error(env, NULL, "open: offsets out of bounds");
+    return NULL;
+  }
+  int length = 0, last = 0;
+  int ok = EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, source + nonce_at) == 1 &&
+           EVP_DecryptUpdate(ctx, NULL, &length, (const uint8_t *)aad, (int)aad_length) == 1 &&
+           EVP_DecryptUpdate(ctx, out, &length, source + ciphertext_at, (int)(ciphertext_end - ciphertext_at)) == 1 &&
+           EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES, source + tag_at) == 1 &&
+           EVP_DecryptFinal_ex(ctx, out + length, &last) == 1;
+  napi_value result;
+  napi_create_int32(env, ok ? length + last : -1, &result);
+  return result;
+}
+
+NAPI_MODULE_INIT() {
+  napi_value fn;
+  napi_create_function(env, "keyContext", NAPI_AUTO_LENGTH, key_context, NULL, &fn);
+  napi_set_named_property(env, exports, "keyContext", fn);
+  napi_create_function(env, "open", NAPI_AUTO_LENGTH, open_value, NULL, &fn);
+  napi_set_named_property(env, exports, "open", fn);
+  return exports;
+}
