@@ -15,11 +15,14 @@ const nodedir =
     ? [`--nodedir=${prefix}`]
     : [];
 try {
-  execFileSync(process.execPath, [nodeGyp, 'rebuild', '--silent', ...nodedir], { cwd: here, stdio: 'inherit' });
+  execFileSync(process.execPath, [nodeGyp, 'rebuild', '--silent', ...nodedir], {
+    cwd: here,
+    stdio: 'inherit',
+  });
 } catch {
   console.error(
     '@switchboard/crypto: the AES-GCM addon (native/aead.c) did not build. It needs python3, make, a C ' +
-      "compiler and the headers of this Node (npm_config_nodedir pointing at them, as scripts/setup.sh sets).",
+      'compiler and the headers of this Node (npm_config_nodedir pointing at them, as scripts/setup.sh sets).',
   );
   process.exit(1);
 }

@@ -182,7 +182,13 @@ describe('EnvelopeCipher', () => {
     const keyring = new MasterKeyring(`1:${k1}`);
     const viaAddon = new EnvelopeCipher(keyring);
     const viaNode = new EnvelopeCipher(keyring, { native: false });
-    const values = ['', '{}', '{"name":"Zoë 日本 🎉"}', 'x'.repeat(100_000), JSON.stringify({ n: [1, 2, 3] })];
+    const values = [
+      '',
+      '{}',
+      '{"name":"Zoë 日本 🎉"}',
+      'x'.repeat(100_000),
+      JSON.stringify({ n: [1, 2, 3] }),
+    ];
 
     it('is built with the package and used by default', () => {
       expect(nativeAead).toBeDefined();
@@ -238,7 +244,9 @@ describe('EnvelopeCipher', () => {
       expect(() => addon.open(context, source, 0, 190, 93, 200, 'a', out)).toThrow(/out of bounds/);
       expect(() => addon.open(context, source, 0, 12, 93, 201, 'a', out)).toThrow(/out of bounds/);
       expect(() => addon.open(context, source, 0, 12, 120, 100, 'a', out)).toThrow(/out of bounds/);
-      expect(() => addon.open(context, source, 0, 12, 28, 200, 'a', Buffer.alloc(10))).toThrow(/out of bounds/);
+      expect(() => addon.open(context, source, 0, 12, 28, 200, 'a', Buffer.alloc(10))).toThrow(
+        /out of bounds/,
+      );
       expect(() => addon.open(context, source, 0, 12, 28, 200, 'a'.repeat(1100), out)).toThrow(/too long/);
       expect(() => addon.keyContext(Buffer.alloc(16))).toThrow(/32 bytes/);
       // In bounds, a wrong tag: refused, not thrown.

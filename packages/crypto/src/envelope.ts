@@ -239,7 +239,16 @@ export class EnvelopeCipher {
       if (this.native && key.native && aad.length <= NATIVE_AAD_CHARACTERS) {
         const length = blob.length - BIN.ciphertext;
         const out = into && into.length >= length ? into : Buffer.allocUnsafe(length);
-        const opened = this.native.open(key.native, blob, BIN.nonce, BIN.tag, BIN.ciphertext, blob.length, aad, out);
+        const opened = this.native.open(
+          key.native,
+          blob,
+          BIN.nonce,
+          BIN.tag,
+          BIN.ciphertext,
+          blob.length,
+          aad,
+          out,
+        );
         if (opened < 0) throw new CryptoError(DECRYPTION_FAILED);
         return out.subarray(0, opened);
       }

@@ -29,9 +29,11 @@ export const NATIVE_AAD_CHARACTERS = 300;
  */
 function loadNativeAead(): NativeAead | undefined {
   // dist/native-aead.js → dist/native; src/native-aead.ts (tests) → dist/native.
-  for (const path of [join(__dirname, 'native', 'aead.node'), join(__dirname, '..', 'dist', 'native', 'aead.node')]) {
+  for (const path of [
+    join(__dirname, 'native', 'aead.node'),
+    join(__dirname, '..', 'dist', 'native', 'aead.node'),
+  ]) {
     try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       return require(path) as NativeAead;
     } catch {
       // Not at this path.
