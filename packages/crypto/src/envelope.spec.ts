@@ -227,9 +227,31 @@ describe('EnvelopeCipher', () => {
       }
     });
 
+    it("seals values that Node's cipher opens, and opens what Node's cipher sealed", () => {
+      const sealedByAddon = viaAddon.sharedKey();
+      const sealedByNode = viaNode.sharedKey();
+      values.forEach((value, i) => {
+        const a = sealedByAddon.sealBytes(value, `record:${i}`);
+        const b = sealedByNode.sealBytes(value, `record:${i}`);
+        // Same layout and length; never the plaintext.
+        expect(a.length).toBe(b.length);
+        if (value.length > 8) expect(a.includes(value.slice(0, 8))).toBe(false);
+        expect(viaNode.decryptBytes(a, `record:${i}`).toString()).toBe(value);
+        expect(viaAddon.decryptBytes(b, `record:${i}`).toString()).toBe(value);
+        expect(viaAddon.decryptBytes(a, `record:${i}`).toString()).toBe(value);
+        expect(() => viaNode.decryptBytes(a, `record:${i + 1}`)).toThrow(CryptoError);
+      });
+      // Each value its own nonce.
+      const nonces = new Set(
+        Array.from({ length: 200 }, () => sealedByAddon.sealBytes('x', 'r').toString('hex', 65, 77)),
+      );
+      expect(nonces.size).toBe(200);
+    });
+
     it("takes associated data too long for the addon through Node's cipher", () => {
       const aad = `record:${'é'.repeat(2000)}`;
-      const blob = new EnvelopeCipher(keyring).sharedKey().sealBytes('value', aad);
+      const blob = viaAddon.sharedKey().sealBytes('value', aad);
+      expect(viaNode.decryptBytes(blob, aad).toString()).toBe('value');
       expect(viaAddon.decryptBytes(blob, aad).toString()).toBe('value');
       expect(() => viaAddon.decryptBytes(blob, aad.slice(0, -1))).toThrow(CryptoError);
     });
@@ -249,7 +271,34 @@ describe('EnvelopeCipher', () => {
       );
       expect(() => addon.open(context, source, 0, 12, 28, 200, 'a'.repeat(1100), out)).toThrow(/too long/);
       expect(() => addon.keyContext(Buffer.alloc(16))).toThrow(/32 bytes/);
-      // In bounds, a wrong tag: refused, not thrown.
+      expect(() => addon.sealContext(Buffer.alloc(31))).toThrow(/32 bytes/);
+      // A context works one way only.
+      const sealing = addon.sealContext(Buffer.alloc(32, 7));
+      expect(() => addon.open(sealing, source, 0, 12, 28, 200, 'a', out)).toThrow(/invalid arguments/);
+      expect(() => addon.seal(context, source, 0, 12, 28, 200, 'a')).toThrow(/invalid arguments/);
+      // seal: every range inside the buffer, none overlapping another.
+      for (const [nonceAt, tagAt, dataAt, dataEnd] of [
+        [190, 0, 28, 100],
+        [0, 190, 28, 100],
+        [0, 12, 28, 201],
+        [0, 12, 120, 100],
+        [0, 8, 28, 100],
+        [0, 12, 20, 100],
+        [40, 12, 28, 100],
+      ] as const)
+        expect(() => addon.seal(sealing, source, nonceAt, tagAt, dataAt, dataEnd, 'a')).toThrow(
+          /out of bounds/,
+        );
+      expect(() => addon.seal(sealing, source, 0, 12, 28, 200, 'a'.repeat(1100))).toThrow(/too long/);
+      // In bounds: sealed in place, and opened again by a context of the same key.
+      source.fill(0x41, 28, 200);
+      addon.seal(sealing, source, 0, 12, 28, 200, 'a');
+      expect(source.subarray(28, 200).every((b) => b === 0x41)).toBe(false);
+      expect(addon.open(context, source, 0, 12, 28, 200, 'a', out)).toBe(172);
+      expect(out.subarray(0, 172).every((b) => b === 0x41)).toBe(true);
+      // In bounds, a wrong tag or other associated data: refused, not thrown.
+      expect(addon.open(context, source, 0, 12, 28, 200, 'b', out)).toBe(-1);
+      source[12] = source[12]! ^ 0x01;
       expect(addon.open(context, source, 0, 12, 28, 200, 'a', out)).toBe(-1);
     });
   });

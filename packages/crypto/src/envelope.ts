@@ -165,6 +165,8 @@ export class EnvelopeCipher {
   sharedKey(): SharedDataKey {
     const raw = randomBytes(KEY_BYTES);
     const dataKey = createSecretKey(raw);
+    // The binary form is sealed by the addon where it loaded (the text form stays on Node's cipher).
+    const sealer = this.native ? { native: this.native, context: this.native.sealContext(raw) } : undefined;
     const version = this.keyring.currentVersion;
     const wrapped = seal(this.keyring.secretKey(version), raw, sharedWrapAad(version));
     const header = sharedHeader(version, wrapped);
@@ -192,6 +194,15 @@ export class EnvelopeCipher {
         return `${prefix}.${b64(sealed.nonce)}.${b64(sealed.ciphertext)}.${b64(sealed.tag)}`;
       },
       sealBytes: (plaintext: string, aad: string) => {
+        if (sealer && aad.length <= NATIVE_AAD_CHARACTERS) {
+          // The plaintext's UTF-8 is written where its ciphertext goes and encrypted there by the addon.
+          const out = Buffer.allocUnsafe(BIN.ciphertext + Buffer.byteLength(plaintext));
+          header.copy(out, 0);
+          nextNonce().copy(out, BIN.nonce);
+          out.write(plaintext, BIN.ciphertext);
+          sealer.native.seal(sealer.context, out, BIN.nonce, BIN.tag, BIN.ciphertext, out.length, aad);
+          return out;
+        }
         const sealed = seal(dataKey, Buffer.from(plaintext, 'utf8'), Buffer.from(aad, 'utf8'), nextNonce());
         const out = Buffer.allocUnsafe(BIN.ciphertext + sealed.ciphertext.length);
         header.copy(out, 0);

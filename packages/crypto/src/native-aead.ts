@@ -4,6 +4,21 @@ import { join } from 'node:path';
 export interface NativeAead {
   /** A decryption context holding `key` (32 bytes) and its key schedule. */
   keyContext(key: Buffer): object;
+  /** An encryption context holding `key` (32 bytes). */
+  sealContext(key: Buffer): object;
+  /**
+   * Encrypts `buffer[dataAt, dataEnd)` in place with the nonce at `nonceAt` and writes the tag at `tagAt`
+   * (the three ranges inside `buffer`, apart).
+   */
+  seal(
+    context: object,
+    buffer: Buffer,
+    nonceAt: number,
+    tagAt: number,
+    dataAt: number,
+    dataEnd: number,
+    aad: string,
+  ): void;
   /**
    * Decrypts `source[ciphertextAt, ciphertextEnd)` with the nonce at `nonceAt` and the tag at `tagAt` into
    * the start of `out`: the plaintext's length, or -1 when the tag does not match.
