@@ -4,3 +4,4 @@ export * from './messaging.module';
 export * from './jetstream';
 export * from './nats-connection';
 export * from './raw-reply';
+export * from './broadcast';

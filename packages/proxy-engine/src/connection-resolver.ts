@@ -6,7 +6,7 @@ import {
   type ConnectionCredentials,
   type ResolvedIntegration,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import { listenBroadcast, NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import { LRUCache } from 'lru-cache';
 import { PROXY_ENGINE_ENV, type ProxyEngineEnv } from './proxy-engine.env';
@@ -46,18 +46,9 @@ export class ConnectionResolver {
         : undefined;
     if (this.credentials) {
       // Every replica listens (no queue group): each holds its own cache.
-      nc.subscribe(VAULT_SUBJECTS.changed, {
-        callback: (error, message) => {
-          if (error) return;
-          let change;
-          try {
-            change = connectionsChangedSchema.safeParse(message.json());
-          } catch {
-            return; // not JSON: nothing to act on, the TTL covers it
-          }
-          if (change.success) this.forget(change.data.environmentId, change.data.providerConfigKey);
-        },
-      });
+      listenBroadcast(nc, VAULT_SUBJECTS.changed, connectionsChangedSchema, (change) =>
+        this.forget(change.environmentId, change.providerConfigKey),
+      );
     }
   }
 

@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { FUNCTIONS_SUBJECTS, functionRunCancelSchema, functionRunLeaseSchema } from '@switchboard/contracts';
-import { NATS_CONNECTION } from '@switchboard/messaging';
-import type { Msg, NatsConnection, NatsError, Subscription } from 'nats';
-import type { z } from 'zod';
+import { listenBroadcast, NATS_CONNECTION } from '@switchboard/messaging';
+import type { NatsConnection, Subscription } from 'nats';
 
 interface RunningAttempt {
   attempt: number;
@@ -27,14 +26,12 @@ export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
   constructor(@Inject(NATS_CONNECTION) private readonly nc: NatsConnection) {}
 
   onModuleInit(): void {
-    this.cancels = this.nc.subscribe(FUNCTIONS_SUBJECTS.cancel, {
-      callback: parsing(functionRunCancelSchema, (cancel) =>
-        this.cancel(cancel.invocationId, cancel.attempt, cancel.reason),
-      ),
-    });
-    this.leases = this.nc.subscribe(FUNCTIONS_SUBJECTS.lease, {
-      callback: parsing(functionRunLeaseSchema, (lease) => this.renew(lease.invocationId, lease.attempt)),
-    });
+    this.cancels = listenBroadcast(this.nc, FUNCTIONS_SUBJECTS.cancel, functionRunCancelSchema, (cancel) =>
+      this.cancel(cancel.invocationId, cancel.attempt, cancel.reason),
+    );
+    this.leases = listenBroadcast(this.nc, FUNCTIONS_SUBJECTS.lease, functionRunLeaseSchema, (lease) =>
+      this.renew(lease.invocationId, lease.attempt),
+    );
   }
 
   onApplicationShutdown(): void {
@@ -96,21 +93,4 @@ export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
       entry.stop(reason);
     }
   }
-}
-
-/** A subscription callback that hands on the messages that parse as `schema` and drops the rest. */
-function parsing<T extends z.ZodType>(
-  schema: T,
-  handle: (value: z.output<T>) => void,
-): (error: NatsError | null, message: Msg) => void {
-  return (error, message) => {
-    if (error) return;
-    let parsed;
-    try {
-      parsed = schema.safeParse(JSON.parse(Buffer.from(message.data).toString('utf8')));
-    } catch {
-      return;
-    }
-    if (parsed.success) handle(parsed.data);
-  };
 }

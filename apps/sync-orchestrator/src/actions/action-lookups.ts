@@ -1,10 +1,9 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { FUNCTIONS_API_SUBJECTS, functionsChangedSchema, type Caller } from '@switchboard/contracts';
 import type { OrchestratorDb } from '@switchboard/db';
-import { NATS_CONNECTION } from '@switchboard/messaging';
+import { listenBroadcast, NATS_CONNECTION } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription } from 'nats';
-import { safeJson } from '../connections/known-connections';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { storedConfig, type FunctionWithVersion } from '../functions/function-config';
 import { IntegrationDirectory } from '../functions/integration-directory';
@@ -34,12 +33,12 @@ export class ActionLookups implements OnApplicationShutdown {
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {
     // Every replica listens (no queue group): each holds its own cache.
-    this.subscription = nc.subscribe(FUNCTIONS_API_SUBJECTS.changed, {
-      callback: (error, message) => {
-        const change = !error && functionsChangedSchema.safeParse(safeJson(message.data));
-        if (change && change.success) this.dropEnvironment(change.data.environmentId);
-      },
-    });
+    this.subscription = listenBroadcast(
+      nc,
+      FUNCTIONS_API_SUBJECTS.changed,
+      functionsChangedSchema,
+      (change) => this.dropEnvironment(change.environmentId),
+    );
   }
 
   onApplicationShutdown(): void {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { connectionsChangedSchema, VAULT_SUBJECTS } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import { listenBroadcast, NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription } from 'nats';
 
@@ -25,13 +25,9 @@ export class KnownConnections implements OnApplicationShutdown {
     @Inject(NATS_CONNECTION) nc: NatsConnection,
   ) {
     // Every replica listens (no queue group): each holds its own entries.
-    this.subscription = nc.subscribe(VAULT_SUBJECTS.changed, {
-      callback: (error, message) => {
-        const change = !error && connectionsChangedSchema.safeParse(safeJson(message.data));
-        if (!change || !change.success) return;
-        const prefix = `${change.data.environmentId}\u0000${change.data.providerConfigKey}\u0000`;
-        for (const key of this.found.keys()) if (key.startsWith(prefix)) this.found.delete(key);
-      },
+    this.subscription = listenBroadcast(nc, VAULT_SUBJECTS.changed, connectionsChangedSchema, (change) => {
+      const prefix = `${change.environmentId}\u0000${change.providerConfigKey}\u0000`;
+      for (const key of this.found.keys()) if (key.startsWith(prefix)) this.found.delete(key);
     });
   }
 
@@ -57,12 +53,3 @@ export class KnownConnections implements OnApplicationShutdown {
 /** `KnownConnections` for the modules that check connections (actions, records). */
 @Module({ providers: [KnownConnections], exports: [KnownConnections] })
 export class KnownConnectionsModule {}
-
-/** A broadcast's JSON body, or undefined when it is not JSON (a malformed announcement is ignored). */
-export function safeJson(data: Uint8Array): unknown {
-  try {
-    return JSON.parse(Buffer.from(data).toString('utf8')) as unknown;
-  } catch {
-    return undefined;
-  }
-}

@@ -20,7 +20,7 @@ import {
   type SyncWebhookEvent,
   type WebhookEventType,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
+import { listenBroadcast, NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import {
   loadCatalog,
@@ -85,29 +85,13 @@ export class EventPlanner {
     this.catalog = loadCatalog({ overridesFile: env.SWITCHBOARD_PROVIDERS_FILE });
     this.subscriptionsTtlMs = env.SWITCHBOARD_WEBHOOK_SUBSCRIPTIONS_CACHE;
     // Every replica listens (no queue group): each keeps its own cache.
-    this.nc.subscribe(VAULT_SUBJECTS.changed, {
-      callback: (error, message) => {
-        if (error) return;
-        try {
-          const change = connectionsChangedSchema.parse(message.json());
-          this.forgetMatches(change.environmentId, change.providerConfigKey);
-        } catch {
-          // Not ours to fail on; the TTL covers it.
-        }
-      },
-    });
-    this.nc.subscribe(FUNCTIONS_API_SUBJECTS.changed, {
-      callback: (error, message) => {
-        if (error) return;
-        try {
-          const prefix = `${functionsChangedSchema.parse(message.json()).environmentId}\u0000`;
-          this.functionsGeneration++;
-          for (const key of this.subscriptions.keys())
-            if (key.startsWith(prefix)) this.subscriptions.delete(key);
-        } catch {
-          // Not ours to fail on; the TTL covers it.
-        }
-      },
+    listenBroadcast(this.nc, VAULT_SUBJECTS.changed, connectionsChangedSchema, (change) =>
+      this.forgetMatches(change.environmentId, change.providerConfigKey),
+    );
+    listenBroadcast(this.nc, FUNCTIONS_API_SUBJECTS.changed, functionsChangedSchema, (change) => {
+      const prefix = `${change.environmentId}\u0000`;
+      this.functionsGeneration++;
+      for (const key of this.subscriptions.keys()) if (key.startsWith(prefix)) this.subscriptions.delete(key);
     });
   }
 
