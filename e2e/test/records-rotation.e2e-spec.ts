@@ -1,9 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
-import { RECORDS_SUBJECTS, type Caller } from '@switchboard/contracts';
 import { runRewrapCli, startStack, type RunningService, type Stack } from '@switchboard/testing';
-import { connect, type NatsConnection } from 'nats';
-import { Client } from 'pg';
+import { openRecordsRun, type RecordsRun } from './support/records-run';
 
 /**
  * Rotating the master key of sync records on a running installation: records a sync saved are read with
@@ -16,37 +14,13 @@ type Listed = { id: string; name: string; _nango_metadata: unknown };
 describe('sync records master key rotation', () => {
   let stack: Stack;
   let nango: Nango;
-  let db: Client;
-  let nc: NatsConnection;
-  let caller: Caller;
-  let runId: string;
+  let run: RecordsRun;
   const integration = `rec-keys-${randomUUID().slice(0, 8)}`;
   const connectionId = 'c-1';
   const MODEL = 'Contact';
   const COUNT = 1500;
 
-  /** Saves records as a sync script's run does (`orchestrator.v1.records.write`, fenced by the run). */
-  const save = async (records: { id: string; name: string }[]) => {
-    const msg = await nc.request(
-      RECORDS_SUBJECTS.write,
-      JSON.stringify({
-        pattern: RECORDS_SUBJECTS.write,
-        id: randomUUID(),
-        data: {
-          caller,
-          providerConfigKey: integration,
-          connectionId,
-          runId,
-          model: MODEL,
-          op: 'save',
-          records,
-        },
-      }),
-      { timeout: 30_000 },
-    );
-    const reply = JSON.parse(Buffer.from(msg.data).toString('utf8')) as { response?: { ok: boolean } };
-    expect(reply.response?.ok).toBe(true);
-  };
+  const save = (records: { id: string; name: string }[]) => run.save(MODEL, records);
 
   /** Every record through the public API, page by page; fails if any does not decrypt. */
   const listAll = async (): Promise<Map<string, string>> => {
@@ -71,7 +45,7 @@ describe('sync records master key rotation', () => {
       databaseUrl: stack.databaseUrl,
       masterKeys: keyring,
       batchSize: 50,
-      environmentId: caller.environmentId,
+      environmentId: run.caller.environmentId,
     });
 
   /** Replaces every orchestrator process (service and worker) with one using `keyring`, no gap in service. */
@@ -88,11 +62,11 @@ describe('sync records master key rotation', () => {
   };
 
   const versions = async (): Promise<number[]> => {
-    const { rows } = await db.query<{ v: number }>(
+    const { rows } = await run.db.query<{ v: number }>(
       `SELECT DISTINCT get_byte(payload, 1) << 24 | get_byte(payload, 2) << 16 | get_byte(payload, 3) << 8
          | get_byte(payload, 4) AS v
        FROM orchestrator.records WHERE environment_id = $1 ORDER BY 1`,
-      [caller.environmentId],
+      [run.caller.environmentId],
     );
     return rows.map((r) => r.v);
   };
@@ -100,49 +74,11 @@ describe('sync records master key rotation', () => {
   beforeAll(async () => {
     stack = await startStack({ env: { SWITCHBOARD_RATE_LIMIT_PER_MIN: '100000' }, readyTimeoutMs: 150_000 });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
-    db = new Client({ connectionString: stack.databaseUrl });
-    await db.connect();
-    nc = await connect({ servers: stack.natsUrl });
-    const env = (
-      await db.query<{ id: number; account_id: number; name: string }>(
-        'SELECT id, account_id, name FROM auth.environments WHERE uuid = $1',
-        [stack.environmentUuid],
-      )
-    ).rows[0]!;
-    caller = {
-      accountId: env.account_id,
-      environmentId: env.id,
-      environmentUuid: stack.environmentUuid,
-      environmentName: env.name,
-    };
-    await nango.createIntegration({ provider: 'anthropic', unique_key: integration });
-    const res = await fetch(`${stack.gatewayUrl}/connections`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${stack.secretKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        provider_config_key: integration,
-        connection_id: connectionId,
-        credentials: { type: 'API_KEY', apiKey: `key_${randomBytes(8).toString('hex')}` },
-      }),
-    });
-    expect(res.status).toBe(201);
-    // A sync run in progress, as the orchestrator records one when it starts it: its writes are let through.
-    const sync = await db.query<{ id: string }>(
-      `INSERT INTO orchestrator.syncs (id, environment_id, provider_config_key, connection_id, name, variant, updated_at)
-       VALUES ($1, $2, $3, $4, 'contacts', 'base', now()) RETURNING id`,
-      [randomUUID(), caller.environmentId, integration, connectionId],
-    );
-    runId = randomUUID();
-    await db.query(
-      `INSERT INTO orchestrator.sync_runs (id, sync_id, status, type, workflow_id, attempts)
-       VALUES ($1, $2, 'RUNNING', 'INCREMENTAL', 'records-rotation-e2e', 1)`,
-      [runId, sync.rows[0]!.id],
-    );
+    run = await openRecordsRun(stack, nango, { integration, connectionId, syncName: 'contacts' });
   }, 180_000);
 
   afterAll(async () => {
-    await nc?.close();
-    await db?.end();
+    await run?.close();
     await stack?.stop();
   });
 
