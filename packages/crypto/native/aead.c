@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NONCE_BYTES 12
 #define TAG_BYTES 16
@@ -127,6 +128,8 @@ static napi_value open_value(napi_env env, napi_callback_info info) {
            EVP_DecryptUpdate(ctx, out, &length, source + ciphertext_at, (int)(ciphertext_end - ciphertext_at)) == 1 &&
            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES, source + tag_at) == 1 &&
            EVP_DecryptFinal_ex(ctx, out + length, &last) == 1;
+  /* What was decrypted before the tag failed is not authentic: it is not left in the caller's buffer. */
+  if (!ok) memset(out, 0, ciphertext_end - ciphertext_at);
   napi_value result;
   napi_create_int32(env, ok ? length + last : -1, &result);
   return result;

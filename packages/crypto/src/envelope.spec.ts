@@ -299,7 +299,10 @@ describe('EnvelopeCipher', () => {
       // In bounds, a wrong tag or other associated data: refused, not thrown.
       expect(addon.open(context, source, 0, 12, 28, 200, 'b', out)).toBe(-1);
       source[12] = source[12]! ^ 0x01;
+      out.fill(0x41);
       expect(addon.open(context, source, 0, 12, 28, 200, 'a', out)).toBe(-1);
+      // Nothing decrypted before the tag failed is left behind.
+      expect(out.subarray(0, 172).every((b) => b === 0)).toBe(true);
     });
   });
 

@@ -143,8 +143,8 @@ export class EnvelopeCipher {
   private readonly native: NativeAead | undefined;
 
   /**
-   * `options.native: false` leaves the AES-GCM addon aside (native-aead.ts): every value then goes through
-   * Node's Decipheriv, as where the addon was not built. Both read the same bytes the same way.
+   * `options.native: false` leaves the AES-GCM addon aside (native-aead.ts): every value is then sealed and
+   * opened by Node's ciphers, as where the addon was not built. Both write and read the same bytes.
    */
   constructor(
     private readonly keyring: MasterKeyring,
@@ -153,7 +153,7 @@ export class EnvelopeCipher {
     this.native = options.native === false ? undefined : nativeAead;
   }
 
-  /** Whether binary values are opened by the AES-GCM addon. */
+  /** Whether binary values are sealed and opened by the AES-GCM addon. */
   get usesNativeAead(): boolean {
     return this.native !== undefined;
   }

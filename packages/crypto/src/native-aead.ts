@@ -40,7 +40,7 @@ export const NATIVE_AAD_CHARACTERS = 300;
 
 /**
  * The addon, built with this package (`native/build.cjs` puts it in dist/native), or undefined where it is
- * not there (a build without a compiler): Node's Decipheriv then does the same work, slower.
+ * not there (a build without a compiler): Node's ciphers then do the same work, slower.
  */
 function loadNativeAead(): NativeAead | undefined {
   // dist/native-aead.js → dist/native; src/native-aead.ts (tests) → dist/native.
