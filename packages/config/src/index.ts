@@ -162,6 +162,82 @@ export function newRewrapReport<Id>(currentVersion: number): RewrapReport<Id> {
   return { currentVersion, scanned: 0, rewrapped: 0, changedConcurrently: 0, failed: [], remaining: 0 };
 }
 
+/** One sealed column a service keeps: how to page through it by id and a compare-and-set write. */
+export interface SealedColumn {
+  /** Names a value that cannot be rewrapped in the report: `<kind>:<id>`. */
+  kind: string;
+  /** The rows after `afterId` in id order, at most `take`, with each value's associated data. */
+  page(afterId: number, take: number): Promise<{ id: number; sealed: string | null; aad: string }[]>;
+  /** Replaces `from` by `to` only if the row still holds `from`; true when it did. */
+  swap(id: number, from: string, to: string): Promise<boolean>;
+}
+
+/** What the rewrap needs of an `EnvelopeCipher` (@switchboard/crypto). */
+export interface SealedValueRewrapper {
+  versionOf(sealed: string): number;
+  rewrap(sealed: string, aad: string): string;
+}
+
+/**
+ * Rewraps every value of `columns` not on `currentVersion` under it, in id order and in batches: each value is
+ * replaced only if its row still holds what was read, so a value written meanwhile (already with the new
+ * keyring) is never overwritten; only the wrapped data key changes. A value no configured key opens is
+ * reported in `failed`. `remaining` is counted once every column is done, so it also sees a value moved
+ * between columns, or written by a replica still on the old keyring, during the run. Safe to run again.
+ */
+export async function rewrapSealedColumns(
+  columns: readonly SealedColumn[],
+  cipher: SealedValueRewrapper,
+  currentVersion: number,
+  options: Omit<RewrapOptions, 'environmentId'> = {},
+): Promise<RewrapReport<string>> {
+  const batchSize = options.batchSize ?? 500;
+  const report = newRewrapReport<string>(currentVersion);
+  const versionOf = (sealed: string): number | undefined => {
+    try {
+      return cipher.versionOf(sealed);
+    } catch {
+      // Not one of our envelopes.
+      return undefined;
+    }
+  };
+  for (const column of columns) {
+    for await (const batch of batchesOf(column, batchSize)) {
+      for (const row of batch) {
+        if (row.sealed === null || versionOf(row.sealed) === currentVersion) continue;
+        report.scanned++;
+        let next: string;
+        try {
+          next = cipher.rewrap(row.sealed, row.aad);
+        } catch {
+          report.failed.push(`${column.kind}:${row.id}`);
+          continue;
+        }
+        if (await column.swap(row.id, row.sealed, next)) report.rewrapped++;
+        else report.changedConcurrently++;
+      }
+      options.onProgress?.(report);
+    }
+  }
+  for (const column of columns) {
+    for await (const batch of batchesOf(column, batchSize)) {
+      for (const row of batch)
+        if (row.sealed !== null && versionOf(row.sealed) !== currentVersion) report.remaining++;
+    }
+  }
+  return report;
+}
+
+/** Every row of a column, in id order, `batchSize` at a time. */
+async function* batchesOf(column: SealedColumn, batchSize: number) {
+  for (let afterId = 0; ; ) {
+    const rows = await column.page(afterId, batchSize);
+    if (rows.length === 0) return;
+    afterId = rows[rows.length - 1]!.id;
+    yield rows;
+  }
+}
+
 /**
  * The flags of the master-key rewrap commands (the vault's and the orchestrator's `rotate-cli`, auth-connect's
  * and the relay's `rewrap-cli`): `--batch-size=<1..10000>` (default 500) and `--environment-id=<id>`.
