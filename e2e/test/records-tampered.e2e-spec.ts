@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
 import { startStack, type Stack } from '@switchboard/testing';
+import { call } from './support/http';
 import { openRecordsRun, type RecordsRun } from './support/records-run';
 
 /**
@@ -61,18 +62,14 @@ describe('GET /records with a record that no longer decrypts', () => {
       [rows[0]!.id],
     );
 
-    const res = await fetch(`${stack.gatewayUrl}/records?model=${MODEL}&limit=1000`, {
-      headers: {
-        authorization: `Bearer ${stack.secretKey}`,
-        'connection-id': connectionId,
-        'provider-config-key': integration,
-      },
+    const res = await call(stack.gatewayUrl, 'GET', `/records?model=${MODEL}&limit=1000`, {
+      key: stack.secretKey,
+      headers: { 'connection-id': connectionId, 'provider-config-key': integration },
     });
     expect(res.status).toBe(500);
-    const body = await res.text();
-    expect(JSON.parse(body)).toMatchObject({ error: { code: 'server_error' } });
+    expect(res.body).toMatchObject({ error: { code: 'server_error' } });
     // Nothing of any record is in the answer.
-    expect(body).not.toContain('ticket');
+    expect(res.text).not.toContain('ticket');
     await expect(listPage(1000)).rejects.toMatchObject({ response: { status: 500 } });
     // Pages that end before the damaged record are still served.
     expect((await listPage(600)).records).toHaveLength(600);

@@ -4,6 +4,7 @@ import { RECORDS_SUBJECTS, type Caller } from '@switchboard/contracts';
 import type { Stack } from '@switchboard/testing';
 import { connect, type NatsConnection } from 'nats';
 import { Client } from 'pg';
+import { call } from './http';
 
 /** A connection with a sync run in progress, whose records a test saves as the run's script would. */
 export interface RecordsRun {
@@ -44,14 +45,13 @@ export async function openRecordsRun(
     environmentName: env.name,
   };
   await nango.createIntegration({ provider: 'anthropic', unique_key: integration });
-  const res = await fetch(`${stack.gatewayUrl}/connections`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${stack.secretKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
+  const res = await call(stack.gatewayUrl, 'POST', '/connections', {
+    key: stack.secretKey,
+    body: {
       provider_config_key: integration,
       connection_id: connectionId,
       credentials: { type: 'API_KEY', apiKey: `key_${randomBytes(8).toString('hex')}` },
-    }),
+    },
   });
   if (res.status !== 201) throw new Error(`POST /connections answered ${res.status}`);
   const sync = await db.query<{ id: string }>(
