@@ -470,6 +470,25 @@ describe('functions-runtime: functions.v1.run', () => {
     });
   });
 
+  it('a host call sent as an object instead of JSON text is refused unless the call takes data (records writes only)', async () => {
+    // A patched JSON.stringify makes the prelude send the object itself: the copy arrives, and the
+    // dispatcher refuses it for a call that takes JSON text, before any connection is read.
+    const result = await run(
+      actionBundle(`
+        const stringify = JSON.stringify;
+        JSON.stringify = () => ({ providerConfigKey: "fake-pages", connectionId: "conn-a" });
+        let answer;
+        try { answer = await nango.getConnection(); } catch (e) { answer = e.code + ": " + e.message; }
+        finally { JSON.stringify = stringify; }
+        return answer;`),
+      {},
+    );
+    expect(result).toMatchObject({
+      status: 'success',
+      output: 'invalid_arguments: nango.getConnection takes its arguments as JSON text',
+    });
+  });
+
   /** Runs a script that waits forever (logging its abort), asked as `attempt` with the extra request fields. */
   const runForever = (invocationId: string, attempt: number, extra: Record<string, unknown> = {}) => {
     const code = actionBundle(`

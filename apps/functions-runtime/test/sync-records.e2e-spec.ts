@@ -89,6 +89,8 @@ describe('a sync script saving records, read with listRecords', () => {
       connectionId?: string;
       /** The run's status as recorded: `STOPPED` for a run a full resync cancelled. */
       status?: string;
+      /** Another sync bundle than the CLI-built fixture. */
+      code?: string;
     } = {},
   ): Promise<FunctionRunResult> => {
     const connectionId = options.connectionId ?? 'conn-a';
@@ -108,8 +110,10 @@ describe('a sync script saving records, read with listRecords', () => {
         name: 'contacts',
         type: 'sync',
         version: '0.1.0',
-        codeSha256: createHash('sha256').update(SYNC_BUNDLE).digest('hex'),
-        code: SYNC_BUNDLE,
+        codeSha256: createHash('sha256')
+          .update(options.code ?? SYNC_BUNDLE)
+          .digest('hex'),
+        code: options.code ?? SYNC_BUNDLE,
       },
       connection: { connectionId, providerConfigKey: PCK, provider: 'fake-pages' },
       variant: options.variant ?? 'base',
@@ -277,6 +281,34 @@ describe('a sync script saving records, read with listRecords', () => {
     const deleted = (await listAll({ model: 'Contact', filter: 'deleted' }, 10_000)).flat();
     expect(deleted).toHaveLength(250);
     expect(deleted.every((r) => Number(r.id.slice(2)) >= 1000)).toBe(true);
+  });
+
+  it('stores a record as JSON.stringify in the script makes it, sent as data or as JSON text', async () => {
+    // The first batch is plain data (the host gets a structured copy), the second holds a class with
+    // toJSON and a Map (it goes as JSON text): both must read back as JSON.stringify gives them.
+    const code = `"use strict";
+      module.exports = { default: { type: "sync", exec: async (nango) => {
+        class Money { constructor(cents) { this.cents = cents; } toJSON() { return (this.cents / 100).toFixed(2) + " EUR"; } }
+        const plain = [{ id: "odd-1", at: new Date(Date.UTC(2026, 0, 2)), skipped: undefined, nan: NaN, list: [1, , 3], n: { deep: [null] } }];
+        const classy = [{ id: 42, price: new Money(250), tags: new Map([["a", 1]]), drop() {} }];
+        await nango.batchSave(plain, "Note");
+        await nango.batchSave(classy, "Note");
+        return JSON.stringify([...plain, ...classy]);
+      } } };`;
+    const run = await runSync({ step: 'none' }, { variant: 'shapes', code });
+    expect(run.status).toBe('success');
+    const page = await nango.listRecords<Record<string, unknown>>({
+      providerConfigKey: PCK,
+      connectionId: 'conn-a',
+      model: 'Note',
+      variant: 'shapes',
+    } as Parameters<Nango['listRecords']>[0]);
+    const stored = page.records.map(({ _nango_metadata: _metadata, ...record }) => record);
+    // Ids come back as strings (Nango's records API does the same); the rest as the script's JSON.
+    expect(stored).toEqual([
+      { id: 'odd-1', at: '2026-01-02T00:00:00.000Z', nan: null, list: [1, null, 3], n: { deep: [null] } },
+      { id: '42', price: '2.50 EUR', tags: {} },
+    ]);
   });
 
   it('refuses a model the sync did not declare and records without an id; nothing is stored', async () => {

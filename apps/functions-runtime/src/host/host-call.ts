@@ -47,6 +47,11 @@ export interface HostCall<S extends z.ZodType> {
   /** Which function types may make the call: the capability set of a run is chosen by its type. */
   types: readonly FunctionType[];
   args: S;
+  /**
+   * The call may get its arguments as a structured copy of plain data instead of JSON text (the records
+   * writes: sandbox.ts, `HostCallArgs`). They are checked by `args` just the same.
+   */
+  takesData?: boolean;
   run(scope: RunScope, args: z.infer<S>): Promise<unknown>;
 }
 

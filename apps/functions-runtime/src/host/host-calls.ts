@@ -19,6 +19,7 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
+import type { HostCallArgs } from '../sandbox/sandbox';
 import { entry, type HostCall, type RunScope } from './host-call';
 import { HostCallError } from './host-call.errors';
 import { ProxyClient, proxyArgsSchema } from './proxy-client';
@@ -131,15 +132,15 @@ export class HostCalls {
    * for a NATS round trip outlive young-generation collections and pile up until a full one
    * (bench/README.md, "records-memory").
    */
-  dispatch(scope: RunScope, name: string, argsJson: string): Promise<string> {
+  dispatch(scope: RunScope, name: string, args: HostCallArgs): Promise<string> {
     try {
-      return this.answer(scope, name, this.start(scope, name, argsJson));
+      return this.answer(scope, name, this.start(scope, name, args));
     } catch (error) {
       return Promise.resolve(this.failure(scope, name, error));
     }
   }
 
-  private start(scope: RunScope, name: string, argsJson: string): Promise<unknown> {
+  private start(scope: RunScope, name: string, args: HostCallArgs): Promise<unknown> {
     const call = Object.hasOwn(this.table, name) ? this.table[name] : undefined;
     if (!call || !call.types.includes(scope.type)) {
       throw new HostCallError(
@@ -147,13 +148,22 @@ export class HostCalls {
         `nango.${name} is not available to ${scope.type} functions`,
       );
     }
-    if (argsJson.length > MAX_ARGS_CHARS) {
-      throw new HostCallError(
-        'invalid_arguments',
-        `nango.${name}: the arguments are over ${MAX_ARGS_CHARS} characters`,
-      );
+    let value: unknown;
+    if ('data' in args) {
+      if (!call.takesData) {
+        throw new HostCallError('invalid_arguments', `nango.${name} takes its arguments as JSON text`);
+      }
+      value = args.data;
+    } else {
+      if (args.json.length > MAX_ARGS_CHARS) {
+        throw new HostCallError(
+          'invalid_arguments',
+          `nango.${name}: the arguments are over ${MAX_ARGS_CHARS} characters`,
+        );
+      }
+      value = JSON.parse(args.json);
     }
-    const parsed = call.args.safeParse(JSON.parse(argsJson));
+    const parsed = call.args.safeParse(value);
     if (!parsed.success) {
       throw new HostCallError(
         'invalid_arguments',

@@ -28,4 +28,17 @@ describe('groupsOf (records per NATS message)', () => {
       groupsOf('batchSave', 'Item', [{ id: 'big', body: 'x'.repeat(MAX_RECORD_BYTES) }], 1 << 20),
     ).toThrow(/record 0 of model "Item" is \d+ bytes, over the limit/);
   });
+
+  it('checks a batch the sandbox sent as data as strictly as parsed JSON text', () => {
+    // A copy can hold what JSON cannot: a NaN id (JSON text would have made it null) or a bigint.
+    expect(() => groupsOf('batchSave', 'Item', [{ id: 'a' }, { id: NaN }], 1 << 20)).toThrow(
+      /record 1 of model "Item" has no id/,
+    );
+    expect(() => groupsOf('batchSave', 'Item', [{ id: 'a', n: 10n }], 1 << 20)).toThrow(
+      /record 0 of model "Item" is not JSON data/,
+    );
+    // Dates and undefined are JSON data: the size counted is their JSON's.
+    const [group] = groupsOf('batchSave', 'Item', [{ id: 'd', at: new Date(0), gone: undefined }], 1 << 20);
+    expect(JSON.stringify(group)).toBe('[{"id":"d","at":"1970-01-01T00:00:00.000Z"}]');
+  });
 });

@@ -55,7 +55,7 @@ function runScopeOf(scope: RunScope, model: string) {
 }
 
 /**
- * Checks every record (a plain object with an `id`, under the size cap) and groups them so that each
+ * Checks every record (a plain object with an `id`, JSON data, under the size cap) and groups them so that each
  * group travels in one NATS message of at most `budget` bytes of records; a group is one store transaction.
  */
 export function groupsOf(
@@ -73,14 +73,24 @@ export function groupsOf(
       record === null ||
       typeof record !== 'object' ||
       Array.isArray(record) ||
-      !((typeof id === 'string' && id !== '') || typeof id === 'number')
+      !((typeof id === 'string' && id !== '') || (typeof id === 'number' && Number.isFinite(id)))
     ) {
       throw new HostCallError(
         'invalid_arguments',
         `nango.${call}: record ${index} of model "${model}" has no id; every record needs an "id" (a non-empty string or a number)`,
       );
     }
-    const size = Buffer.byteLength(JSON.stringify(record));
+    // Only a batch sent as data can fail here (a tampered sandbox's bigint, say): JSON text parsed is JSON.
+    let json: string;
+    try {
+      json = JSON.stringify(record);
+    } catch {
+      throw new HostCallError(
+        'invalid_arguments',
+        `nango.${call}: record ${index} of model "${model}" is not JSON data`,
+      );
+    }
+    const size = Buffer.byteLength(json);
     if (size > MAX_RECORD_BYTES) {
       throw new HostCallError(
         'invalid_arguments',
@@ -129,6 +139,7 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
     entry({
       types: SYNC,
       args: batchArgs,
+      takesData: true,
       // Not async: the arguments (a batch of up to 1000 records) are checked and grouped here, and only the
       // groups are handed on (see `send`).
       run: (s, args) => {

@@ -177,8 +177,7 @@ export class RunsService implements OnModuleInit {
         poolKey: `${req.caller.environmentId}\u0000${req.function.id}\u0000${req.function.codeSha256}`,
         // isolated-vm calls back from its own thread, outside Node's async context: the run's span is
         // put back around each host call so provider calls and NATS requests stay in the run's trace.
-        hostCall: (name, argsJson) =>
-          context.with(runContext, () => this.hostCalls.dispatch(scope, name, argsJson)),
+        hostCall: (name, args) => context.with(runContext, () => this.hostCalls.dispatch(scope, name, args)),
         onWallClock: () => deadline.abort(),
         abort: cancel.signal,
       });

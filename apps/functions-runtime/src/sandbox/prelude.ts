@@ -17,8 +17,9 @@
  *
  * Nothing run-specific is in the context before `bind` (sandbox.ts, "ready contexts").
  *
- * Everything crossing the boundary is a string of JSON (copied), never a host object: a script can only
- * ever touch objects of its own heap.
+ * Everything crossing the boundary is copied, never a host object: a script can only ever touch objects of
+ * its own heap. What comes in is JSON text; host calls send JSON text too, except the records writes,
+ * which send a batch of plain data as a structured copy (`plainData`, below).
  */
 export const PRELUDE_SOURCE = String.raw`
 (function () {
@@ -226,20 +227,31 @@ export const PRELUDE_SOURCE = String.raw`
   const MAX_IN_FLIGHT = 16;
   let inFlight = 0;
   const queue = [];
-  const call = async (name, args) => {
+  // asData: the arguments are plain JSON data (see plainData), and the host takes them as a structured copy
+  // instead of JSON text. For a records batch: the host's JSON.parse would put every short string value
+  // (ids, mostly) into V8's string table, which only a full collection empties (bench/README.md).
+  const call = async (name, args, asData) => {
     if (!bound) needsRun('nango.' + name);
-    const argsJson = JSON.stringify(args === undefined ? null : args);
+    const argsJson = asData ? undefined : JSON.stringify(args === undefined ? null : args);
     if (inFlight >= MAX_IN_FLIGHT) await new Promise((resolve) => queue.push(resolve));
     else inFlight++;
-    let raw;
-    try {
-      // The JSON goes inside an array, copied: isolated-vm then serialises it and the host gets a string of
-      // its own heap, which its garbage collector sees. Passed bare, a string over 1 KB would arrive as an
-      // external string whose bytes the host's V8 does not count (sandbox.ts, "host calls").
-      raw = await hostCall.apply(undefined, [name, [argsJson]], {
+    // The arguments go inside an array, copied: isolated-vm then serialises them and the host gets values
+    // of its own heap, which its garbage collector sees. A string passed bare, over 1 KB, would arrive as
+    // an external string whose bytes the host's V8 does not count (sandbox.ts, "host calls").
+    const send = (sent) =>
+      hostCall.apply(undefined, [name, [sent]], {
         arguments: { copy: true },
         result: { promise: true, copy: true },
       });
+    let raw;
+    try {
+      if (argsJson !== undefined) {
+        raw = await send(argsJson);
+      } else {
+        // The host's side never rejects: a rejection is the copy refused (a Proxy, which plainData cannot
+        // see through), and the host has not run the call. JSON text then, as for any other call.
+        raw = await send(args).catch(() => send(JSON.stringify(args)));
+      }
     } finally {
       const next = queue.shift();
       if (next) next();
@@ -252,6 +264,52 @@ export const PRELUDE_SOURCE = String.raw`
     error.code = reply.error.code;
     hostErrors.add(error);
     throw error;
+  };
+
+  // Whether a structured copy of a value gives the host exactly what JSON.stringify would give it: only
+  // strings, numbers, booleans, null, undefined, arrays and objects of plain prototypes without a toJSON
+  // (the host serialises what it gets as JSON; undefined and NaN come out as JSON.stringify puts them),
+  // and Dates while Date.prototype.toJSON is the one it was (the host's own gives the same ISO text).
+  // Anything else (class instances, Maps, functions, symbols, bigints, typed arrays, a cycle or anything
+  // nested deeper than PLAIN_DEPTH) goes as JSON text, with JSON.stringify's own result or error.
+  const PLAIN_DEPTH = 64;
+  const objectProto = Object.prototype;
+  const arrayProto = Array.prototype;
+  const dateProto = Date.prototype;
+  const dateToJson = Date.prototype.toJSON;
+  const dateToIso = Date.prototype.toISOString;
+  const hasOwn = Object.hasOwn;
+  const protoOf = Object.getPrototypeOf;
+  const keysOf = Object.keys;
+  const isArray = Array.isArray;
+  const isFiniteNumber = Number.isFinite;
+  const plainData = (value, depth) => {
+    switch (typeof value) {
+      case 'string':
+      case 'number':
+      case 'boolean':
+      case 'undefined':
+        return true;
+      case 'object':
+        break;
+      default:
+        return false;
+    }
+    if (value === null) return true;
+    if (depth >= PLAIN_DEPTH) return false;
+    const proto = protoOf(value);
+    if (isArray(value)) {
+      if (proto !== arrayProto || 'toJSON' in value) return false;
+      for (let i = 0; i < value.length; i++) if (!plainData(value[i], depth + 1)) return false;
+      return true;
+    }
+    if (proto === dateProto) {
+      return dateProto.toJSON === dateToJson && dateProto.toISOString === dateToIso && !hasOwn(value, 'toJSON');
+    }
+    if ((proto !== objectProto && proto !== null) || 'toJSON' in value) return false;
+    const keys = keysOf(value);
+    for (let i = 0; i < keys.length; i++) if (!plainData(value[keys[i]], depth + 1)) return false;
+    return true;
   };
 
   class ActionError extends Error {
@@ -455,15 +513,17 @@ export const PRELUDE_SOURCE = String.raw`
       const write = async (name, records, model) => {
         checkModel(name, model);
         if (!Array.isArray(records)) throw new TypeError('nango.' + name + ' needs an array of records');
+        let asData = true;
         for (let i = 0; i < records.length; i++) {
           const record = records[i];
           const id = record !== null && typeof record === 'object' ? record.id : undefined;
-          if (!((typeof id === 'string' && id !== '') || typeof id === 'number')) {
+          if (!((typeof id === 'string' && id !== '') || (typeof id === 'number' && isFiniteNumber(id)))) {
             throw new TypeError('nango.' + name + ': record ' + i + ' of model "' + model + '" has no id; every record needs an "id" (a non-empty string or a number)');
           }
+          if (asData && !plainData(record, 0)) asData = false;
         }
         for (let i = 0; i < records.length; i += BATCH) {
-          await call(name, { model, records: records.slice(i, i + BATCH) });
+          await call(name, { model, records: records.slice(i, i + BATCH) }, asData);
         }
         return true;
       };

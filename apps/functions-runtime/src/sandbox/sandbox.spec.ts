@@ -6,6 +6,7 @@ import {
   isolatesReturned,
   pooledIsolates,
   runInSandbox,
+  type HostCallArgs,
   type SandboxRequest,
 } from './sandbox';
 
@@ -249,8 +250,9 @@ describe('runInSandbox', () => {
         undefined,
         {
           limits: { ...request('', undefined).limits, cpuTimeMs: 10_000, wallTimeMs: 20_000 },
-          hostCall: (name, argsJson) => {
-            received.push((JSON.parse(argsJson) as { providerConfigKey: string }).providerConfigKey.length);
+          hostCall: (name, args) => {
+            if (!('json' in args)) throw new Error('expected JSON text');
+            received.push((JSON.parse(args.json) as { providerConfigKey: string }).providerConfigKey.length);
             return Promise.resolve(JSON.stringify({ ok: true, value: null }));
           },
         },
@@ -264,13 +266,101 @@ describe('runInSandbox', () => {
     expect(process.memoryUsage().external - before).toBeLessThan(15 * 1024 * 1024);
   });
 
-  it('refuses a host call whose arguments a script turned into anything but JSON text', async () => {
+  describe('a records batch', () => {
+    const sync = (body: string) =>
+      `"use strict";\nmodule.exports = { default: { type: "sync", exec: async (nango) => {\n${body}\n} } };`;
+    /** Runs a sync script, keeping what each host call received; every call answers `true`. */
+    const runSync = async (body: string) => {
+      const received: HostCallArgs[] = [];
+      const result = await runInSandbox(
+        request(sync(body), undefined, {
+          type: 'sync',
+          hostCall: (_name, args) => {
+            received.push(args);
+            return Promise.resolve(JSON.stringify({ ok: true, value: true }));
+          },
+        }),
+      );
+      return { result, received };
+    };
+    /** What the host gets from a call, as the JSON it forwards (JSON text parsed, or data serialised). */
+    const forwarded = (args: HostCallArgs) =>
+      'json' in args
+        ? (JSON.parse(args.json) as unknown)
+        : (JSON.parse(JSON.stringify(args.data)) as unknown);
+
+    it('of plain data goes to the host as a structured copy, not as JSON text, and says the same', async () => {
+      const { result, received } = await runSync(`
+        const records = [
+          { id: 'a', n: 1, nested: { list: [1, 'two', null, { deep: true }] }, at: new Date(0) },
+          { id: 7, skipped: undefined, nan: NaN, holes: [1, , 3], bare: Object.create(null) },
+        ];
+        await nango.batchSave(records, 'Item');
+        return JSON.stringify({ model: 'Item', records });`);
+      expect(result.status).toBe('success');
+      expect(received).toHaveLength(1);
+      expect('data' in received[0]!).toBe(true);
+      // The host gets what JSON.stringify in the script would have given it.
+      const expected = JSON.parse(
+        JSON.parse((result as { outputJson: string }).outputJson) as string,
+      ) as unknown;
+      expect(forwarded(received[0]!)).toEqual(expected);
+      expect(expected).toMatchObject({
+        records: [{ at: '1970-01-01T00:00:00.000Z' }, { nan: null, holes: [1, null, 3] }],
+      });
+    });
+
+    it.each([
+      [
+        'a class instance with toJSON',
+        'class Money { constructor(c) { this.c = c; } toJSON() { return this.c / 100 + " EUR"; } } const odd = new Money(250);',
+      ],
+      ['a Map', 'const odd = new Map([["k", 1]]);'],
+      ['a function-valued property', 'const odd = { keep: 1, drop() {} };'],
+      ['a Proxy (the copy refuses it)', 'const odd = new Proxy({ via: "proxy" }, {});'],
+      [
+        'a Date whose toJSON the script replaced',
+        'Date.prototype.toJSON = function () { return "patched"; }; const odd = new Date(0);',
+      ],
+      ['a typed array', 'const odd = new Uint8Array([1, 2]);'],
+      ['an object nested 70 deep', 'let odd = {}; for (let i = 0; i < 70; i++) odd = { down: odd };'],
+    ])('holding %s goes as JSON text, exactly as JSON.stringify gives it', async (_what, setup) => {
+      const { result, received } = await runSync(`
+        ${setup}
+        const records = [{ id: 'plain', n: 1 }, { id: 'odd', odd }];
+        await nango.batchSave(records, 'Item');
+        return JSON.stringify({ model: 'Item', records });`);
+      expect(result.status).toBe('success');
+      expect(received).toHaveLength(1);
+      expect('json' in received[0]!).toBe(true);
+      const expected = JSON.parse(
+        JSON.parse((result as { outputJson: string }).outputJson) as string,
+      ) as unknown;
+      expect(forwarded(received[0]!)).toEqual(expected);
+    });
+
+    it('holding a bigint or a cycle fails in the script as JSON.stringify does, and nothing is sent', async () => {
+      for (const setup of ['const odd = 10n;', 'const odd = {}; odd.self = odd;']) {
+        const { result, received } = await runSync(`
+          ${setup}
+          try { await nango.batchSave([{ id: 'odd', odd }], 'Item'); return 'sent'; }
+          catch (e) { return e.name + ': ' + e.message; }`);
+        expect(result).toMatchObject({ status: 'success' });
+        expect((result as { outputJson: string }).outputJson).toMatch(
+          /TypeError: (Do not know how to serialize a BigInt|Converting circular structure)/,
+        );
+        expect(received).toEqual([]);
+      }
+    });
+  });
+
+  it('refuses a host call whose arguments a script turned into anything but JSON text or an object', async () => {
     const names: string[] = [];
     const result = await runInSandbox(
       request(
         action(`
           const stringify = JSON.stringify;
-          JSON.stringify = () => ({ not: 'text' });
+          JSON.stringify = () => 42;
           let code;
           try { await nango.getConnection(); } catch (e) { code = e.code; } finally { JSON.stringify = stringify; }
           return code;`),

@@ -46,7 +46,7 @@ export interface SandboxRequest {
   lastSyncDate?: string | null;
   limits: RunLimits;
   /** Answers one host call with the JSON envelope the prelude expects; never rejects. */
-  hostCall(name: string, argsJson: string): Promise<string>;
+  hostCall(name: string, args: HostCallArgs): Promise<string>;
   /** Called once when the run's wall clock is up (or it is stopped from outside), so in-flight host calls stop. */
   onWallClock(): void;
   /**
@@ -674,20 +674,20 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   let cpuTimeMs = 0;
   try {
     const hostCallRef = new ivm.Reference((name: unknown, args: unknown) => {
-      // The prelude sends [argsJson], copied (see hostCallArgs); anything else is a tampered sandbox.
-      const argsJson = hostCallArgs(args);
-      if (typeof name !== 'string' || argsJson === undefined) {
+      // The prelude sends [argsJson] or [data], copied (see hostCallArgs); anything else is a tampered sandbox.
+      const sent = hostCallArgs(args);
+      if (typeof name !== 'string' || sent === undefined) {
         return Promise.resolve(
           JSON.stringify({
             ok: false,
             error: {
               code: 'invalid_arguments',
-              message: 'a host call must send its arguments as JSON text',
+              message: 'a host call must send its arguments as JSON text or as an object of plain data',
             },
           }),
         );
       }
-      return counted(req.hostCall(name, argsJson));
+      return counted(req.hostCall(name, sent));
     });
     const hostLogRef = new ivm.Reference((level: FunctionLog['level'], message: string) => {
       if (logs.length >= req.limits.logLines || logChars + message.length > req.limits.logTotalChars) {
@@ -830,17 +830,27 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
 }
 
 /**
- * The JSON text of a host call's arguments. The prelude sends it as the one element of an array passed
- * with `arguments: { copy: true }`, so isolated-vm serialises it and this process gets an ordinary string
- * of its own V8 heap. A string passed bare would arrive, when over 1 KB, as an external string over
- * isolated-vm's own copy: V8 counts neither its bytes towards any collection trigger nor collects it
- * before a full collection (external strings are made in the old generation), so each ~1 MB batch a sync
- * saved stayed in the process until something else caused a full GC (bench/README.md, "Records").
+ * What a script sent with a host call, as the prelude sends it: the one element of an array passed with
+ * `arguments: { copy: true }`, so isolated-vm serialises it and this process gets values of its own V8
+ * heap. That element is the arguments' JSON text, or, for the records writes, the arguments themselves
+ * when the prelude found them to be plain JSON data (`plainData` in prelude.ts). Which calls take data is
+ * the dispatcher's to say (`HostCall.takesData`); the arguments are untrusted either way.
+ *
+ * A string passed bare would arrive, when over 1 KB, as an external string over isolated-vm's own copy: V8
+ * counts neither its bytes towards any collection trigger nor collects it before a full collection
+ * (external strings are made in the old generation), so each ~1 MB batch a sync saved stayed in the
+ * process until something else caused a full GC. And the JSON text of a batch, parsed here, put every
+ * short string value (up to 10 characters: most ids) into V8's string table, which also only a full
+ * collection empties; a structured copy's strings are ordinary young ones (bench/README.md, "Records").
  */
-function hostCallArgs(args: unknown): string | undefined {
+export type HostCallArgs = { json: string } | { data: object };
+
+function hostCallArgs(args: unknown): HostCallArgs | undefined {
   if (!Array.isArray(args) || args.length !== 1) return undefined;
-  const [json] = args as unknown[];
-  return typeof json === 'string' ? json : undefined;
+  const [sent] = args as unknown[];
+  if (typeof sent === 'string') return { json: sent };
+  if (typeof sent === 'object' && sent !== null && !Array.isArray(sent)) return { data: sent };
+  return undefined;
 }
 
 /**
