@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import {
   AUTH_INTERNAL_SUBJECTS,
   connectionsChangedSchema,
@@ -7,7 +7,7 @@ import {
   type ResolvedIntegration,
 } from '@switchboard/contracts';
 import { listenBroadcast, NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
-import type { NatsConnection } from 'nats';
+import type { NatsConnection, Subscription } from 'nats';
 import { LRUCache } from 'lru-cache';
 import { PROXY_ENGINE_ENV, type ProxyEngineEnv } from './proxy-engine.env';
 
@@ -23,7 +23,7 @@ const EXPIRY_MARGIN_MS = 60_000;
  * share one request.
  */
 @Injectable()
-export class ConnectionResolver {
+export class ConnectionResolver implements OnApplicationShutdown {
   private readonly integrations: LRUCache<string, ResolvedIntegration> | undefined;
   private readonly credentials: LRUCache<string, ConnectionCredentials> | undefined;
   private readonly inFlight = new Map<string, Promise<unknown>>();
@@ -31,6 +31,8 @@ export class ConnectionResolver {
   private readonly keysByIntegration = new Map<string, Set<string>>();
   /** Announcements received so far: a vault answer that overlapped one is not cached. */
   private changes = 0;
+  /** The vault's `connections.changed` broadcast, heard while credentials are cached. */
+  private readonly listener: Subscription | undefined;
 
   constructor(
     private readonly nats: NatsRequester,
@@ -45,11 +47,14 @@ export class ConnectionResolver {
         ? new LRUCache({ max: 50_000, ttl, ttlResolution: 100, dispose: (_value, key) => this.unindex(key) })
         : undefined;
     if (this.credentials) {
-      // Every replica listens (no queue group): each holds its own cache.
-      listenBroadcast(nc, VAULT_SUBJECTS.changed, connectionsChangedSchema, (change) =>
+      this.listener = listenBroadcast(nc, VAULT_SUBJECTS.changed, connectionsChangedSchema, (change) =>
         this.forget(change.environmentId, change.providerConfigKey),
       );
     }
+  }
+
+  onApplicationShutdown(): void {
+    this.listener?.unsubscribe();
   }
 
   private forget(environmentId: number, providerConfigKey: string): void {

@@ -32,7 +32,6 @@ export class ActionLookups implements OnApplicationShutdown {
     private readonly integrations: IntegrationDirectory,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {
-    // Every replica listens (no queue group): each holds its own cache.
     this.subscription = listenBroadcast(
       nc,
       FUNCTIONS_API_SUBJECTS.changed,

@@ -24,7 +24,6 @@ export class KnownConnections implements OnApplicationShutdown {
     private readonly nats: NatsRequester,
     @Inject(NATS_CONNECTION) nc: NatsConnection,
   ) {
-    // Every replica listens (no queue group): each holds its own entries.
     this.subscription = listenBroadcast(nc, VAULT_SUBJECTS.changed, connectionsChangedSchema, (change) => {
       const prefix = `${change.environmentId}\u0000${change.providerConfigKey}\u0000`;
       for (const key of this.found.keys()) if (key.startsWith(prefix)) this.found.delete(key);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import {
   connectionsChangedSchema,
   EVENT_SUBJECTS,
@@ -21,7 +21,7 @@ import {
   type WebhookEventType,
 } from '@switchboard/contracts';
 import { listenBroadcast, NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
-import type { NatsConnection } from 'nats';
+import type { NatsConnection, Subscription } from 'nats';
 import {
   loadCatalog,
   type ProviderCatalog,
@@ -65,7 +65,7 @@ export function webhookIdFor(environmentId: number, ...parts: string[]): string 
  * (the connection's override alone, else the environment's primary and secondary), under which toggle.
  */
 @Injectable()
-export class EventPlanner {
+export class EventPlanner implements OnApplicationShutdown {
   private readonly logger = new Logger('EventPlanner');
   private readonly catalog: ProviderCatalog;
   private readonly parsedRouting = new Map<string, WebhookRoutingRule[]>();
@@ -74,6 +74,8 @@ export class EventPlanner {
   /** Bumped by every functions change: an answer asked for before one is not cached (it may predate it). */
   private functionsGeneration = 0;
   private readonly subscriptionsTtlMs: number;
+  /** The two broadcasts that drop cached answers (`listenBroadcast`). */
+  private readonly listeners: Subscription[];
 
   constructor(
     private readonly settings: SettingsService,
@@ -84,15 +86,21 @@ export class EventPlanner {
   ) {
     this.catalog = loadCatalog({ overridesFile: env.SWITCHBOARD_PROVIDERS_FILE });
     this.subscriptionsTtlMs = env.SWITCHBOARD_WEBHOOK_SUBSCRIPTIONS_CACHE;
-    // Every replica listens (no queue group): each keeps its own cache.
-    listenBroadcast(this.nc, VAULT_SUBJECTS.changed, connectionsChangedSchema, (change) =>
-      this.forgetMatches(change.environmentId, change.providerConfigKey),
-    );
-    listenBroadcast(this.nc, FUNCTIONS_API_SUBJECTS.changed, functionsChangedSchema, (change) => {
-      const prefix = `${change.environmentId}\u0000`;
-      this.functionsGeneration++;
-      for (const key of this.subscriptions.keys()) if (key.startsWith(prefix)) this.subscriptions.delete(key);
-    });
+    this.listeners = [
+      listenBroadcast(this.nc, VAULT_SUBJECTS.changed, connectionsChangedSchema, (change) =>
+        this.forgetMatches(change.environmentId, change.providerConfigKey),
+      ),
+      listenBroadcast(this.nc, FUNCTIONS_API_SUBJECTS.changed, functionsChangedSchema, (change) => {
+        const prefix = `${change.environmentId}\u0000`;
+        this.functionsGeneration++;
+        for (const key of this.subscriptions.keys())
+          if (key.startsWith(prefix)) this.subscriptions.delete(key);
+      }),
+    ];
+  }
+
+  onApplicationShutdown(): void {
+    for (const listener of this.listeners) listener.unsubscribe();
   }
 
   async planAuth(event: AuthEvent): Promise<NewDelivery[]> {
