@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { testInfrastructure } from '@switchboard/testing';
-import { connect, DiscardPolicy, type NatsConnection } from 'nats';
-import { ensureStream, type StreamSpec } from './jetstream';
+import { connect, DiscardPolicy, nanos, type NatsConnection } from 'nats';
+import { ensureDurableConsumer, ensureStream, type StreamSpec } from './jetstream';
 
 /** The disk budget of a stream, against a real NATS JetStream server. */
 describe('ensureStream', () => {
@@ -50,5 +50,79 @@ describe('ensureStream', () => {
     await expect(ensureStream(nc, spec, { maxBytes: 2 ** 52, discard: 'old' })).rejects.toThrow(
       /SWITCHBOARD_STREAM_MAX_BYTES/,
     );
+  });
+});
+
+/** Durable consumers as the relay and the orchestrator create them at boot, against a real JetStream. */
+describe('ensureDurableConsumer', () => {
+  let nc: NatsConnection;
+  const id = randomUUID().slice(0, 8);
+  const stream: StreamSpec = {
+    name: `TEST_DURABLE_${id}`,
+    subjects: [`test-durable.${id}.>`],
+    maxAgeSeconds: 3600,
+    duplicateWindowSeconds: 60,
+  };
+  const subject = `test-durable.${id}.event`;
+
+  beforeAll(async () => {
+    nc = await connect({ servers: (await testInfrastructure()).natsUrl });
+    await ensureStream(nc, stream);
+    // Stored before any consumer exists.
+    await nc.jetstream().publish(subject, Buffer.from('"early"'));
+  });
+
+  afterAll(async () => {
+    const jsm = await nc.jetstreamManager();
+    await jsm.streams.delete(stream.name).catch(() => undefined);
+    await nc.close();
+  });
+
+  /** The next message the consumer hands out, acknowledged, or null when none comes within a second. */
+  const next = async (durable: string) => {
+    const consumer = await nc.jetstream().consumers.get(stream.name, durable);
+    const message = await consumer.next({ expires: 1000 });
+    message?.ack();
+    return message ? (message.json() as string) : null;
+  };
+
+  it('starts a new consumer at every stored message or at new ones only, and replicas booting at once share one', async () => {
+    const spec = (durable: string, from: 'all' | 'new') => ({
+      stream: stream.name,
+      durable,
+      subject,
+      from,
+      ackWaitMs: 30_000,
+    });
+    // Three replicas at the same moment: no error, one consumer each name.
+    await Promise.all([1, 2, 3].map(() => ensureDurableConsumer(nc, spec(`all-${id}`, 'all'))));
+    await ensureDurableConsumer(nc, spec(`new-${id}`, 'new'));
+    const jsm = await nc.jetstreamManager();
+    expect((await jsm.consumers.list(stream.name).next()).map((c) => c.name).sort()).toEqual([
+      `all-${id}`,
+      `new-${id}`,
+    ]);
+
+    await nc.jetstream().publish(subject, Buffer.from('"late"'));
+    expect(await next(`all-${id}`)).toBe('early');
+    expect(await next(`all-${id}`)).toBe('late');
+    expect(await next(`new-${id}`)).toBe('late');
+    expect(await next(`new-${id}`)).toBeNull();
+  });
+
+  it('moves an existing consumer to a new ack wait and pending limit, keeping its position', async () => {
+    const durable = `moved-${id}`;
+    const own = `test-durable.${id}.moved`;
+    for (const text of ['first', 'second'])
+      await nc.jetstream().publish(own, Buffer.from(JSON.stringify(text)));
+    const base = { stream: stream.name, durable, subject: own, from: 'all' as const };
+    await ensureDurableConsumer(nc, { ...base, ackWaitMs: 30_000 });
+    expect(await next(durable)).toBe('first');
+
+    await ensureDurableConsumer(nc, { ...base, ackWaitMs: 5_000, maxAckPending: 123 });
+    const info = await (await nc.jetstreamManager()).consumers.info(stream.name, durable);
+    expect(info.config).toMatchObject({ ack_wait: nanos(5_000), max_ack_pending: 123 });
+    // Not started over: the message it acknowledged is not handed out again.
+    expect(await next(durable)).toBe('second');
   });
 });

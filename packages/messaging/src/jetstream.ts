@@ -1,10 +1,14 @@
 import { EVENT_STREAM } from '@switchboard/contracts';
 import { extractTraceContext, injectTraceContext, type Context } from '@switchboard/observability';
 import {
+  AckPolicy,
+  DeliverPolicy,
   DiscardPolicy,
   headers as natsHeaders,
+  nanos,
   RetentionPolicy,
   StorageType,
+  type Consumer,
   type MsgHdrs,
   type NatsConnection,
   type PubAck,
@@ -108,6 +112,64 @@ export function ensureEventStream(nc: NatsConnection, budget?: StreamBudget): Pr
     { ...EVENT_STREAM, maxAgeSeconds: 7 * 24 * 3600, duplicateWindowSeconds: 10 * 60 },
     budget,
   );
+}
+
+export interface DurableConsumerSpec {
+  stream: string;
+  /** The durable name: every replica of the service shares it (each message goes to one of them). */
+  durable: string;
+  subject: string;
+  /**
+   * Where a consumer created now starts: `all` stored messages (what was published before the service
+   * first ran is still its work) or only `new` ones. An existing consumer keeps its position.
+   */
+  from: 'all' | 'new';
+  /** How long JetStream waits for an ack before handing a message out again. */
+  ackWaitMs: number;
+  /** Messages handed out and not yet acknowledged, at most (JetStream's default when absent). */
+  maxAckPending?: number;
+}
+
+/**
+ * The durable consumer of `spec`, created with explicit acks when it is missing (a replica creating it at
+ * the same moment is fine) and brought in line with the configuration when its ack wait or pending limit
+ * changed; idempotent, every replica calls it at boot.
+ */
+export async function ensureDurableConsumer(
+  nc: NatsConnection,
+  spec: DurableConsumerSpec,
+): Promise<Consumer> {
+  const jsm = await nc.jetstreamManager();
+  const settings = {
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: nanos(spec.ackWaitMs),
+    ...(spec.maxAckPending !== undefined ? { max_ack_pending: spec.maxAckPending } : {}),
+  };
+  let existing;
+  try {
+    existing = await jsm.consumers.info(spec.stream, spec.durable);
+  } catch {
+    existing = undefined;
+  }
+  if (!existing) {
+    try {
+      await jsm.consumers.add(spec.stream, {
+        ...settings,
+        durable_name: spec.durable,
+        filter_subject: spec.subject,
+        deliver_policy: spec.from === 'all' ? DeliverPolicy.All : DeliverPolicy.New,
+      });
+    } catch (error) {
+      // Another replica created it between our two calls.
+      if (!/already (exists|in use)/i.test((error as Error).message)) throw error;
+    }
+  } else if (
+    existing.config.ack_wait !== settings.ack_wait ||
+    (settings.max_ack_pending !== undefined && existing.config.max_ack_pending !== settings.max_ack_pending)
+  ) {
+    await jsm.consumers.update(spec.stream, spec.durable, settings);
+  }
+  return nc.jetstream().consumers.get(spec.stream, spec.durable);
 }
 
 /**

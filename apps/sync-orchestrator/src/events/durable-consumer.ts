@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { EVENT_STREAM } from '@switchboard/contracts';
-import { ensureEventStream } from '@switchboard/messaging';
-import { AckPolicy, DeliverPolicy, nanos, type ConsumerMessages, type NatsConnection } from 'nats';
+import { ensureDurableConsumer, ensureEventStream } from '@switchboard/messaging';
+import type { ConsumerMessages, NatsConnection } from 'nats';
 import type { z } from 'zod';
 
 export interface DurableConsumerSpec<S extends z.ZodType> {
@@ -26,24 +26,14 @@ export async function consumeDurably<S extends z.ZodType>(
   logger: Logger,
 ): Promise<ConsumerMessages> {
   await ensureEventStream(nc);
-  const jsm = await nc.jetstreamManager();
-  try {
-    await jsm.consumers.info(EVENT_STREAM.name, spec.durable);
-  } catch {
-    try {
-      await jsm.consumers.add(EVENT_STREAM.name, {
-        durable_name: spec.durable,
-        filter_subject: spec.subject,
-        ack_policy: AckPolicy.Explicit,
-        ack_wait: nanos(30_000),
-        // What happened before the first orchestrator started has nothing to run yet.
-        deliver_policy: DeliverPolicy.New,
-      });
-    } catch (error) {
-      if (!/already (exists|in use)/i.test((error as Error).message)) throw error;
-    }
-  }
-  const consumer = await nc.jetstream().consumers.get(EVENT_STREAM.name, spec.durable);
+  const consumer = await ensureDurableConsumer(nc, {
+    stream: EVENT_STREAM.name,
+    durable: spec.durable,
+    subject: spec.subject,
+    // What happened before the first orchestrator started has nothing to run yet.
+    from: 'new',
+    ackWaitMs: 30_000,
+  });
   const messages = await consumer.consume({ max_messages: 64 });
   void (async () => {
     for await (const message of messages) {

@@ -16,17 +16,15 @@ import {
   syncEventSchema,
 } from '@switchboard/contracts';
 import { CryptoError } from '@switchboard/crypto';
-import { ensureEventStream, eventTraceContext, NATS_CONNECTION } from '@switchboard/messaging';
+import {
+  ensureDurableConsumer,
+  ensureEventStream,
+  eventTraceContext,
+  NATS_CONNECTION,
+} from '@switchboard/messaging';
 import { context } from '@switchboard/observability';
 import { HealthRegistry } from '@switchboard/service-kit';
-import {
-  AckPolicy,
-  DeliverPolicy,
-  nanos,
-  type ConsumerMessages,
-  type JsMsg,
-  type NatsConnection,
-} from 'nats';
+import type { ConsumerMessages, JsMsg, NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
 import { DeliveriesRepository, type NewDelivery } from '../delivery/deliveries.repository';
@@ -156,32 +154,16 @@ export class EventsConsumer
   }
 
   private async start<S extends z.ZodType>(subscription: Subscription<S>): Promise<void> {
-    const jsm = await this.nc.jetstreamManager();
-    const config = {
-      ack_policy: AckPolicy.Explicit,
-      ack_wait: nanos(this.env.SWITCHBOARD_WEBHOOK_ACK_WAIT),
+    const consumer = await ensureDurableConsumer(this.nc, {
+      stream: EVENT_STREAM.name,
+      durable: subscription.durable,
+      subject: subscription.subject,
+      // Events stored before the first relay ever started are delivered too.
+      from: 'all',
+      ackWaitMs: this.env.SWITCHBOARD_WEBHOOK_ACK_WAIT,
       // Messages waiting out a retry delay count as pending; keep room so they never starve new ones.
-      max_ack_pending: 20_000,
-    };
-    try {
-      const info = await jsm.consumers.info(EVENT_STREAM.name, subscription.durable);
-      if (info.config.ack_wait !== config.ack_wait)
-        await jsm.consumers.update(EVENT_STREAM.name, subscription.durable, config);
-    } catch {
-      try {
-        await jsm.consumers.add(EVENT_STREAM.name, {
-          ...config,
-          durable_name: subscription.durable,
-          filter_subject: subscription.subject,
-          // Events stored before the first relay ever started are delivered too.
-          deliver_policy: DeliverPolicy.All,
-        });
-      } catch (error) {
-        // Another replica created it meanwhile.
-        if (!/already (exists|in use)/i.test((error as Error).message)) throw error;
-      }
-    }
-    const consumer = await this.nc.jetstream().consumers.get(EVENT_STREAM.name, subscription.durable);
+      maxAckPending: 20_000,
+    });
     const messages = await consumer.consume({ max_messages: 256 });
     this.running.push(messages);
     void (async () => {
