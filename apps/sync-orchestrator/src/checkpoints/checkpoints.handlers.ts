@@ -66,7 +66,7 @@ export class CheckpointsHandlers {
 
   /** A sync run's write goes through only while its run is the current one (in one transaction with the check). */
   private async fenced(
-    request: { runId?: string | undefined; attempt?: number | undefined },
+    request: Scope & { runId?: string | undefined; attempt?: number | undefined },
     write: (tx: Pick<Prisma.TransactionClient, 'functionCheckpoint'>) => Promise<unknown>,
   ): Promise<void> {
     const { runId } = request;
@@ -75,7 +75,17 @@ export class CheckpointsHandlers {
       return;
     }
     await this.db.$transaction(async (tx) => {
-      await holdSyncRun(tx, { runId, attempt: request.attempt });
+      await holdSyncRun(
+        tx,
+        { runId, attempt: request.attempt },
+        {
+          environmentId: request.caller.environmentId,
+          providerConfigKey: request.providerConfigKey,
+          connectionId: request.connectionId,
+          variant: request.variant,
+          syncName: request.functionName,
+        },
+      );
       await write(tx);
     });
   }

@@ -23,7 +23,7 @@ import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { KnownConnections } from '../connections/known-connections';
 import { OrchestratorError } from '../sync-orchestrator.errors';
-import { holdSyncRun } from '../syncs/sync-run-fence';
+import { holdSyncRun, type SyncRunScope } from '../syncs/sync-run-fence';
 import type { RecordScope } from './record-keys';
 import { RecordsStore } from './records.store';
 
@@ -32,6 +32,20 @@ const scopeOf = (r: { caller: Caller; providerConfigKey: string; connectionId: s
   providerConfigKey: r.providerConfigKey,
   connectionId: r.connectionId,
 });
+
+/** What a script's records write is for: its connection, and the variant its model key carries. */
+const runScopeOf = (r: {
+  caller: Caller;
+  providerConfigKey: string;
+  connectionId: string;
+  model: string;
+}): SyncRunScope => {
+  const variantAt = r.model.lastIndexOf('::');
+  return {
+    ...scopeOf(r),
+    variant: variantAt < 0 ? 'base' : r.model.slice(variantAt + 2),
+  };
+};
 
 /**
  * The records subjects: `GET /records` and `PATCH /records/prune` for the gateway, and the sync API of a
@@ -93,7 +107,7 @@ export class RecordsHandlers implements OnModuleInit {
     return this.store.write(scopeOf(request), request.model, request.records, request.op, request.runId, {
       ...(request.merging ? { merging: request.merging } : {}),
       // The script of a run that is over (a full resync cancelled it, ...) writes nothing.
-      fence: (tx) => holdSyncRun(tx, request),
+      fence: (tx) => holdSyncRun(tx, request, runScopeOf(request)),
     });
   }
 
@@ -114,7 +128,7 @@ export class RecordsHandlers implements OnModuleInit {
       request.model,
       request.runId,
       MAX_DELETED_KEYS_REPLY,
-      (tx) => holdSyncRun(tx, request),
+      (tx) => holdSyncRun(tx, request, runScopeOf(request)),
     );
   }
 

@@ -440,7 +440,7 @@ describe('RecordsStore (Postgres)', () => {
     expect(live.filter((r) => r.name === 'changed')).toHaveLength(625);
   });
 
-  it('fences a write inside its transaction: a stale attempt or a closed run writes nothing', async () => {
+  it('fences a write inside its transaction: a stale attempt, a closed run or a run of another scope writes nothing', async () => {
     const scope = newScope();
     const syncId = randomUUID();
     const runId = randomUUID();
@@ -463,8 +463,9 @@ describe('RecordsStore (Postgres)', () => {
         attempts: 2,
       },
     });
-    const fence = (attempt: number) => ({
-      fence: (tx: Parameters<typeof holdSyncRun>[0]) => holdSyncRun(tx, { runId, attempt }),
+    const fence = (attempt: number, over: Partial<Parameters<typeof holdSyncRun>[2]> = {}) => ({
+      fence: (tx: Parameters<typeof holdSyncRun>[0]) =>
+        holdSyncRun(tx, { runId, attempt }, { ...scope, variant: 'base', ...over }),
     });
 
     expect(await store.write(scope, 'Contact', items(0, 3), 'save', runId, fence(2))).toMatchObject({
@@ -476,6 +477,23 @@ describe('RecordsStore (Postgres)', () => {
     await expect(
       store.deleteUnseenKeys(scope, 'Contact', randomUUID(), 10, fence(1).fence),
     ).rejects.toMatchObject({ code: 'sync_run_superseded' });
+    // The running run's id, its latest attempt, but a write for another connection, integration,
+    // environment, variant or sync: refused, whatever the run's state.
+    for (const other of [
+      { connectionId: 'someone-else' },
+      { providerConfigKey: 'other-integration' },
+      { environmentId: environmentId + 1 },
+      { variant: 'eu' },
+      { syncName: 'another-sync' },
+    ]) {
+      await expect(
+        store.write(scope, 'Contact', items(6, 9), 'save', runId, fence(2, other)),
+      ).rejects.toMatchObject({ code: 'forbidden' });
+    }
+    // The sync's own name passes.
+    expect(
+      await store.write(scope, 'Contact', items(0, 1), 'save', runId, fence(2, { syncName: 'fenced' })),
+    ).toMatchObject({ unchanged: 1 });
 
     await db.syncRun.update({ where: { id: runId }, data: { status: 'SUCCESS' } });
     await expect(store.write(scope, 'Contact', items(0, 1), 'delete', runId, fence(2))).rejects.toMatchObject(
