@@ -38,11 +38,25 @@ const COLUMNS = `id::text AS id, octet_length(payload) AS length, ${STALE} AS st
   CASE WHEN substring(payload from 1 for 1) = '\\x02'::bytea
     THEN substring(payload from 1 for ${SHARED_HEADER_BYTES}) ELSE payload END AS head`;
 
+/** Where an environment's walk stands: the last row's key in `records_page_idx` after its environment. */
+const PAGE_KEY = 'r.provider_config_key, r.connection_id, r.model, r.updated_at, r.id';
+
 const SQL = {
   // In the primary key's order (`r.id`: a bare `id` would be the text column selected, which no index sorts).
   scan: `SELECT ${COLUMNS} FROM orchestrator.records r
-    WHERE ($2::uuid IS NULL OR r.id > $2::uuid) AND ($3::int IS NULL OR environment_id = $3::int) AND ${STALE}
-    ORDER BY r.id LIMIT $4`,
+    WHERE ($2::uuid IS NULL OR r.id > $2::uuid) AND ${STALE}
+    ORDER BY r.id LIMIT $3`,
+  /**
+   * One environment's records, in the order of the page index (which leads with environment_id), so only
+   * that environment's entries are read, not the whole table. A sync's write moves a row only forward in this
+   * order (its updated_at grows), where the walk still finds it; an unchanged record keeps its updated_at.
+   */
+  scanEnvironment: (after: boolean) => `SELECT ${COLUMNS}, provider_config_key, connection_id, model,
+      r.updated_at::text AS at FROM orchestrator.records r
+    WHERE environment_id = $2::int
+      ${after ? `AND (${PAGE_KEY}) > ($4::text, $5::text, $6::text, $7::timestamptz, $8::uuid)` : ''}
+      AND ${STALE}
+    ORDER BY ${PAGE_KEY} LIMIT $3`,
   reread: `SELECT ${COLUMNS} FROM orchestrator.records WHERE id = ANY($2::uuid[])`,
   /**
    * One set-based statement per batch. Compare-and-set: a binary payload still starts with the header that was
@@ -66,6 +80,12 @@ const SQL = {
 
 interface Row {
   id: string;
+  /** With an environment: the row's place in the page index (see `SQL.scanEnvironment`). */
+  provider_config_key?: string;
+  connection_id?: string;
+  model?: string;
+  /** updated_at as Postgres prints it (microseconds kept); named apart so ORDER BY sorts the column. */
+  at?: string;
   length: number | null;
   stale: boolean | null;
   /** A binary payload's key header, or a text envelope's whole bytes; null when pruned. */
@@ -81,7 +101,8 @@ interface Swap {
 }
 
 /**
- * Rewraps every record payload's data key under the current (highest) master key, in id order and in batches,
+ * Rewraps every record payload's data key under the current (highest) master key, in batches: in id order, or
+ * with `environmentId` in that environment's page-index order (reading its rows only),
  * while syncs keep writing. A chunk of records written together shares one data key (one header, the first
  * `SHARED_HEADER_BYTES` of each payload), and readers cache one unwrapped key per header: each old header is
  * rewrapped once and mapped to one new header for the whole run, so records that shared a key still share one
@@ -125,12 +146,19 @@ export async function rewrapAllRecords(
     return undefined;
   };
 
-  let afterId: string | null = null;
+  let last: Row | undefined;
+  const scan = async (): Promise<Row[]> => {
+    if (environmentId === null) {
+      return (await pool.query<Row>(SQL.scan, [currentVersion, last?.id ?? null, batchSize])).rows;
+    }
+    const after = last ? [last.provider_config_key, last.connection_id, last.model, last.at, last.id] : [];
+    const query = SQL.scanEnvironment(last !== undefined);
+    return (await pool.query<Row>(query, [currentVersion, environmentId, batchSize, ...after])).rows;
+  };
   for (;;) {
-    const rows: Row[] = (await pool.query<Row>(SQL.scan, [currentVersion, afterId, environmentId, batchSize]))
-      .rows;
+    const rows = await scan();
     if (rows.length === 0) break;
-    afterId = rows[rows.length - 1]!.id;
+    last = rows[rows.length - 1]!;
     report.scanned += rows.length;
 
     let pending = rows.map(swapOf).filter((s): s is Swap => s !== undefined);
