@@ -114,7 +114,7 @@ export function ensureEventStream(nc: NatsConnection, budget?: StreamBudget): Pr
   );
 }
 
-export interface DurableConsumerSpec {
+export interface DurableConsumerConfig {
   stream: string;
   /** The durable name: every replica of the service shares it (each message goes to one of them). */
   durable: string;
@@ -137,7 +137,7 @@ export interface DurableConsumerSpec {
  */
 export async function ensureDurableConsumer(
   nc: NatsConnection,
-  spec: DurableConsumerSpec,
+  spec: DurableConsumerConfig,
 ): Promise<Consumer> {
   const jsm = await nc.jetstreamManager();
   const settings = {

@@ -45,9 +45,10 @@ const FENCE_SQL = `
 /**
  * Fences a sync script's write (records, unseen deletes, checkpoint): inside the write's transaction, the
  * run must be a run of the sync the write is for (`scope`, else `forbidden`), still RUNNING, and the write
- * must come from its latest attempt, else `sync_run_superseded`; either way nothing is written. The run's row is read `FOR SHARE`, so closing the run (finish, or the next
- * run's `begin` closing it as abandoned) waits for writes already let through, and every write after
- * the close is refused: the next run never sees a record, a deletion or a checkpoint of the old script.
+ * must come from its latest attempt, else `sync_run_superseded`; either way nothing is written. The run's
+ * row is read `FOR SHARE`, so closing the run (finish, or the next run's `begin` closing it as abandoned)
+ * waits for writes already let through, and every write after the close is refused: the next run never
+ * sees a record, a deletion or a checkpoint of the old script.
  *
  * A scheduled or triggered run is RUNNING only while it holds its sync (a full resync closes it before the
  * next run begins); an onWebhook run while its workflow runs it, as before.
