@@ -339,6 +339,23 @@ describe('runInSandbox', () => {
       expect(forwarded(received[0]!)).toEqual(expected);
     });
 
+    it('carries an own "__proto__" key as a plain key: the copy reaches no prototype in the host', async () => {
+      const { result, received } = await runSync(`
+        const record = JSON.parse('{"__proto__": {"polluted": true}, "id": "x"}');
+        await nango.batchSave([record], 'Item');
+        return 1;`);
+      expect(result.status).toBe('success');
+      const sent = received[0] as { data: { records: Record<string, unknown>[] } };
+      expect('data' in sent).toBe(true);
+      const [record] = sent.data.records;
+      // An ordinary object (of the realm isolated-vm builds in, not jest's), its prototype not the script's.
+      expect(Object.getPrototypeOf(Object.getPrototypeOf(record))).toBeNull();
+      expect((record as { polluted?: boolean }).polluted).toBeUndefined();
+      expect(Object.keys(record!)).toEqual(['__proto__', 'id']);
+      expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+      expect(JSON.stringify(record)).toBe('{"__proto__":{"polluted":true},"id":"x"}');
+    });
+
     it('holding a bigint or a cycle fails in the script as JSON.stringify does, and nothing is sent', async () => {
       for (const setup of ['const odd = 10n;', 'const odd = {}; odd.self = odd;']) {
         const { result, received } = await runSync(`
