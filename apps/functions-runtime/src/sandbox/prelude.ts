@@ -513,17 +513,19 @@ export const PRELUDE_SOURCE = String.raw`
       const write = async (name, records, model) => {
         checkModel(name, model);
         if (!Array.isArray(records)) throw new TypeError('nango.' + name + ' needs an array of records');
-        let asData = true;
+        // Per chunk of BATCH: whether all its records are plain data (one odd record sends its chunk as text).
+        const asData = [];
         for (let i = 0; i < records.length; i++) {
           const record = records[i];
           const id = record !== null && typeof record === 'object' ? record.id : undefined;
           if (!((typeof id === 'string' && id !== '') || (typeof id === 'number' && isFiniteNumber(id)))) {
             throw new TypeError('nango.' + name + ': record ' + i + ' of model "' + model + '" has no id; every record needs an "id" (a non-empty string or a number)');
           }
-          if (asData && !plainData(record, 0)) asData = false;
+          const chunk = (i / BATCH) | 0;
+          if (asData[chunk] !== false) asData[chunk] = plainData(record, 0);
         }
         for (let i = 0; i < records.length; i += BATCH) {
-          await call(name, { model, records: records.slice(i, i + BATCH) }, asData);
+          await call(name, { model, records: records.slice(i, i + BATCH) }, asData[(i / BATCH) | 0]);
         }
         return true;
       };

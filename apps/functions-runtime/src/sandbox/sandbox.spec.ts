@@ -339,6 +339,19 @@ describe('runInSandbox', () => {
       expect(forwarded(received[0]!)).toEqual(expected);
     });
 
+    it('decides per chunk of 1000: a chunk with an odd record goes as text, the others as data', async () => {
+      const { result, received } = await runSync(`
+        const records = Array.from({ length: 2500 }, (_, i) => ({ id: 'r' + i }));
+        records[1500].at = new Map();
+        await nango.batchSave(records, 'Item');
+        return 1;`);
+      expect(result.status).toBe('success');
+      expect(received.map((args) => ('data' in args ? 'data' : 'json'))).toEqual(['data', 'json', 'data']);
+      expect(received.map((args) => (forwarded(args) as { records: unknown[] }).records.length)).toEqual([
+        1000, 1000, 500,
+      ]);
+    });
+
     it('carries an own "__proto__" key as a plain key: the copy reaches no prototype in the host', async () => {
       const { result, received } = await runSync(`
         const record = JSON.parse('{"__proto__": {"polluted": true}, "id": "x"}');
