@@ -10,15 +10,6 @@ export interface RequestOptions {
 }
 
 /**
- * Data a request sends as this JSON text, not serialised again: for a payload this process has already
- * serialised in parts (a batch of records, each stringified to be measured). The text must be JSON made by
- * `JSON.stringify` here, never text from outside: it goes into the message as it is.
- */
-export class JsonText {
-  constructor(readonly text: string) {}
-}
-
-/**
  * Request/reply over core NATS, speaking the packet format of Nest's NATS transport
  * (`{pattern, data, id}` → `{id, response, err, isDisposed}`) so handlers stay plain Nest
  * `@MessagePattern`s. Using the NATS client directly (rather than Nest's ClientProxy) gives an
@@ -45,11 +36,7 @@ export class NatsRequester {
   request<T>(subject: string, data: unknown, options: RequestOptions = {}): Promise<T> {
     let packet: Uint8Array | undefined;
     try {
-      packet = Buffer.from(
-        data instanceof JsonText
-          ? `{"pattern":${JSON.stringify(subject)},"data":${data.text},"id":"${randomUUID()}"}`
-          : JSON.stringify({ pattern: subject, data, id: randomUUID() }),
-      );
+      packet = Buffer.from(JSON.stringify({ pattern: subject, data, id: randomUUID() }));
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }

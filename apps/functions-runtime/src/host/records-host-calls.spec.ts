@@ -3,24 +3,21 @@ import { groupsOf } from './records-host-calls';
 
 const records = (n: number, bytes: number) =>
   Array.from({ length: n }, (_, i) => ({ id: `r${i}`, body: 'x'.repeat(bytes) }));
-/** The ids of a group, from the JSON texts it carries. */
-const ids = (group: string[]) => group.map((json) => (JSON.parse(json) as { id: string }).id);
 
 describe('groupsOf (records per NATS message)', () => {
   it('sends a batch of 1000 records of 1 KB in one message on an 8 MB server, in order', () => {
     const batch = records(1000, 1000);
     const groups = groupsOf('batchSave', 'Item', batch, recordsMessageBytes(8 * 1024 * 1024));
     expect(groups).toHaveLength(1);
-    expect(ids(groups[0]!)).toEqual(batch.map((r) => r.id));
-    expect(groups[0]![0]).toBe(JSON.stringify(batch[0]));
+    expect(groups[0]!.map((r) => r.id)).toEqual(batch.map((r) => r.id));
   });
 
   it('splits the same batch on a server with the 1 MB default, keeping every record once and in order', () => {
     const batch = records(1000, 1000);
     const groups = groupsOf('batchSave', 'Item', batch, recordsMessageBytes(1024 * 1024));
     expect(groups.length).toBeGreaterThan(1);
-    for (const group of groups) expect(Buffer.byteLength(`[${group.join(',')}]`)).toBeLessThan(1024 * 1024);
-    expect(groups.flatMap(ids)).toEqual(batch.map((r) => r.id));
+    for (const group of groups) expect(Buffer.byteLength(JSON.stringify(group))).toBeLessThan(1024 * 1024);
+    expect(groups.flat().map((r) => r.id)).toEqual(batch.map((r) => r.id));
   });
 
   it('refuses a record without an id or over the size cap, naming it', () => {
@@ -42,6 +39,6 @@ describe('groupsOf (records per NATS message)', () => {
     );
     // Dates and undefined are JSON data: the size counted is their JSON's.
     const [group] = groupsOf('batchSave', 'Item', [{ id: 'd', at: new Date(0), gone: undefined }], 1 << 20);
-    expect(group).toEqual(['{"id":"d","at":"1970-01-01T00:00:00.000Z"}']);
+    expect(JSON.stringify(group)).toBe('[{"id":"d","at":"1970-01-01T00:00:00.000Z"}]');
   });
 });

@@ -8,7 +8,7 @@ import {
   type RecordWriteOp,
   type RecordsWriteReply,
 } from '@switchboard/contracts';
-import { JsonText, type NatsRequester } from '@switchboard/messaging';
+import type { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { entry, type HostCall, type RunScope } from './host-call';
 import { HostCallError } from './host-call.errors';
@@ -55,13 +55,17 @@ function runScopeOf(scope: RunScope, model: string) {
 }
 
 /**
- * Checks every record (a plain object with an `id`, JSON data, under the size cap) and groups their JSON
- * texts so that each group travels in one NATS message of at most `budget` bytes of records; a group is one
- * store transaction. The texts are what the message carries (`JsonText`): each record is serialised once.
+ * Checks every record (a plain object with an `id`, JSON data, under the size cap) and groups them so that each
+ * group travels in one NATS message of at most `budget` bytes of records; a group is one store transaction.
  */
-export function groupsOf(call: string, model: string, records: unknown[], budget: number): string[][] {
-  const groups: string[][] = [];
-  let group: string[] = [];
+export function groupsOf(
+  call: string,
+  model: string,
+  records: unknown[],
+  budget: number,
+): Record<string, unknown>[][] {
+  const groups: Record<string, unknown>[][] = [];
+  let group: Record<string, unknown>[] = [];
   let bytes = 0;
   records.forEach((record, index) => {
     const id = (record as { id?: unknown } | null)?.id;
@@ -98,7 +102,7 @@ export function groupsOf(call: string, model: string, records: unknown[], budget
       group = [];
       bytes = 0;
     }
-    group.push(json);
+    group.push(record as Record<string, unknown>);
     bytes += size;
   });
   if (group.length > 0) groups.push(group);
@@ -115,12 +119,15 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
    * Sends the groups in order, each dropped from the list as its request is made: the request holds only
    * its encoded bytes, so no record of the batch stays reachable while the orchestrator writes it.
    */
-  const send = async (s: RunScope, model: string, op: RecordWriteOp, groups: string[][]) => {
+  const send = async (s: RunScope, model: string, op: RecordWriteOp, groups: Record<string, unknown>[][]) => {
     while (groups.length > 0) {
       const merging = s.merging.get(model);
-      const head = JSON.stringify({ ...runScopeOf(s, model), op, ...(merging ? { merging } : {}) });
-      const request = new JsonText(`${head.slice(0, -1)},"records":[${groups.shift()!.join(',')}]}`);
-      const reply = await nats.request<RecordsWriteReply>(RECORDS_SUBJECTS.write, request);
+      const reply = await nats.request<RecordsWriteReply>(RECORDS_SUBJECTS.write, {
+        ...runScopeOf(s, model),
+        op,
+        records: groups.shift(),
+        ...(merging ? { merging } : {}),
+      });
       // Under ignore_if_modified_after the cursor follows the run's own writes.
       if (merging?.strategy === 'ignore_if_modified_after') {
         s.merging.set(model, { strategy: merging.strategy, cursor: reply.mergingCursor ?? null });
