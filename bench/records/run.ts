@@ -90,7 +90,7 @@ interface Store {
     scope: Scope,
     model: string,
     records: Record<string, unknown>[],
-    op: 'save',
+    op: 'save' | 'update',
     runId: string,
   ): Promise<{ added: number; updated: number; unchanged: number }>;
   list(
@@ -160,10 +160,14 @@ async function benchStore(databaseUrl: string) {
   const environmentId = randomInt(1_000_000, 2_000_000_000);
   const scope: Scope = { environmentId, providerConfigKey: 'bench', connectionId: `store-${randomUUID()}` };
   const n = SETTINGS.storeRecords;
-  const rounds = async (make: (i: number) => Record<string, unknown>, runId: string) => {
+  const rounds = async (
+    make: (i: number) => Record<string, unknown>,
+    runId: string,
+    op: 'save' | 'update' = 'save',
+  ) => {
     for (let i = 0; i < n; i += BATCH) {
       const batch = Array.from({ length: Math.min(BATCH, n - i) }, (_, k) => make(i + k));
-      await store.write(scope, 'BenchRecord', batch, 'save', runId);
+      await store.write(scope, 'BenchRecord', batch, op, runId);
     }
   };
   try {
@@ -171,6 +175,9 @@ async function benchStore(databaseUrl: string) {
     const insertMs = await timed(() => rounds((i) => record(i, 1), randomUUID()));
     console.log('store: the same ids again, 50 % unchanged...');
     const mixedMs = await timed(() => rounds(halfChanged, randomUUID()));
+    // batchUpdate: a partial record per id, merged into the stored payload (read, opened, merged, sealed).
+    console.log('store: batchUpdate of the same ids, one field each...');
+    const updateMs = await timed(() => rounds((i) => ({ id: `r-${i}`, version: 3 }), randomUUID(), 'update'));
 
     // The ceilings, same table, same row width: rows built up front (random bytes as long as a sealed
     // payload: the column is bytea), then written with no hashing, sealing or change detection.
@@ -282,6 +289,7 @@ async function benchStore(databaseUrl: string) {
     return {
       insertMs,
       mixedMs,
+      updateMs,
       upsertInsertMs,
       upsertUpdateMs,
       pgInsertMs,
@@ -337,8 +345,12 @@ function printStore(s: Awaited<ReturnType<typeof benchStore>>) {
   console.log(
     `| **store, 50 % unchanged** | ${fmt(n)} | ${fmt(storeMixed)} | ${(storeMixed / upsertUpd).toFixed(2)} | ${(storeMixed / copy).toFixed(2)} |`,
   );
+  const storeUpdate = perSecond(n, s.updateMs);
   console.log(
-    `\nstore vs the node-postgres ceiling: all new ${(storeInsert / pgIns).toFixed(2)}, 50 % unchanged ${(storeMixed / pgUpd).toFixed(2)} (vs every row rewritten); vs the Prisma ceiling: ${(storeInsert / upsertIns).toFixed(2)}, ${(storeMixed / upsertUpd).toFixed(2)}`,
+    `| store, batchUpdate (one field merged into every row) | ${fmt(n)} | ${fmt(storeUpdate)} | ${(storeUpdate / upsertUpd).toFixed(2)} | ${(storeUpdate / copy).toFixed(2)} |`,
+  );
+  console.log(
+    `\nstore vs the node-postgres ceiling: all new ${(storeInsert / pgIns).toFixed(2)}, 50 % unchanged ${(storeMixed / pgUpd).toFixed(2)}, batchUpdate ${(storeUpdate / pgUpd).toFixed(2)} (vs every row rewritten); vs the Prisma ceiling: ${(storeInsert / upsertIns).toFixed(2)}, ${(storeMixed / upsertUpd).toFixed(2)}`,
   );
   return { storeMixed, upsertIns, upsertUpd, copy };
 }
