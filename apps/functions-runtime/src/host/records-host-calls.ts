@@ -55,8 +55,9 @@ function runScopeOf(scope: RunScope, model: string) {
 }
 
 /**
- * Checks every record (a plain object with an `id`, JSON data, under the size cap) and groups them so that each
- * group travels in one NATS message of at most `budget` bytes of records; a group is one store transaction.
+ * Checks every record (a plain object with an `id`, JSON data, under the size cap) and groups them so that
+ * each group travels in one NATS message of at most `budget` bytes of records; a group is one store
+ * transaction.
  */
 export function groupsOf(
   call: string,
