@@ -304,7 +304,7 @@ describe('a sync script saving records, read with listRecords', () => {
       variant: 'shapes',
     } as Parameters<Nango['listRecords']>[0]);
     const stored = page.records.map(({ _nango_metadata: _metadata, ...record }) => record);
-    // Ids come back as strings (Nango's records API does the same); the rest as the script's JSON.
+    // The id comes back as the record's external id, a string; the rest as the script's JSON.
     expect(stored).toEqual([
       { id: 'odd-1', at: '2026-01-02T00:00:00.000Z', nan: null, list: [1, null, 3], n: { deep: [null] } },
       { id: '42', price: '2.50 EUR', tags: {} },
