@@ -232,7 +232,10 @@ export const PRELUDE_SOURCE = String.raw`
   // (ids, mostly) into V8's string table, which only a full collection empties (bench/README.md).
   const call = async (name, args, asData) => {
     if (!bound) needsRun('nango.' + name);
-    const argsJson = asData ? undefined : JSON.stringify(args === undefined ? null : args);
+    // Arguments are taken as they are when the call is made: a copy is made at once (no await comes before
+    // it) unless the call must wait for a slot, when its JSON text is made now instead, as for any call.
+    const argsJson =
+      asData && inFlight < MAX_IN_FLIGHT ? undefined : JSON.stringify(args === undefined ? null : args);
     if (inFlight >= MAX_IN_FLIGHT) await new Promise((resolve) => queue.push(resolve));
     else inFlight++;
     // The arguments go inside an array, copied: isolated-vm then serialises them and the host gets values

@@ -352,6 +352,42 @@ describe('runInSandbox', () => {
       ]);
     });
 
+    it('sends each batch as it was when saved, even when the call waits for a slot', async () => {
+      // 20 saves at once (16 run at a time), each batch changed right after its save was called.
+      const received: HostCallArgs[] = [];
+      const result = await runInSandbox(
+        request(
+          sync(`
+            const saves = [];
+            for (let i = 0; i < 20; i++) {
+              const batch = [{ id: 'r' + i, state: 'as saved' }];
+              saves.push(nango.batchSave(batch, 'Item'));
+              batch[0].state = 'changed after';
+            }
+            await Promise.all(saves);
+            return 1;`),
+          undefined,
+          {
+            type: 'sync',
+            hostCall: (_name, args) => {
+              received.push(args);
+              return new Promise((resolve) =>
+                setTimeout(() => resolve(JSON.stringify({ ok: true, value: true })), 20),
+              );
+            },
+          },
+        ),
+      );
+      expect(result.status).toBe('success');
+      expect(received).toHaveLength(20);
+      const states = received.map(
+        (args) => (forwarded(args) as { records: { state: string }[] }).records[0]!.state,
+      );
+      expect(new Set(states)).toEqual(new Set(['as saved']));
+      // The first 16 went as copies; the 4 that waited for a slot as JSON text made when they were called.
+      expect(received.filter((args) => 'data' in args)).toHaveLength(16);
+    });
+
     it('carries an own "__proto__" key as a plain key: the copy reaches no prototype in the host', async () => {
       const { result, received } = await runSync(`
         const record = JSON.parse('{"__proto__": {"polluted": true}, "id": "x"}');
