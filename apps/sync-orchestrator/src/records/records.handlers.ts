@@ -8,6 +8,7 @@ import {
   recordsPruneRequestSchema,
   recordsRunScopeRequestSchema,
   recordsWriteRequestSchema,
+  toSyncIdentifier,
   type Caller,
   type ListRecordsResponse,
   type PruneRecordsResponse,
@@ -33,19 +34,16 @@ const scopeOf = (r: { caller: Caller; providerConfigKey: string; connectionId: s
   connectionId: r.connectionId,
 });
 
-/** What a script's records write is for: its connection, and the variant its model key carries. */
+/**
+ * What a script's records write is for: its connection, and the variant its model key carries (`Model` or
+ * `Model::variant`, read as a sync identifier is: the variant is everything after the first `::`).
+ */
 const runScopeOf = (r: {
   caller: Caller;
   providerConfigKey: string;
   connectionId: string;
   model: string;
-}): SyncRunScope => {
-  const variantAt = r.model.lastIndexOf('::');
-  return {
-    ...scopeOf(r),
-    variant: variantAt < 0 ? 'base' : r.model.slice(variantAt + 2),
-  };
-};
+}): SyncRunScope => ({ ...scopeOf(r), variant: toSyncIdentifier(r.model).variant });
 
 /**
  * The records subjects: `GET /records` and `PATCH /records/prune` for the gateway, and the sync API of a
