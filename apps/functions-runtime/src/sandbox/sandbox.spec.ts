@@ -283,6 +283,9 @@ describe('runInSandbox', () => {
       );
       return { result, received };
     };
+    /** What the script's `JSON.stringify` gave: the scripts below return it as their output. */
+    const scriptJson = (result: unknown) =>
+      JSON.parse(JSON.parse((result as { outputJson: string }).outputJson) as string) as unknown;
     /** What the host gets from a call, as the JSON it forwards (JSON text parsed, or data serialised). */
     const forwarded = (args: HostCallArgs) =>
       'json' in args
@@ -301,9 +304,7 @@ describe('runInSandbox', () => {
       expect(received).toHaveLength(1);
       expect('data' in received[0]!).toBe(true);
       // The host gets what JSON.stringify in the script would have given it.
-      const expected = JSON.parse(
-        JSON.parse((result as { outputJson: string }).outputJson) as string,
-      ) as unknown;
+      const expected = scriptJson(result);
       expect(forwarded(received[0]!)).toEqual(expected);
       expect(expected).toMatchObject({
         records: [{ at: '1970-01-01T00:00:00.000Z' }, { nan: null, holes: [1, null, 3] }],
@@ -333,9 +334,7 @@ describe('runInSandbox', () => {
       expect(result.status).toBe('success');
       expect(received).toHaveLength(1);
       expect('json' in received[0]!).toBe(true);
-      const expected = JSON.parse(
-        JSON.parse((result as { outputJson: string }).outputJson) as string,
-      ) as unknown;
+      const expected = scriptJson(result);
       expect(forwarded(received[0]!)).toEqual(expected);
     });
 
