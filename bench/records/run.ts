@@ -898,7 +898,7 @@ async function pathAndGet(
   const cpuPerPage = {
     gateway: (cpuMicros(pids.gateway) - cpuBefore.gateway) / 1000 / SETTINGS.getRequests,
     orchestrator: (cpuMicros(pids.orchestrator) - cpuBefore.orchestrator) / 1000 / SETTINGS.getRequests,
-    bench: measured.cpuMicros / 1000 / SETTINGS.getRequests,
+    client: measured.cpuMicros / 1000 / SETTINGS.getRequests,
   };
   for (const name of PROFILED) stack.services[name as keyof typeof stack.services]?.process.kill('SIGUSR2');
   const { parsedMs: getMs, headersMs, lastByteMs, pageBytes } = measured;
@@ -1015,7 +1015,7 @@ function printPathAndGet(r: Awaited<ReturnType<typeof pathAndGet>>, s: ReturnTyp
     `\nGET /records limit=1000 (${SETTINGS.getRequests} pages after ${SETTINGS.getWarmup} not counted; the client in its own process): p50 ${getP50.toFixed(1)} ms, p90 ${percentile(r.getMs, 0.9).toFixed(1)} ms, p99 ${percentile(r.getMs, 0.99).toFixed(1)} ms (target p50 ≤ ${TARGETS.getP50Ms} ms: ${met(getP50 <= TARGETS.getP50Ms)})`,
   );
   console.log(
-    `GET phase, p50 to the response headers ${percentile(r.headersMs, 0.5).toFixed(1)} ms, to the last byte ${percentile(r.lastByteMs, 0.5).toFixed(1)} ms (p90 ${percentile(r.lastByteMs, 0.9).toFixed(1)}), with the client's JSON.parse ${getP50.toFixed(1)} ms; page ${fmt(r.pageBytes)} bytes; CPU per page: gateway ${r.cpuPerPage.gateway.toFixed(1)} ms, sync-orchestrator ${r.cpuPerPage.orchestrator.toFixed(1)} ms, client ${r.cpuPerPage.bench.toFixed(1)} ms; load ${os.loadavg()[0]!.toFixed(1)}${SETTINGS.gatewayV8Flags.includes('trace-gc') ? `; gateway GCs ${r.gatewayGcs} (${(r.gatewayGcs / SETTINGS.getRequests).toFixed(1)} per page)` : ''}`,
+    `GET phase, p50 to the response headers ${percentile(r.headersMs, 0.5).toFixed(1)} ms, to the last byte ${percentile(r.lastByteMs, 0.5).toFixed(1)} ms (p90 ${percentile(r.lastByteMs, 0.9).toFixed(1)}), with the client's JSON.parse ${getP50.toFixed(1)} ms; page ${fmt(r.pageBytes)} bytes; CPU per page: gateway ${r.cpuPerPage.gateway.toFixed(1)} ms, sync-orchestrator ${r.cpuPerPage.orchestrator.toFixed(1)} ms, client ${r.cpuPerPage.client.toFixed(1)} ms; load ${os.loadavg()[0]!.toFixed(1)}${SETTINGS.gatewayV8Flags.includes('trace-gc') ? `; gateway GCs ${r.gatewayGcs} (${(r.gatewayGcs / SETTINGS.getRequests).toFixed(1)} per page)` : ''}`,
   );
   console.log(
     `the page over NATS from the bench (orchestrator + NATS, no gateway), p50 ${percentile(r.natsMs, 0.5).toFixed(1)} ms`,
