@@ -9,7 +9,8 @@
 //   - the stages the app Dockerfiles share are still the same text (so BuildKit shares them),
 //     and every .dockerignore is the same;
 //   - docker-compose.yml has a service for every app, built from that app's Dockerfile.
-//   - node's flags in each app image's CMD and the worker's compose command are infra/node-flags.json's.
+//   - node's flags in each app image's CMD, in each app's package.json `start` script and in the worker's
+//     compose command are infra/node-flags.json's.
 //   - metrics: every ./infra file compose mounts exists; the collector has a metrics pipeline whose
 //     exporters are defined, and Prometheus scrapes the port its prometheus exporter listens on;
 //     Grafana's provisioning names a datasource uid and the dashboards folder compose mounts; every
@@ -110,7 +111,7 @@ if (texts.length > 0 && existsSync(migrateFile)) {
   );
 }
 // Node's command-line flags per service: infra/node-flags.json is what npm start and the tests give; each
-// app image's CMD and the worker's compose command must give the same.
+// app image's CMD, each app's `start` script and the worker's compose command must give the same.
 const nodeFlagsFile = join(root, 'infra', 'node-flags.json');
 if (check(existsSync(nodeFlagsFile), `${rel(nodeFlagsFile)} exists`)) {
   const nodeFlags = JSON.parse(readFileSync(nodeFlagsFile, 'utf8'));
@@ -126,6 +127,18 @@ if (check(existsSync(nodeFlagsFile), `${rel(nodeFlagsFile)} exists`)) {
       JSON.stringify(flags) === JSON.stringify(want),
       `${app}.Dockerfile's CMD gives node the flags of infra/node-flags.json`,
       `CMD flags ${JSON.stringify(flags)}, node-flags.json ${JSON.stringify(want)}`,
+    );
+    // `pnpm start` in the app's folder runs the service the same way (isolated-vm needs --no-node-snapshot).
+    const manifest = join(root, 'apps', app, 'package.json');
+    const start = existsSync(manifest)
+      ? JSON.parse(readFileSync(manifest, 'utf8')).scripts?.start
+      : undefined;
+    const startArgs = typeof start === 'string' ? start.trim().split(/\s+/) : [];
+    const startFlags = startArgs[0] === 'node' ? startArgs.slice(1, -1) : null;
+    check(
+      JSON.stringify(startFlags) === JSON.stringify(want),
+      `apps/${app}/package.json's start script gives node the flags of infra/node-flags.json`,
+      `start flags ${JSON.stringify(startFlags)}, node-flags.json ${JSON.stringify(want)}`,
     );
   }
   const compose = existsSync(composeFile) ? readFileSync(composeFile, 'utf8') : '';
