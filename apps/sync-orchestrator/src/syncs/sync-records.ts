@@ -26,7 +26,3 @@ export interface SyncRecords {
 }
 
 export const SYNC_RECORDS = Symbol('SYNC_RECORDS');
-
-/** The records model of a sync's variant: `Model`, or `Model::variant` (Nango's `modelFullName`). */
-export const modelKeyOf = (model: string, variant: string) =>
-  variant === 'base' ? model : `${model}::${variant}`;

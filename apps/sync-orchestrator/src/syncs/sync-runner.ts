@@ -5,6 +5,7 @@ import {
   type Caller,
   type FunctionRunCancel,
   type FunctionRunLease,
+  recordModelKey,
   type FunctionRunRequest,
   type SyncEvent,
 } from '@switchboard/contracts';
@@ -17,7 +18,7 @@ import { callerOfEnvironment } from '../functions/environment-caller';
 import { recordSyncRun } from '../metrics';
 import type { StoredConfig } from '../functions/function-config';
 import { IntegrationDirectory } from '../functions/integration-directory';
-import { modelKeyOf, type ModelCounts, type SyncRecords } from './sync-records';
+import type { ModelCounts, SyncRecords } from './sync-records';
 
 export const SYNC_RUN_STATUS = { running: 'RUNNING', success: 'SUCCESS', stopped: 'STOPPED' } as const;
 /** `WEBHOOK`: a run of the script's onWebhook handler with a provider webhook's payload. */
@@ -427,13 +428,13 @@ export class SyncRunner {
       // records before it, which that run saved under its own id.
       if (config.track_deletes && run.type !== 'WEBHOOK' && run.checkpointBefore === null) {
         for (const model of models) {
-          await records.deleteUnseen(scope, modelKeyOf(model, sync.variant), run.id);
+          await records.deleteUnseen(scope, recordModelKey(model, sync.variant), run.id);
         }
       }
       const counts = await records.runCounts(run.id);
       const result: Record<string, ModelCounts> = {};
       for (const model of models) {
-        result[model] = counts[modelKeyOf(model, sync.variant)] ?? { added: 0, updated: 0, deleted: 0 };
+        result[model] = counts[recordModelKey(model, sync.variant)] ?? { added: 0, updated: 0, deleted: 0 };
       }
       // Published before the run is closed: a retry of this step publishes again under the same ids
       // (JetStream drops the duplicates), where closing first could lose them.

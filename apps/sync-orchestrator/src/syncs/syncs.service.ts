@@ -4,6 +4,7 @@ import {
   BASE_VARIANT,
   CONNECTION_SUBJECTS,
   MAX_SYNC_VARIANTS,
+  recordModelKey,
   type SyncCommandRequest,
   type SyncFrequencyRequest,
   type SyncStatusItem,
@@ -22,7 +23,7 @@ import { storedConfig, type FunctionWithVersion, type StoredConfig } from '../fu
 import { OrchestratorError } from '../sync-orchestrator.errors';
 import { parseSyncInterval } from './frequency';
 import { SYNC_RUN_STATUS, workflowRunning } from './sync-runner';
-import { modelKeyOf, SYNC_RECORDS, type RecordScope, type SyncRecords } from './sync-records';
+import { SYNC_RECORDS, type RecordScope, type SyncRecords } from './sync-records';
 import { SyncSchedules } from './sync-schedules';
 
 type SyncRow = Awaited<ReturnType<OrchestratorDb['sync']['findMany']>>[number];
@@ -194,7 +195,7 @@ export class SyncsService {
       if (models.length > 0) {
         await this.records.deleteRecords(
           scopeOf(row),
-          models.map((m) => modelKeyOf(m, row.variant)),
+          models.map((m) => recordModelKey(m, row.variant)),
         );
       }
       await this.db.$transaction([
@@ -221,7 +222,7 @@ export class SyncsService {
           const models = storedConfig(fn).returns;
           await this.records.deleteRecords(
             scopeOf(row),
-            models.map((m) => modelKeyOf(m, row.variant)),
+            models.map((m) => recordModelKey(m, row.variant)),
           );
         }
         await this.schedules.trigger(row.id, request.reset);
@@ -294,12 +295,12 @@ export class SyncsService {
       }),
       this.records.recordCounts(
         scopeOf(listed),
-        config.returns.map((m) => modelKeyOf(m, listed.variant)),
+        config.returns.map((m) => recordModelKey(m, listed.variant)),
       ),
     ]);
     const row = fresh ?? listed;
     const recordCount: Record<string, number> = {};
-    for (const model of config.returns) recordCount[model] = counts[modelKeyOf(model, row.variant)] ?? 0;
+    for (const model of config.returns) recordCount[model] = counts[recordModelKey(model, row.variant)] ?? 0;
     // A scheduled or triggered run still recorded RUNNING whose workflow is over (terminated, timed out)
     // could not close itself; the next run closes it. Until then it is shown as the failure it is.
     const latestStatus =
