@@ -2,12 +2,13 @@ import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
+import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { startItemsProvider, ITEM_NAMES, type ItemsProvider } from './support/functions-fakes';
 import { call, createKey, expectError, failure } from './support/http';
 import { nangoCli, nangoDeploy, prepareProject } from './support/nango-cli';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
 import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
 
@@ -28,6 +29,8 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
   let receiver: WebhookReceiver;
   let nango: Nango;
   let project: string;
+  let temporalConnection: Connection | undefined;
+  let temporal: Client;
 
   const api = (method: string, path: string, body?: unknown, key?: string) =>
     call(stack.gatewayUrl, method, path, {
@@ -48,6 +51,10 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
+    temporalConnection = await Connection.connect({
+      address: stack.envOf('sync-orchestrator').TEMPORAL_ADDRESS!,
+    });
+    temporal = new Client({ connection: temporalConnection });
     expect(
       (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'fakehub' })).status,
     ).toBe(200);
@@ -62,6 +69,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
   }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
+    await temporalConnection?.close();
     await stack?.stop();
     await Promise.all([provider?.close(), receiver?.stop()]);
     if (project) rmSync(project, { recursive: true, force: true });
@@ -681,9 +689,21 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
   });
 
   describe('redeploy', () => {
-    it('reconciles: functions removed from the project are deleted, the rest keep their versions', async () => {
+    it('reconciles: functions removed from the project are deleted with their schedules and records, the rest keep their versions', async () => {
       const before = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'summarize-items' }))
         .data as unknown as Listed;
+      // The sync about to go: its connection's Temporal schedule (paused: autoStart false) and, after a
+      // triggered run, its records.
+      const items = { providerConfigKey: 'fakehub', connectionId: CONNECTION, model: 'FakehubItem' };
+      const [itemsSync] = (await nango.syncStatus('fakehub', ['items'], CONNECTION)).syncs;
+      const itemsSchedule = temporal.schedule.getHandle(`sync-${itemsSync!.id}`);
+      expect((await itemsSchedule.describe()).state.paused).toBe(true);
+      await nango.triggerSync('fakehub', ['items'], CONNECTION);
+      const saved = await waitFor('the items sync to save records', async () => {
+        const listed = await nango.listRecords(items);
+        return listed.records.length > 0 ? listed.records : undefined;
+      });
+      expect(saved.map((r) => r.name)).toEqual(ITEM_NAMES.slice(0, saved.length));
       const index = join(project, 'index.ts');
       writeFileSync(
         index,
@@ -715,6 +735,10 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         status: 404,
         data: { error: { code: 'not_found' } },
       });
+      // The removed sync took its schedule, its status and its records with it.
+      await expect(itemsSchedule.describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+      expect((await nango.syncStatus('fakehub', ['items'], CONNECTION)).syncs).toEqual([]);
+      expect((await nango.listRecords(items)).records).toEqual([]);
     });
   });
 
