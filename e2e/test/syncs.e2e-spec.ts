@@ -7,7 +7,7 @@ import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { connect } from 'nats';
 import { Client as PgClient } from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { call, expectError } from './support/http';
+import { call, createKey, expectError } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
@@ -27,7 +27,12 @@ interface NangoRecord {
   id: string;
   name: string;
   revision: number;
-  _nango_metadata: { last_action: string; deleted_at: string | null; cursor: string };
+  _nango_metadata: {
+    last_action: string;
+    deleted_at: string | null;
+    pruned_at: string | null;
+    cursor: string;
+  };
 }
 interface SyncWebhook {
   type: string;
@@ -417,7 +422,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expectError(await put({ ...base, connection_id: 'nobody', frequency: '1h' }), 400, 'unknown_connection');
   });
 
-  it('creates a variant (scheduled and run at once, records of its own) and deletes it', async () => {
+  it('creates a variant (scheduled and run at once, records of its own), at most 100 a sync, and deletes it', async () => {
     const created = await nango.createSyncVariant({
       provider_config_key: KEY,
       connection_id: CONN_A,
@@ -447,6 +452,36 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       400,
       'unknown_sync',
     );
+    // At most 100 variants of a sync on a connection, base included: with base and eu, 98 more rows (as
+    // variants created earlier leave them; written here, not scheduled, so as not to run 98 syncs) fill it.
+    const base = (await status(CONN_A))[0]!;
+    const db = new PgClient({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      const filler = await db.query(
+        `INSERT INTO orchestrator.syncs (id, environment_id, provider_config_key, connection_id, name, variant, updated_at)
+         SELECT gen_random_uuid(), environment_id, provider_config_key, connection_id, name, 'cap-' || g, now()
+         FROM orchestrator.syncs, generate_series(1, 98) AS g WHERE id = $1`,
+        [base.id],
+      );
+      expect(filler.rowCount).toBe(98);
+      expect(expectError(await post('one-more'), 400, 'resource_capped').message).toContain('100');
+      const rows = await db.query(
+        `SELECT count(*)::int AS n, count(*) FILTER (WHERE s.variant = 'one-more')::int AS refused
+         FROM orchestrator.syncs s JOIN orchestrator.syncs b USING (environment_id, provider_config_key, connection_id, name)
+         WHERE b.id = $1`,
+        [base.id],
+      );
+      expect(rows.rows[0]).toEqual({ n: 100, refused: 0 });
+    } finally {
+      await db.query(
+        `DELETE FROM orchestrator.syncs s USING orchestrator.syncs b
+         WHERE b.id = $1 AND s.environment_id = b.environment_id AND s.provider_config_key = b.provider_config_key
+           AND s.connection_id = b.connection_id AND s.name = b.name AND s.variant LIKE 'cap-%'`,
+        [base.id],
+      );
+      await db.end();
+    }
 
     expect(
       await nango.deleteSyncVariant({
@@ -516,6 +551,65 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect((await waitForRun(CONN_B, beforeB)).latestResult).toEqual({
       Contact: { added: 20, updated: 100, deleted: 50 },
     });
+  });
+
+  it('enforces environment:syncs:read|update and environment:records:read|write, refusing without acting', async () => {
+    const keyWith = (scope: string) => createKey(stack.gatewayUrl, stack.secretKey, [scope], scope);
+    const syncsRead = await keyWith('environment:syncs:read');
+    const syncsUpdate = await keyWith('environment:syncs:update');
+    const recordsRead = await keyWith('environment:records:read');
+    const recordsWrite = await keyWith('environment:records:write');
+    const as = (key: string, method: string, path: string, body?: unknown) =>
+      call(stack.gatewayUrl, method, path, {
+        key,
+        headers: { 'provider-config-key': KEY, 'connection-id': CONN_A },
+        ...(body !== undefined ? { body } : {}),
+      });
+    const statusPath = `/sync/status?syncs=${SYNC}&provider_config_key=${KEY}&connection_id=${CONN_A}`;
+    const command = { syncs: [SYNC], provider_config_key: KEY, connection_id: CONN_A };
+    const { records: before } = await allRecords(CONN_A);
+    const prune = { model: 'Contact', until_cursor: before.at(-1)!._nango_metadata.cursor };
+    const pagesBefore = provider.pages.length;
+
+    expect((await as(syncsRead, 'GET', statusPath)).status).toBe(200);
+    for (const [method, path, body] of [
+      ['POST', '/sync/trigger', command],
+      ['POST', '/sync/pause', command],
+      ['POST', '/sync/start', command],
+      [
+        'PUT',
+        '/sync/update-connection-frequency',
+        { sync_name: SYNC, provider_config_key: KEY, connection_id: CONN_A, frequency: '2h' },
+      ],
+      ['POST', `/sync/${SYNC}/variant/scoped`, { provider_config_key: KEY, connection_id: CONN_A }],
+    ] as const) {
+      const refused = expectError(await as(syncsRead, method, path, body), 403, 'forbidden');
+      expect(refused.message).toContain('environment:syncs:update');
+    }
+    expect(expectError(await as(syncsUpdate, 'GET', statusPath), 403, 'forbidden').message).toContain(
+      'environment:syncs:read',
+    );
+    for (const key of [syncsRead, syncsUpdate, recordsWrite]) {
+      expect(expectError(await as(key, 'GET', '/records?model=Contact'), 403, 'forbidden').message).toContain(
+        'environment:records:read',
+      );
+    }
+    for (const key of [recordsRead, syncsUpdate]) {
+      expect(
+        expectError(await as(key, 'PATCH', '/records/prune', prune), 403, 'forbidden').message,
+      ).toContain('environment:records:write');
+    }
+    expect((await as(recordsRead, 'GET', '/records?model=Contact&limit=1')).status).toBe(200);
+
+    // Nothing the refused requests asked for happened: no run, no variant, no pause, no pruned payload.
+    await sleep(1000);
+    expect(provider.pages.length).toBe(pagesBefore);
+    const [item] = await status(CONN_A, '*');
+    expect(item).toMatchObject({ status: 'SUCCESS', frequency: 'every hour' });
+    expect((await status(CONN_A, '*')).map((s) => s.variant)).toEqual(['base']);
+    const { records: after } = await allRecords(CONN_A);
+    expect(after).toHaveLength(before.length);
+    expect(after.filter((r) => r._nango_metadata.pruned_at !== null)).toEqual([]);
   });
 
   it('refuses a deploy whose sync runs more often than every 30 seconds, storing nothing', async () => {
