@@ -297,6 +297,27 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(records.every((r) => r._nango_metadata.last_action === 'ADDED')).toBe(true);
   });
 
+  it('reads chosen records by id (ids, repeated or once), and refuses more than 100', async () => {
+    const byIds = (ids: string[]) =>
+      nango.listRecords({ providerConfigKey: KEY, connectionId: CONN_A, model: 'Contact', ids });
+    const some = await byIds(['c-7', 'c-2999', 'nope']);
+    expect(some.records.map((r) => r.id).sort()).toEqual(['c-2999', 'c-7']);
+    expect(some.next_cursor).toBeNull();
+    expect((await byIds(['c-42'])).records).toEqual([
+      expect.objectContaining({ id: 'c-42', name: 'Contact 42', revision: 1 }),
+    ]);
+    const tooMany = Array.from({ length: 101 }, (_, i) => `c-${i}`);
+    const query = tooMany.map((id) => `ids=${id}`).join('&');
+    expectError(
+      await call(stack.gatewayUrl, 'GET', `/records?model=Contact&${query}`, {
+        key: stack.secretKey,
+        headers: { 'provider-config-key': KEY, 'connection-id': CONN_A },
+      }),
+      400,
+      'invalid_query_params',
+    );
+  });
+
   it('a page with a record that no longer decrypts answers server_error, never a short page', async () => {
     // A record whose sealed payload is another record's (it no longer decrypts under its own id), at the
     // 100th and then at the 700th place of a 1000-record page.
