@@ -3,11 +3,10 @@ import { Nango } from '@nangohq/node';
 import type { SyncStatusItem } from '@switchboard/contracts';
 import { startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
-import { call } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
-import { ContactsProvider } from './support/syncs-fakes';
+import { ContactsProvider, loopbackEgress, setUpRecordhub } from './support/syncs-fakes';
 import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
 
 jest.setTimeout(180_000);
@@ -39,9 +38,6 @@ describe('a sync run longer than the sync timeout', () => {
   let nango: Nango;
   let project: string;
   let signingKey: string;
-
-  const api = (method: string, path: string, body?: unknown) =>
-    call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
 
   const status = async () =>
     ((await nango.syncStatus(KEY, [SYNC], CONNECTION)).syncs as unknown as SyncStatusItem[])[0];
@@ -90,36 +86,14 @@ describe('a sync run longer than the sync timeout', () => {
     ]);
     stack = await startStack({
       env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      serviceEnv: {
-        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        'functions-runtime': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+      serviceEnv: loopbackEgress({
         'sync-orchestrator': { SWITCHBOARD_SYNC_TIMEOUT_MS: String(SYNC_TIMEOUT_MS) },
-      },
+      }),
       // Seven services and the CLI's build share two cores with other suites.
       readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
-    expect((await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: KEY })).status).toBe(
-      200,
-    );
-    const imported = await api('POST', '/connections', {
-      provider_config_key: KEY,
-      connection_id: CONNECTION,
-      credentials: { type: 'API_KEY', apiKey: API_KEY },
-      connection_config: { origin: provider.url, account: 'acme' },
-    });
-    expect([200, 201]).toContain(imported.status);
-    expect(
-      (
-        await api('PATCH', '/environment', {
-          webhook_settings: { primary_url: `${receiver.url}/hooks`, on_sync_error: true },
-        })
-      ).status,
-    ).toBe(200);
-    signingKey = ((await api('GET', '/environment')).body as { data: { webhook_signing_key: string } }).data
-      .webhook_signing_key;
+    signingKey = await setUpRecordhub(stack, provider, API_KEY, [CONNECTION], `${receiver.url}/hooks`);
     project = prepareProject('syncs-project');
     const deployed = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
     expect({ code: deployed.code, stdout: deployed.stdout }).toEqual({

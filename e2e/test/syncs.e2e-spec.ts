@@ -11,7 +11,7 @@ import { call, createKey, expectError } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
-import { ContactsProvider } from './support/syncs-fakes';
+import { ContactsProvider, loopbackEgress, setUpRecordhub } from './support/syncs-fakes';
 import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
 
 jest.setTimeout(240_000);
@@ -176,14 +176,8 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     ]);
     stack = await startStack({
       env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      serviceEnv: {
-        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        'functions-runtime': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        // A killed worker's run is retried after this much silence (the kill test).
-        'sync-orchestrator': { SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS: '5000' },
-      },
+      // A killed worker's run is retried after this much silence (the kill test).
+      serviceEnv: loopbackEgress({ 'sync-orchestrator': { SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS: '5000' } }),
       // Seven services, the CLI's build and a first sync run share two cores with other suites.
       readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
     });
@@ -192,27 +186,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     });
     temporal = new Client({ connection: temporalConnection });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
-    expect((await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: KEY })).status).toBe(
-      200,
-    );
-    for (const connectionId of [CONN_A, CONN_B]) {
-      const imported = await api('POST', '/connections', {
-        provider_config_key: KEY,
-        connection_id: connectionId,
-        credentials: { type: 'API_KEY', apiKey: API_KEY },
-        connection_config: { origin: provider.url, account: 'acme' },
-      });
-      expect([200, 201]).toContain(imported.status);
-    }
-    expect(
-      (
-        await api('PATCH', '/environment', {
-          webhook_settings: { primary_url: `${receiver.url}/hooks`, on_sync_error: true },
-        })
-      ).status,
-    ).toBe(200);
-    signingKey = ((await api('GET', '/environment')).body as { data: { webhook_signing_key: string } }).data
-      .webhook_signing_key;
+    signingKey = await setUpRecordhub(stack, provider, API_KEY, [CONN_A, CONN_B], `${receiver.url}/hooks`);
     project = prepareProject('syncs-project');
   }, 2 * START_HOOK_TIMEOUT_MS);
 

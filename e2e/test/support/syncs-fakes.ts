@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { StackOptions } from '@switchboard/testing';
+import { call } from './http';
 
 export interface Contact {
   id: string;
@@ -102,4 +104,51 @@ export class ContactsProvider {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+/** The services a sync spec needs to reach the fakes on loopback (their egress is refused there by default). */
+export function loopbackEgress(
+  extra: NonNullable<StackOptions['serviceEnv']> = {},
+): NonNullable<StackOptions['serviceEnv']> {
+  const allow = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' };
+  return {
+    ...extra,
+    gateway: { ...allow, ...extra.gateway },
+    proxy: { ...allow, ...extra.proxy },
+    'functions-runtime': { ...allow, ...extra['functions-runtime'] },
+    'webhook-relay': { ...allow, ...extra['webhook-relay'] },
+  };
+}
+
+/**
+ * The `recordhub` integration (catalog entry `fake-api-key`) with a connection to `provider` for each id, and
+ * the environment's webhooks, sync errors included, sent to `hooksUrl`. Answers the webhook signing key.
+ */
+export async function setUpRecordhub(
+  stack: { gatewayUrl: string; secretKey: string },
+  provider: ContactsProvider,
+  apiKey: string,
+  connectionIds: string[],
+  hooksUrl: string,
+): Promise<string> {
+  const api = (method: string, path: string, body?: unknown) =>
+    call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
+  expect(
+    (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'recordhub' })).status,
+  ).toBe(200);
+  for (const connectionId of connectionIds) {
+    const imported = await api('POST', '/connections', {
+      provider_config_key: 'recordhub',
+      connection_id: connectionId,
+      credentials: { type: 'API_KEY', apiKey },
+      connection_config: { origin: provider.url, account: 'acme' },
+    });
+    expect([200, 201]).toContain(imported.status);
+  }
+  const settings = await api('PATCH', '/environment', {
+    webhook_settings: { primary_url: hooksUrl, on_sync_error: true },
+  });
+  expect(settings.status).toBe(200);
+  return ((await api('GET', '/environment')).body as { data: { webhook_signing_key: string } }).data
+    .webhook_signing_key;
 }
