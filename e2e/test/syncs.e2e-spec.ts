@@ -438,6 +438,15 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(variantRecords.records).toHaveLength(10);
     expect((await status(CONN_A, '*')).map((s) => s.variant).sort()).toEqual(['base', 'eu']);
 
+    // `name::variant` triggers that variant alone.
+    const fromPage = provider.pages.length;
+    await nango.triggerSync(KEY, [`${SYNC}::eu`], CONN_A);
+    await waitForRun(CONN_A, done.finishedAt, `${SYNC}::eu`);
+    await waitForQuiet();
+    expect(new Set(provider.pages.slice(fromPage).map((p) => `${p.connection}/${p.variant}`))).toEqual(
+      new Set([`${CONN_A}/eu`]),
+    );
+
     const post = (variant: string) =>
       api('POST', `/sync/${SYNC}/variant/${variant}`, { provider_config_key: KEY, connection_id: CONN_A });
     expectError(await post('base'), 400, 'invalid_variant');
@@ -546,6 +555,17 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect((await waitForRun(CONN_B, beforeB)).latestResult).toEqual({
       Contact: { added: 20, updated: 100, deleted: 50 },
     });
+  });
+
+  it('triggers the sync of every connection when no connection is named', async () => {
+    const [a, b] = [(await status(CONN_A))[0]!.finishedAt, (await status(CONN_B))[0]!.finishedAt];
+    const fromPage = provider.pages.length;
+    await nango.triggerSync(KEY, [SYNC]);
+    await Promise.all([waitForRun(CONN_A, a), waitForRun(CONN_B, b)]);
+    await waitForQuiet();
+    expect(new Set(provider.pages.slice(fromPage).map((p) => `${p.connection}/${p.variant}`))).toEqual(
+      new Set([`${CONN_A}/base`, `${CONN_B}/base`]),
+    );
   });
 
   it('enforces environment:syncs:read|update and environment:records:read|write, refusing without acting', async () => {

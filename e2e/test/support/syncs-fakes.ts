@@ -18,8 +18,8 @@ export class ContactsProvider {
   contacts: Contact[] = [];
   pageSize = 500;
   pageDelayMs = 0;
-  /** Every page request's cursor, in arrival order, with the connection that asked and when it came. */
-  readonly pages: { cursor: string; connection: string; at: number }[] = [];
+  /** Every page request's cursor, in arrival order, with the connection and variant that asked and when it came. */
+  readonly pages: { cursor: string; connection: string; variant: string; at: number }[] = [];
   private server: Server | undefined;
   private readonly holds = new Map<string, { requested: () => void; released: Promise<void> }>();
 
@@ -81,7 +81,12 @@ export class ContactsProvider {
       if (req.headers['x-api-key'] !== this.apiKey) return send(401, { message: 'bad key' });
       if (url.pathname !== '/v2/contacts') return send(404, { message: 'no such route' });
       const cursor = url.searchParams.get('cursor') ?? '0';
-      this.pages.push({ cursor, connection: url.searchParams.get('connection') ?? '', at: Date.now() });
+      this.pages.push({
+        cursor,
+        connection: url.searchParams.get('connection') ?? '',
+        variant: url.searchParams.get('variant') ?? '',
+        at: Date.now(),
+      });
       const start = Number(cursor);
       const items = this.contacts.slice(start, start + this.pageSize);
       const next = start + this.pageSize < this.contacts.length ? String(start + this.pageSize) : null;
