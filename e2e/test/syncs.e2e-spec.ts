@@ -649,7 +649,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect((await nango.listFunctions({ uniqueKey: KEY })).data.map((f) => f.name)).toEqual([SYNC]);
   });
 
-  it('a full resync with emptyCache clears records, checkpoint and lastSyncDate, then fetches everything', async () => {
+  it('a full resync with emptyCache (or sync_mode full_refresh_and_clear_cache) clears records, checkpoint and lastSyncDate, then fetches everything', async () => {
     const before = (await status(CONN_B))[0]!;
     await nango.triggerSync(KEY, [SYNC], CONN_B, { reset: true, emptyCache: true });
     const done = await waitForRun(CONN_B, before.finishedAt);
@@ -661,6 +661,20 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     );
     expect(hook!.body.responseResults).toEqual({ added: total, updated: 0, deleted: 0 });
     expect((await allRecords(CONN_B, { filter: 'deleted' })).records).toEqual([]);
+
+    // The same through `sync_mode` (the body newer clients send instead of `opts`).
+    const res = await api('POST', '/sync/trigger', {
+      syncs: [SYNC],
+      provider_config_key: KEY,
+      connection_id: CONN_B,
+      sync_mode: 'full_refresh_and_clear_cache',
+    });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { success: true } });
+    const again = await waitForRun(CONN_B, done.finishedAt);
+    expect(again.latestResult).toEqual({ Contact: { added: total, updated: 0, deleted: 0 } });
+    await waitForHooks(
+      (b) => b.connectionId === CONN_B && b.syncType === 'INITIAL' && b.modifiedAfter > done.finishedAt!,
+    );
   });
 
   it('runs of one sync never overlap: a scheduled start during a triggered run is skipped, triggers meanwhile make one more run, a terminated run holds nothing', async () => {
