@@ -311,6 +311,64 @@ describe('a sync script saving records, read with listRecords', () => {
     ]);
   });
 
+  it('setMergingStrategy ignore_if_modified_after leaves what another run wrote meanwhile; deleteRecordsFromPreviousExecutions deletes what this run did not save', async () => {
+    const variant = 'merging';
+    const notes = async () =>
+      new Map(
+        (await listAll({ model: 'Note', variant }, 100))
+          .flat()
+          .map((r) => [r.id, (r as ListedRecord & { text?: string }).text]),
+      );
+    // Saves three notes, switches to ignore_if_modified_after, says so with a note of its own, waits until
+    // another run has rewritten m-2, then saves all three again and m-1 once more.
+    const merging = `"use strict";
+      module.exports = { default: { type: "sync", exec: async (nango) => {
+        const save = (ids, text) => nango.batchSave(ids.map((id) => ({ id, text })), "Note");
+        await save(["m-1", "m-2", "m-3"], "first");
+        await nango.setMergingStrategy({ strategy: "ignore_if_modified_after" }, "Note");
+        await save(["ready"], "merging from here");
+        for (let i = 0; ; i++) {
+          const seen = await nango.getRecordsByIds(["m-2"], "Note");
+          if (seen.get("m-2").text === "from another run") break;
+          if (i === 20000) throw new Error("the other run never wrote m-2");
+        }
+        await save(["m-1", "m-2", "m-3"], "second");
+        await save(["m-1"], "third");
+      } } };`;
+    const other = `"use strict";
+      module.exports = { default: { type: "sync", exec: async (nango) => {
+        await nango.batchSave([{ id: "m-2", text: "from another run" }], "Note");
+      } } };`;
+    const first = runSync({ step: 'none' }, { variant, code: merging });
+    const deadline = Date.now() + 60_000;
+    while (!(await notes()).has('ready')) {
+      if (Date.now() > deadline)
+        throw new Error(`the merging run never got ready: ${JSON.stringify(await first)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect((await runSync({ step: 'none' }, { variant, code: other })).status).toBe('success');
+    expect((await first).status).toBe('success');
+    // m-2 keeps the other run's write; the run's own writes (m-1 twice) still went in.
+    expect(Object.fromEntries(await notes())).toEqual({
+      'm-1': 'third',
+      'm-2': 'from another run',
+      'm-3': 'second',
+      ready: 'merging from here',
+    });
+
+    const cleanup = `"use strict";
+      module.exports = { default: { type: "sync", exec: async (nango) => {
+        await nango.batchSave([{ id: "m-1", text: "kept" }], "Note");
+        const { deletedKeys } = await nango.deleteRecordsFromPreviousExecutions("Note");
+        return [...deletedKeys].sort();
+      } } };`;
+    const cleaned = await runSync({ step: 'none' }, { variant, code: cleanup });
+    expect(cleaned).toMatchObject({ status: 'success', output: ['m-2', 'm-3', 'ready'] });
+    const deleted = (await listAll({ model: 'Note', variant, filter: 'deleted' }, 100)).flat();
+    expect(deleted.map((r) => r.id).sort()).toEqual(['m-2', 'm-3', 'ready']);
+    expect((await notes()).get('m-1')).toBe('kept');
+  });
+
   it('refuses a model the sync did not declare and records without an id; nothing is stored', async () => {
     const other = await runSync({ step: 'other-model' });
     expect(other).toMatchObject({ status: 'failure', error: { code: 'script_forbidden_call' } });
