@@ -2,10 +2,10 @@ import {
   EVENT_SUBJECTS,
   FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
+  recordModelKey,
   type Caller,
   type FunctionRunCancel,
   type FunctionRunLease,
-  recordModelKey,
   type FunctionRunRequest,
   type SyncEvent,
 } from '@switchboard/contracts';
