@@ -417,7 +417,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expectError(await put({ ...base, connection_id: 'nobody', frequency: '1h' }), 400, 'unknown_connection');
   });
 
-  it('creates a variant (scheduled and run at once, records of its own), at most 100 a sync, and deletes it', async () => {
+  it('creates a variant (scheduled and run at once, records of its own), at most 100 a sync even under concurrent requests, and deletes it', async () => {
     const created = await nango.createSyncVariant({
       provider_config_key: KEY,
       connection_id: CONN_A,
@@ -456,27 +456,48 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       400,
       'unknown_sync',
     );
-    // At most 100 variants of a sync on a connection, base included: with base and eu, 98 more rows (as
-    // variants created earlier leave them; written here, not scheduled, so as not to run 98 syncs) fill it.
+    // At most 100 variants of a sync on a connection, base included, even when asked for at once: with base
+    // and eu, 97 more rows (as variants created earlier leave them; written here, not scheduled, so as not to
+    // run 97 syncs) leave room for one; 24 concurrent requests get one variant and 23 refusals.
     const base = (await status(CONN_A))[0]!;
     const db = new PgClient({ connectionString: stack.databaseUrl });
     await db.connect();
+    const siblings = async () =>
+      (
+        await db.query<{ variant: string }>(
+          `SELECT s.variant FROM orchestrator.syncs s
+           JOIN orchestrator.syncs b USING (environment_id, provider_config_key, connection_id, name)
+           WHERE b.id = $1`,
+          [base.id],
+        )
+      ).rows.map((r) => r.variant);
     try {
       const filler = await db.query(
         `INSERT INTO orchestrator.syncs (id, environment_id, provider_config_key, connection_id, name, variant, updated_at)
          SELECT gen_random_uuid(), environment_id, provider_config_key, connection_id, name, 'cap-' || g, now()
-         FROM orchestrator.syncs, generate_series(1, 98) AS g WHERE id = $1`,
+         FROM orchestrator.syncs, generate_series(1, 97) AS g WHERE id = $1`,
         [base.id],
       );
-      expect(filler.rowCount).toBe(98);
+      expect(filler.rowCount).toBe(97);
+      const raced = await Promise.all(Array.from({ length: 24 }, (_, i) => post(`race-${i}`)));
+      const won = raced.filter((r) => r.status === 200);
+      expect(won).toHaveLength(1);
+      for (const lost of raced.filter((r) => r.status !== 200)) expectError(lost, 400, 'resource_capped');
+      const winner = (won[0]!.body as { variant: string }).variant;
       expect(expectError(await post('one-more'), 400, 'resource_capped').message).toContain('100');
-      const rows = await db.query(
-        `SELECT count(*)::int AS n, count(*) FILTER (WHERE s.variant = 'one-more')::int AS refused
-         FROM orchestrator.syncs s JOIN orchestrator.syncs b USING (environment_id, provider_config_key, connection_id, name)
-         WHERE b.id = $1`,
-        [base.id],
-      );
-      expect(rows.rows[0]).toEqual({ n: 100, refused: 0 });
+      const all = await siblings();
+      expect(all).toHaveLength(100);
+      expect(all.filter((v) => v.startsWith('race-'))).toEqual([winner]);
+      // The winner is a variant like any other: scheduled, run at once, then deleted here.
+      await waitForRun(CONN_A, null, `${SYNC}::${winner}`);
+      expect(
+        await nango.deleteSyncVariant({
+          provider_config_key: KEY,
+          connection_id: CONN_A,
+          name: SYNC,
+          variant: winner,
+        }),
+      ).toEqual({ success: true });
     } finally {
       await db.query(
         `DELETE FROM orchestrator.syncs s USING orchestrator.syncs b

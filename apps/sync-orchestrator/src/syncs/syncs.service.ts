@@ -373,20 +373,24 @@ export class SyncsService {
       connectionId: request.connectionId,
       name: request.name,
     };
-    const siblings = await this.db.sync.findMany({ where: key, select: { variant: true } });
-    if (siblings.some((s) => s.variant === request.variant)) {
-      throw new OrchestratorError(
-        'sync_variant_already_exists',
-        `Sync "${request.name}" already has a variant "${request.variant}" on this connection`,
-      );
-    }
-    if (siblings.length >= MAX_SYNC_VARIANTS) {
-      throw new OrchestratorError(
-        'resource_capped',
-        `Maximum number of variants per sync (${MAX_SYNC_VARIANTS}) reached`,
-      );
-    }
-    const row = await this.db.sync.create({ data: { id: randomUUID(), ...key, variant: request.variant } });
+    const row = await this.db.$transaction(async (tx) => {
+      // One variant creation of a sync and connection at a time: two at once could both pass the cap.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('orchestrator.sync-variant'), hashtext(${JSON.stringify([environmentId, key.providerConfigKey, key.connectionId, key.name])}))`;
+      const siblings = await tx.sync.findMany({ where: key, select: { variant: true } });
+      if (siblings.some((s) => s.variant === request.variant)) {
+        throw new OrchestratorError(
+          'sync_variant_already_exists',
+          `Sync "${request.name}" already has a variant "${request.variant}" on this connection`,
+        );
+      }
+      if (siblings.length >= MAX_SYNC_VARIANTS) {
+        throw new OrchestratorError(
+          'resource_capped',
+          `Maximum number of variants per sync (${MAX_SYNC_VARIANTS}) reached`,
+        );
+      }
+      return tx.sync.create({ data: { id: randomUUID(), ...key, variant: request.variant } });
+    });
     try {
       await this.temporal(() => this.schedule(row, storedConfig(fn)));
     } catch (error) {
