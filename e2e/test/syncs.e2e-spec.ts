@@ -518,6 +518,17 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     ).toEqual({ success: true });
     await expect(schedule(created.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
     expect((await status(CONN_A, '*')).map((s) => s.variant)).toEqual(['base']);
+    // Deleting it again: the variant is not there (404), the connection is (400 when it is not).
+    const del = (connection_id: string) =>
+      api('DELETE', `/sync/${SYNC}/variant/eu`, { provider_config_key: KEY, connection_id });
+    expectError(await del(CONN_A), 404, 'not_found');
+    expectError(await del('nobody'), 400, 'unknown_connection');
+    expectError(
+      await api('POST', `/sync/${SYNC}/variant/eu`, { provider_config_key: KEY, connection_id: 'nobody' }),
+      400,
+      'unknown_connection',
+    );
+    expect((await status(CONN_A, '*')).map((s) => s.variant)).toEqual(['base']);
     const gone = await nango.listRecords({
       providerConfigKey: KEY,
       connectionId: CONN_A,
@@ -538,6 +549,18 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       'no_syncs_found',
     );
     expectError(await api('POST', '/sync/trigger', { syncs: [SYNC] }), 400, 'missing_provider_config_key');
+    // An unknown connection: 404 on trigger, pause and start (Nango's error table).
+    for (const command of ['trigger', 'pause', 'start']) {
+      expectError(
+        await api('POST', `/sync/${command}`, {
+          syncs: [SYNC],
+          provider_config_key: KEY,
+          connection_id: 'nobody',
+        }),
+        404,
+        'unknown_connection',
+      );
+    }
     expectError(
       await api('POST', '/sync/trigger', {
         syncs: [SYNC],

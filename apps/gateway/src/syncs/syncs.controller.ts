@@ -37,10 +37,14 @@ import { parseBody, parseParams, parseQuery } from '../http/validation';
 
 const noQuery = z.object({}).strict();
 
+/**
+ * Nango answers an unknown connection with 400 on the frequency and variant routes; trigger, pause and
+ * start go through its error table (404), as everywhere else.
+ */
+const UNKNOWN_CONNECTION_400 = new CodeStatusFilter({ unknown_connection: 400 });
+
 /** Nango's sync control routes; sync-orchestrator owns the syncs and their Temporal schedules. */
 @Controller('sync')
-// Nango answers an unknown connection with 400 on these routes.
-@UseFilters(new CodeStatusFilter({ unknown_connection: 400 }))
 export class SyncsController {
   constructor(private readonly nats: NatsRequester) {}
 
@@ -123,6 +127,7 @@ export class SyncsController {
 
   /** `updateSyncConnectionFrequency`: the normalised interval back; `null` reverts to the script's `runs`. */
   @Put('update-connection-frequency')
+  @UseFilters(UNKNOWN_CONNECTION_400)
   @RequireScope('environment:syncs:update')
   frequency(
     @Caller() caller: CallerType,
@@ -143,6 +148,7 @@ export class SyncsController {
 
   /** `createSyncVariant`: another run of the sync on the connection, scheduled at once. */
   @Post(':name/variant/:variant')
+  @UseFilters(UNKNOWN_CONNECTION_400)
   @HttpCode(200)
   @RequireScope('environment:syncs:update')
   createVariant(
@@ -156,6 +162,7 @@ export class SyncsController {
 
   /** `deleteSyncVariant` (the client sends a JSON body on DELETE). */
   @Delete(':name/variant/:variant')
+  @UseFilters(UNKNOWN_CONNECTION_400)
   @RequireScope('environment:syncs:update')
   deleteVariant(
     @Caller() caller: CallerType,

@@ -404,7 +404,16 @@ export class SyncsService {
     if (request.variant.toLowerCase() === BASE_VARIANT) {
       throw new OrchestratorError('invalid_variant', `Variant name "${request.variant}" is protected.`);
     }
-    const row = await this.oneSync(request);
+    // Nango answers a variant that is not there with 404 not_found (unknown_sync is for the other routes).
+    const row = await this.oneSync(request).catch((error: unknown) => {
+      if (error instanceof OrchestratorError && error.code === 'unknown_sync') {
+        throw new OrchestratorError(
+          'not_found',
+          `No variant "${request.variant}" of sync "${request.name}" on this connection`,
+        );
+      }
+      throw error;
+    });
     const fn = (await this.functionsByName(request.caller.environmentId, request.providerConfigKey)).get(
       request.name,
     );
