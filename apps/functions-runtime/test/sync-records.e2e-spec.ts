@@ -369,6 +369,38 @@ describe('a sync script saving records, read with listRecords', () => {
     expect((await notes()).get('m-1')).toBe('kept');
   });
 
+  it('trackDeletesStart/End over a checkpointed full refresh of two runs: what the failed first run saved is kept', async () => {
+    const variant = 'windowed';
+    const earlier = `"use strict";
+      module.exports = { default: { type: "sync", exec: async (nango) => {
+        await nango.batchSave([{ id: "w-old", text: "gone at the provider since" }], "Note");
+      } } };`;
+    expect((await runSync({ step: 'none' }, { variant, code: earlier })).status).toBe('success');
+    // Each run opens (or joins) the window; the first saves its page and fails, the second saves the rest
+    // and ends the window, as Nango's guide for a full refresh over several executions says.
+    const refresh = `"use strict";
+      module.exports = { default: { type: "sync", exec: async (nango) => {
+        const { step } = await nango.getMetadata();
+        await nango.trackDeletesStart("Note");
+        if (step === "page-1") {
+          await nango.batchSave([{ id: "w-1", text: "page 1" }, { id: "w-2", text: "page 1" }], "Note");
+          throw new Error("the provider went away after page 1");
+        }
+        await nango.batchSave([{ id: "w-3", text: "page 2" }], "Note");
+        const { deletedKeys } = await nango.trackDeletesEnd("Note");
+        return [...deletedKeys].sort();
+      } } };`;
+    expect((await runSync({ step: 'page-1' }, { variant, code: refresh })).status).toBe('failure');
+    expect(await runSync({ step: 'page-2' }, { variant, code: refresh })).toMatchObject({
+      status: 'success',
+      output: ['w-old'],
+    });
+    const live = (await listAll({ model: 'Note', variant, filter: 'added,updated' }, 100)).flat();
+    expect(live.map((r) => r.id).sort()).toEqual(['w-1', 'w-2', 'w-3']);
+    const deleted = (await listAll({ model: 'Note', variant, filter: 'deleted' }, 100)).flat();
+    expect(deleted.map((r) => r.id)).toEqual(['w-old']);
+  });
+
   it('refuses a model the sync did not declare and records without an id; nothing is stored', async () => {
     const other = await runSync({ step: 'other-model' });
     expect(other).toMatchObject({ status: 'failure', error: { code: 'script_forbidden_call' } });

@@ -19,7 +19,9 @@ export const RECORDS_SUBJECTS = {
   write: 'orchestrator.v1.records.write',
   /** runtime → orchestrator: `getRecordsByIds`. */
   getByIds: 'orchestrator.v1.records.get-by-ids',
-  /** runtime → orchestrator: `trackDeletesEnd` / `deleteRecordsFromPreviousExecutions`. */
+  /** runtime → orchestrator: `trackDeletesStart` (opens the model's deletion window, or joins it). */
+  trackDeletesStart: 'orchestrator.v1.records.track-deletes-start',
+  /** runtime → orchestrator: `trackDeletesEnd` (`window: true`) / `deleteRecordsFromPreviousExecutions`. */
   deleteUnseen: 'orchestrator.v1.records.delete-unseen',
   /** runtime → orchestrator: where `setMergingStrategy({strategy: 'ignore_if_modified_after'})` starts. */
   lastCursor: 'orchestrator.v1.records.last-cursor',
@@ -240,6 +242,14 @@ export const recordsGetByIdsRequestSchema = z.object({
 export type RecordsGetByIdsRequest = z.infer<typeof recordsGetByIdsRequestSchema>;
 
 export const recordsRunScopeRequestSchema = z.object(runScope);
+
+/**
+ * `deleteUnseen`: without `window`, what this run did not save is deleted
+ * (`deleteRecordsFromPreviousExecutions`); with it (`trackDeletesEnd`), what no run of the model's open
+ * deletion window saved, and the window closes.
+ */
+export const recordsDeleteUnseenRequestSchema = z.object({ ...runScope, window: z.boolean().optional() });
+export type RecordsDeleteUnseenRequest = z.infer<typeof recordsDeleteUnseenRequestSchema>;
 
 /** How many deleted external ids `trackDeletesEnd` hands back to the script at most (the count is exact). */
 export const MAX_DELETED_KEYS_REPLY = 10_000;

@@ -152,16 +152,18 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
       },
     });
 
-  const deleteUnseen = (call: string) =>
+  const deleteUnseen = (call: string, window: boolean) =>
     entry({
       types: SYNC,
       args: modelArgs,
       run: async (s, args) => {
         const model = modelOf(s, call, args.model);
-        return nats.request<{ deletedKeys: string[] }>(RECORDS_SUBJECTS.deleteUnseen, runScopeOf(s, model), {
+        return nats.request<{ deletedKeys: string[] }>(
+          RECORDS_SUBJECTS.deleteUnseen,
+          { ...runScopeOf(s, model), ...(window ? { window } : {}) },
           // Marking a large model's unseen records can take a while.
-          timeoutMs: 120_000,
-        });
+          { timeoutMs: 120_000 },
+        );
       },
     });
 
@@ -190,18 +192,20 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
         return records;
       },
     }),
-    // The run id is the generation: every record the run saves, in any attempt, counts as seen, so the
-    // start needs no state; it still checks the model, as every records call does.
+    // Opens the model's deletion window (or joins the one an earlier run of a checkpointed full refresh
+    // left open): what every run of the window saves counts as seen when trackDeletesEnd closes it.
     trackDeletesStart: entry({
       types: SYNC,
       args: modelArgs,
-      run: (s, args) => {
-        modelOf(s, 'trackDeletesStart', args.model);
-        return Promise.resolve(null);
+      run: async (s, args) => {
+        const model = modelOf(s, 'trackDeletesStart', args.model);
+        await nats.request(RECORDS_SUBJECTS.trackDeletesStart, runScopeOf(s, model));
+        return null;
       },
     }),
-    trackDeletesEnd: deleteUnseen('trackDeletesEnd'),
-    deleteRecordsFromPreviousExecutions: deleteUnseen('deleteRecordsFromPreviousExecutions'),
+    trackDeletesEnd: deleteUnseen('trackDeletesEnd', true),
+    // Nango's older call: what this run did not save, whatever earlier runs saved.
+    deleteRecordsFromPreviousExecutions: deleteUnseen('deleteRecordsFromPreviousExecutions', false),
     setMergingStrategy: entry({
       types: SYNC,
       args: z.object({ model: modelArg, strategy: z.enum(['override', 'ignore_if_modified_after']) }),

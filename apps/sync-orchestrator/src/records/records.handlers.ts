@@ -6,6 +6,7 @@ import {
   recordsListRequestSchema,
   recordsMessageBytes,
   recordsPruneRequestSchema,
+  recordsDeleteUnseenRequestSchema,
   recordsRunScopeRequestSchema,
   recordsWriteRequestSchema,
   toSyncIdentifier,
@@ -15,6 +16,7 @@ import {
   type RecordsGetByIdsRequest,
   type RecordsListReply,
   type RecordsPruneRequest,
+  type RecordsDeleteUnseenRequest,
   type RecordsRunScopeRequest,
   type RecordsWriteReply,
   type RecordsWriteRequest,
@@ -119,14 +121,25 @@ export class RecordsHandlers implements OnModuleInit {
     });
   }
 
-  @NatsHandler(RECORDS_SUBJECTS.deleteUnseen, recordsRunScopeRequestSchema)
-  async deleteUnseen(request: RecordsRunScopeRequest): Promise<{ deleted: number; deletedKeys: string[] }> {
+  @NatsHandler(RECORDS_SUBJECTS.trackDeletesStart, recordsRunScopeRequestSchema)
+  async trackDeletesStart(request: RecordsRunScopeRequest): Promise<null> {
+    await this.store.openDeleteWindow(scopeOf(request), request.model, request.runId, (tx) =>
+      holdSyncRun(tx, request, runScopeOf(request)),
+    );
+    return null;
+  }
+
+  @NatsHandler(RECORDS_SUBJECTS.deleteUnseen, recordsDeleteUnseenRequestSchema)
+  async deleteUnseen(
+    request: RecordsDeleteUnseenRequest,
+  ): Promise<{ deleted: number; deletedKeys: string[] }> {
     return this.store.deleteUnseenKeys(
       scopeOf(request),
       request.model,
       request.runId,
       MAX_DELETED_KEYS_REPLY,
       (tx) => holdSyncRun(tx, request, runScopeOf(request)),
+      request.window === true,
     );
   }
 

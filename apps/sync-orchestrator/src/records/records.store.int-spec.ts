@@ -209,6 +209,61 @@ describe('RecordsStore (Postgres)', () => {
     expect(await store.recordCounts(scope, ['Contact'])).toEqual({ Contact: 6 });
   });
 
+  it('a deletion window spans runs: trackDeletesEnd keeps what any run of the window saved, even a failed one', async () => {
+    const scope = newScope();
+    await store.write(scope, 'Contact', items(0, 10), 'save', randomUUID());
+    const seenRows = async (runs: string[]) =>
+      (
+        await pool.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM orchestrator.record_seen WHERE run_id = ANY($1::uuid[])',
+          [runs],
+        )
+      ).rows[0]!.n;
+
+    // A checkpointed full refresh: the first run opens the window, saves 0..3 and fails (its end forgets
+    // what it saw, except what the open window needs); the next one joins the window, saves 3..6, ends it.
+    const first = randomUUID();
+    await store.openDeleteWindow(scope, 'Contact', first);
+    await store.openDeleteWindow(scope, 'Contact', first);
+    await store.write(scope, 'Contact', items(0, 3), 'save', first);
+    await store.forgetRun(first);
+    expect(await seenRows([first])).toBe(1);
+    const second = randomUUID();
+    await store.openDeleteWindow(scope, 'Contact', second);
+    await store.write(scope, 'Contact', items(3, 6), 'save', second);
+    const ended = await store.deleteUnseenKeys(scope, 'Contact', second, 100, undefined, true);
+    expect({ deleted: ended.deleted, keys: [...ended.deletedKeys].sort() }).toEqual({
+      deleted: 4,
+      keys: ['6', '7', '8', '9'],
+    });
+    expect(await store.recordCounts(scope, ['Contact'])).toEqual({ Contact: 6 });
+    // The window is closed and what its runs saw is gone with it; the next end counts that run alone.
+    await store.forgetRun(second);
+    expect(await seenRows([first, second])).toBe(0);
+    const third = randomUUID();
+    await store.write(scope, 'Contact', items(0, 5), 'save', third);
+    expect((await store.deleteUnseenKeys(scope, 'Contact', third, 100, undefined, true)).deletedKeys).toEqual(
+      ['5'],
+    );
+
+    // Without the window (deleteRecordsFromPreviousExecutions), only the run's own saves count.
+    const fourth = randomUUID();
+    await store.openDeleteWindow(scope, 'Contact', fourth);
+    await store.write(scope, 'Contact', items(0, 2), 'save', fourth);
+    const fifth = randomUUID();
+    await store.write(scope, 'Contact', items(2, 4), 'save', fifth);
+    expect((await store.deleteUnseenKeys(scope, 'Contact', fifth, 100)).deletedKeys.sort()).toEqual([
+      '0',
+      '1',
+      '4',
+    ]);
+
+    // A full resync (or the records' deletion) drops an open window and what its runs saw.
+    await store.closeDeleteWindows(scope, ['Contact']);
+    expect(await seenRows([fourth])).toBe(0);
+    await store.forgetRun(fifth);
+  });
+
   it('pages with cursors in (updated_at, id) order without gaps or repeats', async () => {
     const scope = newScope();
     await store.write(scope, 'Contact', items(0, 15), 'save', randomUUID());

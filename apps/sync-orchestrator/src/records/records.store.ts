@@ -393,6 +393,7 @@ export class RecordsStore {
         WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = ANY($4::text[])`,
         values,
       );
+      await this.dropWindows(tx, scope, sorted);
     });
     return total;
   }
@@ -404,6 +405,9 @@ export class RecordsStore {
       WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3
       UNION
       SELECT DISTINCT model FROM orchestrator.records
+      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3
+      UNION
+      SELECT model FROM orchestrator.record_delete_windows
       WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3`,
       [scope.environmentId, scope.providerConfigKey, scope.connectionId],
     );
@@ -433,26 +437,83 @@ export class RecordsStore {
     return (await this.deleteUnseenKeys(scope, model, runId, 0)).deleted;
   }
 
-  /** `deleteUnseen`, also answering (up to `maxKeys` of) the external ids it deleted, as Nango's SDK does. */
+  /**
+   * `trackDeletesStart`: opens the model's deletion window with this run, or adds the run to the window
+   * an earlier run opened and did not close (a checkpointed full refresh that spans several runs, each
+   * calling it at its start). Idempotent within a run.
+   */
+  async openDeleteWindow(
+    scope: RecordScope,
+    model: string,
+    runId: string,
+    fence?: WriteFence,
+  ): Promise<void> {
+    await this.transaction(async (tx) => {
+      await fence?.(tx);
+      await tx.query(
+        `INSERT INTO orchestrator.record_delete_windows AS w
+          (environment_id, provider_config_key, connection_id, model, run_ids)
+        VALUES ($1, $2, $3, $4, ARRAY[$5::uuid])
+        ON CONFLICT (environment_id, provider_config_key, connection_id, model) DO UPDATE
+        SET run_ids = CASE WHEN $5::uuid = ANY(w.run_ids) THEN w.run_ids ELSE w.run_ids || $5::uuid END`,
+        [scope.environmentId, scope.providerConfigKey, scope.connectionId, model, runId],
+      );
+    });
+  }
+
+  /**
+   * Drops the models' open deletion windows and what their runs saw (a full resync starts over; deleted
+   * records need none).
+   */
+  async closeDeleteWindows(scope: RecordScope, models: string[]): Promise<void> {
+    await this.dropWindows(this.pool, scope, models);
+  }
+
+  private async dropWindows(db: Tx, scope: RecordScope, models: string[]): Promise<string[]> {
+    const { rows } = await db.query<{ model: string; run_ids: string[] | null }>(
+      `DELETE FROM orchestrator.record_delete_windows
+      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = ANY($4::text[])
+      RETURNING model, run_ids::text[]`,
+      [scope.environmentId, scope.providerConfigKey, scope.connectionId, models],
+    );
+    for (const row of rows) {
+      if (row.run_ids?.length) {
+        await db.query('DELETE FROM orchestrator.record_seen WHERE run_id = ANY($1::uuid[]) AND model = $2', [
+          row.run_ids,
+          row.model,
+        ]);
+      }
+    }
+    return rows.flatMap((r) => r.run_ids ?? []);
+  }
+
+  /**
+   * `deleteUnseen`, also answering (up to `maxKeys` of) the external ids it deleted, as Nango's SDK does.
+   * With `window` (`trackDeletesEnd`), the model's open deletion window closes: what any of its runs saved
+   * counts as seen, not only this run's.
+   */
   async deleteUnseenKeys(
     scope: RecordScope,
     model: string,
     runId: string,
     maxKeys: number,
     fence?: WriteFence,
+    window = false,
   ): Promise<{ deleted: number; deletedKeys: string[] }> {
     let result = { deleted: 0, deletedKeys: [] as string[] };
     await this.transaction(async (tx) => {
       await fence?.(tx);
       await this.lock(tx, scope, model);
-      // An anti-join against the ids the run saw (a hash anti join, which spills to disk rather than
+      const runs = new Set([runId]);
+      if (window) for (const id of await this.windowRuns(tx, scope, model)) runs.add(id);
+      // An anti-join against the ids the runs saw (a hash anti join, which spills to disk rather than
       // degrading like NOT IN over a large list).
       const {
         rows: [row],
       } = await tx.query<{ deleted: number; keys: string[] | null }>(
         `WITH seen AS MATERIALIZED (
           SELECT DISTINCT unnest(record_ids) AS id FROM orchestrator.record_seen
-          WHERE run_id = $1::uuid AND model = $2
+          WHERE run_id = ANY($7::uuid[]) AND model = $2
         ), gone AS (
           SELECT r.id FROM orchestrator.records r
           WHERE r.environment_id = $3 AND r.provider_config_key = $4
@@ -466,8 +527,15 @@ export class RecordsStore {
         )
         SELECT (SELECT count(*)::int FROM marked) AS deleted,
           (SELECT array_agg(external_id) FROM (SELECT external_id FROM marked LIMIT $6) k) AS keys`,
-        [runId, model, scope.environmentId, scope.providerConfigKey, scope.connectionId, maxKeys],
+        [runId, model, scope.environmentId, scope.providerConfigKey, scope.connectionId, maxKeys, [...runs]],
       );
+      if (window && runs.size > 1) {
+        // The earlier runs of the window are over: what they saw is needed no more.
+        await tx.query('DELETE FROM orchestrator.record_seen WHERE run_id = ANY($1::uuid[]) AND model = $2', [
+          [...runs].filter((id) => id !== runId),
+          model,
+        ]);
+      }
       const deleted = row?.deleted ?? 0;
       result = { deleted, deletedKeys: row?.keys ?? [] };
       return {
@@ -478,9 +546,28 @@ export class RecordsStore {
     return result;
   }
 
-  /** Forgets which records a run saw (once it is over: its counts stay). */
+  /** The runs of the model's open deletion window (none when there is none), which this closes. */
+  private async windowRuns(tx: Tx, scope: RecordScope, model: string): Promise<string[]> {
+    const { rows } = await tx.query<{ run_ids: string[] | null }>(
+      `DELETE FROM orchestrator.record_delete_windows
+      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = $4
+      RETURNING run_ids::text[]`,
+      [scope.environmentId, scope.providerConfigKey, scope.connectionId, model],
+    );
+    return rows[0]?.run_ids ?? [];
+  }
+
+  /**
+   * Forgets which records a run saw (once it is over: its counts stay), except for the models whose
+   * deletion window holds the run: the run that closes the window needs them.
+   */
   async forgetRun(runId: string): Promise<void> {
-    await this.pool.query('DELETE FROM orchestrator.record_seen WHERE run_id = $1::uuid', [runId]);
+    await this.pool.query(
+      `DELETE FROM orchestrator.record_seen s WHERE s.run_id = $1::uuid AND NOT EXISTS (
+        SELECT 1 FROM orchestrator.record_delete_windows w WHERE w.model = s.model AND $1::uuid = ANY(w.run_ids)
+      )`,
+      [runId],
+    );
   }
 
   /** Drops what runs started before `before` saw (a backstop for runs whose end was never recorded). */

@@ -19,8 +19,10 @@ export interface SyncRecords {
   deleteRecords(scope: RecordScope, models: string[]): Promise<number>;
   recordCounts(scope: RecordScope, models: string[]): Promise<Record<string, number>>;
   deleteUnseen(scope: RecordScope, model: string, runId: string): Promise<number>;
-  /** Drops which records a finished run saw (its counts stay). */
+  /** Drops which records a finished run saw (its counts stay), unless an open deletion window holds it. */
   forgetRun(runId: string): Promise<void>;
+  /** Drops the models' open deletion windows (`trackDeletesStart` with no end yet): a full resync. */
+  closeDeleteWindows(scope: RecordScope, models: string[]): Promise<void>;
   /** Every record of a connection, all models (the connection is being deleted). */
   deleteAllRecords(scope: RecordScope): Promise<number>;
 }

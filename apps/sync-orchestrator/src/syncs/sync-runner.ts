@@ -132,6 +132,7 @@ export class SyncRunner {
         if ('busy' in held) return held;
         abandoned = held.abandoned;
       }
+      let wasReset = false;
       const checkpointKey = {
         environmentId: sync.environmentId,
         providerConfigKey: sync.providerConfigKey,
@@ -167,6 +168,7 @@ export class SyncRunner {
           });
         }
         const reset = current.resetPending && !input.webhook;
+        wasReset = reset;
         if (reset) {
           // A full resync: the script starts over, from no checkpoint and no lastSyncDate.
           await tx.functionCheckpoint.deleteMany({ where: checkpointKey });
@@ -200,6 +202,19 @@ export class SyncRunner {
       });
       if (answer === 'gone') return null;
       if (answer !== 'begun') return answer;
+      if (wasReset) {
+        // A full resync also forgets deletion windows left open (Nango drops its track-deletes checkpoints).
+        const version = await db.functionVersion.findUnique({ where: { id: fn.currentVersionId } });
+        const models = ((version?.config ?? { returns: [] }) as unknown as StoredConfig).returns;
+        await this.deps.records.closeDeleteWindows(
+          {
+            environmentId: sync.environmentId,
+            providerConfigKey: sync.providerConfigKey,
+            connectionId: sync.connectionId,
+          },
+          models.map((m) => recordModelKey(m, sync.variant)),
+        );
+      }
       for (const runId of abandoned) await this.deps.records.forgetRun(runId);
     }
     return {
