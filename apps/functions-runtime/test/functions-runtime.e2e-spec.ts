@@ -470,6 +470,36 @@ describe('functions-runtime: functions.v1.run', () => {
     });
   });
 
+  it("getToken answers as Nango's client: the access token for OAuth 2, the whole credentials otherwise", async () => {
+    const connections = [
+      { provider: 'fake-keys', credentials: { type: 'API_KEY', apiKey: 'key-of-conn-k' } },
+      { provider: 'fake-basic', credentials: { type: 'BASIC', username: 'ada', password: 'pw-of-conn-b' } },
+    ];
+    const tokens: unknown[] = [];
+    for (const { provider, credentials } of connections) {
+      expect((await gateway('POST', '/integrations', { provider, unique_key: provider })).status).toBe(200);
+      const imported = await gateway('POST', '/connections', {
+        provider_config_key: provider,
+        connection_id: 'conn-token',
+        credentials,
+      });
+      expect([200, 201]).toContain(imported.status);
+      const result = await run(
+        actionBundle('return await nango.getToken();'),
+        {},
+        {
+          connection: { connectionId: 'conn-token', providerConfigKey: provider, provider },
+        },
+      );
+      expect(result.status).toBe('success');
+      tokens.push(result.status === 'success' ? result.output : undefined);
+    }
+    expect(tokens).toEqual([
+      expect.objectContaining({ type: 'API_KEY', apiKey: 'key-of-conn-k' }),
+      expect.objectContaining({ type: 'BASIC', username: 'ada', password: 'pw-of-conn-b' }),
+    ]);
+  });
+
   it('a host call sent as an object instead of JSON text is refused unless the call takes data (records writes only)', async () => {
     // A patched JSON.stringify makes the prelude send the object itself: the copy arrives, and the
     // dispatcher refuses it for a call that takes JSON text, before any connection is read.

@@ -78,22 +78,20 @@ function candidateConnection(scope: RunScope, candidate: CandidateConnection): A
   };
 }
 
-/** Nango's `getToken()`: the access token, or the credentials' own shape where there is none. */
+/**
+ * Nango's `getToken()` (its node client's, which the runner's SDK calls): the access token of an OAuth 2
+ * connection, the token and secret of an OAuth 1 one, and the whole credentials object for every other
+ * type (`(await nango.getToken()).apiKey`, `.username`, ...).
+ */
 function tokenOf(credentials: ConnectionCredentials['credentials']): unknown {
   const c = credentials as Record<string, unknown>;
   switch (c.type) {
     case 'OAUTH2':
-    case 'APP':
-    case 'CUSTOM':
       return c.access_token;
     case 'OAUTH1':
       return { oAuthToken: c.oauth_token, oAuthTokenSecret: c.oauth_token_secret };
-    case 'API_KEY':
-      return c.apiKey;
-    case 'BASIC':
-      return { username: c.username, password: c.password };
     default:
-      return c.token ?? c.access_token ?? c;
+      return c;
   }
 }
 

@@ -572,9 +572,13 @@ export const PRELUDE_SOURCE = String.raw`
   let nango;
 
   // ---- running the bundle -----------------------------------------------------------------------
+  // Of Nango's allow-list (url, crypto, zod, botbuilder, soap, unzipper): zod and url.
   const requireModule = (name) => {
     if (name === 'zod') return zod();
-    throw new Error('Cannot find module "' + name + '": only "zod" is available to functions');
+    if (name === 'url' || name === 'node:url') {
+      return { URL: part('URL'), URLSearchParams: part('URLSearchParams') };
+    }
+    throw new Error('Cannot find module "' + name + '": only "zod" and "url" are available to functions');
   };
   const plain = (value) => {
     try {

@@ -174,6 +174,26 @@ describe('runInSandbox', () => {
     });
   });
 
+  it('resolves require("url") (and node:url) to URL and URLSearchParams; another module is not found', async () => {
+    const code = `"use strict";
+      const { URL, URLSearchParams } = require("url");
+      module.exports = { default: { type: "action", exec: async () => {
+        const u = new URL("/items?page=2", "https://api.example.com");
+        u.searchParams.append("q", "a b");
+        let other;
+        try { require("fs"); } catch (e) { other = e.message; }
+        return { href: u.href, page: new URLSearchParams(u.search).get("page"), same: require("node:url").URL === URL, other };
+      } } };`;
+    const result = await runInSandbox(request(code, {}));
+    expect(result.status).toBe('success');
+    expect(JSON.parse((result as { outputJson: string }).outputJson)).toEqual({
+      href: 'https://api.example.com/items?page=2&q=a+b',
+      page: '2',
+      same: true,
+      other: expect.stringContaining('Cannot find module "fs"'),
+    });
+  });
+
   it('validates the output against the action output schema', async () => {
     const code = `"use strict";
       var z = require("zod");

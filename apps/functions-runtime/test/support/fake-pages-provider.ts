@@ -87,6 +87,19 @@ export function writePagesProvidersFile(): string {
         origin: { type: 'string', title: 'Origin', pattern: '^http://127\\.0\\.0\\.1:[0-9]+$' },
       },
     },
+    // Credentials of other shapes (a script's getToken answers the whole credentials object for them).
+    'fake-keys': {
+      display_name: 'Fake API-key API',
+      categories: ['dev-tools'],
+      docs: 'https://example.com/docs',
+      auth_mode: 'API_KEY',
+    },
+    'fake-basic': {
+      display_name: 'Fake basic-auth API',
+      categories: ['dev-tools'],
+      docs: 'https://example.com/docs',
+      auth_mode: 'BASIC',
+    },
   };
   const file = join(tmpdir(), `switchboard-functions-providers-${process.pid}-${Date.now()}.json`);
   writeFileSync(file, JSON.stringify(providers, null, 2));
