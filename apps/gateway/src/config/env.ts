@@ -90,7 +90,7 @@ export const envSchema = z
       .min(1024)
       .default(16 * 1_048_576),
     /** How long a synchronous `POST /action/trigger` waits for the script (the orchestrator's limit, same name), in ms. */
-    SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(300_000),
+    SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(900_000),
     /**
      * `embedded`: `/proxy/*` runs the forwarding engine in this process (one hop fewer). `remote`: it is
      * streamed to the proxy service at SWITCHBOARD_PROXY_URL, which then scales on its own.

@@ -20,7 +20,7 @@ export const envSchema = z.object({
   /** Shared by the service (which starts workflows) and worker.ts (which runs them); both must agree. */
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchboard-syncs'),
   /** Longest a synchronous action may run (the runtime's wall-time limit for it), in ms. */
-  SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(300_000),
+  SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(900_000),
   ...envFragments.onEvent,
   /** Longest a sync's onWebhook handler runs, in ms (Nango's webhook limit: 1 h). */
   SWITCHBOARD_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(3_600_000),
