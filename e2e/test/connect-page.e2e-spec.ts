@@ -209,8 +209,8 @@ describe('the connect page in Chromium', () => {
     const script = `"use strict";
 module.exports = { default: { type: "onEvent", event: "validate-connection", description: "No sandbox keys",
   exec: async (nango) => {
-    const key = await nango.getToken();
-    if (key === ${JSON.stringify(fake.goodApiKey)})
+    const { apiKey } = await nango.getToken();
+    if (apiKey === ${JSON.stringify(fake.goodApiKey)})
       throw new nango.ActionError({ message: "This is a sandbox key: connect your workspace with a live key" });
   } } };`;
     const deployed = await fetch(`${stack.gatewayUrl}/sync/deploy`, {

@@ -1,7 +1,13 @@
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { EVENT_CONSUMERS, EVENT_STREAM, type SyncStatusItem } from '@switchboard/contracts';
+import {
+  EVENT_CONSUMERS,
+  EVENT_STREAM,
+  FUNCTIONS_SUBJECTS,
+  type SyncStatusItem,
+} from '@switchboard/contracts';
 import { startStack, type Stack } from '@switchboard/testing';
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { connect } from 'nats';
@@ -610,6 +616,83 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(new Set(provider.pages.slice(fromPage).map((p) => `${p.connection}/${p.variant}`))).toEqual(
       new Set([`${CONN_A}/base`, `${CONN_B}/base`]),
     );
+  });
+
+  it('a script controls syncs with nango.triggerSync and nango.startSync, scoped to its environment', async () => {
+    // An action bundle run by functions-runtime as the orchestrator asks for one (FUNCTIONS_SUBJECTS.run).
+    const nc = await connect({ servers: stack.natsUrl });
+    const db = new PgClient({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      const env = (
+        await db.query<{ id: number; account_id: number; name: string }>(
+          'SELECT id, account_id, name FROM auth.environments WHERE uuid = $1',
+          [stack.environmentUuid],
+        )
+      ).rows[0]!;
+      const runScript = async (body: string) => {
+        const code = `"use strict"; module.exports = { default: { type: "action", exec: async (nango) => { ${body} } } };`;
+        const request = {
+          caller: {
+            accountId: env.account_id,
+            environmentId: env.id,
+            environmentUuid: stack.environmentUuid,
+            environmentName: env.name,
+          },
+          invocationId: randomUUID(),
+          function: {
+            id: 'fn-sync-control',
+            name: 'sync-control',
+            type: 'action',
+            version: '0.0.1',
+            codeSha256: createHash('sha256').update(code).digest('hex'),
+            code,
+          },
+          connection: { connectionId: CONN_A, providerConfigKey: KEY, provider: 'fake-api-key' },
+          input: {},
+          attempt: 1,
+          depth: 0,
+          limits: {},
+        };
+        const msg = await nc.request(
+          FUNCTIONS_SUBJECTS.run,
+          JSON.stringify({ pattern: FUNCTIONS_SUBJECTS.run, id: randomUUID(), data: request }),
+          { timeout: 60_000 },
+        );
+        return (JSON.parse(Buffer.from(msg.data).toString('utf8')) as { response: { data: unknown } })
+          .response.data;
+      };
+
+      const before = (await status(CONN_A))[0]!.finishedAt;
+      expect(
+        await runScript(`await nango.triggerSync("${KEY}", "${CONN_A}", "${SYNC}"); return "triggered";`),
+      ).toMatchObject({
+        status: 'success',
+        output: 'triggered',
+      });
+      await waitForRun(CONN_A, before);
+
+      await nango.pauseSync(KEY, [SYNC], CONN_A);
+      expect((await status(CONN_A))[0]!.status).toBe('PAUSED');
+      expect(
+        await runScript(`await nango.startSync("${KEY}", ["${SYNC}"], "${CONN_A}"); return "started";`),
+      ).toMatchObject({
+        status: 'success',
+        output: 'started',
+      });
+      expect((await status(CONN_A))[0]!.status).not.toBe('PAUSED');
+      await waitForQuiet();
+
+      // A sync the environment does not have: the orchestrator's answer reaches the script as an error.
+      expect(
+        await runScript(
+          `try { await nango.triggerSync("${KEY}", "${CONN_A}", "nope"); return "no error"; } catch (e) { return e.code; }`,
+        ),
+      ).toMatchObject({ status: 'success', output: 'no_syncs_found' });
+    } finally {
+      await nc.close();
+      await db.end();
+    }
   });
 
   it('enforces environment:syncs:read|update and environment:records:read|write, refusing without acting', async () => {

@@ -5,9 +5,12 @@ import {
   FUNCTION_HOST_SUBJECTS,
   MAX_ACTION_TRIGGER_DEPTH,
   PROVIDER_SUBJECTS,
+  SYNC_SUBJECTS,
   SwitchboardError,
   VAULT_SUBJECTS,
   checkpointSaveRequestSchema,
+  syncIdentifierSchema,
+  toSyncIdentifier,
   type ApiProvider,
   type ApiPublicConnectionFull,
   type CandidateConnection,
@@ -34,6 +37,7 @@ const syncTriggerReply = z.object({ async: z.literal(false), output: z.unknown()
 const MAX_ARGS_CHARS = 16 * 1024 * 1024;
 
 const ALL: readonly FunctionType[] = ['action', 'on-event', 'sync'];
+const SYNC_MODES = ['incremental', 'full_refresh', 'full_refresh_and_clear_cache'] as const;
 const jsonObject = z.record(z.string(), z.unknown());
 const optionalKey = z.string().max(255).nullish();
 
@@ -356,6 +360,52 @@ export class HostCalls {
           // As Nango's: the script gets the triggered action's output (the orchestrator wraps it).
           const sync = syncTriggerReply.safeParse(reply);
           return sync.success ? sync.data.output : reply;
+        },
+      }),
+      // Sync control, as a script's `nango.triggerSync` / `nango.startSync` (Nango's runner passes them to its
+      // node client): any connection of the run's environment, which the orchestrator scopes by `caller`.
+      triggerSync: entry({
+        types: ALL,
+        args: z.object({
+          providerConfigKey: z.string().min(1).max(255),
+          connectionId: z.string().min(1).max(255),
+          sync: syncIdentifierSchema,
+          syncMode: z.union([z.enum(SYNC_MODES), z.boolean()]).nullish(),
+        }),
+        run: async (s, args) => {
+          // As the node client's legacy argument: true is a full resync, false an incremental run.
+          const mode =
+            typeof args.syncMode === 'boolean'
+              ? args.syncMode
+                ? 'full_refresh'
+                : 'incremental'
+              : (args.syncMode ?? 'incremental');
+          await this.nats.request(SYNC_SUBJECTS.trigger, {
+            caller: s.caller,
+            providerConfigKey: args.providerConfigKey,
+            connectionId: args.connectionId,
+            syncs: [toSyncIdentifier(args.sync)],
+            reset: mode !== 'incremental',
+            emptyCache: mode === 'full_refresh_and_clear_cache',
+          });
+          return null;
+        },
+      }),
+      startSync: entry({
+        types: ALL,
+        args: z.object({
+          providerConfigKey: z.string().min(1).max(255),
+          syncs: z.array(syncIdentifierSchema).max(256),
+          connectionId: optionalKey,
+        }),
+        run: async (s, args) => {
+          await this.nats.request(SYNC_SUBJECTS.start, {
+            caller: s.caller,
+            providerConfigKey: args.providerConfigKey,
+            ...(args.connectionId ? { connectionId: args.connectionId } : {}),
+            syncs: args.syncs.map(toSyncIdentifier),
+          });
+          return null;
         },
       }),
       getCheckpoint: entry({

@@ -490,6 +490,18 @@ export const PRELUDE_SOURCE = String.raw`
       },
       triggerAction: (providerConfigKey, connectionId, actionName, input) =>
         call('triggerAction', { providerConfigKey, connectionId, actionName, input }),
+      triggerSync: async (providerConfigKey, connectionId, sync, syncMode) => {
+        await call('triggerSync', { providerConfigKey, connectionId, sync, syncMode });
+      },
+      startSync: async (providerConfigKey, syncs, connectionId) => {
+        await call('startSync', { providerConfigKey, syncs, connectionId });
+      },
+      // Deprecated in Nango: the metadata's fieldMapping, and a metadata write.
+      getFieldMapping: async () => {
+        const metadata = await call('getMetadata', {});
+        return (metadata && metadata.fieldMapping) || {};
+      },
+      setFieldMapping: (fieldMapping) => call('setMetadata', { metadata: fieldMapping }),
       getCheckpoint: () => call('getCheckpoint', {}),
       saveCheckpoint: (checkpoint) => call('saveCheckpoint', { checkpoint }),
       clearCheckpoint: () => call('clearCheckpoint', {}),
@@ -637,8 +649,16 @@ export const PRELUDE_SOURCE = String.raw`
     if (meta.entry === 'onWebhook' && !webhookHandler) {
       return failure('script_load_error', 'the bundle has no webhook handler (onWebhook or onWebhookPayloadReceived)');
     }
-    if (!webhookHandler && (!def || typeof def.exec !== 'function')) {
-      return failure('script_load_error', 'the bundle does not export a function definition with exec()');
+    // A zero-yaml definition's exec, or a legacy script's default-exported function (fetchData(nango),
+    // runAction(nango, input), an on-event script), as bundles of older CLIs export them.
+    const exec =
+      def && typeof def.exec === 'function'
+        ? (...args) => def.exec(...args)
+        : typeof def === 'function'
+          ? (...args) => def(...args)
+          : undefined;
+    if (!webhookHandler && !exec) {
+      return failure('script_load_error', 'the bundle does not export a function definition with exec() or a default function');
     }
     const input = inputJson === undefined ? undefined : JSON.parse(inputJson);
     try {
@@ -654,7 +674,7 @@ export const PRELUDE_SOURCE = String.raw`
             });
           }
         }
-        output = await def.exec(nango, input);
+        output = await exec(nango, input);
         if (def.output && typeof def.output.safeParse === 'function') {
           const parsed = def.output.safeParse(output);
           if (!parsed.success) {
@@ -665,7 +685,7 @@ export const PRELUDE_SOURCE = String.raw`
         }
       } else {
         // on-event scripts and syncs (a sync's onWebhook comes with webhook runs).
-        output = await def.exec(nango);
+        output = await exec(nango);
       }
       let json;
       try {

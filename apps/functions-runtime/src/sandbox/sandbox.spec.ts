@@ -139,6 +139,23 @@ describe('runInSandbox', () => {
     expect(empty).toMatchObject({ status: 'failure', error: { code: 'script_load_error' } });
   });
 
+  it('runs a legacy bundle whose default export is the function itself (runAction, fetchData)', async () => {
+    const action = `"use strict";
+      Object.defineProperty(exports, "__esModule", { value: true });
+      exports.default = async function runAction(nango, input) { return { greeting: "hello " + input.name, connection: nango.connectionId }; };`;
+    const ran = await runInSandbox(request(action, { name: 'Ada' }));
+    expect(ran.status).toBe('success');
+    expect(JSON.parse((ran as { outputJson: string }).outputJson)).toEqual({
+      greeting: 'hello Ada',
+      connection: 'conn-1',
+    });
+    const sync = `"use strict"; module.exports = async function fetchData(nango) { return nango.variant; };`;
+    expect(await runInSandbox(request(sync, undefined, { type: 'sync' }))).toMatchObject({
+      status: 'success',
+      outputJson: '"base"',
+    });
+  });
+
   it("runs a sync's onWebhook with the payload instead of exec when the entry is onWebhook", async () => {
     const sync = `"use strict";
       module.exports = { default: { type: "sync",
