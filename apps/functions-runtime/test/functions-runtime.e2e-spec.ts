@@ -33,10 +33,12 @@ const FIXTURES = join(__dirname, 'fixtures');
 const fixture = (name: string) => readFileSync(join(FIXTURES, `${name}.cjs`), 'utf8');
 
 const CPU_LIMIT_MS = 1500;
+const SYNC_CPU_LIMIT_MS = 6000;
 const OUTPUT_LIMIT_BYTES = 2 * 1024 * 1024;
 const INLINE_OUTPUT_BYTES = 64 * 1024;
 const RUNTIME_ENV = {
   FUNCTIONS_CPU_LIMIT_MS: String(CPU_LIMIT_MS),
+  FUNCTIONS_SYNC_CPU_LIMIT_MS: String(SYNC_CPU_LIMIT_MS),
   FUNCTIONS_MEMORY_LIMIT_MB: '64',
   FUNCTIONS_ACTION_WALL_LIMIT_MS: '20000',
   FUNCTIONS_OUTPUT_LIMIT_BYTES: String(OUTPUT_LIMIT_BYTES),
@@ -469,6 +471,23 @@ describe('functions-runtime: functions.v1.run', () => {
       expect(other.body?.metadata).toEqual({ owner: 'conn-b' });
     });
   });
+
+  it('gives a sync run its own CPU limit: a loop an action may not finish, a sync does', async () => {
+    // 4 s of a busy loop: over the actions' 1.5 s of CPU, under the syncs' 6 s.
+    const burn = (type: 'action' | 'sync') => `"use strict";
+      module.exports = { default: { type: "${type}", exec: async () => {
+        const until = Date.now() + 4000; let n = 0;
+        while (Date.now() < until) n++;
+        return n > 0;
+      } } };`;
+    expect(await run(burn('action'), {})).toMatchObject({
+      status: 'failure',
+      error: { code: 'script_cpu_limit' },
+    });
+    const sync = await run(burn('sync'), undefined, { type: 'sync' });
+    expect(sync).toMatchObject({ status: 'success', output: true });
+    expect(sync.cpuTimeMs).toBeGreaterThan(CPU_LIMIT_MS);
+  }, 30_000);
 
   it("getToken answers as Nango's client: the access token for OAuth 2, the whole credentials otherwise", async () => {
     const connections = [

@@ -22,8 +22,16 @@ export const envSchema = z
     // ---- per-run limits (a request may ask for less, never for more) ----
     /** V8 heap of one run's isolate, MB (isolated-vm's own default; min 8). */
     FUNCTIONS_MEMORY_LIMIT_MB: int(8, 128),
-    /** CPU time one run may burn inside its isolate (host calls such as proxy waits are not counted). */
+    /**
+     * CPU time an action or on-event run may burn inside its isolate (host calls such as proxy waits are
+     * not counted).
+     */
     FUNCTIONS_CPU_LIMIT_MS: int(1, 60_000),
+    /**
+     * The same for a sync run, which may page through millions of records in its 24 h (Nango has only the
+     * wall limit); still bounded, so a runaway loop does not hold a core for a day.
+     */
+    FUNCTIONS_SYNC_CPU_LIMIT_MS: int(1, 60 * 60_000),
     /** Wall clock of an action run (Nango: 15 min). */
     FUNCTIONS_ACTION_WALL_LIMIT_MS: int(1, 15 * 60_000),
     /** Wall clock of an on-event run (5 min). */

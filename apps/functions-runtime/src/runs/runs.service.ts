@@ -49,7 +49,10 @@ export class RunsService implements OnModuleInit {
     const cap = (asked: number | undefined, max: number) => Math.min(asked ?? max, max);
     return {
       memoryMb: cap(req.limits.memoryMb, this.env.FUNCTIONS_MEMORY_LIMIT_MB),
-      cpuTimeMs: cap(req.limits.cpuTimeMs, this.env.FUNCTIONS_CPU_LIMIT_MS),
+      cpuTimeMs: cap(
+        req.limits.cpuTimeMs,
+        req.function.type === 'sync' ? this.env.FUNCTIONS_SYNC_CPU_LIMIT_MS : this.env.FUNCTIONS_CPU_LIMIT_MS,
+      ),
       wallTimeMs: cap(req.limits.wallTimeMs, this.wallLimit(req.function.type)),
       outputBytes: cap(req.limits.outputBytes, this.env.FUNCTIONS_OUTPUT_LIMIT_BYTES),
       logLines: this.env.FUNCTIONS_LOG_LINES_LIMIT,
