@@ -618,7 +618,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     );
   });
 
-  it('a script controls syncs with nango.triggerSync and nango.startSync, scoped to its environment', async () => {
+  it('a script controls syncs with nango.triggerSync and nango.startSync', async () => {
     // An action bundle run by functions-runtime as the orchestrator asks for one (FUNCTIONS_SUBJECTS.run).
     const nc = await connect({ servers: stack.natsUrl });
     const db = new PgClient({ connectionString: stack.databaseUrl });
