@@ -65,6 +65,17 @@ export function toSyncIdentifier(input: SyncIdentifierInput): SyncIdentifier {
 // ---- public bodies (Nango's) -------------------------------------------------------------------
 
 export const SYNC_MODES = ['incremental', 'full_refresh', 'full_refresh_and_clear_cache'] as const;
+export type SyncMode = (typeof SYNC_MODES)[number];
+
+/**
+ * What a trigger's `sync_mode` asks for (the node client's legacy boolean `full_resync` too: true is
+ * `full_refresh`): a full resync unless incremental, and the records cleared first for
+ * `full_refresh_and_clear_cache`.
+ */
+export function syncModeFlags(mode: SyncMode | boolean | undefined): { reset: boolean; emptyCache: boolean } {
+  const m = typeof mode === 'boolean' ? (mode ? 'full_refresh' : 'incremental') : (mode ?? 'incremental');
+  return { reset: m !== 'incremental', emptyCache: m === 'full_refresh_and_clear_cache' };
+}
 
 export const syncTriggerBodySchema = z
   .object({

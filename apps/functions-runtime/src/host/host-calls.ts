@@ -5,11 +5,13 @@ import {
   FUNCTION_HOST_SUBJECTS,
   MAX_ACTION_TRIGGER_DEPTH,
   PROVIDER_SUBJECTS,
+  SYNC_MODES,
   SYNC_SUBJECTS,
   SwitchboardError,
   VAULT_SUBJECTS,
   checkpointSaveRequestSchema,
   syncIdentifierSchema,
+  syncModeFlags,
   toSyncIdentifier,
   type ApiProvider,
   type ApiPublicConnectionFull,
@@ -37,7 +39,6 @@ const syncTriggerReply = z.object({ async: z.literal(false), output: z.unknown()
 const MAX_ARGS_CHARS = 16 * 1024 * 1024;
 
 const ALL: readonly FunctionType[] = ['action', 'on-event', 'sync'];
-const SYNC_MODES = ['incremental', 'full_refresh', 'full_refresh_and_clear_cache'] as const;
 const jsonObject = z.record(z.string(), z.unknown());
 const optionalKey = z.string().max(255).nullish();
 
@@ -373,20 +374,12 @@ export class HostCalls {
           syncMode: z.union([z.enum(SYNC_MODES), z.boolean()]).nullish(),
         }),
         run: async (s, args) => {
-          // As the node client's legacy argument: true is a full resync, false an incremental run.
-          const mode =
-            typeof args.syncMode === 'boolean'
-              ? args.syncMode
-                ? 'full_refresh'
-                : 'incremental'
-              : (args.syncMode ?? 'incremental');
           await this.nats.request(SYNC_SUBJECTS.trigger, {
             caller: s.caller,
             providerConfigKey: args.providerConfigKey,
             connectionId: args.connectionId,
             syncs: [toSyncIdentifier(args.sync)],
-            reset: mode !== 'incremental',
-            emptyCache: mode === 'full_refresh_and_clear_cache',
+            ...syncModeFlags(args.syncMode ?? undefined),
           });
           return null;
         },

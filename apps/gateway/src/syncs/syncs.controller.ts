@@ -23,6 +23,7 @@ import {
   syncTriggerHeadersSchema,
   syncVariantBodySchema,
   syncVariantParamsSchema,
+  syncModeFlags,
   toSyncIdentifier,
   type Caller as CallerType,
   type SyncStatusResponse,
@@ -76,11 +77,9 @@ export class SyncsController {
       );
     }
     const connectionId = parsed.connection_id || parsedHeaders.data['connection-id'];
-    const mode = parsed.sync_mode ?? (parsed.full_resync ? 'full_refresh' : 'incremental');
-    const reset = parsed.opts ? parsed.opts.reset === true : mode !== 'incremental';
-    const emptyCache = parsed.opts
-      ? parsed.opts.emptyCache === true
-      : mode === 'full_refresh_and_clear_cache';
+    const { reset, emptyCache } = parsed.opts
+      ? { reset: parsed.opts.reset === true, emptyCache: parsed.opts.emptyCache === true }
+      : syncModeFlags(parsed.sync_mode ?? parsed.full_resync);
     return this.nats.request(SYNC_SUBJECTS.trigger, {
       caller,
       providerConfigKey,

@@ -469,22 +469,34 @@ export class RecordsStore {
     await this.dropWindows(this.pool, scope, models);
   }
 
-  private async dropWindows(db: Tx, scope: RecordScope, models: string[]): Promise<string[]> {
+  private async dropWindows(db: Tx, scope: RecordScope, models: string[]): Promise<void> {
+    for (const window of await this.takeWindows(db, scope, models)) {
+      await this.forgetSeen(db, window.runIds, window.model);
+    }
+  }
+
+  /** Deletes the models' open deletion windows, answering the runs each one held. */
+  private async takeWindows(
+    db: Tx,
+    scope: RecordScope,
+    models: string[],
+  ): Promise<{ model: string; runIds: string[] }[]> {
     const { rows } = await db.query<{ model: string; run_ids: string[] | null }>(
       `DELETE FROM orchestrator.record_delete_windows
       WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = ANY($4::text[])
       RETURNING model, run_ids::text[]`,
       [scope.environmentId, scope.providerConfigKey, scope.connectionId, models],
     );
-    for (const row of rows) {
-      if (row.run_ids?.length) {
-        await db.query('DELETE FROM orchestrator.record_seen WHERE run_id = ANY($1::uuid[]) AND model = $2', [
-          row.run_ids,
-          row.model,
-        ]);
-      }
-    }
-    return rows.flatMap((r) => r.run_ids ?? []);
+    return rows.map((r) => ({ model: r.model, runIds: r.run_ids ?? [] }));
+  }
+
+  /** Drops what the runs saw of one model. */
+  private async forgetSeen(db: Tx, runIds: string[], model: string): Promise<void> {
+    if (runIds.length === 0) return;
+    await db.query('DELETE FROM orchestrator.record_seen WHERE run_id = ANY($1::uuid[]) AND model = $2', [
+      runIds,
+      model,
+    ]);
   }
 
   /**
@@ -505,7 +517,11 @@ export class RecordsStore {
       await fence?.(tx);
       await this.lock(tx, scope, model);
       const runs = new Set([runId]);
-      if (window) for (const id of await this.windowRuns(tx, scope, model)) runs.add(id);
+      if (window) {
+        for (const taken of await this.takeWindows(tx, scope, [model])) {
+          for (const id of taken.runIds) runs.add(id);
+        }
+      }
       // An anti-join against the ids the runs saw (a hash anti join, which spills to disk rather than
       // degrading like NOT IN over a large list).
       const {
@@ -529,13 +545,13 @@ export class RecordsStore {
           (SELECT array_agg(external_id) FROM (SELECT external_id FROM marked LIMIT $6) k) AS keys`,
         [runId, model, scope.environmentId, scope.providerConfigKey, scope.connectionId, maxKeys, [...runs]],
       );
-      if (window && runs.size > 1) {
-        // The earlier runs of the window are over: what they saw is needed no more.
-        await tx.query('DELETE FROM orchestrator.record_seen WHERE run_id = ANY($1::uuid[]) AND model = $2', [
-          [...runs].filter((id) => id !== runId),
-          model,
-        ]);
-      }
+      // The earlier runs of a closed window are over: what they saw is needed no more (this run's own
+      // rows stay until its end, for track_deletes).
+      await this.forgetSeen(
+        tx,
+        [...runs].filter((id) => id !== runId),
+        model,
+      );
       const deleted = row?.deleted ?? 0;
       result = { deleted, deletedKeys: row?.keys ?? [] };
       return {
@@ -544,17 +560,6 @@ export class RecordsStore {
       };
     });
     return result;
-  }
-
-  /** The runs of the model's open deletion window (none when there is none), which this closes. */
-  private async windowRuns(tx: Tx, scope: RecordScope, model: string): Promise<string[]> {
-    const { rows } = await tx.query<{ run_ids: string[] | null }>(
-      `DELETE FROM orchestrator.record_delete_windows
-      WHERE environment_id = $1 AND provider_config_key = $2 AND connection_id = $3 AND model = $4
-      RETURNING run_ids::text[]`,
-      [scope.environmentId, scope.providerConfigKey, scope.connectionId, model],
-    );
-    return rows[0]?.run_ids ?? [];
   }
 
   /**
