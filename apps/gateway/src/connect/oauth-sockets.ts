@@ -19,6 +19,10 @@ import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 const CLAIM_TIMEOUT_MS = 3_000;
 /** A browser that opened a socket and never started a flow with it does not keep it open forever. */
 const SOCKET_LIFETIME_MS = CONNECT_SESSION_TTL_MS;
+/** Idle sockets cost memory and a NATS subscription each: past this many, a replica refuses new ones. */
+const MAX_SOCKETS_PER_REPLICA = 10_000;
+/** Load balancers drop a WebSocket idle for about a minute; an end user may spend longer at the provider. */
+const PING_INTERVAL_MS = 25_000;
 /** Between the frame and the close: the frame goes out before the close frame either way; this is slack. */
 const CLOSE_AFTER_FRAME_MS = 1_000;
 
@@ -28,6 +32,7 @@ interface HeldSocket {
   /** The connect session of the first flow started for this socket: the only one whose outcome it hears. */
   claimedBy: number | null;
   expiry: NodeJS.Timeout;
+  ping: NodeJS.Timeout;
 }
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
@@ -78,6 +83,7 @@ export class OAuthSockets implements OnApplicationShutdown {
       // open one, as only they may hear the callback page (cross-site WebSocket hijacking).
       const origin = req.headers.origin;
       if (!origin || !this.allowedOrigins.has(origin)) return refuse(socket, 403, 'Forbidden');
+      if (this.held.size >= MAX_SOCKETS_PER_REPLICA) return refuse(socket, 503, 'Service Unavailable');
       this.wss.handleUpgrade(req, socket, head, (ws) => this.hold(ws));
     });
   }
@@ -137,7 +143,9 @@ export class OAuthSockets implements OnApplicationShutdown {
     });
     const expiry = setTimeout(() => this.release(id, 1000), SOCKET_LIFETIME_MS);
     expiry.unref();
-    this.held.set(id, { socket, subscription, claimedBy: null, expiry });
+    const ping = setInterval(() => socket.ping(), PING_INTERVAL_MS);
+    ping.unref();
+    this.held.set(id, { socket, subscription, claimedBy: null, expiry, ping });
     socket.on('close', () => this.release(id));
     socket.on('error', () => this.release(id));
     socket.send(JSON.stringify({ message_type: 'connection_ack', ws_client_id: id }));
@@ -160,6 +168,7 @@ export class OAuthSockets implements OnApplicationShutdown {
     if (!entry) return;
     this.held.delete(id);
     clearTimeout(entry.expiry);
+    clearInterval(entry.ping);
     entry.subscription.unsubscribe();
     if (code !== undefined && entry.socket.readyState === entry.socket.OPEN) entry.socket.close(code);
   }
