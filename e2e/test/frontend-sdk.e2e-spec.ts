@@ -232,7 +232,8 @@ describe('@nangohq/frontend 0.71.10 in Chromium', () => {
     const { connections } = await nango.listConnections({ userId });
     expect(connections.map((c) => c.connection_id)).toEqual([connectionId]);
     await page.close();
-  });
+    // Starting a gateway process takes a while on a busy machine.
+  }, 150_000);
 
   it('rejects an unknown integration with unknown_config_key', async () => {
     const page = await customerPage();
