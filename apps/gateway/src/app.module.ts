@@ -6,6 +6,7 @@ import { GATEWAY_ENV, type GatewayEnv } from './config/env';
 import { AuthFlowsController } from './connect/auth-flows.controller';
 import { ConnectSessionController } from './connect/connect-session.controller';
 import { ConnectSessionsController } from './connect/connect-sessions.controller';
+import { OAuthSockets } from './connect/oauth-sockets';
 import { ConnectionMetadataController } from './connections/connection-metadata.controller';
 import { ConnectionsController } from './connections/connections.controller';
 import { EnvironmentController } from './environment/environment.controller';
@@ -74,6 +75,7 @@ export class AppModule {
         { provide: GATEWAY_ENV, useValue: env },
         { provide: APP_FILTER, useClass: ErrorsFilter },
         ServicesHealth,
+        OAuthSockets,
       ],
       exports: [GATEWAY_ENV],
     };

@@ -6,6 +6,7 @@ import { AccessHook } from './access/access.hook';
 import { ApiKeyResolver } from './access/api-key.resolver';
 import { AccountRateLimiter } from './access/rate-limiter';
 import { AppModule } from './app.module';
+import { OAuthSockets } from './connect/oauth-sockets';
 import { loadEnv } from './config/env';
 import { CORS_POLICY } from './http/cors';
 import { gatewayServerFactory, type FrontDoor } from './http/gateway-server';
@@ -82,6 +83,8 @@ async function main(): Promise<void> {
         perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,
       });
       webhookRoute.register(fastify);
+      // @nangohq/frontend's WebSocket on `/` (upgrades never reach Fastify's routes or the access hook).
+      app.get(OAuthSockets).attach(app.getHttpServer());
       frontDoors = [
         proxyDoor,
         new WebhookFrontDoor(webhookRoute, app.get(AccountRateLimiter), env.SWITCHBOARD_TRUST_PROXY, fastify),

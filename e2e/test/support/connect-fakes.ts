@@ -12,7 +12,8 @@ import { join } from 'node:path';
  * https:// URLs; services trust its throwaway certificate through NODE_EXTRA_CA_CERTS):
  *
  * - OAuth 2 authorization code with PKCE: `GET /{tenant}/authorize` checks the client, the redirect URI,
- *   an S256 challenge and a state, then redirects straight back (no consent screen: it "auto-approves").
+ *   an S256 challenge and a state, then redirects straight back (no consent screen: it "auto-approves"),
+ *   except for the tenant `consent-screen`, whose consent screen never answers.
  *   `POST /{tenant}/token` accepts each code once, only with the client's secret, the same redirect URI and
  *   a `code_verifier` whose SHA-256 is the challenge.
  * - An API-key verification endpoint, `GET /v1/me`, that answers 200 only to `x-api-key: <the good key>`.
@@ -153,6 +154,11 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       if (problem || !redirectUri) {
         res.writeHead(400, { 'content-type': 'text/plain' });
         return res.end(problem);
+      }
+      // The tenant `consent-screen` stops at a consent screen that never approves (an end user who leaves).
+      if (authorize[1] === 'consent-screen') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        return res.end('<!doctype html><title>Consent</title><h1>Allow Customer to read your data?</h1>');
       }
       const code = `code_${randomBytes(12).toString('hex')}`;
       codes.set(code, { challenge: q.get('code_challenge')!, redirectUri, tenant: authorize[1]! });

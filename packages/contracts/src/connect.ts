@@ -209,7 +209,8 @@ const flowParamsSchema = z.record(z.string().min(1).max(255), z.string().max(204
 /** Query of `GET /oauth/connect/{key}` as `@nangohq/frontend` sends it (`params[k]=v` parsed by qs). */
 export const oauthConnectQuerySchema = z.strictObject({
   connect_session_token: z.string(),
-  ws_client_id: z.string().max(255).optional(),
+  /** The `@nangohq/frontend` WebSocket this flow reports to (its `connection_ack`); see OAUTH_SOCKET_SUBJECTS. */
+  ws_client_id: z.uuid().optional(),
   user_scope: z.string().max(4096).optional(),
   params: flowParamsSchema.optional(),
   authorization_params: z.record(z.string().max(255), z.string().max(4096)).optional(),
@@ -273,6 +274,8 @@ export const startFlowRequestSchema = z.object({
   userScope: z.string().optional(),
   /** Set when the browser that starts the flow is the one that goes to the provider (the popup route). */
   browserBinding: browserBindingSchema.optional(),
+  /** The `@nangohq/frontend` WebSocket that hears this flow's outcome (kept with the state, sealed). */
+  wsClientId: z.uuid().optional(),
   clientOverride: z
     .object({ clientId: z.string().optional(), clientSecret: z.string().optional() })
     .default({}),
@@ -314,9 +317,13 @@ export const callbackFlowRequestSchema = z.object({
  * The outcome of a callback, as data rather than an error: the gateway renders it as the HTML page the
  * popup (or the full-page redirect) shows. `errorType` uses `@nangohq/frontend`'s names.
  */
+/** Where the gateway sends the outcome as a WebSocket frame: the socket the flow was started for, and its session. */
+const outcomeNotifySchema = z.object({ wsClientId: z.uuid(), sessionId: z.number().int() });
+
 export const callbackOutcomeSchema = z.discriminatedUnion('ok', [
   z.object({
     ok: z.literal(true),
+    notify: outcomeNotifySchema.optional(),
     providerConfigKey: z.string(),
     connectionId: z.string(),
     isPending: z.boolean().default(false),
@@ -325,6 +332,7 @@ export const callbackOutcomeSchema = z.discriminatedUnion('ok', [
   }),
   z.object({
     ok: z.literal(false),
+    notify: outcomeNotifySchema.optional(),
     providerConfigKey: z.string().nullable(),
     connectionId: z.string().nullable(),
     errorType: z.string(),
@@ -332,3 +340,51 @@ export const callbackOutcomeSchema = z.discriminatedUnion('ok', [
   }),
 ]);
 export type CallbackOutcome = z.infer<typeof callbackOutcomeSchema>;
+
+// ---- @nangohq/frontend's WebSocket (gateway ↔ gateway) -------------------------------------------
+
+/**
+ * `nango.auth()` learns a popup flow's outcome over a WebSocket to the gateway, not from the popup. The
+ * socket lives on one gateway replica; the popup's start and the provider's callback may reach any other.
+ * Each replica subscribes, per socket it holds, to `gateway.v1.oauth-socket.<ws_client_id>.*`:
+ * `claim` (request/reply) ties the socket to the connect session of the first flow started for it, and
+ * `result` (a broadcast) carries the frame to send. Core NATS: when the socket is gone nobody listens,
+ * and there is nobody left to tell.
+ */
+export const OAUTH_SOCKET_SUBJECT_PREFIX = 'gateway.v1.oauth-socket';
+export const OAUTH_SOCKET_SUBJECTS = {
+  all: `${OAUTH_SOCKET_SUBJECT_PREFIX}.>`,
+  /** What the replica holding the socket subscribes to. */
+  socket: (wsClientId: string) => `${OAUTH_SOCKET_SUBJECT_PREFIX}.${wsClientId}.*`,
+  claim: (wsClientId: string) => `${OAUTH_SOCKET_SUBJECT_PREFIX}.${wsClientId}.claim`,
+  result: (wsClientId: string) => `${OAUTH_SOCKET_SUBJECT_PREFIX}.${wsClientId}.result`,
+} as const;
+
+export const oauthSocketClaimSchema = z.object({ sessionId: z.number().int() });
+export type OAuthSocketClaim = z.infer<typeof oauthSocketClaimSchema>;
+export const oauthSocketClaimReplySchema = z.object({ ok: z.boolean() });
+
+/** The frames of Nango's publisher protocol, as `@nangohq/frontend` reads them. */
+export const oauthSocketFrameSchema = z.discriminatedUnion('message_type', [
+  z.object({
+    message_type: z.literal('success'),
+    provider_config_key: z.string(),
+    connection_id: z.string(),
+    is_pending: z.boolean(),
+  }),
+  z.object({
+    message_type: z.literal('error'),
+    provider_config_key: z.string().nullable(),
+    connection_id: z.string().nullable(),
+    error_type: z.string(),
+    error_desc: z.string(),
+  }),
+]);
+export type OAuthSocketFrame = z.infer<typeof oauthSocketFrameSchema>;
+
+/** A frame for the socket, sent only when the socket was claimed by this session. */
+export const oauthSocketResultSchema = z.object({
+  sessionId: z.number().int(),
+  frame: oauthSocketFrameSchema,
+});
+export type OAuthSocketResult = z.infer<typeof oauthSocketResultSchema>;

@@ -1,3 +1,4 @@
+import { OAUTH_SOCKET_SUBJECTS } from './connect';
 import { EVENT_STREAM, EVENT_SUBJECTS } from './events';
 import { FUNCTION_OUTPUT_BUCKET, FUNCTION_HOST_SUBJECTS, FUNCTIONS_SUBJECTS } from './functions';
 import { ACTION_REPLY_BUCKET, FUNCTIONS_API_SUBJECTS } from './functions-api';
@@ -82,8 +83,10 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
       context('orchestrator'),
       HEALTH_SUBJECT_PATTERN,
     ],
-    // The embedded proxy engine drops cached credentials when a connection changes.
-    listens: [VAULT_SUBJECTS.changed],
+    // The embedded proxy engine drops cached credentials when a connection changes; each replica hears
+    // the claims and results of the @nangohq/frontend WebSockets it holds, and sends them to the others'.
+    listens: [VAULT_SUBJECTS.changed, OAUTH_SOCKET_SUBJECTS.all],
+    announces: [OAUTH_SOCKET_SUBJECTS.all],
     // The embedded webhook ingress stores verified provider webhooks (the relay delivers them).
     publishesEvents: [EVENT_SUBJECTS.providerWebhook],
     buckets: [DEPLOY_PAYLOAD_BUCKET, ACTION_REPLY_BUCKET],

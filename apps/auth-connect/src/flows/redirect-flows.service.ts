@@ -46,6 +46,8 @@ interface StateSecrets {
   browserBinding?: string;
   /** Kept until the flow is bound to a browser (the launch step answers with it). */
   providerUrl?: string;
+  /** The @nangohq/frontend WebSocket that hears the outcome (the gateway claimed it for this session). */
+  wsClientId?: string;
 }
 
 const stateAad = (id: string) => `auth.oauth_states:${id}:secrets`;
@@ -148,6 +150,7 @@ export class RedirectFlowsService {
 
     if (req.browserBinding) secrets.browserBinding = req.browserBinding;
     else secrets.providerUrl = url;
+    if (req.wsClientId) secrets.wsClientId = req.wsClientId;
     const now = Date.now();
     await this.db.oAuthState.deleteMany({
       where: { environmentId: ctx.caller.environmentId, expiresAt: { lt: new Date(now) } },
@@ -212,9 +215,12 @@ export class RedirectFlowsService {
    */
   async callback(query: Record<string, string>, browserNonce: string | undefined): Promise<CallbackOutcome> {
     let pending: Prisma.OAuthStateGetPayload<object> | undefined;
+    let notify: CallbackOutcome['notify'];
     try {
       pending = await this.consumeState(query['state']);
       const secrets = this.cipher.decryptJson<StateSecrets>(pending.secrets, stateAad(pending.id));
+      if (secrets.wsClientId)
+        notify = { wsClientId: secrets.wsClientId, sessionId: pending.connectSessionId };
       // Login CSRF / connection fixation: a state is only good in the browser that started the flow. A
       // provider URL passed to someone else comes back without (or with another) nonce cookie.
       if (!sameBinding(secrets.browserBinding, browserNonce)) {
@@ -245,9 +251,16 @@ export class RedirectFlowsService {
         ...connectionConfig,
         ...extraConfig,
       });
-      return { ok: true, ...result, isPending: false, displayName: ctx.provider.display_name };
+      return {
+        ok: true,
+        ...result,
+        isPending: false,
+        displayName: ctx.provider.display_name,
+        ...(notify ? { notify } : {}),
+      };
     } catch (error) {
-      return this.failure(error, pending);
+      const outcome = this.failure(error, pending);
+      return notify ? { ...outcome, notify } : outcome;
     }
   }
 

@@ -24,6 +24,7 @@ import { statusForCode } from '../http/error-status';
 import { parseBody, parseParams, parseQuery } from '../http/validation';
 import { renderCallbackPage } from './callback-page';
 import { clearedFlowCookies, flowCookies, isFlowState, newBrowserNonce, readFlowNonce } from './flow-cookie';
+import { OAuthSockets } from './oauth-sockets';
 import { sessionOf } from './session-of';
 
 const keyParams = z.object({ providerConfigKey: uniqueKeySchema });
@@ -48,6 +49,28 @@ function flatQuery(query: unknown): Record<string, string> {
 }
 
 /**
+ * Our error codes as `@nangohq/frontend` names them in a WebSocket `error` frame (Nango's `error_type`s);
+ * a code Nango has no name for goes as it is.
+ */
+export function sdkErrorType(code: string): string {
+  switch (code) {
+    case 'unknown_provider_config':
+      return 'unknown_config_key';
+    case 'unknown_provider_template':
+      return 'provider_config_err';
+    case 'invalid_auth_mode':
+      return 'auth_mode_err';
+    case 'invalid_query_params':
+    case 'invalid_connection':
+      return 'url_param_err';
+    case 'server_error':
+      return 'unknown_err';
+    default:
+      return code;
+  }
+}
+
+/**
  * The routes `@nangohq/frontend` and Switchboard's connect page call with a connect session token:
  * redirect flows start at `/oauth/connect/{key}` and come back to `/oauth/callback`; form flows post
  * credentials in the body (never in the URL) and answer `{ connectionId, providerConfigKey }`.
@@ -57,6 +80,7 @@ export class AuthFlowsController {
   constructor(
     private readonly nats: NatsRequester,
     @Inject(GATEWAY_ENV) private readonly env: GatewayEnv,
+    private readonly sockets: OAuthSockets,
   ) {}
 
   /** Nango's popup route: 302 to the provider. Failures render the result page so a popup can report them. */
@@ -69,6 +93,8 @@ export class AuthFlowsController {
     @Query() query: unknown,
   ) {
     let providerConfigKey: string | null = null;
+    // Set once this flow owns the opener's @nangohq/frontend socket: its outcome goes there too.
+    let socket: { wsClientId: string; sessionId: number } | undefined;
     try {
       providerConfigKey = parseParams(keyParams, params).providerConfigKey;
       const credentials = (query as { credentials?: Record<string, unknown> } | undefined)?.credentials;
@@ -86,6 +112,17 @@ export class AuthFlowsController {
         );
       }
       const parsed = parseQuery(oauthConnectQuerySchema, query);
+      if (parsed.ws_client_id) {
+        const { sessionId } = sessionOf(request);
+        if (!(await this.sockets.claim(parsed.ws_client_id, sessionId))) {
+          throw new SwitchboardError(
+            'invalid_query_params',
+            'ws_client_id names no open WebSocket of this authorization: start again from the app',
+            [{ code: 'custom', message: 'unknown or taken', path: ['ws_client_id'] }],
+          );
+        }
+        socket = { wsClientId: parsed.ws_client_id, sessionId };
+      }
       // This browser goes to the provider itself: bind the state to it now.
       const browser = newBrowserNonce();
       const { url, state } = await this.start(request, providerConfigKey, {
@@ -94,6 +131,7 @@ export class AuthFlowsController {
         userScope: parsed.user_scope,
         clientOverride: { clientId: parsed.credentials?.oauth_client_id_override },
         browserBinding: browser.binding,
+        ...(socket ? { wsClientId: socket.wsClientId } : {}),
       });
       return this.redirectBound(reply, url, state, browser.nonce);
     } catch (error) {
@@ -101,6 +139,15 @@ export class AuthFlowsController {
       // The page is all a popup shows: name the fields too, not only the summary.
       const details = error.errors?.length ? `: ${error.errors.map((e) => e.message).join('; ')}` : '';
       const message = `${error.message}${details}`;
+      if (socket) {
+        this.sockets.publish(socket.wsClientId, socket.sessionId, {
+          message_type: 'error',
+          provider_config_key: providerConfigKey,
+          connection_id: null,
+          error_type: sdkErrorType(error.code),
+          error_desc: message,
+        });
+      }
       return this.sendPage(
         reply,
         { ok: false, providerConfigKey, connectionId: null, errorType: error.code, message },
@@ -237,6 +284,7 @@ export class AuthFlowsController {
       userScope: string | undefined;
       clientOverride: { clientId?: string | undefined; clientSecret?: string | undefined };
       browserBinding?: string;
+      wsClientId?: string;
     },
   ): Promise<StartedFlow> {
     const { caller, sessionId } = sessionOf(request);
@@ -248,6 +296,7 @@ export class AuthFlowsController {
       authorizationParams: input.authorizationParams,
       ...(input.userScope ? { userScope: input.userScope } : {}),
       ...(input.browserBinding ? { browserBinding: input.browserBinding } : {}),
+      ...(input.wsClientId ? { wsClientId: input.wsClientId } : {}),
       clientOverride: input.clientOverride,
     });
   }
@@ -275,6 +324,26 @@ export class AuthFlowsController {
     });
     if (isFlowState(state) && browserNonce)
       reply.header('set-cookie', clearedFlowCookies(state, this.secureCookies));
+    if (outcome.notify) {
+      this.sockets.publish(
+        outcome.notify.wsClientId,
+        outcome.notify.sessionId,
+        outcome.ok
+          ? {
+              message_type: 'success',
+              provider_config_key: outcome.providerConfigKey,
+              connection_id: outcome.connectionId,
+              is_pending: outcome.isPending,
+            }
+          : {
+              message_type: 'error',
+              provider_config_key: outcome.providerConfigKey,
+              connection_id: outcome.connectionId,
+              error_type: outcome.errorType,
+              error_desc: outcome.message,
+            },
+      );
+    }
     return this.sendPage(reply, outcome);
   }
 

@@ -5,10 +5,25 @@
 (function () {
   'use strict';
 
+  var query = new URLSearchParams(window.location.search);
   var API_URL = (
     document.querySelector('meta[name="switchboard-api-url"]').getAttribute('content') || ''
   ).replace(/\/$/, '');
   var API_ORIGIN = new URL(API_URL).origin;
+  // @nangohq/frontend's `apiURL` (always sent: the SDK defaults it to Nango's cloud). Taken only on this
+  // deployment's own API origin (e.g. behind a path prefix): the session token goes to it, and the page's
+  // CSP allows no other.
+  (function () {
+    var requested = query.get('apiURL');
+    if (!requested) return;
+    try {
+      var url = new URL(requested);
+      if (url.origin === API_ORIGIN && (url.protocol === 'https:' || url.protocol === 'http:'))
+        API_URL = url.href.replace(/\/$/, '');
+    } catch (e) {
+      /* not a URL: keep the configured one */
+    }
+  })();
   // The customer's origins (SWITCHBOARD_CONNECT_ALLOWED_ORIGINS): the only parents or openers that receive
   // this page's events or may hand it a session token.
   var ALLOWED_ORIGINS = (
@@ -18,8 +33,13 @@
     .filter(Boolean);
   var TOKEN_KEY = 'switchboard_connect_session_token';
   var app = document.getElementById('app');
-  var query = new URLSearchParams(window.location.search);
   var embedded = window.parent !== window;
+  // Only a frame or a popup can be closed by the page; a plain tab is closed by the user.
+  var closable = embedded || !!window.opener;
+  // @nangohq/frontend's `detectClosedAuthWindow`: some providers' pages make a popup look closed while it
+  // is open, so inside the SDK's frame a closed popup counts only when the customer asked for it.
+  var DETECT_CLOSED_POPUP = !embedded || query.get('detectClosedAuthWindow') === 'true';
+  if (embedded) document.documentElement.classList.add('embedded');
 
   var MODE_LABELS = {
     OAUTH2: 'Sign in with your account',
@@ -132,13 +152,30 @@
       .join('');
   }
 
+  function closeControl() {
+    return el('button', {
+      type: 'button',
+      class: 'close-x',
+      'aria-label': 'Close',
+      title: 'Close',
+      text: '×',
+      onclick: requestClose,
+    });
+  }
+
+  /** Tells the customer's page (the SDK's frame, or the opener) to close us, as Nango's Connect UI does. */
+  function requestClose() {
+    emit('close');
+    if (!embedded && window.opener) window.close();
+  }
+
   function show(nodes, focusHeading) {
-    app.replaceChildren.apply(
-      app,
-      nodes.filter(function (node) {
-        return node;
-      }),
-    );
+    var screen = nodes.filter(function (node) {
+      return node;
+    });
+    // Every screen can be left: the SDK's frame covers the customer's whole page until we post "close".
+    if (closable) screen.unshift(closeControl());
+    app.replaceChildren.apply(app, screen);
     app.setAttribute('aria-busy', 'false');
     var heading = app.querySelector('h1');
     if (heading && focusHeading !== false) {
@@ -162,10 +199,7 @@
       type: 'button',
       class: 'secondary',
       text: label,
-      onclick: function () {
-        emit('close');
-        if (!embedded && window.opener) window.close();
-      },
+      onclick: requestClose,
     });
   }
 
@@ -539,7 +573,7 @@
       }
       window.addEventListener('message', onMessage);
       var timer = setInterval(function () {
-        if (!finished && popup.closed) {
+        if (!finished && DETECT_CLOSED_POPUP && popup.closed) {
           finish();
           reject({
             code: 'window_closed',
@@ -557,12 +591,21 @@
       el('p', { class: 'success-mark', 'aria-hidden': 'true', text: '✓' }),
       el('h1', { text: item.display_name + ' is connected' }),
       el('p', { class: 'muted', text: 'You can close this window now.' }),
-      // Only a frame or a popup can be closed by the page; a plain tab is closed by the user.
-      embedded || window.opener ? el('div', { class: 'actions' }, [closeButton('Done')]) : null,
+      closable ? el('div', { class: 'actions' }, [closeButton('Done')]) : null,
     ]);
   }
 
   // ---- start ------------------------------------------------------------------------------------
+
+  if (closable) {
+    // The loading screen too.
+    app.insertBefore(closeControl(), app.firstChild);
+    document.addEventListener('keydown', function (event) {
+      if (event.key === 'Escape' && !event.defaultPrevented) requestClose();
+    });
+  }
+  // Inside the SDK's frame the dimmed customer page around the card is ours: a click there closes.
+  if (embedded) document.getElementById('overlay').addEventListener('click', requestClose);
 
   function load() {
     return Promise.all([api('GET', '/connect/session'), api('GET', '/integrations')])
