@@ -1,0 +1,437 @@
+// The Helm chart, checked offline: `helm lint`, `helm template` over the default, development and
+// production-like values, every rendered object decoded strictly into the Kubernetes API's Go types
+// (../validate), and the properties an operator relies on (non-root, read-only root filesystem, probes,
+// hooks, network policies, secrets kept out of ConfigMaps).
+//
+// helm and the validator are built once by `scripts/setup.sh` (ensure_helm, ensure_helm_validator in
+// scripts/lib/common.sh); run alone, this file builds the validator itself when it is missing.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const helmDir = join(here, '..');
+const root = join(helmDir, '../..');
+const chart = join(helmDir, 'switchboard');
+const validateDir = join(helmDir, 'validate');
+const toolsDir = process.env.SWITCHBOARD_TOOLS_DIR ?? join(homedir(), '.cache/switchboard/tools');
+const common = readFileSync(join(root, 'scripts/lib/common.sh'), 'utf8');
+const helmVersion = /^HELM_VERSION=(\S+)/m.exec(common)?.[1];
+const helm = process.env.SWITCHBOARD_HELM_BIN ?? join(toolsDir, `helm-${helmVersion}`, 'helm');
+// helm built by `go install` has no cluster version stamped in (it would assume 1.20): name one.
+const KUBE = ['--kube-version', '1.33.0'];
+
+/** The validator's build, keyed by its sources (the same key as ensure_helm_validator in common.sh). */
+function validatorBin() {
+  const sources = [
+    'go.mod',
+    'go.sum',
+    ...readdirSync(validateDir)
+      .filter((f) => f.endsWith('.go'))
+      .sort(),
+  ];
+  const hash = createHash('sha256');
+  for (const f of sources) hash.update(readFileSync(join(validateDir, f)));
+  const bin = join(toolsDir, `helm-validate-${hash.digest('hex').slice(0, 12)}`, 'validate');
+  if (!existsSync(bin)) {
+    mkdirSync(dirname(bin), { recursive: true });
+    const built = spawnSync('go', ['build', '-o', bin, '.'], {
+      cwd: validateDir,
+      encoding: 'utf8',
+      env: { ...process.env, PATH: `/usr/local/go/bin:${process.env.PATH}` },
+    });
+    assert.equal(built.status, 0, `go build of infra/helm/validate failed:\n${built.stderr}`);
+  }
+  return bin;
+}
+
+function run(cmd, args, options = {}) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...options });
+  if (r.error) throw r.error;
+  return r;
+}
+
+const work = mkdtempSync(join(tmpdir(), 'switchboard-helm-'));
+let validator;
+
+/** `helm template` with the given values files and --set pairs; the objects, validated strictly. */
+function render(name, valuesFiles = [], sets = []) {
+  const args = ['template', 'sb', chart, '--namespace', 'switchboard', ...KUBE];
+  for (const f of valuesFiles) args.push('-f', join(chart, f));
+  for (const s of sets) args.push('--set', s);
+  const r = run(helm, args);
+  assert.equal(r.status, 0, `helm template (${name}) failed:\n${r.stderr}`);
+  const manifest = join(work, `${name}.yaml`);
+  const json = join(work, `${name}.json`);
+  writeFileSync(manifest, r.stdout);
+  const v = run(validator, ['-json', json, manifest]);
+  assert.equal(
+    v.status,
+    0,
+    `rendered objects (${name}) are not valid Kubernetes objects:\n${v.stdout}${v.stderr}`,
+  );
+  return { objects: JSON.parse(readFileSync(json, 'utf8')), summary: v.stdout.trim() };
+}
+
+const SERVICES = [
+  'gateway',
+  'auth-connect',
+  'connections-vault',
+  'proxy',
+  'functions-runtime',
+  'sync-orchestrator',
+  'sync-orchestrator-worker',
+  'webhook-relay',
+];
+const PROVIDER_CALLERS = ['gateway', 'auth-connect', 'proxy', 'webhook-relay'];
+const component = (o) => o.metadata.labels?.['app.kubernetes.io/component'];
+const ofKind = (objects, kind) => objects.filter((o) => o.kind === kind);
+const podSpecs = (objects) =>
+  objects
+    .filter((o) => o.kind === 'Deployment' || o.kind === 'Job')
+    .map((o) => ({ owner: o, spec: o.spec.template.spec }));
+
+const renders = {};
+
+before(() => {
+  assert.ok(
+    existsSync(helm),
+    `helm ${helmVersion} is not built at ${helm}: run bash scripts/setup.sh (ensure_helm in scripts/lib/common.sh)`,
+  );
+  validator = validatorBin();
+  renders.default = render('default');
+  renders.dev = render('dev', ['values-dev.yaml']);
+  renders.production = render('production', ['values-production.yaml']);
+});
+
+describe('helm chart: lint and render', () => {
+  for (const [name, files] of [
+    ['default', []],
+    ['dev', ['values-dev.yaml']],
+    ['production', ['values-production.yaml']],
+  ]) {
+    test(`helm lint --strict passes with the ${name} values`, () => {
+      const args = ['lint', '--strict', ...KUBE, chart, ...files.flatMap((f) => ['-f', join(chart, f)])];
+      const r = run(helm, args);
+      assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    });
+
+    test(`every object rendered with the ${name} values decodes strictly into its Kubernetes type`, () => {
+      assert.match(renders[name].summary, /^\d+ objects, 0 invalid/);
+    });
+  }
+
+  test('the validator refuses an unknown field, a misplaced field and an unknown kind', () => {
+    const cases = {
+      unknownField: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata: {}\nsurprise: true\n',
+      nestedTypo:
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\nspec:\n  selector:\n    matchLabels: {a: b}\n  template:\n    metadata:\n      labels: {a: b}\n    spec:\n      containers:\n        - name: a\n          image: a\n          readinessprobe: {}\n',
+      wrongType: 'apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  ports: 80\n',
+      unknownKind: 'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: a\n',
+      badLabel: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    "bad label": x\n',
+    };
+    for (const [name, doc] of Object.entries(cases)) {
+      const file = join(work, `bad-${name}.yaml`);
+      writeFileSync(file, doc);
+      const r = run(validator, [file]);
+      assert.equal(r.status, 1, `${name} was accepted:\n${r.stdout}`);
+      assert.match(r.stdout, /FAIL/);
+    }
+  });
+
+  test('a remote proxy mode without the proxy service, or no database Secret, fails the render', () => {
+    const remote = run(helm, [
+      'template',
+      'sb',
+      chart,
+      ...KUBE,
+      '--set',
+      'gateway.proxyMode=remote',
+      '--set',
+      'proxy.enabled=false',
+    ]);
+    assert.notEqual(remote.status, 0);
+    assert.match(remote.stderr, /gateway.proxyMode=remote needs proxy.enabled/);
+    const noDb = run(helm, ['template', 'sb', chart, ...KUBE, '--set', 'database.existingSecret=']);
+    assert.notEqual(noDb.status, 0);
+    assert.match(noDb.stderr, /database.existingSecret must name a Secret/);
+  });
+});
+
+describe('helm chart: services', () => {
+  test('one Deployment per service, each with its own image tag', () => {
+    const { objects } = render('tags', [], ['gateway.image.tag=9.9.9', 'webhookRelay.image.tag=1.2.3']);
+    const deployments = ofKind(objects, 'Deployment');
+    assert.deepEqual(deployments.map(component).sort(), [...SERVICES].sort());
+    const image = (c) => deployments.find((d) => component(d) === c).spec.template.spec.containers[0].image;
+    assert.equal(image('gateway'), 'switchboard/gateway:9.9.9');
+    assert.equal(image('webhook-relay'), 'switchboard/webhook-relay:1.2.3');
+    assert.equal(image('proxy'), 'switchboard/proxy:0.1.0');
+    assert.equal(image('sync-orchestrator-worker'), 'switchboard/sync-orchestrator:0.1.0');
+  });
+
+  test("the worker runs dist/worker.js with infra/node-flags.json's flags; the others keep their image's command", () => {
+    const flags = JSON.parse(readFileSync(join(root, 'infra/node-flags.json'), 'utf8'));
+    for (const d of ofKind(renders.default.objects, 'Deployment')) {
+      const c = d.spec.template.spec.containers[0];
+      if (component(d) === 'sync-orchestrator-worker') {
+        assert.deepEqual(c.command, ['node', ...flags['sync-orchestrator-worker'], 'dist/worker.js']);
+      } else {
+        assert.equal(c.command, undefined, `${component(d)} overrides its image's CMD`);
+      }
+    }
+  });
+
+  test('every Switchboard container runs as non-root on a read-only root filesystem, with no privilege and no capability', () => {
+    for (const name of ['default', 'dev', 'production']) {
+      for (const { owner, spec } of podSpecs(renders[name].objects)) {
+        const who = `${name}: ${owner.kind} ${owner.metadata.name}`;
+        assert.equal(spec.securityContext?.runAsNonRoot, true, `${who}: pod runAsNonRoot`);
+        assert.equal(spec.automountServiceAccountToken, false, `${who}: service account token mounted`);
+        for (const c of spec.containers) {
+          const sc = c.securityContext ?? {};
+          assert.equal(sc.allowPrivilegeEscalation, false, `${who}/${c.name}: allowPrivilegeEscalation`);
+          assert.deepEqual(sc.capabilities?.drop, ['ALL'], `${who}/${c.name}: capabilities`);
+          assert.equal(
+            (sc.seccompProfile ?? spec.securityContext.seccompProfile)?.type,
+            'RuntimeDefault',
+            `${who}/${c.name}: seccomp`,
+          );
+          assert.ok((sc.runAsUser ?? spec.securityContext.runAsUser) > 0, `${who}/${c.name}: a non-zero uid`);
+          // The development Temporal (auto-setup) renders its configuration into its image at start.
+          if (component(owner) === 'temporal') continue;
+          assert.equal(sc.readOnlyRootFilesystem, true, `${who}/${c.name}: readOnlyRootFilesystem`);
+          if (SERVICES.includes(component(owner)) || owner.kind === 'Job') {
+            const tmp = c.volumeMounts?.find((m) => m.mountPath === '/tmp');
+            assert.ok(tmp, `${who}/${c.name}: no writable /tmp`);
+            assert.ok(
+              spec.volumes.find((v) => v.name === tmp.name)?.emptyDir,
+              `${who}: /tmp is not an emptyDir`,
+            );
+          }
+        }
+      }
+    }
+  });
+
+  test('every HTTP service has startup, liveness (/health) and readiness (/ready) probes and drains before it is killed', () => {
+    for (const d of ofKind(renders.production.objects, 'Deployment')) {
+      const c = d.spec.template.spec.containers[0];
+      const grace = d.spec.template.spec.terminationGracePeriodSeconds;
+      if (component(d) === 'sync-orchestrator-worker') {
+        // No HTTP server; its own shutdown: activities get 10 s (shutdownGraceTime), exit by 15 s.
+        assert.equal(c.readinessProbe, undefined);
+        assert.ok(grace > 15, `worker grace ${grace}s`);
+        continue;
+      }
+      assert.equal(c.livenessProbe?.httpGet?.path, '/health', `${component(d)} liveness`);
+      assert.equal(c.readinessProbe?.httpGet?.path, '/ready', `${component(d)} readiness`);
+      assert.equal(c.startupProbe?.httpGet?.path, '/health', `${component(d)} startup`);
+      const sleep = Number(c.lifecycle?.preStop?.exec?.command?.[1]);
+      assert.ok(sleep > 0, `${component(d)}: no preStop pause`);
+      // service-kit's bootstrap exits at most 10 s after SIGTERM.
+      assert.ok(grace > sleep + 10, `${component(d)}: grace ${grace}s <= preStop ${sleep}s + 10s drain`);
+    }
+  });
+
+  test('each service connects to NATS as its own user with its own password', () => {
+    for (const d of ofKind(renders.default.objects, 'Deployment')) {
+      const env = d.spec.template.spec.containers[0].env;
+      const user = env.find((e) => e.name === 'NATS_USER')?.value;
+      assert.equal(user, component(d));
+      const password = env.find((e) => e.name === 'NATS_PASSWORD')?.valueFrom?.secretKeyRef;
+      assert.equal(password?.key, `NATS_PASSWORD_${user.toUpperCase().replaceAll('-', '_')}`);
+    }
+  });
+
+  test('production: every service autoscales on CPU and has a disruption budget; the ingress has TLS', () => {
+    const objects = renders.production.objects;
+    const hpas = ofKind(objects, 'HorizontalPodAutoscaler');
+    assert.deepEqual(hpas.map(component).sort(), [...SERVICES].sort());
+    for (const h of hpas) {
+      assert.ok(h.spec.metrics.some((m) => m.resource?.name === 'cpu'));
+      assert.ok(h.spec.minReplicas >= 2);
+    }
+    assert.deepEqual(ofKind(objects, 'PodDisruptionBudget').map(component).sort(), [...SERVICES].sort());
+    // Autoscaled Deployments leave replicas to the HPA (a rollout would otherwise reset them).
+    for (const d of ofKind(objects, 'Deployment')) assert.equal(d.spec.replicas, undefined);
+    const [ingress] = ofKind(objects, 'Ingress');
+    assert.equal(ingress.spec.tls[0].secretName, 'switchboard-tls');
+    const backends = ingress.spec.rules.map((r) => r.http.paths[0].backend.service);
+    assert.deepEqual(backends, [
+      { name: 'sb-switchboard-gateway', port: { name: 'http' } },
+      { name: 'sb-switchboard-auth-connect', port: { name: 'connect' } },
+    ]);
+    assert.equal(ofKind(objects, 'ServiceMonitor').length, 1);
+  });
+});
+
+describe('helm chart: secrets and migrations', () => {
+  test('no Secret value appears in a ConfigMap or as a plain env value', () => {
+    for (const name of ['default', 'dev']) {
+      const objects = renders[name].objects;
+      const secretValues = ofKind(objects, 'Secret').flatMap((s) =>
+        Object.values(s.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8')),
+      );
+      assert.ok(
+        secretValues.length >= 10,
+        `${name}: the chart generated ${secretValues.length} secret values`,
+      );
+      const plain = [
+        ...ofKind(objects, 'ConfigMap').flatMap((c) => Object.values(c.data ?? {})),
+        ...podSpecs(objects).flatMap(({ spec }) =>
+          spec.containers.flatMap((c) => (c.env ?? []).map((e) => e.value ?? '')),
+        ),
+      ].join('\n');
+      for (const value of secretValues) {
+        assert.ok(!plain.includes(value), `${name}: a secret value is in a ConfigMap or env value`);
+      }
+      for (const { spec } of podSpecs(objects)) {
+        for (const c of spec.containers) {
+          for (const e of c.env ?? []) {
+            if (/PASSWORD|MASTER_KEYS|TOKEN|SECRET_KEY|DATABASE_URL|PWD/.test(e.name)) {
+              assert.ok(e.valueFrom?.secretKeyRef, `${c.name}: ${e.name} is not read from a Secret`);
+            }
+          }
+        }
+      }
+    }
+  });
+
+  test('production names existing Secrets and generates none; the generated ones are kept on uninstall', () => {
+    assert.deepEqual(ofKind(renders.production.objects, 'Secret'), []);
+    const refs = new Set(
+      podSpecs(renders.production.objects).flatMap(({ spec }) =>
+        spec.containers.flatMap((c) =>
+          (c.env ?? []).map((e) => e.valueFrom?.secretKeyRef?.name).filter(Boolean),
+        ),
+      ),
+    );
+    assert.deepEqual([...refs].sort(), [
+      'switchboard-db-app',
+      'switchboard-keys',
+      'switchboard-nats',
+      'switchboard-redis',
+    ]);
+    for (const s of ofKind(renders.default.objects, 'Secret')) {
+      assert.equal(s.metadata.annotations?.['helm.sh/resource-policy'], 'keep', s.metadata.name);
+    }
+  });
+
+  test('migrations run as a Job before install and upgrade, never in a service', () => {
+    for (const name of ['default', 'production']) {
+      const jobs = ofKind(renders[name].objects, 'Job');
+      const migrate = jobs.find((j) => component(j) === 'migrations');
+      assert.ok(migrate, `${name}: no migration Job`);
+      assert.deepEqual(migrate.metadata.annotations['helm.sh/hook'].split(',').sort(), [
+        'pre-install',
+        'pre-upgrade',
+      ]);
+      assert.equal(migrate.spec.template.spec.restartPolicy, 'Never');
+      assert.match(migrate.spec.template.spec.containers[0].image, /(^|\/)switchboard\/migrate:0\.1\.0$/);
+    }
+    // The development Postgres is one of the release's objects: the Job follows it on install.
+    const dev = ofKind(renders.dev.objects, 'Job').find((j) => component(j) === 'migrations');
+    assert.equal(dev.metadata.annotations['helm.sh/hook'], 'post-install,pre-upgrade');
+    for (const d of ofKind(renders.default.objects, 'Deployment')) {
+      const c = d.spec.template.spec.containers[0];
+      assert.ok(!JSON.stringify([c.command ?? [], c.args ?? []]).includes('migrate'), component(d));
+    }
+  });
+});
+
+describe('helm chart: network policies', () => {
+  const policies = () => ofKind(renders.production.objects, 'NetworkPolicy');
+  const policyOf = (name) => policies().find((p) => component(p) === name);
+
+  test('every service and job has a policy that refuses what it does not list, both ways', () => {
+    assert.deepEqual(policies().map(component).sort(), [...SERVICES, 'migrations'].sort());
+    for (const p of policies()) assert.deepEqual(p.spec.policyTypes, ['Ingress', 'Egress']);
+  });
+
+  test('only the gateway and the connect page are reachable from outside the release', () => {
+    for (const p of policies()) {
+      const open = (p.spec.ingress ?? []).filter((rule) =>
+        (rule.from ?? [{ namespaceSelector: {} }]).some(
+          (peer) => peer.namespaceSelector && !peer.podSelector,
+        ),
+      );
+      const ports = open
+        .flatMap((rule) => rule.ports.map((port) => port.port))
+        .filter((port) => port !== 'metrics');
+      const expected = { gateway: ['http'], 'auth-connect': ['connect'] }[component(p)] ?? [];
+      assert.deepEqual(ports, expected, component(p));
+    }
+    assert.deepEqual(
+      policyOf('proxy').spec.ingress[0].from.map(
+        (f) => f.podSelector.matchLabels['app.kubernetes.io/component'],
+      ),
+      ['gateway', 'functions-runtime'],
+    );
+  });
+
+  test('only the services that call providers or customers reach the Internet, never the cluster ranges', () => {
+    for (const p of policies()) {
+      const blocks = p.spec.egress.flatMap((rule) =>
+        (rule.to ?? []).map((peer) => peer.ipBlock).filter(Boolean),
+      );
+      if (PROVIDER_CALLERS.includes(component(p))) {
+        assert.deepEqual(
+          blocks.map((b) => b.cidr),
+          ['0.0.0.0/0', '::/0'],
+          component(p),
+        );
+        assert.ok(blocks[0].except.includes('10.0.0.0/8') && blocks[0].except.includes('169.254.0.0/16'));
+      } else {
+        assert.deepEqual(blocks, [], `${component(p)} may reach the Internet`);
+      }
+      // Every other egress rule names its destinations in production.
+      for (const rule of p.spec.egress)
+        assert.ok(rule.to?.length, `${component(p)}: a rule open to any address`);
+    }
+  });
+
+  test('egress to Postgres, Temporal and Redis only from the services that use them', () => {
+    const reaches = (p, port) => p.spec.egress.some((rule) => rule.ports?.some((x) => x.port === port));
+    const withPort = (port) =>
+      policies()
+        .filter((p) => reaches(p, port))
+        .map(component)
+        .sort();
+    assert.deepEqual(withPort(5432), [
+      'auth-connect',
+      'connections-vault',
+      'migrations',
+      'sync-orchestrator',
+      'sync-orchestrator-worker',
+      'webhook-relay',
+    ]);
+    assert.deepEqual(withPort(7233), ['sync-orchestrator', 'sync-orchestrator-worker']);
+    assert.deepEqual(withPort(6379), ['gateway']);
+    assert.deepEqual(withPort(4222), [...SERVICES].sort());
+  });
+});
+
+describe('helm chart: copies kept in step', () => {
+  test('files/nats.conf is infra/nats/nats.conf (pnpm nats:config writes both)', () => {
+    assert.equal(
+      readFileSync(join(chart, 'files/nats.conf'), 'utf8'),
+      readFileSync(join(root, 'infra/nats/nats.conf'), 'utf8'),
+    );
+  });
+
+  test("the dashboard ConfigMap is infra/grafana's dashboard, for the sidecar, with the chosen datasource", () => {
+    const source = readFileSync(join(root, 'infra/grafana/dashboards/switchboard.json'), 'utf8');
+    assert.equal(readFileSync(join(chart, 'files/dashboards/switchboard.json'), 'utf8'), source);
+    const [cm] = ofKind(renders.production.objects, 'ConfigMap').filter((c) => c.data?.['switchboard.json']);
+    assert.equal(cm.metadata.labels.grafana_dashboard, '1');
+    const dashboard = JSON.parse(cm.data['switchboard.json']);
+    assert.equal(dashboard.panels.length, JSON.parse(source).panels.length);
+    assert.ok(!cm.data['switchboard.json'].includes('switchboard-prometheus'));
+  });
+});
