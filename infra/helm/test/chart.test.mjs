@@ -434,4 +434,19 @@ describe('helm chart: copies kept in step', () => {
     assert.equal(dashboard.panels.length, JSON.parse(source).panels.length);
     assert.ok(!cm.data['switchboard.json'].includes('switchboard-prometheus'));
   });
+
+  test('the alerts query only series the dashboard (and so the services) record', () => {
+    const source = readFileSync(join(root, 'infra/grafana/dashboards/switchboard.json'), 'utf8');
+    const base = (m) => m.replace(/_(bucket|count|sum)$/, '');
+    const known = new Set([...source.matchAll(/\b([a-z][a-z0-9_]+)(?:\{|\[)/g)].map((m) => base(m[1])));
+    const [rule] = ofKind(renders.production.objects, 'PrometheusRule');
+    const exprs = rule.spec.groups.flatMap((g) => g.rules.map((r) => r.expr));
+    assert.ok(exprs.length >= 5);
+    for (const expr of exprs) {
+      for (const [, metric] of expr.matchAll(/\b([a-z][a-z0-9_]+)(?:\{|\[)/g)) {
+        if (metric.startsWith('kube_')) continue; // kube-state-metrics
+        assert.ok(known.has(base(metric)), `${metric} is not a series the dashboard knows`);
+      }
+    }
+  });
 });
