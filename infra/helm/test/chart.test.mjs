@@ -449,4 +449,23 @@ describe('helm chart: copies kept in step', () => {
       }
     }
   });
+
+  test("the operations guide's manifests are valid Kubernetes objects too", () => {
+    const dir = join(root, 'docs/operations');
+    const docs = readdirSync(dir).filter((f) => f.endsWith('.md'));
+    const blocks = docs.flatMap((f) =>
+      [...readFileSync(join(dir, f), 'utf8').matchAll(/```yaml\n([\s\S]*?)```/g)]
+        .map((m) => m[1])
+        .filter((b) => /^\s*apiVersion:/m.test(b)),
+    );
+    assert.ok(blocks.length >= 1);
+    // Placeholders such as <release> and <tag> stand for a name.
+    const file = join(work, 'docs-manifests.yaml');
+    writeFileSync(
+      file,
+      blocks.map((b) => b.replace(/^ {3}/gm, '').replace(/<[a-z-]+>/g, 'example')).join('\n---\n'),
+    );
+    const v = run(validator, [file]);
+    assert.equal(v.status, 0, v.stdout);
+  });
 });
