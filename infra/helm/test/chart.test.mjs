@@ -126,7 +126,7 @@ describe('helm chart: lint and render', () => {
     });
   }
 
-  test('the validator refuses an unknown field, a misplaced field and an unknown kind', () => {
+  test('the validator refuses unknown fields and kinds, wrong types, bad labels and references to nothing', () => {
     const cases = {
       unknownField: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata: {}\nsurprise: true\n',
       nestedTypo:
@@ -134,6 +134,14 @@ describe('helm chart: lint and render', () => {
       wrongType: 'apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  ports: 80\n',
       unknownKind: 'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: a\n',
       badLabel: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    "bad label": x\n',
+      probeOnUndeclaredPort:
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\nspec:\n  selector:\n    matchLabels: {a: b}\n  template:\n    metadata:\n      labels: {a: b}\n    spec:\n      containers:\n        - name: a\n          image: a\n          readinessProbe:\n            httpGet: {path: /ready, port: http}\n',
+      serviceToUndeclaredPort:
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\nspec:\n  selector:\n    matchLabels: {a: b}\n  template:\n    metadata:\n      labels: {a: b}\n    spec:\n      containers:\n        - name: a\n          image: a\n          ports: [{name: http, containerPort: 80}]\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  selector: {a: b}\n  ports: [{port: 80, targetPort: metrics}]\n',
+      serviceSelectingNothing:
+        'apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  selector: {a: c}\n  ports: [{port: 80}]\n',
+      requestOverLimit:
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\nspec:\n  selector:\n    matchLabels: {a: b}\n  template:\n    metadata:\n      labels: {a: b}\n    spec:\n      containers:\n        - name: a\n          image: a\n          resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}\n',
     };
     for (const [name, doc] of Object.entries(cases)) {
       const file = join(work, `bad-${name}.yaml`);

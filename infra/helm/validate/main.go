@@ -6,8 +6,11 @@
 //
 // Every YAML document must be an object of a known apiVersion and kind, and decode strictly into that
 // kind's type: an unknown or misspelt field, a field of the wrong type, a duplicate key or a bad quantity
-// is an error. Names and labels are checked against the API server's rules. It prints one line per object
-// and exits 1 when any object fails.
+// is an error. Names and labels are checked against the API server's rules, pod specs against the rules
+// the API server or the kubelet would apply later (container, port, env and volume names, probes on
+// declared ports, requests within limits), and the references between the objects of one render (cross.go:
+// selectors that match no pod, named ports nobody declares, missing HPA targets and ingress backends). It
+// prints one line per failure and a summary, and exits 1 when any object fails.
 package main
 
 import (
@@ -34,6 +37,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -72,31 +76,31 @@ type header struct {
 // Namespaced kinds and cluster-scoped ones are all named as DNS subdomains, except these (DNS labels).
 var dnsLabelKinds = map[string]bool{"Service": true, "Namespace": true}
 
-func validateDocument(scheme *runtime.Scheme, doc []byte) (string, json.RawMessage, []error) {
+func validateDocument(scheme *runtime.Scheme, doc []byte) (string, json.RawMessage, runtime.Object, []error) {
 	data, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
-		return "", nil, []error{fmt.Errorf("not valid YAML: %w", err)}
+		return "", nil, nil, []error{fmt.Errorf("not valid YAML: %w", err)}
 	}
-	id, errs := validateJSON(scheme, data)
-	return id, data, errs
+	id, obj, errs := validateJSON(scheme, data)
+	return id, data, obj, errs
 }
 
-func validateJSON(scheme *runtime.Scheme, data []byte) (string, []error) {
+func validateJSON(scheme *runtime.Scheme, data []byte) (string, runtime.Object, []error) {
 	var h header
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &h); err != nil {
-		return "", []error{fmt.Errorf("no object header: %w", err)}
+		return "", nil, []error{fmt.Errorf("no object header: %w", err)}
 	}
 	id := fmt.Sprintf("%s %s", h.Kind, h.Metadata.Name)
 	if h.APIVersion == "" || h.Kind == "" {
-		return id, []error{errors.New("apiVersion and kind are required")}
+		return id, nil, []error{errors.New("apiVersion and kind are required")}
 	}
 	gv, err := schema.ParseGroupVersion(h.APIVersion)
 	if err != nil {
-		return id, []error{err}
+		return id, nil, []error{err}
 	}
 	obj, err := scheme.New(gv.WithKind(h.Kind))
 	if err != nil {
-		return id, []error{fmt.Errorf("unknown kind %s in %s (not a type this validator knows)", h.Kind, h.APIVersion)}
+		return id, nil, []error{fmt.Errorf("unknown kind %s in %s (not a type this validator knows)", h.Kind, h.APIVersion)}
 	}
 	var errs []error
 	strict, err := sigsjson.UnmarshalStrict(data, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
@@ -124,10 +128,11 @@ func validateJSON(scheme *runtime.Scheme, data []byte) (string, []error) {
 		errs = append(errs, e)
 	}
 	errs = append(errs, checkPodTemplates(obj)...)
-	return id, errs
+	return id, obj, errs
 }
 
-// Pod templates: the labels of each template and the selector that must match them.
+// Pod templates: the selector must match the template's labels, and the pod spec must hold together in
+// the ways the API server (or the kubelet, later) would refuse: names, ports, env names, volumes, probes.
 func checkPodTemplates(obj runtime.Object) []error {
 	var errs []error
 	check := func(kind string, selector map[string]string, labels map[string]string) {
@@ -147,9 +152,96 @@ func checkPodTemplates(obj runtime.Object) []error {
 		} else {
 			check("Deployment", o.Spec.Selector.MatchLabels, o.Spec.Template.Labels)
 		}
+		errs = append(errs, checkPodSpec(&o.Spec.Template.Spec)...)
 	case *appsv1.StatefulSet:
 		if o.Spec.Selector != nil {
 			check("StatefulSet", o.Spec.Selector.MatchLabels, o.Spec.Template.Labels)
+		}
+		errs = append(errs, checkPodSpec(&o.Spec.Template.Spec)...)
+	case *batchv1.Job:
+		errs = append(errs, checkPodSpec(&o.Spec.Template.Spec)...)
+		if p := o.Spec.Template.Spec.RestartPolicy; p != corev1.RestartPolicyNever && p != corev1.RestartPolicyOnFailure {
+			errs = append(errs, fmt.Errorf("a Job's restartPolicy must be Never or OnFailure, not %q", p))
+		}
+	}
+	return errs
+}
+
+func checkPodSpec(spec *corev1.PodSpec) []error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(spec.Containers) == 0 {
+		fail("the pod has no container")
+	}
+	volumes := map[string]bool{}
+	for _, v := range spec.Volumes {
+		if volumes[v.Name] {
+			fail("volume %q is declared twice", v.Name)
+		}
+		volumes[v.Name] = true
+		for _, msg := range validation.IsDNS1123Label(v.Name) {
+			fail("volume %q: %s", v.Name, msg)
+		}
+	}
+	names := map[string]bool{}
+	for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+		if names[c.Name] {
+			fail("container %q is declared twice", c.Name)
+		}
+		names[c.Name] = true
+		for _, msg := range validation.IsDNS1123Label(c.Name) {
+			fail("container %q: %s", c.Name, msg)
+		}
+		if c.Image == "" {
+			fail("container %q has no image", c.Name)
+		}
+		ports := map[string]bool{}
+		for _, p := range c.Ports {
+			for _, msg := range validation.IsValidPortNum(int(p.ContainerPort)) {
+				fail("container %q port %d: %s", c.Name, p.ContainerPort, msg)
+			}
+			if p.Name == "" {
+				continue
+			}
+			for _, msg := range validation.IsValidPortName(p.Name) {
+				fail("container %q port name %q: %s", c.Name, p.Name, msg)
+			}
+			if ports[p.Name] {
+				fail("container %q declares port %q twice", c.Name, p.Name)
+			}
+			ports[p.Name] = true
+		}
+		for _, e := range c.Env {
+			for _, msg := range validation.IsEnvVarName(e.Name) {
+				fail("container %q env %q: %s", c.Name, e.Name, msg)
+			}
+			if e.Value != "" && e.ValueFrom != nil {
+				fail("container %q env %q has both value and valueFrom", c.Name, e.Name)
+			}
+		}
+		for _, m := range c.VolumeMounts {
+			if !volumes[m.Name] {
+				fail("container %q mounts volume %q, which the pod does not declare", c.Name, m.Name)
+			}
+		}
+		for what, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
+			if probe == nil {
+				continue
+			}
+			var port *intstr.IntOrString
+			if probe.HTTPGet != nil {
+				port = &probe.HTTPGet.Port
+			} else if probe.TCPSocket != nil {
+				port = &probe.TCPSocket.Port
+			}
+			if port != nil && port.Type == intstr.String && !ports[port.StrVal] {
+				fail("container %q %s probe names port %q, which it does not declare", c.Name, what, port.StrVal)
+			}
+		}
+		for resource, limit := range c.Resources.Limits {
+			if request, ok := c.Resources.Requests[resource]; ok && request.Cmp(limit) > 0 {
+				fail("container %q requests more %s (%s) than its limit (%s)", c.Name, resource, request.String(), limit.String())
+			}
 		}
 	}
 	return errs
@@ -165,6 +257,7 @@ func main() {
 	flag.Parse()
 	inputs := flag.Args()
 	var objects []json.RawMessage
+	var typed []named
 	if len(inputs) == 0 {
 		inputs = []string{"-"}
 	}
@@ -195,9 +288,12 @@ func main() {
 				continue
 			}
 			total++
-			id, data, errs := validateDocument(scheme, doc)
+			id, data, obj, errs := validateDocument(scheme, doc)
 			if data != nil {
 				objects = append(objects, data)
+			}
+			if obj != nil && len(errs) == 0 {
+				typed = append(typed, named{id, obj})
 			}
 			kinds[strings.SplitN(id, " ", 2)[0]]++
 			if len(errs) > 0 {
@@ -207,6 +303,11 @@ func main() {
 				}
 			}
 		}
+	}
+	// References between the objects of one render (a Service's pods and ports, an HPA's target, ...).
+	for _, e := range crossCheck(typed) {
+		failed++
+		fmt.Printf("FAIL %v\n", e)
 	}
 	names := make([]string, 0, len(kinds))
 	for k, n := range kinds {
