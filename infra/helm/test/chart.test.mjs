@@ -152,6 +152,20 @@ describe('helm chart: lint and render', () => {
     }
   });
 
+  test('values.schema.json refuses a misspelt key, an unknown mode and a secret-looking setting', () => {
+    for (const [set, message] of [
+      ['gatway.replicaCount=3', /additional properties 'gatway' not allowed/],
+      ['gateway.proxyMode=remot', /\/gateway\/proxyMode/],
+      ['observability.metrics.exporter=statsd', /\/observability\/metrics\/exporter/],
+      // A password has no place in values: the database URL comes from a Secret.
+      ['database.url=postgresql://u:p@h/db', /additional properties 'url' not allowed/],
+    ]) {
+      const r = run(helm, ['template', 'sb', chart, ...KUBE, '--set', set]);
+      assert.notEqual(r.status, 0, `${set} was accepted`);
+      assert.match(r.stderr, message);
+    }
+  });
+
   test('a remote proxy mode without the proxy service, or no database Secret, fails the render', () => {
     const remote = run(helm, [
       'template',
