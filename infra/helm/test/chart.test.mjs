@@ -271,6 +271,27 @@ describe('helm chart: services', () => {
     }
   });
 
+  test('an autoscaler takes a custom metric beside CPU', () => {
+    const { objects } = render(
+      'custom-metric',
+      [],
+      [
+        'syncOrchestratorWorker.autoscaling.enabled=true',
+        'syncOrchestratorWorker.autoscaling.metrics[0].type=External',
+        'syncOrchestratorWorker.autoscaling.metrics[0].external.metric.name=temporal_task_queue_backlog',
+        'syncOrchestratorWorker.autoscaling.metrics[0].external.target.type=AverageValue',
+        'syncOrchestratorWorker.autoscaling.metrics[0].external.target.averageValue=10',
+      ],
+    );
+    const [hpa] = ofKind(objects, 'HorizontalPodAutoscaler');
+    assert.equal(component(hpa), 'sync-orchestrator-worker');
+    assert.deepEqual(
+      hpa.spec.metrics.map((m) => m.type),
+      ['Resource', 'External'],
+    );
+    assert.equal(hpa.spec.metrics[1].external.metric.name, 'temporal_task_queue_backlog');
+  });
+
   test('production: every service autoscales on CPU and has a disruption budget; the ingress has TLS', () => {
     const objects = renders.production.objects;
     const hpas = ofKind(objects, 'HorizontalPodAutoscaler');
