@@ -261,6 +261,16 @@ describe('helm chart: services', () => {
     }
   });
 
+  test('the gateway believes X-Forwarded-For only where an ingress stands in front', () => {
+    const trust = (name) =>
+      ofKind(renders[name].objects, 'Deployment')
+        .find((d) => component(d) === 'gateway')
+        .spec.template.spec.containers[0].env.find((e) => e.name === 'SWITCHBOARD_TRUST_PROXY').value;
+    assert.equal(trust('default'), 'false');
+    assert.equal(trust('dev'), 'false');
+    assert.equal(trust('production'), '1');
+  });
+
   test('each service connects to NATS as its own user with its own password', () => {
     for (const d of ofKind(renders.default.objects, 'Deployment')) {
       const env = d.spec.template.spec.containers[0].env;
