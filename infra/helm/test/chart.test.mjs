@@ -166,7 +166,7 @@ describe('helm chart: lint and render', () => {
     }
   });
 
-  test('a remote proxy mode without the proxy service, or no database Secret, fails the render', () => {
+  test('a proxy-less render with remote mode or functions, or one without a database Secret, fails', () => {
     const remote = run(helm, [
       'template',
       'sb',
@@ -179,6 +179,9 @@ describe('helm chart: lint and render', () => {
     ]);
     assert.notEqual(remote.status, 0);
     assert.match(remote.stderr, /gateway.proxyMode=remote needs proxy.enabled/);
+    const noProxy = run(helm, ['template', 'sb', chart, ...KUBE, '--set', 'proxy.enabled=false']);
+    assert.notEqual(noProxy.status, 0);
+    assert.match(noProxy.stderr, /functionsRuntime needs proxy.enabled/);
     const noDb = run(helm, ['template', 'sb', chart, ...KUBE, '--set', 'database.existingSecret=']);
     assert.notEqual(noDb.status, 0);
     assert.match(noDb.stderr, /database.existingSecret must name a Secret/);
