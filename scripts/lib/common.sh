@@ -167,6 +167,8 @@ ensure_helm_validator() {
   log "building the Helm chart validator (infra/helm/validate, once per change)"
   mkdir -p "$(dirname "$bin")"
   (cd "$src" && go build -o "$bin" .) || die "go build of infra/helm/validate failed"
+  # Builds of earlier versions of the sources are not used again.
+  find "$TOOLS_DIR" -maxdepth 1 -name 'helm-validate-*' ! -name "helm-validate-$hash" -exec rm -rf {} +
 }
 
 # The connect page's browser tests drive Debian's Chromium (playwright-core downloads no browser).
