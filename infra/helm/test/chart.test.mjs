@@ -6,55 +6,11 @@
 // helm and the validator are built once by `scripts/setup.sh` (ensure_helm, ensure_helm_validator in
 // scripts/lib/common.sh); run alone, this file builds the validator itself when it is missing.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const helmDir = join(here, '..');
-const root = join(helmDir, '../..');
-const chart = join(helmDir, 'switchboard');
-const validateDir = join(helmDir, 'validate');
-const toolsDir = process.env.SWITCHBOARD_TOOLS_DIR ?? join(homedir(), '.cache/switchboard/tools');
-const common = readFileSync(join(root, 'scripts/lib/common.sh'), 'utf8');
-const helmVersion = /^HELM_VERSION=(\S+)/m.exec(common)?.[1];
-const helm = process.env.SWITCHBOARD_HELM_BIN ?? join(toolsDir, `helm-${helmVersion}`, 'helm');
-// helm built by `go install` has no cluster version stamped in (it would assume 1.20): name one.
-const KUBE = ['--kube-version', '1.33.0'];
-
-/** The validator's build, keyed by its sources (the same key as ensure_helm_validator in common.sh). */
-function validatorBin() {
-  const sources = [
-    'go.mod',
-    'go.sum',
-    ...readdirSync(validateDir)
-      .filter((f) => f.endsWith('.go'))
-      .sort(),
-  ];
-  const hash = createHash('sha256');
-  for (const f of sources) hash.update(readFileSync(join(validateDir, f)));
-  const bin = join(toolsDir, `helm-validate-${hash.digest('hex').slice(0, 12)}`, 'validate');
-  if (!existsSync(bin)) {
-    mkdirSync(dirname(bin), { recursive: true });
-    const built = spawnSync('go', ['build', '-o', bin, '.'], {
-      cwd: validateDir,
-      encoding: 'utf8',
-      env: { ...process.env, PATH: `/usr/local/go/bin:${process.env.PATH}` },
-    });
-    assert.equal(built.status, 0, `go build of infra/helm/validate failed:\n${built.stderr}`);
-  }
-  return bin;
-}
-
-function run(cmd, args, options = {}) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...options });
-  if (r.error) throw r.error;
-  return r;
-}
+import { KUBE, chart, helm, helmVersion, root, run, validatorBin } from './helm-tools.mjs';
 
 const work = mkdtempSync(join(tmpdir(), 'switchboard-helm-'));
 let validator;

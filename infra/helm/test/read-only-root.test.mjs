@@ -1,7 +1,9 @@
 // What the chart promises of every pod, tried on the built services: each starts with its root
 // filesystem read-only and only a fresh /tmp writable (as `readOnlyRootFilesystem: true` and the chart's
 // emptyDir give it), answers /ready (the worker: polls Temporal), and on SIGTERM exits within the time its
-// Deployment's terminationGracePeriodSeconds leaves after the preStop pause.
+// Deployment's terminationGracePeriodSeconds leaves after the preStop pause. Each serves its own /metrics
+// (the production values' `metrics.exporter: prometheus`), and the series, renamed by the chart's
+// ServiceMonitor, are the ones the dashboard and the alerts query.
 //
 // Runs each service from dist/ in a private mount namespace (`unshare -m`, root only: CI and the dev
 // machines run as root) against the test infrastructure (TEST_DATABASE_URL, TEST_NATS_URL,
@@ -9,11 +11,13 @@
 // reason, where one of those is missing.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { KUBE, chart, helm, helmBuilt, run, validatorBin } from './helm-tools.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 const nodeFlags = JSON.parse(readFileSync(join(root, 'infra/node-flags.json'), 'utf8'));
@@ -58,7 +62,9 @@ const skip = missing.length
     ? 'needs root and unshare -m (a private mount namespace)'
     : !built
       ? 'needs the built services (pnpm turbo run build)'
-      : false;
+      : !helmBuilt
+        ? 'needs helm (bash scripts/setup.sh)'
+        : false;
 
 // / and the repository read-only, a fresh tmpfs on /tmp: what the pod's container sees.
 const READ_ONLY = `
@@ -90,7 +96,10 @@ async function envFor(name, spec) {
     LOG_FORMAT: 'json',
     LOG_LEVEL: 'log',
     OTEL_TRACES_EXPORTER: 'none',
-    OTEL_METRICS_EXPORTER: 'none',
+    // As values-production.yaml: every process serves /metrics (on loopback here).
+    OTEL_METRICS_EXPORTER: 'prometheus',
+    OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
+    OTEL_EXPORTER_PROMETHEUS_PORT: String(await freePort()),
     OTEL_LOGS_EXPORTER: 'none',
     SWITCHBOARD_SERVER_URL: 'http://localhost:3003',
     SWITCHBOARD_CONNECT_URL: 'http://localhost:3009',
@@ -108,6 +117,29 @@ async function envFor(name, spec) {
     env.TEMPORAL_TASK_QUEUE = `ro-root-test-${process.pid}`;
   }
   return env;
+}
+
+/** The production ServiceMonitor's metric relabelings, as the chart renders them. */
+function metricRelabelings() {
+  const work = mkdtempSync(join(tmpdir(), 'switchboard-helm-metrics-'));
+  const r = run(helm, ['template', 'sb', chart, ...KUBE, '-f', join(chart, 'values-production.yaml')]);
+  assert.equal(r.status, 0, r.stderr);
+  writeFileSync(join(work, 'production.yaml'), r.stdout);
+  const v = run(validatorBin(), ['-json', join(work, 'objects.json'), join(work, 'production.yaml')]);
+  assert.equal(v.status, 0, v.stdout);
+  const objects = JSON.parse(readFileSync(join(work, 'objects.json'), 'utf8'));
+  const [monitor] = objects.filter((o) => o.kind === 'ServiceMonitor');
+  return monitor.spec.endpoints[0].metricRelabelings ?? [];
+}
+
+/** A metric name after the relabelings that rewrite __name__ (Prometheus anchors its regexes). */
+function relabel(name, rules) {
+  for (const rule of rules) {
+    if (rule.targetLabel !== '__name__' || (rule.sourceLabels ?? []).join() !== '__name__') continue;
+    const match = new RegExp(`^(?:${rule.regex})$`).exec(name);
+    if (match) name = rule.replacement.replace(/\$\{(\d+)\}/g, (_, i) => match[Number(i)] ?? '');
+  }
+  return name;
 }
 
 async function start(name, spec) {
@@ -173,6 +205,37 @@ test(
         t.diagnostic(`${s.name} ready after ${Date.now() - t0} ms`);
       }
       t.diagnostic(`all ready after ${Date.now() - t0} ms`);
+      // What Prometheus would store from each pod, under the names the dashboard and alerts use.
+      const rules = metricRelabelings();
+      const dashboard = readFileSync(join(root, 'infra/grafana/dashboards/switchboard.json'), 'utf8');
+      const base = (m) => m.replace(/_(bucket|count|sum)$/, '');
+      const queried = new Set(
+        [...dashboard.matchAll(/\b([a-z][a-z0-9_]+)(?:\{|\[)/g)].map((m) => base(m[1])),
+      );
+      const stored = new Set();
+      for (const s of running) {
+        const text = await (
+          await fetch(`http://127.0.0.1:${s.env.OTEL_EXPORTER_PROMETHEUS_PORT}/metrics`)
+        ).text();
+        for (const [, name] of text.matchAll(/^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]/gm))
+          stored.add(base(relabel(name, rules)));
+      }
+      // /ready was asked of every service, and the gateway asked the others over NATS.
+      for (const series of [
+        'http_server_request_duration_seconds',
+        'messaging_client_operation_duration_seconds',
+      ]) {
+        assert.ok(stored.has(series), `no ${series} among ${[...stored].join(', ')}`);
+        assert.ok(queried.has(series), `the dashboard does not query ${series}`);
+      }
+      for (const series of stored) {
+        for (const alias of [`${series}_seconds`, series.replace(/_seconds$/, '')]) {
+          assert.ok(
+            alias === series || !queried.has(alias) || queried.has(series),
+            `the pods give ${series}, the dashboard queries ${alias}`,
+          );
+        }
+      }
       // Then each one is stopped as a rolling update or a scale-in stops it.
       for (const s of running) {
         const begin = Date.now();
