@@ -157,7 +157,7 @@ ensure_helm() {
 }
 
 # The chart's validator (infra/helm/validate: rendered objects decoded strictly into the Kubernetes API
-# types), built once per version of its sources; infra/helm/test/chart.test.mjs computes the same path.
+# types), built once per version of its sources; infra/helm/test/helm-tools.mjs computes the same path.
 ensure_helm_validator() {
   local src="$ROOT/infra/helm/validate" hash bin
   hash="$(cd "$src" && cat go.mod go.sum $(LC_ALL=C ls -- *.go) | sha256sum | cut -c1-12)"
