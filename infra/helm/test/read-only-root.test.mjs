@@ -177,7 +177,7 @@ async function waitUntil(what, check, ms) {
 }
 
 test(
-  'every service starts and drains on a read-only root filesystem with only /tmp writable',
+  "every service starts with only /tmp writable, serves the dashboard's series and drains within its grace",
   { skip, timeout: 240_000 },
   async (t) => {
     assert.ok(grace > preStop, `terminationGracePeriodSeconds ${grace} <= preStopSleepSeconds ${preStop}`);
