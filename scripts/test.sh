@@ -47,7 +47,7 @@ export TEST_MASTER_KEYS="1:$(node -e "process.stdout.write(require('crypto').ran
 cd "$ROOT"
 log "checking docker-compose.yml against the apps and their Dockerfiles"
 node infra/validate-compose.mjs >/dev/null || die "infra/validate-compose.mjs failed (run it for details)"
-node scripts/lib/nats-config.mjs --check || die "infra/nats/nats.conf is out of date (pnpm nats:config)"
+node scripts/lib/nats-config.mjs --check || die "infra/nats/nats.conf or the Helm chart's copy is out of date (pnpm nats:config)"
 
 log "linting (typescript-eslint, type-aware), checking the format (Prettier) and type-checking every workspace"
 pnpm lint || die "lint failed (pnpm lint)"

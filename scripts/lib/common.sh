@@ -13,6 +13,10 @@ TEMPORAL_BIN="$TOOLS_DIR/temporal-$TEMPORAL_VERSION/temporal"
 # message and stalled for seconds under a sustained backlog (bench/README.md, Webhooks, session 10).
 NATS_SERVER_VERSION=v2.15.2
 NATS_SERVER_BIN="$TOOLS_DIR/nats-server-$NATS_SERVER_VERSION/nats-server"
+# Helm, built from source like Temporal (no prebuilt download here), for the chart's offline checks
+# (infra/helm: helm lint and helm template in its `test` task).
+HELM_VERSION=v3.22.0
+HELM_BIN="$TOOLS_DIR/helm-$HELM_VERSION/helm"
 
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1 CHECKPOINT_DISABLE=1 PRISMA_HIDE_UPDATE_MESSAGE=1
 export PATH="/usr/local/go/bin:$PATH"
@@ -148,6 +152,25 @@ ensure_temporal_cli() {
   go_install_once "$TEMPORAL_BIN" "the Temporal CLI $TEMPORAL_VERSION" "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
 }
 
+ensure_helm() {
+  go_install_once "$HELM_BIN" "helm $HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+}
+
+# The chart's validator (infra/helm/validate: rendered objects decoded strictly into the Kubernetes API
+# types), built once per version of its sources; infra/helm/test/helm-tools.mjs computes the same path.
+ensure_helm_validator() {
+  local src="$ROOT/infra/helm/validate" hash bin
+  hash="$(cd "$src" && cat go.mod go.sum $(LC_ALL=C ls -- *.go) | sha256sum | cut -c1-12)"
+  bin="$TOOLS_DIR/helm-validate-$hash/validate"
+  [ -x "$bin" ] && return
+  command -v go >/dev/null || die "Go is required to build infra/helm/validate"
+  log "building the Helm chart validator (infra/helm/validate, once per change)"
+  mkdir -p "$(dirname "$bin")"
+  (cd "$src" && go build -o "$bin" .) || die "go build of infra/helm/validate failed"
+  # Builds of earlier versions of the sources are not used again.
+  find "$TOOLS_DIR" -maxdepth 1 -name 'helm-validate-*' ! -name "helm-validate-$hash" -exec rm -rf {} +
+}
+
 # The connect page's browser tests drive Debian's Chromium (playwright-core downloads no browser).
 ensure_chromium() {
   if [ ! -x /usr/bin/chromium ]; then apt_install chromium; fi
@@ -172,6 +195,8 @@ setup_all() {
   ensure_redis
   ensure_temporal_cli
   ensure_nats_server
+  ensure_helm
+  ensure_helm_validator
   ensure_chromium
   build_all
 }
