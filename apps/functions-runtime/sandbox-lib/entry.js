@@ -24,4 +24,6 @@ globalThis.__sandboxLib = {
   URL: once(() => require('core-js-pure/stable/url')),
   URLSearchParams: once(() => require('core-js-pure/stable/url-search-params')),
   Buffer: once(() => require('buffer').Buffer),
+  // unzipper's Open.buffer (prelude.ts): fflate's browser build, pure JavaScript.
+  fflate: once(() => require('fflate/browser')),
 };

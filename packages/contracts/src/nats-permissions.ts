@@ -7,6 +7,7 @@ import { CONNECTIONS_API_SUBJECTS } from './connections-api';
 import { ENVIRONMENT_VARIABLE_SUBJECTS } from './environment-variables';
 import { AUTH_INTERNAL_SUBJECTS, VAULT_SUBJECTS } from './internal-auth';
 import { PROVIDER_SUBJECTS } from './providers';
+import { INTEGRATION_SUBJECTS } from './integrations';
 
 /**
  * Who may do what on NATS: the one source of truth for the NATS server's users and their subject
@@ -125,6 +126,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
       CONNECTIONS_API_SUBJECTS.setMetadata,
       CONNECTIONS_API_SUBJECTS.updateMetadata,
       PROVIDER_SUBJECTS.get,
+      // nango.getIntegration(): the run's own integration (the runtime names it, never the script).
+      INTEGRATION_SUBJECTS.get,
       ENVIRONMENT_VARIABLE_SUBJECTS.list,
       FUNCTION_HOST_SUBJECTS.checkpointGet,
       FUNCTION_HOST_SUBJECTS.checkpointSave,

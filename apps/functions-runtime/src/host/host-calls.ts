@@ -3,6 +3,7 @@ import {
   CONNECTIONS_API_SUBJECTS,
   ENVIRONMENT_VARIABLE_SUBJECTS,
   FUNCTION_HOST_SUBJECTS,
+  INTEGRATION_SUBJECTS,
   MAX_ACTION_TRIGGER_DEPTH,
   PROVIDER_SUBJECTS,
   SYNC_MODES,
@@ -29,6 +30,7 @@ import { entry, type HostCall, type RunScope } from './host-call';
 import { HostCallError } from './host-call.errors';
 import { ProxyClient, proxyArgsSchema } from './proxy-client';
 import { recordsHostCalls } from './records-host-calls';
+import { UncontrolledFetch, uncontrolledFetchArgsSchema } from './uncontrolled-fetch';
 
 export type { RunScope } from './host-call';
 
@@ -114,6 +116,7 @@ export class HostCalls {
   constructor(
     private readonly nats: NatsRequester,
     private readonly proxy: ProxyClient,
+    private readonly fetcher: UncontrolledFetch,
     @Inject(FUNCTIONS_RUNTIME_ENV) private readonly env: FunctionsRuntimeEnv,
   ) {
     this.table = this.build();
@@ -400,6 +403,35 @@ export class HostCalls {
           });
           return null;
         },
+      }),
+      // A request to any URL, without connection credentials, through the egress policy (uncontrolled-fetch.ts).
+      uncontrolledFetch: entry({
+        types: ALL,
+        args: uncontrolledFetchArgsSchema,
+        run: (s, args) => {
+          if (s.deadline.aborted) throw new HostCallError('script_aborted', 'the run is out of time');
+          return this.fetcher.send(args, s.deadline);
+        },
+      }),
+      // The run's own integration, as Nango's: its client secret only with include: ['credentials'] (README,
+      // "getIntegration"). Another integration is refused.
+      getIntegration: entry({
+        types: ALL,
+        args: z.object({
+          include: z
+            .array(z.enum(['webhook', 'credentials']))
+            .max(2)
+            .default([]),
+        }),
+        run: (s, args) =>
+          this.nats.request(INTEGRATION_SUBJECTS.get, {
+            caller: s.caller,
+            uniqueKey: s.providerConfigKey,
+            include: {
+              webhook: args.include.includes('webhook'),
+              credentials: args.include.includes('credentials'),
+            },
+          }),
       }),
       getCheckpoint: entry({
         types: ALL,

@@ -175,6 +175,7 @@ export class RunsService implements OnModuleInit {
         // A sync run in webhook mode runs the script's webhook handler with the provider's payload.
         entry: req.function.type === 'sync' && req.sync?.mode === 'webhook' ? 'onWebhook' : 'exec',
         lastSyncDate: req.sync?.lastSyncDate ?? null,
+        ...(req.function.attributes ? { attributes: req.function.attributes } : {}),
         limits,
         // An isolate serves later runs only of this environment and this exact bundle.
         poolKey: `${req.caller.environmentId}\u0000${req.function.id}\u0000${req.function.codeSha256}`,
