@@ -48,6 +48,10 @@ export const FUNCTION_HOST_SUBJECTS = {
   checkpointClear: 'orchestrator.v1.checkpoint.clear',
   /** Also what the gateway calls for `POST /action/trigger`. */
   actionTrigger: 'orchestrator.v1.action.trigger',
+  /** `nango.tryAcquireLock` / `releaseLock` / `releaseAllLocks` (and the runtime when a run ends). */
+  lockAcquire: 'orchestrator.v1.lock.acquire',
+  lockRelease: 'orchestrator.v1.lock.release',
+  lockReleaseAll: 'orchestrator.v1.lock.release-all',
 } as const;
 
 /** Deepest chain of scripts triggering actions (`nango.triggerAction`) the runtime lets through. */
@@ -282,6 +286,28 @@ export const checkpointReplySchema = z.object({
   checkpoint: checkpointSaveRequestSchema.shape.checkpoint.nullable(),
 });
 export type CheckpointReply = z.infer<typeof checkpointReplySchema>;
+
+/**
+ * A script's lock, per connection (as Nango's): `owner` is the run's invocation id, set by the runtime from
+ * the run request. A lock is taken when its key is free or its holder's TTL ran out.
+ */
+const lockScope = {
+  caller: callerSchema,
+  connectionId: z.string(),
+  providerConfigKey: z.string(),
+  owner: z.string().uuid(),
+};
+/** Longest lock a script may ask for (a sync's wall clock). */
+export const MAX_LOCK_TTL_MS = 24 * 60 * 60 * 1000;
+export const lockAcquireRequestSchema = z.object({
+  ...lockScope,
+  key: z.string().min(1).max(255),
+  ttlMs: z.number().int().min(1).max(MAX_LOCK_TTL_MS),
+});
+export const lockReleaseRequestSchema = z.object({ ...lockScope, key: z.string().min(1).max(255) });
+export const lockReleaseAllRequestSchema = z.object(lockScope);
+export const lockReplySchema = z.object({ ok: z.boolean() });
+export type LockReply = z.infer<typeof lockReplySchema>;
 
 export const actionTriggerRequestSchema = z.object({
   caller: callerSchema,

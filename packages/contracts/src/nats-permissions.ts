@@ -133,6 +133,9 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
       FUNCTION_HOST_SUBJECTS.checkpointSave,
       FUNCTION_HOST_SUBJECTS.checkpointClear,
       FUNCTION_HOST_SUBJECTS.actionTrigger,
+      FUNCTION_HOST_SUBJECTS.lockAcquire,
+      FUNCTION_HOST_SUBJECTS.lockRelease,
+      FUNCTION_HOST_SUBJECTS.lockReleaseAll,
       // A sync's records and the sync controls a script may use.
       'orchestrator.v1.records.>',
       'orchestrator.v1.sync.>',

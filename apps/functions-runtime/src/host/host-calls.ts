@@ -21,6 +21,8 @@ import {
   type ConnectionCredentials,
   type EnvironmentVariable,
   type FunctionType,
+  type LockReply,
+  MAX_LOCK_TTL_MS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -127,6 +129,26 @@ export class HostCalls {
     return Object.entries(this.table)
       .filter(([, call]) => call.types.includes(type))
       .map(([name]) => name);
+  }
+
+  /** A run that took locks ends: whatever it still holds is released (Nango releases them when a script ends). */
+  async releaseLocks(scope: RunScope): Promise<void> {
+    if (!scope.locks.taken) return;
+    try {
+      await this.nats.request(FUNCTION_HOST_SUBJECTS.lockReleaseAll, this.lockScope(scope));
+    } catch (error) {
+      // They expire with their TTL anyway.
+      this.logger.warn(`releasing the locks of a run failed: ${(error as Error)?.name ?? typeof error}`);
+    }
+  }
+
+  private lockScope(s: RunScope) {
+    return {
+      caller: s.caller,
+      connectionId: s.connectionId,
+      providerConfigKey: s.providerConfigKey,
+      owner: s.invocationId,
+    };
   }
 
   /**
@@ -432,6 +454,43 @@ export class HostCalls {
               credentials: args.include.includes('credentials'),
             },
           }),
+      }),
+      // Cross-run locks of the run's connection, held by this run (its invocation id) until released, until
+      // the run ends, or until their TTL runs out.
+      tryAcquireLock: entry({
+        types: ALL,
+        args: z.object({
+          key: z.string().min(1).max(255),
+          ttlMs: z.number().int().min(1).max(MAX_LOCK_TTL_MS),
+        }),
+        run: async (s, args) => {
+          s.locks.taken = true;
+          const reply = await this.nats.request<LockReply>(FUNCTION_HOST_SUBJECTS.lockAcquire, {
+            ...this.lockScope(s),
+            key: args.key,
+            ttlMs: args.ttlMs,
+          });
+          return reply.ok;
+        },
+      }),
+      releaseLock: entry({
+        types: ALL,
+        args: z.object({ key: z.string().min(1).max(255) }),
+        run: async (s, args) =>
+          (
+            await this.nats.request<LockReply>(FUNCTION_HOST_SUBJECTS.lockRelease, {
+              ...this.lockScope(s),
+              key: args.key,
+            })
+          ).ok,
+      }),
+      releaseAllLocks: entry({
+        types: ALL,
+        args: z.unknown(),
+        run: async (s) => {
+          await this.nats.request(FUNCTION_HOST_SUBJECTS.lockReleaseAll, this.lockScope(s));
+          return null;
+        },
       }),
       getCheckpoint: entry({
         types: ALL,

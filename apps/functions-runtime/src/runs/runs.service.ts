@@ -142,6 +142,7 @@ export class RunsService implements OnModuleInit {
       variant: req.variant ?? 'base',
       ...(req.sync ? { sync: req.sync } : {}),
       merging: new Map(),
+      locks: { taken: false },
       ...(req.candidate ? { candidate: req.candidate } : {}),
       depth: req.depth,
       deadline: deadline.signal,
@@ -187,6 +188,8 @@ export class RunsService implements OnModuleInit {
       });
     } finally {
       untrack();
+      // Not awaited: the answer does not wait for the release (the locks expire with their TTL anyway).
+      void this.hostCalls.releaseLocks(scope);
       // Whatever the script left running host-side (a proxied call, a sleep) ends with the run.
       deadline.abort();
       stop.abort();

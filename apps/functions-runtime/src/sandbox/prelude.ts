@@ -372,7 +372,8 @@ export const PRELUDE_SOURCE = String.raw`
       enumerable: false,
       get() {
         const value = load();
-        setGlobal(name, value);
+        // Undefined while the part is loading (its own module looked for the global): the getter stays.
+        if (value !== undefined) setGlobal(name, value);
         return value;
       },
       set(value) {
@@ -738,6 +739,11 @@ export const PRELUDE_SOURCE = String.raw`
           body: body === undefined ? null : body,
         });
         return responseOf(reply);
+      },
+      tryAcquireLock: (options) => call('tryAcquireLock', { key: options && options.key, ttlMs: options && options.ttlMs }),
+      releaseLock: (options) => call('releaseLock', { key: options && options.key }),
+      releaseAllLocks: async () => {
+        await call('releaseAllLocks', {});
       },
       getCheckpoint: () => call('getCheckpoint', {}),
       saveCheckpoint: (checkpoint) => call('saveCheckpoint', { checkpoint }),

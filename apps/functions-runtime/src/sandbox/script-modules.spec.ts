@@ -1,6 +1,6 @@
 import { createHash, createHmac, createSign, createVerify, generateKeyPairSync } from 'node:crypto';
 import { zipSync } from 'fflate';
-import { runInSandbox, type SandboxRequest } from './sandbox';
+import { configurePool, runInSandbox, type SandboxRequest } from './sandbox';
 
 /**
  * The modules and globals a script requires (crypto, unzipper) and the sandbox-only SDK calls
@@ -194,5 +194,28 @@ describe('setLogger and getFlowAttributes', () => {
     expect(out.attributes).toEqual({ region: 'eu', limit: 3 });
     const none = await output(action(`return { attributes: nango.getFlowAttributes() };`));
     expect(none.output.attributes).toBeNull();
+  });
+});
+
+describe('URL in a ready context', () => {
+  beforeAll(() => configurePool(4));
+  afterAll(() => configurePool(0));
+
+  it('is the constructor in the next run of a pooled isolate too (its part evaluated ahead)', async () => {
+    const code = action(`return { href: new URL(input.url).href, isReady: typeof URL };`);
+    const results = [];
+    for (const url of ['https://a.example/x', 'https://b.example/y', 'https://c.example/z']) {
+      const result = await runInSandbox(request(code, { url }, { poolKey: 'ready-url' }));
+      results.push({
+        readyContext: result.readyContext,
+        output: result.status === 'success' ? JSON.parse(result.outputJson ?? 'null') : result.error,
+      });
+    }
+    expect(results.map((r) => r.output)).toEqual([
+      { href: 'https://a.example/x', isReady: 'function' },
+      { href: 'https://b.example/y', isReady: 'function' },
+      { href: 'https://c.example/z', isReady: 'function' },
+    ]);
+    expect(results.some((r) => r.readyContext)).toBe(true);
   });
 });
