@@ -7,8 +7,12 @@ import { createHash, createHmac, createSign, getHashes, randomBytes, randomUUID 
  * host is handed in: no key objects, no streams, only bytes and strings.
  */
 
-/** Most bytes one call hashes or signs (the isolate's own heap limit bounds what it can hold anyway). */
-export const MAX_CRYPTO_INPUT_BYTES = 64 * 1024 * 1024;
+/**
+ * Most bytes one digest hashes or signs. The host computes it on the main thread, outside the isolate's CPU
+ * clock (only the wall clock counts it): 16 MiB is tens of milliseconds of SHA-256, a pause other runs on
+ * this process can take.
+ */
+export const MAX_CRYPTO_INPUT_BYTES = 16 * 1024 * 1024;
 /** Most random bytes per call (Node's getRandomValues allows 65536; randomBytes is asked for more). */
 export const MAX_RANDOM_BYTES = 1024 * 1024;
 
