@@ -6,11 +6,20 @@
 // milliseconds of CPU (README, "Isolates"), and most runs touch only some of them.
 const once = (load) => {
   let loaded = false;
+  let loading = false;
   let value;
   const get = () => {
     if (!loaded) {
-      value = load();
-      loaded = true;
+      // Asked again while loading (core-js's URL looks for a native URL on the global object, whose getter
+      // loads this very part): nothing yet, so the module polyfills instead of keeping a half-made export.
+      if (loading) return undefined;
+      loading = true;
+      try {
+        value = load();
+        loaded = true;
+      } finally {
+        loading = false;
+      }
     }
     return value;
   };
@@ -24,4 +33,6 @@ globalThis.__sandboxLib = {
   URL: once(() => require('core-js-pure/stable/url')),
   URLSearchParams: once(() => require('core-js-pure/stable/url-search-params')),
   Buffer: once(() => require('buffer').Buffer),
+  // unzipper's Open.buffer (prelude.ts): fflate's browser build, pure JavaScript.
+  fflate: once(() => require('fflate/browser')),
 };

@@ -3,6 +3,7 @@ import { ServiceKitModule } from '@switchboard/service-kit';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from './config/env';
 import { HostCalls } from './host/host-calls';
 import { ProxyClient } from './host/proxy-client';
+import { UncontrolledFetch } from './host/uncontrolled-fetch';
 import { OutputStore } from './runs/output-store';
 import { RunCancellations } from './runs/run-cancellations';
 import { RunsHandlers } from './runs/runs.handlers';
@@ -18,6 +19,7 @@ export class AppModule {
       providers: [
         { provide: FUNCTIONS_RUNTIME_ENV, useValue: env },
         ProxyClient,
+        UncontrolledFetch,
         HostCalls,
         OutputStore,
         RunCancellations,

@@ -48,6 +48,10 @@ export const FUNCTION_HOST_SUBJECTS = {
   checkpointClear: 'orchestrator.v1.checkpoint.clear',
   /** Also what the gateway calls for `POST /action/trigger`. */
   actionTrigger: 'orchestrator.v1.action.trigger',
+  /** `nango.tryAcquireLock` / `releaseLock` / `releaseAllLocks` (and the runtime when a run ends). */
+  lockAcquire: 'orchestrator.v1.lock.acquire',
+  lockRelease: 'orchestrator.v1.lock.release',
+  lockReleaseAll: 'orchestrator.v1.lock.release-all',
 } as const;
 
 /** Deepest chain of scripts triggering actions (`nango.triggerAction`) the runtime lets through. */
@@ -72,6 +76,30 @@ export const functionNameSchema = z
 
 /** A compiled bundle travels inline on NATS (default max payload 1 MiB); deploy refuses anything larger. */
 export const MAX_FUNCTION_BUNDLE_BYTES = 768 * 1024;
+
+/**
+ * The modules a function bundle may `require` (Nango allows url, crypto, zod, botbuilder, soap and unzipper;
+ * the CLI keeps them out of the bundle). The functions runtime provides these inside its sandbox; a bundle
+ * that requires anything else, `soap` and `botbuilder` included, is refused at deploy (`unsupported_module`).
+ */
+export const FUNCTION_MODULES = ['zod', 'url', 'node:url', 'crypto', 'node:crypto', 'unzipper'] as const;
+
+/** Modules the nango CLI lets a script import that this runtime does not provide, with why. */
+export const UNSUPPORTED_FUNCTION_MODULES: Readonly<Record<string, string>> = {
+  soap: 'the SOAP client is not available in Switchboard functions; build the envelope and send it with nango.proxy or nango.uncontrolledFetch',
+  botbuilder: 'the Bot Framework SDK is not available in Switchboard functions',
+};
+
+/**
+ * The modules a CommonJS bundle requires by a literal name, in order of first appearance. The CLI's esbuild
+ * output names every external module this way; a computed `require(name)` is not seen here and fails at
+ * run time as any module the runtime does not have.
+ */
+export function requiredModules(code: string): string[] {
+  const found = new Set<string>();
+  for (const match of code.matchAll(/\brequire\(\s*(["'`])([^"'`\n]{1,200})\1\s*\)/g)) found.add(match[2]!);
+  return [...found];
+}
 
 /** Per-run limits; the runtime fills what is absent from its configured defaults, and caps what is present. */
 export const functionRunLimitsSchema = z.object({
@@ -109,6 +137,8 @@ export const functionRunRequestSchema = z.object({
     code: z.string().max(MAX_FUNCTION_BUNDLE_BYTES),
     /** JSON schema of the action's input, when the script declared one (validated before the script runs). */
     inputJsonSchema: z.unknown().optional(),
+    /** The function's deployed `attributes` (Nango's flow attributes): `nango.getFlowAttributes()`. */
+    attributes: z.record(z.string(), z.unknown()).optional(),
   }),
   connection: z.object({
     connectionId: z.string(),
@@ -256,6 +286,28 @@ export const checkpointReplySchema = z.object({
   checkpoint: checkpointSaveRequestSchema.shape.checkpoint.nullable(),
 });
 export type CheckpointReply = z.infer<typeof checkpointReplySchema>;
+
+/**
+ * A script's lock, per connection (as Nango's): `owner` is the run's invocation id, set by the runtime from
+ * the run request. A lock is taken when its key is free or its holder's TTL ran out.
+ */
+const lockScope = {
+  caller: callerSchema,
+  connectionId: z.string(),
+  providerConfigKey: z.string(),
+  owner: z.string().uuid(),
+};
+/** Longest lock a script may ask for (a sync's wall clock). */
+export const MAX_LOCK_TTL_MS = 24 * 60 * 60 * 1000;
+export const lockAcquireRequestSchema = z.object({
+  ...lockScope,
+  key: z.string().min(1).max(255),
+  ttlMs: z.number().int().min(1).max(MAX_LOCK_TTL_MS),
+});
+export const lockReleaseRequestSchema = z.object({ ...lockScope, key: z.string().min(1).max(255) });
+export const lockReleaseAllRequestSchema = z.object(lockScope);
+export const lockReplySchema = z.object({ ok: z.boolean() });
+export type LockReply = z.infer<typeof lockReplySchema>;
 
 export const actionTriggerRequestSchema = z.object({
   caller: callerSchema,

@@ -8,6 +8,7 @@ import { CONNECTIONS_API_SUBJECTS } from './connections-api';
 import { ENVIRONMENT_VARIABLE_SUBJECTS } from './environment-variables';
 import { AUTH_INTERNAL_SUBJECTS, VAULT_SUBJECTS } from './internal-auth';
 import { PROVIDER_SUBJECTS } from './providers';
+import { INTEGRATION_SUBJECTS } from './integrations';
 
 /**
  * Who may do what on NATS: the one source of truth for the NATS server's users and their subject
@@ -128,11 +129,16 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
       CONNECTIONS_API_SUBJECTS.setMetadata,
       CONNECTIONS_API_SUBJECTS.updateMetadata,
       PROVIDER_SUBJECTS.get,
+      // nango.getIntegration(): the run's own integration (the runtime names it, never the script).
+      INTEGRATION_SUBJECTS.get,
       ENVIRONMENT_VARIABLE_SUBJECTS.list,
       FUNCTION_HOST_SUBJECTS.checkpointGet,
       FUNCTION_HOST_SUBJECTS.checkpointSave,
       FUNCTION_HOST_SUBJECTS.checkpointClear,
       FUNCTION_HOST_SUBJECTS.actionTrigger,
+      FUNCTION_HOST_SUBJECTS.lockAcquire,
+      FUNCTION_HOST_SUBJECTS.lockRelease,
+      FUNCTION_HOST_SUBJECTS.lockReleaseAll,
       // A sync's records and the sync controls a script may use.
       'orchestrator.v1.records.>',
       'orchestrator.v1.sync.>',

@@ -25,6 +25,8 @@ export const RECORDS_SUBJECTS = {
   deleteUnseen: 'orchestrator.v1.records.delete-unseen',
   /** runtime → orchestrator: where `setMergingStrategy({strategy: 'ignore_if_modified_after'})` starts. */
   lastCursor: 'orchestrator.v1.records.last-cursor',
+  /** runtime → orchestrator: `listRecords` (a page of the sync's own records of one model, by cursor). */
+  listForRun: 'orchestrator.v1.records.list-for-run',
 } as const;
 
 /** Nango's model name (`models` of a sync) and variant alphabets. */
@@ -242,6 +244,13 @@ export const recordsGetByIdsRequestSchema = z.object({
 export type RecordsGetByIdsRequest = z.infer<typeof recordsGetByIdsRequestSchema>;
 
 export const recordsRunScopeRequestSchema = z.object(runScope);
+
+export const recordsListForRunRequestSchema = z.object({
+  ...runScope,
+  limit: z.number().int().min(1).max(RECORDS_BATCH_SIZE),
+  cursor: z.string().max(1000).optional(),
+});
+export type RecordsListForRunRequest = z.infer<typeof recordsListForRunRequestSchema>;
 
 /**
  * `deleteUnseen`: without `window`, what this run did not save is deleted

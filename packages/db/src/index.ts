@@ -44,6 +44,7 @@ export type OrchestratorDb = Pick<
   | 'invocation'
   | 'invocationLog'
   | 'functionCheckpoint'
+  | 'functionLock'
   | 'sync'
   | 'syncRun'
 >;

@@ -18,6 +18,12 @@ export const envSchema = z
     /** The key the proxy service checks callers with; or derived from the oldest master key when unset. */
     SWITCHBOARD_INTERNAL_TOKEN: z.string().min(32).optional(),
     SWITCHBOARD_MASTER_KEYS: envFragments.masterKeys.SWITCHBOARD_MASTER_KEYS.optional(),
+    /**
+     * Egress exceptions of `nango.uncontrolledFetch` (a script's own requests, without connection
+     * credentials): when unset, the shared `SWITCHBOARD_EGRESS_ALLOW`; only public addresses otherwise.
+     */
+    SWITCHBOARD_FUNCTIONS_EGRESS_ALLOW: z.string().optional(),
+    SWITCHBOARD_EGRESS_ALLOW: z.string().default(''),
 
     // ---- per-run limits (a request may ask for less, never for more) ----
     /** V8 heap of one run's isolate, MB (isolated-vm's own default; min 8). */

@@ -28,6 +28,8 @@ export interface RunScope {
    * that read the connection use it instead of the vault; the calls that would write it are refused.
    */
   candidate?: CandidateConnection;
+  /** Whether the run took a lock (`tryAcquireLock`): its locks are released when it ends. */
+  locks: { taken: boolean };
   /** The run's `depth` (how many triggerAction calls led to it). */
   depth: number;
   /** Aborted at the run's wall clock: provider calls in flight stop, new ones are refused. */

@@ -3,6 +3,7 @@ import {
   CONNECTIONS_API_SUBJECTS,
   ENVIRONMENT_VARIABLE_SUBJECTS,
   FUNCTION_HOST_SUBJECTS,
+  INTEGRATION_SUBJECTS,
   MAX_ACTION_TRIGGER_DEPTH,
   PROVIDER_SUBJECTS,
   SYNC_MODES,
@@ -20,6 +21,8 @@ import {
   type ConnectionCredentials,
   type EnvironmentVariable,
   type FunctionType,
+  type LockReply,
+  MAX_LOCK_TTL_MS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -29,6 +32,7 @@ import { entry, type HostCall, type RunScope } from './host-call';
 import { HostCallError } from './host-call.errors';
 import { ProxyClient, proxyArgsSchema } from './proxy-client';
 import { recordsHostCalls } from './records-host-calls';
+import { UncontrolledFetch, uncontrolledFetchArgsSchema } from './uncontrolled-fetch';
 
 export type { RunScope } from './host-call';
 
@@ -114,6 +118,7 @@ export class HostCalls {
   constructor(
     private readonly nats: NatsRequester,
     private readonly proxy: ProxyClient,
+    private readonly fetcher: UncontrolledFetch,
     @Inject(FUNCTIONS_RUNTIME_ENV) private readonly env: FunctionsRuntimeEnv,
   ) {
     this.table = this.build();
@@ -124,6 +129,26 @@ export class HostCalls {
     return Object.entries(this.table)
       .filter(([, call]) => call.types.includes(type))
       .map(([name]) => name);
+  }
+
+  /** A run that took locks ends: whatever it still holds is released (Nango releases them when a script ends). */
+  async releaseLocks(scope: RunScope): Promise<void> {
+    if (!scope.locks.taken) return;
+    try {
+      await this.nats.request(FUNCTION_HOST_SUBJECTS.lockReleaseAll, this.lockScope(scope));
+    } catch (error) {
+      // They expire with their TTL anyway.
+      this.logger.warn(`releasing the locks of a run failed: ${(error as Error)?.name ?? typeof error}`);
+    }
+  }
+
+  private lockScope(s: RunScope) {
+    return {
+      caller: s.caller,
+      connectionId: s.connectionId,
+      providerConfigKey: s.providerConfigKey,
+      owner: s.invocationId,
+    };
   }
 
   /**
@@ -398,6 +423,72 @@ export class HostCalls {
             ...(args.connectionId ? { connectionId: args.connectionId } : {}),
             syncs: args.syncs.map(toSyncIdentifier),
           });
+          return null;
+        },
+      }),
+      // A request to any URL, without connection credentials, through the egress policy (uncontrolled-fetch.ts).
+      uncontrolledFetch: entry({
+        types: ALL,
+        args: uncontrolledFetchArgsSchema,
+        run: (s, args) => {
+          if (s.deadline.aborted) throw new HostCallError('script_aborted', 'the run is out of time');
+          return this.fetcher.send(args, s.deadline);
+        },
+      }),
+      // The run's own integration, as Nango's: its client secret only with include: ['credentials'] (README,
+      // "getIntegration"). Another integration is refused.
+      getIntegration: entry({
+        types: ALL,
+        args: z.object({
+          include: z
+            .array(z.enum(['webhook', 'credentials']))
+            .max(2)
+            .default([]),
+        }),
+        run: (s, args) =>
+          this.nats.request(INTEGRATION_SUBJECTS.get, {
+            caller: s.caller,
+            uniqueKey: s.providerConfigKey,
+            include: {
+              webhook: args.include.includes('webhook'),
+              credentials: args.include.includes('credentials'),
+            },
+          }),
+      }),
+      // Cross-run locks of the run's connection, held by this run (its invocation id) until released, until
+      // the run ends, or until their TTL runs out.
+      tryAcquireLock: entry({
+        types: ALL,
+        args: z.object({
+          key: z.string().min(1).max(255),
+          ttlMs: z.number().int().min(1).max(MAX_LOCK_TTL_MS),
+        }),
+        run: async (s, args) => {
+          s.locks.taken = true;
+          const reply = await this.nats.request<LockReply>(FUNCTION_HOST_SUBJECTS.lockAcquire, {
+            ...this.lockScope(s),
+            key: args.key,
+            ttlMs: args.ttlMs,
+          });
+          return reply.ok;
+        },
+      }),
+      releaseLock: entry({
+        types: ALL,
+        args: z.object({ key: z.string().min(1).max(255) }),
+        run: async (s, args) =>
+          (
+            await this.nats.request<LockReply>(FUNCTION_HOST_SUBJECTS.lockRelease, {
+              ...this.lockScope(s),
+              key: args.key,
+            })
+          ).ok,
+      }),
+      releaseAllLocks: entry({
+        types: ALL,
+        args: z.unknown(),
+        run: async (s) => {
+          await this.nats.request(FUNCTION_HOST_SUBJECTS.lockReleaseAll, this.lockScope(s));
           return null;
         },
       }),

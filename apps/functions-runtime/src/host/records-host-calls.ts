@@ -192,6 +192,24 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
         return records;
       },
     }),
+    // One page of the sync's own records of a model (its connection and variant), oldest change first.
+    listRecords: entry({
+      types: SYNC,
+      args: z.object({
+        model: modelArg,
+        cursor: z.string().max(1000).nullish(),
+        limit: z.number().int().min(1).max(RECORDS_BATCH_SIZE).default(100),
+      }),
+      run: async (s, args) => {
+        const model = modelOf(s, 'listRecords', args.model);
+        const page = await nats.request<ListRecordsResponse>(RECORDS_SUBJECTS.listForRun, {
+          ...runScopeOf(s, model),
+          limit: args.limit,
+          ...(args.cursor ? { cursor: args.cursor } : {}),
+        });
+        return { records: page.records, next_cursor: page.next_cursor ?? null };
+      },
+    }),
     // Opens the model's deletion window (or joins the one an earlier run of a checkpointed full refresh
     // left open): what every run of the window saves counts as seen when trackDeletesEnd closes it.
     trackDeletesStart: entry({

@@ -142,6 +142,7 @@ export class RunsService implements OnModuleInit {
       variant: req.variant ?? 'base',
       ...(req.sync ? { sync: req.sync } : {}),
       merging: new Map(),
+      locks: { taken: false },
       ...(req.candidate ? { candidate: req.candidate } : {}),
       depth: req.depth,
       deadline: deadline.signal,
@@ -175,6 +176,7 @@ export class RunsService implements OnModuleInit {
         // A sync run in webhook mode runs the script's webhook handler with the provider's payload.
         entry: req.function.type === 'sync' && req.sync?.mode === 'webhook' ? 'onWebhook' : 'exec',
         lastSyncDate: req.sync?.lastSyncDate ?? null,
+        ...(req.function.attributes ? { attributes: req.function.attributes } : {}),
         limits,
         // An isolate serves later runs only of this environment and this exact bundle.
         poolKey: `${req.caller.environmentId}\u0000${req.function.id}\u0000${req.function.codeSha256}`,
@@ -186,6 +188,8 @@ export class RunsService implements OnModuleInit {
       });
     } finally {
       untrack();
+      // Not awaited: the answer does not wait for the release (the locks expire with their TTL anyway).
+      void this.hostCalls.releaseLocks(scope);
       // Whatever the script left running host-side (a proxied call, a sleep) ends with the run.
       deadline.abort();
       stop.abort();

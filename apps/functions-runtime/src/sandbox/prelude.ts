@@ -27,6 +27,9 @@ export const PRELUDE_SOURCE = String.raw`
   const g = globalThis;
   const lib = g.__sandboxLib;
   delete g.__sandboxLib;
+  // Node's crypto, synchronously (host-crypto.ts): bytes in, bytes out, copied both ways.
+  const hostCrypto = g.__hostCrypto;
+  delete g.__hostCrypto;
   // The run's own bindings: none until the host binds the one run this context serves.
   let hostCall;
   let hostLog;
@@ -64,7 +67,7 @@ export const PRELUDE_SOURCE = String.raw`
   // The library's parts are evaluated on first use (sandbox-lib/entry.js): a run pays only for what it touches.
   // Which parts the script reached for (its module top level included): the host reads them after the
   // run (used, below), and has them evaluated ahead in the next context of the same function version.
-  const touched = { zod: false, URL: false, URLSearchParams: false, Buffer: false };
+  const touched = { zod: false, URL: false, URLSearchParams: false, Buffer: false, fflate: false };
   const part = (name) => {
     touched[name] = true;
     return lib[name]();
@@ -97,8 +100,12 @@ export const PRELUDE_SOURCE = String.raw`
         }
       })
       .join(' ');
+  // nango.setLogger({ level }): lines under the level (or all, 'off') are not kept.
+  const LEVELS = { debug: 0, info: 1, warn: 2, error: 3, off: 4 };
+  let minLevel = 0;
   const log = (level, args) => {
     if (!bound) needsRun('logging');
+    if ((LEVELS[level] === undefined ? 1 : LEVELS[level]) < minLevel) return;
     let message = format(args);
     if (message.length > meta.logLineChars) message = message.slice(0, meta.logLineChars) + '…';
     hostLog.applySync(undefined, [level, message]);
@@ -188,6 +195,158 @@ export const PRELUDE_SOURCE = String.raw`
     }
   };
 
+  // ---- crypto (Node's, computed by the host: results equal Node's byte for byte) --------------------
+  const cryptoCall = (op, a, b, c) =>
+    hostCrypto.applySync(undefined, [op, a, b, c], { arguments: { copy: true }, result: { copy: true } });
+  const bytesOf = (data, encoding, what) => {
+    if (typeof data === 'string') return Buffer().from(data, encoding || 'utf8');
+    if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (data instanceof ArrayBuffer) return new Uint8Array(data);
+    throw new TypeError('The "' + what + '" argument must be of type string or an instance of Buffer, TypedArray, or DataView');
+  };
+  // Each update keeps a copy of its bytes (a script may reuse its buffer); digest sends them all at once.
+  const copyOf = (view) => new Uint8Array(view);
+  const output = (bytes, encoding) => {
+    const buf = Buffer().from(bytes);
+    return encoding === undefined || encoding === 'buffer' ? buf : buf.toString(encoding);
+  };
+  class Hash {
+    constructor(algorithm, op, key) {
+      this._algorithm = String(algorithm);
+      this._op = op;
+      this._key = key;
+      this._chunks = [];
+      this._done = false;
+      // Unknown algorithms fail here, as in Node.
+      if (op !== 'sign') cryptoCall(op, this._algorithm, op === 'hmac' ? key : [], op === 'hmac' ? [] : undefined);
+    }
+    update(data, encoding) {
+      if (this._done) throw new Error('Digest already called');
+      this._chunks.push(copyOf(bytesOf(data, encoding, 'data')));
+      return this;
+    }
+    digest(encoding) {
+      if (this._done) throw new Error('Digest already called');
+      this._done = true;
+      const chunks = this._chunks;
+      this._chunks = [];
+      const out = this._op === 'hmac' ? cryptoCall('hmac', this._algorithm, this._key, chunks) : cryptoCall('hash', this._algorithm, chunks);
+      return output(out, encoding);
+    }
+    copy() {
+      if (this._done) throw new Error('Digest already called');
+      const twin = Object.create(Hash.prototype);
+      Object.assign(twin, this, { _chunks: this._chunks.slice() });
+      return twin;
+    }
+  }
+  class Sign {
+    constructor(algorithm) {
+      this._algorithm = String(algorithm);
+      this._chunks = [];
+    }
+    update(data, encoding) {
+      this._chunks.push(copyOf(bytesOf(data, encoding, 'data')));
+      return this;
+    }
+    sign(key, encoding) {
+      const pem = typeof key === 'string' ? key : key && typeof key.key === 'string' ? key.key : ArrayBuffer.isView(key) ? Buffer().from(key.buffer, key.byteOffset, key.byteLength).toString('utf8') : undefined;
+      if (pem === undefined) throw new TypeError('sign needs the private key as PEM text');
+      return output(cryptoCall('sign', this._algorithm, pem, this._chunks), encoding);
+    }
+  }
+  const randomFill = (view) => {
+    const bytes = cryptoCall('random', view.byteLength);
+    new Uint8Array(view.buffer, view.byteOffset, view.byteLength).set(bytes);
+    return view;
+  };
+  const getRandomValues = (view) => {
+    if (!ArrayBuffer.isView(view) || view instanceof Float32Array || view instanceof Float64Array || view instanceof DataView) {
+      throw new TypeError('getRandomValues needs an integer typed array');
+    }
+    if (view.byteLength > 65536) throw new RangeError('getRandomValues: more than 65536 bytes requested');
+    return randomFill(view);
+  };
+  const randomUUID = () => cryptoCall('uuid');
+  let cryptoModule;
+  const crypto = () => {
+    if (cryptoModule) return cryptoModule;
+    cryptoModule = {
+      createHash: (algorithm) => new Hash(algorithm, 'hash'),
+      createHmac: (algorithm, key) => new Hash(algorithm, 'hmac', copyOf(bytesOf(key, 'utf8', 'key'))),
+      createSign: (algorithm) => new Sign(algorithm),
+      randomBytes: (size, callback) => {
+        const bytes = Buffer().from(cryptoCall('random', Number(size)));
+        if (typeof callback === 'function') {
+          Promise.resolve().then(() => callback(null, bytes));
+          return undefined;
+        }
+        return bytes;
+      },
+      randomUUID,
+      randomInt: (min, max) => {
+        if (max === undefined) {
+          max = min;
+          min = 0;
+        }
+        const range = max - min;
+        if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || range <= 0 || range > 2 ** 48) {
+          throw new RangeError('randomInt needs safe integers with 0 < max - min <= 2^48');
+        }
+        // Rejection sampling over 48 random bits: no modulo bias.
+        const limit = 2 ** 48 - (2 ** 48 % range);
+        for (;;) {
+          const b = cryptoCall('random', 6);
+          const n = ((b[0] * 256 + b[1]) * 256 + b[2]) * 16777216 + ((b[3] * 256 + b[4]) * 256 + b[5]);
+          if (n < limit) return min + (n % range);
+        }
+      },
+      timingSafeEqual: (a, b) => {
+        const x = bytesOf(a, undefined, 'buf1');
+        const y = bytesOf(b, undefined, 'buf2');
+        if (x.byteLength !== y.byteLength) throw new RangeError('Input buffers must have the same byte length');
+        let diff = 0;
+        for (let i = 0; i < x.byteLength; i++) diff |= x[i] ^ y[i];
+        return diff === 0;
+      },
+      getRandomValues,
+      webcrypto: { getRandomValues, randomUUID },
+    };
+    return cryptoModule;
+  };
+
+  // ---- unzipper (what scripts use of it: Open.buffer, then each entry's buffer()) --------------------
+  let unzipperModule;
+  const unzipper = () => {
+    if (unzipperModule) return unzipperModule;
+    const fflate = () => part('fflate');
+    const open = async (data) => {
+      const zip = bytesOf(data, undefined, 'buffer');
+      const files = [];
+      // A first pass lists the entries without inflating any (the filter refuses each one).
+      fflate().unzipSync(zip, {
+        filter: (file) => {
+          const isDir = file.name.endsWith('/');
+          files.push({
+            path: file.name,
+            type: isDir ? 'Directory' : 'File',
+            compressedSize: file.size,
+            uncompressedSize: file.originalSize,
+            buffer: async () => {
+              const out = fflate().unzipSync(zip, { filter: (f) => f.name === file.name });
+              const bytes = out[file.name];
+              return Buffer().from(bytes ? bytes : new Uint8Array(0));
+            },
+          });
+          return false;
+        },
+      });
+      return { files };
+    };
+    unzipperModule = { Open: { buffer: open } };
+    return unzipperModule;
+  };
+
   const installGlobals = {
     console: consoleObject,
     setTimeout,
@@ -196,6 +355,8 @@ export const PRELUDE_SOURCE = String.raw`
     TextDecoder,
     atob: (s) => Buffer().from(String(s), 'base64').toString('latin1'),
     btoa: (s) => Buffer().from(String(s), 'latin1').toString('base64'),
+    // Web Crypto's two synchronous calls (no subtle).
+    crypto: { randomUUID, getRandomValues },
   };
   const setGlobal = (name, value) =>
     Object.defineProperty(g, name, { value, writable: true, configurable: true, enumerable: false });
@@ -211,7 +372,8 @@ export const PRELUDE_SOURCE = String.raw`
       enumerable: false,
       get() {
         const value = load();
-        setGlobal(name, value);
+        // Undefined while the part is loading (its own module looked for the global): the getter stays.
+        if (value !== undefined) setGlobal(name, value);
         return value;
       },
       set(value) {
@@ -460,6 +622,60 @@ export const PRELUDE_SOURCE = String.raw`
     }
     return ['info', args];
   };
+  // What uncontrolledFetch answers: a fetch Response's reading surface, built from the host's copy.
+  class FetchHeaders {
+    constructor(entries) {
+      this._map = new Map();
+      for (const [k, v] of entries) {
+        const key = String(k).toLowerCase();
+        this._map.set(key, this._map.has(key) ? this._map.get(key) + ', ' + v : String(v));
+      }
+    }
+    get(name) {
+      const v = this._map.get(String(name).toLowerCase());
+      return v === undefined ? null : v;
+    }
+    has(name) {
+      return this._map.has(String(name).toLowerCase());
+    }
+    forEach(fn) {
+      for (const [k, v] of this._map) fn(v, k, this);
+    }
+    entries() {
+      return this._map.entries();
+    }
+    keys() {
+      return this._map.keys();
+    }
+    values() {
+      return this._map.values();
+    }
+    [Symbol.iterator]() {
+      return this._map.entries();
+    }
+  }
+  const responseOf = (reply) => {
+    let used = false;
+    const bytes = () => {
+      if (used) return Promise.reject(new TypeError('Body is unusable: Body has already been read'));
+      used = true;
+      return Promise.resolve(Buffer().from(reply.bodyBase64, 'base64'));
+    };
+    return {
+      url: reply.url,
+      status: reply.status,
+      statusText: reply.statusText,
+      ok: reply.status >= 200 && reply.status < 300,
+      redirected: false,
+      headers: new FetchHeaders(reply.headers),
+      get bodyUsed() {
+        return used;
+      },
+      text: () => bytes().then((b) => b.toString('utf8')),
+      json: () => bytes().then((b) => JSON.parse(b.toString('utf8'))),
+      arrayBuffer: () => bytes().then((b) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)),
+    };
+  };
   const makeNango = () => {
     const nango = {
       connectionId: meta.connectionId,
@@ -502,6 +718,33 @@ export const PRELUDE_SOURCE = String.raw`
         return (metadata && metadata.fieldMapping) || {};
       },
       setFieldMapping: (fieldMapping) => call('setMetadata', { metadata: fieldMapping }),
+      setLogger: (logger) => {
+        const level = logger && logger.level;
+        if (!Object.hasOwn(LEVELS, level)) throw new TypeError('setLogger needs { level: "debug" | "info" | "warn" | "error" | "off" }');
+        minLevel = LEVELS[level];
+      },
+      getFlowAttributes: () => (meta.attributes && Object.keys(meta.attributes).length > 0 ? JSON.parse(JSON.stringify(meta.attributes)) : null),
+      getIntegration: (queries) => {
+        const include = queries && queries.include;
+        return call('getIntegration', { include: include === undefined ? [] : Array.isArray(include) ? include : [include] });
+      },
+      uncontrolledFetch: async (options) => {
+        if (!options || typeof options !== 'object' || options.url === undefined) throw new TypeError('uncontrolledFetch needs { url }');
+        const body = options.body;
+        if (body !== undefined && body !== null && typeof body !== 'string') throw new TypeError('uncontrolledFetch: body must be a string');
+        const reply = await call('uncontrolledFetch', {
+          url: String(options.url),
+          method: String(options.method || 'GET').toUpperCase(),
+          headers: options.headers || {},
+          body: body === undefined ? null : body,
+        });
+        return responseOf(reply);
+      },
+      tryAcquireLock: (options) => call('tryAcquireLock', { key: options && options.key, ttlMs: options && options.ttlMs }),
+      releaseLock: (options) => call('releaseLock', { key: options && options.key }),
+      releaseAllLocks: async () => {
+        await call('releaseAllLocks', {});
+      },
       getCheckpoint: () => call('getCheckpoint', {}),
       saveCheckpoint: (checkpoint) => call('saveCheckpoint', { checkpoint }),
       clearCheckpoint: () => call('clearCheckpoint', {}),
@@ -563,6 +806,26 @@ export const PRELUDE_SOURCE = String.raw`
         }
         return found;
       };
+      // Nango's two forms: listRecords({ model, cursor?, limit? }) → { records, next_cursor } (a page), and
+      // the SDK's listRecords(model, { cursor? }), an async generator over every record from the cursor on.
+      const listPage = async (model, cursor, limit) => {
+        checkModel('listRecords', model);
+        return call('listRecords', { model, cursor: cursor || null, limit: limit === undefined ? 100 : limit });
+      };
+      nango.listRecords = (modelOrOptions, options) => {
+        if (modelOrOptions && typeof modelOrOptions === 'object') {
+          return listPage(modelOrOptions.model, modelOrOptions.cursor, modelOrOptions.limit);
+        }
+        return (async function* () {
+          let cursor = options && options.cursor;
+          for (;;) {
+            const page = await listPage(modelOrOptions, cursor, 100);
+            for (const record of page.records) yield record;
+            if (!page.next_cursor) return;
+            cursor = page.next_cursor;
+          }
+        })();
+      };
       nango.trackDeletesStart = async (model) => {
         checkModel('trackDeletesStart', model);
         await call('trackDeletesStart', { model });
@@ -584,13 +847,16 @@ export const PRELUDE_SOURCE = String.raw`
   let nango;
 
   // ---- running the bundle -----------------------------------------------------------------------
-  // Of Nango's allow-list (url, crypto, zod, botbuilder, soap, unzipper): zod and url.
+  // Of Nango's allow-list (url, crypto, zod, botbuilder, soap, unzipper): all but soap and botbuilder, which
+  // the deploy refuses (FUNCTION_MODULES in contracts).
   const requireModule = (name) => {
     if (name === 'zod') return zod();
     if (name === 'url' || name === 'node:url') {
       return { URL: part('URL'), URLSearchParams: part('URLSearchParams') };
     }
-    throw new Error('Cannot find module "' + name + '": only "zod" and "url" are available to functions');
+    if (name === 'crypto' || name === 'node:crypto') return crypto();
+    if (name === 'unzipper') return unzipper();
+    throw new Error('Cannot find module "' + name + '": functions may require only zod, url, crypto and unzipper');
   };
   const plain = (value) => {
     try {
@@ -704,7 +970,7 @@ export const PRELUDE_SOURCE = String.raw`
   };
 
   // ---- what the host calls (through its reference to control) ------------------------------------------
-  const PARTS = ['zod', 'URL', 'URLSearchParams', 'Buffer'];
+  const PARTS = ['zod', 'URL', 'URLSearchParams', 'Buffer', 'fflate'];
   const bind = (call, logRef, sleepRef, metaJson) => {
     if (bound) return 'bound';
     hostCall = call;
@@ -725,7 +991,7 @@ export const PRELUDE_SOURCE = String.raw`
   // Only what the script reached for counts, not what warm evaluated (a part it stops using is dropped).
   const used = () => {
     let out = '';
-    for (let i = 0; i < 4; i++) if (touched[PARTS[i]] === true) out += (out ? ',' : '') + PARTS[i];
+    for (let i = 0; i < PARTS.length; i++) if (touched[PARTS[i]] === true) out += (out ? ',' : '') + PARTS[i];
     return out;
   };
   // Bind and start in one crossing, for a context whose bundle is loaded already (a ready context): a

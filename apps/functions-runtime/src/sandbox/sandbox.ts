@@ -11,6 +11,7 @@ import {
 import ivm from 'isolated-vm';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
+import { hostCrypto } from './host-crypto';
 import { PRELUDE_SOURCE } from './prelude';
 
 /** The limits one run gets, already capped by configuration. */
@@ -44,6 +45,8 @@ export interface SandboxRequest {
   entry?: 'exec' | 'onWebhook';
   /** Syncs: when the last successful run started (`nango.lastSyncDate`), null on a first or full run. */
   lastSyncDate?: string | null;
+  /** The function's deployed attributes (`nango.getFlowAttributes()`). */
+  attributes?: Record<string, unknown>;
   limits: RunLimits;
   /** Answers one host call with the JSON envelope the prelude expects; never rejects. */
   hostCall(name: string, args: HostCallArgs): Promise<string>;
@@ -159,6 +162,8 @@ interface RunContext {
   bundleLoaded: boolean;
   /** Isolate CPU that top level used: charged to the run, as it would have been had it run in it. */
   loadCpuMs: number;
+  /** The context's synchronous crypto callback (host-crypto.ts), released with the context. */
+  crypto: ivm.Reference<typeof hostCrypto>;
 }
 
 async function prepareIsolate(memoryMb: number): Promise<PreparedIsolate> {
@@ -389,8 +394,16 @@ const SPARE_FIRST_BELOW = 3;
 /** The prelude evaluated in a context that has the library: the host keeps the reference to its control. */
 async function withPrelude(prepared: PreparedIsolate, context: ivm.Context): Promise<RunContext> {
   const prelude = await compiledIn(prepared, PRELUDE_SOURCE, 'switchboard-prelude.js');
-  const control = (await prelude.run(context, { reference: true })) as RunContext['control'];
-  return { context, control, bundleLoaded: false, loadCpuMs: 0 };
+  // Not run-specific (bytes in, bytes out): the prelude takes it off the global object as it does the library.
+  const crypto = new ivm.Reference(hostCrypto);
+  try {
+    await context.global.set('__hostCrypto', crypto);
+    const control = (await prelude.run(context, { reference: true })) as RunContext['control'];
+    return { context, control, bundleLoaded: false, loadCpuMs: 0, crypto };
+  } catch (error) {
+    crypto.release();
+    throw error;
+  }
 }
 
 /**
@@ -411,6 +424,7 @@ async function newContext(prepared: PreparedIsolate, timeout?: number): Promise<
 function releaseContext(ctx: RunContext): void {
   try {
     ctx.control.release();
+    ctx.crypto.release();
     ctx.context.release();
   } catch {
     // the isolate was disposed of meanwhile, and its contexts with it
@@ -714,6 +728,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
       variant: req.variant,
       entry: req.entry ?? 'exec',
       lastSyncDate: req.lastSyncDate ?? null,
+      attributes: req.attributes ?? {},
       outputLimitBytes: req.limits.outputBytes,
       logLineChars: req.limits.logLineChars,
     });

@@ -208,6 +208,9 @@ export class InvocationRunner {
         version: version.version,
         codeSha256: version.sha256,
         code: version.codeJs,
+        ...(config.attributes && Object.keys(config.attributes).length > 0
+          ? { attributes: config.attributes }
+          : {}),
         ...(config.input && definitions[config.input] !== undefined
           ? { inputJsonSchema: definitions[config.input] }
           : {}),

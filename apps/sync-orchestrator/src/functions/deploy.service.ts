@@ -2,7 +2,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   CONNECTION_SUBJECTS,
+  FUNCTION_MODULES,
   SwitchboardError,
+  UNSUPPORTED_FUNCTION_MODULES,
+  requiredModules,
   type Caller,
   type DeployBody,
   type DeployMode,
@@ -344,10 +347,32 @@ export class DeployService {
         });
       }
     });
+    // A module the runtime cannot give the script fails the deploy, not the function's first run.
+    const provided = new Set<string>(FUNCTION_MODULES);
+    desired.forEach((d) => {
+      for (const name of requiredModules(d.js)) {
+        if (provided.has(name)) continue;
+        const why = Object.hasOwn(UNSUPPORTED_FUNCTION_MODULES, name)
+          ? UNSUPPORTED_FUNCTION_MODULES[name]
+          : `functions may require only ${FUNCTION_MODULES.filter((m) => !m.startsWith('node:')).join(', ')}`;
+        errors.push({
+          code: 'unsupported_module',
+          message: `${d.type} "${d.name}" of integration "${d.providerConfigKey}" requires module "${name}": ${why}`,
+          path: ['flowConfigs'],
+        });
+      }
+    });
     if (errors.some((e) => e.code === 'sync_interval_too_short')) {
       throw new SwitchboardError('sync_interval_too_short', errors.map((e) => e.message).join('; '), errors);
     }
-    if (errors.length > 0) throw new SwitchboardError('invalid_body', 'Invalid deploy', errors);
+    if (errors.length > 0) {
+      const modules = errors.filter((e) => e.code === 'unsupported_module');
+      throw new SwitchboardError(
+        'invalid_body',
+        modules.length > 0 ? modules.map((e) => e.message).join('; ') : 'Invalid deploy',
+        errors,
+      );
+    }
 
     const keys = new Set(desired.map((d) => d.providerConfigKey));
     for (const group of body.onEventScriptsByProvider ?? []) keys.add(group.providerConfigKey);

@@ -8,6 +8,7 @@ import { ActionsHandlers } from '../actions/actions.handlers';
 import { ActionsService } from '../actions/actions.service';
 import { InvocationRunner } from '../actions/invocation-runner';
 import { CheckpointsHandlers } from '../checkpoints/checkpoints.handlers';
+import { LocksHandlers } from '../locks/locks.handlers';
 import { KnownConnectionsModule } from '../connections/known-connections';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { AuthEventsConsumer } from '../on-event/auth-events.consumer';
@@ -28,6 +29,7 @@ import { IntegrationDirectory } from './integration-directory';
     FunctionsHandlers,
     ActionsHandlers,
     CheckpointsHandlers,
+    LocksHandlers,
     OnEventHandlers,
     SyncWebhooksHandlers,
   ],

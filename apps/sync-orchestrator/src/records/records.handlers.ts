@@ -3,6 +3,7 @@ import {
   MAX_DELETED_KEYS_REPLY,
   RECORDS_SUBJECTS,
   recordsGetByIdsRequestSchema,
+  recordsListForRunRequestSchema,
   recordsListRequestSchema,
   recordsMessageBytes,
   recordsPruneRequestSchema,
@@ -14,6 +15,7 @@ import {
   type ListRecordsResponse,
   type PruneRecordsResponse,
   type RecordsGetByIdsRequest,
+  type RecordsListForRunRequest,
   type RecordsListReply,
   type RecordsPruneRequest,
   type RecordsDeleteUnseenRequest,
@@ -116,6 +118,16 @@ export class RecordsHandlers implements OnModuleInit {
     return this.store.list(scopeOf(request), request.model, {
       limit: request.ids.length,
       externalIds: request.ids,
+      ...(request.cursor ? { cursor: request.cursor } : {}),
+      maxBytes: this.messageBytes,
+    });
+  }
+
+  /** `nango.listRecords` of a sync run: its own connection's records of one of its models, a page by cursor. */
+  @NatsHandler(RECORDS_SUBJECTS.listForRun, recordsListForRunRequestSchema)
+  async listForRun(request: RecordsListForRunRequest): Promise<ListRecordsResponse> {
+    return this.store.list(scopeOf(request), request.model, {
+      limit: request.limit,
       ...(request.cursor ? { cursor: request.cursor } : {}),
       maxBytes: this.messageBytes,
     });

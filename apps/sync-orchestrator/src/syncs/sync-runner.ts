@@ -314,6 +314,9 @@ export class SyncRunner {
         version: version.version,
         codeSha256: version.sha256,
         code: version.codeJs,
+        ...(config.attributes && Object.keys(config.attributes).length > 0
+          ? { attributes: config.attributes }
+          : {}),
       },
       connection: {
         connectionId: sync.connectionId,

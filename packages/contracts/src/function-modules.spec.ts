@@ -1,0 +1,25 @@
+import { FUNCTION_MODULES, requiredModules } from './functions';
+
+describe('requiredModules', () => {
+  it('finds every literal require of a CLI bundle, in order, once each', () => {
+    const bundle = [
+      'var import_zod = require("zod");',
+      "var crypto = __toESM(require('crypto'));",
+      'var soap = require( `soap` );',
+      'const again = require("zod");',
+      'const computed = require(name);',
+    ].join('\n');
+    expect(requiredModules(bundle)).toEqual(['zod', 'crypto', 'soap']);
+  });
+
+  it('provides Nango allow-list modules but soap and botbuilder', () => {
+    expect([...FUNCTION_MODULES].sort()).toEqual([
+      'crypto',
+      'node:crypto',
+      'node:url',
+      'unzipper',
+      'url',
+      'zod',
+    ]);
+  });
+});
