@@ -227,9 +227,9 @@ async function main(): Promise<void> {
         ...loopback,
         // `--spares=0` makes every isolate when its run starts (the cold path), to show what spares save.
         ...(args.has('spares') ? { FUNCTIONS_SPARE_ISOLATES: String(num('spares', 2)) } : {}),
-        // `--pooled=0` gives every run a fresh isolate (the session-6 design), to compare with the pool.
+        // `--pooled=0` gives every run a fresh isolate (no pool), to compare with the pool.
         ...(args.has('pooled') ? { FUNCTIONS_POOLED_ISOLATES: String(num('pooled', 16)) } : {}),
-        // `--ready=0` makes each pooled run's context on its path (session 8), to compare with ready contexts.
+        // `--ready=0` makes each pooled run's context on its path, to compare with ready contexts.
         ...(args.has('ready') ? { FUNCTIONS_READY_CONTEXTS: num('ready', 1) ? 'true' : 'false' } : {}),
       },
       'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },

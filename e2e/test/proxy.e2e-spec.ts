@@ -24,7 +24,7 @@ import {
 /**
  * The proxy as a migrating Nango user sees it: for each upstream behaviour the proxied answer is the
  * provider's, byte for byte (status, end-to-end headers, body), and the unmodified @nangohq/node client's
- * proxy helpers and options work against it. The byte-for-byte table runs through both gateway modes: the
+ * proxy methods and options work against it. The byte-for-byte table runs through both gateway modes: the
  * stack's gateway (embedded engine, the default) and one more gateway process in remote mode, which
  * streams to the proxy service.
  */

@@ -9,8 +9,8 @@ NODE_VERSION=24.21.0
 NODE_MIN_MAJOR=24
 TEMPORAL_VERSION=v1.5.1
 TEMPORAL_BIN="$TOOLS_DIR/temporal-$TEMPORAL_VERSION/temporal"
-# NATS built from source (go install) like Temporal: Debian's 2.9.10 spent ~3x the CPU per JetStream
-# message and stalled for seconds under a sustained backlog (bench/README.md, Webhooks, session 10).
+# NATS built from source (go install) like Temporal: Debian's 2.9.10 cost far more CPU per JetStream
+# message and stalled under a sustained backlog (bench/README.md, "Why the current settings").
 NATS_SERVER_VERSION=v2.15.2
 NATS_SERVER_BIN="$TOOLS_DIR/nats-server-$NATS_SERVER_VERSION/nats-server"
 # Helm, built from source like Temporal (no prebuilt download here), for the chart's offline checks

@@ -12,7 +12,6 @@ import { Connection, WorkflowClient } from '@temporalio/client';
 import { MasterKeyring } from '@switchboard/crypto';
 import { createPgPool, createPrismaClient } from '@switchboard/db';
 import { connectNats, NatsRequester } from '@switchboard/messaging';
-import * as activities from './activities';
 import { createActionActivities } from './activities/action.activities';
 import { createSyncActivities } from './activities/sync.activities';
 import { InvocationRunner } from './actions/invocation-runner';
@@ -75,7 +74,6 @@ async function main(): Promise<void> {
       // From dist/ this is dist/workflows/index.js; the SDK bundles it (and only it) for the sandbox.
       workflowsPath: require.resolve('./workflows'),
       activities: {
-        ...activities,
         ...createActionActivities({ runner: new InvocationRunner(db, nats, nc), nc }),
         ...createSyncActivities(syncRunner),
       },

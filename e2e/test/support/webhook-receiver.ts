@@ -99,7 +99,7 @@ export class WebhookReceiver {
   }
 }
 
-/** Plain object of the headers a receiver got (Node lower-cases names), for signature helpers. */
+/** Plain object of the headers a receiver got (Node lower-cases names), for signature checks. */
 export function headerRecord(headers: IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) if (typeof v === 'string') out[k] = v;

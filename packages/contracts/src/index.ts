@@ -8,7 +8,6 @@ export * from './environment-variables';
 export * from './integrations';
 export * from './providers';
 export * from './connections';
-export * from './orchestrator';
 export * from './events';
 export * from './internal-auth';
 export * from './connect';

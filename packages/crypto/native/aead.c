@@ -3,7 +3,7 @@
  *
  * Node's Cipheriv and Decipheriv cost several microseconds per value before any byte is processed (a JS
  * object, a new OpenSSL context, the key schedule, four calls across the boundary); a page of 1000 records
- * spent most of its CPU there (bench/README.md, Records, session 13). Here one OpenSSL context per key and
+ * spent most of its CPU there (bench/README.md, "Why the current settings"). Here one OpenSSL context per key and
  * direction keeps the key schedule, and each value is one call: set the nonce, the associated data, encrypt
  * or decrypt, write or check the 16-byte tag. The OpenSSL is Node's own (its exported symbols and headers).
  */

@@ -133,7 +133,7 @@ const unb64 = (s: string | undefined) => {
  * (`sharedKey()`, format `sb2`, same layout): the key is wrapped once per batch, each value still gets its own
  * nonce and the row's associated data, so a value copied to another row still fails. Reading caches the
  * unwrapped shared keys, so a page of records costs one AES-GCM operation per record instead of two (with
- * OpenSSL 3 each operation's context costs far more than the bytes: see bench/README.md, Records).
+ * OpenSSL 3 each operation's context costs far more than the bytes: see bench/README.md, "Why the current settings").
  * `sealBytes` writes the same envelope in binary (for a bytea column); every reading method takes either.
  */
 export class EnvelopeCipher {

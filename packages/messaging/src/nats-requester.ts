@@ -31,7 +31,7 @@ export class NatsRequester {
    * an async function keeps every variable it holds across an await, so `data` (a batch of 1000 records,
    * say) and its JSON text would otherwise stay reachable for the whole round trip, survive the young
    * generation's collections, and pile up in old and large-object space until a full collection
-   * (bench/README.md, "records-memory").
+   * (bench/README.md, "Why the current settings").
    */
   request<T>(subject: string, data: unknown, options: RequestOptions = {}): Promise<T> {
     let packet: Uint8Array | undefined;

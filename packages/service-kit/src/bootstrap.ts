@@ -30,8 +30,8 @@ export interface BootstrapOptions {
    * the next may start once the heap grew by this share of what survived. Left to itself, V8 picks the
    * factor from its GC and allocation speeds; for a heap that barely grows it picks about the minimum, the
    * room left is then little more than the young generation, and V8 starts marking the whole heap again
-   * soon after each full collection (`Start (task)` in `--trace-incremental-marking`): the gateway marked
-   * its ~55 MB heap every ~7 `GET /records` pages, half of its CPU (bench/README.md, Records). Set when the
+   * soon after each full collection (`Start (task)` in `--trace-incremental-marking`), which cost the gateway
+   * much of its CPU under `GET /records` (bench/README.md, "Why the current settings"). Set when the
    * service starts; V8 reads it at every collection (NODE_OPTIONS would refuse the flag).
    */
   heapGrowingPercent?: number;

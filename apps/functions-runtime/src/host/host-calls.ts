@@ -158,7 +158,7 @@ export class HostCalls {
    * The arguments are parsed and the call started synchronously; only its promise is awaited. An async
    * function keeps everything it holds across an await, and a batch's JSON text (~1 MB) and records kept
    * for a NATS round trip outlive young-generation collections and pile up until a full one
-   * (bench/README.md, "records-memory").
+   * (bench/README.md, "Why the current settings").
    */
   dispatch(scope: RunScope, name: string, args: HostCallArgs): Promise<string> {
     try {

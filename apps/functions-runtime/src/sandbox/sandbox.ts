@@ -856,7 +856,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
  * (external strings are made in the old generation), so each ~1 MB batch a sync saved stayed in the
  * process until something else caused a full GC. And the JSON text of a batch, parsed here, put every
  * short string value (up to 10 characters: most ids) into V8's string table, which also only a full
- * collection empties; a structured copy's strings are ordinary young ones (bench/README.md, "Records").
+ * collection empties; a structured copy's strings are ordinary young ones (bench/README.md, "Why the current settings").
  */
 export type HostCallArgs = { json: string } | { data: object };
 
@@ -872,7 +872,7 @@ function hostCallArgs(args: unknown): HostCallArgs | undefined {
  * Isolates whose run just ended cleanly, by pool key, while their heap is read: only one well under its
  * limit goes back to the pool (and gets its next ready context). The heap is read with isolated-vm's
  * asynchronous call, after the run has answered: the synchronous one blocked this thread until it got the
- * isolate's lock, on every run's path (bench/README.md, "fn-latency").
+ * isolate's lock, on every run's path (bench/README.md, "Why the current settings").
  */
 const returning = new Map<string, Set<Promise<void>>>();
 

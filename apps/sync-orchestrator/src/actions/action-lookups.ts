@@ -13,7 +13,7 @@ const TTL_MS = 5_000;
 
 /**
  * What a synchronous action needs before it runs, kept for a few seconds so a trigger costs no NATS
- * look-up and no query on the hot path (bench/README.md, "Functions"): the deployed action with its
+ * look-up and no query on the hot path (bench/README.md, "Why the current settings"): the deployed action with its
  * current version and the integration's provider (auth-connect's); the connection's existence is
  * `KnownConnections`'. Only found answers are kept, so a just-created integration or function is seen
  * at once. Changes drop what they touch: a deploy or delete on any replica announces

@@ -122,11 +122,11 @@ export class InvocationRunner {
   /**
    * A synchronous action, run once and written once: the invocation row is inserted with its outcome
    * and logs in one transaction when the script is done, instead of created before and updated after
-   * (bench/README.md: statements per action). Nobody can ask for a synchronous action's result while it
+   * (bench/README.md, "Why the current settings"). Nobody can ask for a synchronous action's result while it
    * runs (`GET /action/{id}` serves async ones), so nothing needs the row earlier.
    *
-   * The outcome is answered without waiting for that write (it took ~1-2 ms of every action's latency,
-   * bench/README.md "fn-latency"): the caller's answer does not depend on it. Its run id does lead to the
+   * The outcome is answered without waiting for that write (it was a share of every action's latency,
+   * bench/README.md, "Why the current settings"): the caller's answer does not depend on it. Its run id does lead to the
    * logs, so a read of this invocation waits for a write still under way here (`written`), and the
    * process finishes its writes before it disconnects (`beforeApplicationShutdown`). A crash meanwhile
    * leaves no row, as a crash during the run always did; a failed write is logged (the caller has its

@@ -26,7 +26,7 @@ export interface ActionActivityDeps {
 
 /**
  * Activities of async actions and on-event scripts. Built with the worker's connections (Postgres,
- * NATS), so the worker process constructs them once and registers them beside the ping activity.
+ * NATS), so the worker process constructs them once and registers them with the sync activities.
  */
 export function createActionActivities(deps: ActionActivityDeps) {
   return {

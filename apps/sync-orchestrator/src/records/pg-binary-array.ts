@@ -4,8 +4,8 @@ const BYTEA_OID = 17;
 
 /**
  * A `text[]` parameter in Postgres's binary array format (node-postgres sends a Buffer parameter as
- * binary). For a chunk's sealed payloads (~700 KB) the server parsed the text literal (`{"…","…"}`) in
- * ~6 ms of CPU, half of the upsert's, against ~0.3 ms for this (bench/README.md, Records); the elements
+ * binary). For a chunk's sealed payloads the server's parse of the text literal (`{"…","…"}`) was
+ * half of the upsert's CPU, many times this format's (bench/README.md, "Why the current settings"); the elements
  * need no escaping either. Layout (array_recv): ndim, has-nulls flag, element oid, then per dimension its
  * length and lower bound, then each element's byte length and bytes.
  */

@@ -4,7 +4,7 @@ import type { PgPoolClient } from '@switchboard/db';
  * `COPY (<query>) TO STDOUT (FORMAT binary)` on a node-postgres client, handing each row to `onRow` as
  * Postgres sent it (`CopyRow`: read its fields in the query's column order). node-postgres decodes every
  * field of an ordinary result as UTF-8 text, so a bytea column comes either as hex (twice its bytes, and
- * decoding it cost about as much as the base64url it replaces: ~2 ms for a page of 1000 records) or, with
+ * decoding it cost about as much as the base64url it replaces, bench/records) or, with
  * `binary: true`, corrupted (arbitrary bytes through a UTF-8 decoder); COPY's data messages are the only
  * bytes it hands over untouched. A COPY takes no parameters: callers splice values in as escaped literals.
  *

@@ -278,7 +278,7 @@ const isMergeable = (v: unknown) => v !== null && typeof v === 'object';
  * a transaction-scoped advisory lock, so concurrent batches never race on the same rows or counters.
  *
  * Every statement goes through node-postgres directly (`pool`, not the Prisma client): for these set-based
- * statements Prisma's driver-adapter layer was most of the cost (bench/README.md, Records).
+ * statements Prisma's driver-adapter layer was most of the cost (bench/README.md, "Why the current settings").
  *
  * Built by the Nest module for the service and directly (`new RecordsStore(pool, keyring)`) by the worker.
  */
@@ -633,9 +633,9 @@ export class RecordsStore {
   /**
    * Copies a sealed payload out of node-postgres's receive buffer into one buffer reused for every record
    * (it is decrypted at once, synchronously), answering the copy: valid until the next call. Decrypting
-   * straight from the receive buffer cost the service ~2.5 ms more CPU per 1000-record page, most of it
-   * more garbage collection (the views keep its socket chunks alive, we think); with the copy, no more
-   * than before the payloads were bytea (bench/README.md, Records, session 12).
+   * straight from the receive buffer cost the service more CPU per page, most of it more garbage
+   * collection (the views keep its socket chunks alive, we think); with the copy, no more than before the
+   * payloads were bytea (bench/README.md, "Why the current settings").
    */
   private scratchCopy(bytes: Buffer): Buffer {
     if (bytes.length > this.scratch.length) this.scratch = Buffer.allocUnsafe(bytes.length * 2);

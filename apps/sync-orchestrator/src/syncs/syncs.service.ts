@@ -421,7 +421,7 @@ export class SyncsService {
     return { success: true };
   }
 
-  // ---- helpers -------------------------------------------------------------------------------------
+  // ---- shared by the commands above ---------------------------------------------------------------
 
   /** The syncs a command names: all of the connection's (or integration's) when it names none. */
   private async targets(request: SyncCommandRequest): Promise<SyncRow[]> {

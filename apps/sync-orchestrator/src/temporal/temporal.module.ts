@@ -9,7 +9,6 @@ import {
 import { HealthRegistry } from '@switchboard/service-kit';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
-import { TemporalHandlers } from './temporal.handlers';
 import { TemporalHealthCheck } from './temporal.health';
 import { clientInterceptors } from './tracing';
 
@@ -41,7 +40,6 @@ class TemporalLifecycle implements OnModuleInit, OnApplicationShutdown {
  */
 @Global()
 @Module({
-  controllers: [TemporalHandlers],
   providers: [
     {
       provide: Connection,

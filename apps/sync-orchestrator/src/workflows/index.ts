@@ -1,18 +1,6 @@
 // Runs inside Temporal's deterministic sandbox: import only @temporalio/workflow and types here.
 import { proxyActivities, sleep } from '@temporalio/workflow';
-import type * as activities from '../activities';
 import type { ActionActivities, InvocationWorkflowInput } from '../activities/action.activities';
-
-export interface PingInput {
-  name: string;
-}
-
-const { greet } = proxyActivities<typeof activities>({ startToCloseTimeout: '10 seconds' });
-
-/** Round trip through the worker: the service starts it, an activity answers. */
-export async function pingWorkflow(input: PingInput): Promise<string> {
-  return greet(input.name);
-}
 
 /**
  * An async action or on-event script: up to `maxRetries + 1` attempts on functions-runtime with a
