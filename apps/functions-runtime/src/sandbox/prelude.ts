@@ -615,8 +615,17 @@ export const PRELUDE_SOURCE = String.raw`
     if (error instanceof RangeError && /allocation failed/.test(error.message)) {
       return failure('script_memory_limit', 'the function ran out of memory: ' + error.message);
     }
-    if (error instanceof Error) return failure('script_runtime_error', (error.name || 'Error') + ': ' + error.message);
-    return failure('script_runtime_error', 'the function threw ' + (plain(error) === undefined ? String(error) : JSON.stringify(plain(error))));
+    // The error's name and message travel apart too: the API answers them as Nango's runner does.
+    if (error instanceof Error) {
+      const name = error.name || 'Error';
+      return failure('script_runtime_error', name + ': ' + error.message, {
+        payload: { name, message: String(error.message).slice(0, MESSAGE_CHARS) },
+      });
+    }
+    const thrown = plain(error) === undefined ? String(error) : JSON.stringify(plain(error));
+    return failure('script_runtime_error', 'the function threw ' + thrown, {
+      payload: { name: 'Error', message: thrown.slice(0, MESSAGE_CHARS) },
+    });
   };
 
   const module = { exports: {} };
