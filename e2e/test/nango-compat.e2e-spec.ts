@@ -354,6 +354,12 @@ describe('Nango compatibility seen by the official tools, and /mcp', () => {
       expect(get.status).toBe(405);
       const missing = await api('POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' });
       expectError(missing, 400, 'invalid_headers');
+      const empty = await call(stack.gatewayUrl, 'POST', '/mcp', {
+        key: stack.secretKey,
+        headers: { ...onConnection, 'content-type': 'application/json' },
+      });
+      expect(empty.status).toBe(400);
+      expect(empty.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
     });
   });
 });

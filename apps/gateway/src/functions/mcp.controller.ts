@@ -109,6 +109,18 @@ export class McpController {
       return this.callTool(caller, connectionId, providerConfigKey, action.name, call.params.arguments);
     });
 
+    // The transport reads the message we parsed; without one it would wait for a body already consumed.
+    if (body === null || typeof body !== 'object') {
+      void reply
+        .status(400)
+        .type('application/json')
+        .send({
+          jsonrpc: '2.0',
+          error: { code: -32700, message: 'Parse error: no JSON-RPC message' },
+          id: null,
+        });
+      return;
+    }
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
