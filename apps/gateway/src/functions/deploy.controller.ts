@@ -114,8 +114,8 @@ export class DeployController {
       ttl: nanos(15 * 60_000),
     });
     const bodyRef = randomUUID();
-    // Written function by function: a large project (tens of MB of bundles) is never held twice.
-    // The client publishes every chunk before it waits for their acks: tens of MB need more than its
+    // Serialised function by function: a large project (tens of MB of bundles) is never one more string
+    // beside the parsed body. The client publishes every chunk before it waits for their acks: tens of MB need more than its
     // default 5 s per ack on a busy server.
     await store.put({ name: bodyRef }, ReadableStream.from(deployBodyChunks(body)), {
       timeout: DEPLOY_TIMEOUT_MS,
