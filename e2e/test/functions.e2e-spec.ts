@@ -87,6 +87,10 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       // No version in the script: the server gives the first one.
       expect(run.stdout).toContain('- refuse@v0.0.1');
       expect(run.stdout).toContain('- items@v0.1.0');
+      // On-event scripts are deployed functions too: the answer lists them, so the CLI prints them.
+      for (const onEvent of ['mark-onboarded', 'farewell', 'check-account']) {
+        expect(run.stdout).toContain(`- ${onEvent}@v0.0.1`);
+      }
       // The plan the CLI printed came from our confirmation answer.
       expect(run.stdout).toMatch(/summarize-items/);
     });
@@ -246,6 +250,20 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         'farewell',
         'mark-onboarded',
       ]);
+      // Nango's models list for zero-yaml functions (clients map over it): each schema definition by name.
+      expect(fakehub!.syncs[0]).toMatchObject({
+        models: [{ name: 'FakehubItem', fields: [] }],
+        is_public: false,
+        pre_built: false,
+      });
+      for (const fn of [...fakehub!.actions, ...fakehub!['on-events']]) {
+        expect(fn).toMatchObject({ models: expect.any(Array), is_public: false, pre_built: false });
+      }
+      expect(
+        (fakehub!.actions.find((a) => a.name === 'summarize-items')!.models as { name: string }[])
+          .map((m) => m.name)
+          .sort(),
+      ).toEqual(['ActionInput_fakehub_summarizeitems', 'ActionOutput_fakehub_summarizeitems']);
       expect(fakehub!.actions.find((a) => a.name === 'summarize-items')).toMatchObject({
         version: '1.0.0',
         endpoints: [{ method: 'POST', path: '/fakehub/summary', group: 'Items' }],

@@ -464,8 +464,8 @@ describe('a sync script saving records, read with listRecords', () => {
     }
     const badCursor = await gateway('GET', '/records?model=Contact&cursor=bm9wZQ', undefined, headers);
     expect(badCursor).toEqual({
-      status: 500,
-      body: { error: { code: 'server_error', message: 'Failed to fetch records' } },
+      status: 400,
+      body: { error: { code: 'invalid_cursor', message: expect.stringContaining('cursor') } },
     });
   });
 

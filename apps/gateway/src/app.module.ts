@@ -15,6 +15,7 @@ import { ErrorsFilter } from './http/errors.filter';
 import { ActionsController } from './functions/actions.controller';
 import { DeployController } from './functions/deploy.controller';
 import { FunctionsController } from './functions/functions.controller';
+import { McpController } from './functions/mcp.controller';
 import { RunsController } from './functions/runs.controller';
 import { RecordsController } from './records/records.controller';
 import { ScriptsConfigController } from './functions/scripts-config.controller';
@@ -40,6 +41,7 @@ export const API_CONTROLLERS = [
   DeployController,
   FunctionsController,
   ScriptsConfigController,
+  McpController,
   ActionsController,
   RunsController,
   RecordsController,

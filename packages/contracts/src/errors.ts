@@ -54,6 +54,8 @@ export const ERROR_CODES = [
   'disabled_resource',
   'action_script_runtime_error',
   'action_script_failure',
+  /** A plain error thrown by an action (Nango's runner code); `payload` = `{name, message}`. */
+  'script_internal_error',
   'invalid_action_input',
   'invalid_action_output',
   'action_output_too_large',
@@ -66,6 +68,8 @@ export const ERROR_CODES = [
   'sync_variant_already_exists',
   'resource_capped',
   'sync_interval_too_short',
+  /** A records cursor (`cursor`, `until_cursor`) that does not decode to one we gave out. */
+  'invalid_cursor',
   /**
    * A sync script's write (records, checkpoint) named a run that is no longer the sync's current run
    * (cancelled by a full resync, abandoned, or an earlier attempt of a retried run): refused, nothing written.

@@ -77,7 +77,8 @@ export const DEPLOY_MODES = ['all', 'integration', 'single'] as const;
 export type DeployMode = (typeof DEPLOY_MODES)[number];
 
 export const deployBodySchema = z.object({
-  flowConfigs: z.array(flowConfigSchema).max(1000),
+  /** A whole project in one deploy: large ones have ~1,700 functions over ~35 integrations. */
+  flowConfigs: z.array(flowConfigSchema).max(10_000),
   onEventScriptsByProvider: onEventScriptsByProviderSchema.optional(),
   /** `all`: the whole environment; `integration`: the integrations in the body; `single`: upsert only. */
   deployMode: z.enum(DEPLOY_MODES).optional(),
@@ -139,7 +140,8 @@ export const syncDeploymentResultSchema = z
     name: z.string(),
     version: z.string(),
     providerConfigKey: z.string(),
-    type: z.enum(['sync', 'action']),
+    /** On-event scripts are listed too, with no models (the CLI prints every entry). */
+    type: z.enum(['sync', 'action', 'on-event']),
     models: z.array(z.string()),
     id: z.number().int(),
   })

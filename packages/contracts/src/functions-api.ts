@@ -162,6 +162,14 @@ export const nangoSyncConfigSchema = z.object({
   json_schema: z.record(z.string(), z.unknown()).nullable(),
   sdk_version: z.string().nullable(),
   features: z.array(z.string()),
+  /**
+   * The models the function uses, as Nango lists them for zero-yaml functions: each definition of
+   * `json_schema` by name, `fields` empty (`[]` when there is no schema). Clients map over it.
+   */
+  models: z.array(z.object({ name: z.string(), fields: z.array(z.unknown()) })),
+  /** Nango's flags for functions shared with or copied from its template catalog. */
+  is_public: z.boolean(),
+  pre_built: z.boolean(),
 });
 export const standardNangoConfigSchema = z
   .object({

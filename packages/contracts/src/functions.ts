@@ -319,5 +319,10 @@ export const actionTriggerRequestSchema = z.object({
   maxRetries: z.number().int().min(0).max(5).default(0),
   /** Set by functions-runtime for a script's `nango.triggerAction`: the triggering run's depth + 1. */
   depth: z.number().int().min(0).default(0),
+  /**
+   * The run id of a synchronous action, chosen by the caller (the gateway names it in
+   * `X-Switchboard-Run-Id` whether the run succeeds or fails); a fresh one when absent.
+   */
+  invocationId: z.string().uuid().optional(),
 });
 export type ActionTriggerRequest = z.infer<typeof actionTriggerRequestSchema>;

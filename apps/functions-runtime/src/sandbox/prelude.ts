@@ -881,8 +881,15 @@ export const PRELUDE_SOURCE = String.raw`
     if (error instanceof RangeError && /allocation failed/.test(error.message)) {
       return failure('script_memory_limit', 'the function ran out of memory: ' + error.message);
     }
-    if (error instanceof Error) return failure('script_runtime_error', (error.name || 'Error') + ': ' + error.message);
-    return failure('script_runtime_error', 'the function threw ' + (plain(error) === undefined ? String(error) : JSON.stringify(plain(error))));
+    // An action's error also gives its name and message apart: the API answers them as Nango's runner does.
+    const thrownPayload = (name, message) =>
+      meta.type === 'action' ? { payload: { name, message: String(message).slice(0, MESSAGE_CHARS) } } : undefined;
+    if (error instanceof Error) {
+      const name = error.name || 'Error';
+      return failure('script_runtime_error', name + ': ' + error.message, thrownPayload(name, error.message));
+    }
+    const thrown = plain(error) === undefined ? String(error) : JSON.stringify(plain(error));
+    return failure('script_runtime_error', 'the function threw ' + thrown, thrownPayload('Error', thrown));
   };
 
   const module = { exports: {} };

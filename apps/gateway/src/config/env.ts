@@ -83,12 +83,15 @@ export const envSchema = z
     /** How long a verified key is trusted before it is checked again (revocation delay), in ms. */
     SWITCHBOARD_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
     NATS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-    /** Largest JSON body of `POST /sync/deploy(/confirmation)`: compiled bundles with inline source maps, in bytes. */
+    /**
+     * Largest JSON body of `POST /sync/deploy(/confirmation)`: compiled bundles with inline source maps, in
+     * bytes. One `nango deploy` carries the whole project: ~35 integrations and ~1,700 functions are ~35 MB.
+     */
     SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES: z.coerce
       .number()
       .int()
       .min(1024)
-      .default(16 * 1_048_576),
+      .default(64 * 1_048_576),
     /** How long a synchronous `POST /action/trigger` waits for the script (the orchestrator's limit, same name), in ms. */
     SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(900_000),
     /**

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, Headers, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import {
   fieldErrorsFromZod,
@@ -11,6 +12,7 @@ import {
   type ActionOutputReply,
   type ActionTriggerReply,
   type Caller as CallerType,
+  type ErrorCode,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
@@ -22,6 +24,18 @@ import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { parseBody, parseParams, parseQuery } from '../http/validation';
 
 const noQuery = z.object({}).strict();
+
+/** Codes of an action that ran and failed (it has logs under its run id), not of a refused request. */
+const RUN_FAILURE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'action_script_runtime_error',
+  'script_internal_error',
+  'action_script_failure',
+  'invalid_action_input',
+  'invalid_action_output',
+  'action_output_too_large',
+  'script_timeout',
+]);
+const isRunFailure = (code: ErrorCode): boolean => RUN_FAILURE_CODES.has(code);
 const idParams = z.object({ id: z.string().min(1).max(255) });
 
 /** An action's output as JSON whatever it is (a bare string too), as Nango answers it. */
@@ -77,24 +91,35 @@ export class ActionsController {
     }
     const { action_name, input } = parseBody(triggerActionBodySchema, body);
     const isAsync = parsedHeaders.data['x-async'] === 'true';
-    const result = await this.nats.request<ActionTriggerReply>(
-      FUNCTION_HOST_SUBJECTS.actionTrigger,
-      {
-        caller,
-        connectionId: parsedHeaders.data['connection-id'],
-        providerConfigKey: parsedHeaders.data['provider-config-key'],
-        actionName: action_name,
-        ...(input !== undefined ? { input } : {}),
-        async: isAsync,
-        maxRetries: parsedHeaders.data['x-max-retries'] ?? 0,
-      },
-      // A synchronous action holds the request for as long as the script may run.
-      {
-        timeoutMs: isAsync
-          ? this.env.NATS_REQUEST_TIMEOUT_MS
-          : this.env.SWITCHBOARD_ACTION_TIMEOUT_MS + 10_000,
-      },
-    );
+    // Chosen here so that a run that fails is named in the answer as one that succeeds.
+    const invocationId = isAsync ? undefined : randomUUID();
+    let result: ActionTriggerReply;
+    try {
+      result = await this.nats.request<ActionTriggerReply>(
+        FUNCTION_HOST_SUBJECTS.actionTrigger,
+        {
+          caller,
+          connectionId: parsedHeaders.data['connection-id'],
+          providerConfigKey: parsedHeaders.data['provider-config-key'],
+          actionName: action_name,
+          ...(input !== undefined ? { input } : {}),
+          async: isAsync,
+          maxRetries: parsedHeaders.data['x-max-retries'] ?? 0,
+          ...(invocationId ? { invocationId } : {}),
+        },
+        // A synchronous action holds the request for as long as the script may run.
+        {
+          timeoutMs: isAsync
+            ? this.env.NATS_REQUEST_TIMEOUT_MS
+            : this.env.SWITCHBOARD_ACTION_TIMEOUT_MS + 10_000,
+        },
+      );
+    } catch (error) {
+      if (invocationId && error instanceof SwitchboardError && isRunFailure(error.code)) {
+        void reply.header(RUN_ID_HEADER, invocationId);
+      }
+      throw error;
+    }
     void reply.header(RUN_ID_HEADER, result.invocationId);
     if (result.async) {
       const statusUrl = `/action/${result.invocationId}`;

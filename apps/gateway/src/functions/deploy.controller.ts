@@ -23,6 +23,32 @@ const INLINE_LIMIT_BYTES = 512 * 1024;
 /** Storing many functions can take a while; the CLI waits as long as we need. */
 const DEPLOY_TIMEOUT_MS = 60_000;
 
+const encoder = new TextEncoder();
+
+/**
+ * The deploy body as JSON in pieces (each function on its own), for the object store: the same text
+ * `JSON.stringify(body)` gives, without one string of the whole body beside the parsed one.
+ */
+export function* deployBodyChunks(body: DeployBody): Generator<Uint8Array> {
+  const { flowConfigs, onEventScriptsByProvider, ...rest } = body;
+  yield encoder.encode('{"flowConfigs":[');
+  for (const [i, flow] of flowConfigs.entries()) {
+    yield encoder.encode(`${i > 0 ? ',' : ''}${JSON.stringify(flow)}`);
+  }
+  yield encoder.encode(']');
+  if (onEventScriptsByProvider) {
+    yield encoder.encode(',"onEventScriptsByProvider":[');
+    for (const [i, group] of onEventScriptsByProvider.entries()) {
+      yield encoder.encode(`${i > 0 ? ',' : ''}${JSON.stringify(group)}`);
+    }
+    yield encoder.encode(']');
+  }
+  for (const [key, value] of Object.entries(rest)) {
+    if (value !== undefined) yield encoder.encode(`,${JSON.stringify(key)}:${JSON.stringify(value)}`);
+  }
+  yield encoder.encode('}');
+}
+
 /** The two requests `nango deploy` makes (the CLI reads only the JSON, never the status). */
 @Controller('sync/deploy')
 export class DeployController {
@@ -37,12 +63,18 @@ export class DeployController {
   async confirmation(
     @Caller() caller: CallerType,
     @Headers('user-agent') userAgent: string | undefined,
+    @Headers('content-length') contentLength: string | undefined,
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<ScriptDifferences> {
     assertCliVersion(userAgent);
     parseQuery(noQuery, query);
-    return this.send<ScriptDifferences>(DEPLOY_SUBJECTS.confirm, caller, parseBody(deployBodySchema, body));
+    return this.send<ScriptDifferences>(
+      DEPLOY_SUBJECTS.confirm,
+      caller,
+      parseBody(deployBodySchema, body),
+      contentLength,
+    );
   }
 
   @Post()
@@ -51,6 +83,7 @@ export class DeployController {
   async deploy(
     @Caller() caller: CallerType,
     @Headers('user-agent') userAgent: string | undefined,
+    @Headers('content-length') contentLength: string | undefined,
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<SyncDeploymentResult[]> {
@@ -60,12 +93,19 @@ export class DeployController {
       DEPLOY_SUBJECTS.apply,
       caller,
       parseBody(deployBodySchema, body),
+      contentLength,
     );
   }
 
-  private async send<T>(subject: string, caller: CallerType, body: DeployBody): Promise<T> {
-    const serialized = JSON.stringify(body);
-    if (Buffer.byteLength(serialized) <= INLINE_LIMIT_BYTES) {
+  private async send<T>(
+    subject: string,
+    caller: CallerType,
+    body: DeployBody,
+    contentLength: string | undefined,
+  ): Promise<T> {
+    // The request's own size says whether it fits a message, without serialising a large body whole.
+    const received = Number(contentLength);
+    if (Number.isSafeInteger(received) && received > 0 && received <= INLINE_LIMIT_BYTES) {
       return this.nats.request<T>(subject, { caller, body }, { timeoutMs: DEPLOY_TIMEOUT_MS });
     }
     const store = await this.nc.jetstream().views.os(DEPLOY_PAYLOAD_BUCKET, {
@@ -74,7 +114,12 @@ export class DeployController {
       ttl: nanos(15 * 60_000),
     });
     const bodyRef = randomUUID();
-    await store.putBlob({ name: bodyRef }, Buffer.from(serialized));
+    // Serialised function by function: a large project (tens of MB of bundles) is never one more string
+    // beside the parsed body. The client publishes every chunk before it waits for their acks: tens of MB need more than its
+    // default 5 s per ack on a busy server.
+    await store.put({ name: bodyRef }, ReadableStream.from(deployBodyChunks(body)), {
+      timeout: DEPLOY_TIMEOUT_MS,
+    });
     try {
       return await this.nats.request<T>(subject, { caller, bodyRef }, { timeoutMs: DEPLOY_TIMEOUT_MS });
     } finally {

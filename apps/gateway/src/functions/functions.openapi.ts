@@ -45,7 +45,7 @@ export const FUNCTIONS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
     ok: {
       status: 200,
       schema: z.array(syncDeploymentResultSchema),
-      description: 'The syncs and actions deployed, with their versions (on-event scripts are not listed)',
+      description: 'Every function deployed (syncs, actions and on-event scripts), with its version',
     },
     errors: { 413: 'The body is over SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES (`payload_too_large`)' },
   },
@@ -126,8 +126,29 @@ export const FUNCTIONS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
     },
     errors: {
       202: 'Async: accepted, `{id, statusUrl}` (also in `Location`)',
-      500: 'The script failed: `action_script_runtime_error` (an `ActionError`, its payload in `error.payload`), `action_script_failure`, `invalid_action_output`, `action_output_too_large` (over 10 MB), `script_timeout`',
+      400: '`invalid_action_input`: the input schema refused the input (its issues in `error.payload`; the run id header is set)',
+      500: 'The script failed (the run id header is set): `script_internal_error` (a thrown Error, `error.payload` = `{name, message}`), `action_script_runtime_error` (an `ActionError`, its payload in `error.payload`), `action_script_failure` (load error, CPU or memory limit), `invalid_action_output`, `action_output_too_large` (over 10 MB), `script_timeout`',
     },
+  },
+  {
+    method: 'post',
+    path: '/mcp',
+    summary:
+      "MCP (Streamable HTTP, stateless) for one connection (`Connection-Id`, `Provider-Config-Key`): its integration's enabled actions as tools (`tools/list`, with their input schema and description); `tools/call` runs the action as `POST /action/trigger` does, a failure being a tool result with `isError: true`",
+    scope: 'environment:actions:trigger',
+    request: {
+      headers: z.object({ 'connection-id': z.string(), 'provider-config-key': z.string() }),
+      body: json(z.record(z.string(), z.unknown()).meta({ description: 'A JSON-RPC 2.0 message' })),
+    },
+    ok: { status: 200, schema: z.unknown(), description: 'The JSON-RPC answer (202 for a notification)' },
+    errors: { 400: '`invalid_headers`, or `unknown_connection` when the headers name no connection' },
+  },
+  {
+    method: 'get',
+    path: '/mcp',
+    summary: 'Not served: the MCP endpoint is stateless and opens no event stream (405, a JSON-RPC error)',
+    scope: 'environment:actions:trigger',
+    ok: { status: 405, schema: z.unknown(), description: 'A JSON-RPC error `-32000` "Method not allowed."' },
   },
   {
     method: 'get',

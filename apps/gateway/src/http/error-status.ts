@@ -28,6 +28,7 @@ export function statusForCode(code: ErrorCode): number {
     case 'resource_capped':
     case 'sync_interval_too_short':
     case 'connection_validation_failed':
+    case 'invalid_cursor':
       return 400;
     case 'missing_auth_header':
     case 'malformed_auth_header':
@@ -71,6 +72,7 @@ export function statusForCode(code: ErrorCode): number {
     // What Nango answers when an action fails: 500, with the script's error in the body.
     case 'action_script_runtime_error':
     case 'action_script_failure':
+    case 'script_internal_error':
     case 'invalid_action_output':
     case 'action_output_too_large':
     case 'script_timeout':

@@ -80,7 +80,7 @@ export class ActionsService {
     }
 
     if (!request.async) {
-      const invocationId = randomUUID();
+      const invocationId = request.invocationId ?? randomUUID();
       const outcome = await this.runner.runOnce(fn, request.connectionId, {
         invocationId,
         caller,
@@ -268,12 +268,23 @@ export class ActionsService {
   }
 }
 
+/** Failures whose payload is the caller's to read, as Nango answers them. */
+const PAYLOAD_CODES: ReadonlySet<string> = new Set([
+  // An ActionError's payload, as the script gave it.
+  'action_script_runtime_error',
+  // A thrown Error: `{name, message}`.
+  'script_internal_error',
+  // The zod issues of the action's input or output schema.
+  'invalid_action_input',
+  'invalid_action_output',
+]);
+
 function toError(error: InvocationError, invocationId: string): SwitchboardError {
   return new SwitchboardError(
     error.code,
     error.message,
     undefined,
-    // Nango hands an ActionError's payload back as given; other failures carry the run id for the logs.
-    error.code === 'action_script_runtime_error' ? error.payload : { run_id: invocationId },
+    // Other failures carry the run id for the logs.
+    PAYLOAD_CODES.has(error.code) && error.payload !== undefined ? error.payload : { run_id: invocationId },
   );
 }

@@ -65,7 +65,9 @@ function publicCode(code: FunctionFailureCode): ErrorCode {
       return 'action_output_too_large';
     case 'script_timeout':
       return 'script_timeout';
+    // A plain error thrown by the script: Nango's runner answers it as script_internal_error.
     case 'script_runtime_error':
+      return 'script_internal_error';
     case 'script_load_error':
     case 'script_cpu_limit':
     case 'script_memory_limit':

@@ -50,6 +50,15 @@ interface Plan {
   toDelete: FunctionWithVersion[];
 }
 
+/** Functions written per statement when a deploy stores them. */
+const WRITE_BATCH = 200;
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
 /** Nango's default when a script sets no version, and the first step of bumping one. */
 const FIRST_VERSION = '0.0.1';
 
@@ -172,6 +181,10 @@ export class DeployService {
         for (const d of plan.desired) if (d.type === 'sync') touched.add(d.providerConfigKey);
         const existing = new Map(plan.existing.map((f) => [keyOf(f), f]));
         const now = new Date();
+        // A project may hold thousands of functions: the writes are a few statements for all of them,
+        // not a few per function (one round trip each made a ~1,700-function deploy outlive its transaction).
+        const outcomes: { d: Desired; version: string; id?: number; versionId?: string; sha: string }[] = [];
+        const unchangedIds: number[] = [];
         for (const d of plan.desired) {
           const found = existing.get(keyOf(d));
           const current = found?.currentVersion;
@@ -182,62 +195,69 @@ export class DeployService {
             (d.version === undefined || d.version === current.version) &&
             JSON.stringify(current.config) === JSON.stringify(d.config) &&
             current.codeTs === d.ts;
-          let version = current?.version ?? FIRST_VERSION;
-          let id = found?.id;
           if (unchanged && found) {
-            await tx.deployedFunction.update({
-              where: { id: found.id },
-              data: { lastDeployedAt: now, source, enabled: true },
-            });
+            unchangedIds.push(found.id);
+            outcomes.push({ d, version: current.version, id: found.id, sha });
           } else {
-            version = d.version ?? (current ? nextVersion(current.version) : FIRST_VERSION);
-            const fn =
-              found ??
-              (await tx.deployedFunction.create({
-                data: {
-                  environmentId: caller.environmentId,
-                  providerConfigKey: d.providerConfigKey,
-                  name: d.name,
-                  type: d.type,
-                  event: d.event,
-                  source,
-                  lastDeployedAt: now,
-                },
-              }));
-            id = fn.id;
-            const versionId = randomUUID();
-            await tx.functionVersion.create({
-              data: {
-                id: versionId,
-                functionId: fn.id,
-                version,
-                codeJs: d.js,
-                codeTs: d.ts,
-                sha256: sha,
-                config: d.config as unknown as Prisma.InputJsonValue,
-              },
-            });
-            await tx.deployedFunction.update({
-              where: { id: fn.id },
-              data: {
-                currentVersionId: versionId,
-                lastDeployedAt: now,
-                source,
-                event: d.event,
-                enabled: true,
-              },
-            });
+            const version = d.version ?? (current ? nextVersion(current.version) : FIRST_VERSION);
+            outcomes.push({ d, version, ...(found ? { id: found.id } : {}), versionId: randomUUID(), sha });
           }
-          if (d.type !== 'on-event') {
-            results.push({
-              name: d.name,
-              version,
+        }
+        if (unchangedIds.length > 0) {
+          await tx.deployedFunction.updateMany({
+            where: { id: { in: unchangedIds } },
+            data: { lastDeployedAt: now, source, enabled: true },
+          });
+        }
+        const fresh = outcomes.filter((o) => o.id === undefined);
+        for (const batch of chunks(fresh, WRITE_BATCH)) {
+          const created = await tx.deployedFunction.createManyAndReturn({
+            data: batch.map(({ d }) => ({
+              environmentId: caller.environmentId,
               providerConfigKey: d.providerConfigKey,
+              name: d.name,
               type: d.type,
-              models: d.models,
-              id: id!,
-            });
-          }
+              event: d.event,
+              source,
+              lastDeployedAt: now,
+            })),
+            select: { id: true, providerConfigKey: true, type: true, name: true },
+          });
+          const ids = new Map(created.map((f) => [keyOf(f), f.id]));
+          for (const o of batch) o.id = ids.get(keyOf(o.d));
+        }
+        const changed = outcomes.filter((o) => o.versionId !== undefined);
+        for (const batch of chunks(changed, WRITE_BATCH)) {
+          await tx.functionVersion.createMany({
+            data: batch.map((o) => ({
+              id: o.versionId!,
+              functionId: o.id!,
+              version: o.version,
+              codeJs: o.d.js,
+              codeTs: o.d.ts,
+              sha256: o.sha,
+              config: o.d.config as unknown as Prisma.InputJsonValue,
+            })),
+          });
+          // Raw SQL: one UPDATE pointing each function at its own new version (updateMany sets one value).
+          await tx.$executeRaw`
+            UPDATE orchestrator.functions AS f
+            SET current_version_id = v.version_id::uuid, event = v.event, last_deployed_at = ${now},
+                source = ${source}, enabled = true, updated_at = now()
+            FROM unnest(${batch.map((o) => o.id!)}::int[], ${batch.map((o) => o.versionId!)}::text[],
+                        ${batch.map((o) => o.d.event)}::text[]) AS v(id, version_id, event)
+            WHERE f.id = v.id`;
+        }
+        for (const { d, version, id } of outcomes) {
+          // Every deployed function, on-event scripts included, as Nango lists them (the CLI prints each).
+          results.push({
+            name: d.name,
+            version,
+            providerConfigKey: d.providerConfigKey,
+            type: d.type,
+            models: d.models,
+            id: id!,
+          });
         }
         if (body.reconcile && plan.toDelete.length > 0) {
           await tx.deployedFunction.deleteMany({ where: { id: { in: plan.toDelete.map((f) => f.id) } } });

@@ -164,7 +164,17 @@ export function toNangoSyncConfig(fn: FunctionWithVersion): NangoSyncConfig {
     json_schema: config.json_schema,
     sdk_version: config.sdk_version,
     features: config.features,
+    models: modelsOf(config.json_schema),
+    is_public: false,
+    pre_built: fn.source === 'catalog',
   };
+}
+
+/** Nango's list of a zero-yaml function's models: the schema's definitions by name, without fields. */
+function modelsOf(jsonSchema: Record<string, unknown> | null): { name: string; fields: unknown[] }[] {
+  const definitions = jsonSchema?.definitions;
+  if (!definitions || typeof definitions !== 'object') return [];
+  return Object.keys(definitions).map((name) => ({ name, fields: [] }));
 }
 
 /**

@@ -175,7 +175,8 @@ export class FunctionsHandlers {
     if (!blob) throw new SwitchboardError('invalid_body', 'The deploy body has expired; deploy again');
     let parsed: unknown;
     try {
-      parsed = JSON.parse(Buffer.from(blob).toString('utf8'));
+      // A view of the blob, not a copy of it: a large project's body is tens of MB.
+      parsed = JSON.parse(Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).toString('utf8'));
     } catch {
       throw new SwitchboardError('invalid_body', 'The stored deploy body is not JSON');
     }

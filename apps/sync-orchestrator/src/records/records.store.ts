@@ -667,7 +667,8 @@ export class RecordsStore {
     let cursor: DecodedCursor | undefined;
     if (query.cursor) {
       cursor = Cursor.decode(query.cursor);
-      if (!cursor) throw new OrchestratorError('server_error', 'Failed to fetch records');
+      // A cursor is only ever one we gave out; anything else is the caller's mistake, not ours.
+      if (!cursor) throw new OrchestratorError('invalid_cursor', 'The cursor is not one this API gave out');
     }
     // The rows come by binary COPY (`copyOut`: the payloads as their bytes, not hex), which takes no
     // parameters: every value is a literal escaped by the client (escapeLiteral) or an integer. Each row is
@@ -762,7 +763,8 @@ export class RecordsStore {
     limit: number,
   ): Promise<{ count: number; has_more: boolean }> {
     const until = Cursor.decode(untilCursor);
-    if (!until) throw new OrchestratorError('server_error', 'Failed to prune records');
+    if (!until)
+      throw new OrchestratorError('invalid_cursor', 'The until_cursor is not one this API gave out');
     let result = { count: 0, has_more: false };
     await this.transaction(async (tx) => {
       await this.lock(tx, scope, model);
