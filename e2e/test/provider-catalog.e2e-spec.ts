@@ -1,8 +1,11 @@
+import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { call } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { WebhookReceiver } from './support/webhook-receiver';
 
 /**
  * The provider catalog as a customer's scripts use it: every provider key they name can be turned into an
@@ -52,16 +55,22 @@ function dummyCredentials(authMode: string): Parameters<Nango['createIntegration
 describe('provider catalog through @nangohq/node', () => {
   let stack: Stack;
   let nango: Nango;
+  let receiver: WebhookReceiver;
   const required = requiredKeys();
   const covered = required.filter((key) => !KEYS_PENDING_NEW_AUTH_MODES.includes(key));
 
   beforeAll(async () => {
-    stack = await startStack({ readyTimeoutMs: STACK_READY_TIMEOUT_MS });
+    receiver = await new WebhookReceiver().start();
+    stack = await startStack({
+      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
+      serviceEnv: { 'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' } },
+    });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
   }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();
+    await receiver?.stop();
   });
 
   it('names at least 90 required keys, all but the pending ones covered here', () => {
@@ -139,5 +148,65 @@ describe('provider catalog through @nangohq/node', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     const byDisplayName = await nango.listProviders({ search: 'YouCanBookMe' });
     expect(byDisplayName.data.map((p) => p.name).sort()).toEqual(['youcanbook-me', 'youcanbook-me-public']);
+  });
+
+  it("verifies Checkr Partner webhooks with the app's client secret and routes them by Checkr account", async () => {
+    const api = (method: string, path: string, body?: unknown) =>
+      call(stack.gatewayUrl, method, path, { key: stack.secretKey, body });
+    const clientSecret = `checkr-secret-${randomUUID()}`;
+    expect(
+      (await api('PATCH', '/environment', { webhook_settings: { primary_url: `${receiver.url}/primary` } }))
+        .status,
+    ).toBe(200);
+    await nango.createIntegration({
+      provider: 'checkr-partner',
+      unique_key: 'checkr-hooks',
+      credentials: { type: 'OAUTH2', client_id: 'checkr-client', client_secret: clientSecret },
+    });
+    // checkr_account_id comes from Checkr's token response; an import stands in for the OAuth dance.
+    const imported = await api('POST', '/connections', {
+      provider_config_key: 'checkr-hooks',
+      connection_id: 'checkr-acct-1',
+      credentials: { type: 'OAUTH2', access_token: 'tok-checkr' },
+      connection_config: { checkr_account_id: 'acct-1', client_id: 'checkr-client' },
+    });
+    expect(imported.status).toBe(201);
+
+    const send = (body: unknown, secret: string) => {
+      const text = JSON.stringify(body);
+      return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/checkr-hooks`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-checkr-signature': createHmac('sha256', secret).update(text).digest('hex'),
+        },
+        body: text,
+      });
+    };
+    const event = {
+      id: `evt-${randomUUID()}`,
+      object: 'event',
+      type: 'report.completed',
+      account_id: 'acct-1',
+      data: { object: { id: 'rep-1', object: 'report' } },
+    };
+    expect((await send({ ...event, id: `evt-${randomUUID()}` }, 'not-the-client-secret')).status).toBe(401);
+    expect((await send(event, clientSecret)).status).toBe(200);
+
+    const forwards = () =>
+      receiver.on('/primary').filter((r) => (JSON.parse(r.body) as { type?: string }).type === 'forward');
+    const deadline = Date.now() + 15_000;
+    while (forwards().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    // Only the verified delivery arrives: the forged one stopped at the front door.
+    expect(forwards().map((r) => JSON.parse(r.body) as unknown)).toEqual([
+      {
+        from: 'checkr-partner',
+        type: 'forward',
+        providerConfigKey: 'checkr-hooks',
+        connectionId: 'checkr-acct-1',
+        payload: event,
+        verified: true,
+      },
+    ]);
   });
 });
