@@ -21,16 +21,12 @@ import { WebhookReceiver } from './support/webhook-receiver';
  */
 const KEYS_PENDING_NEW_AUTH_MODES: readonly string[] = [
   'adp',
-  'aws-iam',
   'bill',
   'connectsecure',
   'odoo-cc',
   'perimeter81',
   'sap-success-factors',
   'snowflake-jwt',
-  'tiktok-accounts',
-  'tiktok-ads',
-  'tiktok-personal',
   'tripletex',
 ];
 

@@ -1,6 +1,7 @@
 import { createHmac, createSign } from 'node:crypto';
 import type { ConnectionCredentials, ResolvedIntegration } from '@switchboard/contracts';
 import OAuth from 'oauth-1.0a';
+import { awsSigV4Signer, type AwsSigV4Settings, type RequestSigner } from './aws-sigv4';
 import { ProxyError } from './proxy.errors';
 import { interpolate } from './templates';
 
@@ -15,6 +16,7 @@ export interface ProviderProxySettings {
     body?: Record<string, string>;
     retry?: { at?: string[]; after?: string[]; remaining?: string; error_code?: string[] };
     decompress?: boolean;
+    aws_sigv4?: AwsSigV4Settings;
   };
 }
 
@@ -31,6 +33,8 @@ export interface AuthPlan {
   sign:
     | ((method: string, url: string, form: Record<string, string | string[]> | undefined) => string)
     | undefined;
+  /** Extra headers computed over the final request (AWS Signature V4), for every attempt and redirect. */
+  signRequest?: RequestSigner | undefined;
   /** True when the vault can produce a new token (so a provider 401 is worth one refresh). */
   refreshable: boolean;
 }
@@ -137,7 +141,10 @@ export function planAuth(
     const resolved = interpolate(value, vars);
     if (resolved !== undefined) (bodyFields ??= {})[name] = resolved;
   }
-  return { headers, query, bodyFields, sign, refreshable };
+  const sigv4 = provider.proxy?.aws_sigv4;
+  const signRequest = sigv4 ? awsSigV4Signer(sigv4, credentials, vars) : undefined;
+  if (signRequest) delete headers.authorization; // the signature replaces the Basic pair
+  return { headers, query, bodyFields, sign, signRequest, refreshable };
 }
 
 function oauth1Signer(

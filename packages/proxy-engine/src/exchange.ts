@@ -70,6 +70,8 @@ export class Exchange {
       if (withAuth && request.auth.sign)
         outgoing.authorization = request.auth.sign(method, `${target.origin}${target.path}`, request.form);
       Object.assign(outgoing, headers);
+      if (withAuth && request.auth.signRequest)
+        Object.assign(outgoing, request.auth.signRequest(method, target.origin, target.path, outgoing, body));
 
       // The gateway and the proxy service run without the undici instrumentation: this is the call's span.
       const span = startClientSpan(method, target.origin, target.path, outgoing);

@@ -7,6 +7,7 @@ import {
   type OAuth2Credentials,
 } from './credentials';
 import { ProviderExchangeError, type ExchangeStage } from './exchange.errors';
+import { renameParams, tokenAnswer } from './oauth-param-names';
 import { callProvider } from './provider-http';
 import { interpolateParams, interpolateUrl, type ConnectionConfig } from './templates';
 
@@ -205,19 +206,20 @@ async function postTokenRequest(
     fields['client_secret'] = client.clientSecret;
   }
 
+  const named = renameParams(fields, provider.token_param_names);
   let body: string | undefined;
   const format = provider.body_format ?? 'form';
   switch (format) {
     case 'json':
       headers['content-type'] = 'application/json';
-      body = JSON.stringify(fields);
+      body = JSON.stringify(named);
       break;
     case 'query':
-      for (const [key, value] of Object.entries(fields)) url.searchParams.set(key, value);
+      for (const [key, value] of Object.entries(named)) url.searchParams.set(key, value);
       break;
     case 'form':
       headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = new URLSearchParams(fields).toString();
+      body = new URLSearchParams(named).toString();
       break;
     case 'xml':
       throw new ProviderExchangeError(
@@ -240,7 +242,7 @@ async function postTokenRequest(
     secrets: [client.clientSecret, ...extraSecrets],
     ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
   });
-  return raw;
+  return tokenAnswer(raw, provider, stage);
 }
 
 function oauth2CredentialsFrom(
