@@ -20,7 +20,6 @@ import { WebhookReceiver } from './support/webhook-receiver';
  * this spec then covers them too.
  */
 const KEYS_PENDING_NEW_AUTH_MODES: readonly string[] = [
-  'adp',
   'bill',
   'connectsecure',
   'odoo-cc',

@@ -250,6 +250,11 @@ const entryFields = {
    * CUSTOM uses its own `token_url` and `{proxy.base_url}/user/installations` unless this is set.
    */
   post_connect: z.array(PostConnectCallSchema).optional(),
+  /**
+   * Mutual TLS: the connection's credentials carry `client_certificate` and `client_private_key` (PEM),
+   * presented in the TLS handshake with the token endpoint and on every proxied call (ADP).
+   */
+  mutual_tls: z.boolean().optional(),
   installation_check: z.strictObject({ token_url: urlTemplate, installations_url: urlTemplate }).optional(),
 
   request_url: urlTemplate.optional(),

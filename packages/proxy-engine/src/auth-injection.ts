@@ -1,13 +1,16 @@
 import { createHmac, createSign } from 'node:crypto';
 import type { ConnectionCredentials, ResolvedIntegration } from '@switchboard/contracts';
+import type { ClientCertificate } from '@switchboard/egress';
 import OAuth from 'oauth-1.0a';
 import { awsSigV4Signer, type AwsSigV4Settings, type RequestSigner } from './aws-sigv4';
+import { clientCertificateOf } from './client-certificate';
 import { ProxyError } from './proxy.errors';
 import { interpolate } from './templates';
 
 /** The part of a provider definition the proxy reads (the catalog's `proxy` block and OAuth 1 settings). */
 export interface ProviderProxySettings {
   auth_mode: string;
+  mutual_tls?: boolean;
   signature_method?: 'HMAC-SHA1' | 'RSA-SHA1' | 'PLAINTEXT';
   proxy?: {
     base_url?: string;
@@ -35,6 +38,8 @@ export interface AuthPlan {
     | undefined;
   /** Extra headers computed over the final request (AWS Signature V4), for every attempt and redirect. */
   signRequest?: RequestSigner | undefined;
+  /** The client certificate presented in the TLS handshake (providers with `mutual_tls`). */
+  clientCertificate?: ClientCertificate | undefined;
   /** True when the vault can produce a new token (so a provider 401 is worth one refresh). */
   refreshable: boolean;
 }
@@ -144,7 +149,8 @@ export function planAuth(
   const sigv4 = provider.proxy?.aws_sigv4;
   const signRequest = sigv4 ? awsSigV4Signer(sigv4, credentials, vars) : undefined;
   if (signRequest) delete headers.authorization; // the signature replaces the Basic pair
-  return { headers, query, bodyFields, sign, signRequest, refreshable };
+  const clientCertificate = clientCertificateOf(provider, credentials);
+  return { headers, query, bodyFields, sign, signRequest, clientCertificate, refreshable };
 }
 
 function oauth1Signer(

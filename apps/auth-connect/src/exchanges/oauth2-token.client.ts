@@ -1,3 +1,4 @@
+import type { ClientCertificate } from '@switchboard/egress';
 import type { ResolvedProvider } from '@switchboard/providers';
 import {
   expiresAtFrom,
@@ -29,6 +30,8 @@ interface CommonInput {
   connectionConfig?: ConnectionConfig;
   /** Per-call limit; the default is DEFAULT_PROVIDER_TIMEOUT_MS. */
   timeoutMs?: number;
+  /** The end user's client certificate, for providers with `mutual_tls` (kept with the credentials). */
+  clientCertificate?: ClientCertificate;
 }
 
 export interface AuthorizationCodeInput extends CommonInput {
@@ -164,6 +167,12 @@ export async function requestClientCredentialsToken(
       expiresAtFrom(raw) ?? new Date(Date.now() + DEFAULT_CLIENT_CREDENTIALS_LIFETIME_MS).toISOString(),
     client_id: input.client.clientId,
     client_secret: input.client.clientSecret,
+    ...(input.clientCertificate
+      ? {
+          client_certificate: input.clientCertificate.cert,
+          client_private_key: input.clientCertificate.key,
+        }
+      : {}),
     raw,
   };
   return { credentials, connectionConfig: tokenMetadata(raw, provider) };
@@ -239,8 +248,9 @@ async function postTokenRequest(
     url,
     headers,
     ...(body !== undefined ? { body } : {}),
-    secrets: [client.clientSecret, ...extraSecrets],
+    secrets: [client.clientSecret, input.clientCertificate?.key, ...extraSecrets],
     ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
+    ...(input.clientCertificate ? { clientCertificate: input.clientCertificate } : {}),
   });
   return tokenAnswer(raw, provider, stage);
 }
