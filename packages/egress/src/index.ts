@@ -8,3 +8,4 @@ export {
   type ResolvedAddress,
   type Resolver,
 } from './egress-agent';
+export { ClientCertificateAgents, type ClientCertificate } from './client-certificate-agents';

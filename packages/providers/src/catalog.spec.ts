@@ -3,14 +3,35 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BUILT_IN_CATALOG_PATH, loadCatalog } from './catalog';
 import { ProviderCatalogError } from './catalog.errors';
-import { CORE_PROVIDERS, MIN_PROVIDER_COUNT, coverageProblems } from './coverage';
+import { CORE_PROVIDERS, MIN_PROVIDER_COUNT, coverageProblems, requiredProviderKeys } from './coverage';
+import { ProviderDefinitionSchema } from './schema';
 
 describe('built-in catalog', () => {
   const catalog = loadCatalog();
 
-  it('validates and covers at least the minimum number of providers', () => {
-    expect(catalog.size).toBeGreaterThanOrEqual(MIN_PROVIDER_COUNT);
-    expect(coverageProblems(catalog)).toEqual([]);
+  it('has at least 500 providers, each a valid definition, and every core provider', () => {
+    expect(MIN_PROVIDER_COUNT).toBe(500);
+    expect(catalog.size).toBeGreaterThanOrEqual(500);
+    for (const provider of catalog.list()) {
+      const { name, ...definition } = provider;
+      const parsed = ProviderDefinitionSchema.safeParse(definition);
+      expect([name, parsed.success ? 'valid' : parsed.error.message]).toEqual([name, 'valid']);
+    }
+    expect(coverageProblems(catalog, [])).toEqual([]);
+  });
+
+  it('contains every provider key of catalog/required-providers.yaml', () => {
+    const required = requiredProviderKeys();
+    expect(required.length).toBeGreaterThanOrEqual(90);
+    expect(required.filter((name) => catalog.get(name) === undefined)).toEqual([]);
+  });
+
+  it('reports a missing required key and a catalog below the minimum size', () => {
+    expect(coverageProblems(catalog, ['github', 'no-such-provider'])).toEqual([
+      'required provider "no-such-provider" (catalog/required-providers.yaml) is missing',
+    ]);
+    const tiny = { size: 3, get: (name: string) => catalog.get(name) } as unknown as typeof catalog;
+    expect(coverageProblems(tiny, [])).toContain('the catalog has 3 providers; at least 500 are required');
   });
 
   it.each(Object.entries(CORE_PROVIDERS))('resolves %s with auth mode %s', (name, authMode) => {

@@ -228,6 +228,8 @@ function deepFreeze<T>(value: T): T {
 class InMemoryProviderCatalog implements ProviderCatalog {
   private readonly byName: ReadonlyMap<string, ResolvedProvider>;
   private readonly sorted: readonly ResolvedProvider[];
+  /** Lower-cased `key NUL display name` of each provider of `sorted`, built once: a search only scans it. */
+  private readonly searchIndex: readonly string[];
 
   constructor(definitions: ReadonlyMap<string, ProviderDefinition>) {
     const entries = [...definitions.entries()]
@@ -235,6 +237,9 @@ class InMemoryProviderCatalog implements ProviderCatalog {
       .map(([name, definition]): [string, ResolvedProvider] => [name, deepFreeze({ name, ...definition })]);
     this.byName = new Map(entries);
     this.sorted = entries.map(([, provider]) => provider);
+    this.searchIndex = this.sorted.map((provider) =>
+      `${provider.name}\u0000${provider.display_name}`.toLowerCase(),
+    );
   }
 
   get size(): number {
@@ -248,10 +253,9 @@ class InMemoryProviderCatalog implements ProviderCatalog {
   list(search?: string): ResolvedProvider[] {
     const needle = search?.trim().toLowerCase();
     if (!needle) return [...this.sorted];
-    return this.sorted.filter(
-      (provider) =>
-        provider.name.toLowerCase().includes(needle) || provider.display_name.toLowerCase().includes(needle),
-    );
+    // A needle never holds NUL (trimmed user text), so a match never spans key and display name.
+    if (needle.includes('\u0000')) return [];
+    return this.sorted.filter((_provider, index) => this.searchIndex[index]!.includes(needle));
   }
 
   names(): string[] {

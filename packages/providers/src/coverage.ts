@@ -1,7 +1,26 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { z } from 'zod';
 import type { ProviderCatalog } from './catalog';
-import type { AuthMode } from './schema';
+import { PROVIDER_KEY_PATTERN, type AuthMode } from './schema';
 
-export const MIN_PROVIDER_COUNT = 100;
+export const MIN_PROVIDER_COUNT = 500;
+
+/** The data file listing provider keys users' scripts name; each must be in the catalog. */
+export const REQUIRED_PROVIDERS_PATH = path.resolve(__dirname, '..', 'catalog', 'required-providers.yaml');
+
+const RequiredProvidersFileSchema = z.strictObject({
+  required: z.array(z.string().regex(PROVIDER_KEY_PATTERN)).min(1),
+});
+
+/** Keys from `catalog/required-providers.yaml`, in file order. Throws when the file is unreadable or malformed. */
+export function requiredProviderKeys(file: string = REQUIRED_PROVIDERS_PATH): string[] {
+  const parsed = RequiredProvidersFileSchema.safeParse(parse(readFileSync(file, 'utf8')));
+  if (!parsed.success)
+    throw new Error(`${file}: expected "required: [provider keys]": ${parsed.error.message}`);
+  return parsed.data.required;
+}
 
 /**
  * The providers most Switchboard users connect first, with the auth mode the built-in catalog gives them.
@@ -60,14 +79,24 @@ export const CORE_PROVIDERS = {
   'netsuite-tba': 'TBA',
 } as const satisfies Record<string, AuthMode>;
 
-/** What a catalog lacks to be shipped: too few providers, or a core provider missing. */
-export function coverageProblems(catalog: ProviderCatalog): string[] {
+/**
+ * What a catalog lacks to be shipped: too few providers, a core provider missing, or a key of
+ * `catalog/required-providers.yaml` missing.
+ */
+export function coverageProblems(
+  catalog: ProviderCatalog,
+  requiredKeys: readonly string[] = requiredProviderKeys(),
+): string[] {
   const problems: string[] = [];
   if (catalog.size < MIN_PROVIDER_COUNT) {
     problems.push(`the catalog has ${catalog.size} providers; at least ${MIN_PROVIDER_COUNT} are required`);
   }
   for (const name of Object.keys(CORE_PROVIDERS)) {
     if (catalog.get(name) === undefined) problems.push(`core provider "${name}" is missing`);
+  }
+  for (const name of requiredKeys) {
+    if (catalog.get(name) === undefined)
+      problems.push(`required provider "${name}" (catalog/required-providers.yaml) is missing`);
   }
   return problems;
 }

@@ -13,7 +13,13 @@ export {
   ProviderCatalogError,
   formatProblem,
 } from './catalog.errors';
-export { CORE_PROVIDERS, MIN_PROVIDER_COUNT, coverageProblems } from './coverage';
+export {
+  CORE_PROVIDERS,
+  MIN_PROVIDER_COUNT,
+  REQUIRED_PROVIDERS_PATH,
+  coverageProblems,
+  requiredProviderKeys,
+} from './coverage';
 export {
   AUTH_MODES,
   type AuthMode,

@@ -32,6 +32,31 @@ describe('ProviderEntrySchema', () => {
     expect(ProviderEntrySchema.safeParse({ alias: 'google', display_name: 'Acme' }).success).toBe(true);
   });
 
+  it('accepts OAuth parameter renames, a token response path and SigV4 only in their declared shapes', () => {
+    const oauth = {
+      ...base,
+      auth_mode: 'OAUTH2',
+      authorization_url: 'https://acme.example/auth',
+      token_url: 'https://acme.example/token',
+    };
+    const ok = ProviderEntrySchema.safeParse({
+      ...oauth,
+      authorization_param_names: { client_id: 'client_key' },
+      token_param_names: { client_id: 'app_id', client_secret: 'secret', code: 'auth_code' },
+      token_response_path: 'data',
+      mutual_tls: true,
+      proxy: { base_url: 'https://acme.example', aws_sigv4: { service: 'iam', region: 'us-east-1' } },
+    });
+    expect(ok.success).toBe(true);
+    for (const bad of [
+      { token_param_names: { nonce: 'n' } },
+      { token_param_names: { code: 'auth code' } },
+      { token_response_path: 'data..token' },
+      { proxy: { base_url: 'https://acme.example', aws_sigv4: { service: 'IAM!', region: 'us-east-1' } } },
+    ])
+      expect(ProviderEntrySchema.safeParse({ ...oauth, ...bad }).success).toBe(false);
+  });
+
   it('requires the core fields of a standalone entry', () => {
     const result = ProviderEntrySchema.safeParse({ display_name: 'Acme' });
     expect(result.success).toBe(false);

@@ -98,6 +98,24 @@ const regexSource = z.string().superRefine((value, ctx) => {
   }
 });
 
+/** The standard OAuth 2 request parameters a provider may rename (see `token_param_names`). */
+export const OAUTH_PARAMS = [
+  'client_id',
+  'client_secret',
+  'code',
+  'redirect_uri',
+  'grant_type',
+  'refresh_token',
+  'code_verifier',
+  'scope',
+  'state',
+  'response_type',
+] as const;
+const oauthParamNames = z.partialRecord(
+  z.enum(OAUTH_PARAMS),
+  z.string().regex(/^[A-Za-z0-9_.-]+$/, 'is not a valid parameter name'),
+);
+
 /** One field of the connect form (`connection_config` or `credentials`). */
 export const FormFieldSchema = z.strictObject({
   type: z.literal('string'),
@@ -161,6 +179,13 @@ export const ProxySchema = z.strictObject({
   retry: ProxyRetrySchema.optional(),
   paginate: ProxyPaginateSchema.optional(),
   decompress: z.boolean().optional(),
+  /**
+   * Every request is signed with AWS Signature Version 4 from the connection's BASIC credentials
+   * (`username` = access key id, `password` = secret access key) instead of a Basic header. `region` may be
+   * a template (`${connectionConfig.region}`); the signature covers the method, path, query, host,
+   * `x-amz-date`, the content type and the body.
+   */
+  aws_sigv4: z.strictObject({ service: z.string().regex(/^[a-z0-9-]+$/), region: nonEmpty }).optional(),
 });
 
 /**
@@ -204,6 +229,19 @@ const entryFields = {
   token_response_metadata: z.array(nonEmpty).optional(),
   redirect_uri_metadata: z.array(nonEmpty).optional(),
   alternate_access_token_response_path: nonEmpty.optional(),
+  /**
+   * OAuth 2 parameter names a provider spells its own way, standard name → the provider's (TikTok's
+   * `client_id` → `client_key`, `code` → `auth_code`). `authorization_param_names` applies to the
+   * authorization URL, `token_param_names` to every token request body (code exchange, refresh, client
+   * credentials).
+   */
+  authorization_param_names: oauthParamNames.optional(),
+  token_param_names: oauthParamNames.optional(),
+  /** Dot path of the object that holds `access_token` & co. in every token answer (TikTok Business: `data`). */
+  token_response_path: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/, 'must be a dot path')
+    .optional(),
 
   /**
    * GitHub App installs (APP): where the user code sent with an installation is exchanged for a user token
@@ -212,6 +250,11 @@ const entryFields = {
    * CUSTOM uses its own `token_url` and `{proxy.base_url}/user/installations` unless this is set.
    */
   post_connect: z.array(PostConnectCallSchema).optional(),
+  /**
+   * Mutual TLS: the connection's credentials carry `client_certificate` and `client_private_key` (PEM),
+   * presented in the TLS handshake with the token endpoint and on every proxied call (ADP).
+   */
+  mutual_tls: z.boolean().optional(),
   installation_check: z.strictObject({ token_url: urlTemplate, installations_url: urlTemplate }).optional(),
 
   request_url: urlTemplate.optional(),
@@ -302,6 +345,7 @@ function collectTemplates(entry: ProviderDefinitionShape): { path: (string | num
     for (const [key, value] of Object.entries(entry.proxy.query ?? {})) add(['proxy', 'query', key], value);
     for (const [key, value] of Object.entries(entry.proxy.body ?? {})) add(['proxy', 'body', key], value);
     add(['proxy', 'verification', 'base_url_override'], entry.proxy.verification?.base_url_override);
+    add(['proxy', 'aws_sigv4', 'region'], entry.proxy.aws_sigv4?.region);
   }
   return out;
 }

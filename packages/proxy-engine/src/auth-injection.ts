@@ -1,12 +1,16 @@
 import { createHmac, createSign } from 'node:crypto';
 import type { ConnectionCredentials, ResolvedIntegration } from '@switchboard/contracts';
+import type { ClientCertificate } from '@switchboard/egress';
 import OAuth from 'oauth-1.0a';
+import { awsSigV4Signer, type AwsSigV4Settings, type RequestSigner } from './aws-sigv4';
+import { clientCertificateOf } from './client-certificate';
 import { ProxyError } from './proxy.errors';
 import { interpolate } from './templates';
 
 /** The part of a provider definition the proxy reads (the catalog's `proxy` block and OAuth 1 settings). */
 export interface ProviderProxySettings {
   auth_mode: string;
+  mutual_tls?: boolean;
   signature_method?: 'HMAC-SHA1' | 'RSA-SHA1' | 'PLAINTEXT';
   proxy?: {
     base_url?: string;
@@ -15,6 +19,7 @@ export interface ProviderProxySettings {
     body?: Record<string, string>;
     retry?: { at?: string[]; after?: string[]; remaining?: string; error_code?: string[] };
     decompress?: boolean;
+    aws_sigv4?: AwsSigV4Settings;
   };
 }
 
@@ -31,6 +36,10 @@ export interface AuthPlan {
   sign:
     | ((method: string, url: string, form: Record<string, string | string[]> | undefined) => string)
     | undefined;
+  /** Extra headers computed over the final request (AWS Signature V4), for every attempt and redirect. */
+  signRequest?: RequestSigner | undefined;
+  /** The client certificate presented in the TLS handshake (providers with `mutual_tls`). */
+  clientCertificate?: ClientCertificate | undefined;
   /** True when the vault can produce a new token (so a provider 401 is worth one refresh). */
   refreshable: boolean;
 }
@@ -137,7 +146,11 @@ export function planAuth(
     const resolved = interpolate(value, vars);
     if (resolved !== undefined) (bodyFields ??= {})[name] = resolved;
   }
-  return { headers, query, bodyFields, sign, refreshable };
+  const sigv4 = provider.proxy?.aws_sigv4;
+  const signRequest = sigv4 ? awsSigV4Signer(sigv4, credentials, vars) : undefined;
+  if (signRequest) delete headers.authorization; // the signature replaces the Basic pair
+  const clientCertificate = clientCertificateOf(provider, credentials);
+  return { headers, query, bodyFields, sign, signRequest, clientCertificate, refreshable };
 }
 
 function oauth1Signer(

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { EgressPolicy, EgressVerdict } from '@switchboard/egress';
+import { ClientCertificateAgents, type EgressPolicy, type EgressVerdict } from '@switchboard/egress';
 import { endClientSpan, startClientSpan } from '@switchboard/observability';
 import type { AuthPlan } from './auth-injection';
 import type { CallAbort } from './call-abort';
@@ -30,6 +30,7 @@ export interface ExchangeRequest {
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding'];
 const VERDICTS_MAX = 1_000;
+const CLIENT_CERTIFICATE_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * One attempt against the provider: credentials applied for the exact URL, redirects followed hop by
@@ -39,6 +40,7 @@ const VERDICTS_MAX = 1_000;
  */
 export class Exchange {
   private readonly verdicts = new Map<string, EgressVerdict>();
+  private clientCertificateAgents: ClientCertificateAgents | undefined;
 
   constructor(
     private readonly dispatcher: Dispatcher,
@@ -70,13 +72,20 @@ export class Exchange {
       if (withAuth && request.auth.sign)
         outgoing.authorization = request.auth.sign(method, `${target.origin}${target.path}`, request.form);
       Object.assign(outgoing, headers);
+      if (withAuth && request.auth.signRequest)
+        Object.assign(outgoing, request.auth.signRequest(method, target.origin, target.path, outgoing, body));
 
       // The gateway and the proxy service run without the undici instrumentation: this is the call's span.
       const span = startClientSpan(method, target.origin, target.path, outgoing);
       let response: UpstreamResponse;
       try {
         response = await UpstreamBody.send(
-          this.dispatcher,
+          withAuth && request.auth.clientCertificate
+            ? (this.clientCertificateAgents ??= new ClientCertificateAgents(
+                this.policy,
+                CLIENT_CERTIFICATE_CONNECT_TIMEOUT_MS,
+              )).for(request.auth.clientCertificate)
+            : this.dispatcher,
           {
             origin: target.origin,
             path: target.path,

@@ -24,6 +24,9 @@ export type OAuth2ClientCredentials = {
   expires_at?: string;
   client_id: string;
   client_secret: string;
+  /** Mutual TLS (`mutual_tls` providers): PEM certificate and private key presented to the provider. */
+  client_certificate?: string;
+  client_private_key?: string;
   raw: Record<string, unknown>;
 };
 

@@ -1,3 +1,4 @@
+import type { ClientCertificate } from '@switchboard/egress';
 import type { ResolvedProvider } from '@switchboard/providers';
 import {
   expiresAtFrom,
@@ -7,6 +8,7 @@ import {
   type OAuth2Credentials,
 } from './credentials';
 import { ProviderExchangeError, type ExchangeStage } from './exchange.errors';
+import { renameParams, tokenAnswer } from './oauth-param-names';
 import { callProvider } from './provider-http';
 import { interpolateParams, interpolateUrl, type ConnectionConfig } from './templates';
 
@@ -28,6 +30,8 @@ interface CommonInput {
   connectionConfig?: ConnectionConfig;
   /** Per-call limit; the default is DEFAULT_PROVIDER_TIMEOUT_MS. */
   timeoutMs?: number;
+  /** The end user's client certificate, for providers with `mutual_tls` (kept with the credentials). */
+  clientCertificate?: ClientCertificate;
 }
 
 export interface AuthorizationCodeInput extends CommonInput {
@@ -163,6 +167,12 @@ export async function requestClientCredentialsToken(
       expiresAtFrom(raw) ?? new Date(Date.now() + DEFAULT_CLIENT_CREDENTIALS_LIFETIME_MS).toISOString(),
     client_id: input.client.clientId,
     client_secret: input.client.clientSecret,
+    ...(input.clientCertificate
+      ? {
+          client_certificate: input.clientCertificate.cert,
+          client_private_key: input.clientCertificate.key,
+        }
+      : {}),
     raw,
   };
   return { credentials, connectionConfig: tokenMetadata(raw, provider) };
@@ -205,19 +215,20 @@ async function postTokenRequest(
     fields['client_secret'] = client.clientSecret;
   }
 
+  const named = renameParams(fields, provider.token_param_names);
   let body: string | undefined;
   const format = provider.body_format ?? 'form';
   switch (format) {
     case 'json':
       headers['content-type'] = 'application/json';
-      body = JSON.stringify(fields);
+      body = JSON.stringify(named);
       break;
     case 'query':
-      for (const [key, value] of Object.entries(fields)) url.searchParams.set(key, value);
+      for (const [key, value] of Object.entries(named)) url.searchParams.set(key, value);
       break;
     case 'form':
       headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = new URLSearchParams(fields).toString();
+      body = new URLSearchParams(named).toString();
       break;
     case 'xml':
       throw new ProviderExchangeError(
@@ -237,10 +248,11 @@ async function postTokenRequest(
     url,
     headers,
     ...(body !== undefined ? { body } : {}),
-    secrets: [client.clientSecret, ...extraSecrets],
+    secrets: [client.clientSecret, input.clientCertificate?.key, ...extraSecrets],
     ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
+    ...(input.clientCertificate ? { clientCertificate: input.clientCertificate } : {}),
   });
-  return raw;
+  return tokenAnswer(raw, provider, stage);
 }
 
 function oauth2CredentialsFrom(

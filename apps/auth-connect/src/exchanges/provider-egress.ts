@@ -1,10 +1,17 @@
-import { createEgressAgent, EgressPolicy } from '@switchboard/egress';
+import {
+  ClientCertificateAgents,
+  createEgressAgent,
+  EgressPolicy,
+  type ClientCertificate,
+} from '@switchboard/egress';
 import type { Agent } from 'undici';
 
 /** A token endpoint or a verification endpoint that does not connect in this time is unreachable. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
 let agent: Agent | undefined;
+let policyInForce = new EgressPolicy('');
+let certificateAgents: ClientCertificateAgents | undefined;
 
 /**
  * The dispatcher every call auth-connect makes to a provider goes through (token exchanges, refreshes,
@@ -27,9 +34,23 @@ export function configureProviderEgress(allow: string | EgressPolicy): void {
   const policy = typeof allow === 'string' ? new EgressPolicy(allow) : allow;
   agent = createEgressAgent({ policy, connectTimeoutMs: CONNECT_TIMEOUT_MS });
   void previous?.close().catch(() => undefined);
+  policyInForce = policy;
+  const previousCertificateAgents = certificateAgents;
+  certificateAgents = undefined;
+  void previousCertificateAgents?.close();
+}
+
+/** The same egress policy, presenting a client certificate in the handshake (mutual TLS, e.g. ADP). */
+export function providerEgressWithCertificate(certificate: ClientCertificate): Agent {
+  return (certificateAgents ??= new ClientCertificateAgents(policyInForce, CONNECT_TIMEOUT_MS)).for(
+    certificate,
+  );
 }
 
 export async function closeProviderEgress(): Promise<void> {
+  const currentCertificateAgents = certificateAgents;
+  certificateAgents = undefined;
+  await currentCertificateAgents?.close();
   const current = agent;
   agent = undefined;
   await current?.close().catch(() => undefined);

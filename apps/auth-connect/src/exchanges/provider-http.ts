@@ -1,6 +1,7 @@
 import { fetch, type Response } from 'undici';
 import { ProviderExchangeError, redactSecrets, type ExchangeStage } from './exchange.errors';
-import { providerEgress } from './provider-egress';
+import type { ClientCertificate } from '@switchboard/egress';
+import { providerEgress, providerEgressWithCertificate } from './provider-egress';
 
 /** Token endpoints answer in well under this; a hung provider must not hold a connect flow or a refresh lock. */
 export const DEFAULT_PROVIDER_TIMEOUT_MS = 15_000;
@@ -30,6 +31,8 @@ export interface ProviderRequest {
   /** Everything secret in this request; removed from any text that goes into an error. */
   secrets: (string | undefined | null)[];
   timeoutMs?: number;
+  /** Presented in the TLS handshake (providers with `mutual_tls`). */
+  clientCertificate?: ClientCertificate;
 }
 
 export interface ProviderResponse {
@@ -67,7 +70,9 @@ export async function callProvider(request: ProviderRequest): Promise<ProviderRe
       ...(request.body !== undefined ? { body: request.body } : {}),
       redirect: 'manual',
       signal: AbortSignal.timeout(request.timeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS),
-      dispatcher: providerEgress(),
+      dispatcher: request.clientCertificate
+        ? providerEgressWithCertificate(request.clientCertificate)
+        : providerEgress(),
     });
   } catch (error) {
     throw fail('unreachable', `${label} failed: ${networkReason(error)} (${request.url.host})`);

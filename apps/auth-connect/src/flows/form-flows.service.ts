@@ -4,6 +4,7 @@ import type { AuthMode } from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
 import { CompletionService } from './completion.service';
 import { buildTbaCredentials, requestClientCredentialsToken } from '../exchanges';
+import { clientCertificateFor } from '../exchanges/client-certificate';
 import { checkCredentials } from './credential-check';
 import { FlowContextService, type FlowContext } from './flow-context.service';
 
@@ -50,9 +51,11 @@ export class FormFlowsService {
       }
       case 'OAUTH2_CC': {
         const scopes = ctx.defaults?.connection_config?.oauth_scopes_override;
+        const clientCertificate = clientCertificateFor(ctx.provider, req.body);
         const result = await requestClientCredentialsToken({
           provider: ctx.provider,
           client: { clientId: req.body.client_id, clientSecret: req.body.client_secret ?? '' },
+          ...(clientCertificate ? { clientCertificate } : {}),
           connectionConfig,
           ...(scopes ? { scopes: scopes.split(/[\s,]+/).filter(Boolean) } : {}),
         });

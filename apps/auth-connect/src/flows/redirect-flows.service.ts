@@ -27,6 +27,7 @@ import {
   requestOAuth1RequestToken,
   runPostConnect,
 } from '../exchanges';
+import { renameParams } from '../exchanges/oauth-param-names';
 import { CompletionService } from './completion.service';
 import { FlowContextService, type FlowContext, type OAuthClient } from './flow-context.service';
 
@@ -433,9 +434,10 @@ export class RedirectFlowsService {
       params.set('code_challenge', createHash('sha256').update(codeVerifier).digest('base64url'));
       params.set('code_challenge_method', 'S256');
     }
-    for (const key of params.keys()) target.searchParams.delete(key);
+    const named = renameParams(Object.fromEntries(params), provider.authorization_param_names);
+    for (const key of Object.keys(named)) target.searchParams.delete(key);
     // Encoded by hand: URLSearchParams writes spaces as "+", which some providers do not read as a space in scopes.
-    const added = [...params]
+    const added = Object.entries(named)
       .map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(value)}`)
       .join('&');
     target.search = target.search ? `${target.search.slice(1)}&${added}` : added;

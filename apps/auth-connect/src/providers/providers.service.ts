@@ -11,9 +11,12 @@ export const logoUrl = (serverUrl: string, provider: string): string =>
 @Injectable()
 export class ProvidersService {
   private readonly catalog: ProviderCatalog;
+  /** The API shape of every provider, built once at boot (the catalog is immutable), so a list copies nothing. */
+  private readonly api: ReadonlyMap<string, ApiProvider>;
 
   constructor(@Inject(AUTH_CONNECT_ENV) private readonly env: AuthConnectEnv) {
     this.catalog = loadCatalog({ overridesFile: env.SWITCHBOARD_PROVIDERS_FILE });
+    this.api = new Map(this.catalog.list().map((provider) => [provider.name, this.toApi(provider)]));
   }
 
   find(name: string): ResolvedProvider | undefined {
@@ -21,13 +24,13 @@ export class ProvidersService {
   }
 
   list(search?: string): ApiProvider[] {
-    return this.catalog.list(search).map((p) => this.toApi(p));
+    return this.catalog.list(search).map((p) => this.api.get(p.name)!);
   }
 
   get(name: string): ApiProvider {
-    const provider = this.catalog.get(name);
+    const provider = this.api.get(name);
     if (!provider) throw new AuthConnectError('not_found', `Provider "${name}" does not exist`);
-    return this.toApi(provider);
+    return provider;
   }
 
   private toApi(provider: ResolvedProvider): ApiProvider {

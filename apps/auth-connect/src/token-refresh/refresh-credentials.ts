@@ -3,6 +3,7 @@ import type { ResolvedProvider } from '@switchboard/providers';
 import { z } from 'zod';
 import { AuthConnectError } from '../auth-connect.errors';
 import type { CustomCredentials, OAuth2ClientCredentials, OAuth2Credentials } from '../exchanges/credentials';
+import { clientCertificateFor } from '../exchanges/client-certificate';
 import { ProviderExchangeError } from '../exchanges/exchange.errors';
 import { fetchInstallationToken, refreshGithubAppOAuth } from '../exchanges/github-app.client';
 import {
@@ -95,10 +96,12 @@ export async function refreshCredentials(input: RefreshCredentialsInput): Promis
             ? { clientId: current.client_id, clientSecret: current.client_secret }
             : integrationClient(integration, provider);
         const scopes = scopesOf(connectionConfig['oauth_scopes']);
+        const clientCertificate = clientCertificateFor(provider, current);
         return withConfig(
           await requestClientCredentialsToken({
             provider,
             client,
+            ...(clientCertificate ? { clientCertificate } : {}),
             connectionConfig,
             ...(scopes ? { scopes } : {}),
             ...timeout,

@@ -1,0 +1,207 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Nango } from '@nangohq/node';
+import { repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { call } from './support/http';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { WebhookReceiver } from './support/webhook-receiver';
+
+/**
+ * The provider catalog as a customer's scripts use it: every provider key they name can be turned into an
+ * integration with the official `@nangohq/node` client and read back, and the catalog's 500+ entries are
+ * listed and searched in Nango's shape.
+ */
+
+/**
+ * Required keys whose auth needs a mode (or a connect-flow feature) the catalog cannot express yet: JWT,
+ * TWO_STEP, BILL, AWS signatures, mTLS client credentials, a computed auth header, and TikTok's renamed
+ * `client_id` parameter. Their entries arrive with the auth-modes work; empty this list when they do, and
+ * this spec then covers them too.
+ */
+const KEYS_PENDING_NEW_AUTH_MODES: readonly string[] = [
+  'bill',
+  'connectsecure',
+  'odoo-cc',
+  'perimeter81',
+  'sap-success-factors',
+  'snowflake-jwt',
+  'tripletex',
+];
+
+/** The keys of packages/providers/catalog/required-providers.yaml (a flat `required:` list). */
+function requiredKeys(): string[] {
+  const text = readFileSync(join(repoRoot(), 'packages/providers/catalog/required-providers.yaml'), 'utf8');
+  return [...text.matchAll(/^ {2}- ([a-z0-9-]+)\s*$/gm)].map((match) => match[1]!);
+}
+
+/** Dummy integration credentials of the shape the provider's auth mode takes (none for most modes). */
+function dummyCredentials(authMode: string): Parameters<Nango['createIntegration']>[0]['credentials'] {
+  switch (authMode) {
+    case 'OAUTH1':
+    case 'OAUTH2':
+    case 'TBA':
+      return { type: authMode, client_id: 'dummy-client-id', client_secret: 'dummy-client-secret' };
+    default:
+      return undefined;
+  }
+}
+
+describe('provider catalog through @nangohq/node', () => {
+  let stack: Stack;
+  let nango: Nango;
+  let receiver: WebhookReceiver;
+  const required = requiredKeys();
+  const covered = required.filter((key) => !KEYS_PENDING_NEW_AUTH_MODES.includes(key));
+
+  beforeAll(async () => {
+    receiver = await new WebhookReceiver().start();
+    stack = await startStack({
+      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
+      serviceEnv: { 'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' } },
+    });
+    nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
+  }, START_HOOK_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await receiver?.stop();
+  });
+
+  it('names at least 90 required keys, all but the pending ones covered here', () => {
+    expect(required.length).toBeGreaterThanOrEqual(90);
+    expect(covered.length).toBe(required.length - KEYS_PENDING_NEW_AUTH_MODES.length);
+  });
+
+  it('creates an integration for every required provider key and reads each back', async () => {
+    const failures: string[] = [];
+    for (const key of covered) {
+      try {
+        const provider = (await nango.getProvider({ provider: key })).data;
+        const credentials = dummyCredentials(provider.auth_mode);
+        const created = await nango.createIntegration({
+          provider: key,
+          unique_key: `catalog-${key}`,
+          ...(credentials ? { credentials } : {}),
+        });
+        expect(created.data).toMatchObject({ unique_key: `catalog-${key}`, provider: key });
+        const read = await nango.getIntegration(
+          { uniqueKey: `catalog-${key}` },
+          { include: ['credentials'] },
+        );
+        expect(read.data).toMatchObject({
+          unique_key: `catalog-${key}`,
+          provider: key,
+          logo: expect.stringContaining(`/images/template-logos/${key}.svg`),
+        });
+        if (credentials) {
+          expect(read.data.credentials).toMatchObject({
+            type: credentials.type,
+            client_id: 'dummy-client-id',
+            client_secret: 'dummy-client-secret',
+          });
+        } else {
+          expect(read.data.credentials).toBeNull();
+        }
+      } catch (error) {
+        failures.push(`${key}: ${(error as Error).message}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  }, 300_000);
+
+  it('lists 500+ providers in Nango shape, each with a monogram logo the gateway serves', async () => {
+    const { data } = await nango.listProviders({});
+    expect(data.length).toBeGreaterThanOrEqual(500);
+    for (const provider of data) {
+      expect(provider).toMatchObject({
+        name: expect.any(String),
+        display_name: expect.any(String),
+        categories: expect.any(Array),
+        auth_mode: expect.any(String),
+        docs: expect.stringMatching(/^https:\/\//),
+        logo_url: `${stack.gatewayUrl}/images/template-logos/${provider.name}.svg`,
+      });
+    }
+    for (const key of ['1password-scim', 'microsoft-dynamics-365-finance-and-operations-cc', 'zoho-books']) {
+      const res = await fetch(`${stack.gatewayUrl}/images/template-logos/${key}.svg`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toContain('image/svg+xml');
+      expect(await res.text()).toContain(`aria-label="${key}"`);
+    }
+  });
+
+  it('searches the catalog by key or display name, quickly', async () => {
+    const started = Date.now();
+    for (let i = 0; i < 20; i += 1) {
+      const zoho = await nango.listProviders({ search: 'ZOHO' });
+      expect(zoho.data.map((p) => p.name)).toEqual(
+        expect.arrayContaining(['zoho', 'zoho-books', 'zoho-desk', 'zoho-mail', 'zoho-people']),
+      );
+    }
+    // 20 searches over 500+ entries, each a gateway → auth-connect round trip.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const byDisplayName = await nango.listProviders({ search: 'YouCanBookMe' });
+    expect(byDisplayName.data.map((p) => p.name).sort()).toEqual(['youcanbook-me', 'youcanbook-me-public']);
+  });
+
+  it("verifies Checkr Partner webhooks with the app's client secret and routes them by Checkr account", async () => {
+    const api = (method: string, path: string, body?: unknown) =>
+      call(stack.gatewayUrl, method, path, { key: stack.secretKey, body });
+    const clientSecret = `checkr-secret-${randomUUID()}`;
+    expect(
+      (await api('PATCH', '/environment', { webhook_settings: { primary_url: `${receiver.url}/primary` } }))
+        .status,
+    ).toBe(200);
+    await nango.createIntegration({
+      provider: 'checkr-partner',
+      unique_key: 'checkr-hooks',
+      credentials: { type: 'OAUTH2', client_id: 'checkr-client', client_secret: clientSecret },
+    });
+    // checkr_account_id comes from Checkr's token response; an import stands in for the OAuth dance.
+    const imported = await api('POST', '/connections', {
+      provider_config_key: 'checkr-hooks',
+      connection_id: 'checkr-acct-1',
+      credentials: { type: 'OAUTH2', access_token: 'tok-checkr' },
+      connection_config: { checkr_account_id: 'acct-1', client_id: 'checkr-client' },
+    });
+    expect(imported.status).toBe(201);
+
+    const send = (body: unknown, secret: string) => {
+      const text = JSON.stringify(body);
+      return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/checkr-hooks`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-checkr-signature': createHmac('sha256', secret).update(text).digest('hex'),
+        },
+        body: text,
+      });
+    };
+    const event = {
+      id: `evt-${randomUUID()}`,
+      object: 'event',
+      type: 'report.completed',
+      account_id: 'acct-1',
+      data: { object: { id: 'rep-1', object: 'report' } },
+    };
+    expect((await send({ ...event, id: `evt-${randomUUID()}` }, 'not-the-client-secret')).status).toBe(401);
+    expect((await send(event, clientSecret)).status).toBe(200);
+
+    const forwards = () =>
+      receiver.on('/primary').filter((r) => (JSON.parse(r.body) as { type?: string }).type === 'forward');
+    const deadline = Date.now() + 15_000;
+    while (forwards().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    // Only the verified delivery arrives: the forged one stopped at the front door.
+    expect(forwards().map((r) => JSON.parse(r.body) as unknown)).toEqual([
+      {
+        from: 'checkr-partner',
+        type: 'forward',
+        providerConfigKey: 'checkr-hooks',
+        connectionId: 'checkr-acct-1',
+        payload: event,
+        verified: true,
+      },
+    ]);
+  });
+});
