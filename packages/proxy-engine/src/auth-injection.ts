@@ -1,4 +1,4 @@
-import { createHmac, createSign } from 'node:crypto';
+import { createHash, createHmac, createSign, randomBytes } from 'node:crypto';
 import type { ConnectionCredentials, ResolvedIntegration } from '@switchboard/contracts';
 import OAuth from 'oauth-1.0a';
 import { ProxyError } from './proxy.errors';
@@ -31,6 +31,11 @@ export interface AuthPlan {
   sign:
     | ((method: string, url: string, form: Record<string, string | string[]> | undefined) => string)
     | undefined;
+  /**
+   * Headers computed anew for every request sent (each retry, each followed redirect), e.g. a WSSE
+   * digest whose nonce and timestamp must not be replayed.
+   */
+  perRequest?: (() => Record<string, string>) | undefined;
   /** True when the vault can produce a new token (so a provider 401 is worth one refresh). */
   refreshable: boolean;
 }
@@ -99,8 +104,7 @@ export function planAuth(
       break;
     }
     case 'OAUTH2_CC':
-    case 'JWT':
-    case 'SIGNATURE': {
+    case 'JWT': {
       const token = str(credentials.token);
       if (token) headers.authorization = `Bearer ${token}`;
       refreshable = true;
@@ -112,6 +116,10 @@ export function planAuth(
       refreshable = true;
       break;
     }
+    case 'BILL':
+      // The provider's templates place the session id and developer key; a 401 means the session ended.
+      refreshable = true;
+      break;
     case 'OAUTH1':
       sign = oauth1Signer(provider, integration, credentials);
       break;
@@ -123,7 +131,10 @@ export function planAuth(
       break;
   }
 
+  let perRequest: AuthPlan['perRequest'];
+  if (type === 'SIGNATURE') perRequest = wsseHeaders(template, vars, credentials);
   for (const [name, value] of Object.entries(template)) {
+    if (perRequest && value.includes('${accessToken}')) continue;
     const resolved = interpolate(value, vars);
     if (resolved !== undefined) headers[name.toLowerCase()] = headerValue(name, resolved);
   }
@@ -137,7 +148,44 @@ export function planAuth(
     const resolved = interpolate(value, vars);
     if (resolved !== undefined) (bodyFields ??= {})[name] = resolved;
   }
-  return { headers, query, bodyFields, sign, refreshable };
+  return { headers, query, bodyFields, sign, perRequest, refreshable };
+}
+
+/**
+ * SIGNATURE (WSSE UsernameToken): every request gets a new nonce and creation time, and
+ * PasswordDigest = base64(hex(sha1(nonce + created + password))), the digest Emarsys checks. The provider's
+ * header templates say where the token goes (`x-wsse: ${accessToken}`); X-WSSE when none does.
+ */
+function wsseHeaders(
+  template: Record<string, string>,
+  vars: Map<string, string>,
+  credentials: Record<string, unknown>,
+): () => Record<string, string> {
+  const username = str(credentials.username);
+  const password = str(credentials.password);
+  if (!username || password === undefined)
+    throw new ProxyError('invalid_connection', 'WSSE signing needs the username and password');
+  if (/["\r\n]/.test(username))
+    throw new ProxyError('invalid_connection', 'The WSSE username may not contain quotes or line breaks');
+  const placed = Object.entries(template).filter(([, value]) => value.includes('${accessToken}'));
+  return () => {
+    const nonce = randomBytes(16).toString('hex');
+    const created = new Date().toISOString();
+    const digest = Buffer.from(
+      createHash('sha1')
+        .update(nonce + created + password)
+        .digest('hex'),
+    ).toString('base64');
+    const token = `UsernameToken Username="${username}", PasswordDigest="${digest}", Nonce="${nonce}", Created="${created}"`;
+    if (placed.length === 0) return { 'x-wsse': token };
+    const withToken = new Map(vars).set('accessToken', token);
+    const out: Record<string, string> = {};
+    for (const [name, value] of placed) {
+      const resolved = interpolate(value, withToken);
+      if (resolved !== undefined) out[name.toLowerCase()] = headerValue(name, resolved);
+    }
+    return out;
+  };
 }
 
 function oauth1Signer(

@@ -69,6 +69,7 @@ export class Exchange {
       const outgoing: Record<string, string> = withAuth ? { ...request.auth.headers } : {};
       if (withAuth && request.auth.sign)
         outgoing.authorization = request.auth.sign(method, `${target.origin}${target.path}`, request.form);
+      if (withAuth && request.auth.perRequest) Object.assign(outgoing, request.auth.perRequest());
       Object.assign(outgoing, headers);
 
       // The gateway and the proxy service run without the undici instrumentation: this is the call's span.

@@ -3,7 +3,14 @@ import type { Credentials, FlowResult, SubmitFlowRequest } from '@switchboard/co
 import type { AuthMode } from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
 import { CompletionService } from './completion.service';
-import { buildTbaCredentials, requestClientCredentialsToken } from '../exchanges';
+import {
+  billLogin,
+  buildTbaCredentials,
+  credentialFieldsOf,
+  mintJwt,
+  requestClientCredentialsToken,
+  requestTwoStepToken,
+} from '../exchanges';
 import { checkCredentials } from './credential-check';
 import { FlowContextService, type FlowContext } from './flow-context.service';
 
@@ -12,11 +19,16 @@ const MODES: Record<SubmitFlowRequest['mode'], readonly AuthMode[]> = {
   BASIC: ['BASIC'],
   OAUTH2_CC: ['OAUTH2_CC'],
   TBA: ['TBA'],
+  JWT: ['JWT'],
+  TWO_STEP: ['TWO_STEP'],
+  BILL: ['BILL'],
+  SIGNATURE: ['SIGNATURE'],
 };
 
 /**
- * Flows where the end user types credentials into a form: API key, basic, OAuth 2 client credentials and
- * NetSuite-style token-based auth. Each posts them once; the connection is stored only when they work.
+ * Flows where the end user types credentials into a form: API key, basic, OAuth 2 client credentials,
+ * NetSuite-style token-based auth, a key Switchboard signs JWTs with, a token endpoint's login (TWO_STEP,
+ * Bill) and WSSE. Each posts them once; the connection is stored only when they work.
  */
 @Injectable()
 export class FormFlowsService {
@@ -70,6 +82,28 @@ export class FormFlowsService {
           }
         }
         return { credentials: credentials as unknown as Credentials, extraConfig: {} };
+      }
+      case 'JWT': {
+        const fields = credentialFieldsOf(ctx.provider, req.body);
+        return { credentials: await mintJwt(ctx.provider, fields, connectionConfig), extraConfig: {} };
+      }
+      case 'TWO_STEP': {
+        const fields = credentialFieldsOf(ctx.provider, req.body);
+        const credentials = await requestTwoStepToken({ provider: ctx.provider, fields, connectionConfig });
+        return { credentials, extraConfig: {} };
+      }
+      case 'BILL': {
+        const credentials = await billLogin({ provider: ctx.provider, login: req.body });
+        return { credentials, extraConfig: {} };
+      }
+      case 'SIGNATURE': {
+        // The proxy computes a fresh WSSE digest for every request from these; nothing to call now.
+        const credentials = {
+          type: 'SIGNATURE' as const,
+          username: req.body.username,
+          password: req.body.password,
+        };
+        return { credentials, extraConfig: {} };
       }
     }
   }
