@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
+import { chromium, type Browser } from 'playwright-core';
 import { authModesProvidersYaml, startAuthModesFake, type AuthModesFake } from './support/auth-modes-fakes';
 import { call, expectError } from './support/http';
 import { STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
@@ -19,10 +20,12 @@ import { STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
 
 /** The vault refreshes a token this long before it expires (the fake's tokens live a few seconds). */
 const REFRESH_MARGIN_MS = 2000;
+const CHROMIUM = process.env.SWITCHBOARD_CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 describe('auth modes that issue their own tokens', () => {
   let fake: AuthModesFake;
   let stack: Stack;
+  let browser: Browser | undefined;
   const run = randomUUID().slice(0, 8);
   const snowflakeKeys = generateKeyPairSync('rsa', {
     modulusLength: 2048,
@@ -35,8 +38,8 @@ describe('auth modes that issue their own tokens', () => {
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
 
-  const integration = async (provider: string) => {
-    const key = `${provider}-${run}`;
+  const integration = async (provider: string, suffix = '') => {
+    const key = `${provider}${suffix}-${run}`;
     const res = await call(stack.gatewayUrl, 'POST', '/integrations', {
       key: stack.secretKey,
       body: { provider, unique_key: key },
@@ -107,14 +110,16 @@ describe('auth modes that issue their own tokens', () => {
     });
     const providersFile = join(mkdtempSync(join(tmpdir(), 'auth-modes-')), 'providers.yaml');
     writeFileSync(providersFile, authModesProvidersYaml(fake.url));
+    const connectPort = await freePort();
     stack = await startStack({
       env: {
+        SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
         SWITCHBOARD_PROVIDERS_FILE: providersFile,
         NODE_EXTRA_CA_CERTS: fake.caFile,
         SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
       },
       serviceEnv: {
-        'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
+        'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' },
         'connections-vault': { SWITCHBOARD_REFRESH_MARGIN_MS: String(REFRESH_MARGIN_MS) },
       },
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,
@@ -122,6 +127,7 @@ describe('auth modes that issue their own tokens', () => {
   }, 180_000);
 
   afterAll(async () => {
+    await browser?.close();
     await stack?.stop();
     await fake?.stop();
   });
@@ -159,6 +165,39 @@ describe('auth modes that issue their own tokens', () => {
     );
     expect(expectError(bad, 400, 'invalid_credentials').message).toMatch(/not a valid RSA key/);
     expect(bad.text).not.toContain('Tm90QUtleVNlY3JldFZhbHVl');
+  });
+
+  it('JWT through the connect page in Chromium: the Snowflake form, a PEM pasted into a one-line field, then a proxied call', async () => {
+    const key = await integration('snowflake-jwt', '-page');
+    const session = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
+      key: stack.secretKey,
+      body: { end_user: { id: `browser-${run}` }, allowed_integrations: [key] },
+    });
+    expect(session.status).toBe(201);
+    const link = (session.body as { data: { connect_link: string } }).data.connect_link;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+    });
+    const page = await browser.newPage();
+    await page.goto(link);
+    await page.getByLabel(/Account host prefix/).fill('myorg-acct1');
+    await page.getByLabel(/Account identifier/).fill('myorg-acct1');
+    await page.getByLabel(/User name/).fill('robot');
+    const keyField = page.getByLabel(/Private key/);
+    expect(await keyField.getAttribute('type')).toBe('password');
+    await keyField.fill(snowflakeKeys.privateKey);
+    await page.getByRole('button', { name: 'Connect', exact: true }).click();
+    await page.waitForSelector('h1:has-text("is connected")');
+
+    const list = await call(stack.gatewayUrl, 'GET', `/connections?integrationId=${key}`, {
+      key: stack.secretKey,
+    });
+    const connections = (list.body as { connections: { connection_id: string }[] }).connections;
+    expect(connections).toHaveLength(1);
+    const token = await proxiedToken(key, connections[0]!.connection_id, '/api/v2/statements');
+    expect(fake.accepted.sf.at(-1)!.token).toBe(token);
   });
 
   it('JWT (Ghost Admin): "Authorization: Ghost <HS256 token>" with the key id as kid and a 5-minute life', async () => {
