@@ -268,6 +268,20 @@ describe('auth modes that issue their own tokens', () => {
     expect(expectError(wrong, 400, 'invalid_credentials').message).not.toContain('wrong-key-value');
   });
 
+  it('TWO_STEP (Tripletex): PUT with the tokens and a date a week ahead in the query, then Basic <company>:<session token>', async () => {
+    const key = await integration('tripletex');
+    const t = fake.tripletex;
+    const connectionId = await connected(
+      key,
+      'auth/two-step',
+      { consumerToken: t.consumerToken, employeeToken: t.employeeToken },
+      { environment: 'tripletex.no' },
+    );
+    expect(t.sessions).toHaveLength(1);
+    // proxyCompanyId was not typed: its catalog default (0) is used.
+    expect(await proxiedToken(key, connectionId, '/v2/employee')).toBe(t.sessions[0]);
+  });
+
   it('BILL: login gives a session id sent as the sessionId and devKey headers; a new login when it ends', async () => {
     const key = await integration('bill');
     const b = fake.bill;

@@ -35,6 +35,7 @@ export interface AuthModesFake {
   ghost: { id: string; secret: string };
   apple: { issuerId: string; keyId: string; publicKey: KeyObject };
   twoStep: { apiKey: string; ttlSeconds: number; issued: { token: string; expiresAt: number }[] };
+  tripletex: { consumerToken: string; employeeToken: string; sessions: string[] };
   bill: { username: string; password: string; organizationId: string; devKey: string; sessions: string[] };
   wsse: { username: string; password: string; nonces: Set<string> };
   cc: {
@@ -87,6 +88,11 @@ export async function startAuthModesFake(keys: {
       publicKey: applePublicKey,
     },
     twoStep: { apiKey: `p81-${randomBytes(8).toString('hex')}`, ttlSeconds: 6, issued: [] },
+    tripletex: {
+      consumerToken: `eyJ${randomBytes(12).toString('hex')}`,
+      employeeToken: `eyJ${randomBytes(12).toString('hex')}`,
+      sessions: [],
+    },
     bill: {
       username: 'ap@example.com',
       password: `pw-${randomBytes(6).toString('hex')}`,
@@ -229,6 +235,29 @@ export async function startAuthModesFake(keys: {
       return json(res, 200, { data: [], token });
     }
 
+    // ---- Tripletex: PUT with the tokens in the query, then Basic <company id>:<session token>
+    if (req.method === 'PUT' && url.pathname === '/tt/v2/token/session/:create') {
+      const q = url.searchParams;
+      const inAWeek = new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 10);
+      if (
+        q.get('consumerToken') !== fake.tripletex.consumerToken ||
+        q.get('employeeToken') !== fake.tripletex.employeeToken
+      )
+        return deny(res, 'tokens');
+      if (q.get('expirationDate') !== inAWeek)
+        return json(res, 400, { error: `expirationDate must be ${inAWeek}` });
+      const token = `tt-${randomBytes(6).toString('hex')}`;
+      fake.tripletex.sessions.push(token);
+      return json(res, 200, { value: { token, expirationDate: inAWeek } });
+    }
+    if (url.pathname === '/tt/v2/employee') {
+      const [user, session] = Buffer.from(/^Basic (.+)$/.exec(auth)?.[1] ?? '', 'base64')
+        .toString('utf8')
+        .split(':');
+      if (user !== '0' || !fake.tripletex.sessions.includes(session ?? '')) return deny(res, 'basic');
+      return json(res, 200, { values: [], token: session });
+    }
+
     // ---- Bill
     if (req.method === 'POST' && url.pathname === '/bill/connect/v3/login') {
       const body = JSON.parse(text || '{}') as Record<string, unknown>;
@@ -365,6 +394,14 @@ perimeter81:
   token_url: ${url}/p81/api/v1/auth/authorize
   proxy:
     base_url: ${url}/p81/api/rest
+
+tripletex:
+  alias: tripletex
+  token_url: ${url}/tt/v2/token/session/:create
+  proxy:
+    base_url: ${url}/tt
+    headers:
+      authorization: Basic \${base64(connectionConfig.proxyCompanyId:accessToken)}
 
 bill:
   alias: bill

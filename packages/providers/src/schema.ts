@@ -246,6 +246,8 @@ const entryFields = {
   token: JwtTokenSchema.optional(),
   /** TWO_STEP: headers of the token call; its body is `token_params` (templates over credentials too). */
   token_headers: headerMap.optional(),
+  /** TWO_STEP: the token call's method (POST unless said; Tripletex creates its session with PUT). */
+  token_request_method: z.enum(['GET', 'POST', 'PUT']).optional(),
   token_response: TwoStepTokenResponseSchema.optional(),
   /** TWO_STEP: lifetime when the answer carries no expiry; BILL: the session's lifetime (35 minutes by default). */
   token_expires_in_ms: z.number().int().positive().optional(),

@@ -245,7 +245,8 @@ export async function requestTwoStepToken(input: {
     if (value !== undefined) headers[name.toLowerCase()] = value;
   }
   let body: string | undefined;
-  switch (provider.body_format ?? 'json') {
+  const method = provider.token_request_method ?? 'POST';
+  switch (method === 'GET' ? 'query' : (provider.body_format ?? 'json')) {
     case 'form':
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(params).toString();
@@ -263,7 +264,7 @@ export async function requestTwoStepToken(input: {
   const { body: raw } = await callProvider({
     stage,
     provider: provider.name,
-    method: 'POST',
+    method,
     url,
     headers,
     ...(body !== undefined ? { body } : {}),

@@ -26,7 +26,7 @@ export interface ProviderRequest {
   stage: ExchangeStage;
   /** The provider's catalog key, for messages. */
   provider: string;
-  method: 'POST' | 'GET';
+  method: 'POST' | 'GET' | 'PUT';
   url: URL;
   headers: Record<string, string>;
   body?: string;
