@@ -86,6 +86,12 @@ function valueOf(name: string, fields: CredentialFields, config: ConnectionConfi
       if (!Number.isInteger(days)) return undefined;
       return new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10);
     }
+    if (fn === 'base64') {
+      // `base64(credentials.a:credentials.b)`: a Basic pair for the token call (Jamf, Heap, Workday, ...).
+      const parts = argument.split(':').map((part) => valueOf(part, fields, config));
+      if (parts.some((part) => part === undefined)) return undefined;
+      return Buffer.from(parts.join(':')).toString('base64');
+    }
     const inner = valueOf(argument, fields, config);
     if (inner === undefined) return undefined;
     if (fn === 'upper') return inner.toUpperCase();
