@@ -55,7 +55,7 @@ export function credentialFieldsOf(
   const problems: string[] = [];
   for (const name of Object.keys(body)) {
     if (name === 'type') continue;
-    if (!(name in declared) || RESERVED_FIELDS.has(name))
+    if (!(name in declared) || RESERVED_FIELDS.has(name) || declared[name]?.automated)
       problems.push(`"${name}" is not a credential of ${provider.display_name}`);
   }
   for (const [name, field] of Object.entries(declared)) {
