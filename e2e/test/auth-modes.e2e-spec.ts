@@ -268,6 +268,17 @@ describe('auth modes that issue their own tokens', () => {
     expect(expectError(wrong, 400, 'invalid_credentials').message).not.toContain('wrong-key-value');
   });
 
+  it('TWO_STEP with a JWT assertion (Google service account): the token call carries an RS256 JWT signed with the typed key', async () => {
+    const key = await integration('google-service-account');
+    const connectionId = await connected(key, 'auth/two-step', {
+      serviceAccountEmailAddress: fake.google.email,
+      scopes: 'https://www.googleapis.com/auth/drive.readonly',
+      privateKey: snowflakeKeys.privateKey,
+    });
+    expect(fake.google.tokens).toHaveLength(1);
+    expect(await proxiedToken(key, connectionId, '/drive/v3/files')).toBe(fake.google.tokens[0]);
+  });
+
   it('TWO_STEP (Tripletex): PUT with the tokens and a date a week ahead in the query, then Basic <company>:<session token>', async () => {
     const key = await integration('tripletex');
     const t = fake.tripletex;

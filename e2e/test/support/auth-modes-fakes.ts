@@ -35,6 +35,7 @@ export interface AuthModesFake {
   ghost: { id: string; secret: string };
   apple: { issuerId: string; keyId: string; publicKey: KeyObject };
   twoStep: { apiKey: string; ttlSeconds: number; issued: { token: string; expiresAt: number }[] };
+  google: { email: string; tokens: string[] };
   tripletex: { consumerToken: string; employeeToken: string; sessions: string[] };
   bill: { username: string; password: string; organizationId: string; devKey: string; sessions: string[] };
   wsse: { username: string; password: string; nonces: Set<string> };
@@ -88,6 +89,7 @@ export async function startAuthModesFake(keys: {
       publicKey: applePublicKey,
     },
     twoStep: { apiKey: `p81-${randomBytes(8).toString('hex')}`, ttlSeconds: 6, issued: [] },
+    google: { email: 'robot@my-project.iam.gserviceaccount.com', tokens: [] },
     tripletex: {
       consumerToken: `eyJ${randomBytes(12).toString('hex')}`,
       employeeToken: `eyJ${randomBytes(12).toString('hex')}`,
@@ -233,6 +235,37 @@ export async function startAuthModesFake(keys: {
       if (!issued) return deny(res, 'unknown token');
       if (issued.expiresAt <= Date.now()) return deny(res, 'token expired');
       return json(res, 200, { data: [], token });
+    }
+
+    // ---- Google service account: a JWT-bearer grant signed with the account's key
+    if (req.method === 'POST' && url.pathname === '/google/token') {
+      const params = new URLSearchParams(text);
+      if (params.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer')
+        return json(res, 400, { error: 'unsupported_grant_type' });
+      const checked = checkJwt(
+        params.get('assertion') ?? '',
+        'RS256',
+        (signed, sig) => createVerify('RSA-SHA256').update(signed).verify(snowflakePublicKey, sig),
+        3600,
+      );
+      if (typeof checked === 'string')
+        return json(res, 400, { error: 'invalid_grant', error_description: checked });
+      const p = checked.payload;
+      if (
+        p['iss'] !== fake.google.email ||
+        p['aud'] !== 'https://oauth2.googleapis.com/token' ||
+        p['scope'] !== 'https://www.googleapis.com/auth/drive.readonly' ||
+        'sub' in p
+      )
+        return json(res, 400, { error: 'invalid_grant', error_description: 'claims' });
+      const token = `ya29.${randomBytes(8).toString('hex')}`;
+      fake.google.tokens.push(token);
+      return json(res, 200, { access_token: token, expires_in: 3599, token_type: 'Bearer' });
+    }
+    if (url.pathname === '/google/drive/v3/files') {
+      const token = /^Bearer (.+)$/.exec(auth)?.[1] ?? '';
+      if (!fake.google.tokens.includes(token)) return deny(res, 'unknown token');
+      return json(res, 200, { files: [], token });
     }
 
     // ---- Tripletex: PUT with the tokens in the query, then Basic <company id>:<session token>
@@ -394,6 +427,12 @@ perimeter81:
   token_url: ${url}/p81/api/v1/auth/authorize
   proxy:
     base_url: ${url}/p81/api/rest
+
+google-service-account:
+  alias: google-service-account
+  token_url: ${url}/google/token
+  proxy:
+    base_url: ${url}/google
 
 tripletex:
   alias: tripletex

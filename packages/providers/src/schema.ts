@@ -311,6 +311,16 @@ function checkAuthRequirements(entry: EntryShape, ctx: z.RefinementCtx): void {
     case 'TWO_STEP':
       missing('token_url', 'for auth_mode TWO_STEP');
       missing('token_response', 'for auth_mode TWO_STEP');
+      // A JWT-bearer token call (`${jwt}` in token_params) needs both the signing family and the template.
+      if (
+        (entry.signature === undefined) !== (entry.token === undefined) ||
+        entry.signature?.protocol === 'WSSE'
+      )
+        ctx.addIssue({
+          code: 'custom',
+          path: ['signature'],
+          message: 'a TWO_STEP JWT assertion needs both signature (RSA, HMAC or EC) and token',
+        });
       break;
     case 'BILL':
       missing('token_url', 'for auth_mode BILL');

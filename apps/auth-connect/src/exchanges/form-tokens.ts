@@ -238,10 +238,19 @@ export async function requestTwoStepToken(input: {
   if (!provider.token_url || !response)
     throw misconfigured(provider, stage, 'has no token_url or token_response');
   const url = interpolateUrl(provider.token_url, connectionConfig, provider);
+  // A JWT-bearer grant (Google service accounts): the token call carries a JWT signed with the typed key.
+  const assertion =
+    provider.signature && provider.token
+      ? (await mintJwt(provider, fields, connectionConfig, stage)).token
+      : undefined;
+  const withAssertion = (template: string) =>
+    assertion === undefined ? template : template.split('${jwt}').join(assertion);
   const params: Record<string, string> = {};
   for (const [name, template] of Object.entries(provider.token_params ?? {})) {
     const value =
-      typeof template === 'string' ? fillFieldTemplate(template, fields, connectionConfig) : String(template);
+      typeof template === 'string'
+        ? fillFieldTemplate(withAssertion(template), fields, connectionConfig)
+        : String(template);
     if (value === undefined) throw rejected(provider, stage, `the token parameter ${name} cannot be filled`);
     params[name] = value;
   }
