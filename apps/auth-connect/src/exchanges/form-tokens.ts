@@ -16,11 +16,18 @@ import { interpolateUrl, type ConnectionConfig } from './templates';
 /** The end user's credential fields (the catalog's `credentials` form), as stored with the token. */
 export type CredentialFields = Record<string, string>;
 
-export type JwtCredentials = CredentialFields & { type: 'JWT'; token: string; expires_at: string };
+export type JwtCredentials = CredentialFields & {
+  type: 'JWT';
+  token: string;
+  expires_at: string;
+  /** When this token was obtained: the vault refreshes a token shorter-lived than its margin at half its life. */
+  issued_at: string;
+};
 export type TwoStepCredentials = {
   type: 'TWO_STEP';
   token: string;
   expires_at?: string;
+  issued_at: string;
   raw: Record<string, unknown>;
   /** The typed fields, kept to ask again. */
   [field: string]: unknown;
@@ -34,13 +41,14 @@ export type BillCredentials = {
   session_id: string;
   user_id?: string;
   expires_at: string;
+  issued_at: string;
   raw: Record<string, unknown>;
 };
 export type SignatureCredentials = { type: 'SIGNATURE'; username: string; password: string };
 
 /** Bill sessions end after 35 minutes without use; a new login before that keeps calls working (`token_expires_in_ms` overrides it). */
 export const BILL_SESSION_LIFETIME_MS = 35 * 60_000;
-const RESERVED_FIELDS = new Set(['type', 'token', 'expires_at', 'raw', 'refresh_token']);
+const RESERVED_FIELDS = new Set(['type', 'token', 'expires_at', 'issued_at', 'raw', 'refresh_token']);
 
 /**
  * Checks the typed fields against the provider's `credentials` form: every declared, non-optional field is
@@ -219,7 +227,13 @@ export async function mintJwt(
     .setIssuedAt(now)
     .setExpirationTime(expiresAt)
     .sign(key);
-  return { ...fields, type: 'JWT', token, expires_at: new Date(expiresAt * 1000).toISOString() };
+  return {
+    ...fields,
+    type: 'JWT',
+    token,
+    expires_at: new Date(expiresAt * 1000).toISOString(),
+    issued_at: new Date(now * 1000).toISOString(),
+  };
 }
 
 // ---- TWO_STEP ----------------------------------------------------------------------------------
@@ -276,6 +290,7 @@ export async function requestTwoStepToken(input: {
     case 'xml':
       throw misconfigured(provider, stage, 'body_format xml is not supported for TWO_STEP');
   }
+  const issuedAt = new Date().toISOString();
   const { body: raw } = await callProvider({
     stage,
     provider: provider.name,
@@ -294,6 +309,7 @@ export async function requestTwoStepToken(input: {
     ...fields,
     type: 'TWO_STEP',
     token,
+    issued_at: issuedAt,
     ...(expiresAt ? { expires_at: expiresAt } : {}),
     raw,
   };
@@ -345,14 +361,14 @@ export async function billLogin(input: {
   if (typeof sessionId !== 'string' || sessionId === '')
     throw invalidAnswer(provider, stage, 'answered without a sessionId');
   const userId = raw['userId'];
+  const issuedAt = Date.now();
   return {
     type: 'BILL',
     ...login,
     session_id: sessionId,
     ...(typeof userId === 'string' ? { user_id: userId } : {}),
-    expires_at: new Date(
-      Date.now() + (provider.token_expires_in_ms ?? BILL_SESSION_LIFETIME_MS),
-    ).toISOString(),
+    expires_at: new Date(issuedAt + (provider.token_expires_in_ms ?? BILL_SESSION_LIFETIME_MS)).toISOString(),
+    issued_at: new Date(issuedAt).toISOString(),
     raw,
   };
 }

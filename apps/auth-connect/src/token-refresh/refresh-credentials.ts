@@ -31,7 +31,7 @@ export interface RefreshCredentialsInput {
 // SIGNATURE: the proxy computes a new digest per request from the stored username and password.
 const STATIC_MODES = new Set(['API_KEY', 'BASIC', 'OAUTH1', 'TBA', 'NONE', 'SIGNATURE']);
 /** What JWT and TWO_STEP credentials hold besides the end user's typed fields. */
-const ISSUED_FIELDS = new Set(['type', 'token', 'expires_at', 'raw', 'refresh_token']);
+const ISSUED_FIELDS = new Set(['type', 'token', 'expires_at', 'issued_at', 'raw', 'refresh_token']);
 const billSchema = z.looseObject({
   type: z.literal('BILL'),
   username: z.string(),
