@@ -372,8 +372,8 @@ describe('auth modes that issue their own tokens', () => {
     expect(fake.cc.requests.length).toBe(before);
   });
 
-  it('OAUTH2_CC (Microsoft-shaped): the tenant in the token URL, scope=https://graph.microsoft.com/.default in a form body', async () => {
-    const key = await integration('fake-microsoft-cc');
+  it('OAUTH2_CC (microsoft-oauth2-cc): the tenant in the token URL, scope=https://graph.microsoft.com/.default in a form body', async () => {
+    const key = await integration('microsoft-oauth2-cc');
     const connectionId = await connected(
       key,
       'oauth2/auth',

@@ -488,22 +488,10 @@ fake-auth0-cc:
       title: Organization
       optional: true
 
-fake-microsoft-cc:
-  display_name: Microsoft (Client Credentials), on loopback
-  categories: [productivity]
-  auth_mode: OAUTH2_CC
+microsoft-oauth2-cc:
+  alias: microsoft-oauth2-cc
   token_url: ${url}/ms/\${connectionConfig.tenantId}/oauth2/v2.0/token
-  token_params:
-    grant_type: client_credentials
-    scope: https://graph.microsoft.com/.default
   proxy:
     base_url: ${url}/api
-  docs: https://docs.example.com/microsoft-cc
-  connection_config:
-    tenantId:
-      type: string
-      title: Tenant ID
-      format: uuid
-      pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
 `;
 }
