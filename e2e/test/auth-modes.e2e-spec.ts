@@ -53,10 +53,11 @@ describe('auth modes that issue their own tokens', () => {
     route: string,
     body: Record<string, unknown>,
     params: Record<string, string> = {},
+    sessionExtra: Record<string, unknown> = {},
   ) => {
     const session = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
       key: stack.secretKey,
-      body: { end_user: { id: `user-${randomUUID()}` }, allowed_integrations: [key] },
+      body: { end_user: { id: `user-${randomUUID()}` }, allowed_integrations: [key], ...sessionExtra },
     });
     expect(session.status).toBe(201);
     const token = (session.body as { data: { token: string } }).data.token;
@@ -359,6 +360,29 @@ describe('auth modes that issue their own tokens', () => {
       },
     });
     expect(await proxiedToken(key, connectionId, '/whoami')).toBe(fake.cc.issued.at(-1));
+
+    // Scopes the session set are asked for again when the token is renewed.
+    const scoped = await connected(
+      key,
+      'oauth2/auth',
+      { client_id: fake.cc.clientId, client_secret: fake.cc.clientSecret },
+      { hostname, audience: 'https://api.example.com/v2/' },
+      {
+        integrations_config_defaults: {
+          [key]: { connection_config: { oauth_scopes_override: 'read:users,read:logs' } },
+        },
+      },
+    );
+    expect(fake.cc.requests.at(-1)!.params['scope']).toBe('read:users read:logs');
+    const forced = await call(
+      stack.gatewayUrl,
+      'GET',
+      `/connections/${scoped}?provider_config_key=${key}&force_refresh=true`,
+      { key: stack.secretKey },
+    );
+    expect(forced.status).toBe(200);
+    expect(fake.cc.requests.at(-1)!.params['scope']).toBe('read:users read:logs');
+    expect((forced.body as { credentials: { token: string } }).credentials.token).toBe(fake.cc.issued.at(-1));
 
     // The attack: a tenant host of the attacker's choosing would receive the client secret.
     const before = fake.cc.requests.length;

@@ -61,14 +61,18 @@ export class FormFlowsService {
         return { credentials: typed, extraConfig: {} };
       }
       case 'OAUTH2_CC': {
-        const scopes = ctx.defaults?.connection_config?.oauth_scopes_override;
+        const override = ctx.defaults?.connection_config?.oauth_scopes_override;
+        const scopes = override ? override.split(/[\s,]+/).filter(Boolean) : [];
         const result = await requestClientCredentialsToken({
           provider: ctx.provider,
           client: { clientId: req.body.client_id, clientSecret: req.body.client_secret ?? '' },
           connectionConfig,
-          ...(scopes ? { scopes: scopes.split(/[\s,]+/).filter(Boolean) } : {}),
+          ...(scopes.length > 0 ? { scopes } : {}),
         });
-        return { credentials: result.credentials as Credentials, extraConfig: result.connectionConfig };
+        // A refresh asks for the same scopes (it reads them from the connection config, as Nango stores them).
+        const extraConfig =
+          scopes.length > 0 ? { ...result.connectionConfig, oauth_scopes: scopes } : result.connectionConfig;
+        return { credentials: result.credentials as Credentials, extraConfig };
       }
       case 'TBA': {
         const credentials = buildTbaCredentials(ctx.provider, req.body, connectionConfig);
