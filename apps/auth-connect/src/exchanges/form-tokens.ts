@@ -373,7 +373,7 @@ export async function billLogin(input: {
   };
 }
 
-// ---- helpers -----------------------------------------------------------------------------------
+// ---- paths and errors ------------------------------------------------------------------------
 
 function valueAtPath(object: Record<string, unknown>, path: string): unknown {
   let current: unknown = object;
