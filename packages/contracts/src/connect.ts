@@ -199,7 +199,7 @@ export const CONNECT_FLOW_SUBJECTS = {
   bind: 'auth.v1.flow.bind',
   /** The provider redirected back to `/oauth/callback` (or the GitHub App setup URL). */
   callback: 'auth.v1.flow.callback',
-  /** A form flow (API_KEY, BASIC, OAUTH2_CC, TBA): credentials in, connection out. */
+  /** A form flow (API_KEY, BASIC, OAUTH2_CC, TBA, JWT, TWO_STEP, BILL, SIGNATURE): credentials in, connection out. */
   submit: 'auth.v1.flow.submit',
 } as const;
 
@@ -255,7 +255,35 @@ export const tbaFlowBodySchema = z.strictObject({
   oauth_client_secret_override: z.string().max(4096).optional(),
 });
 
-export const SUBMIT_FLOW_MODES = ['API_KEY', 'BASIC', 'OAUTH2_CC', 'TBA'] as const;
+/**
+ * JWT and TWO_STEP: the provider's own credential fields (its catalog `credentials` form), e.g. Snowflake's
+ * `accountIdentifier`, `userName`, `privateKey`. A `type` naming the mode is accepted and ignored.
+ */
+export const credentialFieldsFlowBodySchema = z
+  .record(z.string().min(1).max(255), z.string().max(16_384))
+  .refine((body) => Object.keys(body).length <= 50, 'at most 50 fields');
+export const billFlowBodySchema = z.strictObject({
+  username: z.string().min(1).max(1024),
+  password: z.string().min(1).max(8192),
+  organization_id: z.string().min(1).max(255),
+  dev_key: z.string().min(1).max(1024),
+});
+export const signatureFlowBodySchema = z.strictObject({
+  type: z.literal('SIGNATURE').optional(),
+  username: z.string().min(1).max(1024),
+  password: z.string().min(1).max(8192),
+});
+
+export const SUBMIT_FLOW_MODES = [
+  'API_KEY',
+  'BASIC',
+  'OAUTH2_CC',
+  'TBA',
+  'JWT',
+  'TWO_STEP',
+  'BILL',
+  'SIGNATURE',
+] as const;
 export type SubmitFlowMode = (typeof SUBMIT_FLOW_MODES)[number];
 
 /** SHA-256 (base64url) of the nonce the gateway puts in the browser's cookie; only the hash leaves the gateway. */
@@ -299,6 +327,10 @@ export const submitFlowRequestSchema = z.discriminatedUnion('mode', [
   z.object({ ...sessionFlowFields, mode: z.literal('BASIC'), body: basicFlowBodySchema }),
   z.object({ ...sessionFlowFields, mode: z.literal('OAUTH2_CC'), body: clientCredentialsFlowBodySchema }),
   z.object({ ...sessionFlowFields, mode: z.literal('TBA'), body: tbaFlowBodySchema }),
+  z.object({ ...sessionFlowFields, mode: z.literal('JWT'), body: credentialFieldsFlowBodySchema }),
+  z.object({ ...sessionFlowFields, mode: z.literal('TWO_STEP'), body: credentialFieldsFlowBodySchema }),
+  z.object({ ...sessionFlowFields, mode: z.literal('BILL'), body: billFlowBodySchema }),
+  z.object({ ...sessionFlowFields, mode: z.literal('SIGNATURE'), body: signatureFlowBodySchema }),
 ]);
 export type SubmitFlowRequest = z.infer<typeof submitFlowRequestSchema>;
 

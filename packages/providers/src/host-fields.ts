@@ -9,7 +9,16 @@
 const PLACEHOLDER = /\$\{([^{}]*)\}/g;
 
 /** Auth modes where no secret of the integration ever reaches a URL built from connection config. */
-const OWN_CREDENTIALS_MODES: ReadonlySet<string> = new Set(['API_KEY', 'BASIC', 'NONE']);
+const OWN_CREDENTIALS_MODES: ReadonlySet<string> = new Set([
+  'API_KEY',
+  'BASIC',
+  'NONE',
+  // These send only what the end user typed (a key, a login), never anything of the integration.
+  'JWT',
+  'TWO_STEP',
+  'SIGNATURE',
+  'BILL',
+]);
 
 /**
  * Values a pinned host field must refuse: foreign hosts, full URLs, loopback, and hosts that only end

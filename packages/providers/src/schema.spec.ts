@@ -126,3 +126,37 @@ describe('webhook routing keys', () => {
     expect(ProviderDefinitionSchema.safeParse(routed(extra)).error?.issues).toBeUndefined();
   });
 });
+
+describe('token-issuing auth modes', () => {
+  const base = { display_name: 'Acme', categories: ['other'], docs: 'https://acme.example/docs' };
+  const problems = (entry: Record<string, unknown>) =>
+    ProviderDefinitionSchema.safeParse({ ...base, ...entry }).error?.issues.map(
+      (issue) => `${issue.path.join('.')}: ${issue.message}`,
+    ) ?? [];
+
+  it('needs a signing family and a token template for JWT, and refuses WSSE there', () => {
+    expect(problems({ auth_mode: 'JWT' })).toEqual([
+      'signature: is required for auth_mode JWT',
+      'token: is required for auth_mode JWT',
+    ]);
+    expect(
+      problems({
+        auth_mode: 'JWT',
+        signature: { protocol: 'WSSE' },
+        token: { signing_key: '${credentials.key}', expires_in_ms: 60_000 },
+      }),
+    ).toEqual(['signature.protocol: WSSE is for auth_mode SIGNATURE']);
+  });
+
+  it('needs a token URL and where the token is for TWO_STEP, a login URL for BILL, WSSE for SIGNATURE', () => {
+    expect(problems({ auth_mode: 'TWO_STEP' })).toEqual([
+      'token_url: is required for auth_mode TWO_STEP',
+      'token_response: is required for auth_mode TWO_STEP',
+    ]);
+    expect(problems({ auth_mode: 'BILL' })).toEqual(['token_url: is required for auth_mode BILL']);
+    expect(problems({ auth_mode: 'SIGNATURE' })).toEqual([
+      'signature: must be { protocol: WSSE } for auth_mode SIGNATURE',
+    ]);
+    expect(problems({ auth_mode: 'SIGNATURE', signature: { protocol: 'WSSE' } })).toEqual([]);
+  });
+});

@@ -20,6 +20,8 @@ export const AUTH_MODES = [
   'NONE',
   'JWT',
   'TWO_STEP',
+  'SIGNATURE',
+  'BILL',
 ] as const;
 export type AuthMode = (typeof AUTH_MODES)[number];
 
@@ -204,6 +206,31 @@ export const PostConnectCallSchema = z.strictObject({
 });
 export type PostConnectCall = z.infer<typeof PostConnectCallSchema>;
 
+/**
+ * JWT: how Switchboard mints the token it sends (`${accessToken}`), from the end user's credentials. Values
+ * are templates over `${credentials.x}` and `${connectionConfig.x}`; `${credentials.x.id}` /
+ * `${credentials.x.secret}` are the parts of an `id:secret` value (Ghost's admin key), `${upper(…)}` upper-cases
+ * one value and `${fingerprint(credentials.x)}` is `SHA256:` + the base64 SHA-256 of the public key of a
+ * PEM private key (Snowflake's key-pair issuer). A minted token is replaced when it expires.
+ */
+export const JwtTokenSchema = z.strictObject({
+  signing_key: nonEmpty,
+  /** `hex` when the key template yields hex-encoded key bytes (Ghost's secret); text otherwise. */
+  signing_key_encoding: z.enum(['utf8', 'hex']).optional(),
+  expires_in_ms: z.number().int().min(1_000).max(86_400_000),
+  header: z.record(nonEmpty, z.string()).optional(),
+  payload: z.record(nonEmpty, z.union([z.string(), z.array(z.string())])).optional(),
+});
+export type JwtToken = z.infer<typeof JwtTokenSchema>;
+
+/** TWO_STEP: where the token sits in the token endpoint's JSON answer and how its expiry reads. */
+export const TwoStepTokenResponseSchema = z.strictObject({
+  token: nonEmpty,
+  token_expiration: nonEmpty.optional(),
+  /** `expireIn`: seconds from now; `expireAt`: an absolute date (ISO or epoch). */
+  token_expiration_strategy: z.enum(['expireIn', 'expireAt']).optional(),
+});
+
 /** Every field an entry may carry; which ones are required depends on `auth_mode` and `alias`. */
 const entryFields = {
   display_name: nonEmpty,
@@ -257,6 +284,17 @@ const entryFields = {
   mutual_tls: z.boolean().optional(),
   installation_check: z.strictObject({ token_url: urlTemplate, installations_url: urlTemplate }).optional(),
 
+  /** JWT: the signing family (RSA → RS256, HMAC → HS256, EC → ES256); SIGNATURE: `WSSE`. */
+  signature: z.strictObject({ protocol: z.enum(['RSA', 'HMAC', 'EC', 'WSSE']) }).optional(),
+  token: JwtTokenSchema.optional(),
+  /** TWO_STEP: headers of the token call; its body is `token_params` (templates over credentials too). */
+  token_headers: headerMap.optional(),
+  /** TWO_STEP: the token call's method (POST unless said; Tripletex creates its session with PUT). */
+  token_request_method: z.enum(['GET', 'POST', 'PUT']).optional(),
+  token_response: TwoStepTokenResponseSchema.optional(),
+  /** TWO_STEP: lifetime when the answer carries no expiry; BILL: the session's lifetime (35 minutes by default). */
+  token_expires_in_ms: z.number().int().positive().optional(),
+
   request_url: urlTemplate.optional(),
   signature_method: z.enum(['HMAC-SHA1', 'RSA-SHA1', 'PLAINTEXT']).optional(),
 
@@ -276,6 +314,9 @@ function unknownFieldMessage(keys: readonly string[]): string {
 
 type EntryShape = {
   auth_mode?: AuthMode | undefined;
+  signature?: { protocol: string } | undefined;
+  token?: unknown;
+  token_response?: unknown;
   alias?: string | undefined;
   authorization_url?: string | undefined;
   token_url?: string | undefined;
@@ -299,6 +340,41 @@ function checkAuthRequirements(entry: EntryShape, ctx: z.RefinementCtx): void {
       break;
     case 'OAUTH2_CC':
       missing('token_url', 'for auth_mode OAUTH2_CC');
+      break;
+    case 'JWT':
+      missing('signature', 'for auth_mode JWT');
+      missing('token', 'for auth_mode JWT');
+      if (entry.signature && entry.signature.protocol === 'WSSE')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['signature', 'protocol'],
+          message: 'WSSE is for auth_mode SIGNATURE',
+        });
+      break;
+    case 'TWO_STEP':
+      missing('token_url', 'for auth_mode TWO_STEP');
+      missing('token_response', 'for auth_mode TWO_STEP');
+      // A JWT-bearer token call (`${jwt}` in token_params) needs both the signing family and the template.
+      if (
+        (entry.signature === undefined) !== (entry.token === undefined) ||
+        entry.signature?.protocol === 'WSSE'
+      )
+        ctx.addIssue({
+          code: 'custom',
+          path: ['signature'],
+          message: 'a TWO_STEP JWT assertion needs both signature (RSA, HMAC or EC) and token',
+        });
+      break;
+    case 'BILL':
+      missing('token_url', 'for auth_mode BILL');
+      break;
+    case 'SIGNATURE':
+      if (entry.signature?.protocol !== 'WSSE')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['signature'],
+          message: 'must be { protocol: WSSE } for auth_mode SIGNATURE',
+        });
       break;
     default:
       break;
@@ -335,6 +411,7 @@ function collectTemplates(entry: ProviderDefinitionShape): { path: (string | num
   };
   for (const field of ['authorization_url', 'token_url', 'refresh_url', 'request_url'] as const)
     add([field], entry[field]);
+  for (const [key, value] of Object.entries(entry.token_headers ?? {})) add(['token_headers', key], value);
   for (const field of ['authorization_params', 'token_params', 'refresh_params'] as const) {
     for (const [key, value] of Object.entries(entry[field] ?? {})) add([field, key], value);
   }

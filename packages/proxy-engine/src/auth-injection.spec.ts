@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { ConnectionCredentials, ResolvedIntegration } from '@switchboard/contracts';
 import { planAuth, type ProviderProxySettings } from './auth-injection';
 
@@ -204,5 +204,57 @@ describe('planAuth', () => {
         connection({ type: 'OAUTH1', oauth_token: 't', oauth_token_secret: 's' }),
       ),
     ).toThrow(expect.objectContaining({ code: 'invalid_connection' }));
+  });
+});
+
+describe('token-issuing modes', () => {
+  it('SIGNATURE: a new WSSE UsernameToken for every request sent, where the template puts the token', () => {
+    const provider: ProviderProxySettings = {
+      auth_mode: 'SIGNATURE',
+      proxy: { headers: { 'x-wsse': '${accessToken}', accept: 'application/json' } },
+    };
+    const plan = planAuth(
+      provider,
+      integration(),
+      connection({ type: 'SIGNATURE', username: 'acme001', password: 'pw-secret' }),
+    );
+    expect(plan.headers).toEqual({ accept: 'application/json' });
+    const first = plan.perRequest!()['x-wsse']!;
+    const second = plan.perRequest!()['x-wsse']!;
+    expect(first).not.toBe(second);
+    const match =
+      /^UsernameToken Username="acme001", PasswordDigest="([^"]+)", Nonce="([0-9a-f]{32})", Created="([^"]+)"$/.exec(
+        first,
+      );
+    expect(match).not.toBeNull();
+    const [, digest, nonce, created] = match!;
+    const sha1Hex = createHash('sha1').update(`${nonce}${created}pw-secret`).digest('hex');
+    expect(digest).toBe(Buffer.from(sha1Hex).toString('base64'));
+    expect(plan.refreshable).toBe(false);
+  });
+
+  it('BILL: nothing but the catalog templates, and a 401 is worth a new login', () => {
+    const plan = planAuth(
+      {
+        auth_mode: 'BILL',
+        proxy: { headers: { devKey: '${credentials.dev_key}', sessionId: '${credentials.session_id}' } },
+      },
+      integration(),
+      connection({ type: 'BILL', dev_key: 'dk', session_id: 's1', password: 'p' }),
+    );
+    expect(plan.headers).toEqual({ devkey: 'dk', sessionid: 's1' });
+    expect(plan.refreshable).toBe(true);
+  });
+
+  it('TWO_STEP: ${base64(a:b)} builds a Basic pair (Tripletex)', () => {
+    const plan = planAuth(
+      {
+        auth_mode: 'TWO_STEP',
+        proxy: { headers: { authorization: 'Basic ${base64(connectionConfig.company:accessToken)}' } },
+      },
+      integration(),
+      connection({ type: 'TWO_STEP', token: 'tok' }, { company: '0' }),
+    );
+    expect(plan.headers).toEqual({ authorization: `Basic ${Buffer.from('0:tok').toString('base64')}` });
   });
 });

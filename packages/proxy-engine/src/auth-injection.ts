@@ -1,4 +1,4 @@
-import { createHmac, createSign } from 'node:crypto';
+import { createHash, createHmac, createSign, randomBytes } from 'node:crypto';
 import type { ConnectionCredentials, ResolvedIntegration } from '@switchboard/contracts';
 import type { ClientCertificate } from '@switchboard/egress';
 import OAuth from 'oauth-1.0a';
@@ -40,6 +40,11 @@ export interface AuthPlan {
   signRequest?: RequestSigner | undefined;
   /** The client certificate presented in the TLS handshake (providers with `mutual_tls`). */
   clientCertificate?: ClientCertificate | undefined;
+  /**
+   * Headers computed anew for every request sent (each retry, each followed redirect), e.g. a WSSE
+   * digest whose nonce and timestamp must not be replayed.
+   */
+  perRequest?: (() => Record<string, string>) | undefined;
   /** True when the vault can produce a new token (so a provider 401 is worth one refresh). */
   refreshable: boolean;
 }
@@ -108,8 +113,7 @@ export function planAuth(
       break;
     }
     case 'OAUTH2_CC':
-    case 'JWT':
-    case 'SIGNATURE': {
+    case 'JWT': {
       const token = str(credentials.token);
       if (token) headers.authorization = `Bearer ${token}`;
       refreshable = true;
@@ -121,6 +125,10 @@ export function planAuth(
       refreshable = true;
       break;
     }
+    case 'BILL':
+      // The provider's templates place the session id and developer key; a 401 means the session ended.
+      refreshable = true;
+      break;
     case 'OAUTH1':
       sign = oauth1Signer(provider, integration, credentials);
       break;
@@ -132,7 +140,10 @@ export function planAuth(
       break;
   }
 
+  let perRequest: AuthPlan['perRequest'];
+  if (type === 'SIGNATURE') perRequest = wsseHeaders(template, vars, credentials);
   for (const [name, value] of Object.entries(template)) {
+    if (perRequest && value.includes('${accessToken}')) continue;
     const resolved = interpolate(value, vars);
     if (resolved !== undefined) headers[name.toLowerCase()] = headerValue(name, resolved);
   }
@@ -150,7 +161,44 @@ export function planAuth(
   const signRequest = sigv4 ? awsSigV4Signer(sigv4, credentials, vars) : undefined;
   if (signRequest) delete headers.authorization; // the signature replaces the Basic pair
   const clientCertificate = clientCertificateOf(provider, credentials);
-  return { headers, query, bodyFields, sign, signRequest, clientCertificate, refreshable };
+  return { headers, query, bodyFields, sign, perRequest, signRequest, clientCertificate, refreshable };
+}
+
+/**
+ * SIGNATURE (WSSE UsernameToken): every request gets a new nonce and creation time, and
+ * PasswordDigest = base64(hex(sha1(nonce + created + password))), the digest Emarsys checks. The provider's
+ * header templates say where the token goes (`x-wsse: ${accessToken}`); X-WSSE when none does.
+ */
+function wsseHeaders(
+  template: Record<string, string>,
+  vars: Map<string, string>,
+  credentials: Record<string, unknown>,
+): () => Record<string, string> {
+  const username = str(credentials.username);
+  const password = str(credentials.password);
+  if (!username || password === undefined)
+    throw new ProxyError('invalid_connection', 'WSSE signing needs the username and password');
+  if (/["\r\n]/.test(username))
+    throw new ProxyError('invalid_connection', 'The WSSE username may not contain quotes or line breaks');
+  const placed = Object.entries(template).filter(([, value]) => value.includes('${accessToken}'));
+  return () => {
+    const nonce = randomBytes(16).toString('hex');
+    const created = new Date().toISOString();
+    const digest = Buffer.from(
+      createHash('sha1')
+        .update(nonce + created + password)
+        .digest('hex'),
+    ).toString('base64');
+    const token = `UsernameToken Username="${username}", PasswordDigest="${digest}", Nonce="${nonce}", Created="${created}"`;
+    if (placed.length === 0) return { 'x-wsse': token };
+    const withToken = new Map(vars).set('accessToken', token);
+    const out: Record<string, string> = {};
+    for (const [name, value] of placed) {
+      const resolved = interpolate(value, withToken);
+      if (resolved !== undefined) out[name.toLowerCase()] = headerValue(name, resolved);
+    }
+    return out;
+  };
 }
 
 function oauth1Signer(

@@ -71,6 +71,7 @@ export class Exchange {
       const outgoing: Record<string, string> = withAuth ? { ...request.auth.headers } : {};
       if (withAuth && request.auth.sign)
         outgoing.authorization = request.auth.sign(method, `${target.origin}${target.path}`, request.form);
+      if (withAuth && request.auth.perRequest) Object.assign(outgoing, request.auth.perRequest());
       Object.assign(outgoing, headers);
       if (withAuth && request.auth.signRequest)
         Object.assign(outgoing, request.auth.signRequest(method, target.origin, target.path, outgoing, body));

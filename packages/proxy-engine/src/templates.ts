@@ -5,11 +5,20 @@ export type TemplateVars = ReadonlyMap<string, string>;
 
 const PLACEHOLDER = /\$\{([^{}]*)\}/g;
 
-/** Replaces every `${name}`; undefined when one of them has no (non-empty) value. */
+/** `base64(a:b)`: the base64 of the named values joined by ':' (Tripletex's Basic pair of company and token). */
+function valueOf(name: string, vars: TemplateVars): string | undefined {
+  const call = /^base64\((.+)\)$/.exec(name);
+  if (!call) return vars.get(name);
+  const parts = (call[1] ?? '').split(':').map((part) => vars.get(part.trim()));
+  if (parts.some((part) => part === undefined || part === '')) return undefined;
+  return Buffer.from(parts.join(':')).toString('base64');
+}
+
+/** Replaces every `${name}` (or `${base64(a:b)}`); undefined when one of them has no (non-empty) value. */
 export function interpolate(template: string, vars: TemplateVars): string | undefined {
   let missing = false;
   const out = template.replace(PLACEHOLDER, (_m, name: string) => {
-    const value = vars.get(name.trim());
+    const value = valueOf(name.trim(), vars);
     if (value === undefined || value === '') missing = true;
     return value ?? '';
   });

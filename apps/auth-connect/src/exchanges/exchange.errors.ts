@@ -11,6 +11,9 @@ export const EXCHANGE_STAGES = [
   'app_installation_token',
   'app_installation_check',
   'post_connect',
+  'two_step_token',
+  'bill_login',
+  'jwt_signing',
 ] as const;
 export type ExchangeStage = (typeof EXCHANGE_STAGES)[number];
 

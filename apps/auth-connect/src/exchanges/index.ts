@@ -2,6 +2,7 @@
 export * from './connection-config';
 export * from './credentials';
 export * from './exchange.errors';
+export * from './form-tokens';
 export * from './github-app.client';
 export * from './oauth1.client';
 export * from './oauth2-token.client';

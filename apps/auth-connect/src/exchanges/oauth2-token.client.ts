@@ -10,7 +10,7 @@ import {
 import { ProviderExchangeError, type ExchangeStage } from './exchange.errors';
 import { renameParams, tokenAnswer } from './oauth-param-names';
 import { callProvider } from './provider-http';
-import { interpolateParams, interpolateUrl, type ConnectionConfig } from './templates';
+import { interpolateParams, interpolateUrl, optionalConfigFields, type ConnectionConfig } from './templates';
 
 /**
  * OAuth 2 token endpoint calls: authorization code (with PKCE), refresh, client credentials. Each honours
@@ -140,7 +140,7 @@ export async function requestClientCredentialsToken(
   const connectionConfig = input.connectionConfig ?? {};
   const params: Record<string, string> = {
     grant_type: 'client_credentials',
-    ...interpolateParams(provider.token_params, connectionConfig),
+    ...interpolateParams(provider.token_params, connectionConfig, optionalConfigFields(provider)),
     ...(input.scopes && input.scopes.length > 0
       ? { scope: input.scopes.join(provider.scope_separator ?? ' ') }
       : {}),

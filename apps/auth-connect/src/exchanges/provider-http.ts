@@ -18,13 +18,16 @@ const STAGE_LABEL: Record<ExchangeStage, string> = {
   app_installation_token: 'app installation token',
   app_installation_check: 'installation check',
   post_connect: 'post-connect call',
+  two_step_token: 'token request',
+  bill_login: 'login',
+  jwt_signing: 'JWT signing',
 };
 
 export interface ProviderRequest {
   stage: ExchangeStage;
   /** The provider's catalog key, for messages. */
   provider: string;
-  method: 'POST' | 'GET';
+  method: 'POST' | 'GET' | 'PUT';
   url: URL;
   headers: Record<string, string>;
   body?: string;

@@ -146,12 +146,31 @@ function expectedOrigin(originTemplate: string, connectionConfig: ConnectionConf
 export function interpolateParams(
   params: Record<string, string | number | boolean> | undefined,
   connectionConfig: ConnectionConfig,
+  /** Connection-config fields the catalog marks optional: a parameter built only from missing ones is left out (Auth0's organization). */
+  optional: ReadonlySet<string> = new Set(),
 ): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(params ?? {})) {
-    out[key] = typeof value === 'string' ? interpolateValue(value, connectionConfig) : String(value);
+    if (typeof value !== 'string') {
+      out[key] = String(value);
+      continue;
+    }
+    const missing = missingPlaceholders(value, connectionConfig);
+    if (missing.length > 0 && missing.every((name) => optional.has(name))) continue;
+    out[key] = interpolateValue(value, connectionConfig);
   }
   return out;
+}
+
+/** The names of a provider's optional connection-config fields. */
+export function optionalConfigFields(provider: {
+  connection_config?: Record<string, { optional?: boolean | undefined }> | undefined;
+}): Set<string> {
+  return new Set(
+    Object.entries(provider.connection_config ?? {})
+      .filter(([, field]) => field.optional)
+      .map(([name]) => name),
+  );
 }
 
 function missingConfigError(missing: string[]): AuthConnectError {

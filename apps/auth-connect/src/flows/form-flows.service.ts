@@ -3,7 +3,14 @@ import type { Credentials, FlowResult, SubmitFlowRequest } from '@switchboard/co
 import type { AuthMode } from '@switchboard/providers';
 import { AuthConnectError } from '../auth-connect.errors';
 import { CompletionService } from './completion.service';
-import { buildTbaCredentials, requestClientCredentialsToken } from '../exchanges';
+import {
+  billLogin,
+  buildTbaCredentials,
+  credentialFieldsOf,
+  mintJwt,
+  requestClientCredentialsToken,
+  requestTwoStepToken,
+} from '../exchanges';
 import { clientCertificateFor } from '../exchanges/client-certificate';
 import { checkCredentials } from './credential-check';
 import { FlowContextService, type FlowContext } from './flow-context.service';
@@ -13,11 +20,16 @@ const MODES: Record<SubmitFlowRequest['mode'], readonly AuthMode[]> = {
   BASIC: ['BASIC'],
   OAUTH2_CC: ['OAUTH2_CC'],
   TBA: ['TBA'],
+  JWT: ['JWT'],
+  TWO_STEP: ['TWO_STEP'],
+  BILL: ['BILL'],
+  SIGNATURE: ['SIGNATURE'],
 };
 
 /**
- * Flows where the end user types credentials into a form: API key, basic, OAuth 2 client credentials and
- * NetSuite-style token-based auth. Each posts them once; the connection is stored only when they work.
+ * Flows where the end user types credentials into a form: API key, basic, OAuth 2 client credentials,
+ * NetSuite-style token-based auth, a key Switchboard signs JWTs with, a token endpoint's login (TWO_STEP,
+ * Bill) and WSSE. Each posts them once; the connection is stored only when they work.
  */
 @Injectable()
 export class FormFlowsService {
@@ -50,16 +62,20 @@ export class FormFlowsService {
         return { credentials: typed, extraConfig: {} };
       }
       case 'OAUTH2_CC': {
-        const scopes = ctx.defaults?.connection_config?.oauth_scopes_override;
+        const override = ctx.defaults?.connection_config?.oauth_scopes_override;
+        const scopes = override ? override.split(/[\s,]+/).filter(Boolean) : [];
         const clientCertificate = clientCertificateFor(ctx.provider, req.body);
         const result = await requestClientCredentialsToken({
           provider: ctx.provider,
           client: { clientId: req.body.client_id, clientSecret: req.body.client_secret ?? '' },
           ...(clientCertificate ? { clientCertificate } : {}),
           connectionConfig,
-          ...(scopes ? { scopes: scopes.split(/[\s,]+/).filter(Boolean) } : {}),
+          ...(scopes.length > 0 ? { scopes } : {}),
         });
-        return { credentials: result.credentials as Credentials, extraConfig: result.connectionConfig };
+        // A refresh asks for the same scopes (it reads them from the connection config, as Nango stores them).
+        const extraConfig =
+          scopes.length > 0 ? { ...result.connectionConfig, oauth_scopes: scopes } : result.connectionConfig;
+        return { credentials: result.credentials as Credentials, extraConfig };
       }
       case 'TBA': {
         const credentials = buildTbaCredentials(ctx.provider, req.body, connectionConfig);
@@ -73,6 +89,28 @@ export class FormFlowsService {
           }
         }
         return { credentials: credentials as unknown as Credentials, extraConfig: {} };
+      }
+      case 'JWT': {
+        const fields = credentialFieldsOf(ctx.provider, req.body);
+        return { credentials: await mintJwt(ctx.provider, fields, connectionConfig), extraConfig: {} };
+      }
+      case 'TWO_STEP': {
+        const fields = credentialFieldsOf(ctx.provider, req.body);
+        const credentials = await requestTwoStepToken({ provider: ctx.provider, fields, connectionConfig });
+        return { credentials, extraConfig: {} };
+      }
+      case 'BILL': {
+        const credentials = await billLogin({ provider: ctx.provider, login: req.body });
+        return { credentials, extraConfig: {} };
+      }
+      case 'SIGNATURE': {
+        // The proxy computes a fresh WSSE digest for every request from these; nothing to call now.
+        const credentials = {
+          type: 'SIGNATURE' as const,
+          username: req.body.username,
+          password: req.body.password,
+        };
+        return { credentials, extraConfig: {} };
       }
     }
   }

@@ -5,6 +5,7 @@ import { AuthConnectError } from '../auth-connect.errors';
 import type { CustomCredentials, OAuth2ClientCredentials, OAuth2Credentials } from '../exchanges/credentials';
 import { clientCertificateFor } from '../exchanges/client-certificate';
 import { ProviderExchangeError } from '../exchanges/exchange.errors';
+import { billLogin, mintJwt, requestTwoStepToken, type CredentialFields } from '../exchanges/form-tokens';
 import { fetchInstallationToken, refreshGithubAppOAuth } from '../exchanges/github-app.client';
 import {
   refreshOAuth2Token,
@@ -28,7 +29,17 @@ export interface RefreshCredentialsInput {
 }
 
 /** Modes whose credentials never change by themselves: nothing to call, the stored ones are returned. */
-const STATIC_MODES = new Set(['API_KEY', 'BASIC', 'OAUTH1', 'TBA', 'NONE']);
+// SIGNATURE: the proxy computes a new digest per request from the stored username and password.
+const STATIC_MODES = new Set(['API_KEY', 'BASIC', 'OAUTH1', 'TBA', 'NONE', 'SIGNATURE']);
+/** What JWT and TWO_STEP credentials hold besides the end user's typed fields. */
+const ISSUED_FIELDS = new Set(['type', 'token', 'expires_at', 'issued_at', 'raw', 'refresh_token']);
+const billSchema = z.looseObject({
+  type: z.literal('BILL'),
+  username: z.string(),
+  password: z.string(),
+  organization_id: z.string(),
+  dev_key: z.string(),
+});
 
 const configOverride = z
   .object({ client_id: z.string().optional(), client_secret: z.string().optional() })
@@ -63,7 +74,8 @@ const customSchema = z.looseObject({
 
 /**
  * Performs one provider refresh, by the stored credentials' type: OAUTH2 → refresh_token grant;
- * OAUTH2_CC → a new client-credentials token; APP → a new installation token; CUSTOM → both. Stateless on
+ * OAUTH2_CC → a new client-credentials token; APP → a new installation token; CUSTOM → both; JWT → a newly
+ * signed JWT; TWO_STEP → the token call again; BILL → a new login. Stateless on
  * purpose: the vault decides when to refresh and makes sure only one runs per connection.
  * Every failure is `refresh_token_external_error` with a message free of secrets.
  */
@@ -134,12 +146,49 @@ export async function refreshCredentials(input: RefreshCredentialsInput): Promis
           }),
         );
       }
+      case 'JWT':
+        return {
+          credentials: await mintJwt(provider, typedFields(credentials), connectionConfig, 'refresh'),
+        };
+      case 'TWO_STEP':
+        return {
+          credentials: await requestTwoStepToken({
+            provider,
+            fields: typedFields(credentials),
+            connectionConfig,
+            stage: 'refresh',
+            ...timeout,
+          }),
+        };
+      case 'BILL': {
+        const { username, password, organization_id, dev_key } = parseStored(
+          billSchema,
+          credentials,
+          provider,
+        );
+        return {
+          credentials: await billLogin({
+            provider,
+            login: { username, password, organization_id, dev_key },
+            stage: 'refresh',
+            ...timeout,
+          }),
+        };
+      }
       default:
         throw misconfigured(provider, `Switchboard cannot refresh ${credentials.type} credentials`);
     }
   } catch (error) {
     throw asRefreshFailure(error, provider);
   }
+}
+
+/** The fields the end user typed at connect time, stored beside the token they produced. */
+function typedFields(credentials: Record<string, unknown>): CredentialFields {
+  const out: CredentialFields = {};
+  for (const [name, value] of Object.entries(credentials))
+    if (!ISSUED_FIELDS.has(name) && typeof value === 'string') out[name] = value;
+  return out;
 }
 
 function withConfig(result: {

@@ -81,3 +81,22 @@ describe('justRefreshed', () => {
     expect(justRefreshed(new Date(now - 1_000), oauth2(1_000), now)).toBe(false);
   });
 });
+
+describe('tokens Switchboard obtains itself (issued_at)', () => {
+  const jwt = (lifetimeMs: number, ageMs: number) => ({
+    type: 'JWT',
+    token: 't',
+    issued_at: new Date(now - ageMs).toISOString(),
+    expires_at: new Date(now - ageMs + lifetimeMs).toISOString(),
+  });
+
+  it('refreshes a token shorter-lived than twice the margin at half its life, not on every read', () => {
+    expect(needsRefresh(jwt(5 * 60_000, 60_000), plain, now, MARGIN)).toBe(false);
+    expect(needsRefresh(jwt(5 * 60_000, 151_000), plain, now, MARGIN)).toBe(true);
+  });
+
+  it('keeps the margin for a long-lived one', () => {
+    expect(needsRefresh(jwt(60 * 60_000, 44 * 60_000), plain, now, MARGIN)).toBe(false);
+    expect(needsRefresh(jwt(60 * 60_000, 46 * 60_000), plain, now, MARGIN)).toBe(true);
+  });
+});

@@ -46,7 +46,18 @@ export function needsRefresh(
   if (credentials.type === 'CUSTOM') return false;
   const expiresAt = expiresAtOf(credentials);
   if (!expiresAt) return false;
-  return expiresAt.getTime() - nowMs < marginMs;
+  return expiresAt.getTime() - nowMs < effectiveMarginMs(credentials, expiresAt, marginMs);
+}
+
+/**
+ * Tokens Switchboard obtains itself (JWT, TWO_STEP, BILL) carry `issued_at`. One that lives less than twice
+ * the margin (Ghost's 5-minute JWT against 15 minutes) is refreshed at half its life, not on every read.
+ */
+function effectiveMarginMs(credentials: Credentials, expiresAt: Date, marginMs: number): number {
+  const issued = (credentials as { issued_at?: unknown }).issued_at;
+  const issuedMs = typeof issued === 'string' ? Date.parse(issued) : NaN;
+  if (!Number.isFinite(issuedMs) || issuedMs >= expiresAt.getTime()) return marginMs;
+  return Math.min(marginMs, (expiresAt.getTime() - issuedMs) / 2);
 }
 
 const JUST_REFRESHED_MS = 30_000;

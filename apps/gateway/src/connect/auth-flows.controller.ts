@@ -2,6 +2,9 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res }
 import {
   apiKeyFlowBodySchema,
   basicFlowBodySchema,
+  billFlowBodySchema,
+  credentialFieldsFlowBodySchema,
+  signatureFlowBodySchema,
   CONNECT_FLOW_SUBJECTS,
   clientCredentialsFlowBodySchema,
   flowSubmitQuerySchema,
@@ -36,6 +39,10 @@ const FORM_BODIES = {
   BASIC: basicFlowBodySchema,
   OAUTH2_CC: clientCredentialsFlowBodySchema,
   TBA: tbaFlowBodySchema,
+  JWT: credentialFieldsFlowBodySchema,
+  TWO_STEP: credentialFieldsFlowBodySchema,
+  BILL: billFlowBodySchema,
+  SIGNATURE: signatureFlowBodySchema,
 } as const;
 
 /** Query values as plain strings (a provider may repeat a key; the first one counts). */
@@ -273,6 +280,54 @@ export class AuthFlowsController {
     @Body() body: unknown,
   ) {
     return this.submit(request, 'TBA', params, query, body);
+  }
+
+  @Post('auth/jwt/:providerConfigKey')
+  @HttpCode(200)
+  @RequireSessionQuery()
+  async jwt(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ) {
+    return this.submit(request, 'JWT', params, query, body);
+  }
+
+  @Post('auth/two-step/:providerConfigKey')
+  @HttpCode(200)
+  @RequireSessionQuery()
+  async twoStep(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ) {
+    return this.submit(request, 'TWO_STEP', params, query, body);
+  }
+
+  @Post('auth/bill/:providerConfigKey')
+  @HttpCode(200)
+  @RequireSessionQuery()
+  async bill(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ) {
+    return this.submit(request, 'BILL', params, query, body);
+  }
+
+  @Post('auth/signature/:providerConfigKey')
+  @HttpCode(200)
+  @RequireSessionQuery()
+  async signature(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Query() query: unknown,
+    @Body() body: unknown,
+  ) {
+    return this.submit(request, 'SIGNATURE', params, query, body);
   }
 
   private async start(

@@ -50,6 +50,10 @@
     BASIC: 'Username and password',
     OAUTH2_CC: 'Client credentials',
     TBA: 'Token-based authentication',
+    JWT: 'Signing key',
+    TWO_STEP: 'API credentials',
+    BILL: 'Bill login',
+    SIGNATURE: 'API user and secret',
   };
   var REDIRECT_MODES = ['OAUTH2', 'OAUTH1', 'APP', 'CUSTOM'];
   var FORM_ROUTES = {
@@ -57,6 +61,10 @@
     BASIC: '/api-auth/basic/',
     OAUTH2_CC: '/oauth2/auth/',
     TBA: '/auth/tba/',
+    JWT: '/auth/jwt/',
+    TWO_STEP: '/auth/two-step/',
+    BILL: '/auth/bill/',
+    SIGNATURE: '/auth/signature/',
   };
 
   var state = { token: null, session: null, integrations: [] };
@@ -321,6 +329,25 @@
       case 'TBA':
         credential('token_id', 'Token ID', false);
         credential('token_secret', 'Token secret', true);
+        break;
+      case 'JWT':
+      case 'TWO_STEP':
+        // The provider's own credential form (a private key, a consumer token, ...).
+        Object.keys(creds).forEach(function (name) {
+          var spec = creds[name];
+          if (spec.automated) return;
+          credential(name, name, !!spec.secret, !!spec.optional);
+        });
+        break;
+      case 'BILL':
+        credential('username', 'Username', false);
+        credential('password', 'Password', true);
+        credential('organization_id', 'Organization ID', false);
+        credential('dev_key', 'Developer key', true);
+        break;
+      case 'SIGNATURE':
+        credential('username', 'Username', false);
+        credential('password', 'Password', true);
         break;
       default:
         // An empty override in the session means the end user brings their own OAuth app.
