@@ -212,7 +212,17 @@ const entryFields = {
    * CUSTOM uses its own `token_url` and `{proxy.base_url}/user/installations` unless this is set.
    */
   post_connect: z.array(PostConnectCallSchema).optional(),
-  installation_check: z.strictObject({ token_url: urlTemplate, installations_url: urlTemplate }).optional(),
+  installation_check: z
+    .strictObject({
+      token_url: urlTemplate,
+      installations_url: urlTemplate,
+      /**
+       * Where the user is sent after the installation for a user code bound to this flow (PKCE, state):
+       * the installation redirect's own code is never exchanged for the check. An APP flow needs it.
+       */
+      authorization_url: urlTemplate.optional(),
+    })
+    .optional(),
 
   request_url: urlTemplate.optional(),
   signature_method: z.enum(['HMAC-SHA1', 'RSA-SHA1', 'PLAINTEXT']).optional(),
