@@ -456,6 +456,85 @@ describe('connect flows refuse what a hostile end user sends', () => {
     });
   });
 
+  describe("a provider's error text never reaches the end user", () => {
+    // `+ / = ~` and a space: raw-only redaction missed them once URL-encoded.
+    const secret = `Sx+9/a=b~c d_${run}`;
+    const formEncode = (v: string) => new URLSearchParams({ x: v }).toString().slice(2);
+    const lowerHex = (v: string) => v.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase());
+    const forms = (clientId: string) =>
+      [
+        secret,
+        encodeURIComponent(secret),
+        formEncode(secret),
+        lowerHex(encodeURIComponent(secret)),
+        lowerHex(formEncode(secret)),
+        JSON.stringify(secret).slice(1, -1),
+        Buffer.from(secret).toString('base64'),
+        Buffer.from(`${clientId}:${secret}`).toString('base64'),
+        Buffer.from(`${formEncode(clientId)}:${formEncode(secret)}`).toString('base64'),
+        // the echo cut short after nine characters of the secret
+        secret.slice(0, 9),
+        formEncode(secret.slice(0, 9)),
+      ] as const;
+    const expectNoSecret = (text: string, clientId: string) => {
+      for (const form of forms(clientId))
+        expect({ form, leaked: text.includes(form) }).toEqual({ form, leaked: false });
+      // nor the provider's raw answer (it echoes our request body)
+      expect(text).not.toContain('grant_type=');
+      expect(text).not.toContain('client_secret');
+    };
+    const allLogs = () =>
+      (['gateway', 'auth-connect', 'connections-vault', 'webhook-relay'] as const)
+        .map((service) => stack.logs(service))
+        .join('\n');
+
+    it.each(['fake-echo', 'fake-echo-basic'])(
+      '%s: the callback page shows a code and a sentence, never the client secret in any encoding; the logs neither',
+      async (provider) => {
+        const key = `${provider}-${run}`;
+        await nango.createIntegration({
+          provider,
+          unique_key: key,
+          credentials: { type: 'OAUTH2', client_id: fake.clientId, client_secret: secret, scopes: 'read' },
+        });
+        const browser = new CookieJar();
+        const token = await session({ end_user: { id: `echo-${run}` } });
+        const start = await fetch(`${stack.gatewayUrl}${withToken(`/oauth/connect/${key}`, token)}`, {
+          redirect: 'manual',
+        });
+        expect(start.status).toBe(302);
+        browser.take(start);
+        const back = await fake.get(new URL(start.headers.get('location')!));
+        const page = await fetch(back.location!, { headers: browser.headers() });
+        const html = await page.text();
+        expect(page.status).toBe(400);
+        // What the page posts to the SDK: the error type and our own sentence with the provider's code.
+        expect(html).toContain('nango_oauth_callback_error');
+        expect(html).toContain('token_err');
+        expect(html).toContain('the provider answered HTTP 400');
+        expectNoSecret(html, fake.clientId);
+        expect(await connectionCount(key)).toBe(0);
+        const logs = allLogs();
+        expectNoSecret(logs.replace(/grant_type=|client_secret/g, ''), fake.clientId);
+        // The details are kept for the operator, redacted.
+        expect(logs).toMatch(/the provider said: .*\[redacted\]/);
+      },
+    );
+
+    it('the client-credentials API answer the SDK sees carries no secret and no provider text', async () => {
+      const key = `echo-cc-${run}`;
+      await nango.createIntegration({ provider: 'fake-echo-cc', unique_key: key });
+      const token = await session({ end_user: { id: `echo-cc-${run}` } });
+      const res = await call(stack.gatewayUrl, 'POST', withToken(`/oauth2/auth/${key}`, token), {
+        body: { client_id: 'machine-id', client_secret: secret },
+      });
+      const error = expectError(res, 400, 'invalid_credentials');
+      expect(error.message).toContain('the provider answered HTTP 400');
+      expectNoSecret(JSON.stringify(res.body), 'machine-id');
+      expectNoSecret(allLogs().replace(/grant_type=|client_secret/g, ''), 'machine-id');
+    });
+  });
+
   describe('webhook routing keys come from the provider, never from the browser', () => {
     const connectRouted = async (
       tenant: string,

@@ -179,6 +179,25 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       return res.end();
     }
 
+    // A careless token endpoint: its error echoes the request it got (body and headers), whole in the
+    // description, URL-decoded in `error`, and cut short in `message` (as a provider that truncates does).
+    if (req.method === 'POST' && (url.pathname === '/echo/token' || url.pathname === '/echo-cc/token')) {
+      const echoed = `${text} ${JSON.stringify(req.headers)}`;
+      const decoded = (() => {
+        try {
+          return decodeURIComponent(text.replace(/\+/g, ' '));
+        } catch {
+          return text;
+        }
+      })();
+      const cut = decoded.indexOf('client_secret=');
+      return json(res, 400, {
+        error: `invalid_client: ${decoded}`,
+        error_description: echoed,
+        message: cut >= 0 ? decoded.slice(0, cut + 'client_secret='.length + 9) : decoded,
+        request: { body: text, headers: req.headers },
+      });
+    }
     if (req.method === 'POST' && url.pathname === '/cc/token') {
       const params = new URLSearchParams(text);
       if (params.get('grant_type') !== 'client_credentials')
@@ -472,6 +491,30 @@ fake-cc:
   auth_mode: OAUTH2_CC
   token_url: ${providerUrl}/cc/token
   docs: https://docs.example.com/fake-cc
+
+fake-echo:
+  display_name: Fake Echo
+  categories: [other]
+  auth_mode: OAUTH2
+  authorization_url: ${providerUrl}/echo/authorize
+  token_url: ${providerUrl}/echo/token
+  docs: https://docs.example.com/fake-echo
+
+fake-echo-basic:
+  display_name: Fake Echo Basic
+  categories: [other]
+  auth_mode: OAUTH2
+  authorization_url: ${providerUrl}/echo/authorize
+  token_url: ${providerUrl}/echo/token
+  authorization_method: header
+  docs: https://docs.example.com/fake-echo-basic
+
+fake-echo-cc:
+  display_name: Fake Echo Machine
+  categories: [other]
+  auth_mode: OAUTH2_CC
+  token_url: ${providerUrl}/echo-cc/token
+  docs: https://docs.example.com/fake-echo-cc
 
 fake-app:
   display_name: Fake App
