@@ -6,8 +6,10 @@ import {
   startConnectFakeProvider,
   writeConnectProvidersFile,
   type ConnectFakeProvider,
+  type GithubUser,
 } from './support/connect-fakes';
 import { call, CookieJar, expectError } from './support/http';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { WebhookReceiver } from './support/webhook-receiver';
 
 /**
@@ -72,6 +74,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
           SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
         },
       },
+      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     db = new Client({ connectionString: stack.databaseUrl });
@@ -111,7 +114,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
     });
     expect(created.status).toBe(200);
     fake.setAppSetupUrl(`${stack.gatewayUrl}/app-auth/connect`, appKeys.publicKey);
-  }, 120_000);
+  }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
     await db?.end();
@@ -246,7 +249,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       expect(authorizeUrl.toString()).not.toContain(cookies[0]!.split(';')[0]!.split('=')[1]!);
     });
 
-    it('refuses a callback that lands in another browser (connection fixation): no code exchanged, nothing stored', async () => {
+    it('refuses a callback that lands in another browser (connection fixation): its code spent, nothing stored', async () => {
       // The attacker starts a flow with their own connect link and sends the provider URL to a victim.
       const attackerBrowser = new CookieJar();
       const token = await session({ end_user: { id: `attacker-${run}` } });
@@ -276,15 +279,38 @@ describe('connect flows refuse what a hostile end user sends', () => {
       expect(withOtherCookie.status).toBe(400);
       expect(await withOtherCookie.text()).toContain('not started in this browser');
 
-      expect(fake.tokenRequests.length).toBe(tokenRequestsBefore);
       expect(await connectionCount(oauthIntegration)).toBe(0);
-      // The state was spent: replaying it now with the right cookie finds nothing either.
+      // The code the victim approved was spent by the refused callback (exchanged once, the token thrown
+      // away): the attacker's own browser, which holds the flow's cookie, cannot complete with it.
+      expect(fake.tokenRequests.slice(tokenRequestsBefore).map((r) => r.params.get('code'))).toContain(
+        callback.searchParams.get('code'),
+      );
       const replay = await fetch(callback, { headers: attackerBrowser.headers() });
       expect(replay.status).toBe(400);
       expect(await connectionCount(oauthIntegration)).toBe(0);
     });
 
+    it('a callback without the binding cookie does not spend the state: the bound browser still completes', async () => {
+      const before = await connectionCount(oauthIntegration);
+      const user = new CookieJar();
+      const token = await session({ end_user: { id: `bound-${run}` } });
+      const { authorizeUrl } = await start(token, user);
+      const state = authorizeUrl.searchParams.get('state')!;
+      // Anyone who saw the state (a shared screen, a log) opens its callback, with no cookie or a made-up one.
+      for (const cookie of [undefined, `sb_oauth_${state}=${'A'.repeat(43)}`]) {
+        const refused = await fetch(`${stack.gatewayUrl}/oauth/callback?state=${state}&code=made-up`, {
+          headers: cookie ? { cookie } : {},
+        });
+        expect(refused.status).toBe(400);
+        expect(await refused.text()).toContain('not started in this browser');
+      }
+      const page = await fetch(await atProvider(authorizeUrl), { headers: user.headers() });
+      expect(page.status).toBe(200);
+      expect(await connectionCount(oauthIntegration)).toBe(before + 1);
+    });
+
     it("binds the connect page's POST start to the first browser that opens its launch URL", async () => {
+      const before = await connectionCount(oauthIntegration);
       const token = await session({ tags: { end_user_id: 'launch' } });
       const started = await call(
         stack.gatewayUrl,
@@ -309,17 +335,17 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const callback = await atProvider(new URL(launch.headers.get('location')!));
       const page = await fetch(callback, { headers: first.headers() });
       expect(page.status).toBe(200);
-      expect(await connectionCount(oauthIntegration)).toBe(1);
+      expect(await connectionCount(oauthIntegration)).toBe(before + 1);
       // The binding is spent with the callback: the response removes the cookie.
       expect(page.headers.getSetCookie().every((c) => /Max-Age=0/.test(c))).toBe(true);
     });
   });
 
   describe('GitHub App installation takeover', () => {
-    /** The attacker installs the app on their own account and comes back with a genuine redirect. */
-    const installAsAttacker = async () => {
+    /** An APP flow started in a fresh browser, installed at the fake GitHub by `user`: the setup URL sent back. */
+    const install = async (endUserId: string, user: GithubUser = 'acme') => {
       const browser = new CookieJar();
-      const token = await session({ end_user: { id: `app-attacker-${run}-${randomUUID().slice(0, 4)}` } });
+      const token = await session({ end_user: { id: endUserId } });
       const start = await fetch(
         `${stack.gatewayUrl}${withToken(`/oauth/connect/${appIntegration}`, token)}`,
         {
@@ -328,43 +354,184 @@ describe('connect flows refuse what a hostile end user sends', () => {
       );
       expect(start.status).toBe(302);
       browser.take(start);
-      const back = await fake.get(new URL(start.headers.get('location')!));
+      fake.actAs(user);
+      const back = await fake.get(new URL(start.headers.get('location')!)).finally(() => fake.actAs('acme'));
       expect(back.status).toBe(302);
       const setup = new URL(back.location!);
-      expect(setup.searchParams.get('installation_id')).toBe('4242');
+      expect(setup.searchParams.get('code')).toMatch(/^ghcode_/);
       return { browser, setup };
     };
+    /** The rest of the flow in `browser`: the setup URL, the user authorization as `user`, the result page. */
+    const complete = async (
+      browser: CookieJar,
+      setup: URL,
+      user: GithubUser = 'acme',
+      tamper: (callback: URL) => void = () => undefined,
+    ) => {
+      const installed = await fetch(setup, { headers: browser.headers(), redirect: 'manual' });
+      if (installed.status !== 302) return installed;
+      fake.actAs(user);
+      const authorized = await fake.get(installed.headers.get('location')!).finally(() => fake.actAs('acme'));
+      expect(authorized.status).toBe(302);
+      const callback = new URL(authorized.location!);
+      tamper(callback);
+      return fetch(callback, { headers: browser.headers() });
+    };
+    const attacker = () => `app-attacker-${run}-${randomUUID().slice(0, 4)}`;
 
     it("refuses another organisation's installation_id: the installing user's token cannot see it, no token minted", async () => {
-      const { browser, setup } = await installAsAttacker();
+      const before = await connectionCount(appIntegration);
+      const { browser, setup } = await install(attacker());
       setup.searchParams.set('installation_id', '5151'); // the victim organisation's installation
-      const page = await fetch(setup, { headers: browser.headers() });
+      const page = await complete(browser, setup);
       const html = await page.text();
       expect(page.status).toBe(400);
       expect(html).toContain('cannot see installation 5151');
       expect(fake.installationTokenRequests).not.toContain('5151');
-      expect(await connectionCount(appIntegration)).toBe(0);
+      expect(await connectionCount(appIntegration)).toBe(before);
     });
 
-    it('refuses an installation named by the query alone (no user code to check it with)', async () => {
-      const { browser, setup } = await installAsAttacker();
-      setup.searchParams.delete('code');
-      setup.searchParams.set('installation_id', '5151');
-      const page = await fetch(setup, { headers: browser.headers() });
-      expect(page.status).toBe(400);
-      expect(await page.text()).toContain('without a user authorization');
+    it("replays a victim's unexchanged install code into the attacker's own flow (code injection): refused, nothing stored", async () => {
+      const before = await connectionCount(appIntegration);
+      // 1. The victim's install redirect was never loaded (it leaked from their history, a log, a screen).
+      const neverLoaded = await install(`app-victim-${run}`, 'victim');
+      expect(neverLoaded.setup.searchParams.get('installation_id')).toBe('5151');
+      const victimCode = neverLoaded.setup.searchParams.get('code')!;
+      const own = await install(attacker());
+      own.setup.searchParams.set('code', victimCode);
+      own.setup.searchParams.set('installation_id', '5151');
+      const injected = await complete(own.browser, own.setup);
+      expect(injected.status).toBe(400);
+      expect(await injected.text()).toContain('cannot see installation 5151');
+
+      // 2. The victim's code goes into the attacker's user-authorization callback instead.
+      const neverLoaded2 = await install(`app-victim2-${run}`, 'victim');
+      const own2 = await install(attacker());
+      own2.setup.searchParams.delete('code');
+      own2.setup.searchParams.set('installation_id', '5151');
+      const atCallback = await complete(own2.browser, own2.setup, 'acme', (callback) =>
+        callback.searchParams.set('code', neverLoaded2.setup.searchParams.get('code')!),
+      );
+      expect(atCallback.status).toBe(400);
+
+      // 3. The victim's redirect was opened in a browser without the binding (refused for its state):
+      // the refusal spends its code, so replaying it afterwards gets nothing either.
+      const refusedVictim = await install(`app-victim3-${run}`, 'victim');
+      const elsewhere = await fetch(refusedVictim.setup);
+      expect(elsewhere.status).toBe(400);
+      expect(await elsewhere.text()).toContain('not started in this browser');
+      const spent = refusedVictim.setup.searchParams.get('code')!;
+      expect(fake.githubCodeExchanges.filter((e) => e.code === spent)).toHaveLength(1);
+      const own3 = await install(attacker());
+      own3.setup.searchParams.set('code', spent);
+      own3.setup.searchParams.set('installation_id', '5151');
+      expect((await complete(own3.browser, own3.setup)).status).toBe(400);
+
+      // The code injected at the user-authorization callback failed its PKCE check; nothing reached 5151.
+      expect(
+        fake.githubCodeExchanges.find((e) => e.code === neverLoaded2.setup.searchParams.get('code'))?.outcome,
+      ).toBe('pkce_mismatch');
       expect(fake.installationTokenRequests).not.toContain('5151');
-      expect(await connectionCount(appIntegration)).toBe(0);
+      expect(await connectionCount(appIntegration)).toBe(before);
+    });
+
+    it('refuses a user authorization that comes back without a code', async () => {
+      const before = await connectionCount(appIntegration);
+      const { browser, setup } = await install(attacker());
+      const page = await complete(browser, setup, 'acme', (callback) => callback.searchParams.delete('code'));
+      expect(page.status).toBe(400);
+      expect(await page.text()).toContain('GitHub sent no user authorization back');
+      expect(await connectionCount(appIntegration)).toBe(before);
     });
 
     it('accepts the installation the installing user can see', async () => {
+      const before = await connectionCount(appIntegration);
       const checks = fake.installationChecks;
-      const { browser, setup } = await installAsAttacker();
-      const page = await fetch(setup, { headers: browser.headers() });
+      const { browser, setup } = await install(attacker());
+      const page = await complete(browser, setup);
       expect(page.status).toBe(200);
       expect(fake.installationChecks).toBe(checks + 1);
       expect(fake.installationTokenRequests).toEqual(['4242']);
-      expect(await connectionCount(appIntegration)).toBe(1);
+      expect(await connectionCount(appIntegration)).toBe(before + 1);
+    });
+  });
+
+  describe("a provider's error text never reaches the end user", () => {
+    // `+ / = ~` and a space: raw-only redaction missed them once URL-encoded.
+    const secret = `Sx+9/a=b~c d_${run}`;
+    const formEncode = (v: string) => new URLSearchParams({ x: v }).toString().slice(2);
+    const lowerHex = (v: string) => v.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase());
+    const forms = (clientId: string) =>
+      [
+        secret,
+        encodeURIComponent(secret),
+        formEncode(secret),
+        lowerHex(encodeURIComponent(secret)),
+        lowerHex(formEncode(secret)),
+        JSON.stringify(secret).slice(1, -1),
+        Buffer.from(secret).toString('base64'),
+        Buffer.from(`${clientId}:${secret}`).toString('base64'),
+        Buffer.from(`${formEncode(clientId)}:${formEncode(secret)}`).toString('base64'),
+        // the echo cut short after nine characters of the secret
+        secret.slice(0, 9),
+        formEncode(secret.slice(0, 9)),
+      ] as const;
+    const expectNoSecret = (text: string, clientId: string) => {
+      for (const form of forms(clientId))
+        expect({ form, leaked: text.includes(form) }).toEqual({ form, leaked: false });
+      // nor the provider's raw answer (it echoes our request body)
+      expect(text).not.toContain('grant_type=');
+      expect(text).not.toContain('client_secret');
+    };
+    const allLogs = () =>
+      (['gateway', 'auth-connect', 'connections-vault', 'webhook-relay'] as const)
+        .map((service) => stack.logs(service))
+        .join('\n');
+
+    it.each(['fake-echo', 'fake-echo-basic'])(
+      '%s: the callback page shows a code and a sentence, never the client secret in any encoding; the logs neither',
+      async (provider) => {
+        const key = `${provider}-${run}`;
+        await nango.createIntegration({
+          provider,
+          unique_key: key,
+          credentials: { type: 'OAUTH2', client_id: fake.clientId, client_secret: secret, scopes: 'read' },
+        });
+        const browser = new CookieJar();
+        const token = await session({ end_user: { id: `echo-${run}` } });
+        const start = await fetch(`${stack.gatewayUrl}${withToken(`/oauth/connect/${key}`, token)}`, {
+          redirect: 'manual',
+        });
+        expect(start.status).toBe(302);
+        browser.take(start);
+        const back = await fake.get(new URL(start.headers.get('location')!));
+        const page = await fetch(back.location!, { headers: browser.headers() });
+        const html = await page.text();
+        expect(page.status).toBe(400);
+        // What the page posts to the SDK: the error type and our own sentence with the provider's code.
+        expect(html).toContain('nango_oauth_callback_error');
+        expect(html).toContain('token_err');
+        expect(html).toContain('the provider answered HTTP 400');
+        expectNoSecret(html, fake.clientId);
+        expect(await connectionCount(key)).toBe(0);
+        const logs = allLogs();
+        expectNoSecret(logs.replace(/grant_type=|client_secret/g, ''), fake.clientId);
+        // The details are kept for the operator, redacted.
+        expect(logs).toMatch(/the provider said: .*\[redacted\]/);
+      },
+    );
+
+    it('the client-credentials API answer the SDK sees carries no secret and no provider text', async () => {
+      const key = `echo-cc-${run}`;
+      await nango.createIntegration({ provider: 'fake-echo-cc', unique_key: key });
+      const token = await session({ end_user: { id: `echo-cc-${run}` } });
+      const res = await call(stack.gatewayUrl, 'POST', withToken(`/oauth2/auth/${key}`, token), {
+        body: { client_id: 'machine-id', client_secret: secret },
+      });
+      const error = expectError(res, 400, 'invalid_credentials');
+      expect(error.message).toContain('the provider answered HTTP 400');
+      expectNoSecret(JSON.stringify(res.body), 'machine-id');
+      expectNoSecret(allLogs().replace(/grant_type=|client_secret/g, ''), 'machine-id');
     });
   });
 

@@ -670,7 +670,7 @@ describe('connect sessions and auth flows', () => {
       expect(connection.connection_config).toMatchObject({ accountId: '1234567' });
     });
 
-    it('installs an app: the install page, the setup URL callback, an installation token from a signed app JWT', async () => {
+    it('installs an app: the install page, the setup URL callback, the user authorization, an installation token from a signed app JWT', async () => {
       const token = await session({
         end_user: { id: `app-user-${run}` },
         allowed_integrations: [appIntegration],
@@ -687,7 +687,16 @@ describe('connect sessions and auth flows', () => {
       expect(back.status).toBe(302);
       const setup = new URL(back.location!);
       expect(setup.origin + setup.pathname).toBe(`${stack.gatewayUrl}/app-auth/connect`);
-      const page = await fetch(setup, { headers: browser.headers() });
+      // The installation back, the same browser goes on to the app's user authorization (PKCE, same state).
+      const installed = await fetch(setup, { headers: browser.headers(), redirect: 'manual' });
+      expect(installed.status).toBe(302);
+      const authorize = new URL(installed.headers.get('location')!);
+      expect(authorize.origin + authorize.pathname).toBe(`${fake.url}/gh/login/oauth/authorize`);
+      expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
+      expect(authorize.searchParams.get('state')).toBe(setup.searchParams.get('state'));
+      const authorized = await fake.get(authorize);
+      expect(authorized.status).toBe(302);
+      const page = await fetch(authorized.location!, { headers: browser.headers() });
       const html = await page.text();
       expect(page.status).toBe(200);
       const connectionId = /"connectionId":"([^"]+)"/.exec(html)![1]!;

@@ -406,6 +406,98 @@ describe('proxy: credentials, errors and policies', () => {
     );
   });
 
+  describe('provider redirects and credentials', () => {
+    const gateways = [
+      ['embedded', () => stack.gatewayUrl],
+      ['remote', () => `http://127.0.0.1:${remoteGateway.port}`],
+    ] as const;
+    const followed = (gatewayUrl: string, key: string, providerConfigKey: string, to: string) =>
+      call(gatewayUrl, 'GET', `/proxy/redirect?to=${encodeURIComponent(to)}`, {
+        key,
+        headers: {
+          'provider-config-key': providerConfigKey,
+          'connection-id': 'c1',
+          'forward-headers-on-redirect': 'true',
+        },
+      });
+    let proxyOnly: string;
+    let credentialReader: string;
+    beforeAll(async () => {
+      proxyOnly = await createKey(
+        stack.gatewayUrl,
+        stack.secretKey,
+        ['environment:proxy'],
+        'redirect proxy only',
+      );
+      credentialReader = await createKey(
+        stack.gatewayUrl,
+        stack.secretKey,
+        ['environment:proxy', 'environment:connections:read_credentials'],
+        'redirect proxy and credentials',
+      );
+    });
+
+    it.each(gateways)(
+      '%s: a proxy-only key asking to forward headers on redirect sends no credential to another origin',
+      async (_mode, gatewayUrl) => {
+        const before = foreign.seen.length;
+        for (const providerConfigKey of [
+          'secret-header',
+          'oauth2',
+          'api-key',
+          'api-key-query',
+          'basic',
+          'oauth1',
+        ]) {
+          const seen = echo(
+            await followed(gatewayUrl(), proxyOnly, providerConfigKey, `${foreign.url}/echo`),
+          );
+          expect(seen.headers.authorization).toBeUndefined();
+          expect(seen.headers['x-api-key']).toBeUndefined();
+          expect(seen.url).toBe('/echo');
+          const everything = JSON.stringify(seen);
+          for (const secret of [
+            'client-secret-etsy',
+            'at-secret-header',
+            'at-1',
+            'key-header',
+            'api_key',
+            'l0velace',
+          ])
+            expect(everything).not.toContain(secret);
+        }
+        expect(foreign.seen.length).toBe(before + 6);
+      },
+    );
+
+    it.each(gateways)(
+      '%s: a redirect on the same origin keeps the credentials; another origin gets them only with read_credentials',
+      async (_mode, gatewayUrl) => {
+        const same = echo(await followed(gatewayUrl(), proxyOnly, 'secret-header', `${fake.url}/echo`));
+        expect(same.headers).toMatchObject({
+          authorization: 'Bearer at-secret-header',
+          'x-api-key': 'cid:client-secret-etsy',
+        });
+        const query = echo(await followed(gatewayUrl(), proxyOnly, 'api-key-query', '/echo'));
+        expect(query.url).toMatch(/^\/echo\?api_key=key/);
+        const granted = echo(
+          await followed(gatewayUrl(), credentialReader, 'secret-header', `${foreign.url}/echo`),
+        );
+        expect(granted.headers).toMatchObject({
+          authorization: 'Bearer at-secret-header',
+          'x-api-key': 'cid:client-secret-etsy',
+        });
+        const notAsked = echo(
+          await call(gatewayUrl(), 'GET', `/proxy/redirect?to=${encodeURIComponent(`${foreign.url}/echo`)}`, {
+            key: credentialReader,
+            headers: { 'provider-config-key': 'secret-header', 'connection-id': 'c1' },
+          }),
+        );
+        expect(notAsked.headers.authorization).toBeUndefined();
+      },
+    );
+  });
+
   describe('our own errors', () => {
     it('uses the compat codes for an unknown integration, an unknown connection and missing headers', async () => {
       expectError(

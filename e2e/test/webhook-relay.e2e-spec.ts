@@ -7,7 +7,7 @@ import { Nango } from '@nangohq/node';
 import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { call, createKey, expectError } from './support/http';
-import { seedAccount, startGateway, type ExtraProcess } from './support/processes';
+import { seedAccount, startGateway, waitFor, type ExtraProcess } from './support/processes';
 import { AuthEventPublisher, linearIntegration, sendLinearWebhook } from './support/webhook-events';
 import { headerRecord, WebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
 
@@ -263,13 +263,21 @@ describe('webhook relay', () => {
       expect(JSON.parse(hook!.body)).toEqual(event);
     });
 
+    /** Refused requests counted in the delivery log for linear with this reason (rows aggregate them). */
+    const refusedCount = async (reason: string) => {
+      const log = (await api('GET', '/environment/webhook-deliveries?status=refused&limit=100')).body as {
+        data: { provider_config_key: string; last_error: string; attempts: number }[];
+      };
+      const rows = log.data.filter(
+        (d) => d.provider_config_key === 'linear' && d.last_error === `signature not verified: ${reason}`,
+      );
+      return { rows: rows.length, count: rows.reduce((n, d) => n + d.attempts, 0) };
+    };
+
     it('refuses a bad signature with 401, forwards nothing, and shows it in the delivery log as refused', async () => {
       const before = receiver.received.length;
-      const refusedBefore = (
-        (await api('GET', '/environment/webhook-deliveries?status=refused&limit=100')).body as {
-          data: unknown[];
-        }
-      ).data.length;
+      const mismatchBefore = await refusedCount('signature mismatch');
+      const missingBefore = await refusedCount('missing linear-signature header');
       const forged = {
         action: 'create',
         organizationId: 'org-1',
@@ -289,16 +297,17 @@ describe('webhook relay', () => {
       await new Promise((r) => setTimeout(r, 1000));
       expect(receiver.received.length).toBe(before);
 
+      expect((await refusedCount('signature mismatch')).count).toBe(mismatchBefore.count + 1);
+      expect((await refusedCount('missing linear-signature header')).count).toBe(missingBefore.count + 1);
       const log = (await api('GET', '/environment/webhook-deliveries?status=refused&limit=100')).body as {
         data: { id: number; status: string; type: string; provider_config_key: string; last_error: string }[];
       };
-      expect(log.data.length).toBe(refusedBefore + 2);
       const [latest] = log.data;
       expect(latest).toMatchObject({
         status: 'refused',
         type: 'forward',
         provider_config_key: 'linear',
-        attempts: 0,
+        attempts: expect.any(Number),
         last_error: expect.stringMatching(/^signature not verified: missing linear-signature header$/),
       });
       // The sender's payload is not kept, and a refused webhook cannot be pushed out by a redelivery.
@@ -312,6 +321,46 @@ describe('webhook relay', () => {
       );
       await new Promise((r) => setTimeout(r, 500));
       expect(receiver.received.length).toBe(before);
+    });
+
+    it('a flood of bad signatures adds a bounded number of refused rows, whose count shows every request', async () => {
+      const FLOOD = 60;
+      const before = await refusedCount('signature mismatch');
+      for (let batch = 0; batch < FLOOD / 20; batch++) {
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            linearWebhook(
+              { action: 'create', organizationId: 'org-1', n: batch * 20 + i, webhookTimestamp: Date.now() },
+              'not-the-secret',
+            ),
+          ),
+        );
+        expect(answers.map((a) => a.status)).toEqual(Array(20).fill(401));
+      }
+      const after = await waitFor(
+        'every refusal counted',
+        async () => {
+          const now = await refusedCount('signature mismatch');
+          return now.count >= before.count + FLOOD ? now : undefined;
+        },
+        10_000,
+      );
+      expect(after.count).toBe(before.count + FLOOD);
+      // One row per integration, reason and hour: at most one more (the hour may turn during the flood).
+      expect(after.rows - before.rows).toBeLessThanOrEqual(1);
+      const log = (await api('GET', '/environment/webhook-deliveries?status=refused&limit=100')).body as {
+        data: { id: number; last_error: string }[];
+      };
+      const row = log.data.find((d) => d.last_error === 'signature not verified: signature mismatch')!;
+      const detail = (await api('GET', `/environment/webhook-deliveries/${row.id}`)).body as {
+        data: { body: string };
+      };
+      expect(JSON.parse(detail.data.body)).toMatchObject({
+        reason: 'signature mismatch',
+        count: expect.any(Number),
+        first_received_at: expect.any(String),
+        last_received_at: expect.any(String),
+      });
     });
 
     it('forwards a webhook of an integration without a webhook secret marked verified: false, whatever the sender claims', async () => {

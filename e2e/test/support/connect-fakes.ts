@@ -40,6 +40,13 @@ export interface ConnectFakeProvider {
   installationTokenRequests: string[];
   /** Installation lists served to a GitHub-style user token (`GET /gh/user/installations`). */
   installationChecks: number;
+  /** GitHub-style user codes exchanged at `/gh/login/oauth/access_token`, with what the fake decided. */
+  githubCodeExchanges: { code: string; outcome: string }[];
+  /**
+   * Who is signed in at the fake GitHub for the next install or authorization: `acme` (default) sees
+   * installation 4242, `victim` sees 5151.
+   */
+  actAs(user: GithubUser): void;
   /** Access tokens that asked `GET /v1/account` which account they belong to (a post-connect call). */
   accountLookups: string[];
   /** Where the fake GitHub-style app install sends the browser back (the app's "Setup URL"). */
@@ -48,6 +55,9 @@ export interface ConnectFakeProvider {
   get(url: URL | string): Promise<{ status: number; location: string | undefined }>;
   stop(): Promise<void>;
 }
+
+export type GithubUser = 'acme' | 'victim';
+const GITHUB_INSTALLATIONS: Record<GithubUser, number> = { acme: 4242, victim: 5151 };
 
 interface PendingCode {
   challenge: string;
@@ -104,9 +114,15 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
   /** Access token → the tenant whose code it was issued for: its account is `portal-<tenant>`. */
   const tokenTenants = new Map<string, string>();
   let installationChecks = 0;
-  /** GitHub-style user codes and tokens of the app install: the installing user sees installation 4242. */
-  const githubCodes = new Set<string>();
-  const githubUserTokens = new Set<string>();
+  /**
+   * GitHub-style user codes (with the PKCE challenge of the authorization that issued them, if any) and
+   * user tokens, each for one user. As RFC 9700 asks of a server, a code issued without a challenge is
+   * refused when a verifier comes with it.
+   */
+  const githubCodes = new Map<string, { user: GithubUser; challenge?: string; redirectUri?: string }>();
+  const githubUserTokens = new Map<string, GithubUser>();
+  const githubCodeExchanges: { code: string; outcome: string }[] = [];
+  let githubUser: GithubUser = 'acme';
   let appSetupUrl: string | undefined;
   let appPublicKey: string | undefined;
 
@@ -169,6 +185,25 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       return res.end();
     }
 
+    // A careless token endpoint: its error echoes the request it got (body and headers), whole in the
+    // description, URL-decoded in `error`, and cut short in `message` (as a provider that truncates does).
+    if (req.method === 'POST' && (url.pathname === '/echo/token' || url.pathname === '/echo-cc/token')) {
+      const echoed = `${text} ${JSON.stringify(req.headers)}`;
+      const decoded = (() => {
+        try {
+          return decodeURIComponent(text.replace(/\+/g, ' '));
+        } catch {
+          return text;
+        }
+      })();
+      const cut = decoded.indexOf('client_secret=');
+      return json(res, 400, {
+        error: `invalid_client: ${decoded}`,
+        error_description: echoed,
+        message: cut >= 0 ? decoded.slice(0, cut + 'client_secret='.length + 9) : decoded,
+        request: { body: text, headers: req.headers },
+      });
+    }
     if (req.method === 'POST' && url.pathname === '/cc/token') {
       const params = new URLSearchParams(text);
       if (params.get('grant_type') !== 'client_credentials')
@@ -186,30 +221,70 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       if (!appSetupUrl || !url.searchParams.get('state'))
         return json(res, 400, { error: 'no setup url or state' });
       const code = `ghcode_${randomBytes(8).toString('hex')}`;
-      githubCodes.add(code);
+      githubCodes.set(code, { user: githubUser });
       const back = new URL(appSetupUrl);
       back.searchParams.set('code', code);
-      back.searchParams.set('installation_id', '4242');
+      back.searchParams.set('installation_id', String(GITHUB_INSTALLATIONS[githubUser]));
       back.searchParams.set('setup_action', 'install');
       back.searchParams.set('state', url.searchParams.get('state')!);
       res.writeHead(302, { location: back.toString() });
       return res.end();
     }
+    // A GitHub-style user authorization (an app the user already authorized: no consent screen).
+    if (req.method === 'GET' && url.pathname === '/gh/login/oauth/authorize') {
+      const q = url.searchParams;
+      const redirectUri = q.get('redirect_uri');
+      if (
+        q.get('client_id') !== clientId ||
+        !redirectUri ||
+        !q.get('state') ||
+        (q.get('code_challenge') && q.get('code_challenge_method') !== 'S256')
+      )
+        return json(res, 400, { error: 'bad authorization request' });
+      const code = `ghcode_${randomBytes(8).toString('hex')}`;
+      githubCodes.set(code, {
+        user: githubUser,
+        redirectUri,
+        ...(q.get('code_challenge') ? { challenge: q.get('code_challenge')! } : {}),
+      });
+      const back = new URL(redirectUri);
+      back.searchParams.set('code', code);
+      back.searchParams.set('state', q.get('state')!);
+      res.writeHead(302, { location: back.toString() });
+      return res.end();
+    }
     if (req.method === 'POST' && url.pathname === '/gh/login/oauth/access_token') {
       const params = new URLSearchParams(text);
-      if (params.get('client_id') !== clientId || params.get('client_secret') !== clientSecret)
-        return json(res, 200, { error: 'incorrect_client_credentials' });
       const code = params.get('code') ?? '';
-      if (!githubCodes.delete(code)) return json(res, 200, { error: 'bad_verification_code' });
+      const decide = (outcome: string, body: Record<string, unknown>) => {
+        githubCodeExchanges.push({ code, outcome });
+        return json(res, 200, body);
+      };
+      if (params.get('client_id') !== clientId || params.get('client_secret') !== clientSecret)
+        return decide('incorrect_client_credentials', { error: 'incorrect_client_credentials' });
+      const issued = githubCodes.get(code);
+      githubCodes.delete(code); // single use, whatever happens next
+      if (!issued) return decide('bad_verification_code', { error: 'bad_verification_code' });
+      const verifier = params.get('code_verifier');
+      const pkceOk = issued.challenge
+        ? !!verifier && createHash('sha256').update(verifier).digest('base64url') === issued.challenge
+        : !verifier;
+      if (!pkceOk) return decide('pkce_mismatch', { error: 'bad_verification_code' });
+      if (issued.redirectUri && params.get('redirect_uri') !== issued.redirectUri)
+        return decide('redirect_uri_mismatch', { error: 'redirect_uri_mismatch' });
       const userToken = `ghu_${randomBytes(8).toString('hex')}`;
-      githubUserTokens.add(userToken);
-      return json(res, 200, { access_token: userToken, token_type: 'bearer' });
+      githubUserTokens.set(userToken, issued.user);
+      return decide(`issued:${issued.user}`, { access_token: userToken, token_type: 'bearer' });
     }
     if (req.method === 'GET' && url.pathname === '/gh/user/installations') {
       installationChecks += 1;
       const userToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
-      if (!githubUserTokens.has(userToken)) return json(res, 401, { message: 'Bad credentials' });
-      return json(res, 200, { total_count: 1, installations: [{ id: 4242, account: { login: 'acme' } }] });
+      const user = githubUserTokens.get(userToken);
+      if (!user) return json(res, 401, { message: 'Bad credentials' });
+      return json(res, 200, {
+        total_count: 1,
+        installations: [{ id: GITHUB_INSTALLATIONS[user], account: { login: user } }],
+      });
     }
     const installationToken = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
     if (req.method === 'POST' && installationToken) {
@@ -302,6 +377,10 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     accountLookups,
     get installationChecks() {
       return installationChecks;
+    },
+    githubCodeExchanges,
+    actAs: (user) => {
+      githubUser = user;
     },
     setAppSetupUrl: (setupUrl, publicKey) => {
       appSetupUrl = setupUrl;
@@ -419,6 +498,30 @@ fake-cc:
   token_url: ${providerUrl}/cc/token
   docs: https://docs.example.com/fake-cc
 
+fake-echo:
+  display_name: Fake Echo
+  categories: [other]
+  auth_mode: OAUTH2
+  authorization_url: ${providerUrl}/echo/authorize
+  token_url: ${providerUrl}/echo/token
+  docs: https://docs.example.com/fake-echo
+
+fake-echo-basic:
+  display_name: Fake Echo Basic
+  categories: [other]
+  auth_mode: OAUTH2
+  authorization_url: ${providerUrl}/echo/authorize
+  token_url: ${providerUrl}/echo/token
+  authorization_method: header
+  docs: https://docs.example.com/fake-echo-basic
+
+fake-echo-cc:
+  display_name: Fake Echo Machine
+  categories: [other]
+  auth_mode: OAUTH2_CC
+  token_url: ${providerUrl}/echo-cc/token
+  docs: https://docs.example.com/fake-echo-cc
+
 fake-app:
   display_name: Fake App
   categories: [other]
@@ -426,6 +529,7 @@ fake-app:
   authorization_url: \${connectionConfig.appPublicLink}/installations/new
   token_url: ${providerUrl}/app/installations/\${connectionConfig.installation_id}/access_tokens
   installation_check:
+    authorization_url: ${providerUrl}/gh/login/oauth/authorize
     token_url: ${providerUrl}/gh/login/oauth/access_token
     installations_url: ${providerUrl}/gh/user/installations
   docs: https://docs.example.com/fake-app

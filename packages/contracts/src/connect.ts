@@ -420,3 +420,10 @@ export const oauthSocketResultSchema = z.object({
   frame: oauthSocketFrameSchema,
 });
 export type OAuthSocketResult = z.infer<typeof oauthSocketResultSchema>;
+
+/**
+ * What auth-connect answers a callback with: the outcome for the result page, or (a GitHub App install
+ * coming back) the next provider URL the same browser must visit, with its binding cookie kept.
+ */
+export const callbackReplySchema = z.union([callbackOutcomeSchema, z.object({ continueTo: z.url() })]);
+export type CallbackReply = z.infer<typeof callbackReplySchema>;

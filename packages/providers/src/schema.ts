@@ -282,7 +282,17 @@ const entryFields = {
    * presented in the TLS handshake with the token endpoint and on every proxied call (ADP).
    */
   mutual_tls: z.boolean().optional(),
-  installation_check: z.strictObject({ token_url: urlTemplate, installations_url: urlTemplate }).optional(),
+  installation_check: z
+    .strictObject({
+      token_url: urlTemplate,
+      installations_url: urlTemplate,
+      /**
+       * Where the user is sent after the installation for a user code bound to this flow (PKCE, state):
+       * the installation redirect's own code is never exchanged for the check. An APP flow needs it.
+       */
+      authorization_url: urlTemplate.optional(),
+    })
+    .optional(),
 
   /** JWT: the signing family (RSA → RS256, HMAC → HS256, EC → ES256); SIGNATURE: `WSSE`. */
   signature: z.strictObject({ protocol: z.enum(['RSA', 'HMAC', 'EC', 'WSSE']) }).optional(),

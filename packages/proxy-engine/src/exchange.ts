@@ -22,7 +22,10 @@ export interface ExchangeRequest {
   /** Form fields of a urlencoded body, which OAuth 1.0a signs too. */
   form: Record<string, string | string[]> | undefined;
   auth: AuthPlan;
-  /** Send credentials to a redirect target on another origin too (Forward-Headers-On-Redirect: true). */
+  /**
+   * Send credentials to a redirect target on another origin too: Forward-Headers-On-Redirect: true from a
+   * caller allowed to aim credentials anywhere (a key with connections:read_credentials).
+   */
   forwardAuthOnRedirect: boolean;
   signal: CallAbort;
 }

@@ -218,7 +218,9 @@ export class ProxyForwarder {
           body,
           form,
           auth: plan.auth,
-          forwardAuthOnRedirect: options['forward-headers-on-redirect'] === 'true',
+          // Another origin gets the credentials only from a key that could read them anyway (SECURITY.md).
+          forwardAuthOnRedirect:
+            options['forward-headers-on-redirect'] === 'true' && call.credentialsOnAnyOrigin,
           signal,
         });
       } catch (error) {

@@ -229,7 +229,7 @@ describe('GitHub App client against a fake GitHub', () => {
       code: 'invalid_credentials',
       details: { stage: 'app_installation_token', providerStatus: 401 },
     });
-    expect(error.message).toContain('could not be decoded');
+    expect(error.logDetail).toContain('could not be decoded');
   });
 
   it('refuses an installation id that is not a number before calling GitHub', async () => {

@@ -199,9 +199,11 @@ export async function verifyInstallationAccess(input: {
 }
 
 /**
- * APP at connect time: GitHub sends the installation with a user code when the app requests user
- * authorization during installation. The code becomes a user token (used only for the check, not kept),
- * the token must see the installation, and only then is an installation token minted.
+ * APP at connect time: after the installation the browser is sent to the app's user authorization with
+ * this flow's PKCE challenge and state, and the code that comes back (with its verifier) becomes a user
+ * token (used only for the check, not kept); the token must see the installation, and only then is an
+ * installation token minted. A code sent with the install redirect itself is never used for this: nothing
+ * ties it to the browser whose flow it came back to (RFC 9700 §4.5, code injection).
  */
 export async function exchangeGithubAppInstallation(
   input: GithubAppOAuthInput,
@@ -223,6 +225,7 @@ export async function exchangeGithubAppInstallation(
     client: input.client,
     code: input.code,
     redirectUri: input.redirectUri,
+    ...(input.codeVerifier ? { codeVerifier: input.codeVerifier } : {}),
     connectionConfig: input.connectionConfig,
     ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
   });
@@ -234,6 +237,32 @@ export async function exchangeGithubAppInstallation(
     ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
   });
   return fetchInstallationToken({ ...input, connectionConfig: input.connectionConfig });
+}
+
+/**
+ * Makes a user code sent with an install redirect unusable: it is exchanged once (codes are single-use)
+ * and the token thrown away. Such a code is never trusted for an installation check, and one left
+ * unexchanged could be replayed into another flow within its ten minutes. Failures are ignored: a code
+ * GitHub refuses is no use to anyone either.
+ */
+export async function spendInstallationCode(input: {
+  provider: ResolvedProvider;
+  client: OAuth2Client;
+  code: string;
+  redirectUri: string;
+  connectionConfig: ConnectionConfig;
+  timeoutMs?: number;
+}): Promise<void> {
+  const check = input.provider.installation_check;
+  if (!check) return;
+  await exchangeAuthorizationCode({
+    provider: { ...input.provider, token_url: check.token_url, token_params: undefined },
+    client: input.client,
+    code: input.code,
+    redirectUri: input.redirectUri,
+    connectionConfig: input.connectionConfig,
+    ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
+  }).catch(() => undefined);
 }
 
 /**

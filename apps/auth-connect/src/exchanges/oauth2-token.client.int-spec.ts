@@ -302,7 +302,10 @@ describe('OAuth 2 token client against a fake authorization server', () => {
       exchangeAuthorizationCode({ provider: provider(server), client: CLIENT, code, redirectUri }),
     );
     expect(error.details.providerError).toBe('bad_verification_code');
-    expect(error.message).toContain('The code passed is incorrect or expired.');
+    expect(error.message).toContain('bad_verification_code');
+    // What the provider wrote is for the logs, never the message an end user sees.
+    expect(error.message).not.toContain('The code passed');
+    expect(error.logDetail).toContain('The+code+passed+is+incorrect+or+expired.');
   });
 
   it('refreshes with HTTP Basic client authentication when the provider asks for it', async () => {

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { fetch, type Response } from 'undici';
 import { ProviderExchangeError, redactSecrets, type ExchangeStage } from './exchange.errors';
 import type { ClientCertificate } from '@switchboard/egress';
@@ -7,7 +8,13 @@ import { providerEgress, providerEgressWithCertificate } from './provider-egress
 export const DEFAULT_PROVIDER_TIMEOUT_MS = 15_000;
 // Token responses are a few hundred bytes; this only bounds what a hostile endpoint can make us buffer.
 const MAX_RESPONSE_BYTES = 1024 * 1024;
-const MAX_DETAIL_CHARS = 300;
+// What is kept of a provider's answer for the logs: redacted first over this much, then cut to the second.
+const MAX_REDACTED_CHARS = 16 * 1024;
+const MAX_DETAIL_CHARS = 500;
+/** A provider's OAuth `error` is shown only when it is a plain code like `invalid_client`. */
+const PLAIN_ERROR_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+const logger = new Logger('ProviderHttp');
 
 const STAGE_LABEL: Record<ExchangeStage, string> = {
   authorization_code: 'authorization code exchange',
@@ -46,24 +53,42 @@ export interface ProviderResponse {
 
 /**
  * One call to a provider's token endpoint. A 2xx with a usable body is returned; anything else throws a
- * ProviderExchangeError whose message carries the provider's own error code and description, redacted.
- * Redirects are not followed: a token endpoint that redirects would get our client secret re-sent to
- * wherever it points.
+ * ProviderExchangeError whose message is our own sentence with the HTTP status and the provider's OAuth
+ * error code (when it is a plain code); what the provider wrote goes to the log only, redacted in every
+ * encoding. Redirects are not followed: a token endpoint that redirects would get our client secret
+ * re-sent to wherever it points.
  */
 export async function callProvider(request: ProviderRequest): Promise<ProviderResponse> {
   const label = `${request.provider} ${STAGE_LABEL[request.stage]}`;
+  // The header values we sent (a Basic header is base64 of `client_id:secret`) may come back whole.
+  const secrets = [
+    ...request.secrets,
+    ...Object.entries(request.headers)
+      .filter(([name]) => name.toLowerCase() === 'authorization')
+      .flatMap(([, value]) => [value, value.replace(/^\S+\s+/, '')]),
+  ];
   const fail = (
     failure: 'rejected' | 'unreachable' | 'invalid_response',
     message: string,
-    extra: { status?: number; error?: string } = {},
-  ) =>
-    new ProviderExchangeError(redactSecrets(message, request.secrets), {
-      stage: request.stage,
-      failure,
-      provider: request.provider,
-      ...(extra.status !== undefined ? { providerStatus: extra.status } : {}),
-      ...(extra.error !== undefined ? { providerError: redactSecrets(extra.error, request.secrets) } : {}),
-    });
+    extra: { status?: number; error?: string; said?: string } = {},
+  ) => {
+    const code = extra.error !== undefined ? plainCode(extra.error, secrets) : undefined;
+    const said = extra.said ? redactSecrets(extra.said.slice(0, MAX_REDACTED_CHARS), secrets) : undefined;
+    const detail = said?.slice(0, MAX_DETAIL_CHARS);
+    const error = new ProviderExchangeError(
+      redactSecrets(code ? `${message} (${code})` : message, secrets),
+      {
+        stage: request.stage,
+        failure,
+        provider: request.provider,
+        ...(extra.status !== undefined ? { providerStatus: extra.status } : {}),
+        ...(code !== undefined ? { providerError: code } : {}),
+      },
+      detail,
+    );
+    logger.warn(`${error.message}${detail ? `; the provider said: ${detail}` : ''}`);
+    return error;
+  };
 
   let response: Response;
   try {
@@ -89,9 +114,17 @@ export async function callProvider(request: ProviderRequest): Promise<ProviderRe
   }
   const body = parseBody(text, response.headers.get('content-type'));
   const providerError = body ? errorCodeOf(body) : undefined;
-  const detail = body ? errorDescriptionOf(body) : text.trim().slice(0, MAX_DETAIL_CHARS);
-  const describe = (prefix: string) =>
-    `${label} failed: ${prefix}${providerError ? ` ${providerError}` : ''}${detail ? ` (${detail})` : ''}`;
+  const said = text.trim();
+  const refusal = (status: number) =>
+    fail(
+      status >= 500 ? 'unreachable' : 'rejected',
+      `${label} failed: the provider answered HTTP ${status}`,
+      {
+        status,
+        ...(providerError ? { error: providerError } : {}),
+        said,
+      },
+    );
 
   if (response.status >= 300 && response.status < 400) {
     throw fail(
@@ -100,33 +133,24 @@ export async function callProvider(request: ProviderRequest): Promise<ProviderRe
       { status: response.status },
     );
   }
-  if (response.status >= 500) {
-    throw fail('unreachable', describe(`HTTP ${response.status}`), {
-      status: response.status,
-      ...(providerError ? { error: providerError } : {}),
-    });
-  }
-  if (response.status >= 400) {
-    throw fail('rejected', describe(`HTTP ${response.status}`), {
-      status: response.status,
-      ...(providerError ? { error: providerError } : {}),
-    });
-  }
+  if (response.status >= 400) throw refusal(response.status);
   if (!body) {
     throw fail(
       'invalid_response',
       `${label} failed: the answer is neither JSON nor a form (HTTP ${response.status})`,
-      { status: response.status },
+      { status: response.status, said },
     );
   }
   // Some servers (GitHub's OAuth among them) answer 200 with an `error` body.
   if (providerError && !('access_token' in body) && !('token' in body) && !('oauth_token' in body)) {
-    throw fail('rejected', describe(`HTTP ${response.status}`), {
-      status: response.status,
-      error: providerError,
-    });
+    throw refusal(response.status);
   }
   return { status: response.status, body };
+}
+
+/** The provider's error code, when it is a plain code that carries none of our secrets. */
+function plainCode(code: string, secrets: readonly (string | undefined | null)[]): string | undefined {
+  return PLAIN_ERROR_CODE.test(code) && redactSecrets(code, secrets) === code ? code : undefined;
 }
 
 async function readCapped(response: Response): Promise<string> {
@@ -174,19 +198,9 @@ function errorCodeOf(body: Record<string, unknown>): string | undefined {
     const code = (error as Record<string, unknown>)['code'] ?? (error as Record<string, unknown>)['type'];
     if (typeof code === 'string') return code.slice(0, 100);
   }
+  const problem = body['oauth_problem'];
+  if (typeof problem === 'string' && problem !== '') return problem.slice(0, 100);
   return undefined;
-}
-
-function errorDescriptionOf(body: Record<string, unknown>): string | undefined {
-  const error = body['error'];
-  const candidates = [
-    body['error_description'],
-    body['message'],
-    typeof error === 'object' && error !== null ? (error as Record<string, unknown>)['message'] : undefined,
-    body['oauth_problem'],
-  ];
-  const found = candidates.find((c): c is string => typeof c === 'string' && c !== '');
-  return found?.slice(0, MAX_DETAIL_CHARS);
 }
 
 function networkReason(error: unknown): string {

@@ -107,9 +107,10 @@ export class FlowContextService {
   }
 
   /** The integration with its decrypted secrets (client secret, app private key), from the owner of that code. */
-  async integrationSecrets(
-    ctx: Pick<FlowContext, 'caller' | 'providerConfigKey'>,
-  ): Promise<ResolvedIntegration> {
+  async integrationSecrets(ctx: {
+    caller: Pick<Caller, 'environmentId'>;
+    providerConfigKey: string;
+  }): Promise<ResolvedIntegration> {
     return this.nats.request<ResolvedIntegration>(AUTH_INTERNAL_SUBJECTS.resolveIntegration, {
       environmentId: ctx.caller.environmentId,
       uniqueKey: ctx.providerConfigKey,
@@ -167,5 +168,27 @@ export class FlowContextService {
       );
     }
     return { clientId: id, clientSecret: secret, isOverride: false };
+  }
+
+  /**
+   * The provider and the integration's own OAuth client behind a pending state, without its session (which
+   * may be gone): enough to spend a code that came back with it. Undefined when either is missing.
+   */
+  async stateClient(
+    environmentId: number,
+    providerConfigKey: string,
+  ): Promise<{ provider: ResolvedProvider; client: OAuthClient } | undefined> {
+    const row = await this.db.integration.findUnique({
+      where: { environmentId_uniqueKey: { environmentId, uniqueKey: providerConfigKey } },
+      select: { provider: true },
+    });
+    const provider = row ? this.providers.find(row.provider) : undefined;
+    if (!provider) return undefined;
+    const integration = await this.integrationSecrets({ caller: { environmentId }, providerConfigKey });
+    if (!integration.clientId || !integration.clientSecret) return undefined;
+    return {
+      provider,
+      client: { clientId: integration.clientId, clientSecret: integration.clientSecret, isOverride: false },
+    };
   }
 }

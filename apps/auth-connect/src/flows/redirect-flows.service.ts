@@ -4,6 +4,7 @@ import {
   SwitchboardError,
   type BindFlowRequest,
   type CallbackOutcome,
+  type CallbackReply,
   type Credentials,
   type StartedFlow,
   type StartFlowRequest,
@@ -26,6 +27,7 @@ import {
   ProviderExchangeError,
   requestOAuth1RequestToken,
   runPostConnect,
+  spendInstallationCode,
 } from '../exchanges';
 import { renameParams } from '../exchanges/oauth-param-names';
 import { CompletionService } from './completion.service';
@@ -49,6 +51,11 @@ interface StateSecrets {
   providerUrl?: string;
   /** The @nangohq/frontend WebSocket that hears the outcome (the gateway claimed it for this session). */
   wsClientId?: string;
+  /**
+   * APP: the installation the bound browser came back with. Set once; the next return of that browser is
+   * the user authorization (PKCE with `codeVerifier`) that must be able to see it.
+   */
+  installationId?: string;
 }
 
 const stateAad = (id: string) => `auth.oauth_states:${id}:secrets`;
@@ -143,6 +150,15 @@ export class RedirectFlowsService {
         const target = interpolateUrl(template, connectionConfig, ctx.provider);
         target.searchParams.set('state', state);
         url = target.toString();
+        if (ctx.provider.auth_mode === 'APP') {
+          if (!ctx.provider.installation_check?.authorization_url) {
+            throw new AuthConnectError(
+              'invalid_connection',
+              `${ctx.provider.name} has no installation_check.authorization_url in the provider catalog`,
+            );
+          }
+          secrets.codeVerifier = randomBytes(32).toString('base64url');
+        }
         break;
       }
       default:
@@ -210,35 +226,54 @@ export class RedirectFlowsService {
   }
 
   /**
-   * The provider sent the browser back. The state is consumed first (deleted, so a replayed callback finds
-   * nothing), then the code or installation is exchanged and the connection stored. Failures come back as
-   * an outcome for the result page, never as a thrown error: the page must tell the end user what happened.
+   * The provider sent the browser back. Only the browser the flow is bound to may use (and so spend) its
+   * state: a callback without the binding cookie is refused and leaves the state to its owner. The state
+   * is then consumed (deleted, so a replayed callback finds nothing), the code or installation exchanged
+   * and the connection stored. A GitHub App install coming back is not the end: the same browser is sent
+   * on to the app's user authorization (`continueTo`). Failures come back as an outcome for the result
+   * page, never as a thrown error: the page must tell the end user what happened.
    */
-  async callback(query: Record<string, string>, browserNonce: string | undefined): Promise<CallbackOutcome> {
+  async callback(query: Record<string, string>, browserNonce: string | undefined): Promise<CallbackReply> {
     let pending: Prisma.OAuthStateGetPayload<object> | undefined;
     let notify: CallbackOutcome['notify'];
     try {
-      pending = await this.consumeState(query['state']);
+      pending = await this.findState(query['state']);
       const secrets = this.cipher.decryptJson<StateSecrets>(pending.secrets, stateAad(pending.id));
       if (secrets.wsClientId)
         notify = { wsClientId: secrets.wsClientId, sessionId: pending.connectSessionId };
       // Login CSRF / connection fixation: a state is only good in the browser that started the flow. A
       // provider URL passed to someone else comes back without (or with another) nonce cookie.
       if (!sameBinding(secrets.browserBinding, browserNonce)) {
+        await this.spendStrayCode(pending, query, secrets);
         throw new CallbackError(
           'state_err',
           'This authorization was not started in this browser; start again from the connect page',
         );
       }
+      if (pending.expiresAt.getTime() <= Date.now()) {
+        await this.spendStrayCode(pending, query, secrets);
+        await this.db.oAuthState.deleteMany({ where: { id: pending.id } });
+        throw new CallbackError(
+          'state_err',
+          'This authorization took too long and expired; start again from the connect page',
+        );
+      }
       const opened = await this.sessions.loadForCallback(pending.connectSessionId);
-      if (!opened)
+      if (!opened) {
+        await this.spendStrayCode(pending, query, secrets);
+        await this.db.oAuthState.deleteMany({ where: { id: pending.id } });
         throw new CallbackError('state_err', 'The connect session of this authorization no longer exists');
+      }
       const ctx: FlowContext = {
         ...(await this.contexts.openFor(opened.caller, opened.session, pending.providerConfigKey, [
           pending.authMode as AuthMode,
         ])),
         connectionId: pending.connectionId,
       };
+      if (ctx.provider.auth_mode === 'APP' && !secrets.installationId && !query['error']) {
+        return await this.continueToUserAuthorization(ctx, pending, secrets, query);
+      }
+      await this.consumeState(pending);
       if (query['error']) {
         const description = query['error_description'] ? `: ${query['error_description'].slice(0, 300)}` : '';
         throw new CallbackError(
@@ -265,28 +300,115 @@ export class RedirectFlowsService {
     }
   }
 
-  private async consumeState(state: string | undefined): Promise<Prisma.OAuthStateGetPayload<object>> {
+  private async findState(state: string | undefined): Promise<Prisma.OAuthStateGetPayload<object>> {
     if (!state || !UUID.test(state))
       throw new CallbackError('state_err', 'The authorization came back without a valid state');
-    let row: Prisma.OAuthStateGetPayload<object>;
-    try {
-      row = await this.db.oAuthState.delete({ where: { id: state } });
-    } catch (error) {
-      if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2025') {
-        throw new CallbackError(
-          'state_err',
-          'This authorization was already used or is unknown; start again from the connect page',
-        );
-      }
-      throw error;
-    }
-    if (row.expiresAt.getTime() <= Date.now()) {
+    const row = await this.db.oAuthState.findUnique({ where: { id: state } });
+    if (!row) {
       throw new CallbackError(
         'state_err',
-        'This authorization took too long and expired; start again from the connect page',
+        'This authorization was already used or is unknown; start again from the connect page',
       );
     }
     return row;
+  }
+
+  /** Single use: of two callbacks of the bound browser racing for one state, one wins. */
+  private async consumeState(row: Prisma.OAuthStateGetPayload<object>): Promise<void> {
+    const { count } = await this.db.oAuthState.deleteMany({ where: { id: row.id, secrets: row.secrets } });
+    if (count !== 1) {
+      throw new CallbackError(
+        'state_err',
+        'This authorization was already used or is unknown; start again from the connect page',
+      );
+    }
+  }
+
+  /**
+   * A code that came back with a callback we do not complete is spent (exchanged once, the token thrown
+   * away), so nobody can replay it into a flow of their own: a refused callback (another browser, expired)
+   * leaves no usable code behind, and neither does a GitHub App install redirect, whose user code is never
+   * trusted for the installation check. The state itself stays for the browser it is bound to.
+   */
+  private async spendStrayCode(
+    row: Prisma.OAuthStateGetPayload<object>,
+    query: Record<string, string>,
+    secrets: StateSecrets,
+  ): Promise<void> {
+    const code = query['code'];
+    if (!code || !['OAUTH2', 'APP', 'CUSTOM'].includes(row.authMode)) return;
+    try {
+      const found = await this.contexts.stateClient(row.environmentId, row.providerConfigKey);
+      if (!found) return;
+      const input = {
+        provider: found.provider,
+        client: secrets.client ?? found.client,
+        code,
+        redirectUri: this.callbackUrl,
+        connectionConfig: row.connectionConfig as Record<string, unknown>,
+      };
+      if (row.authMode === 'APP') await spendInstallationCode(input);
+      else
+        await exchangeAuthorizationCode({
+          ...input,
+          ...(secrets.codeVerifier ? { codeVerifier: secrets.codeVerifier } : {}),
+        }).catch(() => undefined);
+    } catch (error) {
+      this.logger.warn(`could not spend the code of a refused callback: ${(error as Error).message}`);
+    }
+  }
+
+  /**
+   * The installation came back to the bound browser: it is remembered, any user code sent with it is
+   * spent, and the browser goes on to the app's user authorization with this flow's PKCE challenge and
+   * the same state. Only the code that comes back from there, with the verifier only this flow holds, can
+   * check the installation.
+   */
+  private async continueToUserAuthorization(
+    ctx: FlowContext,
+    row: Prisma.OAuthStateGetPayload<object>,
+    secrets: StateSecrets,
+    query: Record<string, string>,
+  ): Promise<CallbackReply> {
+    const installationId = query['installation_id'];
+    await this.spendStrayCode(row, query, secrets);
+    if (!installationId || !/^\d+$/.test(installationId)) {
+      await this.db.oAuthState.deleteMany({ where: { id: row.id } });
+      throw new CallbackError(
+        'callback_err',
+        'GitHub sent no installation back (was the installation approved?)',
+      );
+    }
+    const template = ctx.provider.installation_check?.authorization_url;
+    if (!template || !secrets.codeVerifier) {
+      await this.db.oAuthState.deleteMany({ where: { id: row.id } });
+      throw new AuthConnectError(
+        'invalid_connection',
+        `${ctx.provider.name} has no installation_check.authorization_url in the provider catalog`,
+      );
+    }
+    const client = secrets.client ?? (await this.contexts.oauthClient(ctx, {}));
+    const next: StateSecrets = { ...secrets, installationId };
+    const { count } = await this.db.oAuthState.updateMany({
+      where: { id: row.id, secrets: row.secrets },
+      data: { secrets: this.cipher.encryptJson(next, stateAad(row.id)) },
+    });
+    if (count !== 1) {
+      throw new CallbackError(
+        'state_err',
+        'This authorization was already used or is unknown; start again from the connect page',
+      );
+    }
+    const target = interpolateUrl(template, row.connectionConfig as Record<string, unknown>, ctx.provider);
+    target.searchParams.set('client_id', client.clientId);
+    target.searchParams.set('redirect_uri', this.callbackUrl);
+    target.searchParams.set('state', row.id);
+    target.searchParams.set(
+      'code_challenge',
+      createHash('sha256').update(secrets.codeVerifier).digest('base64url'),
+    );
+    target.searchParams.set('code_challenge_method', 'S256');
+    return { continueTo: target.toString() };
   }
 
   private async exchange(
@@ -340,7 +462,9 @@ export class RedirectFlowsService {
       }
       case 'APP':
       case 'CUSTOM': {
-        const installationId = query['installation_id'];
+        // APP: the installation the bound browser came back with first, never this return's query.
+        const installationId =
+          ctx.provider.auth_mode === 'APP' ? secrets.installationId : query['installation_id'];
         if (!installationId || !/^\d+$/.test(installationId)) {
           throw new CallbackError(
             'callback_err',
@@ -363,7 +487,7 @@ export class RedirectFlowsService {
           throw new CallbackError(
             'callback_err',
             ctx.provider.auth_mode === 'APP'
-              ? 'GitHub sent the installation without a user authorization, so it cannot be checked: enable "Request user authorization (OAuth) during installation" in the GitHub App settings'
+              ? 'GitHub sent no user authorization back, so the installation cannot be checked'
               : 'GitHub sent no authorization code back',
           );
         }
@@ -375,6 +499,7 @@ export class RedirectFlowsService {
             client: oauthClient,
             code,
             redirectUri: this.callbackUrl,
+            ...(secrets.codeVerifier ? { codeVerifier: secrets.codeVerifier } : {}),
             connectionConfig: config,
           });
           return {

@@ -14,6 +14,7 @@ import {
   tbaFlowBodySchema,
   uniqueKeySchema,
   type CallbackOutcome,
+  type CallbackReply,
   type FlowResult,
   type StartedFlow,
   type SubmitFlowMode,
@@ -369,14 +370,26 @@ export class AuthFlowsController {
       .send();
   }
 
-  /** The callback: the nonce this browser holds for the state goes along; the binding is spent either way. */
+  /**
+   * The callback: the nonce this browser holds for the state goes along. A GitHub App install coming back
+   * is sent on to the app's user authorization with its binding kept; otherwise the binding is spent.
+   */
   private async finish(request: FastifyRequest, reply: FastifyReply, query: Record<string, string>) {
     const state = query['state'];
     const browserNonce = isFlowState(state) ? readFlowNonce(request.headers.cookie, state) : undefined;
-    const outcome = await this.nats.request<CallbackOutcome>(CONNECT_FLOW_SUBJECTS.callback, {
+    const answer = await this.nats.request<CallbackReply>(CONNECT_FLOW_SUBJECTS.callback, {
       query,
       ...(browserNonce ? { browserNonce } : {}),
     });
+    if ('continueTo' in answer) {
+      return reply
+        .status(302)
+        .header('location', answer.continueTo)
+        .header('cache-control', 'no-store')
+        .header('referrer-policy', 'no-referrer')
+        .send();
+    }
+    const outcome = answer;
     if (isFlowState(state) && browserNonce)
       reply.header('set-cookie', clearedFlowCookies(state, this.secureCookies));
     if (outcome.notify) {

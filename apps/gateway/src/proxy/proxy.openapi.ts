@@ -18,7 +18,8 @@ const HEADER_NOTES: Partial<Record<keyof typeof proxyRequestHeadersSchema.shape,
   'base-url-override': "Another base URL than the provider's (empty: the provider's)",
   decompress: '`true`: answer the body decompressed (gzip, deflate, br)',
   'retry-on': 'Comma-separated status codes that are retried too',
-  'forward-headers-on-redirect': 'Send the credentials on a redirect to another origin too',
+  'forward-headers-on-redirect':
+    'Send the credentials on a redirect to another origin too (only for a key holding environment:connections:read_credentials)',
 };
 
 /** The contract's schema, each header with its note. */
