@@ -1,5 +1,11 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { SwitchboardError, type FieldError } from '@switchboard/contracts';
+import {
+  DEFAULT_JSON_MAX_DEPTH,
+  jsonDepthExceeds,
+  jsonTooDeepMessage,
+  SwitchboardError,
+  type FieldError,
+} from '@switchboard/contracts';
 import type { FastifyInstance } from 'fastify';
 
 /** First place in a parsed JSON value holding a NUL character (Postgres text cannot store one). */
@@ -33,12 +39,15 @@ const nulError = (
 /**
  * JSON-only parsing that tolerates what the official client sends (an empty body with
  * `Content-Type: application/json` on GET and DELETE) and refuses NUL characters anywhere in the
- * request before a handler can store them.
+ * request before a handler can store them. A body nesting deeper than `maxDepth` is refused from its raw
+ * text before it is parsed: every later walk of it (the NUL check, validation, `JSON.stringify` on its way
+ * over NATS) recurses and would overflow the stack.
  */
 export function configureHttp(
   app: NestFastifyApplication,
   bodyLimit: number,
   largeBodyRoutes: Record<string, number> = {},
+  maxDepth = DEFAULT_JSON_MAX_DEPTH,
 ): void {
   const fastify = app.getHttpAdapter().getInstance() as FastifyInstance;
   // A route's own limit wins over the parser's: deploys carry compiled bundles, several MB of them.
@@ -52,6 +61,9 @@ export function configureHttp(
   fastify.addContentTypeParser(['application/json'], { parseAs: 'string', bodyLimit }, (_req, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
+    if (jsonDepthExceeds(text, maxDepth)) {
+      return done(new SwitchboardError('invalid_body', jsonTooDeepMessage('The body', maxDepth)), undefined);
+    }
     try {
       done(null, JSON.parse(text));
     } catch {

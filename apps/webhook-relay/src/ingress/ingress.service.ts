@@ -32,6 +32,7 @@ export class IngressService {
       serverUrl: env.SWITCHBOARD_SERVER_URL,
       logger: this.logger,
       recordRefusal: (refusal) => this.recordRefusal(refusal),
+      maxJsonDepth: env.SWITCHBOARD_JSON_MAX_DEPTH,
     });
   }
 
@@ -40,16 +41,17 @@ export class IngressService {
   }
 
   /**
-   * A refused webhook in the delivery log (status `refused`, sent nowhere): the customer can count and see
-   * them. Only what we know is kept, never the sender's body or headers (a flood must not store payloads).
+   * A refused webhook in the delivery log (status `refused`, or `dead_lettered` for one that verified but
+   * nests too deep; sent nowhere): the customer can count and see them. Only what we know is kept, never the sender's body or headers (a flood must not store payloads).
    */
   async recordRefusal(refusal: WebhookRefusal): Promise<void> {
     const receivedAt = new Date(refusal.receivedAt);
+    const dead = refusal.kind === 'dead_lettered';
     await this.db.webhookDelivery
       .create({
         data: {
           environmentId: refusal.environmentId,
-          eventId: `refused_${randomUUID()}`,
+          eventId: `${dead ? 'dead' : 'refused'}_${randomUUID()}`,
           type: 'forward',
           url: '',
           providerConfigKey: refusal.providerConfigKey,
@@ -59,8 +61,8 @@ export class IngressService {
             reason: refusal.reason,
             receivedAt: refusal.receivedAt,
           }),
-          status: 'refused',
-          lastError: `signature not verified: ${refusal.reason}`,
+          status: dead ? 'dead_lettered' : 'refused',
+          lastError: dead ? refusal.reason : `signature not verified: ${refusal.reason}`,
           nextAttemptAt: receivedAt,
         },
       })
