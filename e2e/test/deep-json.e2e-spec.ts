@@ -4,6 +4,7 @@ import {
   EVENT_STREAM,
   EVENT_SUBJECTS,
   type ProviderWebhookEvent,
+  type SyncEvent,
 } from '@switchboard/contracts';
 import { startStack, type Stack } from '@switchboard/testing';
 import { connect } from 'nats';
@@ -34,6 +35,8 @@ beforeAll(async () => {
       'webhook-relay': {
         SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
         SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
+        // An event failing on every try is dead-lettered on its third (after 2 s and 4 s of backoff).
+        SWITCHBOARD_EVENT_MAX_DELIVER: '3',
       },
     },
     readyTimeoutMs: STACK_READY_TIMEOUT_MS,
@@ -135,6 +138,7 @@ describe('deeply nested provider webhooks', () => {
     id: number;
     status: string;
     type: string;
+    connection_id: string | null;
     provider_config_key: string | null;
     attempts: number;
     last_error: string | null;
@@ -266,6 +270,60 @@ describe('deeply nested provider webhooks', () => {
       });
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(receiver.received.length).toBe(before);
+    } finally {
+      await nc.close();
+    }
+  });
+
+  // Last: it stops the vault.
+  it('dead-letters an event whose planning fails on every try after SWITCHBOARD_EVENT_MAX_DELIVER tries, instead of retrying it forever', async () => {
+    const environment = (await api('GET', '/environment')).body as { data: { id: number } };
+    const event: SyncEvent = {
+      id: `sync-${randomUUID()}`,
+      environmentId: environment.data.id,
+      connectionId: 'conn-exhausted',
+      providerConfigKey: 'linear',
+      syncName: 'issues',
+      syncVariant: 'base',
+      model: 'Issue',
+      syncType: 'INCREMENTAL',
+      result: {
+        success: false,
+        error: { type: 'script_error', description: 'failed' },
+        startedAt: new Date().toISOString(),
+        failedAt: new Date().toISOString(),
+      },
+    };
+    // Planning a sync event asks the vault for the connection's webhook URL override: down, it fails.
+    await stack.stopService('connections-vault');
+    const known = new Set((await deliveries('dead_lettered')).map((d) => d.id));
+    const nc = await connect({ servers: stack.natsUrl });
+    try {
+      const started = Date.now();
+      await nc
+        .jetstream()
+        .publish(EVENT_SUBJECTS.sync, Buffer.from(JSON.stringify(event)), { msgID: event.id });
+      const dead = await waitFor(
+        'the exhausted event dead-lettered',
+        async () => (await deliveries('dead_lettered')).find((d) => !known.has(d.id)),
+        30_000,
+      );
+      // Tried three times, 2 s then 4 s apart: not given up on at the first failure.
+      expect(Date.now() - started).toBeGreaterThan(5_000);
+      expect(dead).toMatchObject({
+        status: 'dead_lettered',
+        type: 'sync',
+        connection_id: 'conn-exhausted',
+        provider_config_key: 'linear',
+        last_error: expect.stringMatching(/^not processed after 3 tries: /),
+      });
+      const info = await (
+        await nc.jetstreamManager()
+      ).consumers.info(EVENT_STREAM.name, EVENT_CONSUMERS.relaySync);
+      expect({ maxDeliver: info.config.max_deliver, unacked: info.num_ack_pending }).toEqual({
+        maxDeliver: 3,
+        unacked: 0,
+      });
     } finally {
       await nc.close();
     }
