@@ -133,6 +133,25 @@ describe('deeply nested JSON bodies on the API', () => {
   });
 });
 
+describe('deeply nested deploys', () => {
+  it("lets a deploy nest up to 100 levels (models' JSON schemas nest two per object), and no deeper", async () => {
+    const deploy = (levels: number) =>
+      api(
+        'POST',
+        '/sync/deploy/confirmation',
+        withNested(
+          { flowConfigs: [], reconcile: false, debug: false, jsonSchema: '@' },
+          '{"a":'.repeat(levels) + '1' + '}'.repeat(levels),
+        ),
+      );
+    expect(expectError(await deploy(10_000), 400, 'invalid_body').message).toMatch(
+      /nests arrays or objects more than 100 levels deep/,
+    );
+    // 80 levels: past the API's 64, refused (if at all) for what it says, not for its depth.
+    expect((await deploy(80)).text).not.toMatch(/levels deep/);
+  });
+});
+
 describe('deeply nested provider webhooks', () => {
   interface Delivery {
     id: number;

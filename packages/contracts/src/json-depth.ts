@@ -23,7 +23,8 @@ const BACKSLASH = 0x5c;
  * one pass without recursion and without parsing (brackets inside strings do not count: a string is
  * skipped to its closing quote with `indexOf`). Invalid JSON is not judged here: `JSON.parse` refuses it
  * after. Bytes are read as UTF-8, whose multi-byte sequences never contain an ASCII bracket or quote.
- * About a quarter of the time `JSON.parse` takes for the same text.
+ * A quarter to a half of the time `JSON.parse` takes for the same text (8 µs against 17 µs for a 1.3 KB
+ * webhook on a loaded 2-core machine).
  */
 export function jsonDepthExceeds(json: string | Uint8Array, maxDepth: number): boolean {
   // Two loops rather than one over a union: each stays monomorphic (twice as fast).
