@@ -1,4 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   EVENT_CONSUMERS,
   EVENT_STREAM,
@@ -10,6 +12,7 @@ import { startStack, type Stack } from '@switchboard/testing';
 import { connect } from 'nats';
 import { call, expectError } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
+import { writeProxyProvidersFile } from './support/proxy-fakes';
 import { linearIntegration } from './support/webhook-events';
 import { WebhookReceiver } from './support/webhook-receiver';
 
@@ -27,11 +30,25 @@ const TOO_DEEP = /nests arrays or objects more than 64 levels deep/;
 
 let stack: Stack;
 let receiver: WebhookReceiver;
+/** A provider API on loopback; `fake-api-key-body` puts the API key into JSON bodies (`proxy.body`). */
+let providerApi: Server;
+const providerBodies: string[] = [];
 
 beforeAll(async () => {
   receiver = await new WebhookReceiver().start();
+  providerApi = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      providerBodies.push(Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((resolve) => providerApi.listen(0, '127.0.0.1', resolve));
   stack = await startStack({
+    env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
     serviceEnv: {
+      gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
       'webhook-relay': {
         SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
         SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
@@ -46,6 +63,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await receiver?.stop();
+  await new Promise((resolve) => providerApi?.close(resolve));
 });
 
 const api = (method: string, path: string, body?: unknown) =>
@@ -130,6 +148,43 @@ describe('deeply nested JSON bodies on the API', () => {
     expect(ok.status).toBe(201);
     const connection = await api('GET', `/connections/deep-conn?provider_config_key=${integration}`);
     expect(JSON.stringify((connection.body as { metadata: unknown }).metadata)).toBe(`{"a":${allowed}}`);
+  });
+});
+
+describe('deeply nested proxy bodies', () => {
+  it('refuses a JSON body the proxy would merge the API key into past 128 levels, sending nothing to the provider', async () => {
+    const created = await api('POST', '/integrations', {
+      provider: 'fake-api-key-body',
+      unique_key: 'deep-api',
+    });
+    expect(created.status).toBe(200);
+    const apiKey = `key-${randomUUID()}`;
+    const imported = await api('POST', '/connections', {
+      provider_config_key: 'deep-api',
+      connection_id: 'deep-proxy',
+      credentials: { type: 'API_KEY', apiKey },
+      connection_config: { origin: `http://127.0.0.1:${(providerApi.address() as AddressInfo).port}` },
+    });
+    expect(imported.status).toBe(201);
+    const proxy = (body: string) =>
+      call(stack.gatewayUrl, 'POST', '/proxy/items', {
+        key: stack.secretKey,
+        headers: { 'connection-id': 'deep-proxy', 'provider-config-key': 'deep-api' },
+        body,
+      });
+
+    const refused = await proxy(withNested({ items: '@' }, DEEP));
+    expect(expectError(refused, 400, 'invalid_body').message).toMatch(
+      /nests arrays or objects more than 128 levels deep/,
+    );
+    expect(providerBodies).toEqual([]);
+
+    // A body of ordinary depth gets the key merged in and goes through.
+    const ok = await proxy(JSON.stringify({ items: [[1, 2]] }));
+    expect(ok.status).toBe(200);
+    expect(providerBodies.map((b) => JSON.parse(b) as unknown)).toEqual([
+      { items: [[1, 2]], api_token: apiKey },
+    ]);
   });
 });
 
