@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { startStack, type Stack } from '@switchboard/testing';
 import { call } from './support/http';
 import { WebhookReceiver } from './support/webhook-receiver';
@@ -69,5 +69,38 @@ describe('provider webhooks with the ingress in the relay (remote mode)', () => 
         last_error: 'signature not verified: signature mismatch',
       }),
     ]);
+  });
+
+  it('dead-letters a verified webhook nesting 10,000 levels deep in the relay too: 200, a dead_lettered row, nothing forwarded', async () => {
+    const before = receiver.received.length;
+    const text = JSON.stringify({
+      action: 'create',
+      organizationId: 'org-deep',
+      webhookTimestamp: Date.now(),
+      data: '@',
+    }).replace('"@"', '['.repeat(10_000) + ']'.repeat(10_000));
+    const res = await fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/linear`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'linear-signature': createHmac('sha256', LINEAR_SECRET).update(text).digest('hex'),
+        'linear-delivery': randomUUID(),
+      },
+      body: text,
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'success' });
+    const log = (await api('GET', '/environment/webhook-deliveries?status=dead_lettered&limit=10')).body as {
+      data: { status: string; provider_config_key: string; last_error: string }[];
+    };
+    expect(log.data).toEqual([
+      expect.objectContaining({
+        status: 'dead_lettered',
+        provider_config_key: 'linear',
+        last_error: 'The webhook body nests arrays or objects more than 64 levels deep',
+      }),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(receiver.received.length).toBe(before);
   });
 });

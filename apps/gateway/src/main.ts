@@ -57,10 +57,15 @@ async function main(): Promise<void> {
       serverFactory: gatewayServerFactory(() => frontDoors),
     },
     configure: (app) => {
-      configureHttp(app, env.SWITCHBOARD_BODY_LIMIT_BYTES, {
-        '/sync/deploy': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
-        '/sync/deploy/confirmation': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
-      });
+      configureHttp(
+        app,
+        env.SWITCHBOARD_BODY_LIMIT_BYTES,
+        {
+          '/sync/deploy': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
+          '/sync/deploy/confirmation': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
+        },
+        env.SWITCHBOARD_JSON_MAX_DEPTH,
+      );
       app.get(AccessHook).register(app.getHttpAdapter().getInstance());
       app.enableCors({ origin: CORS_POLICY.origin, exposedHeaders: [...CORS_POLICY.exposedHeaders] });
       // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
@@ -77,7 +82,12 @@ async function main(): Promise<void> {
       const ingest =
         env.SWITCHBOARD_WEBHOOK_INGRESS_MODE === 'remote'
           ? remoteWebhookIngest(nats)
-          : embeddedWebhookIngest(nats, app.get(NATS_CONNECTION), env.SWITCHBOARD_SERVER_URL);
+          : embeddedWebhookIngest(
+              nats,
+              app.get(NATS_CONNECTION),
+              env.SWITCHBOARD_SERVER_URL,
+              env.SWITCHBOARD_JSON_MAX_DEPTH,
+            );
       const webhookRoute = new ProviderWebhookRoute(ingest, app.get(AccountRateLimiter), {
         perIp: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN,
         perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,

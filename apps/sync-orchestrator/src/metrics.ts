@@ -42,3 +42,22 @@ export function recordSyncRun(run: SyncRunMetrics): void {
       );
   }
 }
+
+/**
+ * `switchboard.events.dead_lettered`: events of the event stream this service gave up on, by consumer
+ * (durable name) and reason (`malformed`, `permanent`, `exhausted`): logged with their id and never
+ * handed out again.
+ */
+const deadLettered = meter.createCounter('switchboard.events.dead_lettered', {
+  description: 'Stream events given up on (malformed, failing permanently or on every try), by consumer',
+});
+
+export function recordDeadLetter(consumer: string, reason: 'malformed' | 'permanent' | 'exhausted'): void {
+  deadLettered.add(
+    1,
+    sets.get(`dead\u0000${consumer}\u0000${reason}`, () => ({
+      'messaging.consumer.group.name': consumer,
+      'switchboard.events.reason': reason,
+    })),
+  );
+}

@@ -45,6 +45,14 @@ export const envFragments = {
       )
       .optional(),
   },
+  /**
+   * How deeply JSON from outside (API bodies, provider webhooks) may nest; deeper is refused before it is
+   * parsed. At most 100, so the envelopes services wrap around a body stay under the NATS payload limit
+   * (`MESSAGE_JSON_MAX_DEPTH` in contracts, 128).
+   */
+  jsonDepth: {
+    SWITCHBOARD_JSON_MAX_DEPTH: z.coerce.number().int().min(8).max(100).default(64),
+  },
   database: {
     DATABASE_URL: z
       .string()

@@ -20,3 +20,4 @@ export * from './functions-api';
 export * from './syncs';
 export * from './records';
 export * from './nats-permissions';
+export * from './json-depth';

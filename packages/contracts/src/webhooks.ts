@@ -138,8 +138,17 @@ export type RotatedSigningKey = z.infer<typeof rotatedSigningKeySchema>;
 /**
  * `refused`: a provider webhook whose signature did not verify with the integration's webhook secret; it
  * was answered 401, sent nowhere and cannot be redelivered. The row is how refusals are counted.
+ * `dead_lettered`: an event the relay will never deliver (a provider webhook nesting too deep, or an event
+ * whose processing failed permanently or on every try); sent nowhere, never retried, `last_error` says why.
  */
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'endpoint_disabled', 'refused'] as const;
+export const DELIVERY_STATUSES = [
+  'pending',
+  'delivered',
+  'failed',
+  'endpoint_disabled',
+  'refused',
+  'dead_lettered',
+] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export const webhookDeliverySchema = z
@@ -228,8 +237,13 @@ export const ingestReplySchema = z.object({
 });
 export type IngestReply = z.infer<typeof ingestReplySchema>;
 
-/** A refused provider webhook for the delivery log: only what we know, never the sender's body or headers. */
+/**
+ * A refused provider webhook for the delivery log: only what we know, never the sender's body or headers.
+ * `dead_lettered` (absent means `refused`): it verified but can never be delivered (its body nests too
+ * deep); it was answered 200 and is logged, never stored for delivery.
+ */
 export const webhookRefusalSchema = z.object({
+  kind: z.enum(['refused', 'dead_lettered']).optional(),
   environmentId: z.number().int(),
   provider: z.string().max(255),
   providerConfigKey: z.string().min(1).max(255),

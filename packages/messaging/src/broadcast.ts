@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { jsonDepthExceeds, MESSAGE_JSON_MAX_DEPTH } from '@switchboard/contracts';
 import type { NatsConnection, Subscription } from 'nats';
 import type { z } from 'zod';
 
@@ -27,6 +28,10 @@ export function listenBroadcast<S extends z.ZodType>(
     callback: (error, msg) => {
       if (error) {
         logger.warn(`${subject} subscription failed: ${error.message}`);
+        return;
+      }
+      if (jsonDepthExceeds(msg.data, MESSAGE_JSON_MAX_DEPTH)) {
+        logger.warn(`${subject}: dropped a message nesting deeper than ${MESSAGE_JSON_MAX_DEPTH} levels`);
         return;
       }
       let json: unknown;

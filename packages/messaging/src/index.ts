@@ -5,3 +5,4 @@ export * from './jetstream';
 export * from './nats-connection';
 export * from './raw-reply';
 export * from './broadcast';
+export * from './payload-depth';

@@ -93,6 +93,7 @@ describe('ensureDurableConsumer', () => {
       subject,
       from,
       ackWaitMs: 30_000,
+      maxDeliver: 10,
     });
     // Three replicas at the same moment: no error, one consumer each name.
     await Promise.all([1, 2, 3].map(() => ensureDurableConsumer(nc, spec(`all-${id}`, 'all'))));
@@ -110,18 +111,18 @@ describe('ensureDurableConsumer', () => {
     expect(await next(`new-${id}`)).toBeNull();
   });
 
-  it('moves an existing consumer to a new ack wait and pending limit, keeping its position', async () => {
+  it('moves an existing consumer to a new ack wait, pending limit and delivery bound, keeping its position', async () => {
     const durable = `moved-${id}`;
     const own = `test-durable.${id}.moved`;
     for (const text of ['first', 'second'])
       await nc.jetstream().publish(own, Buffer.from(JSON.stringify(text)));
     const base = { stream: stream.name, durable, subject: own, from: 'all' as const };
-    await ensureDurableConsumer(nc, { ...base, ackWaitMs: 30_000 });
+    await ensureDurableConsumer(nc, { ...base, ackWaitMs: 30_000, maxDeliver: 10 });
     expect(await next(durable)).toBe('first');
 
-    await ensureDurableConsumer(nc, { ...base, ackWaitMs: 5_000, maxAckPending: 123 });
+    await ensureDurableConsumer(nc, { ...base, ackWaitMs: 5_000, maxAckPending: 123, maxDeliver: 7 });
     const info = await (await nc.jetstreamManager()).consumers.info(stream.name, durable);
-    expect(info.config).toMatchObject({ ack_wait: nanos(5_000), max_ack_pending: 123 });
+    expect(info.config).toMatchObject({ ack_wait: nanos(5_000), max_ack_pending: 123, max_deliver: 7 });
     // Not started over: the message it acknowledged is not handed out again.
     expect(await next(durable)).toBe('second');
   });

@@ -128,6 +128,12 @@ export interface DurableConsumerConfig {
   ackWaitMs: number;
   /** Messages handed out and not yet acknowledged, at most (JetStream's default when absent). */
   maxAckPending?: number;
+  /**
+   * How many times one message is handed out at most (`max_deliver`); required so that no consumer
+   * retries a message forever. The consumer ends a message that fails its last try itself (a dead letter
+   * where a user would look, then `term`): after it JetStream does not hand it out again.
+   */
+  maxDeliver: number;
 }
 
 /**
@@ -143,6 +149,7 @@ export async function ensureDurableConsumer(
   const settings = {
     ack_policy: AckPolicy.Explicit,
     ack_wait: nanos(spec.ackWaitMs),
+    max_deliver: spec.maxDeliver,
     ...(spec.maxAckPending !== undefined ? { max_ack_pending: spec.maxAckPending } : {}),
   };
   let existing;
@@ -165,6 +172,7 @@ export async function ensureDurableConsumer(
     }
   } else if (
     existing.config.ack_wait !== settings.ack_wait ||
+    existing.config.max_deliver !== settings.max_deliver ||
     (settings.max_ack_pending !== undefined && existing.config.max_ack_pending !== settings.max_ack_pending)
   ) {
     await jsm.consumers.update(spec.stream, spec.durable, settings);

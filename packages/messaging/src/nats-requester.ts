@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { SwitchboardError, type Reply } from '@switchboard/contracts';
+import {
+  jsonDepthExceeds,
+  MESSAGE_JSON_MAX_DEPTH,
+  SwitchboardError,
+  type Reply,
+} from '@switchboard/contracts';
 import type { NatsConnection } from 'nats';
 import { sendRequest, unwrapReply } from './request-handling';
 import { transportError } from './transport-error';
@@ -50,6 +55,10 @@ export class NatsRequester {
         msg = await pending;
       } catch (error) {
         throw transportError(subject, error);
+      }
+      // The reply envelope (`{response: {ok, data}}`) wraps the data in two objects.
+      if (jsonDepthExceeds(msg.data, MESSAGE_JSON_MAX_DEPTH + 2)) {
+        throw new SwitchboardError('server_error', `${subject} answered a reply nesting too deep`);
       }
       const reply = JSON.parse(Buffer.from(msg.data).toString('utf8')) as {
         response?: Reply<T>;

@@ -10,11 +10,14 @@ import { connect, type NatsConnection } from 'nats';
 import { z } from 'zod';
 import { NatsHandler } from './nats-handler.decorator';
 import { NatsRequester } from './nats-requester';
+import { DepthLimitedNatsDeserializer } from './payload-depth';
 
 const prefix = `test.${randomUUID().slice(0, 8)}`;
 
 /** Set while the `hold` handler waits: the test lets it answer. */
 let release: (() => void) | undefined;
+/** Values the `store` handler kept (as a service keeps metadata: serialised). */
+const stored: string[] = [];
 
 @Controller()
 class EchoHandlers {
@@ -34,6 +37,12 @@ class EchoHandlers {
     return { rows: req.rows.length };
   }
 
+  @NatsHandler(`${prefix}.store`, z.object({ value: z.unknown() }))
+  async store(req: { value: unknown }) {
+    stored.push(JSON.stringify(req.value));
+    return { stored: stored.length };
+  }
+
   @NatsHandler(`${prefix}.crash`, z.object({}))
   async crash(): Promise<never> {
     throw new Error('password=hunter2 leaked in a stack');
@@ -50,7 +59,8 @@ describe('NATS request/reply between services', () => {
     const moduleRef = await Test.createTestingModule({ controllers: [EchoHandlers] }).compile();
     server = moduleRef.createNestMicroservice({
       transport: Transport.NATS,
-      options: { servers: [natsUrl], queue: 'test' },
+      // As service-kit's bootstrap sets up every service's NATS server.
+      options: { servers: [natsUrl], queue: 'test', deserializer: new DepthLimitedNatsDeserializer() },
     });
     await server.listen();
     nc = await connect({ servers: natsUrl });
@@ -109,6 +119,28 @@ describe('NATS request/reply between services', () => {
     release = undefined;
     await expect(reply).resolves.toEqual({ rows: 1000 });
     expect(kept).toBe(false);
+  });
+
+  it('refuses a payload nesting 10,000 levels deep with invalid_body, before the handler sees it', async () => {
+    // What a caller without the gateway's checks could publish (NatsRequester cannot even serialise it).
+    const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+    const subject = `${prefix}.store`;
+    const packet = `{"pattern":"${subject}","data":{"value":${deep}},"id":"${randomUUID()}"}`;
+    const msg = await nc.request(subject, Buffer.from(packet), { timeout: 2000 });
+    const reply = JSON.parse(Buffer.from(msg.data).toString('utf8')) as { response: unknown };
+    expect(reply.response).toEqual({
+      ok: false,
+      error: {
+        code: 'invalid_body',
+        message: `The payload of ${subject} nests arrays or objects more than 128 levels deep`,
+      },
+    });
+    expect(stored).toEqual([]);
+
+    // A payload as deep as the limit allows (the packet and the request's object around it) still goes.
+    const allowed = '['.repeat(126) + ']'.repeat(126);
+    await expect(requester.request(subject, { value: JSON.parse(allowed) })).resolves.toEqual({ stored: 1 });
+    expect(stored).toEqual([allowed]);
   });
 
   it('answers service_unavailable at once when no service listens', async () => {

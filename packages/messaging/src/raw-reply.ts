@@ -1,5 +1,11 @@
 import { Logger } from '@nestjs/common';
-import { SwitchboardError, type Reply } from '@switchboard/contracts';
+import {
+  jsonDepthExceeds,
+  MESSAGE_JSON_MAX_DEPTH,
+  SwitchboardError,
+  type Reply,
+} from '@switchboard/contracts';
+import { PayloadTooDeep } from './payload-depth';
 import type { NatsConnection, Subscription } from 'nats';
 import type { z } from 'zod';
 import { handleRequest, sendRequest, unwrapReply } from './request-handling';
@@ -75,6 +81,7 @@ export function serveRaw<S extends z.ZodType, M>(
         return;
       }
       const read = () => {
+        if (jsonDepthExceeds(msg.data, MESSAGE_JSON_MAX_DEPTH)) return new PayloadTooDeep();
         try {
           return JSON.parse(Buffer.from(msg.data).toString('utf8')) as unknown;
         } catch {

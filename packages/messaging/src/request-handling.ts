@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { fieldErrorsFromZod, SwitchboardError, type Reply } from '@switchboard/contracts';
+import { fieldErrorsFromZod, jsonTooDeepMessage, SwitchboardError, type Reply } from '@switchboard/contracts';
 import {
   context,
   extractTraceContext,
@@ -11,6 +11,7 @@ import {
 import { headers as natsHeaders, type MsgHdrs } from 'nats';
 import type { z } from 'zod';
 import { recordProcessed, recordSent } from './metrics';
+import { PayloadTooDeep } from './payload-depth';
 
 const logger = new Logger('NatsHandler');
 const tracer = trace.getTracer('@switchboard/messaging');
@@ -47,7 +48,14 @@ export function handleRequest<S extends z.ZodType, R>(
         const start = performance.now();
         let errorType: string | undefined;
         try {
-          const parsed = schema.safeParse(read());
+          const input = read();
+          if (input instanceof PayloadTooDeep) {
+            throw new SwitchboardError(
+              'invalid_body',
+              jsonTooDeepMessage(`The payload of ${subject}`, input.maxDepth),
+            );
+          }
+          const parsed = schema.safeParse(input);
           if (!parsed.success) {
             throw new SwitchboardError(
               'invalid_body',

@@ -4,6 +4,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Logger } from '@nestjs/common';
 import {
+  jsonDepthExceeds,
+  jsonTooDeepMessage,
+  MESSAGE_JSON_MAX_DEPTH,
   PROXY_RATE_LIMIT_GOVERNANCE_KEY,
   SwitchboardError,
   type Caller,
@@ -415,6 +418,9 @@ function prepareBody(
 }
 
 function tryJson(data: Buffer): unknown {
+  // Merging the credential into a 10,000-level body would overflow the stack re-serialising it.
+  if (jsonDepthExceeds(data, MESSAGE_JSON_MAX_DEPTH))
+    throw new ProxyError('invalid_body', jsonTooDeepMessage('The body', MESSAGE_JSON_MAX_DEPTH));
   try {
     return JSON.parse(data.toString('utf8'));
   } catch {

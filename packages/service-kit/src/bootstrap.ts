@@ -4,7 +4,11 @@ import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { ServiceName } from '@switchboard/contracts';
-import { natsConnectionOptions, type NatsSettings } from '@switchboard/messaging';
+import {
+  DepthLimitedNatsDeserializer,
+  natsConnectionOptions,
+  type NatsSettings,
+} from '@switchboard/messaging';
 import { HttpServerMetrics, stopTracing } from '@switchboard/observability';
 import type { FastifyServerOptions } from 'fastify';
 import { TraceLogger } from './trace-logger';
@@ -82,7 +86,12 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
   app.connectMicroservice<MicroserviceOptions>(
     {
       transport: Transport.NATS,
-      options: { ...natsConnectionOptions(options.nats, `${options.name}-server`), queue: options.name },
+      options: {
+        ...natsConnectionOptions(options.nats, `${options.name}-server`),
+        queue: options.name,
+        // A payload nesting too deep is answered `invalid_body`, never walked.
+        deserializer: new DepthLimitedNatsDeserializer(),
+      },
     },
     { inheritAppConfig: true },
   );

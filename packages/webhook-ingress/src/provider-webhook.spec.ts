@@ -4,6 +4,7 @@ import {
   findHandshake,
   handshakeReply,
   parseBody,
+  WebhookBodyTooDeepError,
   routingLookups,
   subscriptionTypesOf,
   verifySignature,
@@ -404,5 +405,25 @@ describe('webhook types from the catalog (what syncs subscribe to)', () => {
     ['linear', '{"action":"create"}', {}, []],
   ])('%s: %s', (provider, body, headers, expected) => {
     expect(subscriptionTypesOf(webhookOf(provider), request(body, headers))).toEqual(expected);
+  });
+});
+
+describe('parseBody nesting depth', () => {
+  const deep = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+
+  it('parses up to the depth asked, and refuses deeper before parsing, JSON fields of a form too', () => {
+    expect(parseBody(Buffer.from(`{"a":${deep(63)}}`), 'application/json', 64)).toEqual({
+      a: JSON.parse(deep(63)),
+    });
+    expect(() => parseBody(Buffer.from(`{"a":${deep(64)}}`), 'application/json', 64)).toThrow(
+      WebhookBodyTooDeepError,
+    );
+    expect(() => parseBody(Buffer.from(deep(10_000)), 'text/plain')).toThrow(
+      'The webhook body nests arrays or objects more than 64 levels deep',
+    );
+    const form = `payload=${encodeURIComponent(deep(100))}&token=t`;
+    expect(() => parseBody(Buffer.from(form), 'application/x-www-form-urlencoded')).toThrow(
+      WebhookBodyTooDeepError,
+    );
   });
 });

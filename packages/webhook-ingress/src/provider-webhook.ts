@@ -1,4 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import {
+  DEFAULT_JSON_MAX_DEPTH,
+  jsonDepthExceeds,
+  jsonTooDeepMessage,
+  SwitchboardError,
+} from '@switchboard/contracts';
 import type {
   WebhookDefinition,
   WebhookHandshake,
@@ -25,27 +31,41 @@ export interface WebhookRequest {
   parsed: unknown;
 }
 
+/** A webhook body (or a JSON form field of one) nesting deeper than the configured depth. */
+export class WebhookBodyTooDeepError extends SwitchboardError {
+  constructor(maxDepth: number) {
+    super('invalid_body', jsonTooDeepMessage('The webhook body', maxDepth));
+  }
+}
+
 /**
  * JSON bodies become values; form bodies become an object of fields, and a field holding a JSON object or
  * array is parsed too (Slack's interactivity sends `payload=<json>`). Anything else stays a string.
+ * JSON nesting deeper than `maxDepth` is never parsed ({@link WebhookBodyTooDeepError}): every walk of the
+ * value after (routing, re-serialisation for a forward) would recurse that deep.
  */
-export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
+export function parseBody(
+  raw: Buffer,
+  contentType: string | undefined,
+  maxDepth: number = DEFAULT_JSON_MAX_DEPTH,
+): unknown {
   const text = raw.toString('utf8');
   const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (type === 'application/x-www-form-urlencoded') {
     const fields: Record<string, unknown> = {};
     for (const [key, value] of new URLSearchParams(text)) {
-      fields[key] = /^\s*[[{]/.test(value) ? (tryJson(value) ?? value) : value;
+      fields[key] = /^\s*[[{]/.test(value) ? (tryJson(value, maxDepth) ?? value) : value;
     }
     return fields;
   }
   if (text.trim() === '') return undefined;
   // Providers are loose about the media type of JSON (text/plain, none at all): try JSON first.
-  const json = tryJson(text);
+  const json = tryJson(text, maxDepth);
   return json === undefined ? text : json;
 }
 
-function tryJson(text: string): unknown {
+function tryJson(text: string, maxDepth: number): unknown {
+  if (jsonDepthExceeds(text, maxDepth)) throw new WebhookBodyTooDeepError(maxDepth);
   try {
     return JSON.parse(text) as unknown;
   } catch {

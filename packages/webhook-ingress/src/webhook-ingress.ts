@@ -20,6 +20,7 @@ import {
   subscriptionTypesOf,
   valuesAt,
   verifySignature,
+  WebhookBodyTooDeepError,
   type WebhookRequest,
 } from './provider-webhook';
 
@@ -89,10 +90,13 @@ export interface WebhookIngressDeps {
   serverUrl: string;
   logger: { warn(message: string): void; error(message: string): void };
   /**
-   * A webhook whose signature did not verify, for the delivery log. The relay writes it; the gateway sends
+   * A webhook whose signature did not verify (or, `kind: 'dead_lettered'`, one that verified but nests too
+   * deep to be delivered), for the delivery log. The relay writes it; the gateway sends
    * it to the relay. The refusal stands whether or not this succeeds (it must not throw).
    */
   recordRefusal(refusal: WebhookRefusal): Promise<void>;
+  /** How deeply a JSON body may nest to be parsed here (`SWITCHBOARD_JSON_MAX_DEPTH`). */
+  maxJsonDepth?: number;
 }
 
 const SUCCESS: IngestReply = { status: 200, contentType: 'application/json', body: '{"status":"success"}' };
@@ -133,10 +137,20 @@ export class WebhookIngress {
       query: url.searchParams,
       method: 'POST',
       url: `${this.baseUrl}${url.pathname}${url.search}`,
-      parsed: parseBody(rawBody, request.headers['content-type']),
+      parsed: undefined,
     };
+    let tooDeep: WebhookBodyTooDeepError | undefined;
+    try {
+      webhook.parsed = parseBody(rawBody, request.headers['content-type'], this.deps.maxJsonDepth);
+    } catch (error) {
+      if (!(error instanceof WebhookBodyTooDeepError)) throw error;
+      tooDeep = error;
+      // Parsed anyway, only for the signature's values: JSON.parse does not recurse, and values are only
+      // read at their paths here. Nothing walks it whole, answers with it (no handshake) or stores it.
+      webhook.parsed = parseBody(rawBody, request.headers['content-type'], Infinity);
+    }
 
-    const handshake = findHandshake(definition, webhook);
+    const handshake = tooDeep ? undefined : findHandshake(definition, webhook);
     const recipe = definition?.signature;
     const secret = recipe
       ? recipe.secret === 'client_secret'
@@ -164,6 +178,24 @@ export class WebhookIngress {
     // With a secret to check against, only what verified goes on (a handshake the catalog does not sign is
     // answered, never forwarded). Without one, it goes on marked `verified: false`.
     const checkable = Boolean(recipe && secret);
+
+    if (tooDeep) {
+      // Never deliverable: every walk of it after (routing, the forward's serialisation) would overflow the
+      // stack. Dead-lettered in the delivery log, not stored; the provider gets its 200, since sending the
+      // same bytes again cannot help (and a provider retrying a 4xx for days may disable the subscription).
+      this.deps.logger.warn(
+        `dead-lettered a ${integration.provider} webhook for ${request.providerConfigKey}: ${tooDeep.message}`,
+      );
+      await this.deps.recordRefusal({
+        kind: 'dead_lettered',
+        environmentId: environment.id,
+        provider: integration.provider,
+        providerConfigKey: request.providerConfigKey,
+        reason: tooDeep.message,
+        receivedAt: new Date().toISOString(),
+      });
+      return SUCCESS;
+    }
 
     if (handshake) {
       if (handshake.forward && (verified || !checkable))

@@ -44,6 +44,7 @@ export const envSchema = z
     ...envFragments.redis,
     ...envFragments.logging,
     ...envFragments.publicUrls,
+    ...envFragments.jsonDepth,
     /**
      * Which proxies in front of the gateway may name the client in `X-Forwarded-For` (default none: a
      * client could otherwise pick any address and escape every per-address limit). `1` for one load

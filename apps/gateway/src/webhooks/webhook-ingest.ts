@@ -18,6 +18,7 @@ export function embeddedWebhookIngest(
   nats: NatsRequester,
   nc: NatsConnection,
   serverUrl: string,
+  maxJsonDepth?: number,
 ): WebhookIngest {
   const logger = new Logger('WebhookIngress');
   return new WebhookIngress({
@@ -26,6 +27,7 @@ export function embeddedWebhookIngest(
     nc,
     serverUrl,
     logger,
+    maxJsonDepth,
     recordRefusal: async (refusal) => {
       try {
         await nats.request(WEBHOOK_SUBJECTS.recordRefusal, refusal);

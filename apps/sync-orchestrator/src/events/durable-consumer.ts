@@ -1,8 +1,21 @@
 import type { Logger } from '@nestjs/common';
-import { EVENT_STREAM } from '@switchboard/contracts';
+import {
+  EVENT_STREAM,
+  jsonDepthExceeds,
+  MESSAGE_JSON_MAX_DEPTH,
+  SwitchboardError,
+} from '@switchboard/contracts';
 import { ensureDurableConsumer, ensureEventStream } from '@switchboard/messaging';
 import type { ConsumerMessages, NatsConnection } from 'nats';
 import type { z } from 'zod';
+import { recordDeadLetter } from '../metrics';
+
+/**
+ * How many times one event is handed out at most. Retries wait 1 s doubling to 5 min, so an event
+ * failing on every try (Temporal or Postgres down) is given up on after about 2.5 hours: logged as a
+ * dead letter with its id (`switchboard.events.dead_lettered`), never retried again.
+ */
+export const EVENT_MAX_DELIVER = 40;
 
 export interface DurableConsumerSpec<S extends z.ZodType> {
   /** The durable name: shared by the orchestrator's replicas, independent of other services' consumers. */
@@ -17,8 +30,10 @@ export interface DurableConsumerSpec<S extends z.ZodType> {
 
 /**
  * Reads one subject of the event stream with a durable consumer: a message is acknowledged once its
- * handler resolved, retried (nak with a growing delay) when it threw, and dropped (term) when it does not
- * parse. Events published while no orchestrator runs wait in the stream. Returns the running consumer.
+ * handler resolved, retried (nak with a growing delay) when it threw, and ended (term, logged as a dead
+ * letter) when it does not parse, nests deeper than a message may, fails for a reason a retry cannot
+ * change (a coded `invalid_body`, a stack overflow), or failed on its last of {@link EVENT_MAX_DELIVER}
+ * tries. Events published while no orchestrator runs wait in the stream. Returns the running consumer.
  */
 export async function consumeDurably<S extends z.ZodType>(
   nc: NatsConnection,
@@ -33,31 +48,53 @@ export async function consumeDurably<S extends z.ZodType>(
     // What happened before the first orchestrator started has nothing to run yet.
     from: 'new',
     ackWaitMs: 30_000,
+    maxDeliver: EVENT_MAX_DELIVER,
   });
   const messages = await consumer.consume({ max_messages: 64 });
+  const deadLetter = (
+    reason: 'malformed' | 'permanent' | 'exhausted',
+    id: string,
+    why: string,
+    term: () => void,
+  ) => {
+    recordDeadLetter(spec.durable, reason);
+    logger.error(`dead-lettering ${spec.what} ${id} (${reason}): ${why.slice(0, 500)}`);
+    term();
+  };
   void (async () => {
     for await (const message of messages) {
+      const seq = `#${message.seq}`;
       let body: unknown;
       try {
-        body = message.json();
+        // Parsing is safe at any depth; validating (a recursive walk) 10,000 levels is not.
+        body = jsonDepthExceeds(message.data, MESSAGE_JSON_MAX_DEPTH) ? undefined : message.json();
       } catch {
         body = undefined;
       }
       const parsed = spec.schema.safeParse(body);
       if (!parsed.success) {
-        logger.error(`dropping a malformed ${spec.what}`);
-        message.term();
+        deadLetter('malformed', seq, 'not a valid event', () => message.term());
         continue;
       }
       try {
         await spec.handle(parsed.data);
         message.ack();
       } catch (error) {
-        const delay = Math.min(60_000, 1000 * 2 ** Math.min(message.info.redeliveryCount, 6));
-        logger.warn(
-          `${spec.what} not handled (try ${message.info.redeliveryCount}), retrying in ${delay} ms: ${(error as Error).message}`,
-        );
-        message.nak(delay);
+        const attempt = message.info.redeliveryCount;
+        const why = (error as Error)?.message ?? String(error);
+        const id = `${seq} ${(parsed.data as { id?: unknown }).id ?? ''}`.trim();
+        if (
+          error instanceof RangeError ||
+          (error instanceof SwitchboardError && error.code === 'invalid_body')
+        ) {
+          deadLetter('permanent', id, why, () => message.term());
+        } else if (attempt >= EVENT_MAX_DELIVER) {
+          deadLetter('exhausted', id, `not handled after ${attempt} tries: ${why}`, () => message.term());
+        } else {
+          const delay = Math.min(300_000, 1000 * 2 ** Math.min(attempt, 9));
+          logger.warn(`${spec.what} not handled (try ${attempt}), retrying in ${delay} ms: ${why}`);
+          message.nak(delay);
+        }
       }
     }
   })().catch((error: unknown) => logger.error(`${spec.what} consumer stopped: ${(error as Error).message}`));

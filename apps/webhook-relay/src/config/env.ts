@@ -24,6 +24,7 @@ export const envSchema = z.object({
   ...envFragments.logging,
   ...envFragments.publicUrls,
   ...envFragments.masterKeys,
+  ...envFragments.jsonDepth,
   /** An operator's YAML file of extra or replaced providers (same schema as the built-in catalog). */
   SWITCHBOARD_PROVIDERS_FILE: z.string().optional(),
   /**
@@ -61,6 +62,13 @@ export const envSchema = z.object({
   SWITCHBOARD_WEBHOOK_SUBSCRIPTIONS_CACHE: duration('5s'),
   /** JetStream redelivers an event this long after a relay took it without acknowledging it. */
   SWITCHBOARD_WEBHOOK_ACK_WAIT: duration('30s'),
+  /**
+   * How many times JetStream hands out one event before it is dead-lettered (`max_deliver`). A failure to
+   * plan an event (Postgres or NATS down) is retried with a backoff of 1 s doubling to 5 min, so the
+   * default 40 tries last about 2.5 hours. Failed sends to the customer are not counted here: they are
+   * stored deliveries retried on `SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE`.
+   */
+  SWITCHBOARD_EVENT_MAX_DELIVER: z.coerce.number().int().min(2).max(1000).default(40),
   /** Circuit breaker per destination: this many failures within the window open it for the cooldown. */
   SWITCHBOARD_WEBHOOK_BREAKER_FAILURES: positiveInt(5),
   SWITCHBOARD_WEBHOOK_BREAKER_WINDOW: duration('10s'),

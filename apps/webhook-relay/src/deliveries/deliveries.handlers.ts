@@ -99,6 +99,8 @@ export class DeliveriesHandlers {
         'conflict',
         'A refused provider webhook was never accepted; it cannot be sent',
       );
+    if (row.status === 'dead_lettered')
+      throw new WebhookRelayError('conflict', 'A dead-lettered event was never planned; it cannot be sent');
     if (row.status === 'pending' && row.lockedUntil && row.lockedUntil.getTime() > Date.now()) {
       throw new WebhookRelayError('conflict', 'This delivery is being attempted right now');
     }

@@ -96,6 +96,38 @@ export class DeliveriesRepository {
    * caller, who sends them at once; rows that already existed (an event processed again) are left to the
    * poller and not returned.
    */
+  /**
+   * An event that will never be delivered (a permanent failure, or its tries exhausted), in the delivery
+   * log as `dead_lettered`: sent nowhere, never retried. The body says why, never the event's payload (a
+   * flood of bad events must not store payloads). Once per event, however often JetStream hands it out.
+   */
+  async deadLetter(entry: {
+    environmentId: number;
+    eventId: string;
+    type: WebhookEventType;
+    connectionId: string | null;
+    providerConfigKey: string | null;
+    reason: string;
+    tries: number;
+  }): Promise<void> {
+    await this.db.webhookDelivery.createMany({
+      data: [
+        {
+          environmentId: entry.environmentId,
+          eventId: `dead_${entry.eventId}`,
+          type: entry.type,
+          url: '',
+          connectionId: entry.connectionId,
+          providerConfigKey: entry.providerConfigKey,
+          body: JSON.stringify({ eventId: entry.eventId, reason: entry.reason, tries: entry.tries }),
+          status: 'dead_lettered',
+          lastError: entry.reason,
+        },
+      ],
+      skipDuplicates: true,
+    });
+  }
+
   async insert(deliveries: NewDelivery[], leaseMs: number | null): Promise<ClaimedDelivery[]> {
     if (deliveries.length === 0) return [];
     const lease = leaseMs === null ? null : new Date(Date.now() + leaseMs);

@@ -77,6 +77,8 @@ export class EventPlanner implements OnApplicationShutdown {
   /** The two broadcasts that drop cached answers (`listenBroadcast`). */
   private readonly listeners: Subscription[];
 
+  private readonly maxJsonDepth: number;
+
   constructor(
     private readonly settings: SettingsService,
     private readonly environments: EnvironmentDirectory,
@@ -86,6 +88,7 @@ export class EventPlanner implements OnApplicationShutdown {
   ) {
     this.catalog = loadCatalog({ overridesFile: env.SWITCHBOARD_PROVIDERS_FILE });
     this.subscriptionsTtlMs = env.SWITCHBOARD_WEBHOOK_SUBSCRIPTIONS_CACHE;
+    this.maxJsonDepth = env.SWITCHBOARD_JSON_MAX_DEPTH;
     this.listeners = [
       listenBroadcast(this.nc, VAULT_SUBJECTS.changed, connectionsChangedSchema, (change) =>
         this.forgetMatches(change.environmentId, change.providerConfigKey),
@@ -162,7 +165,8 @@ export class EventPlanner implements OnApplicationShutdown {
 
   async planProviderWebhook(event: ProviderWebhookEvent): Promise<NewDelivery[]> {
     const raw = Buffer.from(event.body, event.bodyEncoding);
-    const parsed = parseBody(raw, event.contentType ?? undefined);
+    // Too deep a body throws WebhookBodyTooDeepError: a permanent failure, dead-lettered by the consumer.
+    const parsed = parseBody(raw, event.contentType ?? undefined, this.maxJsonDepth);
     const rules = this.routingRules(event.routing);
     const lookups = routingLookups(rules, { headers: event.headers, query: new URLSearchParams(), parsed });
 

@@ -12,8 +12,13 @@ import {
   EVENT_CONSUMERS,
   EVENT_STREAM,
   EVENT_SUBJECTS,
+  jsonDepthExceeds,
+  jsonTooDeepMessage,
+  MESSAGE_JSON_MAX_DEPTH,
   providerWebhookEventSchema,
+  SwitchboardError,
   syncEventSchema,
+  type WebhookEventType,
 } from '@switchboard/contracts';
 import { CryptoError } from '@switchboard/crypto';
 import {
@@ -34,6 +39,8 @@ import { Dispatcher, type FirstAttempt } from '../delivery/dispatcher';
 import { EventPlanner } from './event-planner';
 
 interface Subscription<S extends z.ZodType> {
+  /** What the delivery log calls the event's deliveries (and its dead letter). */
+  type: WebhookEventType;
   durable: string;
   subject: string;
   schema: S;
@@ -87,19 +94,21 @@ export class EventsConsumer
       discard: this.env.SWITCHBOARD_STREAM_DISCARD,
     });
     const subscriptions: Subscription<z.ZodType>[] = [
-      this.subscription(EVENT_CONSUMERS.relayAuth, EVENT_SUBJECTS.auth, authEventSchema, (e) =>
+      this.subscription('auth', EVENT_CONSUMERS.relayAuth, EVENT_SUBJECTS.auth, authEventSchema, (e) =>
         this.planner.planAuth(e),
       ),
       this.subscription(
+        'forward',
         EVENT_CONSUMERS.relayProviderWebhook,
         EVENT_SUBJECTS.providerWebhook,
         providerWebhookEventSchema,
         (e) => this.planner.planProviderWebhook(e),
       ),
-      this.subscription(EVENT_CONSUMERS.relaySync, EVENT_SUBJECTS.sync, syncEventSchema, (e) =>
+      this.subscription('sync', EVENT_CONSUMERS.relaySync, EVENT_SUBJECTS.sync, syncEventSchema, (e) =>
         this.planner.planSync(e),
       ),
       this.subscription(
+        'async_action',
         EVENT_CONSUMERS.relayAsyncAction,
         EVENT_SUBJECTS.asyncAction,
         asyncActionEventSchema,
@@ -145,12 +154,13 @@ export class EventsConsumer
 
   /** Erases the event type once the schema and its handler are known to agree. */
   private subscription<S extends z.ZodType>(
+    type: WebhookEventType,
     durable: string,
     subject: string,
     schema: S,
     plan: (event: z.infer<S>) => Promise<NewDelivery[]>,
   ): Subscription<z.ZodType> {
-    return { durable, subject, schema, plan: plan as (event: unknown) => Promise<NewDelivery[]> };
+    return { type, durable, subject, schema, plan: plan as (event: unknown) => Promise<NewDelivery[]> };
   }
 
   private async start<S extends z.ZodType>(subscription: Subscription<S>): Promise<void> {
@@ -163,6 +173,8 @@ export class EventsConsumer
       ackWaitMs: this.env.SWITCHBOARD_WEBHOOK_ACK_WAIT,
       // Messages waiting out a retry delay count as pending; keep room so they never starve new ones.
       maxAckPending: 20_000,
+      // Bounded: an event failing on every try ends dead-lettered (see failed()), never retried forever.
+      maxDeliver: this.env.SWITCHBOARD_EVENT_MAX_DELIVER,
     });
     const messages = await consumer.consume({ max_messages: 256 });
     this.running.push(messages);
@@ -189,6 +201,9 @@ export class EventsConsumer
   private async handle<S extends z.ZodType>(subscription: Subscription<S>, message: JsMsg): Promise<void> {
     let event: z.infer<S>;
     try {
+      // Checked on the raw bytes first: parsing is safe, but walking 10,000 levels (validation) is not.
+      if (jsonDepthExceeds(message.data, MESSAGE_JSON_MAX_DEPTH))
+        throw new Error(jsonTooDeepMessage('The event', MESSAGE_JSON_MAX_DEPTH));
       const parsed = subscription.schema.safeParse(message.json());
       if (!parsed.success) throw new Error(parsed.error.message);
       event = parsed.data;
@@ -205,7 +220,7 @@ export class EventsConsumer
     try {
       deliveries = await subscription.plan(event);
     } catch (error) {
-      this.failed(subscription, message, error);
+      await this.failed(subscription, message, error, event);
       return;
     }
     if (deliveries.length === 0) {
@@ -226,11 +241,11 @@ export class EventsConsumer
       }
       if (attempts.length > 0) {
         // The consumer slot is not held while receivers answer: a slow one must not stall the stream.
-        void this.finishFirstAttempts(subscription, message, attempts, waiting);
+        void this.finishFirstAttempts(subscription, message, attempts, waiting, event);
         return;
       }
     }
-    await this.storeAndSend(subscription, message, deliveries);
+    await this.storeAndSend(subscription, message, deliveries, event);
   }
 
   /** Waits for the first attempts, stores them with the deliveries that could not be sent, then acks. */
@@ -239,6 +254,7 @@ export class EventsConsumer
     message: JsMsg,
     attempts: { delivery: NewDelivery; result: Promise<FirstAttempt | null> }[],
     waiting: NewDelivery[],
+    event: unknown,
   ): Promise<void> {
     this.outstanding.set(message, Date.now());
     try {
@@ -266,7 +282,7 @@ export class EventsConsumer
       if (unsent.length > 0) this.dispatcher.kick();
       for (const { next } of attempted) if (next.nextAttemptAt) this.dispatcher.wakeAt(next.nextAttemptAt);
     } catch (error) {
-      this.failed(subscription, message, error);
+      await this.failed(subscription, message, error, event);
     } finally {
       this.outstanding.delete(message);
     }
@@ -277,6 +293,7 @@ export class EventsConsumer
     subscription: Subscription<z.ZodType>,
     message: JsMsg,
     deliveries: NewDelivery[],
+    event: unknown,
   ): Promise<void> {
     let reserved = 0;
     try {
@@ -288,22 +305,70 @@ export class EventsConsumer
       if (leased.length < deliveries.length) this.dispatcher.kick();
     } catch (error) {
       if (reserved > 0) this.dispatcher.cancelReservation(reserved);
-      this.failed(subscription, message, error);
+      await this.failed(subscription, message, error, event);
     }
   }
 
-  private failed(subscription: Subscription<z.ZodType>, message: JsMsg, error: unknown): void {
-    if (error instanceof CryptoError) {
-      // The environment's signing key cannot be read with this deployment's master keys: retrying
-      // cannot help, and waiting messages would hold back everyone else's.
-      recordDropped('undecryptable_key');
-      this.logger.error(
-        `dropping a ${subscription.subject} event: its environment's signing key cannot be decrypted`,
-      );
+  /**
+   * An event that could not be planned or stored. A permanent failure (the signing key cannot be
+   * decrypted, a provider webhook nesting too deep, a stack overflow) and the last of
+   * `SWITCHBOARD_EVENT_MAX_DELIVER` tries end the event: a `dead_lettered` row in the delivery log, then
+   * `term` so JetStream never hands it out again. Anything else is retried with a growing delay.
+   */
+  private async failed(
+    subscription: Subscription<z.ZodType>,
+    message: JsMsg,
+    error: unknown,
+    event: unknown,
+  ): Promise<void> {
+    const attempt = message.info.redeliveryCount;
+    const permanent =
+      error instanceof CryptoError ||
+      error instanceof RangeError ||
+      (error instanceof SwitchboardError && error.code === 'invalid_body');
+    if (permanent || attempt >= this.env.SWITCHBOARD_EVENT_MAX_DELIVER) {
+      let reason: string;
+      if (error instanceof CryptoError) {
+        // The environment's signing key cannot be read with this deployment's master keys: retrying
+        // cannot help, and waiting messages would hold back everyone else's.
+        recordDropped('undecryptable_key');
+        reason = "the environment's signing key cannot be decrypted";
+      } else {
+        recordDropped(permanent ? 'malformed_event' : 'exhausted');
+        const why = error instanceof Error ? error.message : String(error);
+        reason = permanent ? why : `not processed after ${attempt} tries: ${why}`;
+      }
+      reason = reason.slice(0, 500);
+      this.logger.error(`dead-lettering a ${subscription.subject} event: ${reason}`);
+      const ref = event as {
+        id?: string;
+        environmentId?: number;
+        providerConfigKey?: string | null;
+        connectionId?: string | null;
+      };
+      if (typeof ref.id === 'string' && typeof ref.environmentId === 'number') {
+        try {
+          await this.repository.deadLetter({
+            environmentId: ref.environmentId,
+            eventId: ref.id,
+            type: subscription.type,
+            connectionId: ref.connectionId ?? null,
+            providerConfigKey: ref.providerConfigKey ?? null,
+            reason,
+            tries: attempt,
+          });
+        } catch (writeError) {
+          if (attempt < this.env.SWITCHBOARD_EVENT_MAX_DELIVER) {
+            // Not in the log yet: try again later rather than lose it silently.
+            message.nak(Math.min(300_000, 1000 * 2 ** Math.min(attempt, 9)));
+            return;
+          }
+          this.logger.error(`could not record a dead letter: ${(writeError as Error).message}`);
+        }
+      }
       message.term();
       return;
     }
-    const attempt = message.info.redeliveryCount;
     const delay = Math.min(300_000, 1000 * 2 ** Math.min(attempt, 9));
     this.logger.warn(
       `${subscription.subject} event not processed (try ${attempt}), retrying in ${delay} ms: ${(error as Error).message}`,

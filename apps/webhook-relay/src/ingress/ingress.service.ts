@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { IngestReply, IngestRequest, WebhookRefusal } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
@@ -35,6 +35,7 @@ export class IngressService {
       serverUrl: env.SWITCHBOARD_SERVER_URL,
       logger: this.logger,
       recordRefusal: (refusal) => this.recordRefusal(refusal),
+      maxJsonDepth: env.SWITCHBOARD_JSON_MAX_DEPTH,
     });
   }
 
@@ -43,14 +44,16 @@ export class IngressService {
   }
 
   /**
-   * A refused webhook in the delivery log (status `refused`, sent nowhere): the customer can count and see
-   * them. Only what we know is kept, never the sender's body or headers (a flood must not store payloads).
+   * A refused webhook in the delivery log (status `refused`, or `dead_lettered` for one that verified but
+   * nests too deep; sent nowhere): the customer can count and see them. Only what we know is kept, never the sender's body or headers (a flood must not store payloads).
    * Refusals are aggregated: one row per integration, reason and hour, whose `attempts` counts the
    * refused requests (the body adds the first and last time), so a flood of bad signatures adds a bounded
    * number of rows, not one per request, for the log's whole retention.
    */
   async recordRefusal(refusal: WebhookRefusal): Promise<void> {
     const receivedAt = new Date(refusal.receivedAt);
+    // A verified webhook that nests too deep is rare (it needs the provider's signature): one row each.
+    if (refusal.kind === 'dead_lettered') return this.recordDeadLetter(refusal, receivedAt);
     const bucket = new Date(Math.floor(receivedAt.getTime() / REFUSAL_BUCKET_MS) * REFUSAL_BUCKET_MS);
     const group = createHash('sha256')
       .update(`${refusal.environmentId}\u0000${refusal.providerConfigKey}\u0000${refusal.reason}`)
@@ -82,5 +85,30 @@ export class IngressService {
       // The refusal stands whether or not it could be logged.
       this.logger.error(`could not record a refused webhook: ${(error as Error).message}`);
     });
+  }
+
+  private async recordDeadLetter(refusal: WebhookRefusal, receivedAt: Date): Promise<void> {
+    await this.db.webhookDelivery
+      .create({
+        data: {
+          environmentId: refusal.environmentId,
+          eventId: `dead_${randomUUID()}`,
+          type: 'forward',
+          url: '',
+          providerConfigKey: refusal.providerConfigKey,
+          body: JSON.stringify({
+            provider: refusal.provider,
+            providerConfigKey: refusal.providerConfigKey,
+            reason: refusal.reason,
+            receivedAt: refusal.receivedAt,
+          }),
+          status: 'dead_lettered',
+          lastError: refusal.reason,
+          nextAttemptAt: receivedAt,
+        },
+      })
+      .catch((error: unknown) => {
+        this.logger.error(`could not record a dead-lettered webhook: ${(error as Error).message}`);
+      });
   }
 }
