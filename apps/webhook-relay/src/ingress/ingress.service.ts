@@ -45,7 +45,8 @@ export class IngressService {
 
   /**
    * A refused webhook in the delivery log (status `refused`, or `dead_lettered` for one that verified but
-   * nests too deep; sent nowhere): the customer can count and see them. Only what we know is kept, never the sender's body or headers (a flood must not store payloads).
+   * nests too deep; sent nowhere): the customer can count and see them. Only what we know is kept, never
+   * the sender's body or headers (a flood must not store payloads).
    * Refusals are aggregated: one row per integration, reason and hour, whose `attempts` counts the
    * refused requests (the body adds the first and last time), so a flood of bad signatures adds a bounded
    * number of rows, not one per request, for the log's whole retention.
