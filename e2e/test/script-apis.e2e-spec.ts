@@ -25,6 +25,50 @@ interface Seen {
   body: string;
 }
 
+/** A document/literal SOAP 1.1 service with one operation, its answers numbers, booleans and a list. */
+const quoteWsdl = (address: string) => `<?xml version="1.0" encoding="UTF-8"?>
+<wsdl:definitions xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/" xmlns:soap="http://schemas.xmlsoap.org/wsdl/soap/"
+    xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:tns="urn:scripthub:quotes" targetNamespace="urn:scripthub:quotes">
+  <wsdl:types>
+    <xsd:schema targetNamespace="urn:scripthub:quotes" elementFormDefault="qualified">
+      <xsd:element name="GetQuote"><xsd:complexType><xsd:sequence>
+        <xsd:element name="Symbol" type="xsd:string"/>
+        <xsd:element name="Ref" type="xsd:string"/>
+      </xsd:sequence></xsd:complexType></xsd:element>
+      <xsd:element name="GetQuoteResponse"><xsd:complexType><xsd:sequence>
+        <xsd:element name="Price" type="xsd:decimal"/>
+        <xsd:element name="Open" type="xsd:boolean"/>
+        <xsd:element name="Tag" type="xsd:string" maxOccurs="unbounded"/>
+        <xsd:element name="Ref" type="xsd:string"/>
+      </xsd:sequence></xsd:complexType></xsd:element>
+    </xsd:schema>
+  </wsdl:types>
+  <wsdl:message name="GetQuoteIn"><wsdl:part name="parameters" element="tns:GetQuote"/></wsdl:message>
+  <wsdl:message name="GetQuoteOut"><wsdl:part name="parameters" element="tns:GetQuoteResponse"/></wsdl:message>
+  <wsdl:portType name="QuotePort">
+    <wsdl:operation name="GetQuote"><wsdl:input message="tns:GetQuoteIn"/><wsdl:output message="tns:GetQuoteOut"/></wsdl:operation>
+  </wsdl:portType>
+  <wsdl:binding name="QuoteBinding" type="tns:QuotePort">
+    <soap:binding style="document" transport="http://schemas.xmlsoap.org/soap/http"/>
+    <wsdl:operation name="GetQuote">
+      <soap:operation soapAction="urn:scripthub:quotes/GetQuote"/>
+      <wsdl:input><soap:body use="literal"/></wsdl:input><wsdl:output><soap:body use="literal"/></wsdl:output>
+    </wsdl:operation>
+  </wsdl:binding>
+  <wsdl:service name="QuoteService">
+    <wsdl:port name="QuotePort" binding="tns:QuoteBinding"><soap:address location="${address}"/></wsdl:port>
+  </wsdl:service>
+</wsdl:definitions>`;
+const QUOTE_ANSWER = `<?xml version="1.0"?>
+<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>
+  <q:GetQuoteResponse xmlns:q="urn:scripthub:quotes"><q:Price>12.5</q:Price><q:Open>true</q:Open>
+    <q:Tag>tech</q:Tag><q:Ref q:type="Ticker">ACME</q:Ref></q:GetQuoteResponse>
+</s:Body></s:Envelope>`;
+const QUOTE_FAULT = `<?xml version="1.0"?>
+<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><s:Fault>
+  <faultcode>s:Client</faultcode><faultstring>Unknown symbol</faultstring>
+</s:Fault></s:Body></s:Envelope>`;
+
 /**
  * One loopback server for everything the scripts reach: the provider API behind the connection
  * (`/items`, bearer token), and the "outside" URLs a script fetches on its own (`/echo`, `/archive.zip`,
@@ -32,6 +76,7 @@ interface Seen {
  */
 async function startFakes() {
   const seen: Seen[] = [];
+  let port = 0;
   const zip = zipSync({
     'report.csv': new TextEncoder().encode('id,name\n1,Ada\n'),
     'notes/readme.txt': new TextEncoder().encode('zipped '.repeat(50)),
@@ -64,6 +109,15 @@ async function startFakes() {
         res.writeHead(307, { location: '/echo' });
         return res.end();
       }
+      if (url.pathname === '/soap/quote.wsdl') {
+        res.writeHead(200, { 'content-type': 'text/xml' });
+        return res.end(quoteWsdl(`http://127.0.0.1:${port}/soap/quote`));
+      }
+      if (url.pathname === '/soap/quote' && req.method === 'POST') {
+        const symbol = /<Symbol>([^<]*)<\/Symbol>/.exec(body)?.[1];
+        res.writeHead(symbol === 'ACME' ? 200 : 500, { 'content-type': 'text/xml; charset=utf-8' });
+        return res.end(symbol === 'ACME' ? QUOTE_ANSWER : QUOTE_FAULT);
+      }
       if (url.pathname === '/archive.zip') {
         res.writeHead(200, { 'content-type': 'application/zip' });
         return res.end(Buffer.from(zip));
@@ -72,7 +126,7 @@ async function startFakes() {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -103,7 +157,7 @@ function installModules(project: string, modules: Record<string, string>) {
   }
 }
 
-describe('script APIs: crypto, unzipper, uncontrolledFetch, listRecords, getIntegration, attributes', () => {
+describe('script APIs: crypto, unzipper, soap, uncontrolledFetch, listRecords, getIntegration, attributes', () => {
   let stack: Stack;
   let fakes: Awaited<ReturnType<typeof startFakes>>;
   let nango: Nango;
@@ -140,9 +194,15 @@ describe('script APIs: crypto, unzipper, uncontrolledFetch, listRecords, getInte
     });
     expect([200, 201]).toContain(imported.status);
     project = prepareProject('script-apis-project');
-    installModules(project, { unzipper: 'cli' });
+    // The CLI loads each bundle when it deploys: a stand-in soap module (the runtime brings its own).
+    installModules(project, {
+      unzipper: 'cli',
+      soap: 'exports.createClientAsync = async () => ({});\nexports.WSSecurity = class {};\n',
+    });
     refusedProject = prepareProject('script-apis-refused-project');
-    installModules(refusedProject, { soap: 'exports.createClientAsync = async () => ({});\n' });
+    installModules(refusedProject, {
+      botbuilder: 'exports.MessageFactory = { text: (text) => ({ text }) };\n',
+    });
   }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -151,7 +211,7 @@ describe('script APIs: crypto, unzipper, uncontrolledFetch, listRecords, getInte
     for (const dir of [project, refusedProject]) if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('deploys scripts that require crypto and unzipper with the nango CLI', async () => {
+  it('deploys scripts that require crypto, unzipper and soap with the nango CLI', async () => {
     const run = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
     expect({ code: run.code, stdout: run.stdout }).toEqual({
       code: 0,
@@ -212,6 +272,59 @@ describe('script APIs: crypto, unzipper, uncontrolledFetch, listRecords, getInte
         { path: 'notes/readme.txt', type: 'File', text: 'zipped '.repeat(50) },
       ],
     });
+  });
+
+  it("calls a SOAP service with require('soap'): WSDL, WS-Security, typed answer, and a fault as the error", async () => {
+    const before = fakes.seen.length;
+    const wsdl = `${fakes.url}/soap/quote.wsdl`;
+    const out = await nango.triggerAction(KEY, CONNECTION, 'soap-quote', { wsdl, symbol: 'ACME' });
+    expect(out).toEqual({
+      price: 12.5,
+      open: true,
+      tags: ['tech'],
+      refType: 'Ticker',
+      ref: 'ACME',
+      rawResponseHasEnvelope: true,
+    });
+    const [fetched, posted, ...rest] = fakes.seen.slice(before);
+    expect(rest).toEqual([]);
+    expect(`${fetched?.method} ${fetched?.url}`).toBe('GET /soap/quote.wsdl');
+    expect(posted).toMatchObject({
+      method: 'POST',
+      url: '/soap/quote',
+      headers: expect.objectContaining({
+        soapaction: '"urn:scripthub:quotes/GetQuote"',
+        'content-type': 'text/xml; charset=utf-8',
+      }),
+    });
+    expect(posted?.body).toContain('<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"');
+    expect(posted?.body).toContain('<wsse:Username>soap-user</wsse:Username>');
+    expect(posted?.body).toContain('<tns:Trace>scripthub</tns:Trace>');
+    expect(posted?.body).toContain(
+      '<GetQuote xmlns="urn:scripthub:quotes"><Symbol>ACME</Symbol><Ref tns:type="Ticker">ACME</Ref></GetQuote>',
+    );
+    expect(posted?.body).toContain('xmlns:tns="urn:scripthub:quotes"');
+    expect(JSON.stringify(posted?.headers)).not.toContain(TOKEN);
+
+    // The service answers a SOAP Fault: the script's call throws it, and the run fails with its text.
+    const faulted = await failure(
+      nango.triggerAction(KEY, CONNECTION, 'soap-quote', { wsdl, symbol: 'NOPE' }),
+    );
+    expect(faulted.status).toBeGreaterThanOrEqual(400);
+    expect(JSON.stringify(faulted.data)).toContain('s:Client: Unknown symbol');
+  });
+
+  it("keeps require('soap') inside the egress policy: a WSDL at localhost by name is refused", async () => {
+    const before = fakes.seen.length;
+    const refused = await failure(
+      nango.triggerAction(KEY, CONNECTION, 'soap-quote', {
+        wsdl: `http://localhost:${fakes.port}/soap/quote.wsdl`,
+        symbol: 'ACME',
+      }),
+    );
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    expect(JSON.stringify(refused.data)).toMatch(/egress|not allowed/);
+    expect(fakes.seen.length).toBe(before);
   });
 
   it('gives nango.getIntegration its own integration, the client secret only with include credentials', async () => {
@@ -303,10 +416,10 @@ describe('script APIs: crypto, unzipper, uncontrolledFetch, listRecords, getInte
   });
 
   it('refuses at deploy a bundle requiring a module the runtime does not provide, naming it', async () => {
-    // The nango CLI lets soap through (it is on Nango's list): the deploy answers, and the CLI prints it.
+    // The nango CLI lets botbuilder through (it is on Nango's list): the deploy answers, and the CLI prints it.
     const run = await nangoDeploy(refusedProject, stack.gatewayUrl, stack.secretKey);
     expect(run.stdout).not.toContain('Successfully deployed the functions');
-    expect(`${run.stdout}\n${run.stderr}`).toContain('requires module "soap"');
+    expect(`${run.stdout}\n${run.stderr}`).toContain('requires module "botbuilder"');
 
     // Any other module, through the raw endpoint.
     const refused = await api('POST', '/sync/deploy', {
@@ -336,6 +449,6 @@ describe('script APIs: crypto, unzipper, uncontrolledFetch, listRecords, getInte
     // Nothing was stored.
     const listed = await nango.listFunctions({ uniqueKey: KEY });
     expect(listed.data.map((f) => f.name)).not.toContain('reads-files');
-    expect(listed.data.map((f) => f.name)).not.toContain('soap-call');
+    expect(listed.data.map((f) => f.name)).not.toContain('bot-reply');
   });
 });

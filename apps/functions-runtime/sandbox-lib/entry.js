@@ -35,4 +35,6 @@ globalThis.__sandboxLib = {
   Buffer: once(() => require('buffer').Buffer),
   // unzipper's Open.buffer (prelude.ts): fflate's browser build, pure JavaScript.
   fflate: once(() => require('fflate/browser')),
+  // require('soap') (prelude.ts): a SOAP client over fast-xml-parser, its HTTP through uncontrolledFetch.
+  soap: once(() => require('./soap.js').createSoapModule),
 };

@@ -12,11 +12,12 @@ describe('requiredModules', () => {
     expect(requiredModules(bundle)).toEqual(['zod', 'crypto', 'soap']);
   });
 
-  it('provides Nango allow-list modules but soap and botbuilder', () => {
+  it('provides Nango allow-list modules but botbuilder', () => {
     expect([...FUNCTION_MODULES].sort()).toEqual([
       'crypto',
       'node:crypto',
       'node:url',
+      'soap',
       'unzipper',
       'url',
       'zod',

@@ -79,14 +79,22 @@ export const MAX_FUNCTION_BUNDLE_BYTES = 768 * 1024;
 
 /**
  * The modules a function bundle may `require` (Nango allows url, crypto, zod, botbuilder, soap and unzipper;
- * the CLI keeps them out of the bundle). The functions runtime provides these inside its sandbox; a bundle
- * that requires anything else, `soap` and `botbuilder` included, is refused at deploy (`unsupported_module`).
+ * the CLI keeps them out of the bundle). The functions runtime provides these inside its sandbox (`soap` as a
+ * SOAP client of its own whose HTTP goes through the egress policy); a bundle that requires anything else,
+ * `botbuilder` included, is refused at deploy (`unsupported_module`).
  */
-export const FUNCTION_MODULES = ['zod', 'url', 'node:url', 'crypto', 'node:crypto', 'unzipper'] as const;
+export const FUNCTION_MODULES = [
+  'zod',
+  'url',
+  'node:url',
+  'crypto',
+  'node:crypto',
+  'unzipper',
+  'soap',
+] as const;
 
 /** Modules the nango CLI lets a script import that this runtime does not provide, with why. */
 export const UNSUPPORTED_FUNCTION_MODULES: Readonly<Record<string, string>> = {
-  soap: 'the SOAP client is not available in Switchboard functions; build the envelope and send it with nango.proxy or nango.uncontrolledFetch',
   botbuilder: 'the Bot Framework SDK is not available in Switchboard functions',
 };
 

@@ -67,7 +67,7 @@ export const PRELUDE_SOURCE = String.raw`
   // The library's parts are evaluated on first use (sandbox-lib/entry.js): a run pays only for what it touches.
   // Which parts the script reached for (its module top level included): the host reads them after the
   // run (used, below), and has them evaluated ahead in the next context of the same function version.
-  const touched = { zod: false, URL: false, URLSearchParams: false, Buffer: false, fflate: false };
+  const touched = { zod: false, URL: false, URLSearchParams: false, Buffer: false, fflate: false, soap: false };
   const part = (name) => {
     touched[name] = true;
     return lib[name]();
@@ -345,6 +345,23 @@ export const PRELUDE_SOURCE = String.raw`
     };
     unzipperModule = { Open: { buffer: open } };
     return unzipperModule;
+  };
+
+  // ---- soap (sandbox-lib/soap.js): WSDL and calls through uncontrolledFetch, so the egress policy applies --
+  let soapModule;
+  const soap = () => {
+    if (soapModule) return soapModule;
+    soapModule = part('soap')({
+      fetch: async (url, options) => responseOf(await call('uncontrolledFetch', { url, method: options.method, headers: options.headers, body: options.body })),
+      base64: (text) => Buffer().from(String(text), 'utf8').toString('base64'),
+      nonce: () => crypto().randomBytes(16).toString('base64'),
+      passwordDigest: (nonce, created, password) =>
+        crypto()
+          .createHash('sha1')
+          .update(Buffer().concat([Buffer().from(nonce, 'base64'), Buffer().from(created + password, 'utf8')]))
+          .digest('base64'),
+    });
+    return soapModule;
   };
 
   const installGlobals = {
@@ -847,8 +864,8 @@ export const PRELUDE_SOURCE = String.raw`
   let nango;
 
   // ---- running the bundle -----------------------------------------------------------------------
-  // Of Nango's allow-list (url, crypto, zod, botbuilder, soap, unzipper): all but soap and botbuilder, which
-  // the deploy refuses (FUNCTION_MODULES in contracts).
+  // Of Nango's allow-list (url, crypto, zod, botbuilder, soap, unzipper): all but botbuilder, which the
+  // deploy refuses (FUNCTION_MODULES in contracts).
   const requireModule = (name) => {
     if (name === 'zod') return zod();
     if (name === 'url' || name === 'node:url') {
@@ -856,7 +873,8 @@ export const PRELUDE_SOURCE = String.raw`
     }
     if (name === 'crypto' || name === 'node:crypto') return crypto();
     if (name === 'unzipper') return unzipper();
-    throw new Error('Cannot find module "' + name + '": functions may require only zod, url, crypto and unzipper');
+    if (name === 'soap') return soap();
+    throw new Error('Cannot find module "' + name + '": functions may require only zod, url, crypto, unzipper and soap');
   };
   const plain = (value) => {
     try {
@@ -977,7 +995,7 @@ export const PRELUDE_SOURCE = String.raw`
   };
 
   // ---- what the host calls (through its reference to control) ------------------------------------------
-  const PARTS = ['zod', 'URL', 'URLSearchParams', 'Buffer', 'fflate'];
+  const PARTS = ['zod', 'URL', 'URLSearchParams', 'Buffer', 'fflate', 'soap'];
   const bind = (call, logRef, sleepRef, metaJson) => {
     if (bound) return 'bound';
     hostCall = call;
