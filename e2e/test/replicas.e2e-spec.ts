@@ -477,4 +477,28 @@ describe('two replicas of every service', () => {
     );
     expect(after.every((r) => r.kind === 'answer' && r.status === 200 && r.complete)).toBe(true);
   }, 120_000);
+
+  it('answers 503 with Retry-After and service_unavailable while no orchestrator replica is up, and the same request once one is back', async () => {
+    const [survivor] = alive(stack.replicas.gateway).map((g) => `http://127.0.0.1:${g.port}`) as [string];
+    const trigger = () =>
+      call(survivor, 'POST', '/sync/trigger', {
+        key: stack.secretKey,
+        body: { provider_config_key: apiIntegration, connection_id: 'c1', syncs: ['contacts'] },
+      });
+    await stack.stopService('sync-orchestrator', 'SIGKILL');
+    // NATS drops the killed replicas' subscriptions once it sees their sockets close.
+    const refused = await waitFor('the gateway to find no orchestrator', async () => {
+      const res = await trigger();
+      return res.status === 503 ? res : undefined;
+    });
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(refused.body).toMatchObject({ error: { code: 'service_unavailable' } });
+
+    await stack.startReplica('sync-orchestrator');
+    const again = await waitFor('an orchestrator to answer again', async () => {
+      const res = await trigger();
+      return res.status === 503 ? undefined : res;
+    });
+    expect(again.status).toBeLessThan(500);
+  }, 300_000);
 });
