@@ -228,7 +228,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       `${service}#${replicas[service].length + 1}`,
     );
     replicas[service].push(replica);
-    await waitUntilLive(replica, 30_000);
+    await waitUntilLive(replica, options.readyTimeoutMs ?? readyTimeoutDefault());
     return replica;
   };
   const stack: Stack = {

@@ -19,6 +19,12 @@ export function errorBody(
   };
 }
 
+/**
+ * Seconds a caller should wait before retrying a 503: a service or one of its dependencies is away (no
+ * replica answered on NATS, Temporal unreachable), which clears by itself.
+ */
+export const UNAVAILABLE_RETRY_AFTER_S = '5';
+
 export function sendError(
   reply: FastifyReply,
   code: ErrorCode,
@@ -26,8 +32,11 @@ export function sendError(
   errors?: FieldError[],
   payload?: unknown,
 ): FastifyReply {
+  const status = statusForCode(code);
+  if (status === 503 && !reply.hasHeader('retry-after'))
+    reply.header('Retry-After', UNAVAILABLE_RETRY_AFTER_S);
   return reply
-    .status(statusForCode(code))
+    .status(status)
     .type('application/json')
     .send(errorBody(code, message, errors, payload));
 }
@@ -47,7 +56,9 @@ export function writeErrorResponse(
     return;
   }
   const body = JSON.stringify(errorBody(error.code, error.message, error.errors));
-  res.writeHead(statusForCode(error.code), {
+  const status = statusForCode(error.code);
+  res.writeHead(status, {
+    ...(status === 503 ? { 'retry-after': UNAVAILABLE_RETRY_AFTER_S } : {}),
     ...headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),

@@ -7,6 +7,8 @@ export const envSchema = z
     PORT: envFragments.port(3012),
     ...envFragments.nats,
     ...envFragments.logging,
+    /** Spent gateway nonces, shared by the proxy's replicas. */
+    ...envFragments.redis,
     /**
      * Shared with the gateway: it signs who is calling. When unset, both derive it from
      * SWITCHBOARD_MASTER_KEYS (single-host setups where every service gets the same environment).

@@ -1,17 +1,21 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { ProxyError, ProxyForwarder, registerProxyRoutes, writeProxyError } from '@switchboard/proxy-engine';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PROXY_ENV, type ProxyEnv } from '../config/env';
-import { checkedBody, GatewaySignatures } from '../internal/internal-token';
+import { checkedBody, GatewaySignatures, RedisNonces } from '../internal/internal-token';
 import { internalSigningKey } from '@switchboard/crypto';
+import Redis from 'ioredis';
 
 /**
  * `/proxy/*` as a bare Fastify route: no body parser (the body is streamed to the provider), no Nest
  * pipeline (the reply is written to the socket directly, so nothing buffers a large download).
  */
 @Injectable()
-export class ProxyRoute {
+export class ProxyRoute implements OnApplicationShutdown {
   private readonly signatures: GatewaySignatures;
+  private readonly redis: Redis;
+  private readonly logger = new Logger('ProxyRoute');
+  private redisWarnedAt = 0;
 
   constructor(
     private readonly forwarder: ProxyForwarder,
@@ -20,7 +24,27 @@ export class ProxyRoute {
     const key = internalSigningKey(env);
     // The env schema already refuses a boot without either; this keeps the type honest.
     if (!key) throw new Error('SWITCHBOARD_INTERNAL_TOKEN or SWITCHBOARD_MASTER_KEYS is required');
-    this.signatures = new GatewaySignatures(key);
+    // The replicas share spent nonces, so a signed request replayed to another replica is refused too.
+    this.redis = new Redis(env.REDIS_URL, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectionName: 'switchboard-proxy',
+    });
+    this.redis.on('error', () => undefined); // warned about below, when a nonce could not be shared
+    this.signatures = new GatewaySignatures(
+      key,
+      new RedisNonces(this.redis, (error) => {
+        if (Date.now() - this.redisWarnedAt < 10_000) return;
+        this.redisWarnedAt = Date.now();
+        this.logger.warn(
+          `Redis unavailable (${error.message}): gateway nonces are checked by this replica alone`,
+        );
+      }),
+    );
+  }
+
+  onApplicationShutdown(): void {
+    this.redis.disconnect();
   }
 
   register(fastify: FastifyInstance): void {
@@ -31,7 +55,7 @@ export class ProxyRoute {
     reply.hijack();
     const res = reply.raw;
     const url = request.raw.url ?? request.url;
-    const signed = this.signatures.verify(request.method, url, request.headers);
+    const signed = await this.signatures.verify(request.method, url, request.headers);
     if (!signed) {
       writeProxyError(
         res,

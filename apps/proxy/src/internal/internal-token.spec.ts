@@ -63,31 +63,31 @@ function signed(
 }
 
 describe('GatewaySignatures', () => {
-  it('returns the caller the gateway signed for this method, URL and connection', () => {
-    expect(new GatewaySignatures(key).verify('GET', url, signed(), now)).toEqual({
+  it('returns the caller the gateway signed for this method, URL and connection', async () => {
+    expect(await new GatewaySignatures(key).verify('GET', url, signed(), now)).toEqual({
       caller: { ...caller, credentialsOnAnyOrigin: false },
       bodyDigest: digestOf(''),
     });
   });
 
-  it('accepts a signed request once: a replay of the same headers is refused', () => {
+  it('accepts a signed request once: a replay of the same headers is refused', async () => {
     const signatures = new GatewaySignatures(key);
     const headers = signed();
-    expect(signatures.verify('GET', url, headers, now)).toBeDefined();
-    expect(signatures.verify('GET', url, headers, now + 1000)).toBeUndefined();
+    expect(await signatures.verify('GET', url, headers, now)).toBeDefined();
+    expect(await signatures.verify('GET', url, headers, now + 1000)).toBeUndefined();
   });
 
-  it('carries the permission to aim credentials at any origin only as signed', () => {
+  it('carries the permission to aim credentials at any origin only as signed', async () => {
     const signatures = new GatewaySignatures(key);
     const granted = signed({ who: { ...caller, credentialsOnAnyOrigin: true } });
-    expect(signatures.verify('GET', url, granted, now)?.caller.credentialsOnAnyOrigin).toBe(true);
+    expect((await signatures.verify('GET', url, granted, now))?.caller.credentialsOnAnyOrigin).toBe(true);
     const forged = {
       ...signed(),
       [PROXY_INTERNAL_HEADERS.caller]: Buffer.from(
         JSON.stringify({ ...caller, credentialsOnAnyOrigin: true }),
       ).toString('base64url'),
     };
-    expect(signatures.verify('GET', url, forged, now)).toBeUndefined();
+    expect(await signatures.verify('GET', url, forged, now)).toBeUndefined();
   });
 
   it.each([
@@ -116,8 +116,8 @@ describe('GatewaySignatures', () => {
       'GET',
       url,
     ],
-  ])('refuses %s', (_label, headers, method, requestUrl) => {
-    expect(new GatewaySignatures(key).verify(method, requestUrl, headers(), now)).toBeUndefined();
+  ])('refuses %s', async (_label, headers, method, requestUrl) => {
+    expect(await new GatewaySignatures(key).verify(method, requestUrl, headers(), now)).toBeUndefined();
   });
 });
 

@@ -10,6 +10,7 @@ import {
   proxyCallerSigningInput,
   type ProxyCaller,
 } from '@switchboard/contracts';
+import type Redis from 'ioredis';
 import { LRUCache } from 'lru-cache';
 
 const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
@@ -24,27 +25,65 @@ export interface SignedCall {
   bodyDigest: string;
 }
 
+/** Where spent nonces are remembered: `claim` is true the first time a nonce is seen, false after. */
+export interface NonceStore {
+  claim(nonce: string, ttlMs: number): Promise<boolean>;
+}
+
+/** This process's memory alone: a replay to another replica of the proxy is not caught. */
+export class MemoryNonces implements NonceStore {
+  private readonly seen = new LRUCache<string, true>({ max: 1_000_000, ttlAutopurge: false });
+
+  async claim(nonce: string, ttlMs: number): Promise<boolean> {
+    if (this.seen.has(nonce)) return false;
+    this.seen.set(nonce, true, { ttl: ttlMs });
+    return true;
+  }
+}
+
+/**
+ * Nonces shared by every replica of the proxy through Redis (`SET NX PX`: the first replica to claim a
+ * nonce wins, atomically). This process's memory is asked first, and alone while Redis is unreachable
+ * (a replay to this replica is still refused; one to another replica is not, until Redis is back).
+ */
+export class RedisNonces implements NonceStore {
+  private readonly local = new MemoryNonces();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly onUnavailable: (error: Error) => void = () => undefined,
+  ) {}
+
+  async claim(nonce: string, ttlMs: number): Promise<boolean> {
+    if (!(await this.local.claim(nonce, ttlMs))) return false;
+    try {
+      const set = await this.redis.set(`switchboard:proxy:nonce:${nonce}`, '1', 'PX', ttlMs, 'NX');
+      return set === 'OK';
+    } catch (error) {
+      this.onUnavailable(error as Error);
+      return true;
+    }
+  }
+}
+
 /**
  * Checks the gateway's signature over (time, nonce, method, URL, caller, connection headers, body digest)
- * and takes the nonce: the same signed request is accepted once. Nonces are remembered per process for
- * twice the signature's lifetime, so a replay to this replica is refused until the signature is stale
- * anyway (another replica of the proxy does not know this one's nonces: see SECURITY.md).
+ * and takes the nonce: the same signed request is accepted once. Nonces are remembered (in the store,
+ * shared by the replicas when it is Redis) for twice the signature's lifetime, so a replay is refused
+ * until the signature is stale anyway.
  */
 export class GatewaySignatures {
-  private readonly seen = new LRUCache<string, true>({
-    max: 1_000_000,
-    ttl: 2 * PROXY_SIGNATURE_MAX_AGE_MS,
-    ttlAutopurge: false,
-  });
+  constructor(
+    private readonly key: KeyObject,
+    private readonly nonces: NonceStore = new MemoryNonces(),
+  ) {}
 
-  constructor(private readonly key: KeyObject) {}
-
-  verify(
+  async verify(
     method: string,
     url: string,
     headers: IncomingHttpHeaders,
     now = Date.now(),
-  ): SignedCall | undefined {
+  ): Promise<SignedCall | undefined> {
     const caller = header(headers, PROXY_INTERNAL_HEADERS.caller);
     const timestamp = header(headers, PROXY_INTERNAL_HEADERS.timestamp);
     const signature = header(headers, PROXY_INTERNAL_HEADERS.signature);
@@ -69,8 +108,7 @@ export class GatewaySignatures {
     const given = Buffer.from(signature, 'base64url');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     // Only a valid signature spends its nonce (a forger cannot burn the gateway's nonces).
-    if (this.seen.has(nonce)) return undefined;
-    this.seen.set(nonce, true);
+    if (!(await this.nonces.claim(nonce, 2 * PROXY_SIGNATURE_MAX_AGE_MS))) return undefined;
     try {
       const parsed = proxyCallerSchema.safeParse(
         JSON.parse(Buffer.from(caller, 'base64url').toString('utf8')),
