@@ -294,6 +294,39 @@ describe('auth modes that issue their own tokens', () => {
     expect(await proxiedToken(key, connectionId, '/v2/employee')).toBe(t.sessions[0]);
   });
 
+  it('TWO_STEP (ConnectSecure): client-auth-token is base64(tenant+id:secret); Bearer and the answered x-user-id on the API; a new token after expiry', async () => {
+    const key = await integration('connectsecure');
+    const cs = fake.connectsecure;
+    const connectionId = await connected(
+      key,
+      'auth/two-step',
+      { client_id: cs.clientId, client_secret: cs.clientSecret },
+      { base_url: 'pod1.myconnectsecure.com', tenant: cs.tenant },
+    );
+    const expectedAuthToken = Buffer.from(`${cs.tenant}+${cs.clientId}:${cs.clientSecret}`).toString(
+      'base64',
+    );
+    expect(cs.authTokens).toEqual([expectedAuthToken]);
+    expect(cs.issued).toHaveLength(1);
+    expect(await proxiedToken(key, connectionId, '/r/company/companies')).toBe(cs.issued[0]!.token);
+    expect(cs.apiCalls).toEqual([{ authorization: `Bearer ${cs.issued[0]!.token}`, userId: cs.userId }]);
+
+    await pastRefreshPoint(cs.issued[0]!.expiresAt);
+    const renewed = await proxiedToken(key, connectionId, '/r/company/companies');
+    expect(cs.issued).toHaveLength(2);
+    expect(renewed).toBe(cs.issued[1]!.token);
+    expect(cs.authTokens).toEqual([expectedAuthToken, expectedAuthToken]);
+    expect(cs.apiCalls.at(-1)).toEqual({ authorization: `Bearer ${renewed}`, userId: cs.userId });
+
+    const wrong = await connectWith(
+      key,
+      'auth/two-step',
+      { client_id: cs.clientId, client_secret: 'not-the-secret' },
+      { base_url: 'pod1.myconnectsecure.com', tenant: cs.tenant },
+    );
+    expect(expectError(wrong, 400, 'invalid_credentials').message).not.toContain('not-the-secret');
+  });
+
   it('BILL: login gives a session id sent as the sessionId and devKey headers; a new login when it ends', async () => {
     const key = await integration('bill');
     const b = fake.bill;

@@ -23,6 +23,8 @@ import { makeLoopbackCertificate } from './connect-fakes';
  *   key id, `aud` = /admin/, five minutes long.
  * - App Store Connect (`/asc/...`): ES256, `kid`, `iss` = issuer id, `aud` = appstoreconnect-v1.
  * - A TWO_STEP token endpoint (`/p81/...`) issuing short-lived tokens, and an API taking them as Bearer.
+ * - ConnectSecure (`/cs/...`): `POST /w/authorize` with `client-auth-token: base64(<tenant>+<id>:<secret>)`
+ *   answers `access_token`, `expires_in` and `user_id`; the API wants `Bearer <token>` and `x-user-id`.
  * - Bill (`/bill/...`): login gives a session id; calls need `devKey` and `sessionId` headers.
  * - WSSE (`/wsse/...`): the X-WSSE digest, a fresh `Created` and a nonce never seen before.
  * - Client-credentials token endpoints shaped as Auth0's (JSON body with audience) and Microsoft's (tenant in
@@ -37,6 +39,18 @@ export interface AuthModesFake {
   twoStep: { apiKey: string; ttlSeconds: number; issued: { token: string; expiresAt: number }[] };
   google: { email: string; tokens: string[] };
   tripletex: { consumerToken: string; employeeToken: string; sessions: string[] };
+  connectsecure: {
+    tenant: string;
+    clientId: string;
+    clientSecret: string;
+    userId: string;
+    ttlSeconds: number;
+    /** The client-auth-token header of every authorize call, as received. */
+    authTokens: string[];
+    issued: { token: string; expiresAt: number }[];
+    /** What each accepted API call carried. */
+    apiCalls: { authorization: string; userId: string }[];
+  };
   bill: { username: string; password: string; organizationId: string; devKey: string; sessions: string[] };
   wsse: { username: string; password: string; nonces: Set<string> };
   cc: {
@@ -94,6 +108,16 @@ export async function startAuthModesFake(keys: {
       consumerToken: `eyJ${randomBytes(12).toString('hex')}`,
       employeeToken: `eyJ${randomBytes(12).toString('hex')}`,
       sessions: [],
+    },
+    connectsecure: {
+      tenant: 'example-tenant',
+      clientId: `cs-client-${randomBytes(4).toString('hex')}`,
+      clientSecret: `cs-secret-${randomBytes(8).toString('hex')}`,
+      userId: '383109345572815574',
+      ttlSeconds: 6,
+      authTokens: [],
+      issued: [],
+      apiCalls: [],
     },
     bill: {
       username: 'ap@example.com',
@@ -291,6 +315,35 @@ export async function startAuthModesFake(keys: {
       return json(res, 200, { values: [], token: session });
     }
 
+    // ---- ConnectSecure: a computed client-auth-token, then Bearer plus the user id it answered
+    if (req.method === 'POST' && url.pathname === '/cs/w/authorize') {
+      const cs = fake.connectsecure;
+      const presented = String(req.headers['client-auth-token'] ?? '');
+      cs.authTokens.push(presented);
+      const expected = Buffer.from(`${cs.tenant}+${cs.clientId}:${cs.clientSecret}`).toString('base64');
+      if (presented !== expected) return json(res, 401, { status: false, message: 'Invalid credentials' });
+      const token = `cs-token-${cs.issued.length + 1}-${randomBytes(4).toString('hex')}`;
+      cs.issued.push({ token, expiresAt: Date.now() + cs.ttlSeconds * 1000 });
+      return json(res, 200, {
+        access_token: token,
+        data: { access_token: token, user_id: cs.userId },
+        expires_in: cs.ttlSeconds,
+        status: true,
+        token_type: 'bearer',
+        user_id: cs.userId,
+      });
+    }
+    if (url.pathname.startsWith('/cs/r/')) {
+      const cs = fake.connectsecure;
+      const token = /^Bearer (.+)$/.exec(auth)?.[1] ?? '';
+      const issued = cs.issued.find((t) => t.token === token);
+      if (!issued) return deny(res, 'unknown token');
+      if (issued.expiresAt <= Date.now()) return deny(res, 'token expired');
+      if (req.headers['x-user-id'] !== cs.userId) return json(res, 403, { error: 'x-user-id' });
+      cs.apiCalls.push({ authorization: auth, userId: String(req.headers['x-user-id']) });
+      return json(res, 200, { data: [], token });
+    }
+
     // ---- Bill
     if (req.method === 'POST' && url.pathname === '/bill/connect/v3/login') {
       const body = JSON.parse(text || '{}') as Record<string, unknown>;
@@ -441,6 +494,15 @@ tripletex:
     base_url: ${url}/tt
     headers:
       authorization: Basic \${base64(connectionConfig.proxyCompanyId:accessToken)}
+
+connectsecure:
+  alias: connectsecure
+  token_url: ${url}/cs/w/authorize
+  proxy:
+    base_url: ${url}/cs
+    headers:
+      accept: application/json
+      x-user-id: \${connectionConfig.user_id}
 
 bill:
   alias: bill

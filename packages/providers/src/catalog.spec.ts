@@ -85,6 +85,33 @@ describe('built-in catalog', () => {
     }
   });
 
+  it('asks every Microsoft client-credentials provider for the .default scope of the API it proxies to', () => {
+    const scopes = Object.fromEntries(
+      catalog
+        .names()
+        .filter((name) => /^microsoft-.*-cc$|^microsoft-oauth2-cc$/.test(name))
+        .map((name) => [name, catalog.get(name)?.token_params?.['scope']]),
+    );
+    expect(scopes).toEqual({
+      'microsoft-dynamics-365-finance-and-operations-cc':
+        'https://${connectionConfig.environmentUrl}/.default',
+      'microsoft-excel-oauth2-cc': 'https://graph.microsoft.com/.default',
+      'microsoft-oauth2-cc': 'https://graph.microsoft.com/.default',
+      'microsoft-power-bi-oauth2-cc': 'https://analysis.windows.net/powerbi/api/.default',
+      'microsoft-powerpoint-oauth2-cc': 'https://graph.microsoft.com/.default',
+      'microsoft-word-oauth2-cc': 'https://graph.microsoft.com/.default',
+    });
+  });
+
+  it('gives Auth0 client credentials and ConnectSecure patterns for every connection-config field', () => {
+    for (const name of ['auth0-cc', 'connectsecure', 'microsoft-dynamics-365-finance-and-operations-cc']) {
+      const fields = catalog.get(name)?.connection_config ?? {};
+      for (const [field, spec] of Object.entries(fields))
+        if (field !== 'tenantId')
+          expect([name, field, spec.pattern]).toEqual([name, field, expect.any(String)]);
+    }
+  });
+
   it('links every provider to https documentation', () => {
     for (const provider of catalog.list()) {
       expect([provider.name, provider.docs.startsWith('https://')]).toEqual([provider.name, true]);

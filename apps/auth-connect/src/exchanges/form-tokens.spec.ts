@@ -27,6 +27,17 @@ describe('token-mode templates', () => {
     );
   });
 
+  it('base64(...) over a template of its own: tenant+id:secret, values never read as templates', () => {
+    const template = 'x ${base64(${connectionConfig.tenant}+${credentials.user}:${credentials.pw})} y';
+    expect(fillFieldTemplate(template, fields, { tenant: 'acme' })).toBe(
+      `x ${Buffer.from('acme+robot:p@ss').toString('base64')} y`,
+    );
+    expect(fillFieldTemplate(template, { ...fields, pw: '${credentials.user})}' }, { tenant: 'a' })).toBe(
+      `x ${Buffer.from('a+robot:${credentials.user})}').toString('base64')} y`,
+    );
+    expect(fillFieldTemplate(template, fields, {})).toBeUndefined();
+  });
+
   it('is undefined when a value is missing, rather than sending an empty one', () => {
     expect(fillFieldTemplate('${credentials.nope}', fields, {})).toBeUndefined();
     expect(fillFieldTemplate('${base64(credentials.user:credentials.nope)}', fields, {})).toBeUndefined();

@@ -129,8 +129,51 @@ function valueOf(name: string, fields: CredentialFields, config: ConnectionConfi
   return undefined;
 }
 
-/** Fills a template; undefined when one placeholder has no value. */
+const BASE64_OPEN = '${base64(';
+
+/**
+ * Fills a template; undefined when one placeholder has no value. `${base64(...)}` may also wrap a template
+ * of its own (`${base64(${connectionConfig.tenant}+${credentials.client_id}:${credentials.client_secret})}`,
+ * ConnectSecure's client-auth-token): it is filled first, then encoded. Values are never read as templates.
+ */
 export function fillFieldTemplate(
+  template: string,
+  fields: CredentialFields,
+  config: ConnectionConfig,
+): string | undefined {
+  let out = '';
+  let rest = template;
+  for (let start = rest.indexOf(BASE64_OPEN); start >= 0; start = rest.indexOf(BASE64_OPEN)) {
+    const end = closingOf(rest, start + BASE64_OPEN.length);
+    if (end === undefined) break;
+    const inner = rest.slice(start + BASE64_OPEN.length, end);
+    const head = fillPlaceholders(rest.slice(0, inner.includes('${') ? start : end + 2), fields, config);
+    if (head === undefined) return undefined;
+    if (inner.includes('${')) {
+      const value = fillPlaceholders(inner, fields, config);
+      if (value === undefined) return undefined;
+      out += head + Buffer.from(value).toString('base64');
+    } else out += head; // the `base64(credentials.a:credentials.b)` form, filled as one placeholder
+    rest = rest.slice(end + 2);
+  }
+  const tail = fillPlaceholders(rest, fields, config);
+  return tail === undefined ? undefined : out + tail;
+}
+
+/** Index of the `)}` closing a `${base64(` whose argument starts at `from` (nested `${...}` skipped). */
+function closingOf(text: string, from: number): number | undefined {
+  let depth = 0;
+  for (let i = from; i < text.length; i++) {
+    if (text.startsWith('${', i)) {
+      depth++;
+      i++;
+    } else if (text[i] === '}' && depth > 0) depth--;
+    else if (depth === 0 && text.startsWith(')}', i)) return i;
+  }
+  return undefined;
+}
+
+function fillPlaceholders(
   template: string,
   fields: CredentialFields,
   config: ConnectionConfig,
@@ -313,6 +356,22 @@ export async function requestTwoStepToken(input: {
     ...(expiresAt ? { expires_at: expiresAt } : {}),
     raw,
   };
+}
+
+/**
+ * The token answer's fields the catalog keeps on the connection (`token_response_metadata`, e.g.
+ * ConnectSecure's `user_id`, sent as `x-user-id` with every call), read anew on each token call.
+ */
+export function twoStepConnectionConfig(
+  provider: ResolvedProvider,
+  raw: Record<string, unknown>,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const path of provider.token_response_metadata ?? []) {
+    const value = valueAtPath(raw, path);
+    if (typeof value === 'string' || typeof value === 'number') out[path] = String(value);
+  }
+  return out;
 }
 
 function twoStepExpiry(raw: Record<string, unknown>, provider: ResolvedProvider): string | undefined {

@@ -10,6 +10,7 @@ import {
   mintJwt,
   requestClientCredentialsToken,
   requestTwoStepToken,
+  twoStepConnectionConfig,
 } from '../exchanges';
 import { clientCertificateFor } from '../exchanges/client-certificate';
 import { checkCredentials } from './credential-check';
@@ -97,7 +98,7 @@ export class FormFlowsService {
       case 'TWO_STEP': {
         const fields = credentialFieldsOf(ctx.provider, req.body);
         const credentials = await requestTwoStepToken({ provider: ctx.provider, fields, connectionConfig });
-        return { credentials, extraConfig: {} };
+        return { credentials, extraConfig: twoStepConnectionConfig(ctx.provider, credentials.raw) };
       }
       case 'BILL': {
         const credentials = await billLogin({ provider: ctx.provider, login: req.body });

@@ -5,7 +5,13 @@ import { AuthConnectError } from '../auth-connect.errors';
 import type { CustomCredentials, OAuth2ClientCredentials, OAuth2Credentials } from '../exchanges/credentials';
 import { clientCertificateFor } from '../exchanges/client-certificate';
 import { ProviderExchangeError } from '../exchanges/exchange.errors';
-import { billLogin, mintJwt, requestTwoStepToken, type CredentialFields } from '../exchanges/form-tokens';
+import {
+  billLogin,
+  mintJwt,
+  requestTwoStepToken,
+  twoStepConnectionConfig,
+  type CredentialFields,
+} from '../exchanges/form-tokens';
 import { fetchInstallationToken, refreshGithubAppOAuth } from '../exchanges/github-app.client';
 import {
   refreshOAuth2Token,
@@ -150,16 +156,19 @@ export async function refreshCredentials(input: RefreshCredentialsInput): Promis
         return {
           credentials: await mintJwt(provider, typedFields(credentials), connectionConfig, 'refresh'),
         };
-      case 'TWO_STEP':
-        return {
-          credentials: await requestTwoStepToken({
-            provider,
-            fields: typedFields(credentials),
-            connectionConfig,
-            stage: 'refresh',
-            ...timeout,
-          }),
-        };
+      case 'TWO_STEP': {
+        const renewed = await requestTwoStepToken({
+          provider,
+          fields: typedFields(credentials),
+          connectionConfig,
+          stage: 'refresh',
+          ...timeout,
+        });
+        return withConfig({
+          credentials: renewed,
+          connectionConfig: twoStepConnectionConfig(provider, renewed.raw),
+        });
+      }
       case 'BILL': {
         const { username, password, organization_id, dev_key } = parseStored(
           billSchema,
