@@ -118,6 +118,12 @@ async function startFakes() {
         res.writeHead(symbol === 'ACME' ? 200 : 500, { 'content-type': 'text/xml; charset=utf-8' });
         return res.end(symbol === 'ACME' ? QUOTE_ANSWER : QUOTE_FAULT);
       }
+      // Microsoft Teams' Bot Connector: a bot posts an activity to a conversation.
+      const teams = /^\/v3\/conversations\/([^/]+)\/activities$/.exec(url.pathname);
+      if (teams && req.method === 'POST') {
+        if (req.headers.authorization !== `Bearer ${TOKEN}`) return json(401, { message: 'bad token' });
+        return json(201, { id: `activity-${decodeURIComponent(teams[1]!)}` });
+      }
       if (url.pathname === '/archive.zip') {
         res.writeHead(200, { 'content-type': 'application/zip' });
         return res.end(Buffer.from(zip));
@@ -157,7 +163,7 @@ function installModules(project: string, modules: Record<string, string>) {
   }
 }
 
-describe('script APIs: crypto, unzipper, soap, uncontrolledFetch, listRecords, getIntegration, attributes', () => {
+describe('script APIs: crypto, unzipper, soap, botbuilder, uncontrolledFetch, listRecords, getIntegration, attributes', () => {
   let stack: Stack;
   let fakes: Awaited<ReturnType<typeof startFakes>>;
   let nango: Nango;
@@ -198,11 +204,9 @@ describe('script APIs: crypto, unzipper, soap, uncontrolledFetch, listRecords, g
     installModules(project, {
       unzipper: 'cli',
       soap: 'exports.createClientAsync = async () => ({});\nexports.WSSecurity = class {};\n',
+      botbuilder: 'exports.CardFactory = {};\nexports.MessageFactory = {};\nexports.ActionTypes = {};\n',
     });
     refusedProject = prepareProject('script-apis-refused-project');
-    installModules(refusedProject, {
-      botbuilder: 'exports.MessageFactory = { text: (text) => ({ text }) };\n',
-    });
   }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -211,7 +215,7 @@ describe('script APIs: crypto, unzipper, soap, uncontrolledFetch, listRecords, g
     for (const dir of [project, refusedProject]) if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('deploys scripts that require crypto, unzipper and soap with the nango CLI', async () => {
+  it('deploys scripts that require crypto, unzipper, soap and botbuilder with the nango CLI', async () => {
     const run = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
     expect({ code: run.code, stdout: run.stdout }).toEqual({
       code: 0,
@@ -415,11 +419,63 @@ describe('script APIs: crypto, unzipper, soap, uncontrolledFetch, listRecords, g
     });
   });
 
+  it("builds Teams cards with require('botbuilder') and posts them with nango.proxy", async () => {
+    const before = fakes.seen.length;
+    const input = {
+      conversationId: '19:general',
+      title: 'Deploy finished',
+      link: 'https://ci.example/run/7',
+    };
+    const out = await nango.triggerAction(KEY, CONNECTION, 'teams-card', input);
+    expect(out).toEqual({
+      id: 'activity-19:general',
+      type: 'message',
+      adapterError: expect.stringContaining(
+        "botbuilder's BotFrameworkAdapter is not available in Switchboard functions",
+      ),
+    });
+    const posted = fakes.seen.slice(before).filter((s) => s.url.startsWith('/v3/conversations/'));
+    expect(posted).toHaveLength(1);
+    expect(posted[0]).toMatchObject({ method: 'POST', url: '/v3/conversations/19%3Ageneral/activities' });
+    expect(posted[0]!.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    // The activity as botbuilder 4.23.3 builds it (MessageFactory.list, CardFactory.adaptiveCard/heroCard).
+    expect(JSON.parse(posted[0]!.body)).toEqual({
+      type: 'message',
+      attachmentLayout: 'list',
+      attachments: [
+        {
+          contentType: 'application/vnd.microsoft.card.adaptive',
+          content: {
+            type: 'AdaptiveCard',
+            $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+            version: '1.4',
+            body: [{ type: 'TextBlock', text: 'Deploy finished', weight: 'Bolder' }],
+            actions: [{ type: 'Action.OpenUrl', title: 'Open', url: input.link }],
+          },
+        },
+        {
+          contentType: 'application/vnd.microsoft.card.hero',
+          content: {
+            title: 'Deploy finished',
+            text: 'Opened from Switchboard',
+            images: [{ url: 'https://img.example/card.png' }],
+            buttons: [
+              { type: 'imBack', value: 'Acknowledge', title: 'Acknowledge' },
+              { type: 'openUrl', title: 'Open', value: input.link },
+            ],
+          },
+        },
+      ],
+      inputHint: 'acceptingInput',
+      text: 'New: Deploy finished',
+    });
+  });
+
   it('refuses at deploy a bundle requiring a module the runtime does not provide, naming it', async () => {
-    // The nango CLI lets botbuilder through (it is on Nango's list): the deploy answers, and the CLI prints it.
+    // The nango CLI checks imports only: a require of child_process reaches the deploy, which refuses it.
     const run = await nangoDeploy(refusedProject, stack.gatewayUrl, stack.secretKey);
     expect(run.stdout).not.toContain('Successfully deployed the functions');
-    expect(`${run.stdout}\n${run.stderr}`).toContain('requires module "botbuilder"');
+    expect(`${run.stdout}\n${run.stderr}`).toContain('requires module "child_process"');
 
     // Any other module, through the raw endpoint.
     const refused = await api('POST', '/sync/deploy', {
@@ -449,6 +505,6 @@ describe('script APIs: crypto, unzipper, soap, uncontrolledFetch, listRecords, g
     // Nothing was stored.
     const listed = await nango.listFunctions({ uniqueKey: KEY });
     expect(listed.data.map((f) => f.name)).not.toContain('reads-files');
-    expect(listed.data.map((f) => f.name)).not.toContain('bot-reply');
+    expect(listed.data.map((f) => f.name)).not.toContain('run-command');
   });
 });

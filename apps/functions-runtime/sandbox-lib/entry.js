@@ -37,4 +37,6 @@ globalThis.__sandboxLib = {
   fflate: once(() => require('fflate/browser')),
   // require('soap') (prelude.ts): a SOAP client over fast-xml-parser, its HTTP through uncontrolledFetch.
   soap: once(() => require('./soap.js').createSoapModule),
+  // require('botbuilder') (prelude.ts): the Bot Framework SDK's message and card builders, plain data only.
+  botbuilder: once(() => require('./botbuilder.js').createBotbuilderModule),
 };

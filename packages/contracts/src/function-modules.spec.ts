@@ -12,8 +12,9 @@ describe('requiredModules', () => {
     expect(requiredModules(bundle)).toEqual(['zod', 'crypto', 'soap']);
   });
 
-  it('provides Nango allow-list modules but botbuilder', () => {
+  it("provides every module of Nango's allow-list", () => {
     expect([...FUNCTION_MODULES].sort()).toEqual([
+      'botbuilder',
       'crypto',
       'node:crypto',
       'node:url',

@@ -79,9 +79,9 @@ export const MAX_FUNCTION_BUNDLE_BYTES = 768 * 1024;
 
 /**
  * The modules a function bundle may `require` (Nango allows url, crypto, zod, botbuilder, soap and unzipper;
- * the CLI keeps them out of the bundle). The functions runtime provides these inside its sandbox (`soap` as a
- * SOAP client of its own whose HTTP goes through the egress policy); a bundle that requires anything else,
- * `botbuilder` included, is refused at deploy (`unsupported_module`).
+ * the CLI keeps them out of the bundle). The functions runtime provides all of them inside its sandbox (`soap`
+ * as a SOAP client of its own whose HTTP goes through the egress policy, `botbuilder` as its message and card
+ * builders only); a bundle that requires anything else is refused at deploy (`unsupported_module`).
  */
 export const FUNCTION_MODULES = [
   'zod',
@@ -91,12 +91,14 @@ export const FUNCTION_MODULES = [
   'node:crypto',
   'unzipper',
   'soap',
+  'botbuilder',
 ] as const;
 
-/** Modules the nango CLI lets a script import that this runtime does not provide, with why. */
-export const UNSUPPORTED_FUNCTION_MODULES: Readonly<Record<string, string>> = {
-  botbuilder: 'the Bot Framework SDK is not available in Switchboard functions',
-};
+/**
+ * Modules the nango CLI lets a script import that this runtime does not provide, with why. None today: every
+ * module of Nango's allow-list is provided (FUNCTION_MODULES).
+ */
+export const UNSUPPORTED_FUNCTION_MODULES: Readonly<Record<string, string>> = {};
 
 /**
  * The modules a CommonJS bundle requires by a literal name, in order of first appearance. The CLI's esbuild

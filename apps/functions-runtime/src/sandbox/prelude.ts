@@ -364,6 +364,13 @@ export const PRELUDE_SOURCE = String.raw`
     return soapModule;
   };
 
+  // ---- botbuilder (sandbox-lib/botbuilder.js): message and card builders; one module object per run ------
+  let botbuilderModule;
+  const botbuilder = () => {
+    if (!botbuilderModule) botbuilderModule = part('botbuilder')();
+    return botbuilderModule;
+  };
+
   const installGlobals = {
     console: consoleObject,
     setTimeout,
@@ -864,8 +871,7 @@ export const PRELUDE_SOURCE = String.raw`
   let nango;
 
   // ---- running the bundle -----------------------------------------------------------------------
-  // Of Nango's allow-list (url, crypto, zod, botbuilder, soap, unzipper): all but botbuilder, which the
-  // deploy refuses (FUNCTION_MODULES in contracts).
+  // Nango's allow-list (url, crypto, zod, botbuilder, soap, unzipper; FUNCTION_MODULES in contracts).
   const requireModule = (name) => {
     if (name === 'zod') return zod();
     if (name === 'url' || name === 'node:url') {
@@ -874,7 +880,8 @@ export const PRELUDE_SOURCE = String.raw`
     if (name === 'crypto' || name === 'node:crypto') return crypto();
     if (name === 'unzipper') return unzipper();
     if (name === 'soap') return soap();
-    throw new Error('Cannot find module "' + name + '": functions may require only zod, url, crypto, unzipper and soap');
+    if (name === 'botbuilder') return botbuilder();
+    throw new Error('Cannot find module "' + name + '": functions may require only zod, url, crypto, unzipper, soap and botbuilder');
   };
   const plain = (value) => {
     try {

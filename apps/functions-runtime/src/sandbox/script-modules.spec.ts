@@ -176,6 +176,70 @@ describe("require('unzipper')", () => {
   });
 });
 
+describe("require('botbuilder')", () => {
+  // Each call builds the same value in the sandbox and with the real botbuilder 4.23.3 (Nango's runner's),
+  // whose outputs are compared as the JSON a script would send.
+  const calls = `[
+    ['text', b.MessageFactory.text('hello')],
+    ['textSpeak', b.MessageFactory.text('hello', 'say hello', b.InputHints.ExpectingInput)],
+    ['suggested', b.MessageFactory.suggestedActions(['red', { type: 'postBack', title: 'Blue', value: 'b' }], 'pick')],
+    ['adaptive', b.MessageFactory.attachment(b.CardFactory.adaptiveCard({ type: 'AdaptiveCard', version: '1.4', body: [{ type: 'TextBlock', text: 'Hi' }] }), 'fallback')],
+    ['hero', b.CardFactory.heroCard('Title', 'Text', ['https://img.example/a.png'], ['ok', { type: 'openUrl', title: 'Open', value: 'https://x.example' }], { subtitle: 'Sub' })],
+    ['heroNoText', b.CardFactory.heroCard('Title', ['https://img.example/a.png'], ['ok'])],
+    ['thumbnail', b.CardFactory.thumbnailCard('T', 'x', [{ url: 'https://img.example/b.png', alt: 'b' }])],
+    ['video', b.CardFactory.videoCard('V', ['https://v.example/1.mp4'], ['play'], { autoloop: true })],
+    ['audio', b.CardFactory.audioCard('A', [{ url: 'https://a.example/1.mp3' }])],
+    ['animation', b.CardFactory.animationCard('G', ['https://g.example/1.gif'])],
+    ['receipt', b.CardFactory.receiptCard({ title: 'R', total: '$1' })],
+    ['o365', b.CardFactory.o365ConnectorCard({ title: 'O', sections: [] })],
+    ['signin', b.CardFactory.signinCard('Sign in', 'https://login.example', 'please')],
+    ['oauth', b.CardFactory.oauthCard('conn', 'Sign in', 'text')],
+    ['carousel', b.MessageFactory.carousel([b.CardFactory.heroCard('1'), b.CardFactory.heroCard('2')], 'many', 'spoken')],
+    ['list', b.MessageFactory.list([b.CardFactory.heroCard('1')])],
+    ['contentUrl', b.MessageFactory.contentUrl('https://f.example/a.pdf', 'application/pdf', 'a.pdf', 'file')],
+    ['types', [b.ActivityTypes, b.InputHints, b.ActionTypes, b.AttachmentLayoutTypes, b.TextFormatTypes, b.ActivityImportance, b.DeliveryModes, b.EndOfConversationCodes, b.RoleTypes, b.MessageReactionTypes, b.CardFactory.contentTypes]],
+    ['reference', b.TurnContext.getConversationReference({ type: 'message', id: 'a1', channelId: 'msteams', serviceUrl: 'https://smba.example', locale: 'en', from: { id: 'u' }, recipient: { id: 'bot' }, conversation: { id: 'c' } })],
+    ['applied', b.TurnContext.applyConversationReference({ type: 'message', text: 'x' }, { activityId: 'a1', channelId: 'msteams', serviceUrl: 'https://smba.example', user: { id: 'u' }, bot: { id: 'bot' }, conversation: { id: 'c' } })],
+    ['mention', b.TurnContext.removeRecipientMention({ text: '<at>Bot</at> hi', recipient: { id: 'bot' }, entities: [{ type: 'mention', text: '<at>Bot</at>', mentioned: { id: 'bot' } }] })],
+  ]`;
+
+  it('builds messages, cards and conversation references as botbuilder 4.23.3 does', async () => {
+    const { output: out } = await output(
+      action(`const b = require('botbuilder'); return { values: JSON.parse(JSON.stringify(${calls})) };`),
+    );
+    const b = require('botbuilder') as unknown;
+    const expected = new Function('b', `return ${calls};`)(b) as unknown;
+    expect(out.values).toEqual(JSON.parse(JSON.stringify(expected)));
+    expect((out.values as unknown[]).length).toBe(21);
+  });
+
+  it('throws a clear error naming what needs a bot server', async () => {
+    const result = await runInSandbox(
+      request(action(`const { CloudAdapter } = require('botbuilder'); new CloudAdapter({}); return {};`), {}),
+    );
+    expect(result).toMatchObject({
+      status: 'failure',
+      error: {
+        message: expect.stringContaining(
+          "botbuilder's CloudAdapter is not available in Switchboard functions",
+        ),
+      },
+    });
+    const handler = await runInSandbox(
+      request(
+        action(
+          `const b = require('botbuilder'); class Bot extends b.TeamsActivityHandler {} new Bot(); return {};`,
+        ),
+        {},
+      ),
+    );
+    expect(handler).toMatchObject({
+      status: 'failure',
+      error: { message: expect.stringContaining("botbuilder's TeamsActivityHandler is not available") },
+    });
+  });
+});
+
 describe('setLogger and getFlowAttributes', () => {
   it('drops log lines under the level set, and gives the deployed attributes', async () => {
     const { output: out, logs } = await output(
