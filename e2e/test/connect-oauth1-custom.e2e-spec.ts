@@ -1,4 +1,5 @@
 import {
+  createHash,
   createHmac,
   generateKeyPairSync,
   randomBytes,
@@ -20,7 +21,8 @@ import { call, CookieJar } from './support/http';
 /**
  * The two redirect flows that need more than one provider call, through the real connect flow:
  * OAuth 1.0a three-legged (request token → authorize → access token) and GitHub App OAuth (CUSTOM: a user
- * token from the OAuth code plus an installation token from a signed app JWT). The fake provider checks
+ * token from the code of the flow's own user authorization (PKCE) plus an installation token from a signed
+ * app JWT). The fake provider checks
  * every OAuth 1.0a signature itself from RFC 5849 §3.4 and every app JWT with the app's public key, so a
  * signing mistake on our side cannot be mirrored by the fake.
  */
@@ -73,6 +75,8 @@ async function startFake(): Promise<Fake> {
   const temporary = new Map<string, { secret: string; callback: string; verifier?: string }>();
   const nonces = new Set<string>();
   const codes = new Map<string, string>();
+  /** The PKCE challenge each user-authorization code was issued for (install codes have none). */
+  const challenges = new Map<string, string>();
   const fake = {
     oauth1Calls: [] as Fake['oauth1Calls'],
     oauth1Callbacks: [] as string[],
@@ -246,6 +250,26 @@ async function startFake(): Promise<Fake> {
       res.writeHead(302, { location: back.toString() });
       return res.end();
     }
+    // The app's user authorization (already authorized: no consent screen), with PKCE S256.
+    if (req.method === 'GET' && url.pathname === '/gh/login/oauth/authorize') {
+      const q = url.searchParams;
+      if (
+        q.get('client_id') !== clientId ||
+        q.get('redirect_uri') !== gatewayCallback ||
+        !q.get('state') ||
+        !q.get('code_challenge') ||
+        q.get('code_challenge_method') !== 'S256'
+      )
+        return json(res, 400, { error: 'bad authorization request' });
+      const code = `ghcode-${randomBytes(8).toString('hex')}`;
+      codes.set(code, gatewayCallback);
+      challenges.set(code, q.get('code_challenge')!);
+      const back = new URL(gatewayCallback);
+      back.searchParams.set('code', code);
+      back.searchParams.set('state', q.get('state')!);
+      res.writeHead(302, { location: back.toString() });
+      return res.end();
+    }
     if (req.method === 'POST' && url.pathname === '/gh/login/oauth/access_token') {
       const params = new URLSearchParams(
         text.trim().startsWith('{') ? (JSON.parse(text) as Record<string, string>) : text,
@@ -256,7 +280,10 @@ async function startFake(): Promise<Fake> {
         : [];
       const code = params.get('code') ?? '';
       const redirectUri = codes.get(code);
+      const challenge = challenges.get(code);
       codes.delete(code);
+      challenges.delete(code);
+      const verifier = params.get('code_verifier');
       const problem =
         (params.get('client_id') ?? basicId) !== clientId ||
         (params.get('client_secret') ?? basicSecret) !== clientSecret
@@ -265,7 +292,13 @@ async function startFake(): Promise<Fake> {
             ? 'bad_verification_code'
             : params.get('redirect_uri') !== redirectUri
               ? 'redirect_uri_mismatch'
-              : undefined;
+              : (
+                    challenge
+                      ? !verifier || createHash('sha256').update(verifier).digest('base64url') !== challenge
+                      : !!verifier
+                  )
+                ? 'pkce_mismatch'
+                : undefined;
       if (problem) {
         fake.rejected.push(`user token: ${problem}`);
         return json(res, 400, { error: problem });
@@ -365,6 +398,10 @@ fake-github-app-oauth:
   auth_mode: CUSTOM
   authorization_url: \${connectionConfig.appPublicLink}/installations/new
   token_url: ${providerUrl}/gh/login/oauth/access_token
+  installation_check:
+    authorization_url: ${providerUrl}/gh/login/oauth/authorize
+    token_url: ${providerUrl}/gh/login/oauth/access_token
+    installations_url: ${providerUrl}/gh/api/user/installations
   proxy:
     base_url: ${providerUrl}/gh/api
   docs: https://docs.example.com/fake-github-app-oauth
@@ -419,6 +456,12 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
     const res = await fake.get(target);
     expect(res.status).toBe(302);
     return new URL(res.location!);
+  };
+  /** A GitHub App install back at our callback: the same browser is sent on to the user authorization. */
+  const toUserAuthorization = async (setup: URL) => {
+    const res = await fetch(setup, { headers: browser.headers(), redirect: 'manual' });
+    expect(res.status).toBe(302);
+    return new URL(res.headers.get('location')!);
   };
   const resultPage = async (callback: URL) => {
     const page = await fetch(callback, { headers: browser.headers() });
@@ -521,20 +564,29 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
   });
 
   describe('GitHub App OAuth (CUSTOM)', () => {
-    it('installs with user authorization: stores the user OAuth token and an installation token from a signed app JWT', async () => {
+    it("installs, then asks for the flow's own user authorization (PKCE): stores that user token and an installation token from a signed app JWT", async () => {
       const userId = `gh-user-${run}`;
       const token = await session({ end_user: { id: userId }, allowed_integrations: [customIntegration] });
       const install = await startFlow(customIntegration, token);
       expect(install.origin + install.pathname).toBe(`${fake.url}/gh/apps/oauth-app/installations/new`);
       expect(install.searchParams.get('state')).toMatch(/^[0-9a-f-]{36}$/);
 
-      const callback = await atProvider(install);
-      expect(callback.origin + callback.pathname).toBe(`${stack.gatewayUrl}/oauth/callback`);
-      const page = await resultPage(callback);
+      const setup = await atProvider(install);
+      expect(setup.origin + setup.pathname).toBe(`${stack.gatewayUrl}/oauth/callback`);
+      expect(setup.searchParams.get('code')).toMatch(/^ghcode-/);
+      const authorize = await toUserAuthorization(setup);
+      expect(authorize.origin + authorize.pathname).toBe(`${fake.url}/gh/login/oauth/authorize`);
+      expect(authorize.searchParams.get('state')).toBe(install.searchParams.get('state'));
+      expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
+      // The install redirect's own code was spent (its token dropped), never used for the connection.
+      expect(fake.userTokens).toHaveLength(1);
+      const spentToken = fake.userTokens[0]!;
+
+      const page = await resultPage(await atProvider(authorize));
       expect(fake.rejected).toEqual([]);
       expect(page.status).toBe(200);
       expect(page.html).toContain('nango_oauth_callback_success');
-      expect(fake.userTokens).toHaveLength(1);
+      expect(fake.userTokens).toHaveLength(2);
       expect(fake.installationTokens).toHaveLength(1);
 
       const connectionId = /"connectionId":"([^"]+)"/.exec(page.html)![1]!;
@@ -542,7 +594,7 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
       expect(connection.credentials).toMatchObject({
         type: 'CUSTOM',
         app: { access_token: fake.installationTokens[0] },
-        user: { access_token: fake.userTokens[0] },
+        user: { access_token: fake.userTokens[1] },
       });
       // As with OAuth 2, the user's refresh token is shown only when asked for.
       expect((connection.credentials as { user: Record<string, unknown> }).user).not.toHaveProperty(
@@ -550,21 +602,23 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
       );
       const withRefresh = await nango.getConnection(customIntegration, connectionId, false, true);
       expect(withRefresh.credentials).toMatchObject({
-        user: { access_token: fake.userTokens[0], refresh_token: expect.stringMatching(/^ghr_/) },
+        user: { access_token: fake.userTokens[1], refresh_token: expect.stringMatching(/^ghr_/) },
       });
       expect(connection.connection_config).toMatchObject({
         installation_id: fake.installationId,
         appPublicLink: `${fake.url}/gh/apps/oauth-app`,
       });
       expect(connection.end_user).toMatchObject({ id: userId });
-      expect(page.html).not.toContain(fake.userTokens[0]!);
+      expect(JSON.stringify(withRefresh.credentials)).not.toContain(spentToken);
+      expect(page.html).not.toContain(fake.userTokens[1]!);
       expect(page.html).not.toContain(fake.installationTokens[0]!);
     });
 
-    it('an installation that comes back without a code (no user authorization) ends on an error page, nothing stored', async () => {
+    it('a user authorization that comes back without a code ends on an error page, nothing stored', async () => {
       const userId = `gh-nocode-${run}`;
       const token = await session({ end_user: { id: userId }, allowed_integrations: [customIntegration] });
-      const callback = await atProvider(await startFlow(customIntegration, token));
+      const setup = await atProvider(await startFlow(customIntegration, token));
+      const callback = await atProvider(await toUserAuthorization(setup));
       callback.searchParams.delete('code');
       const issuedBefore = fake.installationTokens.length;
       const page = await resultPage(callback);

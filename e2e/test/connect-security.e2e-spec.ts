@@ -31,6 +31,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
   const hostedIntegration = `hosted-${run}`;
   const keyIntegration = `key-${run}`;
   const appIntegration = `app-${run}`;
+  const customIntegration = `app-oauth-${run}`;
   const routedIntegration = `routed-${run}`;
   const appKeys = generateKeyPairSync('rsa', {
     modulusLength: 2048,
@@ -113,6 +114,18 @@ describe('connect flows refuse what a hostile end user sends', () => {
       },
     });
     expect(created.status).toBe(200);
+    await nango.createIntegration({
+      provider: 'fake-app-oauth',
+      unique_key: customIntegration,
+      credentials: {
+        type: 'CUSTOM',
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+        app_id: '99',
+        app_link: `${fake.url}/apps/test-app`,
+        private_key: appKeys.privateKey,
+      },
+    } as Parameters<Nango['createIntegration']>[0]);
     fake.setAppSetupUrl(`${stack.gatewayUrl}/app-auth/connect`, appKeys.publicKey);
   }, START_HOOK_TIMEOUT_MS);
 
@@ -343,15 +356,12 @@ describe('connect flows refuse what a hostile end user sends', () => {
 
   describe('GitHub App installation takeover', () => {
     /** An APP flow started in a fresh browser, installed at the fake GitHub by `user`: the setup URL sent back. */
-    const install = async (endUserId: string, user: GithubUser = 'acme') => {
+    const install = async (endUserId: string, user: GithubUser = 'acme', integration = appIntegration) => {
       const browser = new CookieJar();
       const token = await session({ end_user: { id: endUserId } });
-      const start = await fetch(
-        `${stack.gatewayUrl}${withToken(`/oauth/connect/${appIntegration}`, token)}`,
-        {
-          redirect: 'manual',
-        },
-      );
+      const start = await fetch(`${stack.gatewayUrl}${withToken(`/oauth/connect/${integration}`, token)}`, {
+        redirect: 'manual',
+      });
       expect(start.status).toBe(302);
       browser.take(start);
       fake.actAs(user);
@@ -435,6 +445,60 @@ describe('connect flows refuse what a hostile end user sends', () => {
       expect(await connectionCount(appIntegration)).toBe(before);
     });
 
+    it("GitHub App OAuth (CUSTOM): replays a victim's unexchanged install code into the attacker's flow: refused, nothing stored; the own flow completes", async () => {
+      const before = await connectionCount(customIntegration);
+      const custom = (endUserId: string, user: GithubUser = 'acme') =>
+        install(endUserId, user, customIntegration);
+      // 1. The victim's install redirect leaked before it was loaded; its code and installation go into
+      // the attacker's own flow, in the attacker's own browser.
+      const neverLoaded = await custom(`custom-victim-${run}`, 'victim');
+      expect(neverLoaded.setup.searchParams.get('installation_id')).toBe('5151');
+      const victimCode = neverLoaded.setup.searchParams.get('code')!;
+      const own = await custom(attacker());
+      own.setup.searchParams.set('code', victimCode);
+      own.setup.searchParams.set('installation_id', '5151');
+      const injected = await complete(own.browser, own.setup);
+      expect(injected.status).toBe(400);
+      expect(await injected.text()).toContain('cannot see installation 5151');
+      // The install redirect's code was spent once, its token dropped; it never checked anything.
+      expect(fake.githubCodeExchanges.filter((e) => e.code === victimCode)).toEqual([
+        { code: victimCode, outcome: 'issued:victim' },
+      ]);
+
+      // 2. The victim's code at the attacker's user-authorization callback fails its PKCE check.
+      const neverLoaded2 = await custom(`custom-victim2-${run}`, 'victim');
+      const victimCode2 = neverLoaded2.setup.searchParams.get('code')!;
+      const own2 = await custom(attacker());
+      own2.setup.searchParams.delete('code');
+      own2.setup.searchParams.set('installation_id', '5151');
+      const atCallback = await complete(own2.browser, own2.setup, 'acme', (callback) =>
+        callback.searchParams.set('code', victimCode2),
+      );
+      expect(atCallback.status).toBe(400);
+      expect(fake.githubCodeExchanges.find((e) => e.code === victimCode2)?.outcome).toBe('pkce_mismatch');
+
+      // 3. Opened in a browser without the binding, the victim's redirect is refused and its code spent.
+      const refusedVictim = await custom(`custom-victim3-${run}`, 'victim');
+      const elsewhere = await fetch(refusedVictim.setup);
+      expect(elsewhere.status).toBe(400);
+      expect(await elsewhere.text()).toContain('not started in this browser');
+      const spent = refusedVictim.setup.searchParams.get('code')!;
+      expect(fake.githubCodeExchanges.filter((e) => e.code === spent)).toHaveLength(1);
+      const own3 = await custom(attacker());
+      own3.setup.searchParams.set('code', spent);
+      own3.setup.searchParams.set('installation_id', '5151');
+      expect((await complete(own3.browser, own3.setup)).status).toBe(400);
+
+      expect(fake.installationTokenRequests).not.toContain('5151');
+      expect(await connectionCount(customIntegration)).toBe(before);
+
+      // The attacker's own installation, through its own user authorization, is accepted.
+      const legit = await custom(attacker());
+      const page = await complete(legit.browser, legit.setup);
+      expect(page.status).toBe(200);
+      expect(await connectionCount(customIntegration)).toBe(before + 1);
+    });
+
     it('refuses a user authorization that comes back without a code', async () => {
       const before = await connectionCount(appIntegration);
       const { browser, setup } = await install(attacker());
@@ -447,11 +511,12 @@ describe('connect flows refuse what a hostile end user sends', () => {
     it('accepts the installation the installing user can see', async () => {
       const before = await connectionCount(appIntegration);
       const checks = fake.installationChecks;
+      const minted = fake.installationTokenRequests.length;
       const { browser, setup } = await install(attacker());
       const page = await complete(browser, setup);
       expect(page.status).toBe(200);
       expect(fake.installationChecks).toBe(checks + 1);
-      expect(fake.installationTokenRequests).toEqual(['4242']);
+      expect(fake.installationTokenRequests.slice(minted)).toEqual(['4242']);
       expect(await connectionCount(appIntegration)).toBe(before + 1);
     });
   });

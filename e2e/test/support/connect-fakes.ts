@@ -545,6 +545,32 @@ fake-app:
       title: Installation ID
       pattern: '^[0-9]+$'
       automated: true
+
+fake-app-oauth:
+  display_name: Fake App OAuth
+  categories: [other]
+  auth_mode: CUSTOM
+  authorization_url: \${connectionConfig.appPublicLink}/installations/new
+  token_url: ${providerUrl}/gh/login/oauth/access_token
+  installation_check:
+    authorization_url: ${providerUrl}/gh/login/oauth/authorize
+    token_url: ${providerUrl}/gh/login/oauth/access_token
+    installations_url: ${providerUrl}/gh/user/installations
+  proxy:
+    base_url: ${providerUrl}
+  docs: https://docs.example.com/fake-app-oauth
+  connection_config:
+    appPublicLink:
+      type: string
+      title: App public link
+      format: uri
+      pattern: '${appLinkPattern}'
+      automated: true
+    installation_id:
+      type: string
+      title: Installation ID
+      pattern: '^[0-9]+$'
+      automated: true
 `,
   );
   return file;

@@ -271,10 +271,10 @@ const entryFields = {
     .optional(),
 
   /**
-   * GitHub App installs (APP): where the user code sent with an installation is exchanged for a user token
-   * (`token_url`) and where that token lists the installations it can see (`installations_url`). An
+   * GitHub App installs (APP, CUSTOM): where the user code of this flow's own user authorization is
+   * exchanged for a user token (APP: `token_url`; CUSTOM: its own `token_url`, where that token is
+   * refreshed) and where that token lists the installations it can see (`installations_url`). An
    * installation is accepted only if it is in that list, never on the redirect's `installation_id` alone.
-   * CUSTOM uses its own `token_url` and `{proxy.base_url}/user/installations` unless this is set.
    */
   post_connect: z.array(PostConnectCallSchema).optional(),
   /**
@@ -288,7 +288,7 @@ const entryFields = {
       installations_url: urlTemplate,
       /**
        * Where the user is sent after the installation for a user code bound to this flow (PKCE, state):
-       * the installation redirect's own code is never exchanged for the check. An APP flow needs it.
+       * the installation redirect's own code is never exchanged for the check. APP and CUSTOM flows need it.
        */
       authorization_url: urlTemplate.optional(),
     })

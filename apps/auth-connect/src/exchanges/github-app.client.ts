@@ -199,17 +199,17 @@ export async function verifyInstallationAccess(input: {
 }
 
 /**
- * APP at connect time: after the installation the browser is sent to the app's user authorization with
- * this flow's PKCE challenge and state, and the code that comes back (with its verifier) becomes a user
- * token (used only for the check, not kept); the token must see the installation, and only then is an
- * installation token minted. A code sent with the install redirect itself is never used for this: nothing
- * ties it to the browser whose flow it came back to (RFC 9700 §4.5, code injection).
+ * APP and CUSTOM at connect time: after the installation the browser is sent to the app's user
+ * authorization with this flow's PKCE challenge and state, and the code that comes back (with its verifier)
+ * becomes a user token; the token must see the installation, and only then is an installation token
+ * minted. A code sent with the install redirect itself is never used for this: nothing ties it to the
+ * browser whose flow it came back to (RFC 9700 §4.5, code injection).
  */
-export async function exchangeGithubAppInstallation(
+async function exchangeCheckedInstallation(
   input: GithubAppOAuthInput,
-): Promise<ExchangeResult<AppCredentials>> {
-  const check = input.provider.installation_check;
-  if (!check) {
+): Promise<{ user: ExchangeResult<OAuth2Credentials>; app: ExchangeResult<AppCredentials> }> {
+  const userProvider = userTokenProvider(input.provider);
+  if (!userProvider) {
     throw new ProviderExchangeError(
       `${input.provider.name} has no installation_check in the provider catalog`,
       {
@@ -220,8 +220,7 @@ export async function exchangeGithubAppInstallation(
     );
   }
   const user = await exchangeAuthorizationCode({
-    // The user code is GitHub's OAuth code: exchanged at the app's OAuth token endpoint, not the installation one.
-    provider: { ...input.provider, token_url: check.token_url, token_params: undefined },
+    provider: userProvider,
     client: input.client,
     code: input.code,
     redirectUri: input.redirectUri,
@@ -236,7 +235,26 @@ export async function exchangeGithubAppInstallation(
     connectionConfig: input.connectionConfig,
     ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
   });
-  return fetchInstallationToken({ ...input, connectionConfig: input.connectionConfig });
+  const app = await fetchInstallationToken({ ...input, connectionConfig: input.connectionConfig });
+  return { user, app };
+}
+
+/**
+ * Where a GitHub user code becomes a user token. APP: the app's OAuth token endpoint
+ * (`installation_check.token_url`; its own `token_url` mints installation tokens). CUSTOM: its `token_url`,
+ * where its user token is refreshed too.
+ */
+function userTokenProvider(provider: ResolvedProvider): ResolvedProvider | undefined {
+  if (provider.auth_mode !== 'APP') return provider;
+  const check = provider.installation_check;
+  return check ? { ...provider, token_url: check.token_url, token_params: undefined } : undefined;
+}
+
+/** APP at connect time: the user token is used only for the check, not kept. */
+export async function exchangeGithubAppInstallation(
+  input: GithubAppOAuthInput,
+): Promise<ExchangeResult<AppCredentials>> {
+  return (await exchangeCheckedInstallation(input)).app;
 }
 
 /**
@@ -253,10 +271,10 @@ export async function spendInstallationCode(input: {
   connectionConfig: ConnectionConfig;
   timeoutMs?: number;
 }): Promise<void> {
-  const check = input.provider.installation_check;
-  if (!check) return;
+  const provider = userTokenProvider(input.provider);
+  if (!provider) return;
   await exchangeAuthorizationCode({
-    provider: { ...input.provider, token_url: check.token_url, token_params: undefined },
+    provider,
     client: input.client,
     code: input.code,
     redirectUri: input.redirectUri,
@@ -265,30 +283,11 @@ export async function spendInstallationCode(input: {
   }).catch(() => undefined);
 }
 
-/**
- * CUSTOM at connect time: the OAuth callback's code for the user token, a check that this user can see the
- * installation the redirect names, then an installation token for the app.
- */
+/** CUSTOM at connect time: the user token and the installation token, stored side by side. */
 export async function exchangeGithubAppOAuth(
   input: GithubAppOAuthInput,
 ): Promise<ExchangeResult<CustomCredentials>> {
-  const user = await exchangeAuthorizationCode({
-    provider: input.provider,
-    client: input.client,
-    code: input.code,
-    redirectUri: input.redirectUri,
-    ...(input.codeVerifier ? { codeVerifier: input.codeVerifier } : {}),
-    connectionConfig: input.connectionConfig,
-    ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
-  });
-  await verifyInstallationAccess({
-    provider: input.provider,
-    userToken: user.credentials.access_token,
-    installationId: String(input.connectionConfig['installation_id']),
-    connectionConfig: input.connectionConfig,
-    ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}),
-  });
-  const app = await fetchInstallationToken({ ...input, connectionConfig: input.connectionConfig });
+  const { user, app } = await exchangeCheckedInstallation(input);
   return {
     credentials: customCredentials(app.credentials, user.credentials),
     connectionConfig: { ...user.connectionConfig, ...app.connectionConfig },

@@ -52,7 +52,7 @@ interface StateSecrets {
   /** The @nangohq/frontend WebSocket that hears the outcome (the gateway claimed it for this session). */
   wsClientId?: string;
   /**
-   * APP: the installation the bound browser came back with. Set once; the next return of that browser is
+   * APP and CUSTOM: the installation the bound browser came back with. Set once; the next return of that browser is
    * the user authorization (PKCE with `codeVerifier`) that must be able to see it.
    */
   installationId?: string;
@@ -150,15 +150,14 @@ export class RedirectFlowsService {
         const target = interpolateUrl(template, connectionConfig, ctx.provider);
         target.searchParams.set('state', state);
         url = target.toString();
-        if (ctx.provider.auth_mode === 'APP') {
-          if (!ctx.provider.installation_check?.authorization_url) {
-            throw new AuthConnectError(
-              'invalid_connection',
-              `${ctx.provider.name} has no installation_check.authorization_url in the provider catalog`,
-            );
-          }
-          secrets.codeVerifier = randomBytes(32).toString('base64url');
+        // The installation is checked with a user code this flow asks for itself, after the install.
+        if (!ctx.provider.installation_check?.authorization_url) {
+          throw new AuthConnectError(
+            'invalid_connection',
+            `${ctx.provider.name} has no installation_check.authorization_url in the provider catalog`,
+          );
         }
+        secrets.codeVerifier = randomBytes(32).toString('base64url');
         break;
       }
       default:
@@ -270,7 +269,7 @@ export class RedirectFlowsService {
         ])),
         connectionId: pending.connectionId,
       };
-      if (ctx.provider.auth_mode === 'APP' && !secrets.installationId && !query['error']) {
+      if (isGithubApp(ctx.provider.auth_mode) && !secrets.installationId && !query['error']) {
         return await this.continueToUserAuthorization(ctx, pending, secrets, query);
       }
       await this.consumeState(pending);
@@ -347,7 +346,7 @@ export class RedirectFlowsService {
         redirectUri: this.callbackUrl,
         connectionConfig: row.connectionConfig as Record<string, unknown>,
       };
-      if (row.authMode === 'APP') await spendInstallationCode(input);
+      if (isGithubApp(row.authMode)) await spendInstallationCode(input);
       else
         await exchangeAuthorizationCode({
           ...input,
@@ -462,9 +461,8 @@ export class RedirectFlowsService {
       }
       case 'APP':
       case 'CUSTOM': {
-        // APP: the installation the bound browser came back with first, never this return's query.
-        const installationId =
-          ctx.provider.auth_mode === 'APP' ? secrets.installationId : query['installation_id'];
+        // The installation the bound browser came back with first, never this return's query.
+        const installationId = secrets.installationId;
         if (!installationId || !/^\d+$/.test(installationId)) {
           throw new CallbackError(
             'callback_err',
@@ -480,41 +478,28 @@ export class RedirectFlowsService {
         }
         const config = { ...connectionConfig, installation_id: installationId };
         const app = { appId: integration.appId, privateKey: integration.privateKey };
-        // The query's installation_id is only a claim anyone can edit: it is accepted once the user token
-        // from the code GitHub sends with it can see that installation (GET /user/installations).
+        // The install redirect's installation_id is only a claim anyone can edit: it is accepted once the
+        // user token from this flow's own user authorization (PKCE) can see it (GET /user/installations).
         const code = query['code'];
-        if (!code) {
+        if (!code || !secrets.codeVerifier) {
           throw new CallbackError(
             'callback_err',
-            ctx.provider.auth_mode === 'APP'
-              ? 'GitHub sent no user authorization back, so the installation cannot be checked'
-              : 'GitHub sent no authorization code back',
+            'GitHub sent no user authorization back, so the installation cannot be checked',
           );
         }
-        const oauthClient = await client();
-        if (ctx.provider.auth_mode === 'APP') {
-          const result = await exchangeGithubAppInstallation({
-            ...app,
-            provider: ctx.provider,
-            client: oauthClient,
-            code,
-            redirectUri: this.callbackUrl,
-            ...(secrets.codeVerifier ? { codeVerifier: secrets.codeVerifier } : {}),
-            connectionConfig: config,
-          });
-          return {
-            credentials: result.credentials as unknown as Credentials,
-            extraConfig: { installation_id: installationId, ...result.connectionConfig },
-          };
-        }
-        const result = await exchangeGithubAppOAuth({
+        const input = {
           ...app,
           provider: ctx.provider,
-          client: oauthClient,
+          client: await client(),
           code,
           redirectUri: this.callbackUrl,
+          codeVerifier: secrets.codeVerifier,
           connectionConfig: config,
-        });
+        };
+        const result =
+          ctx.provider.auth_mode === 'APP'
+            ? await exchangeGithubAppInstallation(input)
+            : await exchangeGithubAppOAuth(input);
         return {
           credentials: result.credentials as unknown as Credentials,
           extraConfig: { installation_id: installationId, ...result.connectionConfig },
@@ -620,6 +605,11 @@ export class RedirectFlowsService {
       message: 'An unexpected error occurred; please try again',
     };
   }
+}
+
+/** GitHub App installs (APP, and CUSTOM: GitHub App OAuth): checked by a user authorization of their own. */
+function isGithubApp(mode: string): boolean {
+  return mode === 'APP' || mode === 'CUSTOM';
 }
 
 function sameBinding(binding: string | undefined, nonce: string | undefined): boolean {
