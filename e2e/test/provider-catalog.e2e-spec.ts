@@ -192,4 +192,173 @@ describe('provider catalog through @nangohq/node', () => {
       },
     ]);
   });
+  /**
+   * Providers added to the catalog with a `webhook` block: each case signs a sample delivery the way the
+   * provider documents it, and a forged copy (signed with another secret) must be refused with 401.
+   * Routed providers reach their connection as a `forward`; the others arrive raw at the environment URL.
+   */
+  interface WebhookCase {
+    provider: string;
+    /** The integration's webhook secret, when the provider signs with one (else the client secret). */
+    webhookSecret?: string;
+    clientSecret: string;
+    /** A connection whose provider-filled config the delivery names. */
+    connection?: { id: string; config: Record<string, string> };
+    body: Record<string, unknown>;
+    sign: (text: string, secret: string) => Record<string, string>;
+  }
+  const hmac = (algorithm: 'sha256', secret: string, text: string, encoding: 'hex' | 'base64') =>
+    createHmac(algorithm, secret).update(text).digest(encoding);
+  const webhookCases: WebhookCase[] = [
+    {
+      provider: 'tiktok-personal',
+      clientSecret: `tiktok-${randomUUID()}`,
+      connection: { id: 'tiktok-user-1', config: { open_id: 'open-1' } },
+      body: {
+        client_key: 'ck-1',
+        event: 'authorization.removed',
+        create_time: Math.floor(Date.now() / 1000),
+        user_openid: 'open-1',
+        content: '{"reason":1}',
+      },
+      sign: (text, secret) => {
+        const t = Math.floor(Date.now() / 1000);
+        return { 'tiktok-signature': `t=${t},s=${hmac('sha256', secret, `${t}.${text}`, 'hex')}` };
+      },
+    },
+    {
+      provider: 'intuit',
+      clientSecret: `intuit-${randomUUID()}`,
+      webhookSecret: `verifier-${randomUUID()}`,
+      body: {
+        eventNotifications: [
+          {
+            realmId: '1185883450',
+            dataChangeEvent: {
+              entities: [
+                { name: 'Customer', id: '1', operation: 'Create', lastUpdated: '2026-11-27T10:00:00.000Z' },
+              ],
+            },
+          },
+        ],
+      },
+      sign: (text, secret) => ({ 'intuit-signature': hmac('sha256', secret, text, 'base64') }),
+    },
+    {
+      provider: 'gusto-demo',
+      clientSecret: `gusto-${randomUUID()}`,
+      webhookSecret: `verification-${randomUUID()}`,
+      body: {
+        uuid: randomUUID(),
+        event_type: 'employee.created',
+        resource_type: 'Company',
+        resource_uuid: randomUUID(),
+        entity_type: 'Employee',
+        entity_uuid: randomUUID(),
+        timestamp: Math.floor(Date.now() / 1000),
+      },
+      sign: (text, secret) => ({ 'x-gusto-signature': hmac('sha256', secret, text, 'hex') }),
+    },
+  ];
+
+  it.each(webhookCases)(
+    'verifies $provider webhooks as the provider signs them and refuses a forged one',
+    async (c) => {
+      const api = (method: string, path: string, body?: unknown) =>
+        call(stack.gatewayUrl, method, path, { key: stack.secretKey, body });
+      const hookPath = `/catalog-hooks-${c.provider}`;
+      expect(
+        (
+          await api('PATCH', '/environment', {
+            webhook_settings: { primary_url: `${receiver.url}${hookPath}` },
+          })
+        ).status,
+      ).toBe(200);
+      const key = `${c.provider}-hooks`;
+      await nango.createIntegration({
+        provider: c.provider,
+        unique_key: key,
+        credentials: {
+          type: 'OAUTH2',
+          client_id: `${c.provider}-client`,
+          client_secret: c.clientSecret,
+          ...(c.webhookSecret ? { webhook_secret: c.webhookSecret } : {}),
+        },
+      });
+      if (c.connection) {
+        // The routing key comes from the provider's token answer; an import stands in for the OAuth dance.
+        const imported = await api('POST', '/connections', {
+          provider_config_key: key,
+          connection_id: c.connection.id,
+          credentials: { type: 'OAUTH2', access_token: `tok-${c.provider}` },
+          connection_config: c.connection.config,
+        });
+        expect(imported.status).toBe(201);
+      }
+      const secret = c.webhookSecret ?? c.clientSecret;
+      const send = (body: unknown, signingSecret: string) => {
+        const text = JSON.stringify(body);
+        return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/${key}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...c.sign(text, signingSecret) },
+          body: text,
+        });
+      };
+      const forged = { ...c.body, forged: true };
+      expect((await send(forged, `not-${secret}`)).status).toBe(401);
+      expect((await send(c.body, secret)).status).toBe(200);
+
+      // An imported connection also announces itself with an `auth` webhook; only deliveries count here.
+      const arrived = () =>
+        receiver.on(hookPath).filter((r) => (JSON.parse(r.body) as { type?: string }).type !== 'auth');
+      const deadline = Date.now() + 15_000;
+      while (arrived().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      const bodies = arrived().map((r) => JSON.parse(r.body) as unknown);
+      if (c.connection) {
+        expect(bodies).toEqual([
+          {
+            from: c.provider,
+            type: 'forward',
+            providerConfigKey: key,
+            connectionId: c.connection.id,
+            payload: c.body,
+            verified: true,
+          },
+        ]);
+      } else {
+        // No provider-filled key names the connection: the verified delivery goes raw to the environment.
+        expect(bodies).toEqual([c.body]);
+        expect(arrived()[0]!.headers['x-switchboard-webhook-verified']).toBe('true');
+      }
+    },
+  );
+
+  it("answers Gusto's unsigned verification_token request and forwards it so the token can be read", async () => {
+    const hookPath = '/catalog-hooks-gusto-verify';
+    const api = (method: string, path: string, body?: unknown) =>
+      call(stack.gatewayUrl, method, path, { key: stack.secretKey, body });
+    expect(
+      (
+        await api('PATCH', '/environment', {
+          webhook_settings: { primary_url: `${receiver.url}${hookPath}` },
+        })
+      ).status,
+    ).toBe(200);
+    await nango.createIntegration({
+      provider: 'gusto-demo',
+      unique_key: 'gusto-verify',
+      credentials: { type: 'OAUTH2', client_id: 'gusto-client', client_secret: 'gusto-secret' },
+    });
+    const body = { verification_token: randomUUID(), webhook_subscription_uuid: randomUUID() };
+    const res = await fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/gusto-verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect(res.status).toBe(200);
+    const deadline = Date.now() + 15_000;
+    while (receiver.on(hookPath).length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 25));
+    expect(receiver.on(hookPath).map((r) => JSON.parse(r.body) as unknown)).toEqual([body]);
+  });
 });
