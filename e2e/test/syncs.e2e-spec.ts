@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { createServer, type Socket } from 'node:net';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
@@ -54,6 +55,15 @@ interface SyncWebhook {
   responseResults: { added: number; updated: number; deleted: number };
 }
 
+/** Repeats a request until it answers 200 (an orchestrator just started may not be subscribed yet). */
+const waitForOk = async (request: () => Promise<{ status: number; body: unknown }>) => {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const res = await request();
+    if (res.status === 200 || Date.now() > deadline) return res;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('syncs on Temporal: schedules, control, records and the sync webhook', () => {
@@ -1150,4 +1160,51 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(run.latestResult).toEqual({ Contact: { added: total, updated: 0, deleted: 0 } });
     await nango.deleteConnection(KEY, 'conn-e');
   });
+
+  it('answers a trigger with 503 service_unavailable and Retry-After while Temporal lacks the namespace or never answers, and runs it once Temporal is back', async () => {
+    const trigger = () =>
+      call(stack.gatewayUrl, 'POST', '/sync/trigger', {
+        key: stack.secretKey,
+        body: { provider_config_key: KEY, connection_id: CONN_A, syncs: [SYNC] },
+      });
+    // A Temporal that accepts connections and never says a word.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentPort = (silent.address() as { port: number }).port;
+    /** The first answer of an orchestrator started with `env` (a 503 of the gateway finding none is not it). */
+    const answerWith = async (env: Record<string, string>) => {
+      await stack.stopService('sync-orchestrator');
+      await stack.startReplica('sync-orchestrator', env);
+      for (;;) {
+        const res = await trigger();
+        if (res.status !== 503 || JSON.stringify(res.body).includes('Temporal')) return res;
+        await sleep(250);
+      }
+    };
+    try {
+      for (const env of [
+        { TEMPORAL_NAMESPACE: `absent-${randomUUID().slice(0, 8)}` },
+        { TEMPORAL_ADDRESS: `127.0.0.1:${silentPort}` },
+      ] as Record<string, string>[]) {
+        const res = await answerWith(env);
+        expect({ status: res.status, retryAfter: res.headers.get('retry-after'), body: res.body }).toEqual({
+          status: 503,
+          retryAfter: expect.stringMatching(/^[0-9]+$/),
+          body: { error: expect.objectContaining({ code: 'service_unavailable' }) },
+        });
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+      await stack.stopService('sync-orchestrator');
+      await stack.startReplica('sync-orchestrator');
+    }
+    // The same request, retried, is taken once Temporal answers.
+    const again = await waitForOk(trigger);
+    expect(again.body).toEqual({ success: true });
+  }, 300_000);
 });
