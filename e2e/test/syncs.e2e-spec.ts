@@ -1023,6 +1023,46 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(live.filter((r) => r.revision === 2)).toHaveLength(300);
   });
 
+  it("a worker SIGKILLed mid-run while another one polls: the run finishes on the other, the records are the provider's, none saved twice", async () => {
+    const alive = () =>
+      stack.workers.filter((w) => w.process.exitCode === null && w.process.signalCode === null);
+    // One worker takes the run; the second starts once the run is under way, so the run is the first's.
+    expect(alive()).toHaveLength(1);
+    const [doomed] = alive();
+    provider.pageSize = 50;
+    provider.pageDelayMs = 400;
+    provider.change(150, 600);
+    const before = (await status(CONN_A))[0]!;
+    const pagesBefore = provider.pages.length;
+    const pagesOfA = () => provider.pages.slice(pagesBefore).filter((p) => p.connection === CONN_A);
+    await nango.triggerSync(KEY, [SYNC], CONN_A);
+    const deadline = Date.now() + 30_000;
+    while (pagesOfA().length < 8) {
+      if (Date.now() > deadline) throw new Error('the run never started');
+      await sleep(50);
+    }
+    const survivor = stack.startWorker();
+    doomed!.process.kill('SIGKILL');
+    await new Promise((resolve) => doomed!.process.once('exit', resolve));
+
+    const done = await waitForRun(CONN_A, before.finishedAt, SYNC, 150_000);
+    expect(done.status).toBe('SUCCESS');
+    expect(survivor.process.exitCode).toBeNull();
+    const total = provider.contacts.length;
+    // Each changed contact counted once: a page saved again by the retry would not be "updated" twice,
+    // and one lost would leave its contacts at their old revision.
+    expect(done.latestResult).toEqual({ Contact: { added: 0, updated: 150, deleted: 0 } });
+    expect(done.recordCount).toEqual({ Contact: total });
+    // The retry went on from a checkpoint, not from the first page.
+    const cursors = pagesOfA().map((p) => p.cursor);
+    expect(cursors.filter((c) => c === '0').length).toBeLessThanOrEqual(1);
+    const { records } = await allRecords(CONN_A);
+    const live = records.filter((r) => r._nango_metadata.deleted_at === null);
+    expect(live).toHaveLength(total);
+    expect(new Set(live.map((r) => r.id)).size).toBe(total);
+    await expectProviderData();
+  });
+
   it("a full resync stops the run it cancels: nothing that run fetched after is written, the records and checkpoint are the resync's", async () => {
     const [item] = await status(CONN_A);
     const triggered = temporal.workflow.getHandle(`sync-${item!.id}-trigger`);
