@@ -599,7 +599,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       });
     expectError(await records('nobody'), 400, 'unknown_connection');
     expectError(await records('nobody', '&cursor=not-a-cursor'), 400, 'unknown_connection');
-    expectError(await records(CONN_A, '&cursor=not-a-cursor'), 500, 'server_error');
+    expectError(await records(CONN_A, '&cursor=not-a-cursor'), 400, 'invalid_cursor');
     // Headers instead of body fields.
     const beforeB = (await status(CONN_B))[0]!.finishedAt;
     const byHeaders = await call(stack.gatewayUrl, 'POST', '/sync/trigger', {
