@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { createServer, type Socket } from 'node:net';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
@@ -54,6 +55,15 @@ interface SyncWebhook {
   responseResults: { added: number; updated: number; deleted: number };
 }
 
+/** Repeats a request until it answers 200 (an orchestrator just started may not be subscribed yet). */
+const waitForOk = async (request: () => Promise<{ status: number; body: unknown }>) => {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const res = await request();
+    if (res.status === 200 || Date.now() > deadline) return res;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('syncs on Temporal: schedules, control, records and the sync webhook', () => {
@@ -1013,6 +1023,46 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(live.filter((r) => r.revision === 2)).toHaveLength(300);
   });
 
+  it("a worker SIGKILLed mid-run while another one polls: the run finishes on the other, the records are the provider's, none saved twice", async () => {
+    const alive = () =>
+      stack.workers.filter((w) => w.process.exitCode === null && w.process.signalCode === null);
+    // One worker takes the run; the second starts once the run is under way, so the run is the first's.
+    expect(alive()).toHaveLength(1);
+    const [doomed] = alive();
+    provider.pageSize = 50;
+    provider.pageDelayMs = 400;
+    provider.change(150, 600);
+    const before = (await status(CONN_A))[0]!;
+    const pagesBefore = provider.pages.length;
+    const pagesOfA = () => provider.pages.slice(pagesBefore).filter((p) => p.connection === CONN_A);
+    await nango.triggerSync(KEY, [SYNC], CONN_A);
+    const deadline = Date.now() + 30_000;
+    while (pagesOfA().length < 8) {
+      if (Date.now() > deadline) throw new Error('the run never started');
+      await sleep(50);
+    }
+    const survivor = stack.startWorker();
+    doomed!.process.kill('SIGKILL');
+    await new Promise((resolve) => doomed!.process.once('exit', resolve));
+
+    const done = await waitForRun(CONN_A, before.finishedAt, SYNC, 150_000);
+    expect(done.status).toBe('SUCCESS');
+    expect(survivor.process.exitCode).toBeNull();
+    const total = provider.contacts.length;
+    // Each changed contact counted once: a page saved again by the retry would not be "updated" twice,
+    // and one lost would leave its contacts at their old revision.
+    expect(done.latestResult).toEqual({ Contact: { added: 0, updated: 150, deleted: 0 } });
+    expect(done.recordCount).toEqual({ Contact: total });
+    // The retry went on from a checkpoint, not from the first page.
+    const cursors = pagesOfA().map((p) => p.cursor);
+    expect(cursors.filter((c) => c === '0').length).toBeLessThanOrEqual(1);
+    const { records } = await allRecords(CONN_A);
+    const live = records.filter((r) => r._nango_metadata.deleted_at === null);
+    expect(live).toHaveLength(total);
+    expect(new Set(live.map((r) => r.id)).size).toBe(total);
+    await expectProviderData();
+  });
+
   it("a full resync stops the run it cancels: nothing that run fetched after is written, the records and checkpoint are the resync's", async () => {
     const [item] = await status(CONN_A);
     const triggered = temporal.workflow.getHandle(`sync-${item!.id}-trigger`);
@@ -1150,4 +1200,51 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(run.latestResult).toEqual({ Contact: { added: total, updated: 0, deleted: 0 } });
     await nango.deleteConnection(KEY, 'conn-e');
   });
+
+  it('answers a trigger with 503 service_unavailable and Retry-After while Temporal lacks the namespace or never answers, and runs it once Temporal is back', async () => {
+    const trigger = () =>
+      call(stack.gatewayUrl, 'POST', '/sync/trigger', {
+        key: stack.secretKey,
+        body: { provider_config_key: KEY, connection_id: CONN_A, syncs: [SYNC] },
+      });
+    // A Temporal that accepts connections and never says a word.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentPort = (silent.address() as { port: number }).port;
+    /** The first answer of an orchestrator started with `env` (a 503 of the gateway finding none is not it). */
+    const answerWith = async (env: Record<string, string>) => {
+      await stack.stopService('sync-orchestrator');
+      await stack.startReplica('sync-orchestrator', env);
+      for (;;) {
+        const res = await trigger();
+        if (res.status !== 503 || JSON.stringify(res.body).includes('Temporal')) return res;
+        await sleep(250);
+      }
+    };
+    try {
+      for (const env of [
+        { TEMPORAL_NAMESPACE: `absent-${randomUUID().slice(0, 8)}` },
+        { TEMPORAL_ADDRESS: `127.0.0.1:${silentPort}` },
+      ] as Record<string, string>[]) {
+        const res = await answerWith(env);
+        expect({ status: res.status, retryAfter: res.headers.get('retry-after'), body: res.body }).toEqual({
+          status: 503,
+          retryAfter: expect.stringMatching(/^[0-9]+$/),
+          body: { error: expect.objectContaining({ code: 'service_unavailable' }) },
+        });
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+      await stack.stopService('sync-orchestrator');
+      await stack.startReplica('sync-orchestrator');
+    }
+    // The same request, retried, is taken once Temporal answers.
+    const again = await waitForOk(trigger);
+    expect(again.body).toEqual({ success: true });
+  }, 300_000);
 });

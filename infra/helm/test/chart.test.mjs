@@ -424,7 +424,15 @@ describe('helm chart: network policies', () => {
       'webhook-relay',
     ]);
     assert.deepEqual(withPort(7233), ['sync-orchestrator', 'sync-orchestrator-worker']);
-    assert.deepEqual(withPort(6379), ['gateway']);
+    assert.deepEqual(withPort(6379), ['gateway', 'proxy']);
+    // The proxy keeps spent nonces in Redis, shared by its replicas: without REDIS_URL it does not start.
+    for (const name of ['default', 'production']) {
+      const withRedis = podSpecs(renders[name].objects)
+        .filter(({ spec }) => spec.containers.some((c) => (c.env ?? []).some((e) => e.name === 'REDIS_URL')))
+        .map(({ owner }) => component(owner))
+        .sort();
+      assert.deepEqual(withRedis, ['gateway', 'proxy'], name);
+    }
     assert.deepEqual(withPort(4222), [...SERVICES].sort());
   });
 });

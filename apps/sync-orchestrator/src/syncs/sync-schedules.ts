@@ -11,6 +11,9 @@ import { syncTriggerSignal, syncTriggerWorkflowIdOf, syncWorkflow } from '../wor
 /** The Temporal schedule of one sync (connection, function, variant), named after the sync row's id. */
 export const scheduleIdOf = (syncId: string) => `sync-${syncId}`;
 
+/** How long one schedule operation (a few Temporal calls) may take before Temporal counts as unavailable. */
+export const TEMPORAL_CALL_DEADLINE_MS = 5_000;
+
 /** What the status route needs from a schedule; null when the schedule is gone. */
 export interface ScheduleState {
   paused: boolean;
@@ -36,90 +39,113 @@ export class SyncSchedules {
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
+    private readonly deadlineMs = TEMPORAL_CALL_DEADLINE_MS,
   ) {}
+
+  /**
+   * Each operation's Temporal calls end by a deadline: a Temporal that accepts connections and never
+   * answers makes the request fail (as `service_unavailable`) instead of hanging until the caller gives up.
+   */
+  private bounded<T>(work: () => Promise<T>): Promise<T> {
+    return this.client.connection.withDeadline(Date.now() + this.deadlineMs, work);
+  }
 
   /**
    * Creates the schedule, or (already there) sets its interval and leaves its pause state alone. A new
    * unpaused schedule runs at once, as Nango starts a new sync right away when it auto-starts.
    */
   async ensure(syncId: string, everyMs: number, startPaused: boolean): Promise<'created' | 'updated'> {
-    const input: SyncWorkflowInput = { syncId };
-    try {
-      await this.client.schedule.create({
-        scheduleId: scheduleIdOf(syncId),
-        spec: { intervals: [{ every: everyMs }] },
-        action: {
-          type: 'startWorkflow',
-          workflowType: 'syncWorkflow',
-          workflowId: scheduleIdOf(syncId),
-          taskQueue: this.taskQueue,
-          args: [input],
-        },
-        policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
-        state: startPaused
-          ? { paused: true, note: 'auto_start is false' }
-          : { paused: false, triggerImmediately: true },
-      });
-      return 'created';
-    } catch (error) {
-      if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-      await this.setInterval(syncId, everyMs);
-      return 'updated';
-    }
+    return this.bounded(async () => {
+      const input: SyncWorkflowInput = { syncId };
+      try {
+        await this.client.schedule.create({
+          scheduleId: scheduleIdOf(syncId),
+          spec: { intervals: [{ every: everyMs }] },
+          action: {
+            type: 'startWorkflow',
+            workflowType: 'syncWorkflow',
+            workflowId: scheduleIdOf(syncId),
+            taskQueue: this.taskQueue,
+            args: [input],
+          },
+          policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
+          state: startPaused
+            ? { paused: true, note: 'auto_start is false' }
+            : { paused: false, triggerImmediately: true },
+        });
+        return 'created';
+      } catch (error) {
+        if (!(error instanceof ScheduleAlreadyRunning)) throw error;
+        await this.setInterval(syncId, everyMs);
+        return 'updated';
+      }
+    });
   }
 
   async setInterval(syncId: string, everyMs: number): Promise<void> {
-    await this.client.schedule.getHandle(scheduleIdOf(syncId)).update((previous) => {
-      const current = previous.spec.intervals?.[0]?.every;
-      if (current === everyMs && (previous.spec.intervals?.length ?? 0) === 1) return previous;
-      return { ...previous, spec: { intervals: [{ every: everyMs }] } };
+    return this.bounded(async () => {
+      await this.client.schedule.getHandle(scheduleIdOf(syncId)).update((previous) => {
+        const current = previous.spec.intervals?.[0]?.every;
+        if (current === everyMs && (previous.spec.intervals?.length ?? 0) === 1) return previous;
+        return { ...previous, spec: { intervals: [{ every: everyMs }] } };
+      });
     });
   }
 
   /** A run now, or after the one in progress; `reset` (a full resync) cancels the one in progress. */
   async trigger(syncId: string, reset: boolean): Promise<void> {
-    const input: SyncWorkflowInput = { syncId, triggered: true };
-    await this.client.workflow.signalWithStart(syncWorkflow, {
-      workflowId: syncTriggerWorkflowIdOf(syncId),
-      taskQueue: this.taskQueue,
-      args: [input],
-      signal: syncTriggerSignal,
-      signalArgs: [{ reset }],
+    return this.bounded(async () => {
+      const input: SyncWorkflowInput = { syncId, triggered: true };
+      await this.client.workflow.signalWithStart(syncWorkflow, {
+        workflowId: syncTriggerWorkflowIdOf(syncId),
+        taskQueue: this.taskQueue,
+        args: [input],
+        signal: syncTriggerSignal,
+        signalArgs: [{ reset }],
+      });
     });
   }
 
   async pause(syncId: string): Promise<void> {
-    await this.client.schedule.getHandle(scheduleIdOf(syncId)).pause('paused through the API');
+    return this.bounded(async () => {
+      await this.client.schedule.getHandle(scheduleIdOf(syncId)).pause('paused through the API');
+    });
   }
 
   /** Unpauses; a schedule that was paused also runs now (Nango: "the sync will execute immediately"). */
   async start(syncId: string): Promise<void> {
-    const handle = this.client.schedule.getHandle(scheduleIdOf(syncId));
-    const description = await handle.describe();
-    if (!description.state.paused) return;
-    await handle.unpause('started through the API');
-    await this.trigger(syncId, false);
+    return this.bounded(async () => {
+      const handle = this.client.schedule.getHandle(scheduleIdOf(syncId));
+      const description = await handle.describe();
+      if (!description.state.paused) return;
+      await handle.unpause('started through the API');
+      await this.trigger(syncId, false);
+    });
   }
 
   async delete(syncId: string): Promise<void> {
-    try {
-      await this.client.schedule.getHandle(scheduleIdOf(syncId)).delete();
-    } catch (error) {
-      if (!(error instanceof ScheduleNotFoundError)) throw error;
-    }
+    return this.bounded(async () => {
+      try {
+        await this.client.schedule.getHandle(scheduleIdOf(syncId)).delete();
+      } catch (error) {
+        if (!(error instanceof ScheduleNotFoundError)) throw error;
+      }
+    });
   }
 
   async state(syncId: string): Promise<ScheduleState | null> {
-    let description: ScheduleDescription;
-    try {
-      description = await this.client.schedule.getHandle(scheduleIdOf(syncId)).describe();
-    } catch (error) {
-      if (error instanceof ScheduleNotFoundError) return null;
-      throw error;
-    }
-    return {
-      paused: description.state.paused,
-      nextActionAt: description.state.paused ? null : (description.info.nextActionTimes[0] ?? null),
-    };
+    return this.bounded(async () => {
+      let description: ScheduleDescription;
+      try {
+        description = await this.client.schedule.getHandle(scheduleIdOf(syncId)).describe();
+      } catch (error) {
+        if (error instanceof ScheduleNotFoundError) return null;
+        throw error;
+      }
+      return {
+        paused: description.state.paused,
+        nextActionAt: description.state.paused ? null : (description.info.nextActionTimes[0] ?? null),
+      };
+    });
   }
 }

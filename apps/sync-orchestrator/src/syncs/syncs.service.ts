@@ -16,7 +16,7 @@ import {
 } from '@switchboard/contracts';
 import type { OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
-import { Client, isGrpcServiceError, ServiceError } from '@temporalio/client';
+import { Client, isGrpcServiceError, NamespaceNotFoundError, ServiceError } from '@temporalio/client';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { storedConfig, type FunctionWithVersion, type StoredConfig } from '../functions/function-config';
@@ -509,12 +509,20 @@ export class SyncsService {
     return new Map(functions.map((f) => [f.name, f]));
   }
 
-  /** Temporal unreachable is `service_unavailable` for the caller, not a bare 500. */
+  /**
+   * Temporal unreachable, too slow (each schedule operation has a deadline) or without this service's
+   * namespace (a Temporal still starting, or one being restored, answers NamespaceNotFound, which the SDK
+   * throws as a plain Error) is `service_unavailable` for the caller, safe to retry, not a bare 500.
+   */
   private async temporal<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } catch (error) {
-      if (error instanceof ServiceError || isGrpcServiceError(error)) {
+      if (
+        error instanceof ServiceError ||
+        error instanceof NamespaceNotFoundError ||
+        isGrpcServiceError(error)
+      ) {
         throw new OrchestratorError('service_unavailable', 'Temporal is not reachable');
       }
       throw error;

@@ -99,6 +99,7 @@ proxy:
   name: proxy
   port: 3012
   http: true
+  redis: true
   internalToken: true
   providerEgress: true
 functionsRuntime:
