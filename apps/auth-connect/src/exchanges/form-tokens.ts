@@ -6,6 +6,7 @@ import { expiresAtFrom } from './credentials';
 import { ProviderExchangeError, type ExchangeStage } from './exchange.errors';
 import { callProvider } from './provider-http';
 import { interpolateUrl, type ConnectionConfig } from './templates';
+import { valueAtPath } from './value-at-path';
 
 /**
  * Modes where Switchboard obtains the token itself from what the end user typed: a JWT it signs (JWT), a
@@ -433,15 +434,6 @@ export async function billLogin(input: {
 }
 
 // ---- paths and errors ------------------------------------------------------------------------
-
-function valueAtPath(object: Record<string, unknown>, path: string): unknown {
-  let current: unknown = object;
-  for (const part of path.split('.')) {
-    if (typeof current !== 'object' || current === null) return undefined;
-    current = (current as Record<string, unknown>)[part];
-  }
-  return current;
-}
 
 function misconfigured(
   provider: ResolvedProvider,

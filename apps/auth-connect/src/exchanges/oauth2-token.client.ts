@@ -11,6 +11,7 @@ import { ProviderExchangeError, type ExchangeStage } from './exchange.errors';
 import { renameParams, tokenAnswer } from './oauth-param-names';
 import { callProvider } from './provider-http';
 import { interpolateParams, interpolateUrl, optionalConfigFields, type ConnectionConfig } from './templates';
+import { valueAtPath } from './value-at-path';
 
 /**
  * OAuth 2 token endpoint calls: authorization code (with PKCE), refresh, client credentials. Each honours
@@ -288,15 +289,6 @@ function tokenMetadata(raw: Record<string, unknown>, provider: ResolvedProvider)
     if (value !== undefined && value !== null) out[path] = value;
   }
   return out;
-}
-
-function valueAtPath(object: Record<string, unknown>, path: string): unknown {
-  let current: unknown = object;
-  for (const part of path.split('.')) {
-    if (typeof current !== 'object' || current === null) return undefined;
-    current = (current as Record<string, unknown>)[part];
-  }
-  return current;
 }
 
 function missingToken(provider: ResolvedProvider, stage: ExchangeStage): ProviderExchangeError {

@@ -2,6 +2,7 @@ import type { ResolvedProvider } from '@switchboard/providers';
 import { ProviderExchangeError } from './exchange.errors';
 import { callProvider } from './provider-http';
 import { interpolateUrl, type ConnectionConfig } from './templates';
+import { valueAtPath } from './value-at-path';
 
 /**
  * The catalog's `post_connect` calls, made once right after the token exchange with the new access token:
@@ -53,13 +54,4 @@ export async function runPostConnect(input: {
     }
   }
   return out;
-}
-
-function valueAtPath(object: Record<string, unknown>, path: string): unknown {
-  let current: unknown = object;
-  for (const part of path.split('.')) {
-    if (typeof current !== 'object' || current === null) return undefined;
-    current = (current as Record<string, unknown>)[part];
-  }
-  return current;
 }
