@@ -215,7 +215,7 @@ const copyOf = (value) =>
       ? Object.assign({}, value)
       : value;
 
-// TurnContext's static helpers work on plain activities; a TurnContext itself belongs to a bot server.
+// TurnContext's static functions work on plain activities; a TurnContext itself belongs to a bot server.
 class TurnContext {
   constructor() {
     throw unavailable('TurnContext');
