@@ -706,41 +706,6 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
     });
   });
 
-  describe('a functions-runtime killed mid-run', () => {
-    it('an async action whose runtime is SIGKILLed mid-run ends, retried or failed, within a bounded time', async () => {
-      const { id } = (await nango.triggerActionAsync('fakehub', CONNECTION, 'slow-echo', {
-        waitMs: 5000,
-      })) as { id: string };
-      const running = Date.now() + 30_000;
-      for (;;) {
-        const logs = await api('GET', `/functions/runs/${id}/logs`);
-        if ((logs.body as { data?: { status?: string } }).data?.status === 'running') break;
-        if (Date.now() > running) throw new Error(`the action never ran: ${JSON.stringify(logs.body)}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      await stack.stopService('functions-runtime', 'SIGKILL');
-      await stack.startReplica('functions-runtime');
-      const started = Date.now();
-      let res = await api('GET', `/action/${id}`);
-      while (res.status === 404) {
-        if (Date.now() - started > 120_000) throw new Error('the async action never ended');
-        await new Promise((r) => setTimeout(r, 250));
-        res = await api('GET', `/action/${id}`);
-      }
-      // Retried on the new runtime (its output), or failed with a coded error naming the run: never stuck.
-      if (res.status === 200) expect(res.body).toEqual({ build: expect.any(String) });
-      else {
-        expect(res.status).toBeGreaterThanOrEqual(500);
-        expect(res.body).toMatchObject({
-          error: { code: expect.any(String), message: expect.any(String), payload: { run_id: id } },
-        });
-      }
-      // The outcome is final: asked again, the same answer.
-      const again = await api('GET', `/action/${id}`);
-      expect({ status: again.status, body: again.body }).toEqual({ status: res.status, body: res.body });
-    });
-  });
-
   describe('redeploy', () => {
     it('reconciles: functions removed from the project are deleted with their schedules and records, the rest keep their versions', async () => {
       const before = (await nango.getFunction({ uniqueKey: 'fakehub', name: 'summarize-items' }))
