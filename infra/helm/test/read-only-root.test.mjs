@@ -66,13 +66,25 @@ const skip = missing.length
         ? 'needs helm (bash scripts/setup.sh)'
         : false;
 
-// / and the repository read-only, a fresh tmpfs on /tmp: what the pod's container sees.
+// / and the repository read-only, a fresh tmpfs on /tmp: what the pod's container sees. A checkout that
+// lives under /tmp (a CI clone) would vanish under that tmpfs, so it is set aside on a bind mount first
+// and put back, read-only, at its own path.
 const READ_ONLY = `
+repo="$1"; shift
+keep=""
+case "$repo" in
+  /tmp/*) keep="$(mktemp -d /dev/shm/switchboard-repo.XXXXXX)" && mount --bind "$repo" "$keep" ;;
+esac
 mount -o remount,bind,ro / 2>/dev/null || { mount --bind / / && mount -o remount,bind,ro /; }
 for m in $(findmnt -rn -o TARGET | grep -E '^/(work|root|home|srv|opt|usr|var)(/|$)' | sort -u); do
   mount -o remount,bind,ro "$m" 2>/dev/null || true
 done
 mount -t tmpfs -o size=256m tmpfs /tmp
+if [ -n "$keep" ]; then
+  mkdir -p "$repo" && mount --bind "$keep" "$repo" && mount -o remount,bind,ro "$repo" || exit 96
+  umount "$keep" && rmdir "$keep"
+  cd "$PWD" || exit 96
+fi
 touch /probe-read-only 2>/dev/null && { echo 'root filesystem still writable' >&2; exit 97; }
 exec "$@"`;
 
@@ -147,7 +159,7 @@ async function start(name, spec) {
   const args = [...(nodeFlags[name] ?? []), spec.entry ?? 'dist/main.js'];
   const child = spawn(
     'unshare',
-    ['-m', '--propagation', 'private', 'sh', '-c', READ_ONLY, 'sh', 'node', ...args],
+    ['-m', '--propagation', 'private', 'sh', '-c', READ_ONLY, 'sh', root, 'node', ...args],
     {
       cwd: join(root, 'apps', spec.app),
       env,
