@@ -19,6 +19,12 @@ export const envSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   /** Shared by the service (which starts workflows) and worker.ts (which runs them); both must agree. */
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchboard-syncs'),
+  /**
+   * Longest one schedule operation (a few Temporal calls) may take before the request is answered 503
+   * `service_unavailable`. Below the gateway's NATS request timeout (10 s), so the caller gets our answer
+   * rather than the gateway's; a Temporal briefly slow under load still answers in time.
+   */
+  TEMPORAL_CALL_DEADLINE_MS: z.coerce.number().int().min(500).max(60_000).default(8_000),
   /** Longest a synchronous action may run (the runtime's wall-time limit for it), in ms. */
   SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(900_000),
   ...envFragments.onEvent,

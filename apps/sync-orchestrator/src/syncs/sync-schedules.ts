@@ -11,9 +11,6 @@ import { syncTriggerSignal, syncTriggerWorkflowIdOf, syncWorkflow } from '../wor
 /** The Temporal schedule of one sync (connection, function, variant), named after the sync row's id. */
 export const scheduleIdOf = (syncId: string) => `sync-${syncId}`;
 
-/** How long one schedule operation (a few Temporal calls) may take before Temporal counts as unavailable. */
-export const TEMPORAL_CALL_DEADLINE_MS = 5_000;
-
 /** What the status route needs from a schedule; null when the schedule is gone. */
 export interface ScheduleState {
   paused: boolean;
@@ -39,7 +36,8 @@ export class SyncSchedules {
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
-    private readonly deadlineMs = TEMPORAL_CALL_DEADLINE_MS,
+    /** How long one operation may take before Temporal counts as unavailable (`TEMPORAL_CALL_DEADLINE_MS`). */
+    private readonly deadlineMs: number,
   ) {}
 
   /**

@@ -58,7 +58,7 @@ export class SyncsService {
     private readonly client: Client,
     @Inject(ORCHESTRATOR_ENV) env: OrchestratorEnv,
   ) {
-    this.schedules = new SyncSchedules(client, env.TEMPORAL_TASK_QUEUE);
+    this.schedules = new SyncSchedules(client, env.TEMPORAL_TASK_QUEUE, env.TEMPORAL_CALL_DEADLINE_MS);
   }
 
   // ---- lifecycle: deploy, connections ------------------------------------------------------------
