@@ -116,6 +116,11 @@ export const envFragments = {
       .min(1024 * 1024)
       .default(1024 ** 3),
     SWITCHBOARD_STREAM_DISCARD: z.enum(['old', 'new']).default('old'),
+    /**
+     * Copies JetStream keeps of each stream (`num_replicas`): 1 on a single NATS server, 3 on a NATS
+     * cluster so that an event survives the loss of a server. A single server refuses more than 1.
+     */
+    SWITCHBOARD_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   },
   /**
    * The longest on-event scripts that someone waits for (validate-connection while an end user connects or

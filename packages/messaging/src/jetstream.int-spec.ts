@@ -46,6 +46,17 @@ describe('ensureStream', () => {
     expect(updated.state.last_seq).toBe(64);
   });
 
+  it('keeps the configured number of copies, and names the variable when a single server cannot keep more', async () => {
+    await ensureStream(nc, spec, { maxBytes: 64 * 1024, discard: 'old', replicas: 1 });
+    const jsm = await nc.jetstreamManager();
+    expect((await jsm.streams.info(spec.name)).config.num_replicas).toBe(1);
+    // The test server is not clustered: three copies cannot be kept, and the stream is left as it was.
+    await expect(
+      ensureStream(nc, spec, { maxBytes: 64 * 1024, discard: 'old', replicas: 3 }),
+    ).rejects.toThrow(/SWITCHBOARD_STREAM_REPLICAS/);
+    expect((await jsm.streams.info(spec.name)).config.num_replicas).toBe(1);
+  });
+
   it('names the variable to lower when the server cannot reserve the budget', async () => {
     await expect(ensureStream(nc, spec, { maxBytes: 2 ** 52, discard: 'old' })).rejects.toThrow(
       /SWITCHBOARD_STREAM_MAX_BYTES/,

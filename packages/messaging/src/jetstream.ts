@@ -37,10 +37,25 @@ export function eventTraceContext(headers: MsgHdrs | undefined): Context {
 export interface StreamBudget {
   maxBytes: number;
   discard: 'old' | 'new';
+  /** Copies kept on a NATS cluster (`num_replicas`, `SWITCHBOARD_STREAM_REPLICAS`); 1 when absent. */
+  replicas?: number;
 }
 
-/** What each stream holds unless configured otherwise (`SWITCHBOARD_STREAM_MAX_BYTES`, `_DISCARD`). */
-export const DEFAULT_STREAM_BUDGET: StreamBudget = { maxBytes: 1024 ** 3, discard: 'old' };
+/** What each stream holds unless configured otherwise (`SWITCHBOARD_STREAM_MAX_BYTES`, `_DISCARD`, `_REPLICAS`). */
+export const DEFAULT_STREAM_BUDGET: StreamBudget = { maxBytes: 1024 ** 3, discard: 'old', replicas: 1 };
+
+/** The stream settings of a service's configuration (every service sharing a stream must agree). */
+export function streamBudgetOf(env: {
+  SWITCHBOARD_STREAM_MAX_BYTES: number;
+  SWITCHBOARD_STREAM_DISCARD: 'old' | 'new';
+  SWITCHBOARD_STREAM_REPLICAS: number;
+}): StreamBudget {
+  return {
+    maxBytes: env.SWITCHBOARD_STREAM_MAX_BYTES,
+    discard: env.SWITCHBOARD_STREAM_DISCARD,
+    replicas: env.SWITCHBOARD_STREAM_REPLICAS,
+  };
+}
 
 export interface StreamSpec {
   name: string;
@@ -55,7 +70,7 @@ const NANOS = 1_000_000_000;
 
 /**
  * Creates a file-backed, limits-retention stream if it is missing and brings an existing one's byte budget
- * in line with the configuration (idempotent; every publisher and consumer calls it at boot, so services
+ * and replica count in line with the configuration (idempotent; every publisher and consumer calls it at boot, so services
  * start in any order). Every service sharing a stream must be given the same budget, or each boot moves it.
  */
 export async function ensureStream(
@@ -65,6 +80,7 @@ export async function ensureStream(
 ): Promise<void> {
   const jsm = await nc.jetstreamManager();
   const discard = budget.discard === 'old' ? DiscardPolicy.Old : DiscardPolicy.New;
+  const replicas = budget.replicas ?? 1;
   let existing;
   try {
     existing = await jsm.streams.info(spec.name);
@@ -79,6 +95,7 @@ export async function ensureStream(
         duplicate_window: spec.duplicateWindowSeconds * NANOS,
         max_bytes: budget.maxBytes,
         discard,
+        num_replicas: replicas,
       });
       return;
     } catch (error) {
@@ -87,22 +104,35 @@ export async function ensureStream(
       existing = await jsm.streams.info(spec.name);
     }
   }
-  if (existing.config.max_bytes !== budget.maxBytes || existing.config.discard !== discard) {
-    await jsm.streams.update(spec.name, { max_bytes: budget.maxBytes, discard }).catch((error: unknown) => {
-      throw budgetError(spec.name, budget, error);
-    });
+  if (
+    existing.config.max_bytes !== budget.maxBytes ||
+    existing.config.discard !== discard ||
+    existing.config.num_replicas !== replicas
+  ) {
+    await jsm.streams
+      .update(spec.name, { max_bytes: budget.maxBytes, discard, num_replicas: replicas })
+      .catch((error: unknown) => {
+        throw budgetError(spec.name, budget, error);
+      });
   }
 }
 
-/** JetStream reserves `max_bytes` on disk: say which variable to lower when the server cannot. */
+/** Say which variable to change when the server cannot reserve the bytes or keep the copies asked for. */
 function budgetError(stream: string, budget: StreamBudget, error: unknown): Error {
   const message = (error as Error).message;
-  return /insufficient/i.test(message)
-    ? new Error(
-        `JetStream cannot reserve ${budget.maxBytes} bytes for stream ${stream} (${message}); ` +
-          'lower SWITCHBOARD_STREAM_MAX_BYTES or give the NATS server more storage',
-      )
-    : (error as Error);
+  if (/insufficient/i.test(message)) {
+    return new Error(
+      `JetStream cannot reserve ${budget.maxBytes} bytes for stream ${stream} (${message}); ` +
+        'lower SWITCHBOARD_STREAM_MAX_BYTES or give the NATS server more storage',
+    );
+  }
+  if (/replicas|clustered/i.test(message)) {
+    return new Error(
+      `JetStream cannot keep ${budget.replicas ?? 1} copies of stream ${stream} (${message}); ` +
+        'SWITCHBOARD_STREAM_REPLICAS must not exceed the servers of the NATS cluster (1 without a cluster)',
+    );
+  }
+  return error as Error;
 }
 
 /** The event stream: a week to recover from any outage, ten minutes of publish de-duplication. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { VaultDb } from '@switchboard/db';
-import { ensureEventStream, NATS_CONNECTION, publishEvent } from '@switchboard/messaging';
+import { ensureEventStream, streamBudgetOf, NATS_CONNECTION, publishEvent } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import { VAULT_ENV, type VaultEnv } from '../config/env';
 import { VAULT_DB } from '../database/database.module';
@@ -79,10 +79,7 @@ export class OutboxPublisher implements OnModuleInit, OnApplicationShutdown {
     payload: unknown;
   }): Promise<boolean> {
     try {
-      this.streamReady ??= ensureEventStream(this.nc, {
-        maxBytes: this.env.SWITCHBOARD_STREAM_MAX_BYTES,
-        discard: this.env.SWITCHBOARD_STREAM_DISCARD,
-      }).catch((error: unknown) => {
+      this.streamReady ??= ensureEventStream(this.nc, streamBudgetOf(this.env)).catch((error: unknown) => {
         this.streamReady = undefined;
         throw error;
       });

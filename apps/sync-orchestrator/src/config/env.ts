@@ -5,6 +5,8 @@ export const envSchema = z.object({
   PORT: envFragments.port(3014),
   ...envFragments.nats,
   ...envFragments.database,
+  /** The event stream's budget and copies: the same values as the vault's and the relay's. */
+  ...envFragments.streams,
   ...envFragments.logging,
   /** The records store seals record payloads with these keys (the same keyring as the vault's). */
   ...envFragments.masterKeys,

@@ -5,7 +5,7 @@ import {
   MESSAGE_JSON_MAX_DEPTH,
   SwitchboardError,
 } from '@switchboard/contracts';
-import { ensureDurableConsumer, ensureEventStream } from '@switchboard/messaging';
+import { ensureDurableConsumer, ensureEventStream, type StreamBudget } from '@switchboard/messaging';
 import type { ConsumerMessages, NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { recordDeadLetter } from '../metrics';
@@ -39,8 +39,10 @@ export async function consumeDurably<S extends z.ZodType>(
   nc: NatsConnection,
   spec: DurableConsumerSpec<S>,
   logger: Logger,
+  /** The event stream's settings (`streamBudgetOf(env)`), so that a boot leaves them as configured. */
+  budget: StreamBudget,
 ): Promise<ConsumerMessages> {
-  await ensureEventStream(nc);
+  await ensureEventStream(nc, budget);
   const consumer = await ensureDurableConsumer(nc, {
     stream: EVENT_STREAM.name,
     durable: spec.durable,

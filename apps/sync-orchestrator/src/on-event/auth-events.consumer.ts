@@ -12,9 +12,10 @@ import {
   EVENT_SUBJECTS,
   integrationEventSchema,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION } from '@switchboard/messaging';
+import { NATS_CONNECTION, streamBudgetOf } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
 import type { ConsumerMessages, NatsConnection } from 'nats';
+import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { consumeDurably } from '../events/durable-consumer';
 import { SyncsService } from '../syncs/syncs.service';
 import { OnEventService } from './on-event.service';
@@ -44,6 +45,7 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
     private readonly onEvents: OnEventService,
     private readonly syncs: SyncsService,
     private readonly health: HealthRegistry,
+    @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -74,6 +76,7 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
           },
         },
         this.logger,
+        streamBudgetOf(this.env),
       ),
     );
     this.consumers.push(
@@ -91,6 +94,7 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
           },
         },
         this.logger,
+        streamBudgetOf(this.env),
       ),
     );
     this.consumers.push(
@@ -111,6 +115,7 @@ export class AuthEventsConsumer implements OnApplicationBootstrap, OnApplication
           },
         },
         this.logger,
+        streamBudgetOf(this.env),
       ),
     );
     this.ready = true;

@@ -6,9 +6,10 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { EVENT_CONSUMERS, EVENT_SUBJECTS, syncWebhookEventSchema } from '@switchboard/contracts';
-import { NATS_CONNECTION } from '@switchboard/messaging';
+import { NATS_CONNECTION, streamBudgetOf } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
 import type { ConsumerMessages, NatsConnection } from 'nats';
+import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { consumeDurably } from '../events/durable-consumer';
 import { SyncWebhooksService } from './sync-webhooks.service';
 
@@ -29,6 +30,7 @@ export class SyncWebhooksConsumer implements OnApplicationBootstrap, OnApplicati
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     private readonly webhooks: SyncWebhooksService,
     private readonly health: HealthRegistry,
+    @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -50,6 +52,7 @@ export class SyncWebhooksConsumer implements OnApplicationBootstrap, OnApplicati
         },
       },
       this.logger,
+      streamBudgetOf(this.env),
     );
     this.ready = true;
   }

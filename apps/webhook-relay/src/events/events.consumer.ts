@@ -24,6 +24,7 @@ import { CryptoError } from '@switchboard/crypto';
 import {
   ensureDurableConsumer,
   ensureEventStream,
+  streamBudgetOf,
   eventTraceContext,
   NATS_CONNECTION,
 } from '@switchboard/messaging';
@@ -89,10 +90,7 @@ export class EventsConsumer
       check: async () =>
         this.ready ? { ok: true } : { ok: false, detail: 'JetStream consumers not started' },
     });
-    await ensureEventStream(this.nc, {
-      maxBytes: this.env.SWITCHBOARD_STREAM_MAX_BYTES,
-      discard: this.env.SWITCHBOARD_STREAM_DISCARD,
-    });
+    await ensureEventStream(this.nc, streamBudgetOf(this.env));
     const subscriptions: Subscription<z.ZodType>[] = [
       this.subscription('auth', EVENT_CONSUMERS.relayAuth, EVENT_SUBJECTS.auth, authEventSchema, (e) =>
         this.planner.planAuth(e),
