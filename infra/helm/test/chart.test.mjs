@@ -211,7 +211,7 @@ describe('helm chart: services', () => {
         continue;
       }
       assert.equal(c.livenessProbe?.httpGet?.path, '/health', `${component(d)} liveness`);
-      assert.equal(c.readinessProbe?.httpGet?.path, '/ready', `${component(d)} readiness`);
+      assert.equal(c.readinessProbe?.httpGet?.path, '/ready?scope=self', `${component(d)} readiness`);
       assert.equal(c.startupProbe?.httpGet?.path, '/health', `${component(d)} startup`);
       const sleep = Number(c.lifecycle?.preStop?.exec?.command?.[1]);
       assert.ok(sleep > 0, `${component(d)}: no preStop pause`);

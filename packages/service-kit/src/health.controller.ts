@@ -23,8 +23,9 @@ export interface ServiceIdentity {
 export async function buildReport(
   identity: ServiceIdentity,
   registry: HealthRegistry,
+  selfOnly = false,
 ): Promise<HealthReport> {
-  const checks = await registry.run();
+  const checks = await registry.run(selfOnly ? (c) => !c.peer : undefined);
   return {
     service: identity.name,
     status: checks.every((c) => c.ok) ? 'ready' : 'not_ready',
@@ -43,7 +44,10 @@ export const PublicRoute = () => RouteConfig({ access: { public: true } });
 /** Open without credentials, but a key, when presented and valid, is recognised (see READINESS_VIEWER). */
 export const PublicRouteWithOptionalKey = () => RouteConfig({ access: { public: true, optionalKey: true } });
 
-/** `GET /health`: alive and connected to NATS. `GET /ready`: every registered dependency answers. */
+/**
+ * `GET /health`: alive and connected to NATS. `GET /ready`: every registered dependency answers;
+ * `GET /ready?scope=self`: every dependency of this process, without the other services it lists.
+ */
 @Controller()
 export class HealthController {
   constructor(
@@ -63,7 +67,8 @@ export class HealthController {
   @Get('ready')
   @PublicRouteWithOptionalKey()
   async ready(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const report = await buildReport(this.identity, this.registry);
+    const scope = (request.query as Record<string, unknown> | undefined)?.['scope'];
+    const report = await buildReport(this.identity, this.registry, scope === 'self');
     const code = report.status === 'ready' ? 200 : 503;
     const viewer = (request as unknown as Record<string, unknown>)[READINESS_VIEWER] === true;
     // The checks name every service, version and failing dependency: not for anonymous callers of an edge.

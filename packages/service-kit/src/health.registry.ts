@@ -9,6 +9,12 @@ export interface HealthCheck {
   name: string;
   /** Readiness-only checks do not make the liveness endpoint fail. */
   readinessOnly?: boolean;
+  /**
+   * A check of another service (the gateway lists every service): `GET /ready?scope=self` leaves it out,
+   * so an orchestrator's readiness probe does not take every replica of this one out of rotation when a
+   * service behind it is down (its routes answer 503 instead; the others keep working).
+   */
+  peer?: boolean;
   check(): Promise<HealthCheckResult>;
 }
 

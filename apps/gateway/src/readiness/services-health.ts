@@ -7,7 +7,8 @@ import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 /**
  * The gateway's readiness view lists every service, as each one reports itself over NATS. With the
  * proxy embedded, the proxy service is not on the gateway's path, so it is left out: the gateway is
- * ready (and serves /proxy) without it.
+ * ready (and serves /proxy) without it. These checks are peers: `GET /ready?scope=self` (the chart's
+ * readiness probe) leaves them out, so one service down does not take the whole API out of rotation.
  */
 @Injectable()
 export class ServicesHealth implements OnModuleInit {
@@ -26,6 +27,7 @@ export class ServicesHealth implements OnModuleInit {
       this.registry.register({
         name: service,
         readinessOnly: true,
+        peer: true,
         check: async () => {
           const report = await this.nats.request<HealthReport>(
             healthSubject(service),
