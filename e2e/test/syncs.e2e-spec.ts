@@ -811,11 +811,12 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
   it('runs of one sync never overlap: a scheduled start during a triggered run is skipped, triggers meanwhile make one more run, a terminated run holds nothing', async () => {
     const [item] = await status(CONN_B);
     const triggered = temporal.workflow.getHandle(`sync-${item!.id}-trigger`);
-    provider.pageSize = 100;
     const total = provider.contacts.length;
-    const oneRun = Array.from({ length: Math.ceil(total / 100) }, (_, i) => String(i * 100));
+    const oneRun = Array.from({ length: Math.ceil(total / provider.pageSize) }, (_, i) =>
+      String(i * provider.pageSize),
+    );
     // The run in progress waits for its third page until the test lets it go.
-    let held = provider.hold('200');
+    let held = provider.hold(oneRun[2]!);
     try {
       const from = provider.pages.length;
       await nango.triggerSync(KEY, [SYNC], CONN_B);
@@ -849,7 +850,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       });
 
       // A run whose workflow is terminated (not cancelled: it cannot close its run) holds nothing.
-      held = provider.hold('200');
+      held = provider.hold(oneRun[2]!);
       await nango.triggerSync(KEY, [SYNC], CONN_B);
       await held.requested;
       await triggered.terminate('the e2e test terminates it');
@@ -881,14 +882,12 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       expect(provider.pages.slice(released)).toEqual([]);
     } finally {
       held.release();
-      provider.pageSize = 500;
     }
   });
 
   it('a full resync cancels a scheduled run in progress first, then runs', async () => {
     const [item] = await status(CONN_B);
-    provider.pageSize = 100;
-    const held = provider.hold('200');
+    const held = provider.hold(String(2 * provider.pageSize));
     try {
       // A scheduled run in progress (the schedule fired here by hand), waiting for its third page.
       const firedAt = Date.now();
@@ -914,7 +913,6 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       });
     } finally {
       held.release();
-      provider.pageSize = 500;
     }
   });
 
