@@ -50,6 +50,7 @@ describe('recorded workflow histories replayed against the current workflows', (
     expect(fixtures).toEqual(
       expect.arrayContaining([
         'async-action-retried.json',
+        'e2e-async-action-retried.json',
         'e2e-full-resync-cancelled-scheduled-run.json',
         'e2e-full-resync-trigger.json',
         'e2e-scheduled-run-checkpointed.json',
