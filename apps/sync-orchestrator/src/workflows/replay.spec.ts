@@ -37,16 +37,17 @@ async function replayAll(bundle: WorkflowBundle, histories: [name: string, histo
   return results;
 }
 
-let current: Promise<WorkflowBundle>;
+let current: WorkflowBundle;
 
-beforeAll(() => {
+beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  current = bundleWorkflows(require.resolve('./index'));
+  current = await bundleWorkflows(require.resolve('./index'));
 });
 
 describe('recorded workflow histories replayed against the current workflows', () => {
   it('holds a history of each protocol path', () => {
-    // More may sit beside them: histories of a workflow's versions before a patch, or exported from a deployment.
+    // More may sit beside them: histories of a workflow's versions before a patch, or exported from a
+    // deployment.
     expect(fixtures).toEqual(
       expect.arrayContaining([
         'async-action-retried.json',
@@ -71,7 +72,7 @@ describe('recorded workflow histories replayed against the current workflows', (
 
   it('replays every one of them without a nondeterminism', async () => {
     const replayed = await replayAll(
-      await current,
+      current,
       fixtures.map((name) => [name, historyOf(name)]),
     );
     expect(replayed).toEqual(fixtures.map((history) => ({ history })));
@@ -86,7 +87,7 @@ describe('recorded workflow histories replayed against the current workflows', (
     const first = history.events.find((e) => e.activityTaskScheduledEventAttributes);
     expect(first?.activityTaskScheduledEventAttributes?.activityType.name).toBe('beginSyncRun');
     first!.activityTaskScheduledEventAttributes!.activityType.name = 'syncResetPending';
-    const [result] = await replayAll(await current, [['scheduled-run.json', history]]);
+    const [result] = await replayAll(current, [['scheduled-run.json', history]]);
     expect(result).toEqual({
       history: 'scheduled-run.json',
       error: expect.stringMatching(/^DeterminismViolationError: .*'syncResetPending'.*'beginSyncRun'/),
