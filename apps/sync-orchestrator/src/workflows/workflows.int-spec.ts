@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { temporalCliBinary } from '@switchboard/testing';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
@@ -105,6 +106,13 @@ async function startWorkflowWorld(bundle: WorkflowBundle, extraArgs: string[] = 
 }
 
 type World = Awaited<ReturnType<typeof startWorkflowWorld>>;
+
+/** What the latest execution of a workflow was started with (a continued one: what its predecessor carried). */
+const inputOf = async (handle: WorkflowHandle): Promise<unknown> => {
+  const { events } = await handle.fetchHistory();
+  const payload = events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
+};
 
 const expectCancelled = async (handle: WorkflowHandle) => {
   await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
@@ -345,6 +353,12 @@ describe('syncWorkflow on a server that suggests continue-as-new early', () => {
     ).toBe('CONTINUED_AS_NEW');
     const latest = await handle.describe();
     expect(latest.runId).not.toBe(first.runId);
+    expect(await inputOf(handle)).toEqual({
+      syncId: sync.id,
+      triggered: true,
+      pendingTriggers: 1,
+      pendingReset: false,
+    });
     // Each trigger ran once: one run before the continuation, one after it.
     expect(sync.log).toEqual([
       'begin 1',
@@ -356,5 +370,33 @@ describe('syncWorkflow on a server that suggests continue-as-new early', () => {
     ]);
     await record('triggered-continue-as-new', handle, first.runId);
     await record('triggered-continued', handle, latest.runId);
+  });
+
+  it('a full resync that came before a continue-as-new is run by the continued workflow', async () => {
+    const sync = world.newSync();
+    sync.holdScripts = true;
+    await world.schedules.trigger(sync.id, false);
+    await until(() => sync.scriptsWaiting === 1, 'the first run is under way');
+    const first = await world.triggered(sync).describe();
+    sync.holdScripts = false;
+    await world.fullResync(sync);
+    const handle = world.triggered(sync);
+    expect(await handle.result()).toBe('succeeded');
+    expect((await handle.describe()).runId).not.toBe(first.runId);
+    // The continued workflow knows a full resync is pending: it would cancel a run holding the sync first.
+    expect(await inputOf(handle)).toEqual({
+      syncId: sync.id,
+      triggered: true,
+      pendingTriggers: 1,
+      pendingReset: true,
+    });
+    expect(sync.log).toEqual([
+      'begin 1',
+      'script 1#1',
+      'finish 1 cancelled',
+      'begin 2 reset',
+      'script 2#1',
+      'finish 2 succeeded',
+    ]);
   });
 });
