@@ -62,7 +62,8 @@ describe('sync-orchestrator on Temporal', () => {
 
   it("builds a worker from the service's workflows that polls its task queue", async () => {
     // What `worker.ts` does with the build's bundle: `workflows/` bundled for the sandbox (a forbidden
-    // import fails here) and a worker polling TEMPORAL_TASK_QUEUE. Temporal itself then lists it among the queue's pollers.
+    // import fails here) and a worker polling TEMPORAL_TASK_QUEUE, which Temporal then lists among the
+    // queue's pollers.
     const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowBundle });
     const identities = await worker.runUntil(async () => {
       for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
