@@ -24,6 +24,8 @@ node "$ROOT/scripts/lib/nats-config.mjs" --out "$TEST_DIR/nats.conf" --no-auth-u
 "$(nats_server_bin)" -c "$TEST_DIR/nats.conf" -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$TEST_DIR/nats" -l "$TEST_DIR/nats.log" &
 PIDS+=($!)
 TEMPORAL_PORT="$(free_port)"
+# The workflow tests start dev servers of their own (with a dynamic config) from the same build.
+export TEMPORAL_CLI_BIN="$TEMPORAL_BIN"
 "$TEMPORAL_BIN" server start-dev --headless --ip 127.0.0.1 --port "$TEMPORAL_PORT" --log-level error >"$TEST_DIR/temporal.log" 2>&1 &
 PIDS+=($!)
 

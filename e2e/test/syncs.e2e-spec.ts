@@ -142,15 +142,6 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
   const schedule = (syncId: string) => temporal.schedule.getHandle(`sync-${syncId}`).describe();
 
-  /** Waits until the provider served `count` pages since `from` (a run is under way). */
-  const waitForPages = async (from: number, count: number) => {
-    const deadline = Date.now() + 30_000;
-    while (provider.pages.length - from < count) {
-      if (Date.now() > deadline) throw new Error('the run never started');
-      await sleep(50);
-    }
-  };
-
   /** Waits until no page was asked for during a second (no run is fetching). */
   const waitForQuiet = async () => {
     const deadline = Date.now() + 30_000;
@@ -814,18 +805,22 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     );
   });
 
+  // The workflow protocol behind these two tests (BUFFER_ONE, SKIP, a full resync cancelling the holder,
+  // continue-as-new, cancellation) is tested on its own in apps/sync-orchestrator/src/workflows/
+  // workflows.int-spec.ts; here a held provider page keeps a run in progress, so no run is slowed down.
   it('runs of one sync never overlap: a scheduled start during a triggered run is skipped, triggers meanwhile make one more run, a terminated run holds nothing', async () => {
     const [item] = await status(CONN_B);
     const triggered = temporal.workflow.getHandle(`sync-${item!.id}-trigger`);
-    // Slow pages of 100: a run takes some 5 s.
-    provider.pageSize = 100;
-    provider.pageDelayMs = 150;
     const total = provider.contacts.length;
-    const oneRun = Array.from({ length: Math.ceil(total / 100) }, (_, i) => String(i * 100));
+    const oneRun = Array.from({ length: Math.ceil(total / provider.pageSize) }, (_, i) =>
+      String(i * provider.pageSize),
+    );
+    // The run in progress waits for its third page until the test lets it go.
+    let held = provider.hold(oneRun[2]!);
     try {
       const from = provider.pages.length;
       await nango.triggerSync(KEY, [SYNC], CONN_B);
-      await waitForPages(from, 3);
+      await held.requested;
 
       // The schedule comes due meanwhile (fired here by hand): its run is skipped, not run beside this one.
       const firedAt = Date.now();
@@ -844,6 +839,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       // Two more triggers while it runs: one more run after it (Temporal's BUFFER_ONE), never beside it.
       await nango.triggerSync(KEY, [SYNC], CONN_B);
       await nango.triggerSync(KEY, [SYNC], CONN_B);
+      held.release();
       expect(await triggered.result()).toBe('succeeded');
       expect(provider.pages.slice(from).map((p) => p.cursor)).toEqual([...oneRun, ...oneRun]);
       const ran = (await status(CONN_B))[0]!;
@@ -854,15 +850,13 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       });
 
       // A run whose workflow is terminated (not cancelled: it cannot close its run) holds nothing.
-      const again = provider.pages.length;
+      held = provider.hold(oneRun[2]!);
       await nango.triggerSync(KEY, [SYNC], CONN_B);
-      await waitForPages(again, 3);
+      await held.requested;
       await triggered.terminate('the e2e test terminates it');
-      // Its activity hears it on its next heartbeat and has functions-runtime stop the script, which
-      // leaves the checkpoint it had saved, short of the end.
-      await waitForQuiet();
       const stopped = (await status(CONN_B))[0]!;
-      // Its run could not close itself, yet it is not shown as still running.
+      // Its run could not close itself, yet it is not shown as still running; it left the checkpoint of
+      // the pages it saved, short of the end.
       expect(stopped).toMatchObject({ status: 'ERROR', latestExecutionStatus: 'STOPPED' });
       const left = stopped.checkpoint as { cursor: string } | null;
       expect(left).toEqual({ cursor: expect.any(String) });
@@ -880,23 +874,26 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       expect(provider.pages.slice(next).map((p) => p.cursor)).toEqual(
         oneRun.slice(oneRun.indexOf(left!.cursor)),
       );
+      // The terminated run's script was stopped (its activity heard of the termination, or its lease ran
+      // out; a late write of it would be refused): given its page now, it asks for no more.
+      const released = provider.pages.length;
+      held.release();
+      await sleep(3000);
+      expect(provider.pages.slice(released)).toEqual([]);
     } finally {
-      provider.pageSize = 500;
-      provider.pageDelayMs = 0;
+      held.release();
     }
   });
 
   it('a full resync cancels a scheduled run in progress first, then runs', async () => {
     const [item] = await status(CONN_B);
-    provider.pageSize = 100;
-    provider.pageDelayMs = 150;
+    const held = provider.hold(String(2 * provider.pageSize));
     try {
-      // A scheduled run in progress (the schedule fired here by hand).
-      const from = provider.pages.length;
+      // A scheduled run in progress (the schedule fired here by hand), waiting for its third page.
       const firedAt = Date.now();
       const scheduleHandle = temporal.schedule.getHandle(`sync-${item!.id}`);
       await scheduleHandle.trigger();
-      await waitForPages(from, 3);
+      await held.requested;
       const scheduledId = (await scheduleHandle.describe()).info.recentActions.find(
         (a) => a.takenAt.getTime() >= firedAt - 1000,
       )?.action.workflow.workflowId;
@@ -906,16 +903,16 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       const scheduled = temporal.workflow.getHandle(scheduledId!);
       await scheduled.result().catch(() => undefined);
       expect((await scheduled.describe()).status.name).toBe('CANCELLED');
-      provider.pageDelayMs = 0;
       // The full resync ran once the cancelled run was closed.
       expect(await temporal.workflow.getHandle(`sync-${item!.id}-trigger`).result()).toBe('succeeded');
       expect((await status(CONN_B))[0]).toMatchObject({
         status: 'SUCCESS',
         latestExecutionStatus: 'SUCCESS',
+        recordCount: { Contact: provider.contacts.length },
+        checkpoint: null,
       });
     } finally {
-      provider.pageSize = 500;
-      provider.pageDelayMs = 0;
+      held.release();
     }
   });
 

@@ -1,4 +1,5 @@
 import './tracing';
+import { existsSync } from 'node:fs';
 import { stopTracing } from '@switchboard/observability';
 import {
   DefaultLogger,
@@ -18,15 +19,23 @@ import { InvocationRunner } from './actions/invocation-runner';
 import { loadEnv, type OrchestratorEnv } from './config/env';
 import { clientInterceptors, workerTracing } from './temporal/tracing';
 import { RecordsStore } from './records/records.store';
+import { workflowBundlePath } from './temporal/workflow-bundle';
 import { SyncRunner } from './syncs/sync-runner';
 
 /**
  * The Temporal worker: a process of its own (`node dist/worker.js`) beside the service (`dist/main.js`),
  * so workflow replay and activity load never compete with NATS request handling, and each scales on its
- * own. It polls TEMPORAL_TASK_QUEUE, runs `workflows/` in Temporal's sandbox and `activities/` natively.
+ * own. It polls TEMPORAL_TASK_QUEUE, runs `workflows/` in Temporal's sandbox (from the bundle the build
+ * made, dist/workflow-bundle.js) and `activities/` natively.
  */
 async function main(): Promise<void> {
   const env = loadEnv();
+  const bundlePath = workflowBundlePath(__dirname);
+  if (!existsSync(bundlePath)) {
+    throw new Error(
+      `${bundlePath} is missing: build the orchestrator (pnpm build) before starting its worker`,
+    );
+  }
   // Our own signal handling (below) instead of the Runtime's, so a signal during start-up stops cleanly too.
   Runtime.install({ logger: workerLogger(env), shutdownSignals: [] });
   const log = Runtime.instance().logger;
@@ -71,8 +80,8 @@ async function main(): Promise<void> {
       connection,
       namespace: env.TEMPORAL_NAMESPACE,
       taskQueue: env.TEMPORAL_TASK_QUEUE,
-      // From dist/ this is dist/workflows/index.js; the SDK bundles it (and only it) for the sandbox.
-      workflowsPath: require.resolve('./workflows'),
+      // Bundled by the build (src/bundle-workflows.ts), with the workflow interceptors of tracing.
+      workflowBundle: { codePath: bundlePath },
       activities: {
         ...createActionActivities({ runner: new InvocationRunner(db, nats, nc), nc }),
         ...createSyncActivities(syncRunner),
@@ -81,7 +90,7 @@ async function main(): Promise<void> {
       ...workerTracing(),
     });
     // run() marks the worker RUNNING synchronously; a worker created but never run would keep the
-    // process alive, so one that a signal caught while bundling is run and stopped at once.
+    // process alive, so one that a signal caught while starting is run and stopped at once.
     const running = worker.run(); // resolves once shutdown() was called and in-flight tasks are done
     if (stopping.signal.aborted) worker.shutdown();
     else

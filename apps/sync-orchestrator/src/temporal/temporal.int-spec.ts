@@ -6,17 +6,11 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { MasterKeyring } from '@switchboard/crypto';
 import { testInfrastructure } from '@switchboard/testing';
 import { Client, Connection } from '@temporalio/client';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  NativeConnection,
-  Runtime,
-  Worker,
-  type WorkflowBundle,
-} from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { AppModule } from '../app.module';
 import { envSchema } from '../config/env';
 import { TemporalHealthCheck } from './temporal.health';
+import { bundleWorkflows } from './workflow-bundle';
 
 jest.setTimeout(30_000);
 
@@ -35,12 +29,9 @@ describe('sync-orchestrator on Temporal', () => {
     const infra = await testInfrastructure();
     temporalAddress = infra.temporalAddress;
     Runtime.install({ logger: new DefaultLogger('WARN') });
-    // Bundled once from the .ts source (the SDK's bundler compiles TypeScript), shared by every worker below.
+    // Bundled once from the .ts source as the build bundles dist/ (the SDK's bundler compiles TypeScript).
     [workflowBundle, nativeConnection, connection] = await Promise.all([
-      bundleWorkflowCode({
-        workflowsPath: require.resolve('../workflows'),
-        logger: new DefaultLogger('WARN'),
-      }),
+      bundleWorkflows(require.resolve('../workflows'), new DefaultLogger('WARN')),
       NativeConnection.connect({ address: temporalAddress }),
       Connection.connect({ address: temporalAddress }),
     ]);
@@ -70,8 +61,9 @@ describe('sync-orchestrator on Temporal', () => {
   });
 
   it("builds a worker from the service's workflows that polls its task queue", async () => {
-    // What `worker.ts` does: the SDK bundles `workflows/` for its sandbox (a forbidden import fails here)
-    // and the worker polls TEMPORAL_TASK_QUEUE. Temporal itself then lists it among the queue's pollers.
+    // What `worker.ts` does with the build's bundle: `workflows/` bundled for the sandbox (a forbidden
+    // import fails here) and a worker polling TEMPORAL_TASK_QUEUE, which Temporal then lists among the
+    // queue's pollers.
     const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowBundle });
     const identities = await worker.runUntil(async () => {
       for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {

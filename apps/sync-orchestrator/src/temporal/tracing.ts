@@ -21,14 +21,21 @@ export function clientInterceptors(): ClientInterceptors {
   return { workflow: [new OpenTelemetryWorkflowClientInterceptor()] };
 }
 
+/**
+ * The SDK's workflow interceptors (inbound, outbound, internals), bundled into the sandbox with the
+ * workflows (`workflow-bundle.ts`): a worker given a prebuilt bundle cannot add any.
+ */
+export const WORKFLOW_INTERCEPTOR_MODULES = [
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+];
+
+/** The worker's side of tracing: activity interceptors and the sink the sandbox's spans come out of. */
 export function workerTracing(): {
   interceptors: WorkerInterceptors;
   sinks: InjectedSinks<OpenTelemetrySinks>;
 } {
   return {
     interceptors: {
-      // Bundled into the sandbox with the workflows (the package's own module: inbound, outbound, internals).
-      workflowModules: [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')],
       activity: [
         (ctx) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
