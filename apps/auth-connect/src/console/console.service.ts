@@ -74,7 +74,10 @@ export class ConsoleService {
   }
 
   async verify(tokenHash: string): Promise<VerifiedConsoleSession> {
-    const session = await this.db.consoleSession.findUnique({ where: { tokenHash }, include: { user: true } });
+    const session = await this.db.consoleSession.findUnique({
+      where: { tokenHash },
+      include: { user: true },
+    });
     if (!session) throw sessionRequired();
     const now = Date.now();
     if (session.expiresAt.getTime() <= now || session.lastSeenAt.getTime() + this.idleMs <= now) {
@@ -191,7 +194,10 @@ export class ConsoleService {
   private async keepAnAdmin(tx: Pick<AuthDb, 'consoleUser'>, accountId: number, id: string): Promise<void> {
     const others = await tx.consoleUser.count({ where: { accountId, role: 'admin', id: { not: id } } });
     if (others === 0) {
-      throw new AuthConnectError('conflict', "This is the account's last admin; make another user admin first");
+      throw new AuthConnectError(
+        'conflict',
+        "This is the account's last admin; make another user admin first",
+      );
     }
   }
 }

@@ -1,5 +1,17 @@
 import { createHash } from 'node:crypto';
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+  Req,
+  Res,
+} from '@nestjs/common';
 import {
   CONSOLE_ROLE_SCOPES,
   CONSOLE_SUBJECTS,
@@ -65,25 +77,28 @@ export class ConsoleAuthController {
 
   @Post('sign-in')
   @Public()
-  @HttpCode(200)
   async signIn(
     @Req() request: FastifyRequest,
-    @Res({ passthrough: true }) reply: FastifyReply,
+    @Res() reply: FastifyReply,
     @Body() body: unknown,
-  ): Promise<ConsoleMe | FastifyReply> {
+  ): Promise<FastifyReply> {
     // No login CSRF: another site cannot sign this browser in to an account of its choosing.
     const origin = request.headers.origin;
     if (origin !== undefined && origin !== this.ownOrigin) {
       return sendError(reply, 'csrf_token_invalid', 'Sign in from the console itself');
     }
     const { email, password } = parseBody(consoleSignInBodySchema, body);
-    const emailKey = createHash('sha256').update(email.trim().toLowerCase()).digest('hex');
-    const verdicts = [
-      await this.limiter.consume(`console-sign-in-ip:${request.ip}`, this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN),
-      await this.limiter.consume(`console-sign-in-email:${emailKey}`, this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_EMAIL_PER_MIN),
-    ];
-    const limited = verdicts.find((v) => v.limited);
-    if (limited) return this.tooMany(reply, limited);
+    // Every attempt counts against the address; only failures count against the email, so its owner
+    // is not locked out by signing in often, while guessing one account's password is.
+    const emailKey = `console-sign-in-email:${createHash('sha256').update(email.trim().toLowerCase()).digest('hex')}`;
+    const emailPoints = this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_EMAIL_PER_MIN;
+    const byAddress = await this.limiter.consume(
+      `console-sign-in-ip:${request.ip}`,
+      this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN,
+    );
+    if (byAddress.limited) return this.tooMany(reply, byAddress);
+    const byEmail = await this.limiter.exhausted(emailKey, emailPoints);
+    if (byEmail) return this.tooMany(reply, byEmail);
 
     // Session fixation: whatever cookie came along is never reused; its session, if any, ends here.
     const previous = readConsoleCookie(request.headers.cookie);
@@ -100,6 +115,7 @@ export class ConsoleAuthController {
       });
     } catch (error) {
       if (error instanceof SwitchboardError && error.code === 'invalid_credentials') {
+        await this.limiter.consume(emailKey, emailPoints);
         // 401 rather than the table's 400 for this code (a connection's credentials): these are a person's.
         return reply
           .status(401)
@@ -108,9 +124,12 @@ export class ConsoleAuthController {
       }
       throw error;
     }
-    reply.header('Set-Cookie', sessionCookie(token, Math.floor((session.expiresAt - Date.now()) / 1000)));
-    reply.header('Cache-Control', 'no-store');
-    return describe(session, token);
+    return reply
+      .status(200)
+      .header('Set-Cookie', sessionCookie(token, Math.floor((session.expiresAt - Date.now()) / 1000)))
+      .header('Cache-Control', 'no-store')
+      .type('application/json')
+      .send(describe(session, token));
   }
 
   @Get('me')
@@ -123,7 +142,10 @@ export class ConsoleAuthController {
   @Post('sign-out')
   @RequireConsoleSession()
   @HttpCode(204)
-  async signOut(@Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<void> {
+  async signOut(
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<void> {
     const token = readConsoleCookie(request.headers.cookie)!;
     await this.nats.request(CONSOLE_SUBJECTS.signOut, { tokenHash: consoleTokenHash(token) });
     reply.header('Set-Cookie', clearedSessionCookie());
