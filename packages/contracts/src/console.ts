@@ -121,3 +121,15 @@ export const consoleAuditRequestSchema = z.object({
   target: z.record(z.string(), z.string()),
 });
 export type ConsoleAuditRequest = z.infer<typeof consoleAuditRequestSchema>;
+
+/** What sign-in and `GET /console/api/me` answer: who is signed in and what the console may offer them. */
+export const consoleMeSchema = z
+  .object({
+    user: z.object({ id: z.string().uuid(), email: z.string(), role: consoleRoleSchema }),
+    /** Send it as `X-CSRF-Token` on every write; the same for the session's life. */
+    csrf_token: z.string(),
+    environments: z.array(z.object({ name: z.string() })),
+    scopes: z.array(z.string()),
+  })
+  .meta({ id: 'ConsoleMe' });
+export type ConsoleMe = z.infer<typeof consoleMeSchema>;

@@ -21,7 +21,7 @@ import {
   SwitchboardError,
   updateConsoleUserBodySchema,
   type ConsoleActor,
-  type ConsoleRole,
+  type ConsoleMe,
   type ConsoleUser,
   type VerifiedConsoleSession,
 } from '@switchboard/contracts';
@@ -40,14 +40,6 @@ import {
   readConsoleCookie,
   sessionCookie,
 } from './console-auth.session';
-
-/** What sign-in and `GET /console/api/me` answer: who is signed in and what the console may offer them. */
-export interface ConsoleMe {
-  user: { id: string; email: string; role: ConsoleRole };
-  csrf_token: string;
-  environments: { name: string }[];
-  scopes: string[];
-}
 
 function describe(session: VerifiedConsoleSession, token: string): ConsoleMe {
   return {
