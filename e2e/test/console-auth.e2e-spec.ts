@@ -535,7 +535,11 @@ describe('console sign-in, sessions, roles and CSRF', () => {
       const second = await signIn(made.email, made.password);
       expect(second.me.user.role).toBe('developer');
 
-      expect((await as(admin, 'DELETE', `/console/api/users/${made.id}`)).status).toBe(204);
+      const deleted = await as(admin, 'DELETE', `/console/api/users/${made.id}`);
+      expect({ status: deleted.status, body: deleted.body }).toEqual({
+        status: 200,
+        body: expect.objectContaining({ id: made.id, email: made.email }),
+      });
       expectError(await as(second, 'GET', '/console/api/me'), 401, 'console_session_required');
       expect((await signInRaw(made.email, made.password)).status).toBe(401);
 

@@ -126,13 +126,13 @@ export class ConsoleService {
   }
 
   /** The user's sessions go with it (cascade); audit events keep its email. */
-  async deleteUser(actor: ConsoleActor, id: string): Promise<{ success: true }> {
+  async deleteUser(actor: ConsoleActor, id: string): Promise<ConsoleUser> {
     return this.db.$transaction(async (tx) => {
       await this.requireAdmin(actor, tx);
       const user = await this.lockedUser(tx, actor.accountId, id);
       if (user.role === 'admin') await this.keepAnAdmin(tx, actor.accountId, id);
       await tx.consoleUser.delete({ where: { id } });
-      return { success: true as const };
+      return toConsoleUser(user);
     });
   }
 

@@ -178,11 +178,10 @@ export class ConsoleAuthController {
 
   @Delete('users/:id')
   @RequireConsoleSession()
-  @HttpCode(204)
-  async deleteUser(@Req() request: FastifyRequest, @Param() params: unknown): Promise<void> {
+  async deleteUser(@Req() request: FastifyRequest, @Param() params: unknown): Promise<ConsoleUser> {
     const actor = this.admin(request);
     const { id } = parseParams(consoleUserIdParamsSchema, params);
-    await this.nats.request(CONSOLE_SUBJECTS.deleteUser, { actor, id });
+    return this.nats.request(CONSOLE_SUBJECTS.deleteUser, { actor, id });
   }
 
   private session(request: FastifyRequest): VerifiedConsoleSession {

@@ -104,7 +104,7 @@ export function registerConsolePaths(registry: OpenAPIRegistry): void {
     security: SESSION,
     request: { params: idParams, headers: csrfHeader },
     responses: {
-      204: { description: 'Deleted' },
+      200: { description: 'The deleted user', ...json(consoleUserSchema) },
       404: error('No such user (`not_found`)'),
       409: error("The account's last admin (`conflict`)"),
       ...refused,
