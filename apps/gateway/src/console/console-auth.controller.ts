@@ -9,10 +9,12 @@ import {
   Param,
   Patch,
   Post,
+  Query,
   Req,
   Res,
 } from '@nestjs/common';
 import {
+  CONSOLE_OIDC_SUBJECTS,
   CONSOLE_ROLE_SCOPES,
   CONSOLE_SUBJECTS,
   consoleSignInBodySchema,
@@ -33,11 +35,16 @@ import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { errorBody, sendError } from '../http/error-reply';
 import { parseBody, parseParams } from '../http/validation';
 import {
+  clearedOidcCookie,
   clearedSessionCookie,
   consoleTokenHash,
   csrfTokenOf,
   newConsoleToken,
+  newOidcBinding,
+  oidcCookie,
   readConsoleCookie,
+  readOidcCookie,
+  sameSecret,
   sessionCookie,
 } from './console-auth.session';
 
@@ -122,6 +129,84 @@ export class ConsoleAuthController {
       .header('Cache-Control', 'no-store')
       .type('application/json')
       .send(describe(session, token));
+  }
+
+  /** Sign-in with the installation's OIDC provider: to the provider, with this browser bound to the attempt. */
+  @Get('oidc/start')
+  @Public()
+  async oidcStart(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<FastifyReply> {
+    const byAddress = await this.limiter.consume(
+      `console-sign-in-ip:${request.ip}`,
+      this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN,
+    );
+    if (byAddress.limited) return this.tooMany(reply, byAddress);
+    const binding = newOidcBinding();
+    const { url } = await this.nats.request<{ url: string }>(CONSOLE_OIDC_SUBJECTS.start, {
+      redirectUri: `${this.ownOrigin}/console/api/oidc/callback`,
+      state: binding.state,
+      nonce: binding.nonce,
+      codeChallenge: binding.codeChallenge,
+    });
+    return reply
+      .status(302)
+      .header('Set-Cookie', oidcCookie(binding))
+      .header('Cache-Control', 'no-store')
+      .header('Location', url)
+      .send();
+  }
+
+  /**
+   * The provider's answer: only in the browser that started the attempt (its cookie's state), then
+   * auth-connect redeems the code and checks the ID token; a new console session, as with a password.
+   */
+  @Get('oidc/callback')
+  @Public()
+  async oidcCallback(
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+    @Query() query: Record<string, unknown>,
+  ): Promise<FastifyReply> {
+    const binding = readOidcCookie(request.headers.cookie);
+    const state = typeof query.state === 'string' ? query.state : '';
+    if (!binding || !sameSecret(binding.state, state)) {
+      reply.header('Set-Cookie', clearedOidcCookie());
+      return sendError(
+        reply,
+        'invalid_query_params',
+        'This sign-in was not started in this browser, or it took too long; start again',
+      );
+    }
+    const previous = readConsoleCookie(request.headers.cookie);
+    if (previous) {
+      await this.nats.request(CONSOLE_SUBJECTS.signOut, { tokenHash: consoleTokenHash(previous) });
+    }
+    const { token, tokenHash } = newConsoleToken();
+    let session: VerifiedConsoleSession;
+    try {
+      session = await this.nats.request<VerifiedConsoleSession>(CONSOLE_OIDC_SUBJECTS.finish, {
+        callbackUrl: `${this.ownOrigin}${request.url}`,
+        ...binding,
+        tokenHash,
+      });
+    } catch (error) {
+      if (error instanceof SwitchboardError && error.code === 'invalid_credentials') {
+        return reply
+          .status(401)
+          .header('Set-Cookie', clearedOidcCookie())
+          .type('application/json')
+          .send(errorBody('invalid_credentials', error.message));
+      }
+      throw error;
+    }
+    return reply
+      .status(302)
+      .header('Set-Cookie', [
+        sessionCookie(token, Math.floor((session.expiresAt - Date.now()) / 1000)),
+        clearedOidcCookie(),
+      ])
+      .header('Cache-Control', 'no-store')
+      .header('Location', '/console')
+      .send();
   }
 
   @Get('me')
