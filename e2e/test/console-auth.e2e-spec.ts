@@ -3,6 +3,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
+import { request as httpsRequest } from 'node:https';
+import { readFileSync } from 'node:fs';
+import { startFakeOidcProvider, type FakeOidcProvider } from './support/fake-oidc-provider';
 import { call, expectError, type ApiResponse } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 
@@ -32,6 +35,7 @@ interface Browser {
 describe('console sign-in, sessions, roles and CSRF', () => {
   let stack: Stack;
   let db: Client;
+  let idp: FakeOidcProvider;
   const run = randomUUID().slice(0, 8);
   const adminEmail = `admin-${run}@example.com`;
   const adminPassword = `first admin ${randomUUID()}`;
@@ -113,8 +117,15 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     );
 
   beforeAll(async () => {
+    idp = await startFakeOidcProvider();
     stack = await startStack({
       serviceEnv: {
+        'auth-connect': {
+          SWITCHBOARD_CONSOLE_OIDC_ISSUER: idp.issuer,
+          SWITCHBOARD_CONSOLE_OIDC_CLIENT_ID: idp.clientId,
+          SWITCHBOARD_CONSOLE_OIDC_CLIENT_SECRET: idp.clientSecret,
+          NODE_EXTRA_CA_CERTS: idp.caFile,
+        },
         gateway: {
           SWITCHBOARD_CONSOLE_SIGN_IN_PER_EMAIL_PER_MIN: String(PER_EMAIL_PER_MIN),
           SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN: '1000',
@@ -128,6 +139,7 @@ describe('console sign-in, sessions, roles and CSRF', () => {
   afterAll(async () => {
     await db?.end();
     await stack?.stop();
+    await idp?.stop();
   });
 
   it('creates the first admin with the CLI (password on stdin); a weak password creates nobody', async () => {
@@ -614,5 +626,74 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     expect(limited.headers.getSetCookie()).toEqual([]);
     // Another email from the same address still signs in.
     expect((await signInRaw(adminEmail, adminPassword)).status).toBe(200);
+  });
+
+  it('signs in through the OIDC provider the user whose verified email it vouches for, in the browser that started', async () => {
+    /** The browser at the provider (its certificate is the fake's own). */
+    const atProvider = (url: string) =>
+      new Promise<{ status: number; location: string }>((resolve, reject) => {
+        httpsRequest(url, { ca: readFileSync(idp.caFile) }, (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, location: res.headers.location ?? '' });
+        })
+          .on('error', reject)
+          .end();
+      });
+    const begin = async () => {
+      const res = await fetch(`${stack.gatewayUrl}/console/api/oidc/start`, { redirect: 'manual' });
+      expect(res.status).toBe(302);
+      const location = res.headers.get('location')!;
+      expect(location.startsWith(`${idp.issuer}/authorize?`)).toBe(true);
+      expect(new URL(location).searchParams.get('code_challenge_method')).toBe('S256');
+      const line = res.headers.getSetCookie()[0]!;
+      expect(line).toMatch(/; HttpOnly; Secure; SameSite=Lax; Path=\/console\/api\/oidc; Max-Age=600$/);
+      const back = await atProvider(location);
+      expect(back.status).toBe(302);
+      expect(back.location.startsWith(`${stack.gatewayUrl}/console/api/oidc/callback?`)).toBe(true);
+      return { cookie: line.split(';')[0]!, callback: back.location };
+    };
+    const finish = (callback: string, cookie?: string) =>
+      fetch(callback, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+
+    idp.signInAs({ email: adminEmail.toUpperCase(), email_verified: true });
+    const first = await begin();
+    // Another browser (no binding cookie, or another attempt's) is refused before the code is redeemed.
+    const elsewhere = await finish(first.callback);
+    expect(elsewhere.status).toBe(400);
+    expect(((await elsewhere.json()) as { error: { code: string } }).error.code).toBe('invalid_query_params');
+    const other = await begin();
+    expect((await finish(first.callback, other.cookie)).status).toBe(400);
+    expect(elsewhere.headers.getSetCookie().some((l) => l.startsWith(`${COOKIE}=`))).toBe(false);
+
+    const done = await finish(first.callback, first.cookie);
+    expect(done.status).toBe(302);
+    expect(done.headers.get('location')).toBe('/console');
+    const issued = sessionCookieOf(done)!;
+    expect(issued).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(done.headers.getSetCookie()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^switchboard_console_oidc=; .*Max-Age=0$/)]),
+    );
+    const me = await consoleCall('GET', '/console/api/me', { cookie: issued, environment: null });
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ user: { email: adminEmail, role: 'admin' } });
+
+    // The same code again is refused by the provider: no second session.
+    const replay = await finish(first.callback, first.cookie);
+    expect(replay.status).toBe(401);
+    expect(sessionCookieOf(replay)).toBeUndefined();
+    expect(idp.refusedTokenRequests()).toBe(1);
+
+    // An email the provider has not verified, or one no console user has, signs nobody in.
+    for (const user of [
+      { email: adminEmail, email_verified: false },
+      { email: `stranger-${run}@example.com`, email_verified: true },
+    ]) {
+      idp.signInAs(user);
+      const attempt = await begin();
+      const res = await finish(attempt.callback, attempt.cookie);
+      expect(res.status).toBe(401);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_credentials');
+      expect(sessionCookieOf(res)).toBeUndefined();
+    }
   });
 });
