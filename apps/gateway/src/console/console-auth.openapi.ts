@@ -48,6 +48,27 @@ export function registerConsolePaths(registry: OpenAPIRegistry): void {
   });
   registry.registerPath({
     method: 'get',
+    path: '/console/api/oidc/start',
+    summary: "Sign in with the installation's OpenID Connect provider: a redirect to it",
+    responses: {
+      302: { description: 'To the provider; the attempt is bound to this browser by a cookie' },
+      404: error('No provider is configured (`feature_disabled`)'),
+      429: error('Too many attempts (`too_many_request`)'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/api/oidc/callback',
+    summary: "The provider's answer: a new console session, then a redirect to /console",
+    request: { query: z.object({ code: z.string(), state: z.string() }) },
+    responses: {
+      302: { description: 'Signed in; `Set-Cookie: switchboard_console=…`' },
+      400: error('Not started in this browser, or expired (`invalid_query_params`)'),
+      401: error('No verified email of an existing console user (`invalid_credentials`)'),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
     path: '/console/api/me',
     summary: 'The signed-in user, their environments and scopes, and the CSRF token',
     security: SESSION,
