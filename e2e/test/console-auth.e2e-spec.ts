@@ -17,6 +17,7 @@ import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/process
 
 const COOKIE = 'switchboard_console';
 const PER_EMAIL_PER_MIN = 4;
+const PER_ADDRESS_PER_MIN = 5;
 
 interface Me {
   user: { id: string; email: string; role: string };
@@ -72,10 +73,15 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     extra: Record<string, string> = {},
   ) => consoleCall(method, path, { cookie: browser.cookie, csrf: browser.csrf, body, headers: extra });
 
+  /**
+   * The gateway trusts one proxy hop here, so each sign-in comes from an address of its own unless a test
+   * names one: only the per-address test spends an address's window.
+   */
+  const someAddress = () => `10.${randomBytes(3).join('.')}`;
   const signInRaw = (email: string, password: string, headers: Record<string, string> = {}) =>
     fetch(`${stack.gatewayUrl}/console/api/sign-in`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': someAddress(), ...headers },
       body: JSON.stringify({ email, password }),
     });
   const sessionCookieOf = (res: Response): string | undefined => {
@@ -128,7 +134,8 @@ describe('console sign-in, sessions, roles and CSRF', () => {
         },
         gateway: {
           SWITCHBOARD_CONSOLE_SIGN_IN_PER_EMAIL_PER_MIN: String(PER_EMAIL_PER_MIN),
-          SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN: '1000',
+          SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN: String(PER_ADDRESS_PER_MIN),
+          SWITCHBOARD_TRUST_PROXY: '1',
         },
       },
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,
@@ -628,6 +635,21 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     expect((await signInRaw(adminEmail, adminPassword)).status).toBe(200);
   });
 
+  it('throttles sign-in attempts per client address, right or wrong, whichever email', async () => {
+    const address = { 'x-forwarded-for': '198.51.100.7' };
+    const statuses: number[] = [];
+    for (let i = 0; i < PER_ADDRESS_PER_MIN - 1; i++) {
+      statuses.push((await signInRaw(`guess-${i}-${run}@example.com`, 'some password here', address)).status);
+    }
+    statuses.push((await signInRaw(adminEmail, adminPassword, address)).status);
+    expect(statuses).toEqual([...Array(PER_ADDRESS_PER_MIN - 1).fill(401), 200]);
+    const limited = await signInRaw(adminEmail, adminPassword, address);
+    expect(limited.status).toBe(429);
+    expect(limited.headers.getSetCookie()).toEqual([]);
+    // The same person from another address is not held back.
+    expect((await signInRaw(adminEmail, adminPassword)).status).toBe(200);
+  });
+
   it('signs in through the OIDC provider the user whose verified email it vouches for, in the browser that started', async () => {
     /** The browser at the provider (its certificate is the fake's own). */
     const atProvider = (url: string) =>
@@ -640,7 +662,10 @@ describe('console sign-in, sessions, roles and CSRF', () => {
           .end();
       });
     const begin = async () => {
-      const res = await fetch(`${stack.gatewayUrl}/console/api/oidc/start`, { redirect: 'manual' });
+      const res = await fetch(`${stack.gatewayUrl}/console/api/oidc/start`, {
+        redirect: 'manual',
+        headers: { 'x-forwarded-for': someAddress() },
+      });
       expect(res.status).toBe(302);
       const location = res.headers.get('location')!;
       expect(location.startsWith(`${idp.issuer}/authorize?`)).toBe(true);
