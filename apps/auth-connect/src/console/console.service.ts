@@ -77,11 +77,14 @@ export class ConsoleService {
   ): Promise<VerifiedConsoleSession> {
     const now = new Date();
     const session = await this.db.$transaction(async (tx) => {
-      // This user's ended sessions go as a new one starts, so the table does not grow without bound.
+      // Ended sessions go as a new one starts, so the table does not grow without bound: everybody's past
+      // their absolute end (indexed), and this user's idle ones.
       await tx.consoleSession.deleteMany({
         where: {
-          userId: user.id,
-          OR: [{ expiresAt: { lte: now } }, { lastSeenAt: { lte: new Date(now.getTime() - this.idleMs) } }],
+          OR: [
+            { expiresAt: { lte: now } },
+            { userId: user.id, lastSeenAt: { lte: new Date(now.getTime() - this.idleMs) } },
+          ],
         },
       });
       await tx.consoleUser.update({ where: { id: user.id }, data: { lastSignInAt: now } });
