@@ -449,6 +449,11 @@ describe('console sign-in, sessions, roles and CSRF', () => {
       expectError(secret, 403, 'forbidden');
       expectError(await as(v, 'GET', '/environment-variables'), 403, 'forbidden');
       expectError(await as(v, 'GET', '/environment/api-keys'), 403, 'forbidden');
+      const proxied = await consoleCall('GET', '/proxy/user', {
+        cookie: v.cookie,
+        headers: { 'provider-config-key': integration, 'connection-id': connectionId },
+      });
+      expect(expectError(proxied, 403, 'forbidden').message).toContain('environment:proxy');
 
       expectError(await as(v, 'GET', '/console/api/users'), 403, 'forbidden');
       const made2 = await as(v, 'POST', '/console/api/users', {
@@ -483,6 +488,12 @@ describe('console sign-in, sessions, roles and CSRF', () => {
       expectError(await as(d, 'GET', `/integrations/${integration}?include=credentials`), 403, 'forbidden');
       expect((await as(d, 'GET', '/environment-variables')).status).toBe(200);
       expectError(await as(d, 'GET', '/console/api/users'), 403, 'forbidden');
+      // The proxy takes the cookie too (a connection that does not exist: nothing leaves for a provider).
+      const proxied = await consoleCall('GET', '/proxy/user', {
+        cookie: d.cookie,
+        headers: { 'provider-config-key': integration, 'connection-id': `missing-${run}` },
+      });
+      expectError(proxied, 404, 'unknown_connection');
     });
 
     it('an admin reads credentials, and each read is audited with who, when and what', async () => {
