@@ -12,6 +12,7 @@ import {
   patchConnectionBodySchema,
   apiProviderSchema,
   createApiKeyBodySchema,
+  listedApiKeySchema,
   createdApiKeySchema,
   createIntegrationBodySchema,
   environmentVariableSchema,
@@ -34,6 +35,7 @@ import { registerProxyPaths } from '../proxy/proxy.openapi';
 import { RECORDS_DOCUMENTED_ROUTES } from '../records/records.openapi';
 import { SYNCS_DOCUMENTED_ROUTES } from '../syncs/syncs.openapi';
 import { registerWebhookIngressPath, WEBHOOK_DOCUMENTED_ROUTES } from '../webhooks/webhooks.openapi';
+import { registerConsolePaths } from '../console/console-auth.openapi';
 import { json, type DocumentedRoute } from './documented-route';
 
 const errorResponse = (description: string) => ({ description, ...json(errorBodySchema) });
@@ -139,6 +141,17 @@ export const DOCUMENTED_ROUTES: DocumentedRoute[] = [
     scope: 'environment:environment_variables:write',
     request: { body: json(replaceEnvironmentVariablesBodySchema) },
     ok: { status: 200, schema: z.array(environmentVariableSchema), description: 'The variables now stored' },
+  },
+  {
+    method: 'get',
+    path: '/environment/api-keys',
+    summary: "List the environment's active API keys, without their secrets",
+    scope: 'environment:api_keys:write',
+    ok: {
+      status: 200,
+      schema: z.object({ api_keys: z.array(listedApiKeySchema) }),
+      description: 'Active keys, oldest first; `key_suffix` is the last four characters of the secret',
+    },
   },
   {
     method: 'post',
@@ -268,7 +281,10 @@ export function buildOpenApiDocument(
   registry.registerComponent('securitySchemes', 'secretKey', {
     type: 'http',
     scheme: 'bearer',
-    description: 'An environment secret key. Each route names the scope it needs.',
+    description:
+      'An environment secret key. Each route names the scope it needs. A browser signed in to the console ' +
+      'may send its `switchboard_console` cookie instead (no Authorization header), naming the environment in ' +
+      '`X-Switchboard-Environment` and, on writes, its `X-CSRF-Token`; its role gives the scopes.',
   });
   for (const { scope, ok, errors, ...route } of DOCUMENTED_ROUTES) {
     registry.registerPath({
@@ -313,6 +329,7 @@ export function buildOpenApiDocument(
     responses: { 200: { description: 'OK', ...json(z.object({ result: z.literal('ok') })) } },
   });
   registerWebhookIngressPath(registry);
+  registerConsolePaths(registry);
   registerProxyPaths(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
