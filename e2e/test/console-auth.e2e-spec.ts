@@ -419,6 +419,7 @@ describe('console sign-in, sessions, roles and CSRF', () => {
       expect(v.me.scopes).toContain('environment:connections:read');
       expect(v.me.scopes).not.toContain('environment:connections:read_credentials');
       expect(v.me.scopes).not.toContain('environment:environment_variables:read');
+      expect(v.me.scopes).not.toContain('environment:settings:read');
       expect(v.me.scopes.filter((s) => !s.endsWith(':read'))).toEqual([]);
 
       expect((await as(v, 'GET', '/integrations')).status).toBe(200);
@@ -448,6 +449,10 @@ describe('console sign-in, sessions, roles and CSRF', () => {
       const secret = await as(v, 'GET', `/integrations/${integration}?include=credentials`);
       expectError(secret, 403, 'forbidden');
       expectError(await as(v, 'GET', '/environment-variables'), 403, 'forbidden');
+      // The environment's settings carry the webhook signing key.
+      const settings = await as(v, 'GET', '/environment');
+      expectError(settings, 403, 'forbidden');
+      expect(settings.text).not.toMatch(/signing/i);
       expectError(await as(v, 'GET', '/environment/api-keys'), 403, 'forbidden');
       const proxied = await consoleCall('GET', '/proxy/user', {
         cookie: v.cookie,

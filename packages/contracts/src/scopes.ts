@@ -41,11 +41,15 @@ export function isScope(value: string): value is Scope {
 export const CONSOLE_ROLES = ['viewer', 'developer', 'admin'] as const;
 export type ConsoleRole = (typeof CONSOLE_ROLES)[number];
 
-/** What a viewer may not read: secrets, and environment variables (which often hold them). */
+/**
+ * What a viewer may not read: secrets, environment variables (which often hold them) and the environment's
+ * settings (their answer carries the webhook signing key).
+ */
 const VIEWER_EXCLUDED: readonly Scope[] = [
   'environment:integrations:read_credentials',
   'environment:connections:read_credentials',
   'environment:environment_variables:read',
+  'environment:settings:read',
 ];
 
 const VIEWER_SCOPES: Scope[] = ALL_SCOPES.filter(
@@ -64,6 +68,8 @@ const DEVELOPER_SCOPES: Scope[] = [
   'environment:webhooks:write',
   'environment:environment_variables:read',
   'environment:environment_variables:write',
+  // Webhook settings and the signing key: a developer verifies the platform's webhooks with it.
+  'environment:settings:read',
   'environment:proxy',
 ];
 
