@@ -74,7 +74,10 @@ async function main(): Promise<void> {
       // From dist/ this is dist/workflows/index.js; the SDK bundles it (and only it) for the sandbox.
       workflowsPath: require.resolve('./workflows'),
       activities: {
-        ...createActionActivities({ runner: new InvocationRunner(db, nats, nc), nc }),
+        ...createActionActivities({
+          runner: new InvocationRunner(db, nats, nc, env.SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS),
+          nc,
+        }),
         ...createSyncActivities(syncRunner),
       },
       shutdownGraceTime: '10 seconds',
