@@ -46,6 +46,8 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
         proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
         'functions-runtime': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        // A runtime replica lost under an action is given up on after 6 s without its confirmation.
+        'sync-orchestrator': { SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS: '6000' },
         'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
       },
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,
@@ -660,6 +662,79 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
           second.process.kill('SIGTERM');
         });
       }
+    });
+  });
+
+  describe('a functions-runtime replica killed mid-run', () => {
+    it('ends its actions within the lease: an async one retried on the other replica, the others failed with function_runtime_lost', async () => {
+      const hold = provider.holdAccount();
+      const trigger = (headers: Record<string, string>, owner: string) =>
+        call(stack.gatewayUrl, 'POST', '/action/trigger', {
+          key: stack.secretKey,
+          headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub', ...headers },
+          body: { action_name: 'summarize-items', input: { owner, pageSize: 5 } },
+        });
+      const synchronous = trigger({}, 'sync-killed');
+      const retried = await trigger({ 'x-async': 'true', 'x-max-retries': '1' }, 'async-retried');
+      const once = await trigger({ 'x-async': 'true', 'x-max-retries': '0' }, 'async-once');
+      expect([retried.status, once.status]).toEqual([202, 202]);
+      const retriedId = (retried.body as { id: string }).id;
+      const onceId = (once.body as { id: string }).id;
+      // The three scripts wait on the provider, on the one runtime replica there is; a second one starts.
+      await waitFor('the three scripts to call the provider', async () => (hold.held >= 3 ? true : undefined));
+      const doomed = stack.replicas['functions-runtime'][0]!;
+      await stack.startReplica('functions-runtime');
+      const exited = new Promise((resolve) => doomed.process.once('exit', resolve));
+      doomed.process.kill('SIGKILL');
+      await exited;
+      const killedAt = Date.now();
+      hold.release();
+
+      const ended = (id: string) =>
+        waitFor(
+          `the async action ${id} to end`,
+          async () => {
+            const res = await api('GET', `/action/${id}`);
+            return res.status === 404 ? undefined : { res, at: Date.now() };
+          },
+          90_000,
+          250,
+        );
+      const [sync, retriedEnd, onceEnd] = await Promise.all([
+        synchronous.then((res) => ({ res, at: Date.now() })),
+        ended(retriedId),
+        ended(onceId),
+      ]);
+      // Given up on within the lease (6 s) and a few renewals, not the action's 15 min time limit.
+      expect(sync.at - killedAt).toBeLessThan(20_000);
+      expect(onceEnd.at - killedAt).toBeLessThan(20_000);
+      expect(retriedEnd.at - killedAt).toBeLessThan(40_000);
+
+      // The synchronous action: a clear 503 the caller may retry, not a hang.
+      expect(sync.res.status).toBe(503);
+      expect(sync.res.headers.get('retry-after')).toBeTruthy();
+      expect(sync.res.body).toMatchObject({
+        error: { code: 'function_runtime_lost', message: expect.stringContaining('functions-runtime') },
+      });
+      // X-Max-Retries: 1: the second attempt ran on the surviving replica and its output is the answer.
+      expect(retriedEnd.res.status).toBe(200);
+      expect(retriedEnd.res.body).toMatchObject({ account: 'acme', count: 5, names: ITEM_NAMES });
+      expect((await api('GET', `/functions/runs/${retriedId}/logs`)).body).toMatchObject({
+        data: { status: 'succeeded', attempts: 2 },
+      });
+      // X-Max-Retries: 0: failed with the coded error naming the run, and that answer is final.
+      expect(onceEnd.res.status).toBe(503);
+      expect(onceEnd.res.body).toMatchObject({
+        error: { code: 'function_runtime_lost', payload: { run_id: onceId } },
+      });
+      expect((await api('GET', `/functions/runs/${onceId}/logs`)).body).toMatchObject({
+        data: { status: 'failed', attempts: 1 },
+      });
+      const again = await api('GET', `/action/${onceId}`);
+      expect({ status: again.status, body: again.body }).toEqual({
+        status: onceEnd.res.status,
+        body: onceEnd.res.body,
+      });
     });
   });
 
