@@ -681,7 +681,9 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const retriedId = (retried.body as { id: string }).id;
       const onceId = (once.body as { id: string }).id;
       // The three scripts wait on the provider, on the one runtime replica there is; a second one starts.
-      await waitFor('the three scripts to call the provider', async () => (hold.held >= 3 ? true : undefined));
+      await waitFor('the three scripts to call the provider', async () =>
+        hold.held >= 3 ? true : undefined,
+      );
       const doomed = stack.replicas['functions-runtime'][0]!;
       await stack.startReplica('functions-runtime');
       const exited = new Promise((resolve) => doomed.process.once('exit', resolve));

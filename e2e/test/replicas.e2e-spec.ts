@@ -576,7 +576,9 @@ describe('two replicas of every service', () => {
     it('NATS away from a gateway: 503 service_unavailable with Retry-After, then the retried creation is stored once', async () => {
       const forwarder = await startTcpForwarder(Number(new URL(stack.natsUrl).port));
       try {
-        const replica = await stack.startReplica('gateway', { NATS_URL: `nats://127.0.0.1:${forwarder.port}` });
+        const replica = await stack.startReplica('gateway', {
+          NATS_URL: `nats://127.0.0.1:${forwarder.port}`,
+        });
         const gateway = gatewayOf(replica);
         const uniqueKey = `cut-${randomUUID().slice(0, 8)}`;
         const create = () =>

@@ -55,7 +55,11 @@ export function isDependencyUnavailable(error: unknown): boolean {
       cause?: unknown;
     };
     if (typeof e.code === 'string') {
-      if (PRISMA_UNAVAILABLE.has(e.code) || SOCKET_UNAVAILABLE.has(e.code) || SQLSTATE_UNAVAILABLE.test(e.code))
+      if (
+        PRISMA_UNAVAILABLE.has(e.code) ||
+        SOCKET_UNAVAILABLE.has(e.code) ||
+        SQLSTATE_UNAVAILABLE.test(e.code)
+      )
         return true;
     }
     if (typeof e.errorCode === 'string' && PRISMA_UNAVAILABLE.has(e.errorCode)) return true;
