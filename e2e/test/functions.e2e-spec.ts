@@ -738,6 +738,67 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         body: onceEnd.res.body,
       });
     });
+
+    it('an async action whose worker is SIGKILLed is run again by another worker once the first script is stopped', async () => {
+      const hold = provider.holdAccount();
+      try {
+        const accepted = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+          key: stack.secretKey,
+          headers: {
+            'connection-id': CONNECTION,
+            'provider-config-key': 'fakehub',
+            'x-async': 'true',
+            'x-max-retries': '0',
+          },
+          body: { action_name: 'summarize-items', input: { owner: 'worker-killed', pageSize: 5 } },
+        });
+        expect(accepted.status).toBe(202);
+        const { id } = accepted.body as { id: string };
+        await waitFor('the script to call the provider', async () => (hold.held >= 1 ? true : undefined));
+        const doomed = stack.workers[0]!;
+        stack.startWorker();
+        const exited = new Promise((resolve) => doomed.process.once('exit', resolve));
+        doomed.process.kill('SIGKILL');
+        await exited;
+        const killedAt = Date.now();
+        // The dead worker renews nothing: its script is stopped (lease or cancel) before the retry calls out.
+        await waitFor(
+          'the first script to be stopped',
+          async () =>
+            new RegExp(`stopping ${id} \\(attempt 1\\)`).test(stack.logs('functions-runtime'))
+              ? true
+              : undefined,
+          30_000,
+          200,
+        );
+        await waitFor(
+          'the retried script to call the provider',
+          async () => (hold.held >= 2 ? true : undefined),
+          30_000,
+        );
+        hold.release();
+        const ended = await waitFor(
+          'the async action to end',
+          async () => {
+            const res = await api('GET', `/action/${id}`);
+            return res.status === 404 ? undefined : res;
+          },
+          30_000,
+          250,
+        );
+        expect(Date.now() - killedAt).toBeLessThan(40_000);
+        expect({ status: ended.status, body: ended.body }).toMatchObject({
+          status: 200,
+          body: { account: 'acme', count: 5, names: ITEM_NAMES },
+        });
+        // One attempt of the action (X-Max-Retries 0): the worker's death is not the script's failure.
+        expect((await api('GET', `/functions/runs/${id}/logs`)).body).toMatchObject({
+          data: { status: 'succeeded', attempts: 1 },
+        });
+      } finally {
+        hold.release();
+      }
+    });
   });
 
   describe('versions', () => {
@@ -798,7 +859,8 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         const listed = await nango.listRecords(items);
         return listed.records.length > 0 ? listed.records : undefined;
       });
-      expect(saved.map((r) => r.name)).toEqual(ITEM_NAMES.slice(0, saved.length));
+      // One batch shares its updated_at, so its records come in row id order (uuidv5 of the scope): sorted.
+      expect(saved.map((r) => r.name).sort()).toEqual(ITEM_NAMES.slice(0, saved.length).sort());
       const index = join(project, 'index.ts');
       writeFileSync(
         index,
