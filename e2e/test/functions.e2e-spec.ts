@@ -46,6 +46,8 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
         proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
         'functions-runtime': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        // A runtime replica lost under an action is given up on after 6 s without its confirmation.
+        'sync-orchestrator': { SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS: '6000' },
         'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
       },
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,
@@ -663,6 +665,142 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
     });
   });
 
+  describe('a functions-runtime replica killed mid-run', () => {
+    it('ends its actions within the lease: an async one retried on the other replica, the others failed with function_runtime_lost', async () => {
+      const hold = provider.holdAccount();
+      const trigger = (headers: Record<string, string>, owner: string) =>
+        call(stack.gatewayUrl, 'POST', '/action/trigger', {
+          key: stack.secretKey,
+          headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub', ...headers },
+          body: { action_name: 'summarize-items', input: { owner, pageSize: 5 } },
+        });
+      const synchronous = trigger({}, 'sync-killed');
+      const retried = await trigger({ 'x-async': 'true', 'x-max-retries': '1' }, 'async-retried');
+      const once = await trigger({ 'x-async': 'true', 'x-max-retries': '0' }, 'async-once');
+      expect([retried.status, once.status]).toEqual([202, 202]);
+      const retriedId = (retried.body as { id: string }).id;
+      const onceId = (once.body as { id: string }).id;
+      // The three scripts wait on the provider, on the one runtime replica there is; a second one starts.
+      await waitFor('the three scripts to call the provider', async () =>
+        hold.held >= 3 ? true : undefined,
+      );
+      const doomed = stack.replicas['functions-runtime'][0]!;
+      await stack.startReplica('functions-runtime');
+      const exited = new Promise((resolve) => doomed.process.once('exit', resolve));
+      doomed.process.kill('SIGKILL');
+      await exited;
+      const killedAt = Date.now();
+      hold.release();
+
+      const ended = (id: string) =>
+        waitFor(
+          `the async action ${id} to end`,
+          async () => {
+            const res = await api('GET', `/action/${id}`);
+            return res.status === 404 ? undefined : { res, at: Date.now() };
+          },
+          90_000,
+          250,
+        );
+      const [sync, retriedEnd, onceEnd] = await Promise.all([
+        synchronous.then((res) => ({ res, at: Date.now() })),
+        ended(retriedId),
+        ended(onceId),
+      ]);
+      // Given up on within the lease (6 s) and a few renewals, not the action's 15 min time limit.
+      expect(sync.at - killedAt).toBeLessThan(20_000);
+      expect(onceEnd.at - killedAt).toBeLessThan(20_000);
+      expect(retriedEnd.at - killedAt).toBeLessThan(40_000);
+
+      // The synchronous action: a clear 503 the caller may retry, not a hang.
+      expect(sync.res.status).toBe(503);
+      expect(sync.res.headers.get('retry-after')).toBeTruthy();
+      expect(sync.res.body).toMatchObject({
+        error: { code: 'function_runtime_lost', message: expect.stringContaining('functions-runtime') },
+      });
+      // X-Max-Retries: 1: the second attempt ran on the surviving replica and its output is the answer.
+      expect(retriedEnd.res.status).toBe(200);
+      expect(retriedEnd.res.body).toMatchObject({ account: 'acme', count: 5, names: ITEM_NAMES });
+      expect((await api('GET', `/functions/runs/${retriedId}/logs`)).body).toMatchObject({
+        data: { status: 'succeeded', attempts: 2 },
+      });
+      // X-Max-Retries: 0: failed with the coded error naming the run, and that answer is final.
+      expect(onceEnd.res.status).toBe(503);
+      expect(onceEnd.res.body).toMatchObject({
+        error: { code: 'function_runtime_lost', payload: { run_id: onceId } },
+      });
+      expect((await api('GET', `/functions/runs/${onceId}/logs`)).body).toMatchObject({
+        data: { status: 'failed', attempts: 1 },
+      });
+      const again = await api('GET', `/action/${onceId}`);
+      expect({ status: again.status, body: again.body }).toEqual({
+        status: onceEnd.res.status,
+        body: onceEnd.res.body,
+      });
+    });
+
+    it('an async action whose worker is SIGKILLed is run again by another worker once the first script is stopped', async () => {
+      const hold = provider.holdAccount();
+      try {
+        const accepted = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+          key: stack.secretKey,
+          headers: {
+            'connection-id': CONNECTION,
+            'provider-config-key': 'fakehub',
+            'x-async': 'true',
+            'x-max-retries': '0',
+          },
+          body: { action_name: 'summarize-items', input: { owner: 'worker-killed', pageSize: 5 } },
+        });
+        expect(accepted.status).toBe(202);
+        const { id } = accepted.body as { id: string };
+        await waitFor('the script to call the provider', async () => (hold.held >= 1 ? true : undefined));
+        const doomed = stack.workers[0]!;
+        stack.startWorker();
+        const exited = new Promise((resolve) => doomed.process.once('exit', resolve));
+        doomed.process.kill('SIGKILL');
+        await exited;
+        const killedAt = Date.now();
+        // The dead worker renews nothing: its script is stopped (lease or cancel) before the retry calls out.
+        await waitFor(
+          'the first script to be stopped',
+          async () =>
+            new RegExp(`stopping ${id} \\(attempt 1\\)`).test(stack.logs('functions-runtime'))
+              ? true
+              : undefined,
+          30_000,
+          200,
+        );
+        await waitFor(
+          'the retried script to call the provider',
+          async () => (hold.held >= 2 ? true : undefined),
+          30_000,
+        );
+        hold.release();
+        const ended = await waitFor(
+          'the async action to end',
+          async () => {
+            const res = await api('GET', `/action/${id}`);
+            return res.status === 404 ? undefined : res;
+          },
+          30_000,
+          250,
+        );
+        expect(Date.now() - killedAt).toBeLessThan(40_000);
+        expect({ status: ended.status, body: ended.body }).toMatchObject({
+          status: 200,
+          body: { account: 'acme', count: 5, names: ITEM_NAMES },
+        });
+        // One attempt of the action (X-Max-Retries 0): the worker's death is not the script's failure.
+        expect((await api('GET', `/functions/runs/${id}/logs`)).body).toMatchObject({
+          data: { status: 'succeeded', attempts: 1 },
+        });
+      } finally {
+        hold.release();
+      }
+    });
+  });
+
   describe('versions', () => {
     it('keeps a running invocation on the version it started with while a redeploy swaps in a new one', async () => {
       const { id } = (await nango.triggerActionAsync('fakehub', CONNECTION, 'slow-echo', {
@@ -721,7 +859,8 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         const listed = await nango.listRecords(items);
         return listed.records.length > 0 ? listed.records : undefined;
       });
-      expect(saved.map((r) => r.name)).toEqual(ITEM_NAMES.slice(0, saved.length));
+      // One batch shares its updated_at, so its records come in row id order (uuidv5 of the scope): sorted.
+      expect(saved.map((r) => r.name).sort()).toEqual(ITEM_NAMES.slice(0, saved.length).sort());
       const index = join(project, 'index.ts');
       writeFileSync(
         index,

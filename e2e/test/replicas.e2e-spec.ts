@@ -10,6 +10,7 @@ import { Client } from 'pg';
 import { startFakeOAuthProvider, type FakeOAuthProvider } from './support/fake-oauth-provider';
 import { call } from './support/http';
 import { waitFor } from './support/processes';
+import { startTcpForwarder } from './support/tcp-forwarder';
 import { raw } from './support/proxy-fakes';
 import { linearIntegration } from './support/webhook-events';
 import { WebhookReceiver } from './support/webhook-receiver';
@@ -501,4 +502,121 @@ describe('two replicas of every service', () => {
     });
     expect(again.status).toBeLessThan(500);
   }, 300_000);
+
+  describe('a dependency cut off for a few seconds (a loopback forwarder in between, cut and back)', () => {
+    const gatewayOf = (replica: RunningService) => `http://127.0.0.1:${replica.port}`;
+    const key = () => stack.secretKey;
+    const stopped = (replica: RunningService) =>
+      new Promise((resolve) => {
+        if (replica.process.exitCode !== null || replica.process.signalCode !== null) return resolve(null);
+        replica.process.once('exit', resolve);
+        replica.process.kill('SIGTERM');
+      });
+
+    it('Postgres away from the vault: 503 service_unavailable with Retry-After, then the retried writes are stored once', async () => {
+      const databaseUrl = new URL(stack.envOf('connections-vault').DATABASE_URL!);
+      const forwarder = await startTcpForwarder(Number(databaseUrl.port || 5432));
+      try {
+        databaseUrl.port = String(forwarder.port);
+        // The only vault replica left reaches Postgres through the forwarder.
+        const before = alive(stack.replicas['connections-vault']);
+        await stack.startReplica('connections-vault', { DATABASE_URL: databaseUrl.toString() });
+        await Promise.all(before.map(stopped));
+        const [gateway] = alive(stack.replicas.gateway).map(gatewayOf) as [string];
+        const setMetadata = (value: string) =>
+          call(gateway, 'POST', '/connections/metadata', {
+            key: key(),
+            body: { connection_id: 'c1', provider_config_key: apiIntegration, metadata: { cut: value } },
+          });
+        const importOne = () =>
+          call(gateway, 'POST', '/connections', {
+            key: key(),
+            body: {
+              provider_config_key: apiIntegration,
+              connection_id: 'cut-import',
+              credentials: { type: 'API_KEY', apiKey: 'key-cut' },
+              connection_config: { origin: api.url },
+            },
+          });
+        const read = () =>
+          call(gateway, 'GET', `/connections/c1?provider_config_key=${apiIntegration}`, { key: key() });
+        expect((await setMetadata('before')).status).toBe(201);
+
+        await forwarder.cut();
+        const during = [await setMetadata('during'), await importOne(), await read()];
+        for (const res of during) {
+          expect({ status: res.status, body: res.body }).toMatchObject({
+            status: 503,
+            body: { error: { code: 'service_unavailable', message: expect.stringContaining('database') } },
+          });
+          expect(res.headers.get('retry-after')).toBe('5');
+        }
+
+        await forwarder.resume();
+        // Retried as Retry-After says: taken once the database is back.
+        const imported = await waitFor('the import to go through', async () => {
+          const res = await importOne();
+          return res.status === 503 ? undefined : res;
+        });
+        expect(imported.status).toBe(201);
+        expect((await setMetadata('after')).status).toBe(201);
+        const connection = await read();
+        expect(connection.status).toBe(200);
+        expect(connection.body).toMatchObject({ metadata: { cut: 'after' } });
+        const { rows } = await db.query(
+          `SELECT count(*)::int AS n FROM vault.connections WHERE provider_config_key = $1 AND connection_id = $2`,
+          [apiIntegration, 'cut-import'],
+        );
+        expect(rows[0]).toEqual({ n: 1 });
+      } finally {
+        await forwarder.close();
+      }
+    }, 180_000);
+
+    it('NATS away from a gateway: 503 service_unavailable with Retry-After, then the retried creation is stored once', async () => {
+      const forwarder = await startTcpForwarder(Number(new URL(stack.natsUrl).port));
+      try {
+        const replica = await stack.startReplica('gateway', {
+          NATS_URL: `nats://127.0.0.1:${forwarder.port}`,
+        });
+        const gateway = gatewayOf(replica);
+        const uniqueKey = `cut-${randomUUID().slice(0, 8)}`;
+        const create = () =>
+          call(gateway, 'POST', '/integrations', {
+            key: key(),
+            body: { provider: apiIntegration, unique_key: uniqueKey },
+          });
+        const list = () => call(gateway, 'GET', '/integrations', { key: key() });
+        await waitFor('the new gateway to answer through NATS', async () =>
+          (await list()).status === 200 ? true : undefined,
+        );
+
+        await forwarder.cut();
+        const refused = await Promise.all([create(), list(), create()]);
+        for (const res of refused) {
+          expect({ status: res.status, body: res.body }).toMatchObject({
+            status: 503,
+            body: { error: { code: 'service_unavailable', message: expect.stringContaining('NATS') } },
+          });
+          expect(res.headers.get('retry-after')).toBe('5');
+        }
+
+        await forwarder.resume();
+        const created = await waitFor('the creation to go through', async () => {
+          const res = await create();
+          return res.status === 503 ? undefined : res;
+        });
+        expect(created.status).toBe(200);
+        const listed = (await list()).body as { data: { unique_key: string }[] };
+        expect(listed.data.filter((i) => i.unique_key === uniqueKey)).toHaveLength(1);
+        const { rows } = await db.query(
+          `SELECT count(*)::int AS n FROM auth.integrations WHERE unique_key = $1`,
+          [uniqueKey],
+        );
+        expect(rows[0]).toEqual({ n: 1 });
+      } finally {
+        await forwarder.close();
+      }
+    }, 180_000);
+  });
 });

@@ -573,13 +573,25 @@ describe('functions-runtime: functions.v1.run', () => {
   it('a leased run goes on while functions.v1.lease renews its attempt, and stops when the renewals stop', async () => {
     const invocationId = randomUUID();
     const run = runForever(invocationId, 3, { lease: { ttlMs: 1500 } });
-    // Renewed every 500 ms for 4 s (well past the 1.5 s lease): still running. Renewals of another attempt
-    // and of another invocation, sent after, do not keep it.
+    // Renewed every 500 ms for 4 s (well past the 1.5 s lease): still running, and each renewal sent as a
+    // request is answered by the replica running it. Renewals of another attempt and of another
+    // invocation, sent after, do not keep it, and nobody answers them.
     for (let i = 0; i < 8; i++) {
       await new Promise((resolve) => setTimeout(resolve, 500));
-      nc.publish(FUNCTIONS_SUBJECTS.lease, JSON.stringify({ invocationId, attempt: 3 }));
+      const confirmed = await nc.request(
+        FUNCTIONS_SUBJECTS.lease,
+        JSON.stringify({ invocationId, attempt: 3 }),
+        {
+          timeout: 1_000,
+        },
+      );
+      expect(confirmed.json()).toEqual({ invocationId, attempt: 3, running: true });
     }
     expect(run.settled).toBe(false);
+    await expect(
+      nc.request(FUNCTIONS_SUBJECTS.lease, JSON.stringify({ invocationId, attempt: 2 }), { timeout: 300 }),
+    ).rejects.toMatchObject({ code: 'TIMEOUT' });
+    nc.publish(FUNCTIONS_SUBJECTS.lease, JSON.stringify({ invocationId, attempt: 3 }));
     const lastRenewal = Date.now();
     const others = setInterval(() => {
       nc.publish(FUNCTIONS_SUBJECTS.lease, JSON.stringify({ invocationId, attempt: 2 }));

@@ -83,7 +83,10 @@ async function main(): Promise<void> {
       // Bundled by the build (src/bundle-workflows.ts), with the workflow interceptors of tracing.
       workflowBundle: { codePath: bundlePath },
       activities: {
-        ...createActionActivities({ runner: new InvocationRunner(db, nats, nc), nc }),
+        ...createActionActivities({
+          runner: new InvocationRunner(db, nats, nc, env.SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS),
+          nc,
+        }),
         ...createSyncActivities(syncRunner),
       },
       shutdownGraceTime: '10 seconds',

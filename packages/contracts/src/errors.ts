@@ -65,6 +65,12 @@ export const ERROR_CODES = [
   'invalid_action_output',
   'action_output_too_large',
   'script_timeout',
+  /**
+   * The functions-runtime replica running a script stopped answering its lease renewals (killed,
+   * partitioned): the run was given up on within the lease, not after its time limit. Safe to try again
+   * as far as the platform goes; the script may have done part of its work at the provider.
+   */
+  'function_runtime_lost',
   // Syncs
   'missing_provider_config_key',
   'no_syncs_found',

@@ -11,27 +11,40 @@ export const FUNCTIONS_SUBJECTS = {
   /** orchestrator → functions-runtime: run one invocation and answer with its outcome. */
   run: 'functions.v1.run',
   /**
-   * orchestrator worker → every functions-runtime replica (a broadcast, no reply): stop the script of one
+   * orchestrator → every functions-runtime replica (a broadcast, no reply): stop the script of one
    * attempt of an invocation, as the wall clock would, with `script_aborted`. Sent when a sync run's
-   * activity is cancelled (a full resync, a terminated or timed-out workflow). An attempt whose worker
-   * died cannot be told: its lease (below) runs out instead.
+   * activity is cancelled (a full resync, a terminated or timed-out workflow), when the caller gave up on
+   * an attempt whose lease went unanswered, and before an async action's attempt is run again after its
+   * worker died. An attempt whose worker died cannot be told: its lease (below) runs out instead.
    */
   cancel: 'functions.v1.cancel',
   /**
-   * orchestrator worker → every functions-runtime replica (a broadcast, no reply): the worker waiting for
-   * this attempt of a sync run is alive. A run asked with `lease` is stopped (`script_aborted`) when no
-   * renewal came for `lease.ttlMs`: a killed worker's script does not go on writing records and
-   * checkpoints (it could even finish and clear its checkpoint) until Temporal has retried the run.
+   * orchestrator → every functions-runtime replica (a broadcast, sent as a request): the caller waiting for
+   * this attempt of a run (a sync run's worker, an action's or on-event script's caller) is alive. A run
+   * asked with `lease` is stopped (`script_aborted`) when no renewal came for `lease.ttlMs`: a killed
+   * worker's script does not go on writing records and checkpoints (it could even finish and clear its
+   * checkpoint) until Temporal has retried the run. The replica running the attempt answers each renewal
+   * (`functionRunLeaseReplySchema`), the others stay silent: a caller that hears no answer for `ttlMs`
+   * knows the replica running its script is gone (SIGKILLed, partitioned), ends its wait with
+   * `function_runtime_lost` instead of waiting out the run's time limit, and stops the attempt.
    */
   lease: 'functions.v1.lease',
 } as const;
 
-/** A renewal of a sync run attempt's lease (`functions.v1.lease`). */
+/** A renewal of a run attempt's lease (`functions.v1.lease`). */
 export const functionRunLeaseSchema = z.object({
   invocationId: z.string().uuid(),
   attempt: z.number().int().min(1),
 });
 export type FunctionRunLease = z.infer<typeof functionRunLeaseSchema>;
+
+/** The answer of the replica running a leased attempt: it is still running it (queued for a slot, too). */
+export const functionRunLeaseReplySchema = z.object({
+  invocationId: z.string().uuid(),
+  attempt: z.number().int().min(1),
+  running: z.literal(true),
+});
+export type FunctionRunLeaseReply = z.infer<typeof functionRunLeaseReplySchema>;
 
 export const functionRunCancelSchema = z.object({
   invocationId: z.string().uuid(),
@@ -185,8 +198,9 @@ export const functionRunRequestSchema = z.object({
   attempt: z.number().int().min(1).default(1),
   limits: functionRunLimitsSchema.default({}),
   /**
-   * Sync runs: the script runs only while its worker renews this lease (`functions.v1.lease`) at least every
-   * `ttlMs`; the first renewal is due `ttlMs` after the run starts. Absent: no lease (actions, on-event).
+   * The script runs only while its caller renews this lease (`functions.v1.lease`) at least every `ttlMs`;
+   * the first renewal is due `ttlMs` after the request arrives (a run waiting for a slot is leased too).
+   * The orchestrator leases every run (syncs, actions, on-event scripts); absent: no lease.
    */
   lease: z.object({ ttlMs: z.number().int().min(1_000).max(600_000) }).optional(),
   /**

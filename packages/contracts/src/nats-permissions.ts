@@ -143,8 +143,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
       'orchestrator.v1.records.>',
       'orchestrator.v1.sync.>',
     ],
-    // Every replica hears a cancelled sync run's stop and the sync runs' lease renewals (only the one
-    // running the script acts on them).
+    // Every replica hears a cancelled run's stop and the runs' lease renewals (only the one running the
+    // script acts on them, and answers a renewal: allow_responses).
     listens: [FUNCTIONS_SUBJECTS.cancel, FUNCTIONS_SUBJECTS.lease],
     buckets: [FUNCTION_OUTPUT_BUCKET],
   },
@@ -154,7 +154,9 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
     calls: orchestratorCalls,
     // Cached action look-ups: dropped when a replica changes functions or the vault changes a connection.
     listens: [FUNCTIONS_API_SUBJECTS.changed, VAULT_SUBJECTS.changed],
-    announces: [FUNCTIONS_API_SUBJECTS.changed],
+    // Synchronous actions and on-event scripts renew their script's lease (asking the runtime replica
+    // running it to confirm), and stop a script whose replica stopped confirming.
+    announces: [FUNCTIONS_API_SUBJECTS.changed, FUNCTIONS_SUBJECTS.cancel, FUNCTIONS_SUBJECTS.lease],
     publishesEvents: [EVENT_SUBJECTS.sync, EVENT_SUBJECTS.asyncAction],
     consumesEvents: [
       EVENT_CONSUMERS.orchestratorAuth,
@@ -169,8 +171,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
   'sync-orchestrator-worker': {
     ...none,
     calls: orchestratorCalls,
-    // A cancelled sync run's activity tells functions-runtime to stop its script; a running one renews
-    // its script's lease.
+    // A cancelled sync run's activity tells functions-runtime to stop its script; a running sync run or
+    // async action renews its script's lease (the replica running it confirms each renewal).
     announces: [FUNCTIONS_SUBJECTS.cancel, FUNCTIONS_SUBJECTS.lease],
     publishesEvents: [EVENT_SUBJECTS.sync, EVENT_SUBJECTS.asyncAction],
     buckets: [FUNCTION_OUTPUT_BUCKET, ACTION_REPLY_BUCKET],

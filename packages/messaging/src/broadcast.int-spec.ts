@@ -24,6 +24,7 @@ function nextOf(received: Change[], count: number, ms = 2_000): Promise<Change[]
 }
 
 describe('listenBroadcast: schema-checked announcements every replica sees', () => {
+  let natsServers: string;
   let listener: NatsConnection;
   let publisher: NatsConnection;
   const subscriptions: Subscription[] = [];
@@ -32,6 +33,7 @@ describe('listenBroadcast: schema-checked announcements every replica sees', () 
 
   beforeAll(async () => {
     const { natsUrl } = await testInfrastructure();
+    natsServers = natsUrl;
     listener = await connect({ servers: natsUrl });
     publisher = await connect({ servers: natsUrl });
   });
@@ -64,6 +66,35 @@ describe('listenBroadcast: schema-checked announcements every replica sees', () 
     });
     publisher.publish(subject, JSON.stringify({ environmentId: 7, providerConfigKey: 'github' }));
     expect(await nextOf(received, 1)).toEqual([{ environmentId: 7, providerConfigKey: 'github' }]);
+  });
+
+  it('lets the listeners a broadcast request concerns answer it, the others staying silent', async () => {
+    const subject = `${prefix}.request`;
+    const other = await connect({ servers: natsServers });
+    try {
+      // Two replicas hear every request; only the one holding environment 7 answers.
+      subscriptions.push(
+        listenBroadcast(listener, subject, schema, (change, respond) => {
+          if (change.environmentId === 7) respond({ holder: 'first' });
+        }),
+        listenBroadcast(other, subject, schema, () => undefined),
+      );
+      await Promise.all([listener.flush(), other.flush()]);
+      const answer = await publisher.request(
+        subject,
+        JSON.stringify({ environmentId: 7, providerConfigKey: 'github' }),
+        { timeout: 2_000 },
+      );
+      expect(answer.json()).toEqual({ holder: 'first' });
+      // Nobody holds environment 8: no answer comes, the request times out.
+      await expect(
+        publisher.request(subject, JSON.stringify({ environmentId: 8, providerConfigKey: 'github' }), {
+          timeout: 300,
+        }),
+      ).rejects.toMatchObject({ code: 'TIMEOUT' });
+    } finally {
+      await other.close();
+    }
   });
 
   it('drops a message that is not JSON or fails the schema with one warning that omits the payload', async () => {

@@ -22,7 +22,11 @@ export function listenBroadcast<S extends z.ZodType>(
   nc: NatsConnection,
   subject: string,
   schema: S,
-  onMessage: (message: z.infer<S>) => void | Promise<void>,
+  /**
+   * `respond` answers the message when it was sent as a request (a reply subject), and does nothing
+   * otherwise: a broadcast request is answered only by the listeners it concerns, once each.
+   */
+  onMessage: (message: z.infer<S>, respond: (reply: unknown) => void) => void | Promise<void>,
 ): Subscription {
   return nc.subscribe(subject, {
     callback: (error, msg) => {
@@ -50,7 +54,10 @@ export function listenBroadcast<S extends z.ZodType>(
         return;
       }
       try {
-        const done = onMessage(parsed.data);
+        const respond = (reply: unknown) => {
+          if (msg.reply) msg.respond(Buffer.from(JSON.stringify(reply)));
+        };
+        const done = onMessage(parsed.data, respond);
         if (done instanceof Promise) done.catch((handlerError: unknown) => logFailure(subject, handlerError));
       } catch (handlerError) {
         logFailure(subject, handlerError);

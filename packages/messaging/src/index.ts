@@ -6,3 +6,4 @@ export * from './nats-connection';
 export * from './raw-reply';
 export * from './broadcast';
 export * from './payload-depth';
+export * from './dependency-errors';

@@ -7,7 +7,7 @@ import {
 } from '@switchboard/contracts';
 import type { NatsConnection } from 'nats';
 import { sendRequest, unwrapReply } from './request-handling';
-import { transportError } from './transport-error';
+import { linkState, transportError, unreachable } from './transport-error';
 import { requestRaw } from './raw-reply';
 
 export interface RequestOptions {
@@ -46,7 +46,11 @@ export class NatsRequester {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
     const timeout = options.timeoutMs ?? this.defaultTimeoutMs;
+    const link = linkState(this.nc);
     return sendRequest(subject, async (headers) => {
+      // Reconnecting: refused at once, nothing sent (nats.js would hold it and maybe send it much later).
+      if (link.down) throw unreachable(subject);
+      const drops = link.drops;
       let msg;
       try {
         // nats.js publishes synchronously: the bytes are in its outbound buffer when this returns.
@@ -54,7 +58,7 @@ export class NatsRequester {
         packet = undefined;
         msg = await pending;
       } catch (error) {
-        throw transportError(subject, error);
+        throw transportError(subject, error, link.down || link.drops !== drops);
       }
       // The reply envelope (`{response: {ok, data}}`) wraps the data in two objects.
       if (jsonDepthExceeds(msg.data, MESSAGE_JSON_MAX_DEPTH + 2)) {

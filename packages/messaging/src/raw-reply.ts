@@ -9,7 +9,7 @@ import { PayloadTooDeep } from './payload-depth';
 import type { NatsConnection, Subscription } from 'nats';
 import type { z } from 'zod';
 import { handleRequest, sendRequest, unwrapReply } from './request-handling';
-import { transportError } from './transport-error';
+import { linkState, transportError, unreachable } from './transport-error';
 
 const logger = new Logger('RawResponder');
 const NEWLINE = 0x0a;
@@ -115,7 +115,10 @@ export async function requestRaw<M>(
   data: unknown,
   options: { timeoutMs: number },
 ): Promise<{ meta: M; body: Uint8Array }> {
+  const link = linkState(nc);
   return sendRequest(subject, async (headers) => {
+    if (link.down) throw unreachable(subject);
+    const drops = link.drops;
     let msg;
     try {
       msg = await nc.request(subject, Buffer.from(JSON.stringify(data)), {
@@ -123,7 +126,7 @@ export async function requestRaw<M>(
         headers,
       });
     } catch (error) {
-      throw transportError(subject, error);
+      throw transportError(subject, error, link.down || link.drops !== drops);
     }
     let decoded: { envelope: Reply<M>; body: Uint8Array };
     try {

@@ -10,6 +10,7 @@ import {
 } from '@switchboard/observability';
 import { headers as natsHeaders, type MsgHdrs } from 'nats';
 import type { z } from 'zod';
+import { isDependencyUnavailable } from './dependency-errors';
 import { recordProcessed, recordSent } from './metrics';
 import { PayloadTooDeep } from './payload-depth';
 
@@ -72,6 +73,19 @@ export function handleRequest<S extends z.ZodType, R>(
           }
           span.recordException(error as Error);
           span.setStatus({ code: SpanStatusCode.ERROR });
+          if (isDependencyUnavailable(error)) {
+            // Postgres out of reach (restarting, failing over, cut off): nothing half-done, try again.
+            errorType = 'service_unavailable';
+            span.setAttribute('switchboard.error_code', errorType);
+            logger.warn(`${subject} failed, a dependency is not reachable: ${(error as Error)?.message}`);
+            return {
+              ok: false,
+              error: {
+                code: 'service_unavailable',
+                message: 'A dependency of the service (its database) is not reachable; try again shortly',
+              },
+            };
+          }
           logger.error(`${subject} failed: ${(error as Error)?.stack ?? String(error)}`);
           return { ok: false, error: { code: 'server_error', message: 'internal error' } };
         } finally {

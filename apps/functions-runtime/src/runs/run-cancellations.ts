@@ -1,5 +1,10 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { FUNCTIONS_SUBJECTS, functionRunCancelSchema, functionRunLeaseSchema } from '@switchboard/contracts';
+import {
+  FUNCTIONS_SUBJECTS,
+  functionRunCancelSchema,
+  functionRunLeaseSchema,
+  type FunctionRunLeaseReply,
+} from '@switchboard/contracts';
 import { listenBroadcast, NATS_CONNECTION } from '@switchboard/messaging';
 import type { NatsConnection, Subscription } from 'nats';
 
@@ -14,7 +19,8 @@ interface RunningAttempt {
  * The runs this replica is running, by invocation id, so `functions.v1.cancel` can stop one and
  * `functions.v1.lease` can keep one going. Every replica hears both broadcasts (no queue group: the
  * orchestrator does not know which one runs the script); the one running it acts, the others have nothing
- * to do. A stop is what the wall clock would do (`script_aborted`).
+ * to do. A stop is what the wall clock would do (`script_aborted`). The replica running a leased attempt
+ * answers each renewal, so its caller learns when that replica is gone (no answer for the lease's length).
  */
 @Injectable()
 export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
@@ -29,8 +35,15 @@ export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
     this.cancels = listenBroadcast(this.nc, FUNCTIONS_SUBJECTS.cancel, functionRunCancelSchema, (cancel) =>
       this.cancel(cancel.invocationId, cancel.attempt, cancel.reason),
     );
-    this.leases = listenBroadcast(this.nc, FUNCTIONS_SUBJECTS.lease, functionRunLeaseSchema, (lease) =>
-      this.renew(lease.invocationId, lease.attempt),
+    this.leases = listenBroadcast(
+      this.nc,
+      FUNCTIONS_SUBJECTS.lease,
+      functionRunLeaseSchema,
+      (lease, respond) => {
+        // Only the replica running the attempt answers; the others' silence is no news.
+        if (this.renew(lease.invocationId, lease.attempt))
+          respond({ ...lease, running: true } satisfies FunctionRunLeaseReply);
+      },
     );
   }
 
@@ -65,13 +78,17 @@ export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
-  /** Its worker is alive: the attempt's lease starts again. */
-  renew(invocationId: string, attempt: number): void {
+  /** Its caller is alive: the attempt's lease starts again. Answers whether this replica runs the attempt. */
+  renew(invocationId: string, attempt: number): boolean {
+    let running = false;
     for (const entry of this.running.get(invocationId) ?? []) {
-      if (entry.attempt !== attempt || !entry.lease) continue;
+      if (entry.attempt !== attempt) continue;
+      running = true;
+      if (!entry.lease) continue;
       clearTimeout(entry.lease.timer);
       entry.lease.timer = this.expiry(invocationId, entry, entry.lease.ttlMs);
     }
+    return running;
   }
 
   private expiry(invocationId: string, entry: RunningAttempt, ttlMs: number): NodeJS.Timeout {
@@ -79,7 +96,7 @@ export class RunCancellations implements OnModuleInit, OnApplicationShutdown {
       this.logger.warn(
         `stopping ${invocationId} (attempt ${entry.attempt}): its lease was not renewed for ${ttlMs} ms`,
       );
-      entry.stop(`the worker waiting for this attempt stopped renewing its lease (${ttlMs} ms): it is gone`);
+      entry.stop(`the caller waiting for this attempt stopped renewing its lease (${ttlMs} ms): it is gone`);
     }, ttlMs);
     timer.unref();
     return timer;

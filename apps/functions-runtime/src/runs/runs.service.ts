@@ -74,6 +74,26 @@ export class RunsService implements OnModuleInit {
   }
 
   async run(req: FunctionRunRequest): Promise<FunctionRunResult> {
+    // Stopped from outside: `functions.v1.cancel`, a lease not renewed, or a write the orchestrator refused
+    // as superseded. Tracked from the request's arrival, so a run waiting for a slot answers its lease
+    // renewals too (its caller must not take it for lost) and is dropped when its caller is gone.
+    const cancel = new AbortController();
+    const stopRun = (reason: string) => {
+      if (!cancel.signal.aborted) cancel.abort(reason);
+    };
+    const untrack = this.cancellations.track(req.invocationId, req.attempt, stopRun, req.lease?.ttlMs);
+    try {
+      return await this.runInSlot(req, cancel.signal, stopRun);
+    } finally {
+      untrack();
+    }
+  }
+
+  private async runInSlot(
+    req: FunctionRunRequest,
+    cancelled: AbortSignal,
+    stopRun: (reason: string) => void,
+  ): Promise<FunctionRunResult> {
     const slot = { release: await this.slots.acquire() };
     try {
       return await tracer.startActiveSpan(
@@ -91,7 +111,7 @@ export class RunsService implements OnModuleInit {
         },
         async (span) => {
           try {
-            const result = await this.execute(req, slot);
+            const result = await this.execute(req, slot, cancelled, stopRun);
             span.setAttribute('switchboard.function.status', result.status);
             recordFunctionRun(
               req.function.type,
@@ -118,18 +138,18 @@ export class RunsService implements OnModuleInit {
     }
   }
 
-  private async execute(req: FunctionRunRequest, slot: { release: () => void }): Promise<FunctionRunResult> {
+  private async execute(
+    req: FunctionRunRequest,
+    slot: { release: () => void },
+    cancelled: AbortSignal,
+    stopRun: (reason: string) => void,
+  ): Promise<FunctionRunResult> {
     const limits = this.limitsFor(req);
     const runContext = context.active();
     // `deadline` fires at the wall clock (provider calls stop, abortSignal fires in the script); `stop`
     // when the run is over (every host call stops). Between the two is the abort grace.
     const deadline = new AbortController();
     const stop = new AbortController();
-    // Stopped from outside: `functions.v1.cancel`, or a write the orchestrator refused as superseded.
-    const cancel = new AbortController();
-    const stopRun = (reason: string) => {
-      if (!cancel.signal.aborted) cancel.abort(reason);
-    };
     const scope: RunScope = {
       caller: req.caller,
       invocationId: req.invocationId,
@@ -161,7 +181,6 @@ export class RunsService implements OnModuleInit {
       },
     };
     let outcome;
-    const untrack = this.cancellations.track(req.invocationId, req.attempt, stopRun, req.lease?.ttlMs);
     try {
       outcome = await runInSandbox({
         type: req.function.type,
@@ -184,10 +203,9 @@ export class RunsService implements OnModuleInit {
         // put back around each host call so provider calls and NATS requests stay in the run's trace.
         hostCall: (name, args) => context.with(runContext, () => this.hostCalls.dispatch(scope, name, args)),
         onWallClock: () => deadline.abort(),
-        abort: cancel.signal,
+        abort: cancelled,
       });
     } finally {
-      untrack();
       // Not awaited: the answer does not wait for the release (the locks expire with their TTL anyway).
       void this.hostCalls.releaseLocks(scope);
       // Whatever the script left running host-side (a proxied call, a sleep) ends with the run.

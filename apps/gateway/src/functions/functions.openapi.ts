@@ -128,6 +128,7 @@ export const FUNCTIONS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
       202: 'Async: accepted, `{id, statusUrl}` (also in `Location`)',
       400: '`invalid_action_input`: the input schema refused the input (its issues in `error.payload`; the run id header is set)',
       500: 'The script failed (the run id header is set): `script_internal_error` (a thrown Error, `error.payload` = `{name, message}`), `action_script_runtime_error` (an `ActionError`, its payload in `error.payload`), `action_script_failure` (load error, CPU or memory limit), `invalid_action_output`, `action_output_too_large` (over 10 MB), `script_timeout`',
+      503: '`function_runtime_lost`: the functions-runtime replica running the script died or was cut off (noticed within its lease, 30 s); `service_unavailable`: a service or its database is briefly out of reach. With `Retry-After`',
     },
   },
   {
@@ -157,7 +158,10 @@ export const FUNCTIONS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
     scope: 'environment:actions:trigger',
     request: { params: z.object({ id: z.string() }) },
     ok: { status: 200, schema: z.unknown(), description: "The action's output" },
-    errors: { 500: "The action failed (the script's error, as on a synchronous trigger)" },
+    errors: {
+      500: "The action failed (the script's error, as on a synchronous trigger)",
+      503: 'The action failed with `function_runtime_lost` (its last attempt lost its functions-runtime replica; `error.payload.run_id`)',
+    },
   },
   {
     method: 'get',

@@ -82,6 +82,8 @@ export function statusForCode(code: ErrorCode): number {
     case 'bad_gateway':
       return 502;
     case 'service_unavailable':
+    // The runtime replica running the script is gone: the run ended early, another try may succeed.
+    case 'function_runtime_lost':
       return 503;
     case 'gateway_timeout':
       return 504;

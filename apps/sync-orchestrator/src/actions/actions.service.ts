@@ -225,7 +225,7 @@ export class ActionsService {
         this.temporal.workflow.start(invocationWorkflow, {
           taskQueue: this.env.TEMPORAL_TASK_QUEUE,
           workflowId: input.invocationId,
-          args: [input],
+          args: [{ ...input, heartbeatTimeoutMs: this.env.SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS }],
         }),
       );
     } catch (error) {

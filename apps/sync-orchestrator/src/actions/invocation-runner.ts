@@ -1,6 +1,5 @@
 import {
   FUNCTION_OUTPUT_BUCKET,
-  FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
   SwitchboardError,
   type CandidateConnection,
@@ -16,6 +15,7 @@ import type { NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import { Logger } from '@nestjs/common';
 import type { FunctionWithVersion, StoredConfig } from '../functions/function-config';
+import { runLeased } from '../functions/leased-run';
 
 const logger = new Logger('InvocationRunner');
 
@@ -50,6 +50,8 @@ export interface AttemptInput {
   depth?: number;
   /** The last attempt: the invocation's status is settled with its outcome. */
   final: boolean;
+  /** Called with each renewal of the script's lease (a Temporal activity's heartbeat). */
+  heartbeat?: () => void;
 }
 
 /** The runtime's failure codes as the public API names them (Nango's where it has one). */
@@ -95,6 +97,8 @@ export class InvocationRunner {
     private readonly db: OrchestratorDb,
     private readonly nats: NatsRequester,
     private readonly nc: NatsConnection,
+    /** The script's lease on functions-runtime (SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS). */
+    private readonly leaseTtlMs: number,
   ) {}
 
   async attempt(input: AttemptInput): Promise<AttemptOutcome> {
@@ -115,7 +119,11 @@ export class InvocationRunner {
         retryable: false,
       };
     } else {
-      ({ outcome, logs } = await this.run(this.requestFor(invocation, version, input), input.wallTimeMs));
+      ({ outcome, logs } = await this.run(
+        this.requestFor(invocation, version, input),
+        input.wallTimeMs,
+        input.heartbeat,
+      ));
     }
     await this.record(invocation.id, input, outcome, logs);
     return outcome;
@@ -197,7 +205,7 @@ export class InvocationRunner {
     },
     version: { version: string; sha256: string; codeJs: string; config: unknown },
     input: AttemptInput,
-  ): FunctionRunRequest {
+  ): FunctionRunRequest & { lease: { ttlMs: number } } {
     const config = version.config as unknown as StoredConfig;
     const definitions = (config.json_schema?.definitions ?? {}) as Record<string, unknown>;
     return {
@@ -228,18 +236,29 @@ export class InvocationRunner {
       attempt: input.attempt,
       depth: input.depth ?? 0,
       limits: { wallTimeMs: input.wallTimeMs, outputBytes: MAX_ACTION_OUTPUT_BYTES },
+      lease: { ttlMs: this.leaseTtlMs },
     };
   }
 
+  /**
+   * The run, leased (`runLeased`): a runtime replica that dies under it ends the attempt within the lease
+   * as `function_runtime_lost` (retryable: an async action's next attempt goes to another replica), instead
+   * of after the action's time limit.
+   */
   private async run(
-    request: FunctionRunRequest,
+    request: FunctionRunRequest & { lease: { ttlMs: number } },
     wallTimeMs: number,
+    heartbeat?: () => void,
   ): Promise<{ outcome: AttemptOutcome; logs: FunctionRunResult['logs'] }> {
     let result: FunctionRunResult;
     try {
-      const reply = await this.nats.request<unknown>(FUNCTIONS_SUBJECTS.run, request, {
+      const reply = await runLeased<unknown>({
+        nc: this.nc,
+        nats: this.nats,
+        request,
         // The runtime ends the script at wallTimeMs; the margin is for loading and answering.
         timeoutMs: wallTimeMs + 5_000,
+        ...(heartbeat ? { heartbeat } : {}),
       });
       result = functionRunResultSchema.parse(reply);
     } catch (error) {

@@ -1,7 +1,9 @@
 import { EVENT_SUBJECTS, type AsyncActionEvent, type Caller, type OnEventType } from '@switchboard/contracts';
 import { publishEvent } from '@switchboard/messaging';
+import { Context } from '@temporalio/activity';
 import type { NatsConnection } from 'nats';
 import type { AttemptOutcome, InvocationRunner } from '../actions/invocation-runner';
+import { stopAttempt } from '../functions/leased-run';
 
 /** What an async action's or on-event script's workflow carries (Temporal stores it in its history). */
 export interface InvocationWorkflowInput {
@@ -17,6 +19,11 @@ export interface InvocationWorkflowInput {
   depth?: number;
   /** Async actions tell the customer when they are done (`async_action` webhook). */
   notify: boolean;
+  /**
+   * The attempt activity's heartbeat timeout (SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS when started): a
+   * worker silent this long has the attempt run again by another one. Absent in runs started before it.
+   */
+  heartbeatTimeoutMs?: number;
 }
 
 export interface ActionActivityDeps {
@@ -34,7 +41,14 @@ export function createActionActivities(deps: ActionActivityDeps) {
     async runInvocationAttempt(
       input: InvocationWorkflowInput & { attempt: number; final: boolean },
     ): Promise<{ status: AttemptOutcome['status']; retryable: boolean }> {
+      const context = Context.current();
+      // Run again by Temporal: the worker of the previous try died (its heartbeats stopped). Its script may
+      // still run on functions-runtime under the same invocation and attempt, whose lease this try renews:
+      // it is stopped first, so the action does not run twice at once.
+      if (context.info.attempt > 1)
+        stopAttempt(deps.nc, input, 'the worker waiting for this attempt died; it is being run again');
       const outcome = await deps.runner.attempt({
+        heartbeat: () => context.heartbeat(),
         invocationId: input.invocationId,
         caller: input.caller,
         provider: input.provider,

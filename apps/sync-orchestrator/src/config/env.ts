@@ -46,6 +46,13 @@ export const envSchema = z.object({
    */
   SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(2_000).max(600_000).default(30_000),
   /**
+   * An action's or on-event script's lease on functions-runtime (`functions.v1.lease`, renewed every 2 s):
+   * when the replica running the script has not confirmed it for this long (killed, partitioned), the
+   * attempt ends as `function_runtime_lost` (an async action tries again per `X-Max-Retries`), and a script
+   * whose caller stopped renewing is stopped. An async action's activity heartbeats with the same timeout.
+   */
+  SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(3_000).max(600_000).default(30_000),
+  /**
    * Connections of the records store's own node-postgres pool (its writes and page reads bypass Prisma),
    * beside the Prisma client's pool; in the service and in worker.ts each.
    */

@@ -10,6 +10,7 @@ import { InvocationRunner } from '../actions/invocation-runner';
 import { CheckpointsHandlers } from '../checkpoints/checkpoints.handlers';
 import { LocksHandlers } from '../locks/locks.handlers';
 import { KnownConnectionsModule } from '../connections/known-connections';
+import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { AuthEventsConsumer } from '../on-event/auth-events.consumer';
 import { OnEventHandlers } from '../on-event/on-event.handlers';
@@ -45,9 +46,9 @@ import { IntegrationDirectory } from './integration-directory';
     SyncWebhooksConsumer,
     {
       provide: InvocationRunner,
-      inject: [ORCHESTRATOR_DB, NatsRequester, NATS_CONNECTION],
-      useFactory: (db: OrchestratorDb, nats: NatsRequester, nc: NatsConnection) =>
-        new InvocationRunner(db, nats, nc),
+      inject: [ORCHESTRATOR_DB, NatsRequester, NATS_CONNECTION, ORCHESTRATOR_ENV],
+      useFactory: (db: OrchestratorDb, nats: NatsRequester, nc: NatsConnection, env: OrchestratorEnv) =>
+        new InvocationRunner(db, nats, nc, env.SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS),
     },
   ],
   exports: [ActionsService],

@@ -1,11 +1,8 @@
 import {
   EVENT_SUBJECTS,
-  FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
   recordModelKey,
   type Caller,
-  type FunctionRunCancel,
-  type FunctionRunLease,
   type FunctionRunRequest,
   type SyncEvent,
 } from '@switchboard/contracts';
@@ -18,6 +15,7 @@ import { callerOfEnvironment } from '../functions/environment-caller';
 import { recordSyncRun } from '../metrics';
 import type { StoredConfig } from '../functions/function-config';
 import { IntegrationDirectory } from '../functions/integration-directory';
+import { runLeased, stopAttempt } from '../functions/leased-run';
 import type { ModelCounts, SyncRecords } from './sync-records';
 
 export const SYNC_RUN_STATUS = { running: 'RUNNING', success: 'SUCCESS', stopped: 'STOPPED' } as const;
@@ -63,9 +61,6 @@ export interface SyncRunnerDeps {
     'SWITCHBOARD_SYNC_TIMEOUT_MS' | 'SWITCHBOARD_SYNC_HEARTBEAT_TIMEOUT_MS' | 'SWITCHBOARD_WEBHOOK_TIMEOUT_MS'
   >;
 }
-
-/** How often the run activity tells Temporal it is alive while the script runs. */
-const HEARTBEAT_EVERY_MS = 2_000;
 
 const NOT_WEBHOOK = { not: 'WEBHOOK' } as const;
 
@@ -304,7 +299,7 @@ export class SyncRunner {
     const config = version.config as unknown as StoredConfig;
     const { sync } = run;
     await db.syncRun.update({ where: { id: run.id }, data: { attempts: attempt } });
-    const request: FunctionRunRequest = {
+    const request: FunctionRunRequest & { lease: { ttlMs: number } } = {
       caller: begun.caller,
       invocationId: run.id,
       function: {
@@ -338,35 +333,22 @@ export class SyncRunner {
       // Silent as long as Temporal waits before retrying the run elsewhere: the script stops then too.
       lease: { ttlMs: begun.heartbeatTimeoutMs },
     };
-    const lease = JSON.stringify({ invocationId: run.id, attempt } satisfies FunctionRunLease);
-    const timer = setInterval(
-      () => {
-        heartbeat();
-        try {
-          this.deps.nc.publish(FUNCTIONS_SUBJECTS.lease, lease);
-        } catch {
-          // A closed connection: the lease runs out, as it would if this worker were gone.
-        }
-      },
-      Math.min(HEARTBEAT_EVERY_MS, Math.floor(begun.heartbeatTimeoutMs / 3)),
-    );
-    let reply: unknown;
-    try {
-      reply = await Promise.race([
-        this.deps.nats.request<unknown>(FUNCTIONS_SUBJECTS.run, request, {
-          // The runtime ends the script at the wall time; the margin is for loading and answering.
-          timeoutMs: begun.timeoutMs + 30_000,
-        }),
-        cancelled.catch((error: unknown) => {
-          // Cancelled (a full resync, the workflow terminated or timed out): the script must not go on
-          // on functions-runtime. Its writes are fenced anyway; this frees its slot and the provider.
-          this.stopScript(run.id, attempt, error);
-          throw error;
-        }),
-      ]);
-    } finally {
-      clearInterval(timer);
-    }
+    // Renewed with each heartbeat; a runtime replica that stops confirming it ends this attempt
+    // (`function_runtime_lost`, thrown: Temporal tries again, from the script's last checkpoint).
+    const reply = await runLeased<unknown>({
+      nc: this.deps.nc,
+      nats: this.deps.nats,
+      request,
+      // The runtime ends the script at the wall time; the margin is for loading and answering.
+      timeoutMs: begun.timeoutMs + 30_000,
+      heartbeat,
+      cancelled: cancelled.catch((error: unknown) => {
+        // Cancelled (a full resync, the workflow terminated or timed out): the script must not go on
+        // on functions-runtime. Its writes are fenced anyway; this frees its slot and the provider.
+        this.stopScript(run.id, attempt, error);
+        throw error;
+      }),
+    });
     const result = functionRunResultSchema.parse(reply);
     if (result.status === 'success') return { status: 'succeeded' };
     return {
@@ -381,19 +363,11 @@ export class SyncRunner {
 
   /** Asks every functions-runtime replica to stop the script of this attempt of the run. */
   private stopScript(runId: string, attempt: number, cause: unknown): void {
-    const cancel: FunctionRunCancel = {
-      invocationId: runId,
-      attempt,
-      reason: `the sync run was cancelled (${(cause as Error | undefined)?.message || 'cancelled'})`.slice(
-        0,
-        500,
-      ),
-    };
-    try {
-      this.deps.nc.publish(FUNCTIONS_SUBJECTS.cancel, JSON.stringify(cancel));
-    } catch {
-      // A closed connection: the fence still refuses whatever the script writes.
-    }
+    stopAttempt(
+      this.deps.nc,
+      { invocationId: runId, attempt },
+      `the sync run was cancelled (${(cause as Error | undefined)?.message || 'cancelled'})`,
+    );
   }
 
   /** Closes the run: counts, track_deletes, the sync's state, and the `events.v1.sync` events. */
