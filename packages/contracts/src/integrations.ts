@@ -126,7 +126,8 @@ export const integrationCredentialsOutputSchema = z.union([
     app_id: z.string(),
     private_key: z.string(),
     app_link: z.string(),
-    webhook_secret: z.string().nullable(),
+    // Not in Nango's shape: present only when one is stored.
+    webhook_secret: z.string().optional(),
   }),
   z.object({
     type: z.literal('CUSTOM'),
@@ -135,7 +136,8 @@ export const integrationCredentialsOutputSchema = z.union([
     app_id: z.string(),
     app_link: z.string(),
     private_key: z.string(),
-    webhook_secret: z.string().nullable(),
+    // Not in Nango's shape: present only when one is stored.
+    webhook_secret: z.string().optional(),
   }),
   z.object({ type: z.enum(WEBHOOK_ONLY_CREDENTIALS_TYPES), webhook_secret: z.string().nullable() }),
 ]);

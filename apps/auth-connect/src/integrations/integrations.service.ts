@@ -336,7 +336,7 @@ export class IntegrationsService {
           app_id: row.appId ?? '',
           private_key: secrets.private_key ?? '',
           app_link: row.appLink ?? '',
-          webhook_secret: secrets.webhook_secret ?? null,
+          ...(secrets.webhook_secret ? { webhook_secret: secrets.webhook_secret } : {}),
         };
       case 'CUSTOM':
         return {
@@ -346,7 +346,7 @@ export class IntegrationsService {
           app_id: row.appId ?? '',
           app_link: row.appLink ?? '',
           private_key: secrets.private_key ?? '',
-          webhook_secret: secrets.webhook_secret ?? null,
+          ...(secrets.webhook_secret ? { webhook_secret: secrets.webhook_secret } : {}),
         };
       default:
         if (row.credentialsType && isWebhookOnly(row.credentialsType))
