@@ -440,6 +440,48 @@ describe('keys given encoded, canonical strings, public keys and JWTs', () => {
   });
 });
 
+describe('JWTs signed with a public-key algorithm', () => {
+  it.each([
+    ['ed25519', 'EdDSA', () => generateKeyPairSync('ed25519')],
+    ['rsa-sha256', 'RS256', () => generateKeyPairSync('rsa', { modulusLength: 2048 })],
+  ] as const)('checks a %s (%s) token body with the public key', async (algorithm, alg, generate) => {
+    const recipe = WebhookSchema.parse({ signature: { scheme: 'jwt', algorithm } }).signature!;
+    const { publicKey, privateKey } = generate();
+    const other = generate();
+    const key = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+    const signed = (signer: typeof privateKey) =>
+      new SignJWT({ event: 'created' }).setProtectedHeader({ alg }).setExpirationTime('1m').sign(signer);
+    expect(await verifyWebhook(recipe, request(await signed(privateKey)), key)).toEqual({
+      ok: true,
+      claims: expect.objectContaining({ event: 'created' }) as unknown,
+    });
+    expect(await verifyWebhook(recipe, request(await signed(other.privateKey)), key)).toEqual({
+      ok: false,
+      reason: 'signature mismatch',
+    });
+  });
+
+  it('checks a token in a header against the body beside it, which stays the webhook', async () => {
+    const recipe = WebhookSchema.parse({
+      signature: { scheme: 'jwt', header: 'authorization', prefix: 'Bearer ', algorithm: 'hmac-sha256' },
+    }).signature!;
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime('1m')
+      .sign(new TextEncoder().encode('signing-secret'));
+    const body = '{"event":{"type":"create_item"}}';
+    expect(
+      await verifyWebhook(recipe, request(body, { authorization: `Bearer ${token}` }), 'signing-secret'),
+    ).toEqual({
+      ok: true,
+    });
+    expect(await verifyWebhook(recipe, request(body, {}), 'signing-secret')).toEqual({
+      ok: false,
+      reason: 'missing authorization header',
+    });
+  });
+});
+
 describe('handshakes', () => {
   it("answers Slack's url_verification with the challenge", () => {
     const body = JSON.stringify({
