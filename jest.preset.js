@@ -1,8 +1,19 @@
 // Shared jest settings: swc keeps decorator metadata (Nest DI needs it) and is much faster than ts-jest.
+
+// jose 6 is ESM-only. Node loads it through require(esm), but jest's CommonJS module registry cannot (on
+// Node 24 either), so jest alone compiles it to CommonJS (built services use the package as published).
+// Every package whose tests reach it (auth-connect, webhook-ingress and the apps embedding it) needs this.
+const ESM_ONLY = ['jose'];
+const esmOnly = ESM_ONLY.map((name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|');
+
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
   transform: {
+    [`/node_modules/(?:\\.pnpm/[^/]+/node_modules/)?(?:${esmOnly})/.+\\.js$`]: [
+      '@swc/jest',
+      { jsc: { target: 'es2022' }, module: { type: 'commonjs' } },
+    ],
     '^.+\\.ts$': [
       '@swc/jest',
       {
@@ -15,6 +26,9 @@ module.exports = {
       },
     ],
   },
+  transformIgnorePatterns: [
+    `/node_modules/(?!(?:\\.pnpm/(?:${esmOnly})@[^/]+/node_modules/)?(?:${esmOnly})/)`,
+  ],
   moduleFileExtensions: ['ts', 'js', 'json'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   // `npm test` lists every failing test again at its very end (scripts/lib/failure-reporter.cjs).

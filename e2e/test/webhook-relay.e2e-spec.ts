@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Nango } from '@nangohq/node';
 import { repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { SignJWT } from 'jose';
 import { Webhook } from 'standardwebhooks';
 import { call, createKey, expectError } from './support/http';
 import { seedAccount, startGateway, waitFor, type ExtraProcess } from './support/processes';
@@ -463,6 +464,311 @@ describe('webhook relay', () => {
         status: 400,
         code: 'invalid_uri_params',
       });
+    });
+  });
+
+  describe('signature schemes of the catalog', () => {
+    beforeAll(async () => {
+      // As the settings tests leave them, so these also run alone (-t).
+      const res = await api('PATCH', '/environment', {
+        webhook_settings: { primary_url: `${receiver.url}/primary` },
+      });
+      expect(res.status).toBe(200);
+      signingKey = (res.body as { data: { webhook_signing_key: string } }).data.webhook_signing_key;
+    });
+
+    /** Every delivery whose body carries `marker` (raw forwards and wrapped ones alike). */
+    const deliveredWith = (marker: string) => receiver.received.filter((r) => r.body.includes(marker));
+    const send = (key: string, body: string, headers: Record<string, string>) =>
+      fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/${key}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
+    const createIntegration = async (provider: string, key: string, credentials: Record<string, unknown>) => {
+      const res = await api('POST', '/integrations', { provider, unique_key: key, credentials });
+      expect(res.status).toBe(200);
+    };
+    const importConnection = async (key: string, body: Record<string, unknown>) => {
+      const res = await api('POST', '/connections', { provider_config_key: key, ...body });
+      expect(res.status).toBe(201);
+    };
+
+    /**
+     * The forged webhook is refused with 401 and never delivered; the signed one is answered 200 and
+     * delivered. Returns the deliveries of the signed one.
+     */
+    const refusesForgedDeliversSigned = async (
+      key: string,
+      forged: { body: string; headers: Record<string, string>; marker: string },
+      signed: { body: string; headers: Record<string, string>; marker: string },
+    ) => {
+      const refused = await send(key, forged.body, forged.headers);
+      expect(refused.status).toBe(401);
+      expect(await refused.json()).toEqual({
+        error: { code: 'invalid_signature', message: expect.any(String) },
+      });
+      expect((await send(key, signed.body, signed.headers)).status).toBe(200);
+      await waitUntil(() => deliveredWith(signed.marker).length > 0);
+      // Sent first and refused at once: had it been stored it would be out before the signed one.
+      expect(deliveredWith(forged.marker)).toEqual([]);
+      const hooks = deliveredWith(signed.marker);
+      for (const hook of hooks) {
+        expectSigned(hook);
+        expect(hook.headers['x-switchboard-webhook-verified']).toBe('true');
+      }
+      return hooks;
+    };
+
+    it('verifies Dixa webhooks with the hex-decoded key an API-key integration stores as its webhook secret', async () => {
+      const secret = randomBytes(16).toString('hex');
+      await createIntegration('dixa', 'dixa-hooks', { type: 'API_KEY', webhook_secret: secret });
+      const read = await api('GET', '/integrations/dixa-hooks?include=credentials');
+      expect((read.body as { data: { credentials: unknown } }).data.credentials).toEqual({
+        type: 'API_KEY',
+        webhook_secret: secret,
+      });
+      const event = (marker: string) =>
+        JSON.stringify({ event_id: randomUUID(), event_fqn: 'CONVERSATION_CREATED', data: { marker } });
+      const dixaSigned = (body: string, key: Buffer | string) => {
+        const t = String(Date.now());
+        const v1 = createHmac('sha256', key).update(`${t}.${body}`).digest('hex');
+        return { 'x-dixa-signature': `t=${t},v1=${v1}` };
+      };
+      const forged = { marker: `forged-${randomUUID()}`, body: '', headers: {} };
+      forged.body = event(forged.marker);
+      // Keyed by the secret's text instead of its bytes: what a recipe without `secret_encoding` would check.
+      forged.headers = dixaSigned(forged.body, secret);
+      const signed = { marker: `dixa-${randomUUID()}`, body: '', headers: {} };
+      signed.body = event(signed.marker);
+      signed.headers = dixaSigned(signed.body, Buffer.from(secret, 'hex'));
+      const [hook] = await refusesForgedDeliversSigned('dixa-hooks', forged, signed);
+      // Nothing names the connection: the raw payload goes to the environment's URL.
+      expect(hook!.path).toBe('/primary');
+      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(signed.body));
+    });
+
+    it('verifies Standard Webhooks (Fathom) with the base64 whsec_ key, routed to the connection by email', async () => {
+      const secret = `whsec_${randomBytes(24).toString('base64')}`;
+      await createIntegration('fathom', 'fathom-hooks', { type: 'API_KEY', webhook_secret: secret });
+      const email = `ana-${randomUUID()}@acme.example`;
+      await importConnection('fathom-hooks', {
+        connection_id: 'fathom-ana',
+        credentials: { type: 'API_KEY', apiKey: 'fathom-key' },
+        metadata: { emailAddress: email },
+        webhook_url_override: `${receiver.url}/fathom-ana`,
+      });
+      const meeting = (marker: string) => ({ title: marker, recorded_by: { email } });
+      const standardSigned = (body: string, key: string) => {
+        const id = `msg_${randomUUID()}`;
+        const at = new Date();
+        return {
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': new Webhook(key).sign(id, at, body),
+        };
+      };
+      const forgedMarker = `forged-${randomUUID()}`;
+      const forgedBody = JSON.stringify(meeting(forgedMarker));
+      const marker = `fathom-${randomUUID()}`;
+      const body = JSON.stringify(meeting(marker));
+      const [hook] = await refusesForgedDeliversSigned(
+        'fathom-hooks',
+        {
+          marker: forgedMarker,
+          body: forgedBody,
+          headers: standardSigned(forgedBody, `whsec_${randomBytes(24).toString('base64')}`),
+        },
+        { marker, body, headers: standardSigned(body, secret) },
+      );
+      expect(hook!.path).toBe('/fathom-ana');
+      expect(JSON.parse(hook!.body)).toEqual({
+        from: 'fathom',
+        type: 'forward',
+        providerConfigKey: 'fathom-hooks',
+        connectionId: 'fathom-ana',
+        payload: meeting(marker),
+        verified: true,
+      });
+    });
+
+    it("verifies Follow Up Boss's HMAC over the base64 of the body", async () => {
+      const systemKey = `fub-${randomUUID()}`;
+      await createIntegration('followupboss', 'fub-hooks', {
+        type: 'OAUTH2',
+        client_id: 'fub-client',
+        client_secret: 'fub-client-secret',
+        webhook_secret: systemKey,
+      });
+      const event = (marker: string) =>
+        JSON.stringify({ eventId: randomUUID(), event: 'peopleCreated', resourceIds: [1], uri: marker });
+      const hmacHex = (text: string) => createHmac('sha256', systemKey).update(text).digest('hex');
+      const forgedMarker = `forged-${randomUUID()}`;
+      const forgedBody = event(forgedMarker);
+      const marker = `fub-${randomUUID()}`;
+      const body = event(marker);
+      const [hook] = await refusesForgedDeliversSigned(
+        'fub-hooks',
+        // Right key, but over the body itself rather than its base64.
+        { marker: forgedMarker, body: forgedBody, headers: { 'fub-signature': hmacHex(forgedBody) } },
+        {
+          marker,
+          body,
+          headers: { 'fub-signature': hmacHex(Buffer.from(body).toString('base64')) },
+        },
+      );
+      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(body));
+    });
+
+    it('verifies HighLevel Ed25519 signatures with the public key the integration stores, else HighLevel’s own', async () => {
+      const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+      const stored = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+      await createIntegration('highlevel', 'highlevel-hooks', {
+        type: 'OAUTH2',
+        client_id: 'hl-client',
+        client_secret: 'hl-client-secret',
+        webhook_secret: stored,
+      });
+      const locationId = `loc-${randomUUID()}`;
+      // locationId comes from HighLevel's token answer; an import stands in for the OAuth dance.
+      await importConnection('highlevel-hooks', {
+        connection_id: 'hl-location',
+        credentials: { type: 'OAUTH2', access_token: 'hl-token' },
+        connection_config: { locationId },
+        webhook_url_override: `${receiver.url}/highlevel`,
+      });
+      const event = (marker: string) => ({
+        type: 'ContactCreate',
+        locationId,
+        webhookId: randomUUID(),
+        marker,
+      });
+      const ed25519 = (body: string, key = privateKey) => ({
+        'x-ghl-signature': sign(null, Buffer.from(body), key).toString('base64'),
+      });
+      const forgedMarker = `forged-${randomUUID()}`;
+      const forgedBody = JSON.stringify(event(forgedMarker));
+      const marker = `hl-${randomUUID()}`;
+      const payload = event(marker);
+      const body = JSON.stringify(payload);
+      const [hook] = await refusesForgedDeliversSigned(
+        'highlevel-hooks',
+        {
+          marker: forgedMarker,
+          body: forgedBody,
+          headers: ed25519(forgedBody, generateKeyPairSync('ed25519').privateKey),
+        },
+        { marker, body, headers: ed25519(body) },
+      );
+      expect(hook!.path).toBe('/highlevel');
+      expect(JSON.parse(hook!.body)).toMatchObject({
+        type: 'forward',
+        connectionId: 'hl-location',
+        payload,
+        verified: true,
+      });
+
+      // Without a stored key the catalog's pinned HighLevel key checks it: ours is not HighLevel's.
+      await createIntegration('highlevel', 'highlevel-pinned', {
+        type: 'OAUTH2',
+        client_id: 'hl-client',
+        client_secret: 'hl-client-secret',
+      });
+      const pinnedMarker = `pinned-${randomUUID()}`;
+      const pinnedBody = JSON.stringify(event(pinnedMarker));
+      expect((await send('highlevel-pinned', pinnedBody, ed25519(pinnedBody))).status).toBe(401);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(deliveredWith(pinnedMarker)).toEqual([]);
+    });
+
+    it('verifies Dialpad JWT-signed webhooks (HS256 with the webhook secret) and delivers their claims', async () => {
+      const secret = `dialpad-${randomUUID()}`;
+      await createIntegration('dialpad', 'dialpad-hooks', {
+        type: 'OAUTH2',
+        client_id: 'dp-client',
+        client_secret: 'dp-client-secret',
+        webhook_secret: secret,
+      });
+      const token = (claims: Record<string, unknown>, key: string) =>
+        new SignJWT(claims)
+          .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+          .setIssuedAt()
+          .setExpirationTime('5m')
+          .sign(new TextEncoder().encode(key));
+      const forgedMarker = `forged-${randomUUID()}`;
+      const marker = `dialpad-${randomUUID()}`;
+      const claims = { call_id: 4242, state: 'hangup', marker };
+      const [hook] = await refusesForgedDeliversSigned(
+        'dialpad-hooks',
+        {
+          marker: forgedMarker,
+          body: await token({ call_id: 1, state: 'hangup', marker: forgedMarker }, `not-${secret}`),
+          headers: { 'content-type': 'application/jwt' },
+        },
+        { marker, body: await token(claims, secret), headers: { 'content-type': 'application/jwt' } },
+      );
+      // The verified claims are the webhook, as JSON: the customer never has to decode the token.
+      expect(JSON.parse(hook!.body)).toEqual({ ...claims, iat: expect.any(Number), exp: expect.any(Number) });
+    });
+
+    it('stores a GitHub App integration’s webhook secret and verifies its webhooks with it', async () => {
+      const secret = `gh-app-${randomUUID()}`;
+      const privateKey = generateKeyPairSync('rsa', { modulusLength: 2048 })
+        .privateKey.export({ type: 'pkcs8', format: 'pem' })
+        .toString();
+      await createIntegration('github-app', 'gh-app-hooks', {
+        type: 'APP',
+        app_id: '4242',
+        app_link: 'https://github.com/apps/switchboard-e2e',
+        private_key: privateKey,
+        webhook_secret: secret,
+      });
+      const read = await api('GET', '/integrations/gh-app-hooks?include=credentials');
+      expect((read.body as { data: { credentials: unknown } }).data.credentials).toMatchObject({
+        type: 'APP',
+        app_id: '4242',
+        webhook_secret: secret,
+      });
+      const push = (marker: string) =>
+        JSON.stringify({ action: 'opened', zen: marker, installation: { id: 9 } });
+      const githubSigned = (body: string, key: string) => ({
+        'x-github-event': 'issues',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': `sha256=${createHmac('sha256', key).update(body).digest('hex')}`,
+      });
+      const forgedMarker = `forged-${randomUUID()}`;
+      const forgedBody = push(forgedMarker);
+      const marker = `gh-app-${randomUUID()}`;
+      const body = push(marker);
+      await refusesForgedDeliversSigned(
+        'gh-app-hooks',
+        { marker: forgedMarker, body: forgedBody, headers: githubSigned(forgedBody, `not-${secret}`) },
+        { marker, body, headers: githubSigned(body, secret) },
+      );
+    });
+
+    it('refuses a webhook secret for a provider whose webhooks are not signed, storing nothing', async () => {
+      const refused = expectError(
+        await api('POST', '/integrations', {
+          provider: 'teamtailor',
+          unique_key: 'teamtailor-hooks',
+          credentials: { type: 'API_KEY', webhook_secret: 'whatever' },
+        }),
+        400,
+        'invalid_body',
+      );
+      expect(refused.errors?.[0]?.path).toEqual(['credentials', 'type']);
+      expectError(await api('GET', '/integrations/teamtailor-hooks'), 404, 'not_found');
+      // Only the webhook secret: an API-key integration holds no client credentials.
+      expectError(
+        await api('POST', '/integrations', {
+          provider: 'fathom',
+          unique_key: 'fathom-client',
+          credentials: { type: 'API_KEY', webhook_secret: 'w', client_id: 'c' },
+        }),
+        400,
+        'invalid_body',
+      );
     });
   });
 

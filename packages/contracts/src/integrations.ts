@@ -37,6 +37,20 @@ const oauthCredentialsFields = {
   // As Nango: at most 255 characters (anything longer is refused, never cut).
   webhook_secret: z.string().max(255).optional(),
 };
+/**
+ * Auth modes whose integrations hold no client credentials (each connection brings its own): their
+ * integration credentials are only the webhook secret, for a provider whose webhooks are signed.
+ */
+export const WEBHOOK_ONLY_CREDENTIALS_TYPES = [
+  'OAUTH2_CC',
+  'API_KEY',
+  'BASIC',
+  'NONE',
+  'JWT',
+  'TWO_STEP',
+  'SIGNATURE',
+  'BILL',
+] as const;
 const appCredentialsFields = {
   app_id: z.string().min(1).max(255),
   app_link: z.string().url().max(2048),
@@ -55,9 +69,17 @@ export const integrationCredentialsInputSchema = z.discriminatedUnion('type', [
       ...appCredentialsFields,
       client_id: oauthCredentialsFields.client_id.optional(),
       client_secret: oauthCredentialsFields.client_secret.optional(),
+      // GitHub signs an App's webhooks with the App's webhook secret.
+      webhook_secret: oauthCredentialsFields.webhook_secret,
     })
     .strict(),
   z.object({ type: z.literal('CUSTOM'), ...oauthCredentialsFields, ...appCredentialsFields }).strict(),
+  z
+    .object({
+      type: z.enum(WEBHOOK_ONLY_CREDENTIALS_TYPES),
+      webhook_secret: z.string().min(1).max(255),
+    })
+    .strict(),
 ]);
 export type IntegrationCredentialsInput = z.infer<typeof integrationCredentialsInputSchema>;
 export type IntegrationCredentialsType = IntegrationCredentialsInput['type'];
@@ -99,7 +121,14 @@ export const integrationCredentialsOutputSchema = z.union([
     scopes: z.string().nullable(),
     webhook_secret: z.string().nullable(),
   }),
-  z.object({ type: z.literal('APP'), app_id: z.string(), private_key: z.string(), app_link: z.string() }),
+  z.object({
+    type: z.literal('APP'),
+    app_id: z.string(),
+    private_key: z.string(),
+    app_link: z.string(),
+    // Not in Nango's shape: present only when one is stored.
+    webhook_secret: z.string().optional(),
+  }),
   z.object({
     type: z.literal('CUSTOM'),
     client_id: z.string(),
@@ -107,7 +136,10 @@ export const integrationCredentialsOutputSchema = z.union([
     app_id: z.string(),
     app_link: z.string(),
     private_key: z.string(),
+    // Not in Nango's shape: present only when one is stored.
+    webhook_secret: z.string().optional(),
   }),
+  z.object({ type: z.enum(WEBHOOK_ONLY_CREDENTIALS_TYPES), webhook_secret: z.string().nullable() }),
 ]);
 
 export const integrationSchema = z

@@ -1,10 +1,17 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BUILT_IN_CATALOG_PATH, loadCatalog } from './catalog';
 import { ProviderCatalogError } from './catalog.errors';
 import { CORE_PROVIDERS, MIN_PROVIDER_COUNT, coverageProblems, requiredProviderKeys } from './coverage';
+import { parse as parseYaml } from 'yaml';
 import { ProviderDefinitionSchema } from './schema';
+
+// A 2048-bit RSA public key (base64 DER SubjectPublicKeyInfo), for recipes that pin one.
+const RSA_SPKI = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  .publicKey.export({ type: 'spki', format: 'der' })
+  .toString('base64');
 
 describe('built-in catalog', () => {
   const catalog = loadCatalog();
@@ -398,5 +405,111 @@ acme-hooks:
     const message = loadError(bad).message;
     expect(message).toContain('webhook.signature.algorithm');
     expect(message).toContain('events');
+  });
+
+  it.each([
+    [
+      'a public key that does not parse',
+      `{ header: x-sig, algorithm: ed25519, encoding: base64, public_key: not-a-key }`,
+      'webhook.signature.public_key: is not a readable public key',
+    ],
+    [
+      'an RSA key pinned for ed25519',
+      `{ header: x-sig, algorithm: ed25519, public_key: "${RSA_SPKI}" }`,
+      'webhook.signature.public_key: is not a key for ed25519',
+    ],
+    [
+      'a public key on an HMAC recipe',
+      `{ header: x-sig, public_key: "${RSA_SPKI}" }`,
+      'webhook.signature.public_key: applies to rsa-sha256 and ed25519 only',
+    ],
+    [
+      'a public-key algorithm keyed by the client secret',
+      `{ header: x-sig, algorithm: rsa-sha256, secret: client_secret }`,
+      'webhook.signature.secret: must be webhook_secret',
+    ],
+    [
+      'a key encoding on a public key',
+      `{ header: x-sig, algorithm: ed25519, secret_encoding: base64 }`,
+      'webhook.signature.secret_encoding: applies to HMAC keys only',
+    ],
+    [
+      'an unknown key encoding',
+      `{ header: x-sig, secret_encoding: base32 }`,
+      'webhook.signature.secret_encoding',
+    ],
+    ['no header outside a jwt', `{ algorithm: hmac-sha256 }`, 'webhook.signature.header: is required'],
+    [
+      'a jwt with a signed-payload template',
+      `{ scheme: jwt, payload: '{timestamp}.{body}', timestamp: { from: header, name: x-t, format: unix, tolerance_seconds: 60 } }`,
+      'webhook.signature.payload: cannot be set for a jwt',
+    ],
+    [
+      'a jwt signed with sha1',
+      `{ scheme: jwt, algorithm: hmac-sha1 }`,
+      'webhook.signature.algorithm: a jwt is checked',
+    ],
+    [
+      'a separator on a key-value header',
+      `{ header: x-sig, scheme: key-value, signature_key: v1, separator: ' ' }`,
+      'webhook.signature.separator: needs scheme plain',
+    ],
+    [
+      'a payload without the body',
+      `{ header: x-sig, payload: '{timestamp}' }`,
+      'must include {body} or {body_base64}',
+    ],
+  ])('refuses a webhook signature with %s', (_name, signature, problem) => {
+    // The entry schema alone (what the catalog build runs for every entry), without loading the catalog.
+    const result = ProviderDefinitionSchema.safeParse({
+      display_name: 'Acme hooks',
+      categories: ['other'],
+      auth_mode: 'NONE',
+      docs: 'https://wiki.acme.example',
+      webhook: { signature: parseYaml(signature) as unknown },
+    });
+    expect(result.success).toBe(false);
+    const problems = result.error?.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`) ?? [];
+    expect(problems.join('\n')).toContain(problem);
+  });
+
+  it('reads public-key, encoded-key and jwt recipes', () => {
+    const file = write(
+      'webhook-schemes.yaml',
+      `
+acme-hooks:
+  display_name: Acme hooks
+  categories: [other]
+  auth_mode: API_KEY
+  docs: https://wiki.acme.example
+  proxy: { base_url: https://api.acme.example, headers: { authorization: 'Bearer \${apiKey}' } }
+  webhook:
+    signature: { header: x-sig, algorithm: rsa-sha256, encoding: base64, public_key: "${RSA_SPKI}" }
+acme-std:
+  display_name: Acme standard
+  categories: [other]
+  auth_mode: NONE
+  docs: https://wiki.acme.example
+  webhook:
+    signature: { header: x-sig, separator: ' ', prefix: 'v1,', secret_prefix: whsec_, secret_encoding: base64, payload: '{body_base64}' }
+acme-jwt:
+  display_name: Acme JWT
+  categories: [other]
+  auth_mode: NONE
+  docs: https://wiki.acme.example
+  webhook:
+    signature: { scheme: jwt, algorithm: ed25519 }
+`,
+    );
+    const catalog = loadCatalog({ overridesFile: file });
+    expect(catalog.get('acme-hooks')?.webhook?.signature).toMatchObject({ algorithm: 'rsa-sha256' });
+    expect(catalog.get('acme-std')?.webhook?.signature).toMatchObject({
+      secret_encoding: 'base64',
+      separator: ' ',
+    });
+    expect(catalog.get('acme-jwt')?.webhook?.signature).toMatchObject({
+      scheme: 'jwt',
+      algorithm: 'ed25519',
+    });
   });
 });

@@ -42,6 +42,10 @@ export {
   type WebhookRoutingRule,
   type WebhookSignature,
   type WebhookValueSource,
+  HMAC_ALGORITHMS,
+  PUBLIC_KEY_ALGORITHMS,
+  publicKeyFits,
+  readPublicKey,
   WebhookRoutingRuleSchema,
   WebhookSchema,
 } from './webhook-schema';

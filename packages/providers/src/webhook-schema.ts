@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 
 /**
@@ -42,20 +43,22 @@ export const WebhookValueSourceSchema = z
 export type WebhookValueSource = z.infer<typeof WebhookValueSourceSchema>;
 
 /**
- * `{body}` (raw bytes), `{timestamp}` (the value found by `timestamp`), `{method}`, `{url}` (the public URL
- * the provider called, with its query) and `{header:<name>}`; anything else is literal text.
+ * `{body}` (raw bytes), `{body_base64}` (the raw bytes, base64: Follow Up Boss signs that), `{timestamp}`
+ * (the value found by `timestamp`), `{method}`, `{url}` (the public URL the provider called, with its query)
+ * and `{header:<name>}`; anything else is literal text.
  */
 const signedPayloadTemplate = z.string().superRefine((value, ctx) => {
   for (const match of value.matchAll(/\{([^{}]*)\}/g)) {
     const token = match[1] ?? '';
-    if (!/^(body|timestamp|method|url|header:[a-z0-9!#$%&'*+.^_`|~-]+)$/.test(token)) {
+    if (!/^(body|body_base64|timestamp|method|url|header:[a-z0-9!#$%&'*+.^_`|~-]+)$/.test(token)) {
       ctx.addIssue({
         code: 'custom',
-        message: `unknown placeholder {${token}}; use {body}, {timestamp}, {method}, {url} or {header:<name>}`,
+        message: `unknown placeholder {${token}}; use {body}, {body_base64}, {timestamp}, {method}, {url} or {header:<name>}`,
       });
     }
   }
-  if (!value.includes('{body}')) ctx.addIssue({ code: 'custom', message: 'must include {body}' });
+  if (!value.includes('{body}') && !value.includes('{body_base64}'))
+    ctx.addIssue({ code: 'custom', message: 'must include {body} or {body_base64}' });
 });
 
 export const WebhookTimestampSchema = z.strictObject({
@@ -68,31 +71,81 @@ export const WebhookTimestampSchema = z.strictObject({
   tolerance_seconds: z.number().int().positive().max(86_400),
 });
 
+/** Signed with a key the provider and the integration share. */
+export const HMAC_ALGORITHMS = ['hmac-sha256', 'hmac-sha1', 'hmac-sha512'] as const;
+/** Signed with the provider's private key, checked with its public key. */
+export const PUBLIC_KEY_ALGORITHMS = ['rsa-sha256', 'ed25519'] as const;
+const PUBLIC_KEY_TYPE = { 'rsa-sha256': 'rsa', ed25519: 'ed25519' } as const;
+
+/**
+ * A public key as the catalog pins it or an integration stores it: PEM (`-----BEGIN PUBLIC KEY-----`) or the
+ * base64 of its DER SubjectPublicKeyInfo (what providers often publish on one line). Undefined if unreadable.
+ */
+export function readPublicKey(value: string): ReturnType<typeof createPublicKey> | undefined {
+  try {
+    const text = value.trim();
+    if (text.startsWith('-----BEGIN')) return createPublicKey(text);
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text)) return undefined;
+    return createPublicKey({ key: Buffer.from(text, 'base64'), format: 'der', type: 'spki' });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a public key fits a signature algorithm (an RSA key for `rsa-sha256`, ...). */
+export function publicKeyFits(
+  algorithm: (typeof PUBLIC_KEY_ALGORITHMS)[number],
+  key: ReturnType<typeof createPublicKey>,
+): boolean {
+  return key.asymmetricKeyType === PUBLIC_KEY_TYPE[algorithm];
+}
+
 export const WebhookSignatureSchema = z
   .strictObject({
-    header: headerName,
-    algorithm: z.enum(['hmac-sha256', 'hmac-sha1']).default('hmac-sha256'),
+    /** Where the signature is. Only a `jwt` sent as the whole body has none. */
+    header: headerName.optional(),
+    algorithm: z.enum([...HMAC_ALGORITHMS, ...PUBLIC_KEY_ALGORITHMS]).default('hmac-sha256'),
+    /** How the signature in the header is written. */
     encoding: z.enum(['hex', 'base64']).default('hex'),
-    /** Stripped from the header value (`sha256=`, `v0=`). */
+    /** Stripped from the header value (`sha256=`, `v0=`, Standard Webhooks' `v1,`). */
     prefix: z.string().min(1).optional(),
-    /** `key-value`: the header holds `k=v` pairs separated by `,` (Stripe: `t=…,v1=…,v1=…`). */
-    scheme: z.enum(['plain', 'key-value']).default('plain'),
+    /**
+     * `key-value`: the header holds `k=v` pairs separated by `,` (Stripe: `t=…,v1=…,v1=…`).
+     * `jwt`: the webhook is a JSON Web Token (the whole body, or the header's value after `prefix`), signed
+     * per `algorithm` (`hmac-sha256` = HS256, `rsa-sha256` = RS256, `ed25519` = EdDSA); its claims are the
+     * webhook that is routed and forwarded (Dialpad).
+     */
+    scheme: z.enum(['plain', 'key-value', 'jwt']).default('plain'),
+    /** plain only: the header holds several signatures separated by this (Standard Webhooks: a space). */
+    separator: z.string().min(1).optional(),
     /** key-value only: the key whose values are signatures (any one may match, for secret rotation). */
     signature_key: z.string().min(1).optional(),
     /** What is signed. */
     payload: signedPayloadTemplate.default('{body}'),
-    /** Which secret of the integration keys the HMAC. */
+    /**
+     * Which secret of the integration keys the HMAC. For a public-key algorithm, the integration's
+     * `webhook_secret` holds the provider's public key (PEM or base64 DER), else `public_key` is used.
+     */
     secret: z.enum(['webhook_secret', 'client_secret']).default('webhook_secret'),
+    /** Stripped from the secret before decoding (Standard Webhooks secrets start `whsec_`). */
+    secret_prefix: z.string().min(1).optional(),
+    /**
+     * HMAC only: the secret is the hex or base64 of the key bytes and is decoded before use (Squarespace and
+     * Dixa give hex keys, Standard Webhooks base64). Without it the key is the secret's UTF-8 bytes.
+     */
+    secret_encoding: z.enum(['hex', 'base64']).optional(),
+    /** Public-key algorithms only: the provider's published key, used when the integration stores none. */
+    public_key: z.string().min(1).optional(),
     timestamp: WebhookTimestampSchema.optional(),
   })
   .superRefine((sig, ctx) => {
-    if (sig.scheme === 'key-value' && !sig.signature_key) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['signature_key'],
-        message: 'is required when scheme is key-value',
-      });
-    }
+    const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    const publicKeyAlgorithm = (PUBLIC_KEY_ALGORITHMS as readonly string[]).includes(sig.algorithm);
+    if (!sig.header && !(sig.scheme === 'jwt')) issue('header', 'is required (only a jwt body has none)');
+    if (sig.scheme === 'key-value' && !sig.signature_key)
+      issue('signature_key', 'is required when scheme is key-value');
+    if (sig.scheme !== 'key-value' && sig.signature_key) issue('signature_key', 'needs scheme key-value');
+    if (sig.separator && sig.scheme !== 'plain') issue('separator', 'needs scheme plain');
     if (sig.timestamp?.from === 'signature' && sig.scheme !== 'key-value') {
       ctx.addIssue({
         code: 'custom',
@@ -101,11 +154,32 @@ export const WebhookSignatureSchema = z
       });
     }
     if (sig.payload.includes('{timestamp}') && !sig.timestamp) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['payload'],
-        message: 'uses {timestamp} but no timestamp is declared',
-      });
+      issue('payload', 'uses {timestamp} but no timestamp is declared');
+    }
+    if (sig.scheme === 'jwt') {
+      // The token carries its own algorithm, claims and expiry: nothing else about it can be declared.
+      if (sig.payload !== '{body}') issue('payload', 'cannot be set for a jwt: the token is what is signed');
+      if (sig.timestamp) issue('timestamp', 'cannot be set for a jwt: its exp and nbf claims are checked');
+      if (sig.algorithm === 'hmac-sha1' || sig.algorithm === 'hmac-sha512')
+        issue('algorithm', 'a jwt is checked as hmac-sha256 (HS256), rsa-sha256 (RS256) or ed25519 (EdDSA)');
+    }
+    if (publicKeyAlgorithm) {
+      if (sig.secret !== 'webhook_secret')
+        issue(
+          'secret',
+          'must be webhook_secret for a public-key algorithm (the client secret is no public key)',
+        );
+      if (sig.secret_encoding || sig.secret_prefix)
+        issue('secret_encoding', 'applies to HMAC keys only; a public key is PEM or base64 DER');
+      if (sig.public_key) {
+        const key = readPublicKey(sig.public_key);
+        if (!key)
+          issue('public_key', 'is not a readable public key (PEM or base64 DER SubjectPublicKeyInfo)');
+        else if (!publicKeyFits(sig.algorithm as (typeof PUBLIC_KEY_ALGORITHMS)[number], key))
+          issue('public_key', `is not a key for ${sig.algorithm}`);
+      }
+    } else if (sig.public_key) {
+      issue('public_key', 'applies to rsa-sha256 and ed25519 only');
     }
   });
 export type WebhookSignature = z.infer<typeof WebhookSignatureSchema>;

@@ -1,17 +1,21 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
 import {
   DEFAULT_JSON_MAX_DEPTH,
   jsonDepthExceeds,
   jsonTooDeepMessage,
   SwitchboardError,
 } from '@switchboard/contracts';
-import type {
-  WebhookDefinition,
-  WebhookHandshake,
-  WebhookRoutingRule,
-  WebhookSignature,
-  WebhookValueSource,
+import {
+  PUBLIC_KEY_ALGORITHMS,
+  publicKeyFits,
+  readPublicKey,
+  type WebhookDefinition,
+  type WebhookHandshake,
+  type WebhookRoutingRule,
+  type WebhookSignature,
+  type WebhookValueSource,
 } from '@switchboard/providers';
+import { errors as joseErrors, jwtVerify } from 'jose';
 
 /**
  * The generic engine behind every provider's `webhook` catalog section: parse, locate values, verify a
@@ -123,14 +127,110 @@ export function subscriptionTypesOf(
 }
 
 export type SignatureVerdict = { ok: true } | { ok: false; reason: string };
+/** A verified webhook; for a JWT-signed one, its claims (what is routed and forwarded). */
+export type WebhookVerdict = { ok: true; claims?: Record<string, unknown> } | { ok: false; reason: string };
 
-/** Checks the provider's signature with the integration's secret, in constant time, on the raw bytes. */
+type PublicKeyAlgorithm = (typeof PUBLIC_KEY_ALGORITHMS)[number];
+const isPublicKeyAlgorithm = (algorithm: WebhookSignature['algorithm']): algorithm is PublicKeyAlgorithm =>
+  (PUBLIC_KEY_ALGORITHMS as readonly string[]).includes(algorithm);
+
+/**
+ * The key material a recipe verifies with, from the integration: the `webhook_secret` or client secret for an
+ * HMAC; for a public-key algorithm the public key the integration stores, else the one the catalog pins.
+ */
+export function verificationKeyOf(
+  recipe: WebhookSignature,
+  integration: { webhookSecret: string | null; clientSecret: string | null },
+): string | null {
+  if (isPublicKeyAlgorithm(recipe.algorithm)) return integration.webhookSecret ?? recipe.public_key ?? null;
+  return recipe.secret === 'client_secret' ? integration.clientSecret : integration.webhookSecret;
+}
+
+/** The bytes of an HMAC key: the secret without its `secret_prefix`, decoded per `secret_encoding`. */
+export function hmacKey(recipe: WebhookSignature, secret: string): Buffer | undefined {
+  const prefix = recipe.secret_prefix;
+  const unprefixed = prefix && secret.startsWith(prefix) ? secret.slice(prefix.length) : secret;
+  const text = unprefixed.trim();
+  if (recipe.secret_encoding === 'hex') {
+    return /^([0-9a-fA-F]{2})+$/.test(text) ? Buffer.from(text, 'hex') : undefined;
+  }
+  if (recipe.secret_encoding === 'base64') {
+    const key = /^[A-Za-z0-9+/_-]+={0,2}$/.test(text) ? Buffer.from(text, 'base64') : undefined;
+    return key && key.length > 0 ? key : undefined;
+  }
+  return Buffer.from(unprefixed, 'utf8');
+}
+
+/** The public key of a recipe with a public-key algorithm, if the material is one of the right type. */
+function publicKeyFor(algorithm: PublicKeyAlgorithm, material: string): KeyObject | undefined {
+  const key = readPublicKey(material);
+  return key && publicKeyFits(algorithm, key) ? key : undefined;
+}
+
+/**
+ * Checks a webhook as its provider signs it: an HMAC or public-key signature in a header (see
+ * {@link verifySignature}), or a JSON Web Token (`scheme: jwt`), checked with `jose`. `key` is
+ * {@link verificationKeyOf}'s answer.
+ */
+export async function verifyWebhook(
+  recipe: WebhookSignature,
+  request: WebhookRequest,
+  key: string,
+  now: number = Date.now(),
+): Promise<WebhookVerdict> {
+  if (recipe.scheme !== 'jwt') return verifySignature(recipe, request, key, now);
+  let token: string;
+  if (recipe.header) {
+    const value = request.headers[recipe.header]?.trim();
+    if (!value) return { ok: false, reason: `missing ${recipe.header} header` };
+    token =
+      recipe.prefix && value.startsWith(recipe.prefix) ? value.slice(recipe.prefix.length).trim() : value;
+  } else {
+    token = request.rawBody.toString('utf8').trim();
+  }
+  const algorithm = recipe.algorithm;
+  let jwtKey: KeyObject | Uint8Array | undefined;
+  let jwtAlgorithm: string;
+  if (isPublicKeyAlgorithm(algorithm)) {
+    jwtKey = publicKeyFor(algorithm, key);
+    if (!jwtKey) return { ok: false, reason: `the public key is not a readable ${algorithm} key` };
+    jwtAlgorithm = algorithm === 'ed25519' ? 'EdDSA' : 'RS256';
+  } else {
+    jwtKey = hmacKey(recipe, key);
+    if (!jwtKey)
+      return { ok: false, reason: `the webhook secret is not ${recipe.secret_encoding ?? 'a key'}` };
+    jwtAlgorithm = 'HS256';
+  }
+  try {
+    const { payload } = await jwtVerify(token, jwtKey, {
+      algorithms: [jwtAlgorithm],
+      currentDate: new Date(now),
+      clockTolerance: 5,
+    });
+    // A token sent as the whole body is the webhook; one in a header only vouches for the body beside it.
+    return recipe.header ? { ok: true } : { ok: true, claims: payload as Record<string, unknown> };
+  } catch (error) {
+    if (error instanceof joseErrors.JWTExpired) return { ok: false, reason: 'the token has expired' };
+    if (error instanceof joseErrors.JWSSignatureVerificationFailed)
+      return { ok: false, reason: 'signature mismatch' };
+    if (error instanceof joseErrors.JOSEAlgNotAllowed)
+      return { ok: false, reason: 'the token is not signed with ' + jwtAlgorithm };
+    return { ok: false, reason: 'not a valid signed token' };
+  }
+}
+
+/**
+ * Checks the provider's signature in a header with the integration's key, on the raw bytes: an HMAC compared
+ * in constant time, or an RSA-SHA256 / Ed25519 signature checked with the provider's public key.
+ */
 export function verifySignature(
   recipe: WebhookSignature,
   request: WebhookRequest,
   secret: string,
   now: number = Date.now(),
 ): SignatureVerdict {
+  if (!recipe.header || recipe.scheme === 'jwt')
+    return { ok: false, reason: 'a jwt is checked by verifyWebhook' };
   const header = request.headers[recipe.header];
   if (!header) return { ok: false, reason: `missing ${recipe.header} header` };
 
@@ -145,6 +245,11 @@ export function verifySignature(
       signatureParams.set(key, [...(signatureParams.get(key) ?? []), part.slice(eq + 1).trim()]);
     }
     received = signatureParams.get(recipe.signature_key ?? '') ?? [];
+  } else if (recipe.separator) {
+    received = header
+      .split(recipe.separator)
+      .map((value) => value.trim())
+      .filter((value) => value !== '');
   } else {
     received = [header.trim()];
   }
@@ -173,9 +278,24 @@ export function verifySignature(
   }
 
   const message = signedPayload(recipe.payload, request, timestamp);
-  const expected = createHmac(recipe.algorithm === 'hmac-sha1' ? 'sha1' : 'sha256', secret)
-    .update(message)
-    .digest();
+  const algorithm = recipe.algorithm;
+  if (isPublicKeyAlgorithm(algorithm)) {
+    const key = publicKeyFor(algorithm, secret);
+    if (!key) return { ok: false, reason: `the public key is not a readable ${algorithm} key` };
+    const matches = received.some((candidate) => {
+      const signature = decodeDigest(candidate, recipe.encoding);
+      if (!signature) return false;
+      try {
+        return verify(algorithm === 'ed25519' ? null : 'sha256', message, key, signature);
+      } catch {
+        return false;
+      }
+    });
+    return matches ? { ok: true } : { ok: false, reason: 'signature mismatch' };
+  }
+  const key = hmacKey(recipe, secret);
+  if (!key) return { ok: false, reason: `the webhook secret is not ${recipe.secret_encoding ?? 'a key'}` };
+  const expected = createHmac(algorithm.slice('hmac-'.length), key).update(message).digest();
   const matches = received.some((candidate) => {
     const decoded = decodeDigest(candidate, recipe.encoding);
     return decoded !== undefined && decoded.length === expected.length && timingSafeEqual(decoded, expected);
@@ -197,6 +317,7 @@ export function signedPayload(template: string, request: WebhookRequest, timesta
     parts.push(Buffer.from(template.slice(last, match.index), 'utf8'));
     const token = match[1] ?? '';
     if (token === 'body') parts.push(request.rawBody);
+    else if (token === 'body_base64') parts.push(Buffer.from(request.rawBody.toString('base64'), 'utf8'));
     else if (token === 'timestamp') parts.push(Buffer.from(timestamp, 'utf8'));
     else if (token === 'method') parts.push(Buffer.from(request.method, 'utf8'));
     else if (token === 'url') parts.push(Buffer.from(request.url, 'utf8'));

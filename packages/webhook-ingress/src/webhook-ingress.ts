@@ -1,7 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import {
   AUTH_INTERNAL_SUBJECTS,
+  DEFAULT_JSON_MAX_DEPTH,
   EVENT_SUBJECTS,
+  jsonDepthExceeds,
   SwitchboardError,
   type IngestReply,
   type IngestRequest,
@@ -19,7 +21,8 @@ import {
   parseBody,
   subscriptionTypesOf,
   valuesAt,
-  verifySignature,
+  verificationKeyOf,
+  verifyWebhook,
   WebhookBodyTooDeepError,
   type WebhookRequest,
 } from './provider-webhook';
@@ -152,14 +155,12 @@ export class WebhookIngress {
 
     const handshake = tooDeep ? undefined : findHandshake(definition, webhook);
     const recipe = definition?.signature;
-    const secret = recipe
-      ? recipe.secret === 'client_secret'
-        ? integration.clientSecret
-        : integration.webhookSecret
-      : null;
+    const secret = recipe ? verificationKeyOf(recipe, integration) : null;
     let verified = false;
+    // A JWT-signed webhook is its claims once verified: they are what is routed, stored and forwarded.
+    let claims: Record<string, unknown> | undefined;
     if (recipe && secret && (!handshake || handshake.verify_signature)) {
-      const verdict = verifySignature(recipe, webhook, secret);
+      const verdict = await verifyWebhook(recipe, webhook, secret);
       if (!verdict.ok) {
         this.deps.logger.warn(
           `refused a ${integration.provider} webhook for ${request.providerConfigKey}: ${verdict.reason}`,
@@ -174,11 +175,27 @@ export class WebhookIngress {
         throw new WebhookIngressError('invalid_signature', 'The webhook signature is invalid');
       }
       verified = true;
+      claims = verdict.claims;
     }
     // With a secret to check against, only what verified goes on (a handshake the catalog does not sign is
     // answered, never forwarded). Without one, it goes on marked `verified: false`.
     const checkable = Boolean(recipe && secret);
 
+    let stored = request;
+    if (claims) {
+      const json = JSON.stringify(claims);
+      const maxDepth = this.deps.maxJsonDepth ?? DEFAULT_JSON_MAX_DEPTH;
+      // The token's claims were never a body parseBody could bound: bound them here.
+      if (!tooDeep && jsonDepthExceeds(json, maxDepth)) tooDeep = new WebhookBodyTooDeepError(maxDepth);
+      webhook.parsed = claims;
+      stored = {
+        ...request,
+        headers: { ...request.headers, 'content-type': 'application/json' },
+        body: json,
+        bodyEncoding: 'utf8',
+        rawBody: Buffer.from(json, 'utf8'),
+      };
+    }
     if (tooDeep) {
       // Never deliverable: every walk of it after (routing, the forward's serialisation) would overflow the
       // stack. Dead-lettered in the delivery log, not stored; the provider gets its 200, since sending the
@@ -199,14 +216,14 @@ export class WebhookIngress {
 
     if (handshake) {
       if (handshake.forward && (verified || !checkable))
-        await this.store(environment.id, integration, request, webhook, definition, verified, []);
+        await this.store(environment.id, integration, stored, webhook, definition, verified, []);
       const reply = handshakeReply(handshake, webhook);
       return { status: reply.status, contentType: reply.contentType, body: reply.body };
     }
     await this.store(
       environment.id,
       integration,
-      request,
+      stored,
       webhook,
       definition,
       verified,

@@ -11,6 +11,7 @@ import {
   type IntegrationCredentialsInput,
   type ResolvedIntegration,
   type UpdateIntegrationBody,
+  WEBHOOK_ONLY_CREDENTIALS_TYPES,
 } from '@switchboard/contracts';
 import { EnvelopeCipher } from '@switchboard/crypto';
 import { Prisma, type AuthDb, type IntegrationModel as IntegrationRow } from '@switchboard/db';
@@ -27,14 +28,20 @@ interface IntegrationSecrets {
   webhook_secret?: string;
 }
 
-/** Which integration credential types a provider's auth mode takes; other modes take none. */
+/**
+ * Which integration credential type a provider's auth mode takes: its own. The modes whose connections bring
+ * their own credentials take only a webhook secret, and only when the provider's webhooks are signed.
+ */
 const CREDENTIALS_FOR_AUTH_MODE: Record<string, IntegrationCredentialsInput['type']> = {
   OAUTH1: 'OAUTH1',
   OAUTH2: 'OAUTH2',
   TBA: 'TBA',
   APP: 'APP',
   CUSTOM: 'CUSTOM',
+  ...Object.fromEntries(WEBHOOK_ONLY_CREDENTIALS_TYPES.map((mode) => [mode, mode])),
 };
+const isWebhookOnly = (type: string): type is (typeof WEBHOOK_ONLY_CREDENTIALS_TYPES)[number] =>
+  (WEBHOOK_ONLY_CREDENTIALS_TYPES as readonly string[]).includes(type);
 
 /** The associated data of an integration's sealed secrets (also used when they are rewrapped). */
 export const secretsAad = (id: number) => `auth.integrations:${id}:secrets`;
@@ -75,7 +82,7 @@ export class IntegrationsService {
         { code: 'invalid_value', message: 'Invalid provider', path: ['provider'] },
       ]);
     }
-    if (body.credentials) this.checkCredentials(provider.auth_mode, body.credentials);
+    if (body.credentials) this.checkCredentials(provider, body.credentials);
     try {
       const row = await this.db.$transaction(async (tx) => {
         const created = await tx.integration.create({
@@ -105,7 +112,7 @@ export class IntegrationsService {
   async update(caller: Caller, uniqueKey: string, body: UpdateIntegrationBody): Promise<Integration> {
     const existing = await this.findOrThrow(caller, uniqueKey);
     const provider = this.providers.find(existing.provider);
-    if (body.credentials) this.checkCredentials(provider?.auth_mode ?? '', body.credentials);
+    if (body.credentials) this.checkCredentials(provider, body.credentials);
     const renaming = body.unique_key !== undefined && body.unique_key !== existing.uniqueKey;
     if (renaming) {
       const count = await this.nats.request<number>(CONNECTION_SUBJECTS.countForIntegration, {
@@ -208,12 +215,20 @@ export class IntegrationsService {
     return row;
   }
 
-  private checkCredentials(authMode: string, credentials: IntegrationCredentialsInput): void {
+  private checkCredentials(
+    provider: { auth_mode: string; webhook?: { signature?: unknown } } | undefined,
+    credentials: IntegrationCredentialsInput,
+  ): void {
+    const authMode = provider?.auth_mode ?? '';
     const expected = CREDENTIALS_FOR_AUTH_MODE[authMode];
     if (expected !== credentials.type) {
       const message = expected
         ? `This provider uses ${authMode}; credentials.type must be ${expected}`
         : `This provider uses ${authMode}, which takes no integration credentials`;
+      throw invalid(message, [{ code: 'invalid_value', message, path: ['credentials', 'type'] }]);
+    }
+    if (isWebhookOnly(credentials.type) && !provider?.webhook?.signature) {
+      const message = `This provider uses ${authMode} and its webhooks are not signed: it takes no integration credentials`;
       throw invalid(message, [{ code: 'invalid_value', message, path: ['credentials', 'type'] }]);
     }
     if ('private_key' in credentials) {
@@ -321,6 +336,7 @@ export class IntegrationsService {
           app_id: row.appId ?? '',
           private_key: secrets.private_key ?? '',
           app_link: row.appLink ?? '',
+          ...(secrets.webhook_secret ? { webhook_secret: secrets.webhook_secret } : {}),
         };
       case 'CUSTOM':
         return {
@@ -330,8 +346,11 @@ export class IntegrationsService {
           app_id: row.appId ?? '',
           app_link: row.appLink ?? '',
           private_key: secrets.private_key ?? '',
+          ...(secrets.webhook_secret ? { webhook_secret: secrets.webhook_secret } : {}),
         };
       default:
+        if (row.credentialsType && isWebhookOnly(row.credentialsType))
+          return { type: row.credentialsType, webhook_secret: secrets.webhook_secret ?? null };
         return null;
     }
   }
