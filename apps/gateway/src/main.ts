@@ -8,6 +8,7 @@ import { AccountRateLimiter } from './access/rate-limiter';
 import { AppModule } from './app.module';
 import { OAuthSockets } from './connect/oauth-sockets';
 import { loadEnv } from './config/env';
+import { ConsoleStatic, defaultConsoleDir } from './console/console-static';
 import { CORS_POLICY } from './http/cors';
 import { gatewayServerFactory, type FrontDoor } from './http/gateway-server';
 import { sendError } from './http/error-reply';
@@ -56,7 +57,7 @@ async function main(): Promise<void> {
       // `/proxy` and `/webhook` requests meet their front doors before Fastify (ProxyFrontDoor, WebhookFrontDoor).
       serverFactory: gatewayServerFactory(() => frontDoors),
     },
-    configure: (app) => {
+    configure: async (app) => {
       configureHttp(
         app,
         env.SWITCHBOARD_BODY_LIMIT_BYTES,
@@ -93,6 +94,11 @@ async function main(): Promise<void> {
         perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,
       });
       webhookRoute.register(fastify);
+      // The console's single-page app at /console (public files; the data it shows needs a session).
+      await new ConsoleStatic(
+        env.SWITCHBOARD_CONSOLE_DIR ?? defaultConsoleDir(),
+        env.SWITCHBOARD_CONSOLE_TRACE_URL ?? null,
+      ).register(fastify);
       // @nangohq/frontend's WebSocket on `/` (upgrades never reach Fastify's routes or the access hook).
       app.get(OAuthSockets).attach(app.getHttpServer());
       frontDoors = [
