@@ -3,6 +3,7 @@ import { EgressPolicy } from '@switchboard/egress';
 import { ServiceKitModule } from '@switchboard/service-kit';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { AUTH_CONNECT_ENV, type AuthConnectEnv } from './config/env';
+import { ConsoleModule } from './console/console.module';
 import { ConnectPageModule } from './connect-page/connect-page.module';
 import { ConnectSessionsModule } from './connect-sessions/connect-sessions.module';
 import { DatabaseModule } from './database/database.module';
@@ -33,6 +34,7 @@ export class AppModule implements OnApplicationShutdown {
         DatabaseModule,
         ProvidersModule,
         ApiKeysModule,
+        ConsoleModule,
         IntegrationsModule,
         EnvironmentVariablesModule,
         EnvironmentsModule,

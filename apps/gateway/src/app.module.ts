@@ -9,6 +9,7 @@ import { ConnectSessionsController } from './connect/connect-sessions.controller
 import { OAuthSockets } from './connect/oauth-sockets';
 import { ConnectionMetadataController } from './connections/connection-metadata.controller';
 import { ConnectionsController } from './connections/connections.controller';
+import { ConsoleAuthController } from './console/console-auth.controller';
 import { EnvironmentController } from './environment/environment.controller';
 import { EnvironmentSettingsController } from './environment-settings/environment-settings.controller';
 import { ErrorsFilter } from './http/errors.filter';
@@ -70,6 +71,7 @@ export class AppModule {
         ...API_CONTROLLERS,
         ConnectSessionController,
         AuthFlowsController,
+        ConsoleAuthController,
         LogosController,
         OpenApiController,
       ],

@@ -1,4 +1,5 @@
 import type { ApiClient } from './api-client';
+import { CONSOLE_USAGE } from './console-command';
 import { DEPLOY_USAGE, runDeploy } from './deploy-command';
 import { runWebhookCommand, WEBHOOK_USAGE } from './webhook-commands';
 
@@ -17,6 +18,7 @@ Commands:
   integrations list                     List integrations
 ${WEBHOOK_USAGE}
 ${DEPLOY_USAGE}
+${CONSOLE_USAGE}
 
 --host defaults to $SWITCHBOARD_HOST or http://localhost:3003; --key to $SWITCHBOARD_SECRET_KEY.`;
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { ApiClient } from './api-client';
 import { run, USAGE } from './commands';
+import { runConsoleCommand } from './console-command';
 
 function takeFlag(args: string[], flag: string): string | undefined {
   const i = args.indexOf(flag);
@@ -13,6 +14,11 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args.length === 0 || args.includes('--help') || args.includes('-h')) {
     process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  // Console users live in auth-connect's database, not behind the API: no key, DATABASE_URL instead.
+  if (args[0] === 'console') {
+    process.exitCode = await runConsoleCommand(args.slice(1));
     return;
   }
   const host = takeFlag(args, '--host') ?? process.env.SWITCHBOARD_HOST ?? 'http://localhost:3003';

@@ -9,6 +9,7 @@ export const API_KEY_SUBJECTS = {
   verify: 'auth.v1.api-key.verify',
   create: 'auth.v1.api-key.create',
   revoke: 'auth.v1.api-key.revoke',
+  list: 'auth.v1.api-key.list',
 } as const;
 
 /** The gateway sends only the SHA-256 of the presented key; the raw key never leaves the edge. */
@@ -51,3 +52,19 @@ export const revokeApiKeyRequestSchema = z.object({
   scopes: z.array(scopeSchema),
   id: z.number().int(),
 });
+
+export const listApiKeysRequestSchema = z.object({ caller: callerSchema });
+/** An environment's active keys, never their secrets. */
+export const listedApiKeySchema = z
+  .object({
+    id: z.number().int(),
+    name: z.string(),
+    scopes: z.array(scopeSchema),
+    created_at: z.string(),
+    /** When a request last authenticated with it; not tracked yet, so absent. */
+    last_used_at: z.string().optional(),
+    /** The key's last four characters (null for keys created before they were kept). */
+    key_suffix: z.string().nullable(),
+  })
+  .meta({ id: 'ListedApiKey' });
+export type ListedApiKey = z.infer<typeof listedApiKeySchema>;

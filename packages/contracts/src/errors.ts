@@ -29,6 +29,11 @@ export const ERROR_CODES = [
   'service_unavailable',
   'gateway_timeout',
   'server_error',
+  // Console sign-in
+  /** No console session cookie, or one that is unknown, expired or signed out. */
+  'console_session_required',
+  /** A cookie-authenticated write without the session's `X-CSRF-Token`, or from another origin. */
+  'csrf_token_invalid',
   // Connect sessions and auth flows
   'invalid_connect_session_token_format',
   'unknown_connect_session_token',

@@ -4,6 +4,7 @@ export * from './envelope';
 export * from './context';
 export * from './health';
 export * from './api-keys';
+export * from './console';
 export * from './environment-variables';
 export * from './integrations';
 export * from './providers';

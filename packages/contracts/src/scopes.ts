@@ -36,3 +36,43 @@ export const ALL_SCOPES = Object.keys(SCOPES) as Scope[];
 export function isScope(value: string): value is Scope {
   return Object.prototype.hasOwnProperty.call(SCOPES, value);
 }
+
+/** The console's roles, from least to most able. */
+export const CONSOLE_ROLES = ['viewer', 'developer', 'admin'] as const;
+export type ConsoleRole = (typeof CONSOLE_ROLES)[number];
+
+/** What a viewer may not read: secrets, and environment variables (which often hold them). */
+const VIEWER_EXCLUDED: readonly Scope[] = [
+  'environment:integrations:read_credentials',
+  'environment:connections:read_credentials',
+  'environment:environment_variables:read',
+];
+
+const VIEWER_SCOPES: Scope[] = ALL_SCOPES.filter(
+  (scope) => scope.endsWith(':read') && !VIEWER_EXCLUDED.includes(scope),
+);
+
+const DEVELOPER_SCOPES: Scope[] = [
+  ...VIEWER_SCOPES,
+  'environment:integrations:write',
+  'environment:connections:write',
+  'environment:connect_sessions:write',
+  'environment:syncs:update',
+  'environment:actions:trigger',
+  'environment:functions:write',
+  'environment:records:write',
+  'environment:webhooks:write',
+  'environment:environment_variables:read',
+  'environment:environment_variables:write',
+  'environment:proxy',
+];
+
+/**
+ * The scopes a console user's role grants in every environment of the account. An admin holds all of
+ * them (credential reads, settings, API keys) and manages console users besides.
+ */
+export const CONSOLE_ROLE_SCOPES: Record<ConsoleRole, readonly Scope[]> = {
+  viewer: VIEWER_SCOPES,
+  developer: DEVELOPER_SCOPES,
+  admin: ALL_SCOPES,
+};

@@ -17,7 +17,15 @@ type Common = '$transaction' | '$queryRaw' | '$executeRaw' | '$disconnect' | '$c
 /** What auth-connect may touch: the `auth` schema only. */
 export type AuthDb = Pick<
   PrismaClient,
-  Common | 'account' | 'environment' | 'apiKey' | 'integration' | 'environmentVariable'
+  | Common
+  | 'account'
+  | 'environment'
+  | 'apiKey'
+  | 'integration'
+  | 'environmentVariable'
+  | 'consoleUser'
+  | 'consoleSession'
+  | 'consoleAuditEvent'
 >;
 
 /** What connections-vault may touch: the `vault` schema only. */

@@ -2,6 +2,7 @@ import { Controller } from '@nestjs/common';
 import {
   API_KEY_SUBJECTS,
   createApiKeyRequestSchema,
+  listApiKeysRequestSchema,
   revokeApiKeyRequestSchema,
   verifyApiKeyRequestSchema,
 } from '@switchboard/contracts';
@@ -21,6 +22,11 @@ export class ApiKeysHandlers {
   @NatsHandler(API_KEY_SUBJECTS.create, createApiKeyRequestSchema)
   async create(req: z.infer<typeof createApiKeyRequestSchema>) {
     return this.keys.create(req.caller, req.body);
+  }
+
+  @NatsHandler(API_KEY_SUBJECTS.list, listApiKeysRequestSchema)
+  async list(req: z.infer<typeof listApiKeysRequestSchema>) {
+    return this.keys.list(req.caller);
   }
 
   @NatsHandler(API_KEY_SUBJECTS.revoke, revokeApiKeyRequestSchema)

@@ -4,6 +4,7 @@ import {
   type Caller,
   type CreateApiKeyBody,
   type CreatedApiKey,
+  type ListedApiKey,
   type Scope,
   type VerifiedKey,
 } from '@switchboard/contracts';
@@ -43,6 +44,7 @@ export class ApiKeysService {
         environmentId: caller.environmentId,
         displayName: body.display_name,
         keyHash: hashApiKey(secret),
+        keySuffix: secret.slice(-4),
         scopes: [...new Set(body.scopes)],
       },
     });
@@ -52,6 +54,23 @@ export class ApiKeysService {
       scopes: row.scopes as Scope[],
       secret_key: secret,
       created_at: row.createdAt.toISOString(),
+    };
+  }
+
+  /** The environment's active keys, oldest first, without their secrets (only hashes are stored anyway). */
+  async list(caller: Caller): Promise<{ api_keys: ListedApiKey[] }> {
+    const rows = await this.db.apiKey.findMany({
+      where: { environmentId: caller.environmentId, revokedAt: null },
+      orderBy: { id: 'asc' },
+    });
+    return {
+      api_keys: rows.map((row) => ({
+        id: row.id,
+        name: row.displayName,
+        scopes: row.scopes.filter(isScope),
+        created_at: row.createdAt.toISOString(),
+        key_suffix: row.keySuffix,
+      })),
     };
   }
 

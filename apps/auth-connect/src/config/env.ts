@@ -21,6 +21,10 @@ export const envSchema = z.object({
   SWITCHBOARD_EGRESS_ALLOW: z.string().default(''),
   /** Token, refresh and verification calls' own list; when set (even empty) it replaces SWITCHBOARD_EGRESS_ALLOW. */
   SWITCHBOARD_TOKEN_EGRESS_ALLOW: z.string().optional(),
+  /** A console session unused this long (seconds) ends; default 12 h. */
+  SWITCHBOARD_CONSOLE_IDLE_TIMEOUT_S: z.coerce.number().int().min(60).max(2_592_000).default(43_200),
+  /** A console session ends this long (seconds) after sign-in, used or not; default 7 days. */
+  SWITCHBOARD_CONSOLE_SESSION_MAX_AGE_S: z.coerce.number().int().min(60).max(31_536_000).default(604_800),
 });
 export type AuthConnectEnv = z.infer<typeof envSchema>;
 

@@ -2,16 +2,24 @@ import { Inject, Injectable } from '@nestjs/common';
 import {
   CONNECT_SESSION_TOKEN_PATTERN,
   CONNECT_SESSION_TOKEN_PREFIX,
+  CONSOLE_ROLE_SCOPES,
   type Caller,
   type Scope,
   type VerifiedConnectSession,
+  type VerifiedConsoleSession,
   type VerifiedKey,
 } from '@switchboard/contracts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { SessionTokenResolver } from '../connect/session-token.resolver';
 import { READINESS_VIEWER } from '@switchboard/service-kit';
-import { sendError } from '../http/error-reply';
+import {
+  ConsoleSessionResolver,
+  csrfTokenMatches,
+  hasConsoleCookie,
+  readConsoleCookie,
+} from '../console/console-auth.session';
+import { errorBody, sendError } from '../http/error-reply';
 import { ApiKeyResolver } from './api-key.resolver';
 import { AccountRateLimiter, type RateVerdict } from './rate-limiter';
 import type { RouteAccess } from './route-access';
@@ -22,6 +30,8 @@ declare module 'fastify' {
     scopes: Scope[];
     /** Set when a connect session token authenticated the request (then `scopes` is empty). */
     connectSession: VerifiedConnectSession | null;
+    /** Set when a console session cookie authenticated the request (then `scopes` are its role's). */
+    consoleSession: VerifiedConsoleSession | null;
   }
 }
 
@@ -41,17 +51,22 @@ export class AccessHook {
     private readonly keys: ApiKeyResolver,
     private readonly limiter: AccountRateLimiter,
     private readonly sessions: SessionTokenResolver,
+    private readonly consoleSessions: ConsoleSessionResolver,
     @Inject(GATEWAY_ENV) env: GatewayEnv,
   ) {
     this.sessionPoints = env.SWITCHBOARD_SESSION_RATE_LIMIT_PER_MIN;
+    this.ownOrigin = new URL(env.SWITCHBOARD_SERVER_URL).origin;
   }
 
   private readonly sessionPoints: number;
+  /** The console is served from the gateway's own origin; a cookie-authenticated write from another is refused. */
+  private readonly ownOrigin: string;
 
   register(fastify: FastifyInstance): void {
     fastify.decorateRequest('caller', null);
     fastify.decorateRequest('scopes', null as unknown as Scope[]);
     fastify.decorateRequest('connectSession', null);
+    fastify.decorateRequest('consoleSession', null);
     fastify.addHook('onRequest', (request, reply) => this.check(request, reply));
   }
 
@@ -70,7 +85,12 @@ export class AccessHook {
       return this.checkSession(request, reply, typeof token === 'string' ? token : '');
     }
 
+    if (access && 'console' in access) return this.checkConsole(request, reply, undefined);
     const header = request.headers.authorization;
+    // A browser signed in to the console sends its cookie and no Authorization header.
+    if (header === undefined && hasConsoleCookie(request.headers.cookie)) {
+      return this.checkConsole(request, reply, access && 'scope' in access ? access.scope : null);
+    }
     if (header === undefined) {
       return this.refuse(
         request,
@@ -125,6 +145,85 @@ export class AccessHook {
     request.caller = toCaller(verified);
     request.scopes = verified.scopes;
     return undefined;
+  }
+
+  /**
+   * A console session cookie: the session (unknown, expired and signed out are one answer), then for a
+   * write the CSRF header and the origin, then the session's own window, then, on an API route (`scope`
+   * given), the environment the request names and the role's scopes. `scope` undefined: a `/console/api`
+   * route (no environment); null: a route the console may not call.
+   */
+  private async checkConsole(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    scope: Scope | null | undefined,
+  ): Promise<FastifyReply | undefined> {
+    const token = readConsoleCookie(request.headers.cookie);
+    const verified = token ? await this.consoleSessions.resolve(token) : null;
+    if (!token || !verified) {
+      return this.refuse(
+        request,
+        reply,
+        'console_session_required',
+        'Sign in to the console first: there is no console session, or it has ended',
+      );
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      if (!this.sameOrigin(request) || !csrfTokenMatches(token, request.headers['x-csrf-token'])) {
+        return sendError(
+          reply,
+          'csrf_token_invalid',
+          'A console write needs the X-CSRF-Token of its session, from the console itself',
+        );
+      }
+    }
+    const verdict = await this.limiter.consume(`console:${verified.sessionId}`, this.sessionPoints);
+    this.setRateHeaders(reply, verdict);
+    if (verdict.limited) return this.tooMany(reply, verdict);
+    request.consoleSession = verified;
+    request.scopes = [];
+    if (scope === undefined || request.is404) return undefined;
+    if (scope === null) return sendError(reply, 'forbidden', 'This route is not available to console sessions');
+
+    const name = request.headers['x-switchboard-environment'];
+    if (typeof name !== 'string' || name === '') {
+      return sendError(
+        reply,
+        'invalid_headers',
+        'A console request names its environment in the X-Switchboard-Environment header',
+      );
+    }
+    const environment = verified.environments.find((e) => e.name === name);
+    if (!environment) {
+      // 400 rather than the table's 404 for this code: the header, not the path, names nothing.
+      return reply
+        .status(400)
+        .type('application/json')
+        .send(errorBody('unknown_environment', `No environment named "${name}" in this account`));
+    }
+    const scopes = CONSOLE_ROLE_SCOPES[verified.user.role];
+    if (!scopes.includes(scope)) {
+      return sendError(reply, 'forbidden', `Insufficient scope. Required: ${scope}`);
+    }
+    request.caller = {
+      accountId: verified.accountId,
+      environmentId: environment.id,
+      environmentUuid: environment.uuid,
+      environmentName: environment.name,
+    };
+    request.scopes = [...scopes];
+    return undefined;
+  }
+
+  /**
+   * The browser's own word on where a request comes from: `Origin` (sent on every cross-origin request and
+   * every non-GET one) must be the gateway's, and `Sec-Fetch-Site`, when sent, must say same-origin.
+   */
+  private sameOrigin(request: FastifyRequest): boolean {
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== this.ownOrigin) return false;
+    const site = request.headers['sec-fetch-site'];
+    return site === undefined || site === 'same-origin' || site === 'none';
   }
 
   /**
@@ -188,7 +287,8 @@ export class AccessHook {
       | 'invalid_secret_key_format'
       | 'unknown_account'
       | 'invalid_connect_session_token_format'
-      | 'unknown_connect_session_token',
+      | 'unknown_connect_session_token'
+      | 'console_session_required',
     message: string,
   ): Promise<FastifyReply> {
     const verdict = await this.limiter.consume(`ip:${request.ip}`);

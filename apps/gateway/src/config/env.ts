@@ -58,6 +58,10 @@ export const envSchema = z
      * so it has a window of its own: it can never spend the account's (and 429 the customer's backend).
      */
     SWITCHBOARD_SESSION_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(300),
+    /** Console sign-in attempts per email per 60-second window (right or wrong), across replicas. */
+    SWITCHBOARD_CONSOLE_SIGN_IN_PER_EMAIL_PER_MIN: z.coerce.number().int().min(1).max(10_000).default(10),
+    /** Console sign-in attempts per client address per 60-second window. */
+    SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN: z.coerce.number().int().min(1).max(100_000).default(30),
     /**
      * Provider webhooks (`POST /webhook/…`, public) per sender address and per environment per 60 s window.
      * A provider sends from few addresses for all of its customers, so the address limit is generous.

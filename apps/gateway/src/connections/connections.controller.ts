@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
 import {
   CONNECTIONS_API_SUBJECTS,
   connectionKeyQuerySchema,
@@ -14,6 +14,8 @@ import {
   type Scope,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
+import type { FastifyRequest } from 'fastify';
+import { ConsoleCredentialsAudit } from '../console/console-auth.audit';
 import { Caller, CallerScopes } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { parseBody, parseParams, parseQuery } from '../http/validation';
@@ -29,7 +31,10 @@ const CREDENTIALS_READ_TIMEOUT_MS = 60_000;
 
 @Controller('connections')
 export class ConnectionsController {
-  constructor(private readonly nats: NatsRequester) {}
+  constructor(
+    private readonly nats: NatsRequester,
+    private readonly audit: ConsoleCredentialsAudit,
+  ) {}
 
   @Get()
   @RequireScope('environment:connections:read')
@@ -77,6 +82,7 @@ export class ConnectionsController {
     @CallerScopes() scopes: Scope[],
     @Param() params: unknown,
     @Query() query: unknown,
+    @Req() request: FastifyRequest,
   ): Promise<ApiPublicConnectionFull> {
     const { connectionId } = parseParams(connectionParamsSchema, params);
     const q = parseQuery(getConnectionQuerySchema, query);
@@ -88,6 +94,12 @@ export class ConnectionsController {
     };
     if (!includeCredentials && Object.values(asks).some(Boolean)) {
       throw new SwitchboardError('forbidden', `Insufficient scope. Required: ${READ_CREDENTIALS}`);
+    }
+    if (includeCredentials) {
+      await this.audit.record(request, 'connection.read_credentials', {
+        connection_id: connectionId,
+        ...(q.provider_config_key ? { provider_config_key: q.provider_config_key } : {}),
+      });
     }
     return this.nats.request(
       CONNECTIONS_API_SUBJECTS.get,

@@ -7,6 +7,7 @@ import {
   SwitchboardError,
   type Caller as CallerType,
   type CreatedApiKey,
+  type ListedApiKey,
   type EnvironmentVariable,
   type Scope,
 } from '@switchboard/contracts';
@@ -42,6 +43,17 @@ export class EnvironmentController {
       caller,
       body: parsed,
     });
+  }
+
+  /** The environment's active keys, without their secrets (what a key manager needs to pick one to revoke). */
+  @Get('environment/api-keys')
+  @RequireScope('environment:api_keys:write')
+  async listKeys(
+    @Caller() caller: CallerType,
+    @Query() query: unknown,
+  ): Promise<{ api_keys: ListedApiKey[] }> {
+    parseQuery(noQuery, query);
+    return this.nats.request<{ api_keys: ListedApiKey[] }>(API_KEY_SUBJECTS.list, { caller });
   }
 
   @Post('environment/api-keys')

@@ -37,8 +37,10 @@ export function statusForCode(code: ErrorCode): number {
     case 'invalid_connect_session_token_format':
     case 'unknown_connect_session_token':
     case 'invalid_signature':
+    case 'console_session_required':
       return 401;
     case 'forbidden':
+    case 'csrf_token_invalid':
     case 'egress_refused':
       return 403;
     case 'not_found':

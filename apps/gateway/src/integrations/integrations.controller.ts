@@ -14,6 +14,7 @@ import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { Caller, CallerScopes } from '../access/caller.decorator';
 import type { FastifyRequest } from 'fastify';
+import { ConsoleCredentialsAudit } from '../console/console-auth.audit';
 import { RequireScope, RequireScopeOrSession } from '../access/route-access';
 import { parseBody, parseParams, parseQuery } from '../http/validation';
 
@@ -22,7 +23,10 @@ const noQuery = z.object({}).strict();
 
 @Controller('integrations')
 export class IntegrationsController {
-  constructor(private readonly nats: NatsRequester) {}
+  constructor(
+    private readonly nats: NatsRequester,
+    private readonly audit: ConsoleCredentialsAudit,
+  ) {}
 
   /** Also what the connect page reads with a session token: then only the session's allowed integrations. */
   @Get()
@@ -55,6 +59,7 @@ export class IntegrationsController {
     @CallerScopes() scopes: Scope[],
     @Param() params: unknown,
     @Query() query: unknown,
+    @Req() request: FastifyRequest,
   ): Promise<{ data: Integration }> {
     const { uniqueKey } = parseParams(paramsSchema, params);
     const include = parseQuery(getIntegrationQuerySchema, query).include ?? [];
@@ -64,6 +69,9 @@ export class IntegrationsController {
         'forbidden',
         'Insufficient scope. Required: environment:integrations:read_credentials',
       );
+    }
+    if (credentials) {
+      await this.audit.record(request, 'integration.read_credentials', { unique_key: uniqueKey });
     }
     const data = await this.nats.request<Integration>(INTEGRATION_SUBJECTS.get, {
       caller,

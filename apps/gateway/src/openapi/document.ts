@@ -12,6 +12,7 @@ import {
   patchConnectionBodySchema,
   apiProviderSchema,
   createApiKeyBodySchema,
+  listedApiKeySchema,
   createdApiKeySchema,
   createIntegrationBodySchema,
   environmentVariableSchema,
@@ -141,6 +142,17 @@ export const DOCUMENTED_ROUTES: DocumentedRoute[] = [
     ok: { status: 200, schema: z.array(environmentVariableSchema), description: 'The variables now stored' },
   },
   {
+    method: 'get',
+    path: '/environment/api-keys',
+    summary: "List the environment's active API keys, without their secrets",
+    scope: 'environment:api_keys:write',
+    ok: {
+      status: 200,
+      schema: z.object({ api_keys: z.array(listedApiKeySchema) }),
+      description: 'Active keys, oldest first; `key_suffix` is the last four characters of the secret',
+    },
+  },
+  {
     method: 'post',
     path: '/environment/api-keys',
     summary: 'Create an API key with chosen scopes',
@@ -268,7 +280,10 @@ export function buildOpenApiDocument(
   registry.registerComponent('securitySchemes', 'secretKey', {
     type: 'http',
     scheme: 'bearer',
-    description: 'An environment secret key. Each route names the scope it needs.',
+    description:
+      'An environment secret key. Each route names the scope it needs. A browser signed in to the console ' +
+      'may send its `switchboard_console` cookie instead (no Authorization header), naming the environment in ' +
+      '`X-Switchboard-Environment` and, on writes, its `X-CSRF-Token`; its role gives the scopes.',
   });
   for (const { scope, ok, errors, ...route } of DOCUMENTED_ROUTES) {
     registry.registerPath({

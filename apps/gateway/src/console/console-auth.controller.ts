@@ -1,0 +1,196 @@
+import { createHash } from 'node:crypto';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req, Res } from '@nestjs/common';
+import {
+  CONSOLE_ROLE_SCOPES,
+  CONSOLE_SUBJECTS,
+  consoleSignInBodySchema,
+  consoleUserIdParamsSchema,
+  createConsoleUserBodySchema,
+  SwitchboardError,
+  updateConsoleUserBodySchema,
+  type ConsoleActor,
+  type ConsoleRole,
+  type ConsoleUser,
+  type VerifiedConsoleSession,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AccountRateLimiter, type RateVerdict } from '../access/rate-limiter';
+import { Public, RequireConsoleSession } from '../access/route-access';
+import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
+import { errorBody, sendError } from '../http/error-reply';
+import { parseBody, parseParams } from '../http/validation';
+import {
+  clearedSessionCookie,
+  consoleTokenHash,
+  csrfTokenOf,
+  newConsoleToken,
+  readConsoleCookie,
+  sessionCookie,
+} from './console-auth.session';
+
+/** What sign-in and `GET /console/api/me` answer: who is signed in and what the console may offer them. */
+export interface ConsoleMe {
+  user: { id: string; email: string; role: ConsoleRole };
+  csrf_token: string;
+  environments: { name: string }[];
+  scopes: string[];
+}
+
+function describe(session: VerifiedConsoleSession, token: string): ConsoleMe {
+  return {
+    user: session.user,
+    csrf_token: csrfTokenOf(token),
+    environments: session.environments.map((e) => ({ name: e.name })),
+    scopes: [...CONSOLE_ROLE_SCOPES[session.user.role]],
+  };
+}
+
+/**
+ * `/console/api/*`: sign-in, the signed-in user, sign-out and (admins only) console users. The access hook
+ * has already checked the session cookie, and for writes the CSRF header and the origin, on every route
+ * here but sign-in, which checks the origin itself and throttles attempts per client address and per email.
+ */
+@Controller('console/api')
+export class ConsoleAuthController {
+  private readonly ownOrigin: string;
+
+  constructor(
+    private readonly nats: NatsRequester,
+    private readonly limiter: AccountRateLimiter,
+    @Inject(GATEWAY_ENV) private readonly env: GatewayEnv,
+  ) {
+    this.ownOrigin = new URL(env.SWITCHBOARD_SERVER_URL).origin;
+  }
+
+  @Post('sign-in')
+  @Public()
+  @HttpCode(200)
+  async signIn(
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @Body() body: unknown,
+  ): Promise<ConsoleMe | FastifyReply> {
+    // No login CSRF: another site cannot sign this browser in to an account of its choosing.
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== this.ownOrigin) {
+      return sendError(reply, 'csrf_token_invalid', 'Sign in from the console itself');
+    }
+    const { email, password } = parseBody(consoleSignInBodySchema, body);
+    const emailKey = createHash('sha256').update(email.trim().toLowerCase()).digest('hex');
+    const verdicts = [
+      await this.limiter.consume(`console-sign-in-ip:${request.ip}`, this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN),
+      await this.limiter.consume(`console-sign-in-email:${emailKey}`, this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_EMAIL_PER_MIN),
+    ];
+    const limited = verdicts.find((v) => v.limited);
+    if (limited) return this.tooMany(reply, limited);
+
+    // Session fixation: whatever cookie came along is never reused; its session, if any, ends here.
+    const previous = readConsoleCookie(request.headers.cookie);
+    if (previous) {
+      await this.nats.request(CONSOLE_SUBJECTS.signOut, { tokenHash: consoleTokenHash(previous) });
+    }
+    const { token, tokenHash } = newConsoleToken();
+    let session: VerifiedConsoleSession;
+    try {
+      session = await this.nats.request<VerifiedConsoleSession>(CONSOLE_SUBJECTS.signIn, {
+        email,
+        password,
+        tokenHash,
+      });
+    } catch (error) {
+      if (error instanceof SwitchboardError && error.code === 'invalid_credentials') {
+        // 401 rather than the table's 400 for this code (a connection's credentials): these are a person's.
+        return reply
+          .status(401)
+          .type('application/json')
+          .send(errorBody('invalid_credentials', 'The email or the password is wrong'));
+      }
+      throw error;
+    }
+    reply.header('Set-Cookie', sessionCookie(token, Math.floor((session.expiresAt - Date.now()) / 1000)));
+    reply.header('Cache-Control', 'no-store');
+    return describe(session, token);
+  }
+
+  @Get('me')
+  @RequireConsoleSession()
+  me(@Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): ConsoleMe {
+    reply.header('Cache-Control', 'no-store');
+    return describe(this.session(request), readConsoleCookie(request.headers.cookie)!);
+  }
+
+  @Post('sign-out')
+  @RequireConsoleSession()
+  @HttpCode(204)
+  async signOut(@Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<void> {
+    const token = readConsoleCookie(request.headers.cookie)!;
+    await this.nats.request(CONSOLE_SUBJECTS.signOut, { tokenHash: consoleTokenHash(token) });
+    reply.header('Set-Cookie', clearedSessionCookie());
+  }
+
+  @Get('users')
+  @RequireConsoleSession()
+  async listUsers(@Req() request: FastifyRequest): Promise<{ users: ConsoleUser[] }> {
+    return this.nats.request(CONSOLE_SUBJECTS.listUsers, { actor: this.admin(request) });
+  }
+
+  @Post('users')
+  @RequireConsoleSession()
+  @HttpCode(201)
+  async createUser(@Req() request: FastifyRequest, @Body() body: unknown): Promise<ConsoleUser> {
+    const actor = this.admin(request);
+    return this.nats.request(CONSOLE_SUBJECTS.createUser, {
+      actor,
+      body: parseBody(createConsoleUserBodySchema, body),
+    });
+  }
+
+  @Patch('users/:id')
+  @RequireConsoleSession()
+  async updateUser(
+    @Req() request: FastifyRequest,
+    @Param() params: unknown,
+    @Body() body: unknown,
+  ): Promise<ConsoleUser> {
+    const actor = this.admin(request);
+    const { id } = parseParams(consoleUserIdParamsSchema, params);
+    return this.nats.request(CONSOLE_SUBJECTS.updateUser, {
+      actor,
+      id,
+      body: parseBody(updateConsoleUserBodySchema, body),
+    });
+  }
+
+  @Delete('users/:id')
+  @RequireConsoleSession()
+  @HttpCode(204)
+  async deleteUser(@Req() request: FastifyRequest, @Param() params: unknown): Promise<void> {
+    const actor = this.admin(request);
+    const { id } = parseParams(consoleUserIdParamsSchema, params);
+    await this.nats.request(CONSOLE_SUBJECTS.deleteUser, { actor, id });
+  }
+
+  private session(request: FastifyRequest): VerifiedConsoleSession {
+    const session = request.consoleSession;
+    if (!session) throw new SwitchboardError('console_session_required', 'Sign in to the console first');
+    return session;
+  }
+
+  private admin(request: FastifyRequest): ConsoleActor {
+    const session = this.session(request);
+    if (session.user.role !== 'admin') {
+      throw new SwitchboardError('forbidden', 'Only an admin manages console users');
+    }
+    return { accountId: session.accountId, userId: session.user.id, role: session.user.role };
+  }
+
+  private tooMany(reply: FastifyReply, verdict: RateVerdict): FastifyReply {
+    reply.header('Retry-After', verdict.retryAfter);
+    return sendError(
+      reply,
+      'too_many_request',
+      `Too many sign-in attempts; retry in ${verdict.retryAfter} s`,
+    );
+  }
+}

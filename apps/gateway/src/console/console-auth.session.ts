@@ -1,0 +1,93 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import {
+  CONSOLE_COOKIE,
+  CONSOLE_SUBJECTS,
+  SwitchboardError,
+  type VerifiedConsoleSession,
+} from '@switchboard/contracts';
+import { NatsRequester } from '@switchboard/messaging';
+
+/** The cookie value: 32 random bytes, base64url (43 characters). */
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+export interface ConsoleSessionToken {
+  token: string;
+  /** What auth-connect stores and looks sessions up by. */
+  tokenHash: string;
+}
+
+export function newConsoleToken(): ConsoleSessionToken {
+  const token = randomBytes(32).toString('base64url');
+  return { token, tokenHash: consoleTokenHash(token) };
+}
+
+export function consoleTokenHash(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** The console cookie's value from a `Cookie` header, when it has the token's shape. */
+export function readConsoleCookie(cookieHeader: string | undefined): string | undefined {
+  if (!cookieHeader) return undefined;
+  for (const part of cookieHeader.split(';')) {
+    const index = part.indexOf('=');
+    if (index === -1 || part.slice(0, index).trim() !== CONSOLE_COOKIE) continue;
+    const value = part.slice(index + 1).trim();
+    return TOKEN.test(value) ? value : undefined;
+  }
+  return undefined;
+}
+
+/** Whether the request carries a console cookie at all (well formed or not). */
+export function hasConsoleCookie(cookieHeader: string | undefined): boolean {
+  return !!cookieHeader && cookieHeader.split(';').some((p) => p.split('=')[0]?.trim() === CONSOLE_COOKIE);
+}
+
+/**
+ * The session's CSRF token: an HMAC of the cookie value, so every gateway replica derives the same one
+ * without storing it, it stays the same for the session's life, and it does not reveal the cookie. The
+ * SPA reads it from the sign-in (or `/me`) answer and sends it as `X-CSRF-Token` on every write, which a
+ * page of another origin cannot do.
+ */
+export function csrfTokenOf(token: string): string {
+  return createHmac('sha256', token).update('switchboard-console-csrf').digest('base64url');
+}
+
+export function csrfTokenMatches(token: string, presented: string | string[] | undefined): boolean {
+  if (typeof presented !== 'string') return false;
+  const expected = Buffer.from(csrfTokenOf(token));
+  const given = Buffer.from(presented);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** `Set-Cookie` for a new session, living as long as the session may. */
+export function sessionCookie(token: string, maxAgeSeconds: number): string {
+  return `${CONSOLE_COOKIE}=${token}; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=${Math.max(0, maxAgeSeconds)}`;
+}
+
+export function clearedSessionCookie(): string {
+  return `${CONSOLE_COOKIE}=; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=0`;
+}
+
+/**
+ * Resolves a console cookie to its session by asking auth-connect with the value's hash. Not cached: a
+ * sign-out, a role change or a deleted user must end the session on every replica at once, and console
+ * traffic is one person's clicks.
+ */
+@Injectable()
+export class ConsoleSessionResolver {
+  constructor(private readonly nats: NatsRequester) {}
+
+  async resolve(token: string): Promise<VerifiedConsoleSession | null> {
+    try {
+      return await this.nats.request<VerifiedConsoleSession>(
+        CONSOLE_SUBJECTS.verify,
+        { tokenHash: consoleTokenHash(token) },
+        { timeoutMs: 5000 },
+      );
+    } catch (error) {
+      if (error instanceof SwitchboardError && error.code === 'console_session_required') return null;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,123 @@
+import { z } from 'zod';
+import { CONSOLE_ROLES } from './scopes';
+
+/**
+ * Console users and their signed-in browsers. auth-connect owns both; the gateway hands it what a browser
+ * sent (the SHA-256 of the cookie, never the cookie itself) and serves `/console/api/*`.
+ */
+export const CONSOLE_SUBJECTS = {
+  signIn: 'auth.v1.console.sign-in',
+  verify: 'auth.v1.console.session.verify',
+  signOut: 'auth.v1.console.sign-out',
+  listUsers: 'auth.v1.console.users.list',
+  createUser: 'auth.v1.console.users.create',
+  updateUser: 'auth.v1.console.users.update',
+  deleteUser: 'auth.v1.console.users.delete',
+  audit: 'auth.v1.console.audit.record',
+} as const;
+
+/** The console's session cookie. */
+export const CONSOLE_COOKIE = 'switchboard_console';
+
+export const consoleRoleSchema = z.enum(CONSOLE_ROLES);
+
+/** A SHA-256 in hex: how a console session's cookie value travels and is stored. */
+const tokenHashSchema = z.string().regex(/^[0-9a-f]{64}$/);
+
+/** Lowercased and trimmed before anything compares or stores it. */
+export const consoleEmailSchema = z
+  .string()
+  .trim()
+  .max(254)
+  .pipe(z.email())
+  .transform((email) => email.toLowerCase());
+
+/** The password's policy (length, not the email) is applied by auth-connect, which knows the email. */
+export const consolePasswordSchema = z.string().min(1).max(1024);
+
+export const consoleSignInBodySchema = z
+  .object({ email: z.string().max(1024), password: z.string().max(1024) })
+  .strict()
+  .meta({ id: 'ConsoleSignInBody' });
+export type ConsoleSignInBody = z.infer<typeof consoleSignInBodySchema>;
+
+export const consoleUserSchema = z
+  .object({
+    id: z.string().uuid(),
+    email: z.string(),
+    role: consoleRoleSchema,
+    created_at: z.string(),
+    last_sign_in_at: z.string().nullable(),
+  })
+  .meta({ id: 'ConsoleUser' });
+export type ConsoleUser = z.infer<typeof consoleUserSchema>;
+
+export const consoleEnvironmentSchema = z.object({
+  id: z.number().int(),
+  uuid: z.string().uuid(),
+  name: z.string(),
+});
+export type ConsoleEnvironment = z.infer<typeof consoleEnvironmentSchema>;
+
+/** A signed-in user as the gateway sees it on every request. */
+export const verifiedConsoleSessionSchema = z.object({
+  sessionId: z.number().int(),
+  accountId: z.number().int(),
+  user: z.object({ id: z.string().uuid(), email: z.string(), role: consoleRoleSchema }),
+  environments: z.array(consoleEnvironmentSchema),
+  /** Epoch ms: the session's absolute end (the cookie's Max-Age is counted to it). */
+  expiresAt: z.number().int(),
+});
+export type VerifiedConsoleSession = z.infer<typeof verifiedConsoleSessionSchema>;
+
+/** `tokenHash` is of a cookie value the gateway drew; auth-connect stores only the hash. */
+export const consoleSignInRequestSchema = z.object({
+  email: z.string().max(1024),
+  password: z.string().max(1024),
+  tokenHash: tokenHashSchema,
+});
+export const consoleVerifyRequestSchema = z.object({ tokenHash: tokenHashSchema });
+export const consoleSignOutRequestSchema = z.object({ tokenHash: tokenHashSchema });
+
+/** Who is acting on console users: only an admin of the account may. */
+export const consoleActorSchema = z.object({
+  accountId: z.number().int(),
+  userId: z.string().uuid(),
+  role: consoleRoleSchema,
+});
+export type ConsoleActor = z.infer<typeof consoleActorSchema>;
+
+export const createConsoleUserBodySchema = z
+  .object({ email: consoleEmailSchema, role: consoleRoleSchema, password: consolePasswordSchema })
+  .strict()
+  .meta({ id: 'CreateConsoleUserBody' });
+export type CreateConsoleUserBody = z.infer<typeof createConsoleUserBodySchema>;
+
+export const updateConsoleUserBodySchema = z
+  .object({ role: consoleRoleSchema })
+  .strict()
+  .meta({ id: 'UpdateConsoleUserBody' });
+
+export const consoleUserIdParamsSchema = z.object({ id: z.string().uuid() });
+
+export const listConsoleUsersRequestSchema = z.object({ actor: consoleActorSchema });
+export const createConsoleUserRequestSchema = z.object({
+  actor: consoleActorSchema,
+  body: createConsoleUserBodySchema,
+});
+export const updateConsoleUserRequestSchema = z.object({
+  actor: consoleActorSchema,
+  id: z.string().uuid(),
+  body: updateConsoleUserBodySchema,
+});
+export const deleteConsoleUserRequestSchema = z.object({ actor: consoleActorSchema, id: z.string().uuid() });
+
+/** A credentials read through the console: recorded before the credentials are fetched. */
+export const consoleAuditRequestSchema = z.object({
+  accountId: z.number().int(),
+  environmentId: z.number().int(),
+  userId: z.string().uuid(),
+  action: z.enum(['connection.read_credentials', 'integration.read_credentials']),
+  target: z.record(z.string(), z.string()),
+});
+export type ConsoleAuditRequest = z.infer<typeof consoleAuditRequestSchema>;
