@@ -200,6 +200,7 @@ function ConnectLinkModal({
         <Stack>
           <TextInput
             label="End user id"
+            data-autofocus
             required
             value={endUserId}
             onChange={(e) => setEndUserId(e.currentTarget.value)}

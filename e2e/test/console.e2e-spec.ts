@@ -1,0 +1,345 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from './support/chromium';
+import { call } from './support/http';
+import { nangoDeploy, prepareProject } from './support/nango-cli';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { writeProxyProvidersFile } from './support/proxy-fakes';
+import { ContactsProvider, loopbackEgress } from './support/syncs-fakes';
+import { WebhookReceiver } from './support/webhook-receiver';
+
+/**
+ * The console in a real browser (Debian's Chromium driven by playwright-core) against one running stack:
+ * a team member signs in, creates an integration, sends a connect link and finishes it as the customer,
+ * deploys a sync with the `nango` CLI, runs it and reads its records, redelivers a webhook, creates and
+ * revokes an API key, and signs out. Every page is checked with axe-core (no serious or critical
+ * violation) and photographed into e2e/artifacts/console/.
+ */
+
+/** Functions given to page.evaluate run in the browser; the few browser globals they touch. */
+interface AxeResult {
+  violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[];
+}
+declare const axe: { run(context: unknown, options: unknown): Promise<AxeResult> };
+declare const document: {
+  activeElement: { getAttribute(name: string): string | null; textContent: string | null; tagName: string } | null;
+};
+
+jest.setTimeout(90_000);
+
+const ARTIFACTS = join(repoRoot(), 'e2e', 'artifacts', 'console');
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const EMAIL = 'ada@example.com';
+const PASSWORD = 'correct horse battery staple';
+const API_KEY = 'recordhub-api-key';
+const CONTACTS = 30;
+
+/** `switchboard console users create`, as an operator creates the first admin. */
+function createConsoleUser(stack: Stack, email: string, role: string, password: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [
+        join(repoRoot(), 'packages/cli/dist/main.js'),
+        'console',
+        'users',
+        'create',
+        '--email',
+        email,
+        '--role',
+        role,
+        '--account',
+        stack.accountName,
+      ],
+      {
+        env: { PATH: process.env.PATH, DATABASE_URL: stack.databaseUrl, SWITCHBOARD_CONSOLE_PASSWORD: password },
+      },
+      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
+    );
+  });
+}
+
+describe('the console in Chromium', () => {
+  let stack: Stack;
+  let provider: ContactsProvider;
+  let receiver: WebhookReceiver;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let project: string;
+  let connectionId: string;
+  let connectUrl: string;
+  /** Anything the browser reported as an error (a CSP refusal, an uncaught exception). */
+  const browserErrors: string[] = [];
+
+  const console$ = (path: string) => `${stack.gatewayUrl}/console${path}`;
+
+  /** axe-core on the page as it is now: no serious or critical violation; then a screenshot. */
+  const check = async (name: string) => {
+    // Evaluated over the DevTools protocol, so the page's CSP (no inline script) does not apply to it.
+    await page.evaluate(AXE_SOURCE);
+    const result = await page.evaluate(() =>
+      axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
+    );
+    const serious = result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target).slice(0, 5) }));
+    await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+    expect({ page: name, serious }).toEqual({ page: name, serious: [] });
+  };
+
+  /** Presses Tab until the focused element matches, as a keyboard user would (at most `max` presses). */
+  const tabTo = async (matches: (el: { label: string | null; text: string; tag: string }) => boolean, max = 40) => {
+    for (let i = 0; i < max; i++) {
+      const el = await page.evaluate(() => ({
+        label: document.activeElement?.getAttribute('aria-label') ?? null,
+        text: (document.activeElement?.textContent ?? '').trim(),
+        tag: document.activeElement?.tagName ?? '',
+      }));
+      if (matches(el)) return;
+      await page.keyboard.press('Tab');
+    }
+    throw new Error('the element was never focused with Tab');
+  };
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    provider = await new ContactsProvider(API_KEY, CONTACTS).start();
+    receiver = await new WebhookReceiver().start();
+    const connectPort = await freePort();
+    connectUrl = `http://127.0.0.1:${connectPort}`;
+    stack = await startStack({
+      env: {
+        SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile(),
+        SWITCHBOARD_CONNECT_URL: connectUrl,
+      },
+      serviceEnv: loopbackEgress({
+        'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' },
+        // A revoked key is refused at once (no verified-key cache).
+        gateway: { SWITCHBOARD_KEY_CACHE_TTL_MS: '0' },
+      }),
+      readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
+    });
+    await createConsoleUser(stack, EMAIL, 'admin', PASSWORD);
+    project = prepareProject('syncs-project');
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !/status of 40\d/.test(message.text())) browserErrors.push(message.text());
+    });
+    page.on('pageerror', (error) => browserErrors.push(error.message));
+    page.on('dialog', (dialog) => void dialog.accept());
+  }, 2 * START_HOOK_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await context?.close();
+    await browser?.close();
+    await stack?.stop();
+    await Promise.all([provider?.close(), receiver?.stop()]);
+    if (project) rmSync(project, { recursive: true, force: true });
+  });
+
+  afterEach(() => {
+    // The app runs under the gateway's strict CSP: nothing it needs may be refused.
+    expect(browserErrors).toEqual([]);
+  });
+
+  it('is served with a strict CSP and sends a signed-out visitor to sign in, which works with the keyboard alone', async () => {
+    const index = await fetch(console$('/connections'));
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(index.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(index.headers.get('cache-control')).toBe('no-cache');
+    const asset = /src="(\/console\/assets\/[^"]+\.js)"/.exec(await index.text())?.[1];
+    expect(asset).toBeDefined();
+    expect((await fetch(`${stack.gatewayUrl}${asset!}`)).headers.get('cache-control')).toContain('immutable');
+
+    await page.goto(console$('/connections'));
+    await page.waitForURL(/\/console\/sign-in\?next=%2Fconnections/);
+    await page.getByRole('heading', { name: 'Sign in to Switchboard' }).waitFor();
+    await check('01-sign-in');
+
+    // A wrong password shows the API's own message.
+    await page.getByLabel('Email').fill(EMAIL);
+    await page.getByLabel(/^Password/).fill('wrong password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Sign-in failed' }).waitFor();
+    await page.screenshot({ path: join(ARTIFACTS, '02-sign-in-refused.png'), fullPage: true });
+
+    // Keyboard only: the email field has the focus on load, Tab to the password, Enter submits.
+    await page.goto(console$('/sign-in?next=%2Fconnections'));
+    await page.waitForFunction(() => document.activeElement?.getAttribute('type') === 'email');
+    await page.keyboard.type(EMAIL);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('autocomplete'))).toBe('current-password');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/connections$/);
+    await page.getByTestId('signed-in-as').filter({ hasText: `${EMAIL} (admin)` }).waitFor();
+    const cookie = (await context.cookies()).find((c) => c.name === 'switchboard_console');
+    expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict' });
+  });
+
+  it('creates an integration from the provider schema, and switches environments', async () => {
+    await page.getByRole('link', { name: 'Integrations' }).click();
+    await page.getByText('No integration yet.').waitFor();
+    await page.getByRole('link', { name: 'New integration' }).click();
+    await page.getByRole('textbox', { name: 'Provider' }).fill('fake-api-key');
+    await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
+    await page.getByLabel('Unique key').fill('recordhub');
+    await page.getByLabel('Display name').fill('Record Hub');
+    await page.getByText('API_KEY integrations hold no credentials of their own').waitFor();
+    await check('03-new-integration');
+    await page.getByRole('button', { name: 'Create integration' }).click();
+    await page.getByRole('heading', { name: 'Integration recordhub' }).waitFor();
+    expect(await page.getByTestId('webhook-url').textContent()).toMatch(
+      new RegExp(`^${stack.gatewayUrl}/webhook/[0-9a-f-]{36}/recordhub$`),
+    );
+    await check('04-integration');
+
+    // Creating it again is refused with the API's message.
+    await page.goto(console$('/integrations/new'));
+    await page.getByRole('textbox', { name: 'Provider' }).fill('fake-api-key');
+    await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
+    await page.getByLabel('Unique key').fill('recordhub');
+    await page.getByRole('button', { name: 'Create integration' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The integration was not created' }).waitFor();
+
+    await page.getByRole('link', { name: 'Integrations' }).click();
+    await page.getByRole('table', { name: 'Integrations' }).getByText('recordhub').waitFor();
+    await check('05-integrations');
+    await page.getByLabel('Environment').selectOption('prod');
+    await page.getByText('No integration yet.').waitFor();
+    await page.getByLabel('Environment').selectOption('dev');
+    await page.getByRole('table', { name: 'Integrations' }).getByText('recordhub').waitFor();
+  });
+
+  it('sets the webhook URL, sends a connect link made with the keyboard, and sees the connection appear', async () => {
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('Webhook URL', { exact: true }).fill(`${receiver.url}/hooks`);
+    await page.getByLabel('A connection is created').check();
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    await page.getByText('No delivery matches.').waitFor();
+
+    await page.getByRole('link', { name: 'Connections' }).click();
+    await page.getByText('No connection matches.').waitFor();
+    await check('06-connections-empty');
+    // Keyboard only: Tab to the button, Enter opens the dialog, type the end user, Enter creates the link.
+    await tabTo((el) => el.text === 'Create connect link');
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog', { name: 'Create a connect link' }).waitFor();
+    // The dialog puts the focus on its first field.
+    await expect(
+      page.getByLabel('End user id').evaluate((el) => (el as unknown) === document.activeElement),
+    ).resolves.toBe(true);
+    await page.keyboard.type('customer-42');
+    await page.keyboard.press('Enter');
+    const link = (await page.getByTestId('connect-link').textContent())!;
+    expect(link.startsWith(connectUrl)).toBe(true);
+    await check('07-connect-link');
+    await page.keyboard.press('Escape');
+
+    // The customer opens the link and connects.
+    const customer = await context.newPage();
+    await customer.goto(link);
+    await customer.getByLabel(/Origin/).fill(provider.url);
+    await customer.getByLabel(/Account/).fill('acme');
+    await customer.getByLabel(/API key/).fill(API_KEY);
+    await customer.getByRole('button', { name: 'Connect', exact: true }).click();
+    await customer.waitForSelector('h1:has-text("is connected")');
+    await customer.close();
+
+    await page.getByLabel('Search').fill('customer-42');
+    const row = page.getByRole('table', { name: 'Connections' }).getByRole('row').nth(1);
+    await row.getByText('recordhub').waitFor();
+    connectionId = (await row.getByRole('link').textContent())!;
+    await check('08-connections');
+  });
+
+  it('deploys a sync with the nango CLI, sees it and its code, then runs it and reads its records', async () => {
+    const deploy = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
+    expect({ code: deploy.code, stdout: deploy.stdout }).toEqual({
+      code: 0,
+      stdout: expect.stringContaining('Successfully deployed the functions'),
+    });
+    await page.getByRole('link', { name: 'Functions' }).click();
+    const row = page.getByTestId('function-contacts');
+    await row.getByText('1.0.0').waitFor();
+    await row.getByRole('button', { name: 'Open contacts' }).click();
+    await page.getByTestId('function-code').filter({ hasText: 'batchSave' }).waitFor();
+    await check('09-functions');
+    await page.keyboard.press('Escape');
+
+    await page.getByRole('link', { name: 'Connections' }).click();
+    await page.getByRole('link', { name: connectionId }).click();
+    await page.getByRole('heading', { name: `Connection ${connectionId}` }).waitFor();
+    await page.getByTestId('credentials-masked').waitFor();
+    const sync = page.getByTestId('sync-contacts');
+    await sync.waitFor();
+    await sync.getByRole('button', { name: 'Trigger contacts' }).click();
+    // The page follows the run: its status, then the counts of the records it saved.
+    await sync.getByTestId('sync-records').filter({ hasText: `Contact: ${CONTACTS}` }).waitFor({ timeout: 60_000 });
+    await sync.getByTestId('sync-status').filter({ hasText: 'SUCCESS' }).waitFor();
+    expect(provider.pages.length).toBeGreaterThan(0);
+
+    const records = page.getByRole('table', { name: 'Records of Contact' });
+    await records.getByRole('row').nth(25).waitFor();
+    expect(await records.getByRole('row').count()).toBe(26);
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await records.getByText('Contact 29').waitFor();
+    expect(await records.getByRole('row').count()).toBe(1 + CONTACTS - 25);
+
+    // An admin may reveal the credentials (an audited read).
+    await page.getByRole('button', { name: 'Reveal credentials' }).click();
+    await page.getByTestId('credentials').filter({ hasText: API_KEY }).waitFor();
+    await page.getByRole('button', { name: 'Hide credentials' }).click();
+    await check('10-connection');
+  });
+
+  it('redelivers a webhook from the delivery log', async () => {
+    const authHooks = () =>
+      receiver.received.filter((h) => h.path === '/hooks' && (JSON.parse(h.body) as { type: string }).type === 'auth');
+    expect(authHooks()).toHaveLength(1);
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('Type').selectOption('auth');
+    const row = page.getByTestId('delivery-row').first();
+    await row.getByText('delivered').waitFor();
+    await row.getByRole('button', { name: /^Redeliver/ }).click();
+    await page.getByRole('status').filter({ hasText: 'Redelivery queued.' }).waitFor();
+    const deadline = Date.now() + 30_000;
+    while (authHooks().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect(authHooks()).toHaveLength(2);
+    expect(authHooks()[1]!.body).toBe(authHooks()[0]!.body);
+    await page.getByRole('button', { name: 'Reveal signing key' }).click();
+    await check('11-webhooks');
+  });
+
+  it('creates an API key that works, revokes it, and signs out', async () => {
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByLabel('Key name').fill('reporting');
+    await page.getByLabel('environment:integrations:read', { exact: true }).check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = (await page.getByTestId('new-secret-key').textContent())!;
+    expect((await call(stack.gatewayUrl, 'GET', '/integrations', { key: secret })).status).toBe(200);
+    // Its scope is all it has.
+    expect((await call(stack.gatewayUrl, 'GET', '/connections', { key: secret })).status).toBe(403);
+    await page.getByTestId('api-key-reporting').waitFor();
+    await check('12-settings');
+
+    await page.getByRole('button', { name: 'Revoke reporting' }).click();
+    await page.getByTestId('api-key-reporting').waitFor({ state: 'detached' });
+    expect((await call(stack.gatewayUrl, 'GET', '/integrations', { key: secret })).status).toBe(401);
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/console\/sign-in$/);
+    expect((await context.cookies()).find((c) => c.name === 'switchboard_console')).toBeUndefined();
+    await page.goto(console$('/settings'));
+    await page.waitForURL(/\/console\/sign-in\?next=%2Fsettings/);
+  });
+});
