@@ -32,7 +32,8 @@ jest.setTimeout(90_000);
 
 const ARTIFACTS = join(repoRoot(), 'e2e', 'artifacts', 'console');
 const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const EMAIL = 'ada@example.com';
+// Console emails are unique across accounts, and every stack of the suite shares one database.
+const EMAIL = `ada-${Math.random().toString(36).slice(2, 8)}@example.com`;
 const PASSWORD = 'correct horse battery staple';
 const API_KEY = 'recordhub-api-key';
 const CONTACTS = 30;
@@ -189,7 +190,7 @@ describe('the console in Chromium', () => {
     await page.getByRole('link', { name: 'Integrations' }).click();
     await page.getByText('No integration yet.').waitFor();
     await page.getByRole('link', { name: 'New integration' }).click();
-    await page.getByRole('textbox', { name: 'Provider' }).fill('fake-api-key');
+    await page.getByLabel(/^Provider/).first().fill('fake-api-key');
     await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
     await page.getByLabel('Unique key').fill('recordhub');
     await page.getByLabel('Display name').fill('Record Hub');
@@ -204,7 +205,7 @@ describe('the console in Chromium', () => {
 
     // Creating it again is refused with the API's message.
     await page.goto(console$('/integrations/new'));
-    await page.getByRole('textbox', { name: 'Provider' }).fill('fake-api-key');
+    await page.getByLabel(/^Provider/).first().fill('fake-api-key');
     await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
     await page.getByLabel('Unique key').fill('recordhub');
     await page.getByRole('button', { name: 'Create integration' }).click();
@@ -255,10 +256,22 @@ describe('the console in Chromium', () => {
     await customer.waitForSelector('h1:has-text("is connected")');
     await customer.close();
 
-    await page.getByLabel('Search').fill('customer-42');
-    const row = page.getByRole('table', { name: 'Connections' }).getByRole('row').nth(1);
-    await row.getByText('recordhub').waitFor();
-    connectionId = (await row.getByRole('link').textContent())!;
+    await page.reload();
+    const rows = page.getByRole('table', { name: 'Connections' }).getByRole('row');
+    await rows.nth(1).getByText('recordhub').waitFor();
+    await rows.nth(1).getByRole('cell', { name: 'customer-42', exact: true }).waitFor();
+    connectionId = (await rows.nth(1).getByRole('link').textContent())!;
+    // Server-side search and filters.
+    await page.getByLabel('Search').fill('no-such-connection');
+    await page.getByText('No connection matches.').waitFor();
+    await page.getByLabel('Search').fill(connectionId);
+    await rows.nth(1).getByRole('link', { name: connectionId }).waitFor();
+    await page.getByLabel(/^Tags/).fill('end_user_id=customer-42');
+    await rows.nth(1).getByRole('link', { name: connectionId }).waitFor();
+    await page.getByLabel(/^Tags/).fill('end_user_id=someone-else');
+    await page.getByText('No connection matches.').waitFor();
+    await page.getByLabel(/^Tags/).fill('');
+    await rows.nth(1).getByRole('link', { name: connectionId }).waitFor();
     await check('08-connections');
   });
 

@@ -1,4 +1,15 @@
-import { AppShell, Button, Center, Group, Loader, NavLink, NativeSelect, Text, Title } from '@mantine/core';
+import {
+  AppShell,
+  Button,
+  Center,
+  Group,
+  Loader,
+  NavLink,
+  NativeSelect,
+  Text,
+  Title,
+  VisuallyHidden,
+} from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'react';
 import { NavLink as RouterNavLink, Outlet, useLocation, useNavigate } from 'react-router';
@@ -101,7 +112,8 @@ export function Shell() {
     }
     return (
       <Center p="xl" role="status">
-        <Loader aria-label="Loading the console" />
+        <Loader />
+        <VisuallyHidden>Loading the console</VisuallyHidden>
       </Center>
     );
   }
@@ -138,6 +150,7 @@ export function Shell() {
               to={item.to}
               label={item.label}
               active={location.pathname.startsWith(item.to)}
+              variant="filled"
             />
           ))}
         </AppShell.Navbar>

@@ -1,4 +1,4 @@
-import { Center, Loader, Text } from '@mantine/core';
+import { Center, Loader, Text, VisuallyHidden } from '@mantine/core';
 import type { UseQueryResult } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
 import { ErrorAlert } from './error-alert';
@@ -20,7 +20,8 @@ export function QueryState<T>({
   if (query.isPending) {
     return (
       <Center py="lg" role="status" aria-live="polite">
-        <Loader size="sm" aria-label={`Loading ${label}`} />
+        <Loader size="sm" />
+        <VisuallyHidden>Loading {label}</VisuallyHidden>
       </Center>
     );
   }

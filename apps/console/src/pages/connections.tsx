@@ -195,7 +195,12 @@ function ConnectLinkModal({
     onClose();
   };
   return (
-    <Modal opened={opened} onClose={close} title="Create a connect link">
+    <Modal
+      closeButtonProps={{ 'aria-label': 'Close' }}
+      opened={opened}
+      onClose={close}
+      title="Create a connect link"
+    >
       <form onSubmit={submit}>
         <Stack>
           <TextInput

@@ -101,6 +101,7 @@ export function FunctionsPage() {
       </QueryState>
       <RunLookup runs={runs} onRun={(id) => setRuns((r) => [id, ...r.filter((x) => x !== id)])} />
       <Modal
+        closeButtonProps={{ 'aria-label': 'Close' }}
         opened={selected !== null}
         onClose={() => setSelected(null)}
         title={selected?.fn.name ?? ''}
@@ -143,7 +144,7 @@ function FunctionDetail({ selected, onRun }: { selected: Selected; onRun(id: str
       </Title>
       <QueryState query={code} label="the code" empty="">
         {(data) => (
-          <Code block mah={360} style={{ overflow: 'auto' }} data-testid="function-code">
+          <Code block tabIndex={0} mah={360} style={{ overflow: 'auto' }} data-testid="function-code">
             {data.code}
           </Code>
         )}

@@ -116,7 +116,7 @@ function IntegrationDetail({ integration, path }: { integration: Integration; pa
                 Save
               </Button>
               <Button
-                color="red"
+                color="red.9"
                 variant="outline"
                 loading={remove.isPending}
                 onClick={() => {

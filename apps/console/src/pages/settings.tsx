@@ -102,7 +102,7 @@ function ApiKeys() {
                   <Table.Td>
                     <Button
                       size="compact-xs"
-                      color="red"
+                      color="red.9"
                       variant="outline"
                       aria-label={`Revoke ${key.name}`}
                       onClick={() => {
@@ -325,7 +325,7 @@ function Users() {
                     {user.id !== session.user.id && (
                       <Button
                         size="compact-xs"
-                        color="red"
+                        color="red.9"
                         variant="outline"
                         aria-label={`Remove ${user.email}`}
                         onClick={() => {

@@ -36,14 +36,14 @@ const TYPES = ['', 'auth', 'forward', 'sync', 'async_action'];
 
 export function WebhooksPage() {
   const { can } = useSession();
-  const environment = useEnvQuery(['environment'], () => api<ApiEnvironment>('/environment'), {
+  const environment = useEnvQuery(['environment'], () => api<{ data: ApiEnvironment }>('/environment'), {
     enabled: can('environment:settings:read'),
   });
   return (
     <Page title="Webhooks">
       {can('environment:settings:read') && (
         <QueryState query={environment} label="the webhook settings" empty="">
-          {(data) => <Settings environment={data} writable={can('environment:settings:write')} />}
+          {({ data }) => <Settings environment={data} writable={can('environment:settings:write')} />}
         </QueryState>
       )}
       <Deliveries />
@@ -147,7 +147,7 @@ function Settings({ environment, writable }: { environment: ApiEnvironment; writ
           {writable && (
             <Button
               size="xs"
-              color="orange"
+              color="red.9"
               loading={rotate.isPending}
               onClick={() => {
                 if (
@@ -300,7 +300,13 @@ function Deliveries() {
           </>
         )}
       </QueryState>
-      <Modal opened={open !== null} onClose={() => setOpen(null)} title={`Delivery ${open ?? ''}`} size="lg">
+      <Modal
+        closeButtonProps={{ 'aria-label': 'Close' }}
+        opened={open !== null}
+        onClose={() => setOpen(null)}
+        title={`Delivery ${open ?? ''}`}
+        size="lg"
+      >
         {open !== null && <DeliveryDetails id={open} />}
       </Modal>
     </Stack>
@@ -319,7 +325,7 @@ function DeliveryDetails({ id }: { id: number }) {
             <Text size="sm">
               {d.type} to {d.url}
             </Text>
-            <Code block mah={240} style={{ overflow: 'auto' }}>
+            <Code block tabIndex={0} mah={240} style={{ overflow: 'auto' }}>
               {d.body}
             </Code>
             <Table aria-label="Attempts">
