@@ -4,6 +4,8 @@ import { createTheme, type CSSVariablesResolver } from '@mantine/core';
 export const theme = createTheme({
   primaryColor: 'indigo',
   primaryShade: 8,
+  // Filled colours (badges, buttons) get black or white text, whichever contrasts more.
+  autoContrast: true,
   fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
 });
 

@@ -56,16 +56,14 @@ function ConnectionDetail({ connection }: { connection: ApiPublicConnection }) {
   return (
     <Stack gap="lg">
       <Group>
-        <Badge variant="light">{key}</Badge>
-        <Badge variant="light" color="gray">
-          {connection.provider}
-        </Badge>
+        <Badge>{key}</Badge>
+        <Badge color="gray.7">{connection.provider}</Badge>
         {connection.errors.length ? (
-          <Badge color="red" data-testid="connection-status">
+          <Badge color="red.9" data-testid="connection-status">
             {connection.errors.map((e) => `${e.type} error`).join(', ')}
           </Badge>
         ) : (
-          <Badge color="green" data-testid="connection-status">
+          <Badge color="teal.9" data-testid="connection-status">
             Healthy
           </Badge>
         )}
@@ -266,7 +264,9 @@ function Syncs({ connection }: { connection: ApiPublicConnection }) {
                   <Table.Td>
                     <Badge
                       data-testid="sync-status"
-                      color={sync.status === 'ERROR' ? 'red' : sync.status === 'SUCCESS' ? 'green' : 'gray'}
+                      color={
+                        sync.status === 'ERROR' ? 'red.9' : sync.status === 'SUCCESS' ? 'teal.9' : 'gray.7'
+                      }
                     >
                       {sync.status}
                     </Badge>

@@ -138,11 +138,9 @@ export function ConnectionsPage() {
                     </Table.Td>
                     <Table.Td>
                       {c.errors.length ? (
-                        <Badge color="red">{c.errors.map((e) => e.type).join(', ')} error</Badge>
+                        <Badge color="red.9">{c.errors.map((e) => e.type).join(', ')} error</Badge>
                       ) : (
-                        <Badge color="green" variant="light">
-                          ok
-                        </Badge>
+                        <Badge color="teal.9">ok</Badge>
                       )}
                     </Table.Td>
                     <Table.Td>{new Date(c.created).toLocaleString()}</Table.Td>

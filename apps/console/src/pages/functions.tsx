@@ -78,7 +78,7 @@ export function FunctionsPage() {
                 <Table.Tr key={`${integration}-${fn.type}-${fn.name}`} data-testid={`function-${fn.name}`}>
                   <Table.Td>{fn.name}</Table.Td>
                   <Table.Td>
-                    <Badge variant="light">{fn.type}</Badge>
+                    <Badge>{fn.type}</Badge>
                   </Table.Td>
                   <Table.Td>{integration}</Table.Td>
                   <Table.Td>{fn.version ?? '—'}</Table.Td>
@@ -284,7 +284,7 @@ function RunLogs({ runId }: { runId: string }) {
         <Text size="sm" fw={600}>
           {run.function}
         </Text>
-        <Badge color={run.status === 'failed' ? 'red' : run.status === 'succeeded' ? 'green' : 'gray'}>
+        <Badge color={run.status === 'failed' ? 'red.9' : run.status === 'succeeded' ? 'teal.9' : 'gray.7'}>
           {run.status}
         </Badge>
         <Text size="xs" c="dimmed">

@@ -71,7 +71,7 @@ function IntegrationDetail({ integration, path }: { integration: Integration; pa
   return (
     <Stack>
       <Group>
-        <Badge variant="light">{integration.provider}</Badge>
+        <Badge>{integration.provider}</Badge>
         <Text size="sm">Created {new Date(integration.created_at).toLocaleString()}</Text>
       </Group>
       {integration.webhook_url && (

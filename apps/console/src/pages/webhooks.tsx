@@ -112,7 +112,7 @@ function Settings({ environment, writable }: { environment: ApiEnvironment; writ
             />
           ))}
           {environment.disabled_webhook_urls.map((d) => (
-            <Text size="sm" c="red" key={d.url}>
+            <Text size="sm" c="red.9" key={d.url}>
               {d.url} disabled since {new Date(d.disabled_at).toLocaleString()}: {d.reason}
             </Text>
           ))}
@@ -258,7 +258,9 @@ function Deliveries() {
                     <Table.Td>{d.connection_id ?? '—'}</Table.Td>
                     <Table.Td>
                       <Badge
-                        color={d.status === 'delivered' ? 'green' : d.status === 'pending' ? 'gray' : 'red'}
+                        color={
+                          d.status === 'delivered' ? 'teal.9' : d.status === 'pending' ? 'gray.7' : 'red.9'
+                        }
                       >
                         {d.status}
                       </Badge>
