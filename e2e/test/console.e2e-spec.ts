@@ -339,6 +339,53 @@ describe('the console in Chromium', () => {
     await check('11-webhooks');
   });
 
+  it('adds a viewer, who sees no credentials and no control their role lacks', async () => {
+    const viewerEmail = `viewer-${EMAIL}`;
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const form = page.getByRole('form', { name: 'New console user' });
+    await form.getByLabel(/^Email/).fill(viewerEmail);
+    await form.getByLabel('Role').selectOption('viewer');
+    await form.getByLabel(/^Initial password/).fill(PASSWORD);
+    await form.getByRole('button', { name: 'Add user' }).click();
+    await page.getByRole('table', { name: 'Console users' }).getByRole('cell', { name: viewerEmail, exact: true }).waitFor();
+
+    const viewerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      const viewer = await viewerContext.newPage();
+      viewer.setDefaultTimeout(15_000);
+      await viewer.goto(console$(`/connections/recordhub/${connectionId}`));
+      await viewer.getByLabel(/^Email/).fill(viewerEmail);
+      await viewer.getByLabel(/^Password/).fill(PASSWORD);
+      await viewer.getByRole('button', { name: 'Sign in' }).click();
+      await viewer.getByRole('heading', { name: `Connection ${connectionId}` }).waitFor();
+      await viewer.getByTestId('sync-contacts').waitFor();
+      await viewer.getByText('Your role cannot read credentials.').waitFor();
+      expect(await viewer.getByRole('button', { name: 'Reveal credentials' }).count()).toBe(0);
+      expect(await viewer.getByRole('button', { name: 'Trigger contacts' }).count()).toBe(0);
+      expect(await viewer.getByRole('button', { name: 'Save metadata' }).count()).toBe(0);
+      // The API answers the viewer's session without the credentials, so they are nowhere in the page.
+      const answer = await viewer.evaluate(
+        async (id) =>
+          (
+            await fetch(`/connections/${id}?provider_config_key=recordhub`, {
+              headers: { 'X-Switchboard-Environment': 'dev' },
+            })
+          ).text(),
+        connectionId,
+      );
+      expect(answer).toContain(connectionId);
+      expect(answer).not.toContain(API_KEY);
+      expect(await viewer.content()).not.toContain(API_KEY);
+      await viewer.getByRole('link', { name: 'Integrations' }).click();
+      await viewer.getByRole('table', { name: 'Integrations' }).getByText('recordhub').waitFor();
+      expect(await viewer.getByRole('link', { name: 'New integration' }).count()).toBe(0);
+      await viewer.getByRole('link', { name: 'Settings' }).click();
+      await viewer.getByText('Your role has no settings to manage.').waitFor();
+    } finally {
+      await viewerContext.close();
+    }
+  });
+
   it('creates an API key that works, revokes it, and signs out', async () => {
     await page.getByRole('link', { name: 'Settings' }).click();
     await page.getByLabel('Key name').fill('reporting');

@@ -261,7 +261,7 @@ function Syncs({ connection }: { connection: ApiPublicConnection }) {
                     {sync.name}
                     {sync.variant !== 'base' ? ` (${sync.variant})` : ''}
                   </Table.Td>
-                  <Table.Td>
+                  <Table.Td style={{ whiteSpace: 'nowrap' }}>
                     <Badge
                       data-testid="sync-status"
                       color={
