@@ -1,6 +1,8 @@
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vite';
 
+const GATEWAY = 'http://127.0.0.1:3003';
+
 // Served by the gateway under /console: every asset URL is absolute from there, hashed, and loaded from
 // the same origin (the gateway's CSP allows nothing else).
 export default defineConfig({
@@ -15,10 +17,13 @@ export default defineConfig({
     assetsInlineLimit: 0,
   },
   server: {
-    // `pnpm dev` against a gateway on :3003 (same-origin cookies through the dev server's proxy).
+    // `pnpm dev` in front of a gateway on 127.0.0.1:3003: the API (and /console/api, /console/config.json) is
+    // forwarded with the gateway's own Origin, which the gateway requires of a cookie-authenticated write.
     proxy: {
-      '^/(?!console/|@|src/|node_modules/).*': 'http://127.0.0.1:3003',
-      '/console/api': 'http://127.0.0.1:3003',
+      '^/(?!console/(?!api/|config\\.json)|@|src/|node_modules/).*': {
+        target: GATEWAY,
+        headers: { origin: GATEWAY },
+      },
     },
   },
 });

@@ -25,7 +25,11 @@ interface AxeResult {
 }
 declare const axe: { run(context: unknown, options: unknown): Promise<AxeResult> };
 declare const document: {
-  activeElement: { getAttribute(name: string): string | null; textContent: string | null; tagName: string } | null;
+  activeElement: {
+    getAttribute(name: string): string | null;
+    textContent: string | null;
+    tagName: string;
+  } | null;
 };
 
 jest.setTimeout(90_000);
@@ -56,7 +60,11 @@ function createConsoleUser(stack: Stack, email: string, role: string, password: 
         stack.accountName,
       ],
       {
-        env: { PATH: process.env.PATH, DATABASE_URL: stack.databaseUrl, SWITCHBOARD_CONSOLE_PASSWORD: password },
+        env: {
+          PATH: process.env.PATH,
+          DATABASE_URL: stack.databaseUrl,
+          SWITCHBOARD_CONSOLE_PASSWORD: password,
+        },
       },
       (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
     );
@@ -87,13 +95,21 @@ describe('the console in Chromium', () => {
     );
     const serious = result.violations
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target).slice(0, 5) }));
+      .map((v) => ({
+        id: v.id,
+        impact: v.impact,
+        help: v.help,
+        targets: v.nodes.map((n) => n.target).slice(0, 5),
+      }));
     await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
     expect({ page: name, serious }).toEqual({ page: name, serious: [] });
   };
 
   /** Presses Tab until the focused element matches, as a keyboard user would (at most `max` presses). */
-  const tabTo = async (matches: (el: { label: string | null; text: string; tag: string }) => boolean, max = 40) => {
+  const tabTo = async (
+    matches: (el: { label: string | null; text: string; tag: string }) => boolean,
+    max = 40,
+  ) => {
     for (let i = 0; i < max; i++) {
       const el = await page.evaluate(() => ({
         label: document.activeElement?.getAttribute('aria-label') ?? null,
@@ -131,7 +147,8 @@ describe('the console in Chromium', () => {
     page = await context.newPage();
     page.setDefaultTimeout(15_000);
     page.on('console', (message) => {
-      if (message.type() === 'error' && !/status of 40\d/.test(message.text())) browserErrors.push(message.text());
+      if (message.type() === 'error' && !/status of 40\d/.test(message.text()))
+        browserErrors.push(message.text());
     });
     page.on('pageerror', (error) => browserErrors.push(error.message));
     page.on('dialog', (dialog) => void dialog.accept());
@@ -177,11 +194,16 @@ describe('the console in Chromium', () => {
     await page.waitForFunction(() => document.activeElement?.getAttribute('type') === 'email');
     await page.keyboard.type(EMAIL);
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('autocomplete'))).toBe('current-password');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('autocomplete'))).toBe(
+      'current-password',
+    );
     await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/console\/connections$/);
-    await page.getByTestId('signed-in-as').filter({ hasText: `${EMAIL} (admin)` }).waitFor();
+    await page
+      .getByTestId('signed-in-as')
+      .filter({ hasText: `${EMAIL} (admin)` })
+      .waitFor();
     const cookie = (await context.cookies()).find((c) => c.name === 'switchboard_console');
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict' });
   });
@@ -190,7 +212,10 @@ describe('the console in Chromium', () => {
     await page.getByRole('link', { name: 'Integrations' }).click();
     await page.getByText('No integration yet.').waitFor();
     await page.getByRole('link', { name: 'New integration' }).click();
-    await page.getByLabel(/^Provider/).first().fill('fake-api-key');
+    await page
+      .getByLabel(/^Provider/)
+      .first()
+      .fill('fake-api-key');
     await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
     await page.getByLabel('Unique key').fill('recordhub');
     await page.getByLabel('Display name').fill('Record Hub');
@@ -205,7 +230,10 @@ describe('the console in Chromium', () => {
 
     // Creating it again is refused with the API's message.
     await page.goto(console$('/integrations/new'));
-    await page.getByLabel(/^Provider/).first().fill('fake-api-key');
+    await page
+      .getByLabel(/^Provider/)
+      .first()
+      .fill('fake-api-key');
     await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
     await page.getByLabel('Unique key').fill('recordhub');
     await page.getByRole('button', { name: 'Create integration' }).click();
@@ -297,7 +325,10 @@ describe('the console in Chromium', () => {
     await sync.waitFor();
     await sync.getByRole('button', { name: 'Trigger contacts' }).click();
     // The page follows the run: its status, then the counts of the records it saved.
-    await sync.getByTestId('sync-records').filter({ hasText: `Contact: ${CONTACTS}` }).waitFor({ timeout: 60_000 });
+    await sync
+      .getByTestId('sync-records')
+      .filter({ hasText: `Contact: ${CONTACTS}` })
+      .waitFor({ timeout: 60_000 });
     await sync.getByTestId('sync-status').filter({ hasText: 'SUCCESS' }).waitFor();
     expect(provider.pages.length).toBeGreaterThan(0);
 
@@ -307,7 +338,10 @@ describe('the console in Chromium', () => {
     const firstPage = await records.getByRole('row').allTextContents();
     await page.getByRole('button', { name: 'Next page' }).click();
     await page.getByText('Page 2').waitFor();
-    await records.getByRole('row').nth(CONTACTS - 25).waitFor();
+    await records
+      .getByRole('row')
+      .nth(CONTACTS - 25)
+      .waitFor();
     const secondPage = await records.getByRole('row').allTextContents();
     expect(secondPage).toHaveLength(1 + CONTACTS - 25);
     // Every contact once over the two pages.
@@ -323,7 +357,9 @@ describe('the console in Chromium', () => {
 
   it('redelivers a webhook from the delivery log', async () => {
     const authHooks = () =>
-      receiver.received.filter((h) => h.path === '/hooks' && (JSON.parse(h.body) as { type: string }).type === 'auth');
+      receiver.received.filter(
+        (h) => h.path === '/hooks' && (JSON.parse(h.body) as { type: string }).type === 'auth',
+      );
     expect(authHooks()).toHaveLength(1);
     await page.getByRole('link', { name: 'Webhooks' }).click();
     await page.getByLabel('Type').selectOption('auth');
@@ -347,7 +383,10 @@ describe('the console in Chromium', () => {
     await form.getByLabel('Role').selectOption('viewer');
     await form.getByLabel(/^Initial password/).fill(PASSWORD);
     await form.getByRole('button', { name: 'Add user' }).click();
-    await page.getByRole('table', { name: 'Console users' }).getByRole('cell', { name: viewerEmail, exact: true }).waitFor();
+    await page
+      .getByRole('table', { name: 'Console users' })
+      .getByRole('cell', { name: viewerEmail, exact: true })
+      .waitFor();
 
     const viewerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     try {

@@ -14,6 +14,7 @@ import { gatewayServerFactory, type FrontDoor } from './http/gateway-server';
 import { sendError } from './http/error-reply';
 import { configureHttp } from './http/http-setup';
 import { parseQueryString } from './http/query-string';
+import { registerTraceResponse } from './http/trace-response';
 import { ProxyFrontDoor } from './proxy/proxy-front-door';
 import { ProxyRoute } from './proxy/proxy-route';
 import { ProviderWebhookRoute } from './webhooks/provider-webhook.route';
@@ -68,6 +69,7 @@ async function main(): Promise<void> {
         env.SWITCHBOARD_JSON_MAX_DEPTH,
       );
       app.get(AccessHook).register(app.getHttpAdapter().getInstance());
+      registerTraceResponse(app.getHttpAdapter().getInstance());
       app.enableCors({ origin: CORS_POLICY.origin, exposedHeaders: [...CORS_POLICY.exposedHeaders] });
       // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
       const fastify = app.getHttpAdapter().getInstance();

@@ -126,7 +126,10 @@ export const envSchema = z
      */
     SWITCHBOARD_CONSOLE_TRACE_URL: z
       .url({ protocol: /^https?$/ })
-      .refine((url) => url.includes('{trace_id}') || url.includes('%7Btrace_id%7D'), 'must contain {trace_id}')
+      .refine(
+        (url) => url.includes('{trace_id}') || url.includes('%7Btrace_id%7D'),
+        'must contain {trace_id}',
+      )
       .optional(),
     /** Embedded mode: timeouts, retries, egress allow-list, … with the proxy service's names and defaults. */
     ...proxyEngineEnv,

@@ -67,10 +67,7 @@ export class ConsoleStatic {
     fastify.get('/console', { config: PUBLIC }, page);
     fastify.get('/console/*', { config: PUBLIC }, page);
     fastify.get('/console/config.json', { config: PUBLIC }, (_request, reply) =>
-      reply
-        .headers(SECURITY_HEADERS)
-        .header('Cache-Control', 'no-cache')
-        .send({ trace_url: this.traceUrl }),
+      reply.headers(SECURITY_HEADERS).header('Cache-Control', 'no-cache').send({ trace_url: this.traceUrl }),
     );
   }
 
