@@ -25,7 +25,9 @@ async function readPassword(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('Password (then Enter, Ctrl-D): ');
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 async function accountId(db: PrismaClient, name: string | undefined): Promise<number> {

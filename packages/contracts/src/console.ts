@@ -121,3 +121,39 @@ export const consoleAuditRequestSchema = z.object({
   target: z.record(z.string(), z.string()),
 });
 export type ConsoleAuditRequest = z.infer<typeof consoleAuditRequestSchema>;
+
+/** What sign-in and `GET /console/api/me` answer: who is signed in and what the console may offer them. */
+export const consoleMeSchema = z
+  .object({
+    user: z.object({ id: z.string().uuid(), email: z.string(), role: consoleRoleSchema }),
+    /** Send it as `X-CSRF-Token` on every write; the same for the session's life. */
+    csrf_token: z.string(),
+    environments: z.array(z.object({ name: z.string() })),
+    scopes: z.array(z.string()),
+  })
+  .meta({ id: 'ConsoleMe' });
+export type ConsoleMe = z.infer<typeof consoleMeSchema>;
+
+/** Sign-in with the installation's OIDC provider (optional; `feature_disabled` when not configured). */
+export const CONSOLE_OIDC_SUBJECTS = {
+  start: 'auth.v1.console.oidc.start',
+  finish: 'auth.v1.console.oidc.finish',
+} as const;
+
+/** The gateway draws state, nonce and PKCE verifier and keeps them in the browser's cookie. */
+export const consoleOidcStartRequestSchema = z.object({
+  redirectUri: z.url(),
+  state: z.string().min(32).max(128),
+  nonce: z.string().min(32).max(128),
+  codeChallenge: z.string().min(43).max(128),
+});
+export const consoleOidcStartReplySchema = z.object({ url: z.string() });
+
+/** `callbackUrl`: the callback as the browser requested it (its path is the redirect URI). */
+export const consoleOidcFinishRequestSchema = z.object({
+  callbackUrl: z.url(),
+  state: z.string().min(32).max(128),
+  nonce: z.string().min(32).max(128),
+  codeVerifier: z.string().min(43).max(128),
+  tokenHash: tokenHashSchema,
+});

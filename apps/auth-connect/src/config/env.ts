@@ -25,6 +25,15 @@ export const envSchema = z.object({
   SWITCHBOARD_CONSOLE_IDLE_TIMEOUT_S: z.coerce.number().int().min(60).max(2_592_000).default(43_200),
   /** A console session ends this long (seconds) after sign-in, used or not; default 7 days. */
   SWITCHBOARD_CONSOLE_SESSION_MAX_AGE_S: z.coerce.number().int().min(60).max(31_536_000).default(604_800),
+  /**
+   * Optional sign-in with an OpenID Connect provider: its issuer URL (discovery at
+   * `/.well-known/openid-configuration`), and this installation's client there. A person signs in when the
+   * provider vouches for a verified email that belongs to an existing console user; nobody is created.
+   */
+  SWITCHBOARD_CONSOLE_OIDC_ISSUER: z.url().optional(),
+  SWITCHBOARD_CONSOLE_OIDC_CLIENT_ID: z.string().min(1).optional(),
+  SWITCHBOARD_CONSOLE_OIDC_CLIENT_SECRET: z.string().min(1).optional(),
+  SWITCHBOARD_CONSOLE_OIDC_SCOPES: z.string().default('openid email'),
 });
 export type AuthConnectEnv = z.infer<typeof envSchema>;
 

@@ -1,8 +1,4 @@
-import {
-  consoleEmailSchema,
-  type ConsoleRole,
-  type ConsoleUser,
-} from '@switchboard/contracts';
+import { consoleEmailSchema, type ConsoleRole, type ConsoleUser } from '@switchboard/contracts';
 import { Prisma, type AuthDb } from '@switchboard/db';
 import { AuthConnectError } from '../auth-connect.errors';
 import { hashPassword } from './password-hash';

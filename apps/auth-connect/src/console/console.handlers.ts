@@ -1,6 +1,9 @@
 import { Controller } from '@nestjs/common';
 import {
+  CONSOLE_OIDC_SUBJECTS,
   CONSOLE_SUBJECTS,
+  consoleOidcFinishRequestSchema,
+  consoleOidcStartRequestSchema,
   consoleAuditRequestSchema,
   consoleSignInRequestSchema,
   consoleSignOutRequestSchema,
@@ -12,11 +15,25 @@ import {
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
+import { ConsoleOidcService } from './console-oidc.service';
 import { ConsoleService } from './console.service';
 
 @Controller()
 export class ConsoleHandlers {
-  constructor(private readonly console: ConsoleService) {}
+  constructor(
+    private readonly console: ConsoleService,
+    private readonly oidc: ConsoleOidcService,
+  ) {}
+
+  @NatsHandler(CONSOLE_OIDC_SUBJECTS.start, consoleOidcStartRequestSchema)
+  async oidcStart(req: z.infer<typeof consoleOidcStartRequestSchema>) {
+    return this.oidc.start(req);
+  }
+
+  @NatsHandler(CONSOLE_OIDC_SUBJECTS.finish, consoleOidcFinishRequestSchema)
+  async oidcFinish(req: z.infer<typeof consoleOidcFinishRequestSchema>) {
+    return this.oidc.finish(req);
+  }
 
   @NatsHandler(CONSOLE_SUBJECTS.signIn, consoleSignInRequestSchema)
   async signIn(req: z.infer<typeof consoleSignInRequestSchema>) {

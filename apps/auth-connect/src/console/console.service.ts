@@ -56,13 +56,35 @@ export class ConsoleService {
       throw invalidCredentials();
     }
     if (!(await verifyPassword(password, user.passwordHash))) throw invalidCredentials();
+    return this.openSession(user, tokenHash);
+  }
+
+  /** Signs in the console user with this email, whom an identity provider vouched for (OIDC). */
+  async signInVouched(email: string, tokenHash: string): Promise<VerifiedConsoleSession> {
+    const parsed = consoleEmailSchema.safeParse(email);
+    const user = parsed.success
+      ? await this.db.consoleUser.findUnique({ where: { email: parsed.data } })
+      : null;
+    if (!user) {
+      throw new AuthConnectError('invalid_credentials', 'No console user has the email the provider gave');
+    }
+    return this.openSession(user, tokenHash);
+  }
+
+  private async openSession(
+    user: { id: string; email: string; role: string; accountId: number },
+    tokenHash: string,
+  ): Promise<VerifiedConsoleSession> {
     const now = new Date();
     const session = await this.db.$transaction(async (tx) => {
-      // This user's ended sessions go as a new one starts, so the table does not grow without bound.
+      // Ended sessions go as a new one starts, so the table does not grow without bound: everybody's past
+      // their absolute end (indexed), and this user's idle ones.
       await tx.consoleSession.deleteMany({
         where: {
-          userId: user.id,
-          OR: [{ expiresAt: { lte: now } }, { lastSeenAt: { lte: new Date(now.getTime() - this.idleMs) } }],
+          OR: [
+            { expiresAt: { lte: now } },
+            { userId: user.id, lastSeenAt: { lte: new Date(now.getTime() - this.idleMs) } },
+          ],
         },
       });
       await tx.consoleUser.update({ where: { id: user.id }, data: { lastSignInAt: now } });
@@ -74,7 +96,10 @@ export class ConsoleService {
   }
 
   async verify(tokenHash: string): Promise<VerifiedConsoleSession> {
-    const session = await this.db.consoleSession.findUnique({ where: { tokenHash }, include: { user: true } });
+    const session = await this.db.consoleSession.findUnique({
+      where: { tokenHash },
+      include: { user: true },
+    });
     if (!session) throw sessionRequired();
     const now = Date.now();
     if (session.expiresAt.getTime() <= now || session.lastSeenAt.getTime() + this.idleMs <= now) {
@@ -123,13 +148,13 @@ export class ConsoleService {
   }
 
   /** The user's sessions go with it (cascade); audit events keep its email. */
-  async deleteUser(actor: ConsoleActor, id: string): Promise<{ success: true }> {
+  async deleteUser(actor: ConsoleActor, id: string): Promise<ConsoleUser> {
     return this.db.$transaction(async (tx) => {
       await this.requireAdmin(actor, tx);
       const user = await this.lockedUser(tx, actor.accountId, id);
       if (user.role === 'admin') await this.keepAnAdmin(tx, actor.accountId, id);
       await tx.consoleUser.delete({ where: { id } });
-      return { success: true as const };
+      return toConsoleUser(user);
     });
   }
 
@@ -191,7 +216,10 @@ export class ConsoleService {
   private async keepAnAdmin(tx: Pick<AuthDb, 'consoleUser'>, accountId: number, id: string): Promise<void> {
     const others = await tx.consoleUser.count({ where: { accountId, role: 'admin', id: { not: id } } });
     if (others === 0) {
-      throw new AuthConnectError('conflict', "This is the account's last admin; make another user admin first");
+      throw new AuthConnectError(
+        'conflict',
+        "This is the account's last admin; make another user admin first",
+      );
     }
   }
 }

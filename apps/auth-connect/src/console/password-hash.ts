@@ -98,7 +98,14 @@ async function verify(password: string, stored: string): Promise<boolean> {
   }
   const scryptMatch = SCRYPT_PHC.exec(stored);
   if (scryptMatch) {
-    const [, ln, r, p, salt, hash] = scryptMatch as unknown as [string, string, string, string, string, string];
+    const [, ln, r, p, salt, hash] = scryptMatch as unknown as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const expected = Buffer.from(hash, 'base64');
     const key = await scrypt(password, Buffer.from(salt, 'base64'), Number(ln), Number(r), Number(p));
     return key.length === expected.length && crypto.timingSafeEqual(key, expected);

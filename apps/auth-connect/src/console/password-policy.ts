@@ -12,7 +12,6 @@ export function passwordProblem(password: string, email: string): string | undef
   const normalized = password.trim().toLowerCase();
   const address = email.trim().toLowerCase();
   const local = address.split('@')[0] ?? '';
-  if (normalized === address || normalized === local)
-    return 'The password must not be the email address';
+  if (normalized === address || normalized === local) return 'The password must not be the email address';
   return undefined;
 }

@@ -52,7 +52,13 @@ export async function seedDevelopment(
     }
     const dev = environments[0]!;
     await tx.apiKey.create({
-      data: { environmentId: dev.id, displayName: 'Development key (seed)', keyHash, keySuffix: secretKey.slice(-4), scopes: ALL_SCOPES },
+      data: {
+        environmentId: dev.id,
+        displayName: 'Development key (seed)',
+        keyHash,
+        keySuffix: secretKey.slice(-4),
+        scopes: ALL_SCOPES,
+      },
     });
     return {
       accountId: account.id,

@@ -183,7 +183,8 @@ export class AccessHook {
     request.consoleSession = verified;
     request.scopes = [];
     if (scope === undefined || request.is404) return undefined;
-    if (scope === null) return sendError(reply, 'forbidden', 'This route is not available to console sessions');
+    if (scope === null)
+      return sendError(reply, 'forbidden', 'This route is not available to console sessions');
 
     const name = request.headers['x-switchboard-environment'];
     if (typeof name !== 'string' || name === '') {

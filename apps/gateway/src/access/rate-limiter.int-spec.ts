@@ -91,6 +91,24 @@ describe('AccountRateLimiter (Redis, leased slices)', () => {
     expect((await limiter.consume(environment, 40)).limited).toBe(true);
   });
 
+  it('tells a spent window without counting, on every replica (failures-only limits)', async () => {
+    const env = { SWITCHBOARD_RATE_LIMIT_PER_MIN: '1000' };
+    const [a, b] = [await replica(env), await replica(env)];
+    const key = `console-sign-in-email:${randomUUID()}`;
+    // Asking spends nothing: the window stays open however often it is asked.
+    for (let i = 0; i < 5; i++) expect(await a.exhausted(key, 3)).toBeUndefined();
+    await a.consume(key, 3);
+    await b.consume(key, 3);
+    expect(await b.exhausted(key, 3)).toBeUndefined();
+    await a.consume(key, 3);
+    for (const limiter of [a, b]) {
+      const verdict = await limiter.exhausted(key, 3);
+      expect(verdict).toMatchObject({ limited: true, limit: 3, remaining: 0 });
+      expect(verdict!.retryAfter).toBeGreaterThanOrEqual(1);
+      expect(verdict!.retryAfter).toBeLessThanOrEqual(60);
+    }
+  });
+
   it('keeps counting in memory, per replica, while Redis is unreachable', async () => {
     // Port 1 on loopback: nothing listens, the connection is refused at once.
     const limiter = await replica({ SWITCHBOARD_RATE_LIMIT_PER_MIN: '3', REDIS_URL: 'redis://127.0.0.1:1' });

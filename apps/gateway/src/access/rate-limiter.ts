@@ -175,6 +175,30 @@ export class AccountRateLimiter implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  /**
+   * Whether `key`'s window of `points` is spent, without counting a request: the refusal's verdict, or
+   * undefined while there is room. For limits that count failures only (console sign-in per email): ask
+   * this first, and `consume` once the attempt failed. Falls back to this replica's count when Redis is away.
+   */
+  async exhausted(key: string, points: number): Promise<RateVerdict | undefined> {
+    const bucket = this.buckets.get(key);
+    if (bucket && bucket.points === points && bucket.spent && bucket.endsAt > Date.now()) {
+      return this.refused(key, points, bucket.endsAt);
+    }
+    try {
+      const [used, ttlMs] = await Promise.all([
+        this.redis.get(`${KEY_PREFIX}:${key}`),
+        this.redis.pttl(`${KEY_PREFIX}:${key}`),
+      ]);
+      if (Number(used ?? 0) < points) return undefined;
+      return this.refused(key, points, Date.now() + Math.max(0, ttlMs));
+    } catch {
+      const entry = this.fallback.get(key);
+      if (!entry || entry.endsAt <= Date.now() || entry.count < points) return undefined;
+      return this.refused(key, points, entry.endsAt);
+    }
+  }
+
   private async lease(key: string, bucket: Bucket): Promise<void> {
     const [granted, used, ttlMs] = await this.redis.switchboardLease(
       `${KEY_PREFIX}:${key}`,

@@ -1,6 +1,20 @@
 import { createHash } from 'node:crypto';
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req, Res } from '@nestjs/common';
 import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
+import {
+  CONSOLE_OIDC_SUBJECTS,
   CONSOLE_ROLE_SCOPES,
   CONSOLE_SUBJECTS,
   consoleSignInBodySchema,
@@ -9,7 +23,7 @@ import {
   SwitchboardError,
   updateConsoleUserBodySchema,
   type ConsoleActor,
-  type ConsoleRole,
+  type ConsoleMe,
   type ConsoleUser,
   type VerifiedConsoleSession,
 } from '@switchboard/contracts';
@@ -21,21 +35,18 @@ import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { errorBody, sendError } from '../http/error-reply';
 import { parseBody, parseParams } from '../http/validation';
 import {
+  clearedOidcCookie,
   clearedSessionCookie,
   consoleTokenHash,
   csrfTokenOf,
   newConsoleToken,
+  newOidcBinding,
+  oidcCookie,
   readConsoleCookie,
+  readOidcCookie,
+  sameSecret,
   sessionCookie,
 } from './console-auth.session';
-
-/** What sign-in and `GET /console/api/me` answer: who is signed in and what the console may offer them. */
-export interface ConsoleMe {
-  user: { id: string; email: string; role: ConsoleRole };
-  csrf_token: string;
-  environments: { name: string }[];
-  scopes: string[];
-}
 
 function describe(session: VerifiedConsoleSession, token: string): ConsoleMe {
   return {
@@ -65,25 +76,28 @@ export class ConsoleAuthController {
 
   @Post('sign-in')
   @Public()
-  @HttpCode(200)
   async signIn(
     @Req() request: FastifyRequest,
-    @Res({ passthrough: true }) reply: FastifyReply,
+    @Res() reply: FastifyReply,
     @Body() body: unknown,
-  ): Promise<ConsoleMe | FastifyReply> {
+  ): Promise<FastifyReply> {
     // No login CSRF: another site cannot sign this browser in to an account of its choosing.
     const origin = request.headers.origin;
     if (origin !== undefined && origin !== this.ownOrigin) {
       return sendError(reply, 'csrf_token_invalid', 'Sign in from the console itself');
     }
     const { email, password } = parseBody(consoleSignInBodySchema, body);
-    const emailKey = createHash('sha256').update(email.trim().toLowerCase()).digest('hex');
-    const verdicts = [
-      await this.limiter.consume(`console-sign-in-ip:${request.ip}`, this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN),
-      await this.limiter.consume(`console-sign-in-email:${emailKey}`, this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_EMAIL_PER_MIN),
-    ];
-    const limited = verdicts.find((v) => v.limited);
-    if (limited) return this.tooMany(reply, limited);
+    // Every attempt counts against the address; only failures count against the email, so its owner
+    // is not locked out by signing in often, while guessing one account's password is.
+    const emailKey = `console-sign-in-email:${createHash('sha256').update(email.trim().toLowerCase()).digest('hex')}`;
+    const emailPoints = this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_EMAIL_PER_MIN;
+    const byAddress = await this.limiter.consume(
+      `console-sign-in-ip:${request.ip}`,
+      this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN,
+    );
+    if (byAddress.limited) return this.tooMany(reply, byAddress);
+    const byEmail = await this.limiter.exhausted(emailKey, emailPoints);
+    if (byEmail) return this.tooMany(reply, byEmail);
 
     // Session fixation: whatever cookie came along is never reused; its session, if any, ends here.
     const previous = readConsoleCookie(request.headers.cookie);
@@ -100,6 +114,7 @@ export class ConsoleAuthController {
       });
     } catch (error) {
       if (error instanceof SwitchboardError && error.code === 'invalid_credentials') {
+        await this.limiter.consume(emailKey, emailPoints);
         // 401 rather than the table's 400 for this code (a connection's credentials): these are a person's.
         return reply
           .status(401)
@@ -108,9 +123,90 @@ export class ConsoleAuthController {
       }
       throw error;
     }
-    reply.header('Set-Cookie', sessionCookie(token, Math.floor((session.expiresAt - Date.now()) / 1000)));
-    reply.header('Cache-Control', 'no-store');
-    return describe(session, token);
+    return reply
+      .status(200)
+      .header('Set-Cookie', sessionCookie(token, Math.floor((session.expiresAt - Date.now()) / 1000)))
+      .header('Cache-Control', 'no-store')
+      .type('application/json')
+      .send(describe(session, token));
+  }
+
+  /** Sign-in with the installation's OIDC provider: to the provider, with this browser bound to the attempt. */
+  @Get('oidc/start')
+  @Public()
+  async oidcStart(@Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<FastifyReply> {
+    const byAddress = await this.limiter.consume(
+      `console-sign-in-ip:${request.ip}`,
+      this.env.SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN,
+    );
+    if (byAddress.limited) return this.tooMany(reply, byAddress);
+    const binding = newOidcBinding();
+    const { url } = await this.nats.request<{ url: string }>(CONSOLE_OIDC_SUBJECTS.start, {
+      redirectUri: `${this.ownOrigin}/console/api/oidc/callback`,
+      state: binding.state,
+      nonce: binding.nonce,
+      codeChallenge: binding.codeChallenge,
+    });
+    return reply
+      .status(302)
+      .header('Set-Cookie', oidcCookie(binding))
+      .header('Cache-Control', 'no-store')
+      .header('Location', url)
+      .send();
+  }
+
+  /**
+   * The provider's answer: only in the browser that started the attempt (its cookie's state), then
+   * auth-connect redeems the code and checks the ID token; a new console session, as with a password.
+   */
+  @Get('oidc/callback')
+  @Public()
+  async oidcCallback(
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+    @Query() query: Record<string, unknown>,
+  ): Promise<FastifyReply> {
+    const binding = readOidcCookie(request.headers.cookie);
+    const state = typeof query.state === 'string' ? query.state : '';
+    if (!binding || !sameSecret(binding.state, state)) {
+      reply.header('Set-Cookie', clearedOidcCookie());
+      return sendError(
+        reply,
+        'invalid_query_params',
+        'This sign-in was not started in this browser, or it took too long; start again',
+      );
+    }
+    const previous = readConsoleCookie(request.headers.cookie);
+    if (previous) {
+      await this.nats.request(CONSOLE_SUBJECTS.signOut, { tokenHash: consoleTokenHash(previous) });
+    }
+    const { token, tokenHash } = newConsoleToken();
+    let session: VerifiedConsoleSession;
+    try {
+      session = await this.nats.request<VerifiedConsoleSession>(CONSOLE_OIDC_SUBJECTS.finish, {
+        callbackUrl: `${this.ownOrigin}${request.url}`,
+        ...binding,
+        tokenHash,
+      });
+    } catch (error) {
+      if (error instanceof SwitchboardError && error.code === 'invalid_credentials') {
+        return reply
+          .status(401)
+          .header('Set-Cookie', clearedOidcCookie())
+          .type('application/json')
+          .send(errorBody('invalid_credentials', error.message));
+      }
+      throw error;
+    }
+    return reply
+      .status(302)
+      .header('Set-Cookie', [
+        sessionCookie(token, Math.floor((session.expiresAt - Date.now()) / 1000)),
+        clearedOidcCookie(),
+      ])
+      .header('Cache-Control', 'no-store')
+      .header('Location', '/console')
+      .send();
   }
 
   @Get('me')
@@ -123,7 +219,10 @@ export class ConsoleAuthController {
   @Post('sign-out')
   @RequireConsoleSession()
   @HttpCode(204)
-  async signOut(@Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<void> {
+  async signOut(
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<void> {
     const token = readConsoleCookie(request.headers.cookie)!;
     await this.nats.request(CONSOLE_SUBJECTS.signOut, { tokenHash: consoleTokenHash(token) });
     reply.header('Set-Cookie', clearedSessionCookie());
@@ -164,11 +263,10 @@ export class ConsoleAuthController {
 
   @Delete('users/:id')
   @RequireConsoleSession()
-  @HttpCode(204)
-  async deleteUser(@Req() request: FastifyRequest, @Param() params: unknown): Promise<void> {
+  async deleteUser(@Req() request: FastifyRequest, @Param() params: unknown): Promise<ConsoleUser> {
     const actor = this.admin(request);
     const { id } = parseParams(consoleUserIdParamsSchema, params);
-    await this.nats.request(CONSOLE_SUBJECTS.deleteUser, { actor, id });
+    return this.nats.request(CONSOLE_SUBJECTS.deleteUser, { actor, id });
   }
 
   private session(request: FastifyRequest): VerifiedConsoleSession {

@@ -91,3 +91,61 @@ export class ConsoleSessionResolver {
     }
   }
 }
+
+/** The OIDC sign-in's browser binding: state, nonce and PKCE verifier, for the callback path only. */
+const OIDC_COOKIE = 'switchboard_console_oidc';
+const OIDC_PATH = '/console/api/oidc';
+const OIDC_MAX_AGE_S = 600;
+const RANDOM = /^[A-Za-z0-9_-]{43}$/;
+
+export interface OidcBinding {
+  state: string;
+  nonce: string;
+  codeVerifier: string;
+}
+
+export function newOidcBinding(): OidcBinding & { codeChallenge: string } {
+  const codeVerifier = randomBytes(32).toString('base64url');
+  return {
+    state: randomBytes(32).toString('base64url'),
+    nonce: randomBytes(32).toString('base64url'),
+    codeVerifier,
+    codeChallenge: createHash('sha256').update(codeVerifier).digest('base64url'),
+  };
+}
+
+/**
+ * SameSite=Lax: the provider sends the browser back with a top-level GET from its own site, which a
+ * Strict cookie would not come along with. Only the browser that started the sign-in holds it, so a
+ * callback URL handed to another browser (login CSRF) is refused.
+ */
+export function oidcCookie(binding: OidcBinding): string {
+  const value = `${binding.state}.${binding.nonce}.${binding.codeVerifier}`;
+  return `${OIDC_COOKIE}=${value}; HttpOnly; Secure; SameSite=Lax; Path=${OIDC_PATH}; Max-Age=${OIDC_MAX_AGE_S}`;
+}
+
+export function clearedOidcCookie(): string {
+  return `${OIDC_COOKIE}=; HttpOnly; Secure; SameSite=Lax; Path=${OIDC_PATH}; Max-Age=0`;
+}
+
+export function readOidcCookie(cookieHeader: string | undefined): OidcBinding | undefined {
+  for (const part of (cookieHeader ?? '').split(';')) {
+    const index = part.indexOf('=');
+    if (index === -1 || part.slice(0, index).trim() !== OIDC_COOKIE) continue;
+    const [state, nonce, codeVerifier, ...rest] = part
+      .slice(index + 1)
+      .trim()
+      .split('.');
+    if (rest.length > 0 || ![state, nonce, codeVerifier].every((v) => v !== undefined && RANDOM.test(v))) {
+      return undefined;
+    }
+    return { state: state!, nonce: nonce!, codeVerifier: codeVerifier! };
+  }
+  return undefined;
+}
+
+export function sameSecret(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}

@@ -35,6 +35,7 @@ import { registerProxyPaths } from '../proxy/proxy.openapi';
 import { RECORDS_DOCUMENTED_ROUTES } from '../records/records.openapi';
 import { SYNCS_DOCUMENTED_ROUTES } from '../syncs/syncs.openapi';
 import { registerWebhookIngressPath, WEBHOOK_DOCUMENTED_ROUTES } from '../webhooks/webhooks.openapi';
+import { registerConsolePaths } from '../console/console-auth.openapi';
 import { json, type DocumentedRoute } from './documented-route';
 
 const errorResponse = (description: string) => ({ description, ...json(errorBodySchema) });
@@ -328,6 +329,7 @@ export function buildOpenApiDocument(
     responses: { 200: { description: 'OK', ...json(z.object({ result: z.literal('ok') })) } },
   });
   registerWebhookIngressPath(registry);
+  registerConsolePaths(registry);
   registerProxyPaths(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
