@@ -348,6 +348,23 @@ describe('the console in Chromium', () => {
     const ids = [...firstPage.slice(1), ...secondPage.slice(1)].map((row) => /^c-\d+/.exec(row)?.[0]);
     expect(new Set(ids).size).toBe(CONTACTS);
 
+    // Pause and start the sync's schedule for this connection.
+    await sync.getByRole('button', { name: 'Pause contacts' }).click();
+    await sync.getByTestId('sync-status').filter({ hasText: 'PAUSED' }).waitFor();
+    await sync.getByRole('button', { name: 'Start contacts' }).click();
+    await sync.getByRole('button', { name: 'Pause contacts' }).waitFor();
+
+    // Metadata: a JSON object is saved and read back; anything else is refused before it is sent.
+    const metadata = page.getByLabel('Metadata (JSON)');
+    await metadata.fill('[1]');
+    await page.getByRole('button', { name: 'Save metadata' }).click();
+    await page.getByText('Metadata must be a JSON object').waitFor();
+    await metadata.fill('{"plan": "enterprise"}');
+    await page.getByRole('button', { name: 'Save metadata' }).click();
+    await page.getByRole('status').filter({ hasText: 'Metadata saved.' }).waitFor();
+    await page.reload();
+    await expect(page.getByLabel('Metadata (JSON)').inputValue()).resolves.toContain('"plan": "enterprise"');
+
     // An admin may reveal the credentials (an audited read).
     await page.getByRole('button', { name: 'Reveal credentials' }).click();
     await page.getByTestId('credentials').filter({ hasText: API_KEY }).waitFor();
@@ -383,10 +400,13 @@ describe('the console in Chromium', () => {
     await form.getByLabel('Role').selectOption('viewer');
     await form.getByLabel(/^Initial password/).fill(PASSWORD);
     await form.getByRole('button', { name: 'Add user' }).click();
-    await page
+    // The new user's row, or the API's refusal (shown, so a failure here says why).
+    const added = page
       .getByRole('table', { name: 'Console users' })
       .getByRole('cell', { name: viewerEmail, exact: true })
-      .waitFor();
+      .or(page.getByRole('alert'));
+    await added.first().waitFor({ timeout: 30_000 });
+    expect(await added.first().textContent()).toBe(viewerEmail);
 
     const viewerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     try {
