@@ -83,10 +83,15 @@ export function Shell() {
               setEnvironmentState(name);
             },
             signOut: async () => {
-              await api('/console/api/sign-out', { method: 'POST', environment: false });
-              setCsrfToken(null);
-              client.clear();
-              await navigate('/sign-in', { replace: true });
+              try {
+                await api('/console/api/sign-out', { method: 'POST', environment: false });
+              } catch {
+                // Already ended (expired, or signed out elsewhere): the browser is signed out either way.
+              } finally {
+                setCsrfToken(null);
+                client.clear();
+                await navigate('/sign-in', { replace: true });
+              }
             },
             can: (scope: Scope) => session.scopes.includes(scope),
             traceUrl: config.data?.trace_url ?? null,
