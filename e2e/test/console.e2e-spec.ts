@@ -348,6 +348,11 @@ describe('the console in Chromium', () => {
     // Every contact once over the two pages.
     const ids = [...firstPage.slice(1), ...secondPage.slice(1)].map((row) => /^c-\d+/.exec(row)?.[0]);
     expect(new Set(ids).size).toBe(CONTACTS);
+    // Nothing was deleted at the provider: the deleted-only filter (server-side) finds no record.
+    await page.getByLabel('Deleted only').check();
+    await page.getByText('No record matches.').waitFor();
+    await page.getByLabel('Deleted only').uncheck();
+    await records.getByRole('row').nth(25).waitFor();
 
     // Pause and start the sync's schedule for this connection.
     await sync.getByRole('button', { name: 'Pause contacts' }).click();
