@@ -18,9 +18,9 @@ export default tseslint.config(
     ],
   },
   // Resolves and parses TypeScript imports (eslint-import-resolver-typescript) so import-x can follow them.
-  { ...importX.flatConfigs.typescript, files: ['**/*.ts'] },
+  { ...importX.flatConfigs.typescript, files: ['**/*.ts', '**/*.tsx'] },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },

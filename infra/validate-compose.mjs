@@ -4,8 +4,8 @@
 //   node infra/validate-compose.mjs
 //
 // Always (plain file checks):
-//   - every app in apps/ has infra/docker/<app>.Dockerfile and its .dockerignore, and the
-//     migration job has infra/docker/migrate.Dockerfile;
+//   - every service in apps/ (an app with a `start` script) has infra/docker/<app>.Dockerfile and its
+//     .dockerignore, and the migration job has infra/docker/migrate.Dockerfile;
 //   - the stages the app Dockerfiles share are still the same text (so BuildKit shares them),
 //     and every .dockerignore is the same;
 //   - docker-compose.yml has a service for every app, built from that app's Dockerfile.
@@ -57,6 +57,10 @@ const apps = existsSync(appsDir)
   ? readdirSync(appsDir)
       .filter((name) => statSync(join(appsDir, name)).isDirectory())
       .filter((name) => existsSync(join(appsDir, name, 'package.json')))
+      // A service is an app with a `start` script; apps/console is static files the gateway serves.
+      .filter(
+        (name) => !!JSON.parse(readFileSync(join(appsDir, name, 'package.json'), 'utf8')).scripts?.start,
+      )
       .sort()
   : [];
 check(apps.length > 0, `found ${apps.length} apps in apps/: ${apps.join(', ')}`);

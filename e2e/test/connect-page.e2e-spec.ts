@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from './support/chromium';
 import {
   startConnectFakeProvider,
   writeConnectProvidersFile,
@@ -30,7 +31,6 @@ declare const document: {
   querySelectorAll(selector: string): ArrayLike<{ naturalWidth: number }>;
 };
 
-const CHROMIUM = process.env.SWITCHBOARD_CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(repoRoot(), 'e2e', 'artifacts', 'connect-page');
 
 describe('the connect page in Chromium', () => {
@@ -47,12 +47,6 @@ describe('the connect page in Chromium', () => {
     page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `Chromium is not installed at ${CHROMIUM}. The connect page tests need Debian's chromium: run "npm run setup" ` +
-          '(scripts/setup.sh installs it) or "apt-get install -y chromium", or set SWITCHBOARD_CHROMIUM_PATH.',
-      );
-    }
     mkdirSync(ARTIFACTS, { recursive: true });
     fake = await startConnectFakeProvider();
     const connectPort = await freePort();
@@ -79,18 +73,7 @@ describe('the connect page in Chromium', () => {
         scopes: 'read',
       },
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
     // The fake provider's certificate is a throwaway self-signed one.
     context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 900, height: 800 } });
   }, STACK_READY_TIMEOUT_MS + 60_000);

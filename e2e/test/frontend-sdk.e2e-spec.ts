@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from './support/chromium';
 import {
   startConnectFakeProvider,
   writeConnectProvidersFile,
@@ -46,7 +47,6 @@ declare const document: {
 };
 declare const Image: new () => { src: string; decode(): Promise<void> };
 
-const CHROMIUM = process.env.SWITCHBOARD_CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(repoRoot(), 'e2e', 'artifacts', 'frontend-sdk');
 const SDK_DIST = join(dirname(require.resolve('@nangohq/frontend/package.json')), 'dist');
 
@@ -103,11 +103,6 @@ describe('@nangohq/frontend 0.71.10 in Chromium', () => {
   const oauthIntegration = `sdk-oauth-${run}`;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `Chromium is not installed at ${CHROMIUM}: run "npm run setup" or "apt-get install -y chromium", or set SWITCHBOARD_CHROMIUM_PATH.`,
-      );
-    }
     mkdirSync(ARTIFACTS, { recursive: true });
     fake = await startConnectFakeProvider();
     customer = await startCustomerApp();
@@ -134,18 +129,7 @@ describe('@nangohq/frontend 0.71.10 in Chromium', () => {
         scopes: 'read',
       },
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1000, height: 760 } });
   }, STACK_READY_TIMEOUT_MS + 60_000);
 

@@ -121,6 +121,8 @@ describe('tracing across services', () => {
       },
     });
     expect(res.status).toBe(200);
+    // The answer names its trace (what the console links to a trace UI).
+    expect(res.headers.get('traceresponse')).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
 
     const deadline = Date.now() + 15_000;
     const ours = () => collector.spans.filter((s) => s.traceId === traceId);

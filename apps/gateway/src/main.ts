@@ -8,11 +8,13 @@ import { AccountRateLimiter } from './access/rate-limiter';
 import { AppModule } from './app.module';
 import { OAuthSockets } from './connect/oauth-sockets';
 import { loadEnv } from './config/env';
+import { ConsoleStatic, defaultConsoleDir } from './console/console-static';
 import { CORS_POLICY } from './http/cors';
 import { gatewayServerFactory, type FrontDoor } from './http/gateway-server';
 import { sendError } from './http/error-reply';
 import { configureHttp } from './http/http-setup';
 import { parseQueryString } from './http/query-string';
+import { registerTraceResponse } from './http/trace-response';
 import { ProxyFrontDoor } from './proxy/proxy-front-door';
 import { ProxyRoute } from './proxy/proxy-route';
 import { ProviderWebhookRoute } from './webhooks/provider-webhook.route';
@@ -56,7 +58,7 @@ async function main(): Promise<void> {
       // `/proxy` and `/webhook` requests meet their front doors before Fastify (ProxyFrontDoor, WebhookFrontDoor).
       serverFactory: gatewayServerFactory(() => frontDoors),
     },
-    configure: (app) => {
+    configure: async (app) => {
       configureHttp(
         app,
         env.SWITCHBOARD_BODY_LIMIT_BYTES,
@@ -67,6 +69,7 @@ async function main(): Promise<void> {
         env.SWITCHBOARD_JSON_MAX_DEPTH,
       );
       app.get(AccessHook).register(app.getHttpAdapter().getInstance());
+      registerTraceResponse(app.getHttpAdapter().getInstance());
       app.enableCors({ origin: CORS_POLICY.origin, exposedHeaders: [...CORS_POLICY.exposedHeaders] });
       // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
       const fastify = app.getHttpAdapter().getInstance();
@@ -93,6 +96,11 @@ async function main(): Promise<void> {
         perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,
       });
       webhookRoute.register(fastify);
+      // The console's single-page app at /console (public files; the data it shows needs a session).
+      await new ConsoleStatic(
+        env.SWITCHBOARD_CONSOLE_DIR ?? defaultConsoleDir(),
+        env.SWITCHBOARD_CONSOLE_TRACE_URL ?? null,
+      ).register(fastify);
       // @nangohq/frontend's WebSocket on `/` (upgrades never reach Fastify's routes or the access hook).
       app.get(OAuthSockets).attach(app.getHttpServer());
       frontDoors = [

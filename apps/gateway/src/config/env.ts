@@ -115,6 +115,22 @@ export const envSchema = z
     /** Remote mode: signs the caller for the proxy service (same value there); derived from the master keys when unset. */
     SWITCHBOARD_INTERNAL_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
     SWITCHBOARD_MASTER_KEYS: envFragments.masterKeys.SWITCHBOARD_MASTER_KEYS.optional(),
+    /**
+     * The console's built files (`apps/console/dist`), served at `/console`; unset: the
+     * `@switchboard/console` package's own `dist` next to this gateway.
+     */
+    SWITCHBOARD_CONSOLE_DIR: z.string().min(1).optional(),
+    /**
+     * A trace UI's address for one trace, `{trace_id}` standing for the id (e.g.
+     * `https://jaeger.example.com/trace/{trace_id}`): the console links an answer's trace there.
+     */
+    SWITCHBOARD_CONSOLE_TRACE_URL: z
+      .url({ protocol: /^https?$/ })
+      .refine(
+        (url) => url.includes('{trace_id}') || url.includes('%7Btrace_id%7D'),
+        'must contain {trace_id}',
+      )
+      .optional(),
     /** Embedded mode: timeouts, retries, egress allow-list, … with the proxy service's names and defaults. */
     ...proxyEngineEnv,
   })

@@ -1,0 +1,523 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium } from './support/chromium';
+import { call } from './support/http';
+import { nangoDeploy, prepareProject } from './support/nango-cli';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { writeProxyProvidersFile } from './support/proxy-fakes';
+import { ContactsProvider, loopbackEgress } from './support/syncs-fakes';
+import { WebhookReceiver } from './support/webhook-receiver';
+
+/**
+ * The console in a real browser (Debian's Chromium driven by playwright-core) against one running stack:
+ * a team member signs in, creates an integration, sends a connect link and finishes it as the customer,
+ * deploys a sync with the `nango` CLI, runs it and reads its records, redelivers a webhook, creates and
+ * revokes an API key, and signs out. Every page is checked with axe-core (no serious or critical
+ * violation) and photographed into e2e/artifacts/console/.
+ */
+
+/** Functions given to page.evaluate run in the browser; the few browser globals they touch. */
+interface AxeResult {
+  violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[];
+}
+declare const axe: { run(context: unknown, options: unknown): Promise<AxeResult> };
+declare const document: {
+  activeElement: {
+    getAttribute(name: string): string | null;
+    textContent: string | null;
+    tagName: string;
+  } | null;
+};
+
+jest.setTimeout(90_000);
+
+const ARTIFACTS = join(repoRoot(), 'e2e', 'artifacts', 'console');
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+// Console emails are unique across accounts, and every stack of the suite shares one database.
+const EMAIL = `ada-${Math.random().toString(36).slice(2, 8)}@example.com`;
+const PASSWORD = 'correct horse battery staple';
+const API_KEY = 'recordhub-api-key';
+const CONTACTS = 30;
+
+/** `switchboard console users create`, as an operator creates the first admin. */
+function createConsoleUser(stack: Stack, email: string, role: string, password: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [
+        join(repoRoot(), 'packages/cli/dist/main.js'),
+        'console',
+        'users',
+        'create',
+        '--email',
+        email,
+        '--role',
+        role,
+        '--account',
+        stack.accountName,
+      ],
+      {
+        env: {
+          PATH: process.env.PATH,
+          DATABASE_URL: stack.databaseUrl,
+          SWITCHBOARD_CONSOLE_PASSWORD: password,
+        },
+      },
+      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
+    );
+  });
+}
+
+describe('the console in Chromium', () => {
+  let stack: Stack;
+  let provider: ContactsProvider;
+  let receiver: WebhookReceiver;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let project: string;
+  let connectionId: string;
+  let connectUrl: string;
+  /** Anything the browser reported as an error (a CSP refusal, an uncaught exception). */
+  const browserErrors: string[] = [];
+
+  const console$ = (path: string) => `${stack.gatewayUrl}/console${path}`;
+
+  /** axe-core on the page as it is now: no serious or critical violation; then a screenshot. */
+  const check = async (name: string) => {
+    // Evaluated over the DevTools protocol, so the page's CSP (no inline script) does not apply to it.
+    await page.evaluate(AXE_SOURCE);
+    const result = await page.evaluate(() =>
+      axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
+    );
+    const serious = result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => ({
+        id: v.id,
+        impact: v.impact,
+        help: v.help,
+        targets: v.nodes.map((n) => n.target).slice(0, 5),
+      }));
+    await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+    expect({ page: name, serious }).toEqual({ page: name, serious: [] });
+  };
+
+  /** Presses Tab until the focused element matches, as a keyboard user would (at most `max` presses). */
+  const tabTo = async (
+    matches: (el: { label: string | null; text: string; tag: string }) => boolean,
+    max = 40,
+  ) => {
+    for (let i = 0; i < max; i++) {
+      const el = await page.evaluate(() => ({
+        label: document.activeElement?.getAttribute('aria-label') ?? null,
+        text: (document.activeElement?.textContent ?? '').trim(),
+        tag: document.activeElement?.tagName ?? '',
+      }));
+      if (matches(el)) return;
+      await page.keyboard.press('Tab');
+    }
+    throw new Error('the element was never focused with Tab');
+  };
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    provider = await new ContactsProvider(API_KEY, CONTACTS).start();
+    receiver = await new WebhookReceiver().start();
+    const connectPort = await freePort();
+    connectUrl = `http://127.0.0.1:${connectPort}`;
+    stack = await startStack({
+      env: {
+        SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile(),
+        SWITCHBOARD_CONNECT_URL: connectUrl,
+      },
+      serviceEnv: loopbackEgress({
+        'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' },
+        // A revoked key is refused at once (no verified-key cache).
+        gateway: { SWITCHBOARD_KEY_CACHE_TTL_MS: '0' },
+      }),
+      readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
+    });
+    await createConsoleUser(stack, EMAIL, 'admin', PASSWORD);
+    project = prepareProject('syncs-project');
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('console', (message) => {
+      // An API error answer (which the page shows) is logged by Chromium too: expected, not a fault.
+      const apiError = /^Failed to load resource: the server responded with a status of \d{3}/;
+      if (message.type() === 'error' && !apiError.test(message.text())) browserErrors.push(message.text());
+    });
+    page.on('pageerror', (error) => browserErrors.push(error.message));
+    page.on('dialog', (dialog) => void dialog.accept());
+  }, 2 * START_HOOK_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await context?.close();
+    await browser?.close();
+    await stack?.stop();
+    await Promise.all([provider?.close(), receiver?.stop()]);
+    if (project) rmSync(project, { recursive: true, force: true });
+  });
+
+  afterEach(() => {
+    // The app runs under the gateway's strict CSP: nothing it needs may be refused.
+    expect(browserErrors.splice(0)).toEqual([]);
+  });
+
+  it('is served with a strict CSP and sends a signed-out visitor to sign in, which works with the keyboard alone', async () => {
+    const index = await fetch(console$('/connections'));
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(index.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(index.headers.get('cache-control')).toBe('no-cache');
+    const asset = /src="(\/console\/assets\/[^"]+\.js)"/.exec(await index.text())?.[1];
+    expect(asset).toBeDefined();
+    expect((await fetch(`${stack.gatewayUrl}${asset!}`)).headers.get('cache-control')).toContain('immutable');
+
+    await page.goto(console$('/connections'));
+    await page.waitForURL(/\/console\/sign-in\?next=%2Fconnections/);
+    await page.getByRole('heading', { name: 'Sign in to Switchboard' }).waitFor();
+    await check('01-sign-in');
+
+    // A wrong password shows the API's own message.
+    await page.getByLabel('Email').fill(EMAIL);
+    await page.getByLabel(/^Password/).fill('wrong password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Sign-in failed' }).waitFor();
+    await page.screenshot({ path: join(ARTIFACTS, '02-sign-in-refused.png'), fullPage: true });
+
+    // Keyboard only: the email field has the focus on load, Tab to the password, Enter submits.
+    await page.goto(console$('/sign-in?next=%2Fconnections'));
+    await page.waitForFunction(() => document.activeElement?.getAttribute('type') === 'email');
+    await page.keyboard.type(EMAIL);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('autocomplete'))).toBe(
+      'current-password',
+    );
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/connections$/);
+    await page
+      .getByTestId('signed-in-as')
+      .filter({ hasText: `${EMAIL} (admin)` })
+      .waitFor();
+    const cookie = (await context.cookies()).find((c) => c.name === 'switchboard_console');
+    expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict' });
+  });
+
+  it('creates an integration from the provider schema, and switches environments', async () => {
+    await page.getByRole('link', { name: 'Integrations' }).click();
+    await page.getByText('No integration yet.').waitFor();
+    await page.getByRole('link', { name: 'New integration' }).click();
+    await page
+      .getByLabel(/^Provider/)
+      .first()
+      .fill('fake-api-key');
+    await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
+    await page.getByLabel('Unique key').fill('recordhub');
+    await page.getByLabel('Display name').fill('Record Hub');
+    await page.getByText('API_KEY integrations hold no credentials of their own').waitFor();
+    await check('03-new-integration');
+    await page.getByRole('button', { name: 'Create integration' }).click();
+    await page.getByRole('heading', { name: 'Integration recordhub' }).waitFor();
+    expect(await page.getByTestId('webhook-url').textContent()).toMatch(
+      new RegExp(`^${stack.gatewayUrl}/webhook/[0-9a-f-]{36}/recordhub$`),
+    );
+    await check('04-integration');
+
+    // Creating it again is refused with the API's message.
+    await page.goto(console$('/integrations/new'));
+    await page
+      .getByLabel(/^Provider/)
+      .first()
+      .fill('fake-api-key');
+    await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
+    await page.getByLabel('Unique key').fill('recordhub');
+    await page.getByRole('button', { name: 'Create integration' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The integration was not created' }).waitFor();
+
+    await page.getByRole('link', { name: 'Integrations' }).click();
+    await page.getByRole('table', { name: 'Integrations' }).getByText('recordhub').waitFor();
+    await check('05-integrations');
+    await page.getByLabel('Environment').selectOption('prod');
+    await page.getByText('No integration yet.').waitFor();
+    await page.getByLabel('Environment').selectOption('dev');
+    await page.getByRole('table', { name: 'Integrations' }).getByText('recordhub').waitFor();
+  });
+
+  it('sets the webhook URL, sends a connect link made with the keyboard, and sees the connection appear', async () => {
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('Webhook URL', { exact: true }).fill(`${receiver.url}/hooks`);
+    await page.getByLabel('A connection is created').check();
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Settings saved.' }).waitFor();
+    await page.getByText('No delivery matches.').waitFor();
+
+    await page.getByRole('link', { name: 'Connections' }).click();
+    await page.getByText('No connection matches.').waitFor();
+    await check('06-connections-empty');
+    // Keyboard only: Tab to the button, Enter opens the dialog, type the end user, Enter creates the link.
+    await tabTo((el) => el.text === 'Create connect link');
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog', { name: 'Create a connect link' }).waitFor();
+    // The dialog puts the focus on its first field.
+    await expect(
+      page.getByLabel('End user id').evaluate((el) => (el as unknown) === document.activeElement),
+    ).resolves.toBe(true);
+    await page.keyboard.type('customer-42');
+    await page.keyboard.press('Enter');
+    const link = (await page.getByTestId('connect-link').textContent())!;
+    expect(link.startsWith(connectUrl)).toBe(true);
+    await check('07-connect-link');
+    await page.keyboard.press('Escape');
+
+    // The customer opens the link and connects.
+    const customer = await context.newPage();
+    await customer.goto(link);
+    await customer.getByLabel(/Origin/).fill(provider.url);
+    await customer.getByLabel(/Account/).fill('acme');
+    await customer.getByLabel(/API key/).fill(API_KEY);
+    await customer.getByRole('button', { name: 'Connect', exact: true }).click();
+    await customer.waitForSelector('h1:has-text("is connected")');
+    await customer.close();
+
+    await page.reload();
+    const rows = page.getByRole('table', { name: 'Connections' }).getByRole('row');
+    await rows.nth(1).getByText('recordhub').waitFor();
+    await rows.nth(1).getByRole('cell', { name: 'customer-42', exact: true }).waitFor();
+    connectionId = (await rows.nth(1).getByRole('link').textContent())!;
+    // Server-side search and filters.
+    await page.getByLabel('Search').fill('no-such-connection');
+    await page.getByText('No connection matches.').waitFor();
+    await page.getByLabel('Search').fill(connectionId);
+    await rows.nth(1).getByRole('link', { name: connectionId }).waitFor();
+    await page.getByLabel(/^Tags/).fill('end_user_id=customer-42');
+    await rows.nth(1).getByRole('link', { name: connectionId }).waitFor();
+    await page.getByLabel(/^Tags/).fill('end_user_id=someone-else');
+    await page.getByText('No connection matches.').waitFor();
+    await page.getByLabel(/^Tags/).fill('');
+    await rows.nth(1).getByRole('link', { name: connectionId }).waitFor();
+    await check('08-connections');
+  });
+
+  it('deploys a sync with the nango CLI, sees it and its code, then runs it and reads its records', async () => {
+    const deploy = await nangoDeploy(project, stack.gatewayUrl, stack.secretKey);
+    expect({ code: deploy.code, stdout: deploy.stdout }).toEqual({
+      code: 0,
+      stdout: expect.stringContaining('Successfully deployed the functions'),
+    });
+    await page.getByRole('link', { name: 'Functions' }).click();
+    const row = page.getByTestId('function-contacts');
+    await row.getByText('1.0.0').waitFor();
+    await row.getByRole('button', { name: 'Open contacts' }).click();
+    await page.getByTestId('function-code').filter({ hasText: 'batchSave' }).waitFor();
+    await check('09-functions');
+    await page.keyboard.press('Escape');
+
+    await page.getByRole('link', { name: 'Connections' }).click();
+    await page.getByRole('link', { name: connectionId }).click();
+    await page.getByRole('heading', { name: `Connection ${connectionId}` }).waitFor();
+    await page.getByTestId('credentials-masked').waitFor();
+    const sync = page.getByTestId('sync-contacts');
+    await sync.waitFor();
+    await sync.getByRole('button', { name: 'Trigger contacts' }).click();
+    // The page follows the run: its status, then the counts of the records it saved.
+    await sync
+      .getByTestId('sync-records')
+      .filter({ hasText: `Contact: ${CONTACTS}` })
+      .waitFor({ timeout: 60_000 });
+    await sync.getByTestId('sync-status').filter({ hasText: 'SUCCESS' }).waitFor();
+    expect(provider.pages.length).toBeGreaterThan(0);
+
+    const records = page.getByRole('table', { name: 'Records of Contact' });
+    await records.getByRole('row').nth(25).waitFor();
+    expect(await records.getByRole('row').count()).toBe(26);
+    const firstPage = await records.getByRole('row').allTextContents();
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText('Page 2').waitFor();
+    await records
+      .getByRole('row')
+      .nth(CONTACTS - 25)
+      .waitFor();
+    const secondPage = await records.getByRole('row').allTextContents();
+    expect(secondPage).toHaveLength(1 + CONTACTS - 25);
+    // Every contact once over the two pages.
+    const ids = [...firstPage.slice(1), ...secondPage.slice(1)].map((row) => /^c-\d+/.exec(row)?.[0]);
+    expect(new Set(ids).size).toBe(CONTACTS);
+    // Nothing was deleted at the provider: the deleted-only filter (server-side) finds no record.
+    await page.getByLabel('Deleted only').check();
+    await page.getByText('No record matches.').waitFor();
+    await page.getByLabel('Deleted only').uncheck();
+    await records.getByRole('row').nth(25).waitFor();
+
+    // Pause and start the sync's schedule for this connection.
+    await sync.getByRole('button', { name: 'Pause contacts' }).click();
+    await sync.getByTestId('sync-status').filter({ hasText: 'PAUSED' }).waitFor();
+    await sync.getByRole('button', { name: 'Start contacts' }).click();
+    await sync.getByRole('button', { name: 'Pause contacts' }).waitFor();
+
+    // Metadata: a JSON object is saved and read back; anything else is refused before it is sent.
+    const metadata = page.getByLabel('Metadata (JSON)');
+    await metadata.fill('[1]');
+    await page.getByRole('button', { name: 'Save metadata' }).click();
+    await page.getByText('Metadata must be a JSON object').waitFor();
+    await metadata.fill('{"plan": "enterprise"}');
+    await page.getByRole('button', { name: 'Save metadata' }).click();
+    await page.getByRole('status').filter({ hasText: 'Metadata saved.' }).waitFor();
+    await page.reload();
+    await expect(page.getByLabel('Metadata (JSON)').inputValue()).resolves.toContain('"plan": "enterprise"');
+
+    // An admin may reveal the credentials (an audited read).
+    await page.getByRole('button', { name: 'Reveal credentials' }).click();
+    await page.getByTestId('credentials').filter({ hasText: API_KEY }).waitFor();
+    await page.getByRole('button', { name: 'Hide credentials' }).click();
+    await check('10-connection');
+  });
+
+  it('redelivers a webhook from the delivery log', async () => {
+    const authHooks = () =>
+      receiver.received.filter(
+        (h) => h.path === '/hooks' && (JSON.parse(h.body) as { type: string }).type === 'auth',
+      );
+    expect(authHooks()).toHaveLength(1);
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('Type').selectOption('auth');
+    const row = page.getByTestId('delivery-row').first();
+    await row.getByText('delivered').waitFor();
+    await row.getByRole('button', { name: /^Redeliver/ }).click();
+    await page.getByRole('status').filter({ hasText: 'Redelivery queued.' }).waitFor();
+    const deadline = Date.now() + 30_000;
+    while (authHooks().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect(authHooks()).toHaveLength(2);
+    expect(authHooks()[1]!.body).toBe(authHooks()[0]!.body);
+    await page.getByRole('button', { name: 'Reveal signing key' }).click();
+    await check('11-webhooks');
+  });
+
+  it('adds a viewer, who sees no credentials and no control their role lacks', async () => {
+    const viewerEmail = `viewer-${EMAIL}`;
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const form = page.getByRole('form', { name: 'New console user' });
+    await form.getByLabel(/^Email/).fill(viewerEmail);
+    await form.getByLabel('Role').selectOption('viewer');
+    await form.getByLabel(/^Initial password/).fill(PASSWORD);
+    await form.getByRole('button', { name: 'Add user' }).click();
+    // The new user's row, or the API's refusal (shown, so a failure here says why).
+    const added = page
+      .getByRole('table', { name: 'Console users' })
+      .getByRole('cell', { name: viewerEmail, exact: true })
+      .or(page.getByRole('alert'));
+    await added.first().waitFor({ timeout: 30_000 });
+    expect(await added.first().textContent()).toBe(viewerEmail);
+
+    const viewerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      const viewer = await viewerContext.newPage();
+      viewer.setDefaultTimeout(15_000);
+      await viewer.goto(console$(`/connections/recordhub/${connectionId}`));
+      await viewer.getByLabel(/^Email/).fill(viewerEmail);
+      await viewer.getByLabel(/^Password/).fill(PASSWORD);
+      await viewer.getByRole('button', { name: 'Sign in' }).click();
+      await viewer.getByRole('heading', { name: `Connection ${connectionId}` }).waitFor();
+      await viewer.getByTestId('sync-contacts').waitFor();
+      await viewer.getByText('Your role cannot read credentials.').waitFor();
+      expect(await viewer.getByRole('button', { name: 'Reveal credentials' }).count()).toBe(0);
+      expect(await viewer.getByRole('button', { name: 'Trigger contacts' }).count()).toBe(0);
+      expect(await viewer.getByRole('button', { name: 'Save metadata' }).count()).toBe(0);
+      // The API answers the viewer's session without the credentials, so they are nowhere in the page.
+      const answer = await viewer.evaluate(
+        async (id) =>
+          (
+            await fetch(`/connections/${id}?provider_config_key=recordhub`, {
+              headers: { 'X-Switchboard-Environment': 'dev' },
+            })
+          ).text(),
+        connectionId,
+      );
+      expect(answer).toContain(connectionId);
+      expect(answer).not.toContain(API_KEY);
+      expect(await viewer.content()).not.toContain(API_KEY);
+      await viewer.getByRole('link', { name: 'Integrations' }).click();
+      await viewer.getByRole('table', { name: 'Integrations' }).getByText('recordhub').waitFor();
+      expect(await viewer.getByRole('link', { name: 'New integration' }).count()).toBe(0);
+      await viewer.getByRole('link', { name: 'Settings' }).click();
+      await viewer.getByText('Your role has no settings to manage.').waitFor();
+    } finally {
+      await viewerContext.close();
+    }
+  });
+
+  it('runs an action with a JSON input and shows its runs, their outcome and logs', async () => {
+    // A second project, `fakehub` (its integration and connection made through the API, as a script would).
+    const api = (method: string, path: string, body?: unknown) =>
+      call(stack.gatewayUrl, method, path, { key: stack.secretKey, body });
+    expect(
+      (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'fakehub' })).status,
+    ).toBe(200);
+    const imported = await api('POST', '/connections', {
+      provider_config_key: 'fakehub',
+      connection_id: 'conn-fakehub',
+      credentials: { type: 'API_KEY', apiKey: API_KEY },
+      connection_config: { origin: provider.url, account: 'acme' },
+    });
+    expect([200, 201]).toContain(imported.status);
+    const actions = prepareProject('functions-project');
+    try {
+      const deploy = await nangoDeploy(actions, stack.gatewayUrl, stack.secretKey);
+      expect(deploy.stdout).toContain('Successfully deployed the functions');
+    } finally {
+      rmSync(actions, { recursive: true, force: true });
+    }
+
+    await page.getByRole('link', { name: 'Functions' }).click();
+    await page.getByTestId('function-slow-echo').getByRole('button', { name: 'Open slow-echo' }).click();
+    const run = page.getByRole('form', { name: 'Run slow-echo' });
+    await run.getByLabel(/^Connection id/).fill('conn-fakehub');
+    await run.getByLabel('Input (JSON)').fill('{"waitMs": 0}');
+    await run.getByRole('button', { name: 'Run action' }).click();
+    await expect(page.getByTestId('action-output').textContent()).resolves.toMatch(/"build": "first"/);
+    await page.keyboard.press('Escape');
+
+    await page.getByTestId('function-refuse').getByRole('button', { name: 'Open refuse' }).click();
+    const refuse = page.getByRole('form', { name: 'Run refuse' });
+    await refuse.getByLabel(/^Connection id/).fill('conn-fakehub');
+    await refuse.getByLabel('Input (JSON)').fill('{"reason": "over quota"}');
+    await refuse.getByRole('button', { name: 'Run action' }).click();
+    // The action's own error, as the API answered it.
+    await refuse.getByRole('alert').filter({ hasText: 'The action failed' }).waitFor();
+    await page.keyboard.press('Escape');
+
+    // Both runs, with their outcome.
+    const runs = page.getByTestId('action-run');
+    await runs.filter({ hasText: 'refuse' }).getByText('failed').waitFor();
+    await runs.filter({ hasText: 'slow-echo' }).getByText('succeeded').waitFor();
+    await check('13-action-runs');
+  });
+
+  it('creates an API key that works, revokes it, and signs out', async () => {
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByLabel('Key name').fill('reporting');
+    await page.getByLabel('environment:integrations:read', { exact: true }).check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = (await page.getByTestId('new-secret-key').textContent())!;
+    expect((await call(stack.gatewayUrl, 'GET', '/integrations', { key: secret })).status).toBe(200);
+    // Its scope is all it has.
+    expect((await call(stack.gatewayUrl, 'GET', '/connections', { key: secret })).status).toBe(403);
+    await page.getByTestId('api-key-reporting').waitFor();
+    await check('12-settings');
+
+    await page.getByRole('button', { name: 'Revoke reporting' }).click();
+    await page.getByTestId('api-key-reporting').waitFor({ state: 'detached' });
+    expect((await call(stack.gatewayUrl, 'GET', '/integrations', { key: secret })).status).toBe(401);
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/console\/sign-in$/);
+    expect((await context.cookies()).find((c) => c.name === 'switchboard_console')).toBeUndefined();
+    await page.goto(console$('/settings'));
+    await page.waitForURL(/\/console\/sign-in\?next=%2Fsettings/);
+  });
+});
