@@ -4,3 +4,4 @@ export * from './repo';
 export * from './stack';
 export * from './nats';
 export * from './rewrap-cli';
+export * from './shared-stacks';
