@@ -1,4 +1,4 @@
-import { startStack, type Stack, type StackOptions } from '@switchboard/testing';
+import { freePort, startStack, type Stack, type StackOptions } from '@switchboard/testing';
 import { STACK_READY_TIMEOUT_MS } from './processes';
 import { writeProxyProvidersFile } from './proxy-fakes';
 
@@ -32,4 +32,23 @@ export function standardStackOptions(): StackOptions {
 /** The jest worker's standard stack (started by the first file that asks), with a fresh account for this file. */
 export function standardStack(): Promise<Stack> {
   return startStack({ ...standardStackOptions(), shared: true, readyTimeoutMs: STACK_READY_TIMEOUT_MS });
+}
+
+/**
+ * The standard stack seen through a gateway of this file's own, started with the standard gateway's
+ * environment plus `env` (another body limit, the remote webhook ingress, ...): `gatewayUrl` is that
+ * gateway, which serves only this file's requests and stops when the file releases the stack. The other
+ * services are the shared ones.
+ */
+export async function standardStackWithGateway(env: Record<string, string>): Promise<Stack> {
+  const shared = await standardStack();
+  try {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    await shared.startReplica('gateway', { SWITCHBOARD_SERVER_URL: url, ...env, PORT: String(port) });
+    return { ...shared, gatewayUrl: url };
+  } catch (error) {
+    await shared.stop();
+    throw error;
+  }
 }
