@@ -72,7 +72,7 @@ function createSharedStacks(): SharedStacks {
         throw error;
       });
       // The first file uses the account the stack was seeded with; every later one gets a fresh one.
-      const account = entry.used ? seedTestAccount(stack.databaseUrl) : stack;
+      const account = entry.used ? await seedTestAccount(stack.databaseUrl) : stack;
       entry.used = true;
       return view(stack, account);
     },

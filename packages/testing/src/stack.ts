@@ -123,8 +123,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   const root = repoRoot();
   if (infra.source === 'testcontainers') migrate(root, infra.databaseUrl);
 
-  const seeded = seedTestAccount(infra.databaseUrl);
-  const { secretKey, accountName } = seeded;
+  // The account is seeded while the services boot (they do not need it to start).
+  const seeding = seedTestAccount(infra.databaseUrl);
+  seeding.catch(() => undefined);
 
   const ports = Object.fromEntries(
     await Promise.all(ALL_SERVICES.map(async (s) => [s, await freePort()] as const)),
@@ -246,9 +247,10 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   };
   const stack: Stack = {
     gatewayUrl,
-    secretKey,
-    accountName,
-    environmentUuid: seeded.environmentUuid,
+    // Set once the seed has run, before the stack is returned.
+    secretKey: '',
+    accountName: '',
+    environmentUuid: '',
     databaseUrl: infra.databaseUrl,
     natsUrl: nats.url,
     natsCredentials: (user) => natsCredentials(nats.passwords, user),
@@ -280,6 +282,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
         .flat()
         .map((r) => waitUntilLive(r, options.readyTimeoutMs ?? readyTimeoutDefault())),
     );
+    Object.assign(stack, await seeding);
   } catch (error) {
     await stack.stop();
     const logs = ALL_SERVICES.map((s) => `--- ${s} ---\n${stack.logs(s).slice(-3000)}`).join('\n');
@@ -331,24 +334,32 @@ async function waitUntilReady(
 }
 
 /** A fresh account in the database with one environment and a full-scope secret key (the stack's own seed). */
-export function seedTestAccount(databaseUrl: string): {
+export async function seedTestAccount(databaseUrl: string): Promise<{
   secretKey: string;
   accountName: string;
   environmentUuid: string;
-} {
+}> {
   const secretKey = randomUUID();
   const accountName = `test-${randomUUID()}`;
-  const seed = spawnSync(process.execPath, [join(repoRoot(), 'apps/auth-connect/dist/seed-cli.js')], {
+  const child = spawn(process.execPath, [join(repoRoot(), 'apps/auth-connect/dist/seed-cli.js')], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
       SWITCHBOARD_SECRET_KEY: secretKey,
       SEED_ACCOUNT_NAME: accountName,
     },
-    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  if (seed.status !== 0) throw new Error(`seed failed: ${seed.stderr}`);
-  const seeded = JSON.parse(seed.stdout.trim().split('\n').pop() ?? '{}') as { environmentUuid: string };
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  if (code !== 0) throw new Error(`seed failed: ${stderr}`);
+  const seeded = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { environmentUuid: string };
   return { secretKey, accountName, environmentUuid: seeded.environmentUuid };
 }
 
