@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { ALL_SCOPES } from '@switchboard/contracts';
-import { startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { Client } from 'pg';
 import { call, createKey, expectError } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
+import { START_HOOK_TIMEOUT_MS, waitFor } from './support/processes';
+import { standardStack } from './support/standard-stack';
 
 /** Scoped API keys: what the seed key holds, what a new key may hold, and that scopes are enforced. */
 
@@ -34,10 +35,7 @@ describe('API keys and scopes', () => {
 
   beforeAll(async () => {
     // A short key cache so a revocation shows within the test.
-    stack = await startStack({
-      serviceEnv: { gateway: { SWITCHBOARD_KEY_CACHE_TTL_MS: '200' } },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
+    stack = await standardStack();
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();
   }, START_HOOK_TIMEOUT_MS);

@@ -3,11 +3,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Nango } from '@nangohq/node';
 import type { AuthEvent } from '@switchboard/contracts';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { connect, type NatsConnection } from 'nats';
 import { Client } from 'pg';
 import { waitForAuthEvents } from './support/auth-events';
 import { call, createKey, expectError, failure } from './support/http';
+import { standardStack } from './support/standard-stack';
 
 /**
  * The connections and metadata API through the gateway, driven by the official, unmodified
@@ -37,15 +38,7 @@ describe('connections through @nangohq/node 0.71.10', () => {
     call(stack.gatewayUrl, 'POST', '/connections', { key: key ?? stack.secretKey, body });
 
   beforeAll(async () => {
-    // auth-connect also serves the connect page; give it a port of its own so stacks can run side by side.
-    stack = await startStack({
-      serviceEnv: {
-        'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
-        // The secret-config test's provider listens on loopback.
-        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-      },
-      readyTimeoutMs: 150_000,
-    });
+    stack = await standardStack();
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();

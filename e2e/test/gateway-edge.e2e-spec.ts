@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { call, createKey, expectError, type ApiResponse } from './support/http';
 import {
   seedAccount,
   START_HOOK_TIMEOUT_MS,
-  STACK_READY_TIMEOUT_MS,
   startGateway,
   startNatsServer,
   waitFor,
   type ExtraProcess,
 } from './support/processes';
+import { standardStackWithGateway } from './support/standard-stack';
 
 /**
  * The public HTTP edge, driven with raw requests: authentication, scopes, validation, body limits,
@@ -23,10 +23,8 @@ const BODY_LIMIT = 2048;
 let stack: Stack;
 
 beforeAll(async () => {
-  stack = await startStack({
-    serviceEnv: { gateway: { SWITCHBOARD_BODY_LIMIT_BYTES: String(BODY_LIMIT) } },
-    readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-  });
+  // The standard stack, through a gateway of this file's own with a small body limit.
+  stack = await standardStackWithGateway({ SWITCHBOARD_BODY_LIMIT_BYTES: String(BODY_LIMIT) });
 }, START_HOOK_TIMEOUT_MS);
 afterAll(async () => {
   await stack?.stop();

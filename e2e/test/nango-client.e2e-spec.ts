@@ -3,10 +3,11 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Nango } from '@nangohq/node';
-import { repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { repoRoot, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
 import { call, failure } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
+import { standardStack } from './support/standard-stack';
 
 /**
  * The official, unmodified `@nangohq/node` client pointed at Switchboard: every provider, integration
@@ -29,7 +30,7 @@ describe('@nangohq/node 0.71.10 against Switchboard', () => {
   }).privateKey;
 
   beforeAll(async () => {
-    stack = await startStack({ readyTimeoutMs: STACK_READY_TIMEOUT_MS });
+    stack = await standardStack();
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();

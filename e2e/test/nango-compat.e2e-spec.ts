@@ -1,10 +1,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Nango } from '@nangohq/node';
-import { startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { call, expectError, failure } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
-import { writeProxyProvidersFile } from './support/proxy-fakes';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
+import { standardStack } from './support/standard-stack';
 
 jest.setTimeout(180_000);
 
@@ -63,10 +63,7 @@ describe('Nango compatibility seen by the official tools, and /mcp', () => {
   const onConnection = { 'connection-id': CONNECTION, 'provider-config-key': INTEGRATION };
 
   beforeAll(async () => {
-    stack = await startStack({
-      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
+    stack = await standardStack();
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     expect(
       (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: INTEGRATION })).status,

@@ -2,10 +2,11 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { repoRoot, type Stack } from '@switchboard/testing';
 import { call } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
 import { WebhookReceiver } from './support/webhook-receiver';
+import { standardStack } from './support/standard-stack';
 
 /**
  * The provider catalog as a customer's scripts use it: every provider key they name can be turned into an
@@ -42,10 +43,7 @@ describe('provider catalog through @nangohq/node', () => {
 
   beforeAll(async () => {
     receiver = await new WebhookReceiver().start();
-    stack = await startStack({
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-      serviceEnv: { 'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' } },
-    });
+    stack = await standardStack();
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
   }, START_HOOK_TIMEOUT_MS);
 

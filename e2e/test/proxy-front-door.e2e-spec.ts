@@ -1,12 +1,8 @@
-import { startStack, type RunningService, type Stack } from '@switchboard/testing';
+import type { RunningService, Stack } from '@switchboard/testing';
 import { call, createKey } from './support/http';
-import {
-  comparable,
-  raw,
-  startFakeProvider,
-  writeProxyProvidersFile,
-  type FakeProvider,
-} from './support/proxy-fakes';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
+import { comparable, raw, startFakeProvider, type FakeProvider } from './support/proxy-fakes';
+import { standardStackWithGateway } from './support/standard-stack';
 
 /**
  * The gateway's proxy front door serves a call without Fastify when everything it needs is already held
@@ -29,11 +25,9 @@ describe('proxy front door: the direct way and the Fastify way answer alike', ()
 
   beforeAll(async () => {
     fake = await startFakeProvider('front');
-    const engineEnv = { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' };
-    stack = await startStack({
-      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      serviceEnv: { gateway: engineEnv },
-    });
+    // The standard stack, through a gateway of this file's own with the key cache's default lifetime (the
+    // standard gateway's is short), so the direct way is taken whenever it can be.
+    stack = await standardStackWithGateway({ SWITCHBOARD_KEY_CACHE_TTL_MS: '5000' });
     framework = await stack.startReplica('gateway', { SWITCHBOARD_KEY_CACHE_TTL_MS: '0' });
     const integration = await call(stack.gatewayUrl, 'POST', '/integrations', {
       key: stack.secretKey,
@@ -60,7 +54,7 @@ describe('proxy front door: the direct way and the Fastify way answer alike', ()
       ['environment:integrations:read'],
       'no proxy scope',
     );
-  });
+  }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
-import { startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { call } from './support/http';
 import { openRecordsRun, type RecordsRun } from './support/records-run';
+import { standardStack } from './support/standard-stack';
 
 /**
  * A record whose sealed payload no longer opens (a flipped byte in the database: a disk fault, or someone
@@ -27,7 +28,7 @@ describe('GET /records with a record that no longer decrypts', () => {
     nango.listRecords<Listed>({ providerConfigKey: integration, connectionId, model: MODEL, limit });
 
   beforeAll(async () => {
-    stack = await startStack({ env: { SWITCHBOARD_RATE_LIMIT_PER_MIN: '100000' }, readyTimeoutMs: 150_000 });
+    stack = await standardStack();
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     run = await openRecordsRun(stack, nango, { integration, connectionId, syncName: 'tickets' });
     await run.save(

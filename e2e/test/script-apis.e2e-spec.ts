@@ -4,12 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { zipSync } from 'fflate';
 import { call, failure } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
-import { writeProxyProvidersFile } from './support/proxy-fakes';
+import { START_HOOK_TIMEOUT_MS, waitFor } from './support/processes';
+import { standardStack } from './support/standard-stack';
 
 jest.setTimeout(180_000);
 
@@ -175,16 +175,7 @@ describe('script APIs: crypto, unzipper, soap, botbuilder, uncontrolledFetch, li
 
   beforeAll(async () => {
     fakes = await startFakes();
-    stack = await startStack({
-      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      serviceEnv: {
-        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        // uncontrolledFetch's own list: the loopback fakes' address only (names such as localhost stay refused).
-        'functions-runtime': { SWITCHBOARD_FUNCTIONS_EGRESS_ALLOW: '127.0.0.1' },
-      },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
+    stack = await standardStack();
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     const created = await api('POST', '/integrations', {
       provider: 'fake-oauth2',

@@ -169,10 +169,19 @@ describe('tracing across services', () => {
   it('never records the secret key or a query string in a span', async () => {
     // Connect flows carry session tokens in the query; a sentinel stands in for one.
     const sentinel = `sentinel${randomBytes(8).toString('hex')}`;
+    const traceId = randomBytes(16).toString('hex');
     await fetch(`${stack.gatewayUrl}/providers?search=${sentinel}`, {
-      headers: { Authorization: `Bearer ${stack.secretKey}` },
+      headers: {
+        Authorization: `Bearer ${stack.secretKey}`,
+        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+      },
     });
-    await new Promise((r) => setTimeout(r, 1000));
+    // Not a fixed wait: the span of this very request, the one the sentinel would be in, has been exported.
+    const served = () =>
+      collector.spans.some((s) => s.traceId === traceId && s.service === 'gateway' && s.kind === SERVER);
+    const deadline = Date.now() + 15_000;
+    while (!served() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(served()).toBe(true);
     expect(collector.spans.some((s) => s.service === 'gateway' && s.name === 'GET')).toBe(true);
     const recorded = JSON.stringify(collector.spans);
     expect(recorded).not.toContain(stack.secretKey);

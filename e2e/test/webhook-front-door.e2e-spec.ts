@@ -1,8 +1,10 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { call } from './support/http';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
 import { comparable, raw, type RawResponse } from './support/proxy-fakes';
 import { linearIntegration } from './support/webhook-events';
+import { standardStack } from './support/standard-stack';
 
 /**
  * The gateway's webhook front door serves a plain provider webhook (a `Content-Length` body, room in the
@@ -19,13 +21,13 @@ describe('provider webhook front door: the direct lane and the Fastify lane answ
   let stack: Stack;
 
   beforeAll(async () => {
-    stack = await startStack();
+    stack = await standardStack();
     const integration = await call(stack.gatewayUrl, 'POST', '/integrations', {
       key: stack.secretKey,
       body: linearIntegration(SECRET),
     });
     expect(integration.status).toBe(200);
-  });
+  }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();

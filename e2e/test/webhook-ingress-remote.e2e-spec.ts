@@ -1,6 +1,8 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { call } from './support/http';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
+import { standardStackWithGateway } from './support/standard-stack';
 import { WebhookReceiver } from './support/webhook-receiver';
 import { linearIntegration, sendLinearWebhook } from './support/webhook-events';
 
@@ -23,19 +25,15 @@ describe('provider webhooks with the ingress in the relay (remote mode)', () => 
 
   beforeAll(async () => {
     receiver = await new WebhookReceiver().start();
-    stack = await startStack({
-      serviceEnv: {
-        gateway: { SWITCHBOARD_WEBHOOK_INGRESS_MODE: 'remote' },
-        'webhook-relay': { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-      },
-    });
+    // The standard stack, through a gateway of this file's own in remote ingress mode.
+    stack = await standardStackWithGateway({ SWITCHBOARD_WEBHOOK_INGRESS_MODE: 'remote' });
     expect(
       (await api('PATCH', '/environment', { webhook_settings: { primary_url: `${receiver.url}/primary` } }))
         .status,
     ).toBe(200);
     const linear = await api('POST', '/integrations', linearIntegration(LINEAR_SECRET));
     expect(linear.status).toBe(200);
-  });
+  }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();

@@ -4,13 +4,20 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Nango } from '@nangohq/node';
-import { repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { repoRoot, type Stack } from '@switchboard/testing';
 import { SignJWT } from 'jose';
 import { Webhook } from 'standardwebhooks';
 import { call, createKey, expectError } from './support/http';
-import { seedAccount, startGateway, waitFor, type ExtraProcess } from './support/processes';
+import {
+  seedAccount,
+  START_HOOK_TIMEOUT_MS,
+  startGateway,
+  waitFor,
+  type ExtraProcess,
+} from './support/processes';
 import { AuthEventPublisher, linearIntegration, sendLinearWebhook } from './support/webhook-events';
 import { headerRecord, WebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
+import { standardStack } from './support/standard-stack';
 
 /**
  * The webhook relay through the public API: environment webhook settings and signing key, a provider
@@ -51,16 +58,8 @@ describe('webhook relay', () => {
 
   beforeAll(async () => {
     receiver = await new WebhookReceiver().start();
-    stack = await startStack({
-      serviceEnv: {
-        'webhook-relay': {
-          SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
-          SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,300ms,600ms',
-          SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
-        },
-      },
-    });
-  });
+    stack = await standardStack();
+  }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();

@@ -1,5 +1,5 @@
-import { createHash, createHmac } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import {
   Agent,
   createServer,
@@ -428,9 +428,17 @@ export function writeProxyProvidersFile(): string {
     },
     'fake-no-base': { ...common, display_name: 'Fake without base URL', auth_mode: 'API_KEY' },
   };
-  const file = join(tmpdir(), `switchboard-proxy-providers-${process.pid}-${Date.now()}.json`);
-  // YAML is a superset of JSON, so the catalog loader reads this as is.
-  writeFileSync(file, JSON.stringify(providers, null, 2));
+  // YAML is a superset of JSON, so the catalog loader reads this as is. Named by its content, so every
+  // file asking for it names the same path and stacks started with it can be shared (standard-stack.ts).
+  const text = JSON.stringify(providers, null, 2);
+  const file = join(
+    tmpdir(),
+    `switchboard-proxy-providers-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.json`,
+  );
+  // Written under a name of its own, then renamed: a service reading the path never sees half a file.
+  const partial = `${file}.${process.pid}.${randomUUID()}`;
+  writeFileSync(partial, text);
+  renameSync(partial, file);
   return file;
 }
 

@@ -5,3 +5,4 @@ export * from './stack';
 export * from './nats';
 export * from './rewrap-cli';
 export * from './temporal-cli';
+export * from './shared-stacks';

@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsUser } from '@switchboard/contracts';
 import { testInfrastructure } from './infrastructure';
@@ -30,6 +31,21 @@ export interface StackOptions {
   replicas?: Partial<Record<StackService, number>>;
   /** Another NATS server than the test infrastructure's (e.g. startAuthenticatedNats()), with its passwords. */
   nats?: { url: string; passwords: NatsPasswords };
+  /**
+   * Reuse one stack for every test file of a jest worker that asks for the same options (see
+   * `shared-stacks.ts`): the file gets a fresh account and key on it, `stop()` only releases it, and
+   * the methods that change its processes (`stopService`, `startReplica`, `startWorker`) refuse. Outside
+   * the e2e test environment this starts a stack of the file's own.
+   */
+  shared?: boolean;
+}
+
+/** Where `startStack` finds the shared stacks of the jest worker (set by `@switchboard/testing/jest-environment`). */
+export const SHARED_STACKS_KEY = Symbol.for('switchboard.testing.sharedStacks');
+
+export interface SharedStacks {
+  acquire(options: StackOptions): Promise<Stack>;
+  stopAll(): Promise<void>;
 }
 
 function readyTimeoutDefault(): number {
@@ -85,6 +101,12 @@ export interface Stack {
  * never see each other's data or rate-limit windows.
  */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  if (options.shared) {
+    const shared = (globalThis as Record<symbol, SharedStacks | undefined>)[SHARED_STACKS_KEY];
+    const { shared: _, ...own } = options;
+    if (shared) return shared.acquire(own);
+    options = own;
+  }
   // A port found free can be taken by another process before the service binds it (outgoing
   // connections draw from the same range); such a start is retried with new ports.
   for (let attempt = 1; ; attempt++) {
@@ -101,19 +123,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   const root = repoRoot();
   if (infra.source === 'testcontainers') migrate(root, infra.databaseUrl);
 
-  const secretKey = randomUUID();
-  const accountName = `test-${randomUUID()}`;
-  const seed = spawnSync(process.execPath, [join(root, 'apps/auth-connect/dist/seed-cli.js')], {
-    env: {
-      ...process.env,
-      DATABASE_URL: infra.databaseUrl,
-      SWITCHBOARD_SECRET_KEY: secretKey,
-      SEED_ACCOUNT_NAME: accountName,
-    },
-    encoding: 'utf8',
-  });
-  if (seed.status !== 0) throw new Error(`seed failed: ${seed.stderr}`);
-  const seeded = JSON.parse(seed.stdout.trim().split('\n').pop() ?? '{}') as { environmentUuid: string };
+  // The account is seeded while the services boot (they do not need it to start).
+  const seeding = seedTestAccount(infra.databaseUrl);
+  seeding.catch(() => undefined);
 
   const ports = Object.fromEntries(
     await Promise.all(ALL_SERVICES.map(async (s) => [s, await freePort()] as const)),
@@ -161,8 +173,10 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     // startup snapshot off in functions-runtime.
     const flags = nodeFlagsOf(entry === 'dist/worker.js' ? 'sync-orchestrator-worker' : name);
     const child = spawn(process.execPath, [...flags, join(root, 'apps', name, entry)], {
-      // Only its own NATS user: never the others' passwords the test runner may hold.
-      env: { ...withoutNatsSecrets(process.env), ...env },
+      // Only its own NATS user: never the others' passwords the test runner may hold. Node's compile cache
+      // (on disk, keyed by each file's content) spares every later start the compilation of the same
+      // modules: a stack is eight Node processes loading much the same dependencies.
+      env: { NODE_COMPILE_CACHE: compileCacheDir(), ...withoutNatsSecrets(process.env), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const collect = (chunk: Buffer) => {
@@ -233,9 +247,10 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   };
   const stack: Stack = {
     gatewayUrl,
-    secretKey,
-    accountName,
-    environmentUuid: seeded.environmentUuid,
+    // Set once the seed has run, before the stack is returned.
+    secretKey: '',
+    accountName: '',
+    environmentUuid: '',
     databaseUrl: infra.databaseUrl,
     natsUrl: nats.url,
     natsCredentials: (user) => natsCredentials(nats.passwords, user),
@@ -267,6 +282,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
         .flat()
         .map((r) => waitUntilLive(r, options.readyTimeoutMs ?? readyTimeoutDefault())),
     );
+    Object.assign(stack, await seeding);
   } catch (error) {
     await stack.stop();
     const logs = ALL_SERVICES.map((s) => `--- ${s} ---\n${stack.logs(s).slice(-3000)}`).join('\n');
@@ -317,6 +333,36 @@ async function waitUntilReady(
   throw new Error(`stack not ready after ${timeoutMs} ms; last readiness answer: ${last}`);
 }
 
+/** A fresh account in the database with one environment and a full-scope secret key (the stack's own seed). */
+export async function seedTestAccount(databaseUrl: string): Promise<{
+  secretKey: string;
+  accountName: string;
+  environmentUuid: string;
+}> {
+  const secretKey = randomUUID();
+  const accountName = `test-${randomUUID()}`;
+  const child = spawn(process.execPath, [join(repoRoot(), 'apps/auth-connect/dist/seed-cli.js')], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      SWITCHBOARD_SECRET_KEY: secretKey,
+      SEED_ACCOUNT_NAME: accountName,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  if (code !== 0) throw new Error(`seed failed: ${stderr}`);
+  const seeded = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { environmentUuid: string };
+  return { secretKey, accountName, environmentUuid: seeded.environmentUuid };
+}
+
 /** Applies the migrations to a database (used when testcontainers provided a blank one). */
 export function migrate(root: string, databaseUrl: string): void {
   const result = spawnSync('pnpm', ['--filter', '@switchboard/db', 'run', 'migrate:deploy'], {
@@ -325,6 +371,10 @@ export function migrate(root: string, databaseUrl: string): void {
     encoding: 'utf8',
   });
   if (result.status !== 0) throw new Error(`migrations failed: ${result.stderr || result.stdout}`);
+}
+
+function compileCacheDir(): string {
+  return join(tmpdir(), 'switchboard-test-compile-cache');
 }
 
 /** The command-line flags `node` is given for a service (`infra/node-flags.json`, shared with the images). */
