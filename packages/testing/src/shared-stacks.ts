@@ -1,7 +1,7 @@
 import {
+  bootStack,
   seedTestAccount,
   SHARED_STACKS_KEY,
-  startStack,
   type RunningService,
   type SharedStacks,
   type Stack,
@@ -53,7 +53,7 @@ function createSharedStacks(): SharedStacks {
         }
       }
       if (!entry) {
-        const starting = startStack(options);
+        const starting = bootStack(options);
         entry = { stack: starting, used: false };
         stacks.set(key, entry);
         void starting.then((s) => started.add(s)).catch(() => undefined);

@@ -101,12 +101,18 @@ export interface Stack {
  * never see each other's data or rate-limit windows.
  */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
-  if (options.shared) {
-    const shared = (globalThis as Record<symbol, SharedStacks | undefined>)[SHARED_STACKS_KEY];
-    const { shared: _, ...own } = options;
-    if (shared) return shared.acquire(own);
-    options = own;
-  }
+  const shared = (globalThis as Record<symbol, SharedStacks | undefined>)[SHARED_STACKS_KEY];
+  const { shared: wantsShared, ...own } = options;
+  if (wantsShared && shared) return shared.acquire(own);
+  // Stacks of one worker share NATS, Temporal and the database: a shared stack still running would answer
+  // this one's requests and sweep its rows. The shared ones stop first (the sequencer runs their files
+  // first, so they are not needed again; one asked for later is started anew).
+  await shared?.stopAll();
+  return bootStack(own);
+}
+
+/** Starts a stack of the file's own (what `startStack` does once no shared stack is running). */
+export async function bootStack(options: StackOptions = {}): Promise<Stack> {
   // A port found free can be taken by another process before the service binds it (outgoing
   // connections draw from the same range); such a start is retried with new ports.
   for (let attempt = 1; ; attempt++) {
