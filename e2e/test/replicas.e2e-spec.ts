@@ -503,6 +503,39 @@ describe('two replicas of every service', () => {
     expect(again.status).toBeLessThan(500);
   }, 300_000);
 
+  it('with one service down everywhere, GET /ready?scope=self (the readiness probe) stays 200 and only the routes needing it answer 503', async () => {
+    const [survivor] = alive(stack.replicas.gateway).map((g) => `http://127.0.0.1:${g.port}`) as [string];
+    await stack.stopService('webhook-relay');
+    try {
+      const whole = await call(survivor, 'GET', '/ready', { key: stack.secretKey });
+      expect(whole.status).toBe(503);
+      expect((whole.body as { checks: { name: string; ok: boolean }[] }).checks).toContainEqual(
+        expect.objectContaining({ name: 'webhook-relay', ok: false }),
+      );
+
+      const own = await call(survivor, 'GET', '/ready?scope=self', { key: stack.secretKey });
+      expect(own.status).toBe(200);
+      const ownChecks = (own.body as { checks: { name: string }[] }).checks.map((c) => c.name);
+      expect(ownChecks).toContain('nats');
+      expect(ownChecks).not.toContain('webhook-relay');
+
+      // The relay's route fails at once with a retryable answer; the others keep working.
+      const started = Date.now();
+      const settings = await call(survivor, 'GET', '/environment', { key: stack.secretKey });
+      expect({ status: settings.status, retryAfter: settings.headers.get('retry-after') }).toEqual({
+        status: 503,
+        retryAfter: expect.stringMatching(/^[0-9]+$/),
+      });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect((await call(survivor, 'GET', '/integrations', { key: stack.secretKey })).status).toBe(200);
+    } finally {
+      await stack.startReplica('webhook-relay');
+    }
+    await waitFor('the whole stack ready again', async () =>
+      (await call(survivor, 'GET', '/ready')).status === 200 ? true : undefined,
+    );
+  }, 180_000);
+
   describe('a dependency cut off for a few seconds (a loopback forwarder in between, cut and back)', () => {
     const gatewayOf = (replica: RunningService) => `http://127.0.0.1:${replica.port}`;
     const key = () => stack.secretKey;
