@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { startStack, type Stack } from '@switchboard/testing';
-import { makeLoopbackCertificate } from './support/connect-fakes';
+import { makeLoopbackCertificate } from './support/loopback-certificate';
 import { call, CookieJar } from './support/http';
 
 /**

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { createHash, createVerify, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -6,6 +5,7 @@ import { createServer, request as httpsRequest, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeLoopbackCertificate } from './loopback-certificate';
 
 /**
  * A fake third-party provider for the connect flows, on loopback over HTTPS (the catalog accepts only
@@ -63,38 +63,6 @@ interface PendingCode {
   challenge: string;
   redirectUri: string;
   tenant: string;
-}
-
-export function makeLoopbackCertificate(): { keyFile: string; certFile: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'connect-fake-'));
-  const keyFile = join(dir, 'key.pem');
-  const certFile = join(dir, 'cert.pem');
-  const openssl = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { encoding: 'utf8' },
-  );
-  if (openssl.status !== 0)
-    throw new Error(`openssl could not make a test certificate: ${openssl.error?.message ?? openssl.stderr}`);
-  return { keyFile, certFile };
 }
 
 export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {

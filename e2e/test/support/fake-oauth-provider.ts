@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -6,6 +5,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeLoopbackCertificate } from './loopback-certificate';
 
 /**
  * A fake OAuth 2 provider on loopback, speaking HTTPS with a throwaway self-signed certificate (the
@@ -48,34 +48,7 @@ interface Family {
 }
 
 export async function startFakeOAuthProvider(options: { delayMs?: number } = {}): Promise<FakeOAuthProvider> {
-  const dir = mkdtempSync(join(tmpdir(), 'fake-oauth-'));
-  const keyFile = join(dir, 'key.pem');
-  const caFile = join(dir, 'cert.pem');
-  const openssl = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      caFile,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { encoding: 'utf8' },
-  );
-  if (openssl.status !== 0)
-    throw new Error(`openssl could not make a test certificate: ${openssl.error?.message ?? openssl.stderr}`);
+  const { dir, keyFile, certFile: caFile } = makeLoopbackCertificate('fake-oauth-');
 
   const clientId = `client-${randomBytes(4).toString('hex')}`;
   const clientSecret = `secret-${randomBytes(12).toString('hex')}`;

@@ -1,11 +1,9 @@
-import { spawnSync } from 'node:child_process';
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { makeLoopbackCertificate } from './loopback-certificate';
 
 /**
  * A fake OpenID Connect provider on loopback, over HTTPS with a throwaway certificate (give the relying
@@ -43,34 +41,7 @@ function signJwt(privateKey: KeyObject, kid: string, claims: Record<string, unkn
 }
 
 export async function startFakeOidcProvider(): Promise<FakeOidcProvider> {
-  const dir = mkdtempSync(join(tmpdir(), 'fake-oidc-'));
-  const keyFile = join(dir, 'key.pem');
-  const caFile = join(dir, 'cert.pem');
-  const openssl = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      caFile,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { encoding: 'utf8' },
-  );
-  if (openssl.status !== 0)
-    throw new Error(`openssl could not make a test certificate: ${openssl.error?.message ?? openssl.stderr}`);
+  const { dir, keyFile, certFile: caFile } = makeLoopbackCertificate('fake-oidc-');
 
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const kid = randomBytes(8).toString('hex');
