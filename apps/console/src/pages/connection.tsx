@@ -22,7 +22,7 @@ import { useSession } from '../api/session';
 import { ErrorAlert } from '../components/error-alert';
 import { MutationError } from '../components/mutation-feedback';
 import { Page } from '../components/page';
-import { Pager } from '../components/pager';
+import { Pager, useCursorPages } from '../components/pager';
 import { QueryState } from '../components/query-state';
 
 export function ConnectionPage() {
@@ -380,8 +380,7 @@ function Records({ connection }: { connection: ApiPublicConnection }) {
   const model = chosen ?? models[0] ?? null;
   const [modifiedAfter, setModifiedAfter] = useState('');
   const [deletedOnly, setDeletedOnly] = useState(false);
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const page = cursors.length - 1;
+  const { page, cursor, reset, go } = useCursorPages<string>();
   const records = useEnvQuery(
     [
       'records',
@@ -390,7 +389,7 @@ function Records({ connection }: { connection: ApiPublicConnection }) {
       model,
       modifiedAfter,
       deletedOnly,
-      cursors[page],
+      cursor,
     ],
     () =>
       api<RecordsPage>('/records', {
@@ -401,14 +400,13 @@ function Records({ connection }: { connection: ApiPublicConnection }) {
         query: {
           model,
           limit: 25,
-          cursor: cursors[page],
+          cursor,
           modified_after: modifiedAfter ? new Date(modifiedAfter).toISOString() : undefined,
           filter: deletedOnly ? 'deleted' : undefined,
         },
       }),
     { enabled: model !== null },
   );
-  const reset = () => setCursors([null]);
   return (
     <Stack gap="xs">
       <Title order={2} size="h4">
@@ -482,9 +480,7 @@ function Records({ connection }: { connection: ApiPublicConnection }) {
                 <Pager
                   page={page}
                   hasMore={data.next_cursor !== null}
-                  onChange={(next) =>
-                    setCursors((c) => (next > page ? [...c, data.next_cursor] : c.slice(0, next + 1)))
-                  }
+                  onChange={(next) => go(next, data.next_cursor)}
                 />
               </>
             )}

@@ -19,7 +19,7 @@ import { useEnvMutation, useEnvQuery } from '../api/hooks';
 import { useSession } from '../api/session';
 import { MutationError } from '../components/mutation-feedback';
 import { Page } from '../components/page';
-import { Pager } from '../components/pager';
+import { Pager, useCursorPages } from '../components/pager';
 import { QueryState } from '../components/query-state';
 
 const EVENTS = [
@@ -182,19 +182,17 @@ function Deliveries() {
   const [status, setStatus] = useState('');
   const [type, setType] = useState('');
   const [connectionId, setConnectionId] = useState('');
-  const [cursors, setCursors] = useState<(number | null)[]>([null]);
+  const { page, cursor, reset, go } = useCursorPages<number>();
   const [open, setOpen] = useState<number | null>(null);
-  const page = cursors.length - 1;
-  const deliveries = useEnvQuery(['deliveries', status, type, connectionId, cursors[page]], () =>
+  const deliveries = useEnvQuery(['deliveries', status, type, connectionId, cursor], () =>
     api<{ data: WebhookDelivery[]; next_cursor: number | null }>('/environment/webhook-deliveries', {
-      query: { limit: 25, cursor: cursors[page], status, type, connection_id: connectionId },
+      query: { limit: 25, cursor, status, type, connection_id: connectionId },
     }),
   );
   const redeliver = useEnvMutation(
     (id: number) => api(`/environment/webhook-deliveries/${id}/redeliver`, { method: 'POST' }),
     [['deliveries']],
   );
-  const reset = () => setCursors([null]);
   return (
     <Stack gap="xs">
       <Title order={2} size="h4">
@@ -295,9 +293,7 @@ function Deliveries() {
             <Pager
               page={page}
               hasMore={data.next_cursor !== null}
-              onChange={(next) =>
-                setCursors((c) => (next > page ? [...c, data.next_cursor] : c.slice(0, next + 1)))
-              }
+              onChange={(next) => go(next, data.next_cursor)}
             />
           </>
         )}
