@@ -198,7 +198,13 @@ test(
     try {
       const t0 = Date.now();
       for (const [name, spec] of Object.entries(SERVICES)) running.push(await start(name, spec));
-      for (const s of running) {
+      // The gateway last: its /ready asks every other service, so a service that never gets ready is named
+      // by its own wait rather than hidden behind the gateway's.
+      const gatewayLast = [
+        ...running.filter((s) => s.name !== 'gateway'),
+        ...running.filter((s) => s.name === 'gateway'),
+      ];
+      for (const s of gatewayLast) {
         await waitUntil(
           `${s.name} ready`,
           async () => {
