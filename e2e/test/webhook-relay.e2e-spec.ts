@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { createHmac, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
+import { createHash, createHmac, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -616,6 +616,41 @@ describe('webhook relay', () => {
           headers: { 'fub-signature': hmacHex(Buffer.from(body).toString('base64')) },
         },
       );
+      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(body));
+    });
+
+    it("verifies Recharge's SHA-256 digest of the client secret and body, which is no HMAC", async () => {
+      const clientSecret = `rc-${randomUUID()}`;
+      await createIntegration('recharge', 'recharge-hooks', {
+        type: 'API_KEY',
+        webhook_secret: clientSecret,
+      });
+      const event = (marker: string) => JSON.stringify({ charge: { id: 4242, note: marker } });
+      const forgedMarker = `forged-${randomUUID()}`;
+      const forgedBody = event(forgedMarker);
+      const marker = `recharge-${randomUUID()}`;
+      const body = event(marker);
+      const [hook] = await refusesForgedDeliversSigned(
+        'recharge-hooks',
+        // The right secret, but as the HMAC key the header's name suggests.
+        {
+          marker: forgedMarker,
+          body: forgedBody,
+          headers: {
+            'x-recharge-hmac-sha256': createHmac('sha256', clientSecret).update(forgedBody).digest('hex'),
+            'x-recharge-topic': 'charge/paid',
+          },
+        },
+        {
+          marker,
+          body,
+          headers: {
+            'x-recharge-hmac-sha256': createHash('sha256').update(`${clientSecret}${body}`).digest('hex'),
+            'x-recharge-topic': 'charge/paid',
+          },
+        },
+      );
+      expect(hook!.path).toBe('/primary');
       expect(JSON.parse(hook!.body)).toEqual(JSON.parse(body));
     });
 
