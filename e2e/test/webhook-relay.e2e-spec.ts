@@ -547,6 +547,104 @@ describe('webhook relay', () => {
       expect(JSON.parse(hook!.body)).toEqual(JSON.parse(signed.body));
     });
 
+    it('routes a Dixa webhook by its organization id to the connection whose metadata names it, and an unknown one unrouted', async () => {
+      const secret = randomBytes(16).toString('hex');
+      await createIntegration('dixa', 'dixa-routed', { type: 'API_KEY', webhook_secret: secret });
+      const orgA = `org-${randomUUID()}`;
+      for (const id of ['dixa-a', 'dixa-b']) {
+        await importConnection('dixa-routed', {
+          connection_id: id,
+          credentials: { type: 'API_KEY', apiKey: `key-${id}` },
+          connection_config: { apiType: 'dev' },
+          webhook_url_override: `${receiver.url}/${id}`,
+        });
+      }
+      // An API key names no organization: the customer records it, as Nango's setMetadata does.
+      for (const [id, organizationId] of [
+        ['dixa-a', orgA],
+        ['dixa-b', `org-${randomUUID()}`],
+      ] as const) {
+        const res = await api('POST', '/connections/metadata', {
+          connection_id: id,
+          provider_config_key: 'dixa-routed',
+          metadata: { organizationId },
+        });
+        expect(res.status).toBe(201);
+      }
+      const sendEvent = async (organizationId: string, marker: string) => {
+        const body = JSON.stringify({
+          event_id: randomUUID(),
+          event_fqn: 'CONVERSATION_CREATED',
+          organization: { id: organizationId, name: 'Acme' },
+          data: { marker },
+        });
+        const t = String(Date.now());
+        const v1 = createHmac('sha256', Buffer.from(secret, 'hex')).update(`${t}.${body}`).digest('hex');
+        expect((await send('dixa-routed', body, { 'x-dixa-signature': `t=${t},v1=${v1}` })).status).toBe(200);
+        return body;
+      };
+
+      const marker = `dixa-a-${randomUUID()}`;
+      const body = await sendEvent(orgA, marker);
+      await waitUntil(() => deliveredWith(marker).length > 0);
+      const unknownMarker = `dixa-nobody-${randomUUID()}`;
+      const unknownBody = await sendEvent(`org-${randomUUID()}`, unknownMarker);
+      await waitUntil(() => deliveredWith(unknownMarker).length > 0);
+      // The unknown one was sent after and is out: anything else for the first would be out by now too.
+      const hooks = deliveredWith(marker);
+      expect(hooks.map((hook) => hook.path)).toEqual(['/dixa-a']);
+      expect(JSON.parse(hooks[0]!.body)).toEqual({
+        from: 'dixa',
+        type: 'forward',
+        providerConfigKey: 'dixa-routed',
+        connectionId: 'dixa-a',
+        payload: JSON.parse(body),
+        verified: true,
+      });
+      const unrouted = deliveredWith(unknownMarker);
+      expect(unrouted.map((hook) => hook.path)).toEqual(['/primary']);
+      expect(JSON.parse(unrouted[0]!.body)).toEqual(JSON.parse(unknownBody));
+    });
+
+    it('routes a Squarespace webhook by websiteId to the connection of that site only', async () => {
+      const secret = randomBytes(16).toString('hex');
+      await createIntegration('squarespace', 'squarespace-routed', {
+        type: 'OAUTH2',
+        client_id: 'sq-client',
+        client_secret: 'sq-client-secret',
+        webhook_secret: secret,
+      });
+      const siteA = `site-${randomUUID()}`;
+      // websiteId comes from the post-connect call to Squarespace; an import stands in for the OAuth dance.
+      for (const [id, websiteId] of [
+        ['sq-a', siteA],
+        ['sq-b', `site-${randomUUID()}`],
+      ] as const) {
+        await importConnection('squarespace-routed', {
+          connection_id: id,
+          credentials: { type: 'OAUTH2', access_token: `tok-${id}` },
+          connection_config: { customappDescription: 'acme-app', websiteId },
+          webhook_url_override: `${receiver.url}/${id}`,
+        });
+      }
+      const marker = `sq-a-${randomUUID()}`;
+      const body = JSON.stringify({
+        id: randomUUID(),
+        websiteId: siteA,
+        topic: 'order.create',
+        data: { marker },
+      });
+      const signature = createHmac('sha256', Buffer.from(secret, 'hex')).update(body).digest('hex');
+      expect((await send('squarespace-routed', body, { 'squarespace-signature': signature })).status).toBe(
+        200,
+      );
+      await waitUntil(() => deliveredWith(marker).length > 0);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(deliveredWith(marker).map((hook) => [hook.path, JSON.parse(hook.body).connectionId])).toEqual([
+        ['/sq-a', 'sq-a'],
+      ]);
+    });
+
     it('verifies Standard Webhooks (Fathom) with the base64 whsec_ key, routed to the connection by email', async () => {
       const secret = `whsec_${randomBytes(24).toString('base64')}`;
       await createIntegration('fathom', 'fathom-hooks', { type: 'API_KEY', webhook_secret: secret });
