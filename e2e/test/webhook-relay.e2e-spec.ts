@@ -488,6 +488,14 @@ describe('webhook relay', () => {
       const res = await api('POST', '/integrations', { provider, unique_key: key, credentials });
       expect(res.status).toBe(200);
     };
+    /** An OAuth integration whose client credentials are dummies: only its webhook secret matters here. */
+    const createOAuthIntegration = (provider: string, key: string, webhookSecret: string) =>
+      createIntegration(provider, key, {
+        type: 'OAUTH2',
+        client_id: `${key}-client`,
+        client_secret: `${key}-client-secret`,
+        webhook_secret: webhookSecret,
+      });
     const importConnection = async (key: string, body: Record<string, unknown>) => {
       const res = await api('POST', '/connections', { provider_config_key: key, ...body });
       expect(res.status).toBe(201);
@@ -608,12 +616,7 @@ describe('webhook relay', () => {
 
     it('routes a Squarespace webhook by websiteId to the connection of that site only', async () => {
       const secret = randomBytes(16).toString('hex');
-      await createIntegration('squarespace', 'squarespace-routed', {
-        type: 'OAUTH2',
-        client_id: 'sq-client',
-        client_secret: 'sq-client-secret',
-        webhook_secret: secret,
-      });
+      await createOAuthIntegration('squarespace', 'squarespace-routed', secret);
       const siteA = `site-${randomUUID()}`;
       // websiteId comes from the post-connect call to Squarespace; an import stands in for the OAuth dance.
       for (const [id, websiteId] of [
@@ -691,12 +694,7 @@ describe('webhook relay', () => {
 
     it("verifies Follow Up Boss's HMAC over the base64 of the body", async () => {
       const systemKey = `fub-${randomUUID()}`;
-      await createIntegration('followupboss', 'fub-hooks', {
-        type: 'OAUTH2',
-        client_id: 'fub-client',
-        client_secret: 'fub-client-secret',
-        webhook_secret: systemKey,
-      });
+      await createOAuthIntegration('followupboss', 'fub-hooks', systemKey);
       const event = (marker: string) =>
         JSON.stringify({ eventId: randomUUID(), event: 'peopleCreated', resourceIds: [1], uri: marker });
       const hmacHex = (text: string) => createHmac('sha256', systemKey).update(text).digest('hex');
@@ -755,12 +753,7 @@ describe('webhook relay', () => {
     it('verifies HighLevel Ed25519 signatures with the public key the integration stores, else HighLevel’s own', async () => {
       const { publicKey, privateKey } = generateKeyPairSync('ed25519');
       const stored = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
-      await createIntegration('highlevel', 'highlevel-hooks', {
-        type: 'OAUTH2',
-        client_id: 'hl-client',
-        client_secret: 'hl-client-secret',
-        webhook_secret: stored,
-      });
+      await createOAuthIntegration('highlevel', 'highlevel-hooks', stored);
       const locationId = `loc-${randomUUID()}`;
       // locationId comes from HighLevel's token answer; an import stands in for the OAuth dance.
       await importConnection('highlevel-hooks', {
@@ -815,12 +808,7 @@ describe('webhook relay', () => {
 
     it('verifies Dialpad JWT-signed webhooks (HS256 with the webhook secret) and delivers their claims', async () => {
       const secret = `dialpad-${randomUUID()}`;
-      await createIntegration('dialpad', 'dialpad-hooks', {
-        type: 'OAUTH2',
-        client_id: 'dp-client',
-        client_secret: 'dp-client-secret',
-        webhook_secret: secret,
-      });
+      await createOAuthIntegration('dialpad', 'dialpad-hooks', secret);
       const token = (claims: Record<string, unknown>, key: string) =>
         new SignJWT(claims)
           .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
