@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { createHmac, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
+import { createHash, createHmac, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -488,6 +488,14 @@ describe('webhook relay', () => {
       const res = await api('POST', '/integrations', { provider, unique_key: key, credentials });
       expect(res.status).toBe(200);
     };
+    /** An OAuth integration whose client credentials are dummies: only its webhook secret matters here. */
+    const createOAuthIntegration = (provider: string, key: string, webhookSecret: string) =>
+      createIntegration(provider, key, {
+        type: 'OAUTH2',
+        client_id: `${key}-client`,
+        client_secret: `${key}-client-secret`,
+        webhook_secret: webhookSecret,
+      });
     const importConnection = async (key: string, body: Record<string, unknown>) => {
       const res = await api('POST', '/connections', { provider_config_key: key, ...body });
       expect(res.status).toBe(201);
@@ -547,6 +555,99 @@ describe('webhook relay', () => {
       expect(JSON.parse(hook!.body)).toEqual(JSON.parse(signed.body));
     });
 
+    it('routes a Dixa webhook by its organization id to the connection whose metadata names it, and an unknown one unrouted', async () => {
+      const secret = randomBytes(16).toString('hex');
+      await createIntegration('dixa', 'dixa-routed', { type: 'API_KEY', webhook_secret: secret });
+      const orgA = `org-${randomUUID()}`;
+      for (const id of ['dixa-a', 'dixa-b']) {
+        await importConnection('dixa-routed', {
+          connection_id: id,
+          credentials: { type: 'API_KEY', apiKey: `key-${id}` },
+          connection_config: { apiType: 'dev' },
+          webhook_url_override: `${receiver.url}/${id}`,
+        });
+      }
+      // An API key names no organization: the customer records it, as Nango's setMetadata does.
+      for (const [id, organizationId] of [
+        ['dixa-a', orgA],
+        ['dixa-b', `org-${randomUUID()}`],
+      ] as const) {
+        const res = await api('POST', '/connections/metadata', {
+          connection_id: id,
+          provider_config_key: 'dixa-routed',
+          metadata: { organizationId },
+        });
+        expect(res.status).toBe(201);
+      }
+      const sendEvent = async (organizationId: string, marker: string) => {
+        const body = JSON.stringify({
+          event_id: randomUUID(),
+          event_fqn: 'CONVERSATION_CREATED',
+          organization: { id: organizationId, name: 'Acme' },
+          data: { marker },
+        });
+        const t = String(Date.now());
+        const v1 = createHmac('sha256', Buffer.from(secret, 'hex')).update(`${t}.${body}`).digest('hex');
+        expect((await send('dixa-routed', body, { 'x-dixa-signature': `t=${t},v1=${v1}` })).status).toBe(200);
+        return body;
+      };
+
+      const marker = `dixa-a-${randomUUID()}`;
+      const body = await sendEvent(orgA, marker);
+      await waitUntil(() => deliveredWith(marker).length > 0);
+      const unknownMarker = `dixa-nobody-${randomUUID()}`;
+      const unknownBody = await sendEvent(`org-${randomUUID()}`, unknownMarker);
+      await waitUntil(() => deliveredWith(unknownMarker).length > 0);
+      // The unknown one was sent after and is out: anything else for the first would be out by now too.
+      const hooks = deliveredWith(marker);
+      expect(hooks.map((hook) => hook.path)).toEqual(['/dixa-a']);
+      expect(JSON.parse(hooks[0]!.body)).toEqual({
+        from: 'dixa',
+        type: 'forward',
+        providerConfigKey: 'dixa-routed',
+        connectionId: 'dixa-a',
+        payload: JSON.parse(body),
+        verified: true,
+      });
+      const unrouted = deliveredWith(unknownMarker);
+      expect(unrouted.map((hook) => hook.path)).toEqual(['/primary']);
+      expect(JSON.parse(unrouted[0]!.body)).toEqual(JSON.parse(unknownBody));
+    });
+
+    it('routes a Squarespace webhook by websiteId to the connection of that site only', async () => {
+      const secret = randomBytes(16).toString('hex');
+      await createOAuthIntegration('squarespace', 'squarespace-routed', secret);
+      const siteA = `site-${randomUUID()}`;
+      // websiteId comes from the post-connect call to Squarespace; an import stands in for the OAuth dance.
+      for (const [id, websiteId] of [
+        ['sq-a', siteA],
+        ['sq-b', `site-${randomUUID()}`],
+      ] as const) {
+        await importConnection('squarespace-routed', {
+          connection_id: id,
+          credentials: { type: 'OAUTH2', access_token: `tok-${id}` },
+          connection_config: { customappDescription: 'acme-app', websiteId },
+          webhook_url_override: `${receiver.url}/${id}`,
+        });
+      }
+      const marker = `sq-a-${randomUUID()}`;
+      const body = JSON.stringify({
+        id: randomUUID(),
+        websiteId: siteA,
+        topic: 'order.create',
+        data: { marker },
+      });
+      const signature = createHmac('sha256', Buffer.from(secret, 'hex')).update(body).digest('hex');
+      expect((await send('squarespace-routed', body, { 'squarespace-signature': signature })).status).toBe(
+        200,
+      );
+      await waitUntil(() => deliveredWith(marker).length > 0);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(deliveredWith(marker).map((hook) => [hook.path, JSON.parse(hook.body).connectionId])).toEqual([
+        ['/sq-a', 'sq-a'],
+      ]);
+    });
+
     it('verifies Standard Webhooks (Fathom) with the base64 whsec_ key, routed to the connection by email', async () => {
       const secret = `whsec_${randomBytes(24).toString('base64')}`;
       await createIntegration('fathom', 'fathom-hooks', { type: 'API_KEY', webhook_secret: secret });
@@ -593,12 +694,7 @@ describe('webhook relay', () => {
 
     it("verifies Follow Up Boss's HMAC over the base64 of the body", async () => {
       const systemKey = `fub-${randomUUID()}`;
-      await createIntegration('followupboss', 'fub-hooks', {
-        type: 'OAUTH2',
-        client_id: 'fub-client',
-        client_secret: 'fub-client-secret',
-        webhook_secret: systemKey,
-      });
+      await createOAuthIntegration('followupboss', 'fub-hooks', systemKey);
       const event = (marker: string) =>
         JSON.stringify({ eventId: randomUUID(), event: 'peopleCreated', resourceIds: [1], uri: marker });
       const hmacHex = (text: string) => createHmac('sha256', systemKey).update(text).digest('hex');
@@ -619,15 +715,45 @@ describe('webhook relay', () => {
       expect(JSON.parse(hook!.body)).toEqual(JSON.parse(body));
     });
 
+    it("verifies Recharge's SHA-256 digest of the client secret and body, which is no HMAC", async () => {
+      const clientSecret = `rc-${randomUUID()}`;
+      await createIntegration('recharge', 'recharge-hooks', {
+        type: 'API_KEY',
+        webhook_secret: clientSecret,
+      });
+      const event = (marker: string) => JSON.stringify({ charge: { id: 4242, note: marker } });
+      const forgedMarker = `forged-${randomUUID()}`;
+      const forgedBody = event(forgedMarker);
+      const marker = `recharge-${randomUUID()}`;
+      const body = event(marker);
+      const [hook] = await refusesForgedDeliversSigned(
+        'recharge-hooks',
+        // The right secret, but as the HMAC key the header's name suggests.
+        {
+          marker: forgedMarker,
+          body: forgedBody,
+          headers: {
+            'x-recharge-hmac-sha256': createHmac('sha256', clientSecret).update(forgedBody).digest('hex'),
+            'x-recharge-topic': 'charge/paid',
+          },
+        },
+        {
+          marker,
+          body,
+          headers: {
+            'x-recharge-hmac-sha256': createHash('sha256').update(`${clientSecret}${body}`).digest('hex'),
+            'x-recharge-topic': 'charge/paid',
+          },
+        },
+      );
+      expect(hook!.path).toBe('/primary');
+      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(body));
+    });
+
     it('verifies HighLevel Ed25519 signatures with the public key the integration stores, else HighLevel’s own', async () => {
       const { publicKey, privateKey } = generateKeyPairSync('ed25519');
       const stored = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
-      await createIntegration('highlevel', 'highlevel-hooks', {
-        type: 'OAUTH2',
-        client_id: 'hl-client',
-        client_secret: 'hl-client-secret',
-        webhook_secret: stored,
-      });
+      await createOAuthIntegration('highlevel', 'highlevel-hooks', stored);
       const locationId = `loc-${randomUUID()}`;
       // locationId comes from HighLevel's token answer; an import stands in for the OAuth dance.
       await importConnection('highlevel-hooks', {
@@ -682,12 +808,7 @@ describe('webhook relay', () => {
 
     it('verifies Dialpad JWT-signed webhooks (HS256 with the webhook secret) and delivers their claims', async () => {
       const secret = `dialpad-${randomUUID()}`;
-      await createIntegration('dialpad', 'dialpad-hooks', {
-        type: 'OAUTH2',
-        client_id: 'dp-client',
-        client_secret: 'dp-client-secret',
-        webhook_secret: secret,
-      });
+      await createOAuthIntegration('dialpad', 'dialpad-hooks', secret);
       const token = (claims: Record<string, unknown>, key: string) =>
         new SignJWT(claims)
           .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

@@ -455,6 +455,26 @@ acme-hooks:
       'webhook.signature.separator: needs scheme plain',
     ],
     [
+      'a digest without the secret in it',
+      `{ header: x-sig, algorithm: sha256 }`,
+      'webhook.signature.payload: must include {secret} for sha256',
+    ],
+    [
+      'the secret in an HMAC payload',
+      `{ header: x-sig, payload: '{secret}{body}' }`,
+      'webhook.signature.payload: may include {secret} only with a digest algorithm',
+    ],
+    [
+      'a key encoding on a digest',
+      `{ header: x-sig, algorithm: sha1, payload: '{body}{secret}', secret_encoding: hex }`,
+      'webhook.signature.secret_encoding: applies to HMAC keys only',
+    ],
+    [
+      'a jwt checked as a digest',
+      `{ scheme: jwt, algorithm: sha256 }`,
+      'webhook.signature.algorithm: a jwt cannot be checked as a digest',
+    ],
+    [
       'a payload without the body',
       `{ header: x-sig, payload: '{timestamp}' }`,
       'must include {body} or {body_base64}',
@@ -473,7 +493,7 @@ acme-hooks:
     expect(problems.join('\n')).toContain(problem);
   });
 
-  it('reads public-key, encoded-key and jwt recipes', () => {
+  it('reads public-key, encoded-key, jwt and digest recipes', () => {
     const file = write(
       'webhook-schemes.yaml',
       `
@@ -499,6 +519,13 @@ acme-jwt:
   docs: https://wiki.acme.example
   webhook:
     signature: { scheme: jwt, algorithm: ed25519 }
+acme-digest:
+  display_name: Acme digest
+  categories: [other]
+  auth_mode: NONE
+  docs: https://wiki.acme.example
+  webhook:
+    signature: { header: x-sig, algorithm: sha512, encoding: base64, payload: '{body}.{secret}' }
 `,
     );
     const catalog = loadCatalog({ overridesFile: file });
@@ -510,6 +537,10 @@ acme-jwt:
     expect(catalog.get('acme-jwt')?.webhook?.signature).toMatchObject({
       scheme: 'jwt',
       algorithm: 'ed25519',
+    });
+    expect(catalog.get('acme-digest')?.webhook?.signature).toMatchObject({
+      algorithm: 'sha512',
+      payload: '{body}.{secret}',
     });
   });
 });

@@ -42,6 +42,7 @@ export {
   type WebhookRoutingRule,
   type WebhookSignature,
   type WebhookValueSource,
+  DIGEST_ALGORITHMS,
   HMAC_ALGORITHMS,
   PUBLIC_KEY_ALGORITHMS,
   publicKeyFits,

@@ -44,16 +44,17 @@ export type WebhookValueSource = z.infer<typeof WebhookValueSourceSchema>;
 
 /**
  * `{body}` (raw bytes), `{body_base64}` (the raw bytes, base64: Follow Up Boss signs that), `{timestamp}`
- * (the value found by `timestamp`), `{method}`, `{url}` (the public URL the provider called, with its query)
- * and `{header:<name>}`; anything else is literal text.
+ * (the value found by `timestamp`), `{method}`, `{url}` (the public URL the provider called, with its query),
+ * `{header:<name>}` and, for a digest algorithm only, `{secret}` (the integration's secret, as text); anything
+ * else is literal text.
  */
 const signedPayloadTemplate = z.string().superRefine((value, ctx) => {
   for (const match of value.matchAll(/\{([^{}]*)\}/g)) {
     const token = match[1] ?? '';
-    if (!/^(body|body_base64|timestamp|method|url|header:[a-z0-9!#$%&'*+.^_`|~-]+)$/.test(token)) {
+    if (!/^(body|body_base64|timestamp|method|url|secret|header:[a-z0-9!#$%&'*+.^_`|~-]+)$/.test(token)) {
       ctx.addIssue({
         code: 'custom',
-        message: `unknown placeholder {${token}}; use {body}, {body_base64}, {timestamp}, {method}, {url} or {header:<name>}`,
+        message: `unknown placeholder {${token}}; use {body}, {body_base64}, {timestamp}, {method}, {url}, {secret} or {header:<name>}`,
       });
     }
   }
@@ -75,6 +76,11 @@ export const WebhookTimestampSchema = z.strictObject({
 export const HMAC_ALGORITHMS = ['hmac-sha256', 'hmac-sha1', 'hmac-sha512'] as const;
 /** Signed with the provider's private key, checked with its public key. */
 export const PUBLIC_KEY_ALGORITHMS = ['rsa-sha256', 'ed25519'] as const;
+/**
+ * Not signed but hashed: a plain digest of the signed payload, which mixes the shared secret in as `{secret}`
+ * (Recharge sends the SHA-256 of its client secret followed by the body).
+ */
+export const DIGEST_ALGORITHMS = ['sha256', 'sha1', 'sha512'] as const;
 const PUBLIC_KEY_TYPE = { 'rsa-sha256': 'rsa', ed25519: 'ed25519' } as const;
 
 /**
@@ -104,7 +110,9 @@ export const WebhookSignatureSchema = z
   .strictObject({
     /** Where the signature is. Only a `jwt` sent as the whole body has none. */
     header: headerName.optional(),
-    algorithm: z.enum([...HMAC_ALGORITHMS, ...PUBLIC_KEY_ALGORITHMS]).default('hmac-sha256'),
+    algorithm: z
+      .enum([...HMAC_ALGORITHMS, ...PUBLIC_KEY_ALGORITHMS, ...DIGEST_ALGORITHMS])
+      .default('hmac-sha256'),
     /** How the signature in the header is written. */
     encoding: z.enum(['hex', 'base64']).default('hex'),
     /** Stripped from the header value (`sha256=`, `v0=`, Standard Webhooks' `v1,`). */
@@ -123,7 +131,7 @@ export const WebhookSignatureSchema = z
     /** What is signed. */
     payload: signedPayloadTemplate.default('{body}'),
     /**
-     * Which secret of the integration keys the HMAC. For a public-key algorithm, the integration's
+     * Which secret of the integration keys the HMAC (or is `{secret}` in a digest). For a public-key algorithm, the integration's
      * `webhook_secret` holds the provider's public key (PEM or base64 DER), else `public_key` is used.
      */
     secret: z.enum(['webhook_secret', 'client_secret']).default('webhook_secret'),
@@ -141,6 +149,16 @@ export const WebhookSignatureSchema = z
   .superRefine((sig, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
     const publicKeyAlgorithm = (PUBLIC_KEY_ALGORITHMS as readonly string[]).includes(sig.algorithm);
+    const digestAlgorithm = (DIGEST_ALGORITHMS as readonly string[]).includes(sig.algorithm);
+    const mixesSecret = sig.payload.includes('{secret}');
+    // A digest without the secret in it is a checksum anyone can compute; the secret in anything else
+    // would only be one more place it could leak from.
+    if (digestAlgorithm && !mixesSecret) issue('payload', `must include {secret} for ${sig.algorithm}`);
+    if (!digestAlgorithm && mixesSecret)
+      issue('payload', 'may include {secret} only with a digest algorithm (sha256, sha1, sha512)');
+    if (digestAlgorithm && sig.scheme === 'jwt') issue('algorithm', 'a jwt cannot be checked as a digest');
+    if (digestAlgorithm && sig.secret_encoding)
+      issue('secret_encoding', 'applies to HMAC keys only; a digest mixes the secret in as text');
     if (!sig.header && !(sig.scheme === 'jwt')) issue('header', 'is required (only a jwt body has none)');
     if (sig.scheme === 'key-value' && !sig.signature_key)
       issue('signature_key', 'is required when scheme is key-value');

@@ -1,4 +1,4 @@
-import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
+import { createHash, createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { loadCatalog, type WebhookDefinition, WebhookSchema } from '@switchboard/providers';
 import { SignJWT } from 'jose';
 import {
@@ -215,6 +215,29 @@ describe('verifySignature with the catalog recipes', () => {
     };
     expect(verifySignature(recipe, request(body, headers), 'zd').ok).toBe(true);
     expect(verifySignature(recipe, request(`${body} `, headers), 'zd').ok).toBe(false);
+  });
+
+  it("checks Recharge's plain SHA-256 of the client secret and body, and refuses an HMAC of it", () => {
+    const recipe = webhookOf('recharge').signature!;
+    const body = '{"charge":{"id":1}}';
+    const digest = createHash('sha256').update(`rc-secret${body}`).digest('hex');
+    expect(verifySignature(recipe, request(body, { 'x-recharge-hmac-sha256': digest }), 'rc-secret')).toEqual(
+      { ok: true },
+    );
+    expect(
+      verifySignature(recipe, request(`${body} `, { 'x-recharge-hmac-sha256': digest }), 'rc-secret').ok,
+    ).toBe(false);
+    expect(
+      verifySignature(recipe, request(body, { 'x-recharge-hmac-sha256': digest }), 'other-secret').ok,
+    ).toBe(false);
+    // What a receiver that took the header's name at its word would send.
+    expect(
+      verifySignature(
+        recipe,
+        request(body, { 'x-recharge-hmac-sha256': hmac('sha256', 'rc-secret', body) }),
+        'rc-secret',
+      ).ok,
+    ).toBe(false);
   });
 
   it("checks Intercom's sha1 signature with the client secret recipe", () => {

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
 import {
   DEFAULT_JSON_MAX_DEPTH,
   jsonDepthExceeds,
@@ -6,6 +6,7 @@ import {
   SwitchboardError,
 } from '@switchboard/contracts';
 import {
+  DIGEST_ALGORITHMS,
   PUBLIC_KEY_ALGORITHMS,
   publicKeyFits,
   readPublicKey,
@@ -133,6 +134,9 @@ export type WebhookVerdict = { ok: true; claims?: Record<string, unknown> } | { 
 type PublicKeyAlgorithm = (typeof PUBLIC_KEY_ALGORITHMS)[number];
 const isPublicKeyAlgorithm = (algorithm: WebhookSignature['algorithm']): algorithm is PublicKeyAlgorithm =>
   (PUBLIC_KEY_ALGORITHMS as readonly string[]).includes(algorithm);
+type DigestAlgorithm = (typeof DIGEST_ALGORITHMS)[number];
+const isDigestAlgorithm = (algorithm: WebhookSignature['algorithm']): algorithm is DigestAlgorithm =>
+  (DIGEST_ALGORITHMS as readonly string[]).includes(algorithm);
 
 /**
  * The key material a recipe verifies with, from the integration: the `webhook_secret` or client secret for an
@@ -277,8 +281,20 @@ export function verifySignature(
     timestamp = raw;
   }
 
-  const message = signedPayload(recipe.payload, request, timestamp);
   const algorithm = recipe.algorithm;
+  if (isDigestAlgorithm(algorithm)) {
+    const unprefixed =
+      recipe.secret_prefix && secret.startsWith(recipe.secret_prefix)
+        ? secret.slice(recipe.secret_prefix.length)
+        : secret;
+    const expected = createHash(algorithm)
+      .update(signedPayload(recipe.payload, request, timestamp, unprefixed))
+      .digest();
+    return matchesAny(received, recipe.encoding, expected)
+      ? { ok: true }
+      : { ok: false, reason: 'signature mismatch' };
+  }
+  const message = signedPayload(recipe.payload, request, timestamp);
   if (isPublicKeyAlgorithm(algorithm)) {
     const key = publicKeyFor(algorithm, secret);
     if (!key) return { ok: false, reason: `the public key is not a readable ${algorithm} key` };
@@ -296,11 +312,17 @@ export function verifySignature(
   const key = hmacKey(recipe, secret);
   if (!key) return { ok: false, reason: `the webhook secret is not ${recipe.secret_encoding ?? 'a key'}` };
   const expected = createHmac(algorithm.slice('hmac-'.length), key).update(message).digest();
-  const matches = received.some((candidate) => {
-    const decoded = decodeDigest(candidate, recipe.encoding);
+  return matchesAny(received, recipe.encoding, expected)
+    ? { ok: true }
+    : { ok: false, reason: 'signature mismatch' };
+}
+
+/** Whether any received digest is the expected one, compared in constant time. */
+function matchesAny(received: string[], encoding: 'hex' | 'base64', expected: Buffer): boolean {
+  return received.some((candidate) => {
+    const decoded = decodeDigest(candidate, encoding);
     return decoded !== undefined && decoded.length === expected.length && timingSafeEqual(decoded, expected);
   });
-  return matches ? { ok: true } : { ok: false, reason: 'signature mismatch' };
 }
 
 function decodeDigest(value: string, encoding: 'hex' | 'base64'): Buffer | undefined {
@@ -309,8 +331,16 @@ function decodeDigest(value: string, encoding: 'hex' | 'base64'): Buffer | undef
   return /^[A-Za-z0-9+/_-]+={0,2}$/.test(value) ? Buffer.from(value, 'base64') : undefined;
 }
 
-/** The bytes a provider signed: the template with `{body}` as the raw bytes (never re-encoded). */
-export function signedPayload(template: string, request: WebhookRequest, timestamp: string): Buffer {
+/**
+ * The bytes a provider signed: the template with `{body}` as the raw bytes (never re-encoded). `{secret}` is
+ * filled only for a digest algorithm, the one place the schema allows it.
+ */
+export function signedPayload(
+  template: string,
+  request: WebhookRequest,
+  timestamp: string,
+  secret = '',
+): Buffer {
   const parts: Buffer[] = [];
   let last = 0;
   for (const match of template.matchAll(/\{([^{}]*)\}/g)) {
@@ -321,6 +351,7 @@ export function signedPayload(template: string, request: WebhookRequest, timesta
     else if (token === 'timestamp') parts.push(Buffer.from(timestamp, 'utf8'));
     else if (token === 'method') parts.push(Buffer.from(request.method, 'utf8'));
     else if (token === 'url') parts.push(Buffer.from(request.url, 'utf8'));
+    else if (token === 'secret') parts.push(Buffer.from(secret, 'utf8'));
     else if (token.startsWith('header:'))
       parts.push(Buffer.from(request.headers[token.slice('header:'.length)] ?? '', 'utf8'));
     last = (match.index ?? 0) + match[0].length;
