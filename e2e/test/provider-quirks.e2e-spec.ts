@@ -333,7 +333,7 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
     expect(tiktok.requests.at(-1)!.headers['access-token']).toBe(latest);
   });
 
-  it('TikTok Ads: app_id in the authorization URL, app_id / secret / auth_code in the token call', async () => {
+  it('TikTok Ads: app_id in the authorization URL, app_id / secret / auth_code in the token call, only Access-Token on the API', async () => {
     const { url, browser } = await authorize(ads);
     expect(url.origin + url.pathname).toBe(`${tiktok.url}/portal/auth`);
     expect(url.searchParams.get('app_id')).toBe(client.id);
@@ -348,7 +348,16 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
     });
     expect(JSON.parse(tokenCall.body)).not.toHaveProperty('client_secret');
     const connection = await nango.getConnection(ads, connectionId);
-    expect((connection.credentials as { access_token: string }).access_token).toMatch(/^ads-/);
+    const token = (connection.credentials as { access_token: string }).access_token;
+    expect(token).toMatch(/^ads-/);
+
+    // The Marketing API takes the token in Access-Token only: no Authorization header rides along.
+    const proxied = await nango.get({ providerConfigKey: ads, connectionId, endpoint: '/user/info/' });
+    expect(proxied.status).toBe(200);
+    const upstream = tiktok.requests.at(-1)!;
+    expect(upstream.path).toBe('/open_api/v1.3/user/info/');
+    expect(upstream.headers['access-token']).toBe(token);
+    expect(upstream.headers).not.toHaveProperty('authorization');
   });
 
   it('AWS IAM: every proxied call carries a SigV4 signature the provider recomputes, GET and form POST', async () => {
