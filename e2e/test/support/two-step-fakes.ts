@@ -41,7 +41,10 @@ export interface TwoStepCase {
     body: TokenBody;
     answer: (token: string, ttlSeconds: number) => Record<string, unknown>;
   };
-  /** A GET on the provider's API and what it must carry besides the token. */
+  /**
+   * A GET on the provider's API and what it must carry besides the token. (A catalog `accept` is a
+   * default the caller's own Accept replaces, so it is not listed.)
+   */
   api: {
     path: string;
     token: TokenPlacement;
@@ -320,17 +323,18 @@ export const TWO_STEP_CASES: TwoStepCase[] = [
     params: { environment: 'stage.ema-api.com/ema-dev', firmUrlPrefix: 'acmederm' },
     credentials: { username: 'fhir-user', password: 'modmed-password', apiKey: 'modmed-api-key' },
     origins: { token: 'https://stage.ema-api.com', api: 'https://stage.ema-api.com' },
+    // The environment field holds the host and the stage (/ema-dev); both become the fake's origin here.
     token: {
       method: 'POST',
-      path: '/ema-dev/firm/acmederm/ema/ws/oauth2/grant',
+      path: '/firm/acmederm/ema/ws/oauth2/grant',
       headers: { 'x-api-key': 'modmed-api-key', accept: 'application/json' },
       body: { form: { grant_type: 'password', username: 'fhir-user', password: 'modmed-password' } },
       answer: (t) => ({ access_token: t, token_type: 'Bearer', refresh_token: 'rt' }),
     },
     api: {
-      path: '/ema-dev/firm/acmederm/ema/fhir/v2/Patient',
+      path: '/firm/acmederm/ema/fhir/v2/Patient',
       token: bearer,
-      headers: { 'x-api-key': 'modmed-api-key', accept: 'application/fhir+json' },
+      headers: { 'x-api-key': 'modmed-api-key' },
     },
     expiry: 'none',
   },
@@ -567,7 +571,7 @@ export const TWO_STEP_CASES: TwoStepCase[] = [
       // The v1 endpoint answers its numbers as strings.
       answer: (t, ttl) => ({ token_type: 'Bearer', expires_in: String(ttl), access_token: t }),
     },
-    api: { path: '/_api/web', token: bearer, headers: { accept: 'application/json;odata=verbose' } },
+    api: { path: '/_api/web', token: bearer },
     expiry: 'answer',
   },
   {
@@ -655,7 +659,7 @@ export const TWO_STEP_CASES: TwoStepCase[] = [
       answer: (t) => ({ responseStatus: 'SUCCESS', sessionId: t, userId: 61603, vaultId: 1776 }),
     },
     // Vault takes the bare session id in Authorization.
-    api: { path: '/api/v24.1/objects/documents', token: header('authorization'), headers: JSON_ACCEPT },
+    api: { path: '/api/v24.1/objects/documents', token: header('authorization') },
     expiry: 'none',
   },
   {
@@ -850,12 +854,14 @@ export async function startTwoStepFake(): Promise<TwoStepFake> {
     url: `https://127.0.0.1:${port}`,
     caFile: cert.certFile,
     stop: () =>
-      new Promise<void>((resolve) =>
+      new Promise<void>((resolve) => {
         server.close(() => {
           rmSync(cert.dir, { recursive: true, force: true });
           resolve();
-        }),
-      ),
+        });
+        // The proxy keeps its connections to the fake alive; close() alone would wait for them.
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -879,9 +885,12 @@ const fillParams = (template: string, c: TwoStepCase) =>
 
 /** The endpoint to ask the proxy for so that the provider receives the row's API path. */
 export function proxiedEndpoint(c: TwoStepCase): string {
-  const base = new URL(
-    fillParams((catalogEntry(c.provider).proxy?.base_url ?? '').split(' || ')[0]!, c),
-  ).pathname.replace(/\/$/, '');
+  // The base path as the fake sees it: the template's origin (host fields included) becomes the fake's.
+  const template = (catalogEntry(c.provider).proxy?.base_url ?? '').split(' || ')[0]!;
+  const base = new URL(fillParams(template.replace(ORIGIN, 'https://fake.invalid'), c)).pathname.replace(
+    /\/$/,
+    '',
+  );
   if (!c.api.path.startsWith(base)) throw new Error(`${c.provider}: ${c.api.path} is not under ${base}`);
   return c.api.path.slice(base.length);
 }
