@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import aws4 from 'aws4';
-import { call, CookieJar, createKey } from './support/http';
+import { call, CookieJar, createKey, expectError } from './support/http';
 import {
   makePki,
   removePki,
@@ -411,7 +411,7 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
     expect(refused.status).toBe(403);
   });
 
-  it('ADP: the client certificate is presented to the token endpoint and on proxied calls, and stays with the connection', async () => {
+  it('ADP: a checked client certificate is presented to the token endpoint and on proxied calls, and stays with the connection', async () => {
     const session = async (integration: string) => {
       const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
         key: stack.secretKey,
@@ -443,12 +443,34 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
       message: expect.stringContaining('client_certificate'),
     });
     expect(adpFake.requests).toHaveLength(0);
-
-    const ok = await submit(adp, {
+    // PEM-shaped text that is no certificate, and a key of another certificate: each named, never quoted.
+    const garbled = await submit(adp, {
+      client_id: client.id,
+      client_secret: client.secret,
+      client_certificate: '-----BEGIN CERTIFICATE-----\nTm90QUNlcnRpZmljYXRl\n-----END CERTIFICATE-----',
+      client_private_key: pki.clientKey,
+    });
+    expect(expectError(garbled, 400, 'invalid_body').message).toBe(
+      'ADP needs mutual TLS: client_certificate is not a readable X.509 certificate',
+    );
+    const mismatched = await submit(adp, {
       client_id: client.id,
       client_secret: client.secret,
       client_certificate: pki.clientCert,
-      client_private_key: pki.clientKey,
+      client_private_key: pki.serverKey,
+    });
+    expect(expectError(mismatched, 400, 'invalid_body').message).toBe(
+      'ADP needs mutual TLS: client_private_key does not belong to client_certificate',
+    );
+    expect(mismatched.text).not.toContain(pki.serverKey.split('\n')[1]!);
+    expect(adpFake.requests).toHaveLength(0);
+
+    // Pasted into the connect page's one-line password fields, the pair loses its line breaks: still fine.
+    const ok = await submit(adp, {
+      client_id: client.id,
+      client_secret: client.secret,
+      client_certificate: pki.clientCert.replace(/\n/g, ' '),
+      client_private_key: pki.clientKey.replace(/\n/g, ' '),
     });
     expect(ok.status).toBe(200);
     expect(ok.text).not.toContain('PRIVATE KEY');
