@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import aws4 from 'aws4';
+import { launchChromium } from './support/chromium';
 import { call, CookieJar, createKey, expectError } from './support/http';
 import {
   makePki,
@@ -229,14 +230,16 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
         '',
       ].join('\n'),
     );
+    const connectPort = await freePort();
     stack = await startStack({
       env: {
+        SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
         SWITCHBOARD_PROVIDERS_FILE: providersFile,
         NODE_EXTRA_CA_CERTS: pki.caFile,
         SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
       },
       readyTimeoutMs: 4 * 60_000,
-      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' } },
+      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     for (const [provider, key] of [
@@ -504,5 +507,54 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
     expect(view.status).toBe(200);
     expect(view.text).not.toContain('PRIVATE KEY');
     expect(view.text).not.toContain('BEGIN CERTIFICATE');
+  });
+
+  it('ADP through the connect page in Chromium: write-only certificate and key fields, a bad one refused, then a proxied call', async () => {
+    const session = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
+      key: stack.secretKey,
+      body: { end_user: { id: `adp-page-${run}` }, allowed_integrations: [adp] },
+    });
+    expect(session.status).toBe(201);
+    const link = (session.body as { data: { connect_link: string } }).data.connect_link;
+    const tokenCalls = () => adpFake.requests.filter((r) => r.path === '/auth/oauth/v2/token').length;
+    const before = tokenCalls();
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.goto(link);
+      await page.getByLabel(/Client ID/).fill(client.id);
+      await page.getByLabel(/Client secret/).fill(client.secret);
+      const certificate = page.getByLabel(/Client certificate/);
+      const privateKey = page.getByLabel(/Client private key/);
+      expect(await certificate.getAttribute('type')).toBe('password');
+      expect(await privateKey.getAttribute('type')).toBe('password');
+      // A key of another certificate: the page shows why, and nothing reaches ADP.
+      await certificate.fill(pki.clientCert);
+      await privateKey.fill(pki.serverKey);
+      await page.getByRole('button', { name: 'Connect', exact: true }).click();
+      await page.waitForSelector('#form-error:has-text("does not belong to client_certificate")');
+      expect(tokenCalls()).toBe(before);
+
+      await privateKey.fill(pki.clientKey);
+      await page.getByRole('button', { name: 'Connect', exact: true }).click();
+      await page.waitForSelector('h1:has-text("is connected")');
+    } finally {
+      await browser.close();
+    }
+    const list = await call(stack.gatewayUrl, 'GET', `/connections?integrationId=${adp}`, {
+      key: stack.secretKey,
+    });
+    const connection = (
+      list.body as { connections: { connection_id: string; end_user?: { id: string } }[] }
+    ).connections.find((c) => c.end_user?.id === `adp-page-${run}`);
+    expect(connection).toBeDefined();
+    expect(adpFake.requests.at(-1)).toMatchObject({ path: '/auth/oauth/v2/token', clientCertificate: true });
+    const workers = await nango.get({
+      providerConfigKey: adp,
+      connectionId: connection!.connection_id,
+      endpoint: '/hr/v2/workers',
+    });
+    expect(workers.status).toBe(200);
+    expect(adpFake.requests.at(-1)).toMatchObject({ path: '/hr/v2/workers', clientCertificate: true });
   });
 });
