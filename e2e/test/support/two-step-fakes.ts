@@ -287,7 +287,8 @@ export const TWO_STEP_CASES: TwoStepCase[] = [
       body: { form: { client_id: 'looker-client', client_secret: 'looker-secret' } },
       answer: oauth,
     },
-    api: { path: '/api/4.0/user', token: bearer },
+    // Looker's docs: `Authorization: token <access_token>`, the word token literally.
+    api: { path: '/api/4.0/user', token: header('authorization', 'token ') },
     expiry: 'answer',
   },
   {
