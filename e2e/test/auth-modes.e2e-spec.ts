@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
@@ -7,6 +7,20 @@ import { chromium, type Browser } from 'playwright-core';
 import { authModesProvidersYaml, startAuthModesFake, type AuthModesFake } from './support/auth-modes-fakes';
 import { call, expectError } from './support/http';
 import { STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
+import {
+  HEYMARKET,
+  TWO_STEP_CASES,
+  TWO_STEP_PROVEN_ELSEWHERE,
+  catalogTwoStepProviders,
+  presentedToken,
+  proxiedEndpoint,
+  realOrigins,
+  startTwoStepFake,
+  twoStepProvidersYaml,
+  type RecordedCall,
+  type TwoStepCase,
+  type TwoStepFake,
+} from './support/two-step-fakes';
 
 /**
  * The auth modes where Switchboard obtains the credential itself — a JWT it signs (Snowflake key pair,
@@ -24,6 +38,7 @@ const CHROMIUM = process.env.SWITCHBOARD_CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 describe('auth modes that issue their own tokens', () => {
   let fake: AuthModesFake;
+  let twoStep: TwoStepFake;
   let stack: Stack;
   let browser: Browser | undefined;
   const run = randomUUID().slice(0, 8);
@@ -109,14 +124,19 @@ describe('auth modes that issue their own tokens', () => {
       snowflakePublicKeyPem: snowflakeKeys.publicKey,
       applePublicKeyPem: appleKeys.publicKey,
     });
-    const providersFile = join(mkdtempSync(join(tmpdir(), 'auth-modes-')), 'providers.yaml');
-    writeFileSync(providersFile, authModesProvidersYaml(fake.url));
+    twoStep = await startTwoStepFake();
+    const dir = mkdtempSync(join(tmpdir(), 'auth-modes-'));
+    const providersFile = join(dir, 'providers.yaml');
+    writeFileSync(providersFile, authModesProvidersYaml(fake.url) + twoStepProvidersYaml(twoStep.url));
+    // Both fakes' certificates, trusted by the services through one file.
+    const caFile = join(dir, 'ca.pem');
+    writeFileSync(caFile, readFileSync(fake.caFile, 'utf8') + readFileSync(twoStep.caFile, 'utf8'));
     const connectPort = await freePort();
     stack = await startStack({
       env: {
         SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
         SWITCHBOARD_PROVIDERS_FILE: providersFile,
-        NODE_EXTRA_CA_CERTS: fake.caFile,
+        NODE_EXTRA_CA_CERTS: caFile,
         SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
       },
       serviceEnv: {
@@ -131,6 +151,7 @@ describe('auth modes that issue their own tokens', () => {
     await browser?.close();
     await stack?.stop();
     await fake?.stop();
+    await twoStep?.stop();
   });
 
   it('JWT (Snowflake key pair): an RS256 token with Snowflake’s iss/sub, signed again once it expires', async () => {
@@ -447,5 +468,92 @@ describe('auth modes that issue their own tokens', () => {
       },
     });
     expect(await proxiedToken(key, connectionId, '/whoami')).toBe(fake.cc.issued.at(-1));
+  });
+
+  describe('every TWO_STEP provider of the catalog, against the fake its docs describe', () => {
+    const connections = new Map<string, { key: string; connectionId: string }>();
+    const expectTokenCall = (c: TwoStepCase, received: RecordedCall) => {
+      expect({
+        method: received.method,
+        path: received.path,
+        query: received.query,
+        body: received.body,
+      }).toEqual({
+        method: c.token.method,
+        path: c.token.path,
+        query: c.token.query ?? {},
+        body: c.token.body,
+      });
+      expect(received.headers).toMatchObject(c.token.headers ?? {});
+    };
+    /** The token exactly where the API takes it, the API's other headers, and no stray Authorization. */
+    const expectApiCall = (c: TwoStepCase, received: RecordedCall, token: string) => {
+      expect(presentedToken(c, received)).toBe(token);
+      expect(received.headers).toMatchObject(c.api.headers ?? {});
+      const inQuery = 'query' in c.api.token ? { [c.api.token.query]: token } : {};
+      expect(received.query).toEqual({ ...c.api.query, ...inQuery });
+      if (!('header' in c.api.token && c.api.token.header === 'authorization'))
+        expect(received.headers.authorization).toBeUndefined();
+    };
+
+    it('each is described here or proven above', () => {
+      expect(catalogTwoStepProviders().sort()).toEqual(
+        [...TWO_STEP_CASES.map((c) => c.provider), ...TWO_STEP_PROVEN_ELSEWHERE].sort(),
+      );
+    });
+
+    it.each(TWO_STEP_CASES.map((c) => [c.provider, c] as const))(
+      '%s: connected with its form, the token call its docs describe, the token where its API takes it',
+      async (provider, c) => {
+        expect(realOrigins(c)).toEqual(c.origins);
+        const key = await integration(provider);
+        const connectionId = await connected(key, 'auth/two-step', c.credentials, c.params);
+        connections.set(provider, { key, connectionId });
+        const calls = twoStep.tokenCalls.get(provider) ?? [];
+        expect(calls).toHaveLength(1);
+        expectTokenCall(c, calls[0]!);
+
+        const token = await proxiedToken(key, connectionId, proxiedEndpoint(c));
+        expect(token).toBe(twoStep.issued.get(provider)![0]!.token);
+        expectApiCall(c, twoStep.apiCalls.get(provider)!.at(-1)!, token);
+      },
+    );
+
+    it('heymarket (JWT, HMAC): Bearer <HS256 JWT> whose iss is the API secret id, signed again once it ends', async () => {
+      const key = await integration('heymarket');
+      const connectionId = await connected(key, 'auth/jwt', {
+        apiSecretId: HEYMARKET.secretId,
+        apiSecretKey: HEYMARKET.secretKey,
+      });
+      const first = await proxiedToken(key, connectionId, HEYMARKET.path);
+      const accepted = twoStep.heymarket.at(-1)!;
+      expect(accepted.token).toBe(first);
+
+      await pastRefreshPoint(accepted.exp * 1000);
+      const second = await proxiedToken(key, connectionId, HEYMARKET.path);
+      expect(second).not.toBe(first);
+      expect(twoStep.heymarket.at(-1)!.token).toBe(second);
+    });
+
+    it('each token that ends is fetched again, with the same call, and the API gets the new one', async () => {
+      const expiring = TWO_STEP_CASES.filter((c) => c.expiry !== 'none' && connections.has(c.provider));
+      expect(expiring.length).toBeGreaterThan(0);
+      // One wait for all of them: every first token was issued before this test began.
+      await pastRefreshPoint(Math.max(...expiring.map((c) => twoStep.issued.get(c.provider)![0]!.expiresAt)));
+      await Promise.all(
+        expiring.map(async (c) => {
+          const { key, connectionId } = connections.get(c.provider)!;
+          const token = await proxiedToken(key, connectionId, proxiedEndpoint(c));
+          const calls = twoStep.tokenCalls.get(c.provider)!;
+          expect({ provider: c.provider, tokenCalls: calls.length }).toEqual({
+            provider: c.provider,
+            tokenCalls: 2,
+          });
+          expectTokenCall(c, calls[1]!);
+          expect(token).toBe(twoStep.issued.get(c.provider)![1]!.token);
+          expectApiCall(c, twoStep.apiCalls.get(c.provider)!.at(-1)!, token);
+        }),
+      );
+    });
   });
 });

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import aws4 from 'aws4';
-import { call, CookieJar, createKey } from './support/http';
+import { launchChromium } from './support/chromium';
+import { call, CookieJar, createKey, expectError } from './support/http';
 import {
   makePki,
   removePki,
@@ -229,14 +230,16 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
         '',
       ].join('\n'),
     );
+    const connectPort = await freePort();
     stack = await startStack({
       env: {
+        SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
         SWITCHBOARD_PROVIDERS_FILE: providersFile,
         NODE_EXTRA_CA_CERTS: pki.caFile,
         SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
       },
       readyTimeoutMs: 4 * 60_000,
-      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' } },
+      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     for (const [provider, key] of [
@@ -333,7 +336,7 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
     expect(tiktok.requests.at(-1)!.headers['access-token']).toBe(latest);
   });
 
-  it('TikTok Ads: app_id in the authorization URL, app_id / secret / auth_code in the token call', async () => {
+  it('TikTok Ads: app_id in the authorization URL, app_id / secret / auth_code in the token call, only Access-Token on the API', async () => {
     const { url, browser } = await authorize(ads);
     expect(url.origin + url.pathname).toBe(`${tiktok.url}/portal/auth`);
     expect(url.searchParams.get('app_id')).toBe(client.id);
@@ -348,7 +351,16 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
     });
     expect(JSON.parse(tokenCall.body)).not.toHaveProperty('client_secret');
     const connection = await nango.getConnection(ads, connectionId);
-    expect((connection.credentials as { access_token: string }).access_token).toMatch(/^ads-/);
+    const token = (connection.credentials as { access_token: string }).access_token;
+    expect(token).toMatch(/^ads-/);
+
+    // The Marketing API takes the token in Access-Token only: no Authorization header rides along.
+    const proxied = await nango.get({ providerConfigKey: ads, connectionId, endpoint: '/user/info/' });
+    expect(proxied.status).toBe(200);
+    const upstream = tiktok.requests.at(-1)!;
+    expect(upstream.path).toBe('/open_api/v1.3/user/info/');
+    expect(upstream.headers['access-token']).toBe(token);
+    expect(upstream.headers).not.toHaveProperty('authorization');
   });
 
   it('AWS IAM: every proxied call carries a SigV4 signature the provider recomputes, GET and form POST', async () => {
@@ -402,7 +414,7 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
     expect(refused.status).toBe(403);
   });
 
-  it('ADP: the client certificate is presented to the token endpoint and on proxied calls, and stays with the connection', async () => {
+  it('ADP: a checked client certificate is presented to the token endpoint and on proxied calls, and stays with the connection', async () => {
     const session = async (integration: string) => {
       const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
         key: stack.secretKey,
@@ -434,12 +446,34 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
       message: expect.stringContaining('client_certificate'),
     });
     expect(adpFake.requests).toHaveLength(0);
-
-    const ok = await submit(adp, {
+    // PEM-shaped text that is no certificate, and a key of another certificate: each named, never quoted.
+    const garbled = await submit(adp, {
+      client_id: client.id,
+      client_secret: client.secret,
+      client_certificate: '-----BEGIN CERTIFICATE-----\nTm90QUNlcnRpZmljYXRl\n-----END CERTIFICATE-----',
+      client_private_key: pki.clientKey,
+    });
+    expect(expectError(garbled, 400, 'invalid_body').message).toBe(
+      'ADP needs mutual TLS: client_certificate is not a readable X.509 certificate',
+    );
+    const mismatched = await submit(adp, {
       client_id: client.id,
       client_secret: client.secret,
       client_certificate: pki.clientCert,
-      client_private_key: pki.clientKey,
+      client_private_key: pki.serverKey,
+    });
+    expect(expectError(mismatched, 400, 'invalid_body').message).toBe(
+      'ADP needs mutual TLS: client_private_key does not belong to client_certificate',
+    );
+    expect(mismatched.text).not.toContain(pki.serverKey.split('\n')[1]!);
+    expect(adpFake.requests).toHaveLength(0);
+
+    // Pasted into the connect page's one-line password fields, the pair loses its line breaks: still fine.
+    const ok = await submit(adp, {
+      client_id: client.id,
+      client_secret: client.secret,
+      client_certificate: pki.clientCert.replace(/\n/g, ' '),
+      client_private_key: pki.clientKey.replace(/\n/g, ' '),
     });
     expect(ok.status).toBe(200);
     expect(ok.text).not.toContain('PRIVATE KEY');
@@ -473,5 +507,54 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
     expect(view.status).toBe(200);
     expect(view.text).not.toContain('PRIVATE KEY');
     expect(view.text).not.toContain('BEGIN CERTIFICATE');
+  });
+
+  it('ADP through the connect page in Chromium: write-only certificate and key fields, a bad one refused, then a proxied call', async () => {
+    const session = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
+      key: stack.secretKey,
+      body: { end_user: { id: `adp-page-${run}` }, allowed_integrations: [adp] },
+    });
+    expect(session.status).toBe(201);
+    const link = (session.body as { data: { connect_link: string } }).data.connect_link;
+    const tokenCalls = () => adpFake.requests.filter((r) => r.path === '/auth/oauth/v2/token').length;
+    const before = tokenCalls();
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.goto(link);
+      await page.getByLabel(/Client ID/).fill(client.id);
+      await page.getByLabel(/Client secret/).fill(client.secret);
+      const certificate = page.getByLabel(/Client certificate/);
+      const privateKey = page.getByLabel(/Client private key/);
+      expect(await certificate.getAttribute('type')).toBe('password');
+      expect(await privateKey.getAttribute('type')).toBe('password');
+      // A key of another certificate: the page shows why, and nothing reaches ADP.
+      await certificate.fill(pki.clientCert);
+      await privateKey.fill(pki.serverKey);
+      await page.getByRole('button', { name: 'Connect', exact: true }).click();
+      await page.waitForSelector('#form-error:has-text("does not belong to client_certificate")');
+      expect(tokenCalls()).toBe(before);
+
+      await privateKey.fill(pki.clientKey);
+      await page.getByRole('button', { name: 'Connect', exact: true }).click();
+      await page.waitForSelector('h1:has-text("is connected")');
+    } finally {
+      await browser.close();
+    }
+    const list = await call(stack.gatewayUrl, 'GET', `/connections?integrationId=${adp}`, {
+      key: stack.secretKey,
+    });
+    const connection = (
+      list.body as { connections: { connection_id: string; end_user?: { id: string } }[] }
+    ).connections.find((c) => c.end_user?.id === `adp-page-${run}`);
+    expect(connection).toBeDefined();
+    expect(adpFake.requests.at(-1)).toMatchObject({ path: '/auth/oauth/v2/token', clientCertificate: true });
+    const workers = await nango.get({
+      providerConfigKey: adp,
+      connectionId: connection!.connection_id,
+      endpoint: '/hr/v2/workers',
+    });
+    expect(workers.status).toBe(200);
+    expect(adpFake.requests.at(-1)).toMatchObject({ path: '/hr/v2/workers', clientCertificate: true });
   });
 });

@@ -133,6 +133,22 @@ describe('planAuth', () => {
     });
   });
 
+  it('sends an OAuth 2 token only where a template places it (TikTok Ads’ Access-Token, a query parameter)', () => {
+    const header = provider({
+      proxy: { base_url: 'https://x.example.com', headers: { 'access-token': '${accessToken}' } },
+    });
+    expect(
+      planAuth(header, integration(), connection({ type: 'OAUTH2', access_token: 'at-7' })).headers,
+    ).toEqual({ 'access-token': 'at-7' });
+    const query = provider({
+      auth_mode: 'TWO_STEP',
+      proxy: { base_url: 'https://x.example.com', query: { authToken: '${accessToken}' } },
+    });
+    const plan = planAuth(query, integration(), connection({ type: 'TWO_STEP', token: 't3' }));
+    expect(plan.headers).toEqual({});
+    expect(plan.query).toEqual([['authToken', 't3']]);
+  });
+
   it('refuses stored values that would inject a second header', () => {
     const p = provider({
       auth_mode: 'API_KEY',

@@ -95,7 +95,15 @@ export function planAuth(
   let refreshable = false;
 
   const template = provider.proxy?.headers ?? {};
-  const templateUsesToken = Object.values(template).some((v) => v.includes('${accessToken}'));
+  // A provider whose templates place the token (TikTok's Access-Token, Shopify's X-Shopify-Access-Token,
+  // shopVOX's authToken query parameter) takes it only there: an extra Bearer header is not what it
+  // documents, and some reject a request carrying both.
+  const templateUsesToken = [...Object.values(template), ...Object.values(provider.proxy?.query ?? {})].some(
+    (v) => v.includes('${accessToken}'),
+  );
+  const bearer = (token: string | undefined) => {
+    if (token && !templateUsesToken) headers.authorization = `Bearer ${token}`;
+  };
 
   switch (type) {
     case 'BASIC': {
@@ -107,21 +115,18 @@ export function planAuth(
     case 'OAUTH2':
     case 'APP':
     case 'CUSTOM': {
-      const token = str(credentials.access_token);
-      if (token) headers.authorization = `Bearer ${token}`;
+      bearer(str(credentials.access_token));
       refreshable = type !== 'OAUTH2' || str(credentials.refresh_token) !== undefined;
       break;
     }
     case 'OAUTH2_CC':
     case 'JWT': {
-      const token = str(credentials.token);
-      if (token) headers.authorization = `Bearer ${token}`;
+      bearer(str(credentials.token));
       refreshable = true;
       break;
     }
     case 'TWO_STEP': {
-      const token = str(credentials.token);
-      if (token && !templateUsesToken) headers.authorization = `Bearer ${token}`;
+      bearer(str(credentials.token));
       refreshable = true;
       break;
     }

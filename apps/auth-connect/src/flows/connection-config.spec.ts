@@ -12,7 +12,7 @@ const provider = {
   token_url: 'https://${connectionConfig.subdomain}.acme.example/token',
   connection_config: {
     subdomain: { type: 'string', title: 'Subdomain', pattern: '^[a-z0-9-]+$' },
-    region: { type: 'string', title: 'Region', enum: ['eu', 'us'], optional: true },
+    region: { type: 'string', title: 'Region', enum: ['eu', 'us', 'eu/v2'], optional: true },
     instance_url: {
       type: 'string',
       title: 'Instance URL',
@@ -101,6 +101,13 @@ describe('buildConnectionConfig', () => {
   it('checks enums and formats', () => {
     expect(
       errorsOf(() => buildConnectionConfig(provider, { subdomain: 'a', region: 'mars' }, undefined)).paths,
+    ).toEqual([['params', 'region']]);
+    // A value the catalog lists may hold a path (ModMed's host/stage environments); another one may not.
+    expect(buildConnectionConfig(provider, { subdomain: 'a', region: 'eu/v2' }, undefined)).toMatchObject({
+      region: 'eu/v2',
+    });
+    expect(
+      errorsOf(() => buildConnectionConfig(provider, { subdomain: 'a', region: 'us/v2' }, undefined)).paths,
     ).toEqual([['params', 'region']]);
     expect(
       errorsOf(() =>

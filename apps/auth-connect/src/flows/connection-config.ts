@@ -99,7 +99,8 @@ function providerReturnedKeys(provider: ResolvedProvider): Set<string> {
 }
 
 function fieldProblem(field: FormField, value: string): string | undefined {
-  if (field.enum && !field.enum.includes(value)) return `must be one of ${field.enum.join(', ')}`;
+  // An enum's values are the catalog's own (ModMed's `stage.ema-api.com/ema-dev` is a host and a path).
+  if (field.enum) return field.enum.includes(value) ? undefined : `must be one of ${field.enum.join(', ')}`;
   if (field.pattern && !new RegExp(field.pattern).test(value)) return 'has an invalid format';
   if (field.format) return FORMATS[field.format].test(value) ? undefined : `must be a valid ${field.format}`;
   // Without a declared format the value may land inside a URL path or host: keep it a plain token.

@@ -325,6 +325,23 @@
       case 'OAUTH2_CC':
         credential('client_id', 'Client ID', false);
         credential('client_secret', 'Client secret', true);
+        // Mutual TLS (ADP): the pair goes with the connection and is never shown again, so password fields.
+        if (provider.mutual_tls) {
+          fields.push({
+            group: 'body',
+            name: 'client_certificate',
+            label: 'Client certificate (PEM)',
+            hint: 'The certificate your provider issued for this app, from -----BEGIN CERTIFICATE-----.',
+            secret: true,
+          });
+          fields.push({
+            group: 'body',
+            name: 'client_private_key',
+            label: 'Client private key (PEM)',
+            hint: 'The private key of that certificate, from -----BEGIN PRIVATE KEY-----.',
+            secret: true,
+          });
+        }
         break;
       case 'TBA':
         credential('token_id', 'Token ID', false);
