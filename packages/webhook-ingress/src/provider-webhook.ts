@@ -145,7 +145,11 @@ const isDigestAlgorithm = (algorithm: WebhookSignature['algorithm']): algorithm 
  */
 export function verificationKeyOf(
   recipe: WebhookSignature,
-  integration: { webhookSecret: string | null; webhookPublicKey?: string | null; clientSecret: string | null },
+  integration: {
+    webhookSecret: string | null;
+    webhookPublicKey?: string | null;
+    clientSecret: string | null;
+  },
 ): string | null {
   if (isPublicKeyAlgorithm(recipe.algorithm))
     return integration.webhookPublicKey ?? integration.webhookSecret ?? recipe.public_key ?? null;

@@ -223,7 +223,10 @@ export class IntegrationsService {
     return row;
   }
 
-  private checkCredentials(provider: ResolvedProvider | undefined, credentials: IntegrationCredentialsInput): void {
+  private checkCredentials(
+    provider: ResolvedProvider | undefined,
+    credentials: IntegrationCredentialsInput,
+  ): void {
     const authMode = provider?.auth_mode ?? '';
     const expected = CREDENTIALS_FOR_AUTH_MODE[authMode];
     if (expected !== credentials.type) {
