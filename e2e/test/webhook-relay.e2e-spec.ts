@@ -806,6 +806,122 @@ describe('webhook relay', () => {
       expect(deliveredWith(pinnedMarker)).toEqual([]);
     });
 
+    it('verifies Wise RSA-SHA256 webhooks with the public key an integration stores, which no answer shows', async () => {
+      const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+      // Far longer than the 255 characters a webhook secret may hold.
+      expect(pem.length).toBeGreaterThan(255);
+      await createIntegration('wise', 'wise-hooks', { type: 'API_KEY', webhook_public_key: pem });
+      // Write-only: the key's body is in no answer, with or without the credentials.
+      const keyBody = pem.split('\n')[1]!;
+      for (const path of ['/integrations/wise-hooks', '/integrations/wise-hooks?include=credentials']) {
+        const read = await api('GET', path);
+        expect(read.status).toBe(200);
+        expect(JSON.stringify(read.body)).not.toContain(keyBody);
+        expect(JSON.stringify(read.body)).not.toContain('webhook_public_key');
+      }
+      const read = await api('GET', '/integrations/wise-hooks?include=credentials');
+      expect((read.body as { data: { credentials: unknown } }).data.credentials).toEqual({
+        type: 'API_KEY',
+        webhook_secret: null,
+      });
+
+      const event = (marker: string) =>
+        JSON.stringify({
+          event_type: 'transfers#state-change',
+          schema_version: '2.0.0',
+          data: { resource: { type: 'transfer', id: 111, profile_id: 222 }, current_state: marker },
+        });
+      const wiseSigned = (body: string, key = privateKey) => ({
+        'x-signature-sha256': sign('sha256', Buffer.from(body), key).toString('base64'),
+        'x-delivery-id': randomUUID(),
+      });
+      // Signed, then changed on the way: the signature no longer covers the bytes that arrive.
+      const tamperedMarker = `tampered-${randomUUID()}`;
+      const tampered = await send(
+        'wise-hooks',
+        event(tamperedMarker),
+        wiseSigned(event(`original-${randomUUID()}`)),
+      );
+      expect(tampered.status).toBe(401);
+      const forgedMarker = `forged-${randomUUID()}`;
+      const forgedBody = event(forgedMarker);
+      const marker = `wise-${randomUUID()}`;
+      const body = event(marker);
+      const [hook] = await refusesForgedDeliversSigned(
+        'wise-hooks',
+        {
+          marker: forgedMarker,
+          body: forgedBody,
+          headers: wiseSigned(forgedBody, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey),
+        },
+        { marker, body, headers: wiseSigned(body) },
+      );
+      expect(deliveredWith(tamperedMarker)).toEqual([]);
+      // Nothing names a connection: the raw payload goes to the environment's URL.
+      expect(hook!.path).toBe('/primary');
+      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(body));
+    });
+
+    it('refuses a webhook public key that is unreadable, private, of another algorithm or for an HMAC provider, storing nothing', async () => {
+      const rsaPair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const pem = rsaPair.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+      const refusals: [string, string, unknown][] = [
+        ['wise', 'wise-bad-pem', '-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----\n'],
+        ['wise', 'wise-private', rsaPair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()],
+        [
+          'wise',
+          'wise-ed25519',
+          generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+        ],
+        ['wise', 'wise-huge', `${pem}${'A'.repeat(16_384)}`],
+        ['dixa', 'dixa-public-key', pem],
+      ];
+      for (const [provider, key, publicKeyValue] of refusals) {
+        const refused = expectError(
+          await api('POST', '/integrations', {
+            provider,
+            unique_key: key,
+            credentials: { type: 'API_KEY', webhook_public_key: publicKeyValue },
+          }),
+          400,
+          'invalid_body',
+        );
+        expect(refused.errors?.[0]?.path).toEqual(['credentials', 'webhook_public_key']);
+        expectError(await api('GET', `/integrations/${key}`), 404, 'not_found');
+      }
+      // An API-key integration of a signed provider still needs one of its two webhook credentials.
+      expectError(
+        await api('POST', '/integrations', {
+          provider: 'wise',
+          unique_key: 'wise-empty',
+          credentials: { type: 'API_KEY' },
+        }),
+        400,
+        'invalid_body',
+      );
+      expectError(await api('GET', '/integrations/wise-empty'), 404, 'not_found');
+
+      // A bad key in an update leaves the stored one working.
+      const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      await createIntegration('wise', 'wise-kept', {
+        type: 'API_KEY',
+        webhook_public_key: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+      });
+      expectError(
+        await api('PATCH', '/integrations/wise-kept', {
+          credentials: { type: 'API_KEY', webhook_public_key: 'MIIB-not-base64' },
+        }),
+        400,
+        'invalid_body',
+      );
+      const marker = `wise-kept-${randomUUID()}`;
+      const body = JSON.stringify({ event_type: 'balances#credit', data: { marker } });
+      const signature = sign('sha256', Buffer.from(body), privateKey).toString('base64');
+      expect((await send('wise-kept', body, { 'x-signature-sha256': signature })).status).toBe(200);
+      await waitUntil(() => deliveredWith(marker).length > 0);
+    });
+
     it('verifies Dialpad JWT-signed webhooks (HS256 with the webhook secret) and delivers their claims', async () => {
       const secret = `dialpad-${randomUUID()}`;
       await createOAuthIntegration('dialpad', 'dialpad-hooks', secret);

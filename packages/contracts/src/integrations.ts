@@ -30,12 +30,20 @@ const privateKeySchema = z
   .max(16384)
   .regex(/-----BEGIN (RSA )?PRIVATE KEY-----/, 'must be a PEM private key ("BEGIN RSA PRIVATE KEY")');
 
+/**
+ * The provider's public key its webhooks are signed with (PEM or base64 DER SubjectPublicKeyInfo), for a
+ * provider whose catalog recipe is rsa-sha256 or ed25519: an RSA key does not fit the 255 characters of a
+ * webhook secret. Write-only: no answer shows it. Replaced with the rest of the credentials on an update.
+ */
+const webhookPublicKeySchema = z.string().min(1).max(16384);
+
 const oauthCredentialsFields = {
   client_id: z.string().min(1).max(255),
   client_secret: z.string().min(1).max(4096),
   scopes: scopesListSchema.optional(),
   // As Nango: at most 255 characters (anything longer is refused, never cut).
   webhook_secret: z.string().max(255).optional(),
+  webhook_public_key: webhookPublicKeySchema.optional(),
 };
 /**
  * Auth modes whose integrations hold no client credentials (each connection brings its own): their
@@ -71,13 +79,16 @@ export const integrationCredentialsInputSchema = z.discriminatedUnion('type', [
       client_secret: oauthCredentialsFields.client_secret.optional(),
       // GitHub signs an App's webhooks with the App's webhook secret.
       webhook_secret: oauthCredentialsFields.webhook_secret,
+      webhook_public_key: oauthCredentialsFields.webhook_public_key,
     })
     .strict(),
   z.object({ type: z.literal('CUSTOM'), ...oauthCredentialsFields, ...appCredentialsFields }).strict(),
   z
     .object({
       type: z.enum(WEBHOOK_ONLY_CREDENTIALS_TYPES),
-      webhook_secret: z.string().min(1).max(255),
+      // One of the two is required (checked against the provider's recipe).
+      webhook_secret: z.string().min(1).max(255).optional(),
+      webhook_public_key: webhookPublicKeySchema.optional(),
     })
     .strict(),
 ]);

@@ -121,6 +121,8 @@ export const resolvedIntegrationSchema = z.object({
   appLink: z.string().nullable(),
   privateKey: z.string().nullable(),
   webhookSecret: z.string().nullable(),
+  /** Optional so a reply from a version that never stored one still parses. */
+  webhookPublicKey: z.string().nullable().optional(),
   integrationConfig: z.record(z.string(), z.unknown()).nullable(),
   forwardWebhooks: z.boolean(),
 });

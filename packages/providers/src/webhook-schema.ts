@@ -132,7 +132,8 @@ export const WebhookSignatureSchema = z
     payload: signedPayloadTemplate.default('{body}'),
     /**
      * Which secret of the integration keys the HMAC (or is `{secret}` in a digest). For a public-key algorithm, the integration's
-     * `webhook_secret` holds the provider's public key (PEM or base64 DER), else `public_key` is used.
+     * `webhook_public_key` (or, for a short key, `webhook_secret`) holds the provider's public key (PEM or base64 DER),
+     * else `public_key` is used.
      */
     secret: z.enum(['webhook_secret', 'client_secret']).default('webhook_secret'),
     /** Stripped from the secret before decoding (Standard Webhooks secrets start `whsec_`). */

@@ -414,6 +414,35 @@ describe('keys given encoded, canonical strings, public keys and JWTs', () => {
     });
   });
 
+  it("checks Wise's RSA-SHA256 signature with the integration's webhook_public_key before any other key", () => {
+    const recipe = webhookOf('wise').signature!;
+    const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const body = '{"event_type":"transfers#state-change","data":{"resource":{"id":1}}}';
+    const signed = request(body, {
+      'x-signature-sha256': sign('sha256', Buffer.from(body), privateKey).toString('base64'),
+    });
+    const other = spki(generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey);
+    const key = verificationKeyOf(recipe, {
+      webhookPublicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      webhookSecret: other,
+      clientSecret: 'cs',
+    })!;
+    expect(verifySignature(recipe, signed, key)).toEqual({ ok: true });
+    // Without one, a key stored as the webhook secret is used; Wise pins none.
+    expect(verificationKeyOf(recipe, { webhookSecret: other, clientSecret: 'cs' })).toBe(other);
+    expect(verifySignature(recipe, signed, other)).toEqual({ ok: false, reason: 'signature mismatch' });
+    expect(
+      verificationKeyOf(recipe, { webhookPublicKey: null, webhookSecret: null, clientSecret: 'cs' }),
+    ).toBe(null);
+  });
+
+  it('never keys an HMAC with a stored public key', () => {
+    const recipe = webhookOf('linear').signature!;
+    expect(
+      verificationKeyOf(recipe, { webhookPublicKey: 'pk', webhookSecret: 'ws', clientSecret: 'cs' }),
+    ).toBe('ws');
+  });
+
   it('checks an RSA-SHA256 signature with the public key, and nothing signed by another key', () => {
     const recipe = WebhookSchema.parse({
       signature: { header: 'x-rsa-signature', algorithm: 'rsa-sha256', encoding: 'base64' },

@@ -140,13 +140,19 @@ const isDigestAlgorithm = (algorithm: WebhookSignature['algorithm']): algorithm 
 
 /**
  * The key material a recipe verifies with, from the integration: the `webhook_secret` or client secret for an
- * HMAC; for a public-key algorithm the public key the integration stores, else the one the catalog pins.
+ * HMAC; for a public-key algorithm the `webhook_public_key` the integration stores (or a short key stored as
+ * its `webhook_secret`, as before that field existed), else the one the catalog pins.
  */
 export function verificationKeyOf(
   recipe: WebhookSignature,
-  integration: { webhookSecret: string | null; clientSecret: string | null },
+  integration: {
+    webhookSecret: string | null;
+    webhookPublicKey?: string | null;
+    clientSecret: string | null;
+  },
 ): string | null {
-  if (isPublicKeyAlgorithm(recipe.algorithm)) return integration.webhookSecret ?? recipe.public_key ?? null;
+  if (isPublicKeyAlgorithm(recipe.algorithm))
+    return integration.webhookPublicKey ?? integration.webhookSecret ?? recipe.public_key ?? null;
   return recipe.secret === 'client_secret' ? integration.clientSecret : integration.webhookSecret;
 }
 

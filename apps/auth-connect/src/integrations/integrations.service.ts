@@ -16,6 +16,12 @@ import {
 import { EnvelopeCipher } from '@switchboard/crypto';
 import { Prisma, type AuthDb, type IntegrationModel as IntegrationRow } from '@switchboard/db';
 import { NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
+import {
+  PUBLIC_KEY_ALGORITHMS,
+  publicKeyFits,
+  readPublicKey,
+  type ResolvedProvider,
+} from '@switchboard/providers';
 import type { NatsConnection } from 'nats';
 import { AuthConnectError } from '../auth-connect.errors';
 import { AUTH_CONNECT_ENV, type AuthConnectEnv } from '../config/env';
@@ -26,6 +32,7 @@ interface IntegrationSecrets {
   client_secret?: string;
   private_key?: string;
   webhook_secret?: string;
+  webhook_public_key?: string;
 }
 
 /**
@@ -202,6 +209,7 @@ export class IntegrationsService {
       appLink: row.appLink,
       privateKey: secrets.private_key ?? null,
       webhookSecret: secrets.webhook_secret ?? null,
+      webhookPublicKey: secrets.webhook_public_key ?? null,
       integrationConfig: (row.integrationConfig as Record<string, unknown> | null) ?? null,
       forwardWebhooks: row.forwardWebhooks,
     };
@@ -216,7 +224,7 @@ export class IntegrationsService {
   }
 
   private checkCredentials(
-    provider: { auth_mode: string; webhook?: { signature?: unknown } } | undefined,
+    provider: ResolvedProvider | undefined,
     credentials: IntegrationCredentialsInput,
   ): void {
     const authMode = provider?.auth_mode ?? '';
@@ -231,6 +239,17 @@ export class IntegrationsService {
       const message = `This provider uses ${authMode} and its webhooks are not signed: it takes no integration credentials`;
       throw invalid(message, [{ code: 'invalid_value', message, path: ['credentials', 'type'] }]);
     }
+    if (
+      isWebhookOnly(credentials.type) &&
+      !('webhook_secret' in credentials && credentials.webhook_secret) &&
+      !('webhook_public_key' in credentials && credentials.webhook_public_key)
+    ) {
+      const message = `This provider uses ${authMode}: its integration credentials are a webhook_secret or a webhook_public_key`;
+      throw invalid(message, [{ code: 'custom', message, path: ['credentials', 'webhook_secret'] }]);
+    }
+    if ('webhook_public_key' in credentials && credentials.webhook_public_key !== undefined) {
+      this.checkWebhookPublicKey(provider, credentials.webhook_public_key);
+    }
     if ('private_key' in credentials) {
       try {
         createPrivateKey(credentials.private_key);
@@ -238,6 +257,37 @@ export class IntegrationsService {
         const message = 'private_key is not a readable PEM private key';
         throw invalid(message, [{ code: 'custom', message, path: ['credentials', 'private_key'] }]);
       }
+    }
+  }
+
+  /**
+   * A stored webhook public key must be one the provider's recipe can check with: a public key (never a
+   * private one, which would then sit where nobody expects a secret) of the recipe's algorithm.
+   */
+  private checkWebhookPublicKey(provider: ResolvedProvider | undefined, material: string): void {
+    const refuse = (message: string): never => {
+      throw invalid(message, [{ code: 'custom', message, path: ['credentials', 'webhook_public_key'] }]);
+    };
+    const algorithm = provider?.webhook?.signature?.algorithm;
+    const publicKeyAlgorithm = PUBLIC_KEY_ALGORITHMS.find((candidate) => candidate === algorithm);
+    if (!publicKeyAlgorithm) {
+      return refuse(
+        "This provider's webhooks are not signed with a public key: it takes no webhook_public_key",
+      );
+    }
+    if (/PRIVATE KEY/.test(material)) {
+      return refuse('webhook_public_key is a private key; give the public key (BEGIN PUBLIC KEY)');
+    }
+    const key = readPublicKey(material);
+    if (!key) {
+      return refuse(
+        'webhook_public_key is not a readable public key (PEM or base64 DER SubjectPublicKeyInfo)',
+      );
+    }
+    if (!publicKeyFits(publicKeyAlgorithm, key)) {
+      refuse(
+        `webhook_public_key is a ${key.asymmetricKeyType ?? 'unknown'} key; this provider signs its webhooks with ${publicKeyAlgorithm}`,
+      );
     }
   }
 
@@ -258,6 +308,9 @@ export class IntegrationsService {
       ...('private_key' in credentials ? { private_key: credentials.private_key } : {}),
       ...('webhook_secret' in credentials && credentials.webhook_secret !== undefined
         ? { webhook_secret: credentials.webhook_secret }
+        : {}),
+      ...('webhook_public_key' in credentials && credentials.webhook_public_key !== undefined
+        ? { webhook_public_key: credentials.webhook_public_key }
         : {}),
     };
   }
