@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { callerSchema } from './context';
 import { endUserSchema } from './events';
 
 /**
@@ -11,7 +12,10 @@ export const credentialsSchema = z.looseObject({ type: z.string() });
 export type Credentials = z.infer<typeof credentialsSchema>;
 
 export const VAULT_SUBJECTS = {
-  /** auth-connect → vault: a flow finished; create or override the connection, publish the auth event. */
+  /**
+   * auth-connect → vault: a flow finished; validate the credentials with the integration's scripts,
+   * then create or override the connection and publish the auth event.
+   */
   store: 'vault.v1.connection.store',
   /** proxy / relay / functions → vault: a connection's credentials, refreshed first when they expire soon. */
   credentials: 'vault.v1.connection.credentials',
@@ -43,6 +47,12 @@ export const storeConnectionRequestSchema = z.object({
   /** undefined = keep the current value; null = clear it. */
   webhookUrlOverride: z.string().nullable().optional(),
   operation: z.enum(['creation', 'override']),
+  /**
+   * The environment whose validate-connection scripts judge the credentials before they are stored.
+   * Optional only so that an auth-connect that still validates on its own keeps working during a rolling
+   * deploy (its requests are stored as they come); every current caller sends it.
+   */
+  caller: callerSchema.optional(),
 });
 export type StoreConnectionRequest = z.infer<typeof storeConnectionRequestSchema>;
 export const storedConnectionSchema = z.object({

@@ -1,2 +1,3 @@
 export * from './envelope';
 export * from './internal-token';
+export * from './proxy-signature';

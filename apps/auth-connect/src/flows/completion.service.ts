@@ -1,33 +1,30 @@
-import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
-  authEventSchema,
-  EVENT_SUBJECTS,
-  ON_EVENT_SUBJECTS,
   VAULT_SUBJECTS,
   type Credentials,
   type FlowResult,
-  type OnEventReply,
   type StoredConnection,
-  type ValidateConnectionRequest,
 } from '@switchboard/contracts';
 import { Prisma, type ConnectDb } from '@switchboard/db';
-import { NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
+import { NatsRequester } from '@switchboard/messaging';
 import { connectionConfigValueProblems } from '@switchboard/providers';
-import type { NatsConnection } from 'nats';
 import { AuthConnectError } from '../auth-connect.errors';
 import { AUTH_CONNECT_ENV, type AuthConnectEnv } from '../config/env';
 import { AUTH_DB } from '../database/database.module';
 import type { FlowContext } from './flow-context.service';
 
-/** Beyond the scripts' own budget: the runtime's abort grace, loading and answering. */
-const VALIDATION_MARGIN_MS = 5_000;
+/**
+ * Beyond the validate-connection scripts' own budget: the runtime's abort grace, loading and answering
+ * (the vault's wait), then storing.
+ */
+const STORE_MARGIN_MS = 10_000;
 
 /**
- * The last step of every flow: the integration's validate-connection scripts (deployed functions, run by
- * the orchestrator) accept or refuse the new credentials before anything is stored; the vault stores the
- * connection (and publishes the auth event for the webhook relay), then the end user and the fact that a session created this connection are recorded
- * here (the latter is what makes it eligible for a reconnect session), and the connect session ends.
+ * The last step of every flow: the vault validates the new credentials with the integration's
+ * validate-connection scripts and stores the connection (and publishes the auth event for the webhook
+ * relay; a refused reconnect sends a failed `override` one); then the end user and the fact that a connect
+ * session created this connection are recorded here (the latter is what makes it eligible for a reconnect
+ * session), and the connect session ends.
  */
 @Injectable()
 export class CompletionService {
@@ -36,7 +33,6 @@ export class CompletionService {
   constructor(
     @Inject(AUTH_DB) private readonly db: ConnectDb,
     private readonly nats: NatsRequester,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(AUTH_CONNECT_ENV) private readonly env: AuthConnectEnv,
   ) {}
 
@@ -60,23 +56,28 @@ export class CompletionService {
         })),
       );
     }
-    await this.validate(ctx, credentials, connectionConfig);
-    await this.nats.request<StoredConnection>(VAULT_SUBJECTS.store, {
-      environmentId: ctx.caller.environmentId,
-      providerConfigKey: ctx.providerConfigKey,
-      provider: ctx.provider.name,
-      connectionId: ctx.connectionId,
-      credentials,
-      connectionConfig,
-      tags: session.tags,
-      endUser: session.endUser,
-      // A new connection takes the session's override (or none); a reconnect keeps the current one unless
-      // its session names another.
-      ...(ctx.operation === 'creation' || session.webhookUrlOverride
-        ? { webhookUrlOverride: session.webhookUrlOverride }
-        : {}),
-      operation: ctx.operation,
-    });
+    // The vault runs the integration's validate-connection scripts first: a refusal stores nothing.
+    await this.nats.request<StoredConnection>(
+      VAULT_SUBJECTS.store,
+      {
+        caller: ctx.caller,
+        environmentId: ctx.caller.environmentId,
+        providerConfigKey: ctx.providerConfigKey,
+        provider: ctx.provider.name,
+        connectionId: ctx.connectionId,
+        credentials,
+        connectionConfig,
+        tags: session.tags,
+        endUser: session.endUser,
+        // A new connection takes the session's override (or none); a reconnect keeps the current one unless
+        // its session names another.
+        ...(ctx.operation === 'creation' || session.webhookUrlOverride
+          ? { webhookUrlOverride: session.webhookUrlOverride }
+          : {}),
+        operation: ctx.operation,
+      },
+      { timeoutMs: this.env.SWITCHBOARD_ON_EVENT_TIMEOUT_MS + STORE_MARGIN_MS },
+    );
 
     const environmentId = ctx.caller.environmentId;
     const endUser = session.endUser;
@@ -121,60 +122,5 @@ export class CompletionService {
     // leaked connect link cannot add or replace connections afterwards.
     await this.db.connectSession.deleteMany({ where: { id: session.id } });
     return { connectionId: ctx.connectionId, providerConfigKey: ctx.providerConfigKey };
-  }
-
-  /**
-   * Runs the integration's validate-connection scripts with the candidate credentials (the orchestrator
-   * answers at once when there are none). A refusal ends the flow with the script's reason and nothing is
-   * stored; as in Nango, a refused reconnect also sends a failed `override` auth webhook (the stored
-   * connection keeps its previous credentials here, since the refused ones were never stored). Without an
-   * answer the connection is refused too: a check that could not run is not a check that passed.
-   */
-  private async validate(
-    ctx: FlowContext,
-    credentials: Credentials,
-    connectionConfig: Record<string, unknown>,
-  ): Promise<void> {
-    const request: ValidateConnectionRequest = {
-      caller: ctx.caller,
-      providerConfigKey: ctx.providerConfigKey,
-      connectionId: ctx.connectionId,
-      provider: ctx.provider.name,
-      operation: ctx.operation,
-      candidate: { credentials, connectionConfig, metadata: null },
-    };
-    const verdict = await this.nats.request<OnEventReply>(ON_EVENT_SUBJECTS.validateConnection, request, {
-      timeoutMs: this.env.SWITCHBOARD_ON_EVENT_TIMEOUT_MS + VALIDATION_MARGIN_MS,
-    });
-    if (verdict.ok) return;
-    const message = verdict.message ?? 'Connection failed validation';
-    if (ctx.operation === 'override') await this.reconnectionFailed(ctx, message);
-    throw new AuthConnectError('connection_validation_failed', message);
-  }
-
-  private async reconnectionFailed(ctx: FlowContext, description: string): Promise<void> {
-    const id = randomUUID();
-    const event = authEventSchema.parse({
-      id,
-      environmentId: ctx.caller.environmentId,
-      connectionId: ctx.connectionId,
-      providerConfigKey: ctx.providerConfigKey,
-      provider: ctx.provider.name,
-      operation: 'override',
-      success: false,
-      tags: ctx.session.tags,
-      endUser: ctx.session.endUser,
-      webhookUrlOverride: ctx.session.webhookUrlOverride ?? null,
-      error: { type: 'connection_validation_failed', description },
-      occurredAt: new Date().toISOString(),
-    });
-    try {
-      await publishEvent(this.nc, EVENT_SUBJECTS.auth, id, event);
-    } catch (error) {
-      // The end user still learns why; only the customer's webhook is lost, and that is logged.
-      this.logger.error(
-        `the failed-reconnect webhook of ${ctx.providerConfigKey}/${ctx.connectionId} was not published: ${(error as Error).message}`,
-      );
-    }
   }
 }

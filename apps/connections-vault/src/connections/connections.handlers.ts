@@ -19,6 +19,7 @@ import type { z } from 'zod';
 import { VaultError } from '../vault.errors';
 import { CredentialsCipher } from '../credentials/credentials-cipher';
 import { ConnectionsRepository } from './connections.repository';
+import { AcceptConnection } from './use-cases/accept-connection';
 import { ReadConnection } from './use-cases/read-connection';
 import { StoreConnection } from './use-cases/store-connection';
 
@@ -30,6 +31,7 @@ export class ConnectionsHandlers {
   constructor(
     private readonly repository: ConnectionsRepository,
     private readonly store: StoreConnection,
+    private readonly accept: AcceptConnection,
     private readonly read: ReadConnection,
     private readonly changes: ConnectionChanges,
     private readonly cipher: CredentialsCipher,
@@ -54,10 +56,10 @@ export class ConnectionsHandlers {
     return deleted;
   }
 
-  /** auth-connect finished a flow: create or override the connection and announce it. */
+  /** auth-connect finished a flow: validate, then create or override the connection and announce it. */
   @NatsHandler(VAULT_SUBJECTS.store, storeConnectionRequestSchema)
   async storeConnection(req: StoreConnectionRequest): Promise<StoredConnection> {
-    const { row, operation } = await this.store.execute({
+    const input = {
       key: {
         environmentId: req.environmentId,
         providerConfigKey: req.providerConfigKey,
@@ -70,7 +72,15 @@ export class ConnectionsHandlers {
       tags: req.tags,
       endUser: req.endUser,
       webhookUrlOverride: req.webhookUrlOverride,
-    });
+    };
+    const { row, operation } = req.caller
+      ? await this.accept.execute({
+          ...input,
+          caller: req.caller,
+          operation: req.operation,
+          announceRefusedOverride: true,
+        })
+      : await this.store.execute(input);
     this.changes.announce(req.environmentId, req.providerConfigKey);
     return {
       id: row.id,

@@ -7,6 +7,7 @@ import { RefreshCoordinator } from '../refresh/refresh-coordinator';
 import { ConnectionsApiHandlers } from './connections-api.handlers';
 import { ConnectionsHandlers } from './connections.handlers';
 import { ConnectionsRepository } from './connections.repository';
+import { AcceptConnection } from './use-cases/accept-connection';
 import { ImportConnection } from './use-cases/import-connection';
 import { ReadConnection } from './use-cases/read-connection';
 import { StoreConnection } from './use-cases/store-connection';
@@ -21,6 +22,7 @@ import { StoreConnection } from './use-cases/store-connection';
     OutboxPublisher,
     RefreshCoordinator,
     StoreConnection,
+    AcceptConnection,
     ReadConnection,
     ImportConnection,
   ],

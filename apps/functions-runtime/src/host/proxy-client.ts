@@ -6,8 +6,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
 import { HostCallError } from './host-call.errors';
-import { signCaller } from './internal-token';
-import { internalSigningKey } from '@switchboard/crypto';
+import { internalSigningKey, proxyBodyDigest, signProxyCall } from '@switchboard/crypto';
 
 const tracer = trace.getTracer('@switchboard/functions-runtime');
 
@@ -102,9 +101,16 @@ export class ProxyClient implements OnApplicationShutdown {
       connectionConfig: target.candidate.connectionConfig,
       metadata: null,
     };
+    // A script's calls never carry credentials to an origin other than the provider's own.
     Object.assign(
       headers,
-      signCaller(this.key, args.method, path, target.caller, headers, body, Date.now(), candidate),
+      signProxyCall(this.key, {
+        method: args.method,
+        url: path,
+        caller: { ...target.caller, credentialsOnAnyOrigin: false, ...(candidate ? { candidate } : {}) },
+        headers,
+        bodyDigest: proxyBodyDigest(body),
+      }),
     );
 
     return tracer.startActiveSpan(

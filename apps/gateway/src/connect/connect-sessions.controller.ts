@@ -7,12 +7,9 @@ import {
   type ConnectSessionCreated,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
-import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseQuery } from '../http/validation';
-
-const noQuery = z.object({}).strict();
+import { parseBody, parseNoQuery } from '../http/validation';
 
 /** `POST /connect/sessions` and its reconnect variant: a customer's backend asks for a session token. */
 @Controller('connect/sessions')
@@ -27,7 +24,7 @@ export class ConnectSessionsController {
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<{ data: ConnectSessionCreated }> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const parsed = parseBody(createConnectSessionBodySchema, body);
     return {
       data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.create, {
@@ -45,7 +42,7 @@ export class ConnectSessionsController {
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<{ data: ConnectSessionCreated }> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const parsed = parseBody(reconnectConnectSessionBodySchema, body);
     return {
       data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.reconnect, {

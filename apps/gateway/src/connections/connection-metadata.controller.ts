@@ -5,12 +5,9 @@ import {
   type Caller as CallerType,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
-import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseQuery } from '../http/validation';
-
-const noQuery = z.object({}).strict();
+import { parseBody, parseNoQuery } from '../http/validation';
 
 /**
  * Connection metadata, for one connection or many at once (all or nothing). Both answer with the
@@ -25,7 +22,7 @@ export class ConnectionMetadataController {
   @HttpCode(201)
   @RequireScope('environment:connections:write')
   async set(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<unknown> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const parsed = parseBody(connectionMetadataBodySchema, body);
     await this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, { caller, body: parsed });
     return body;
@@ -40,7 +37,7 @@ export class ConnectionMetadataController {
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<unknown> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const parsed = parseBody(connectionMetadataBodySchema, body);
     await this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, { caller, body: parsed });
     return body;

@@ -8,12 +8,9 @@ import {
   type RotatedSigningKey,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
-import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseQuery } from '../http/validation';
-
-const noQuery = z.object({}).strict();
+import { parseBody, parseNoQuery } from '../http/validation';
 
 /**
  * The caller's environment: its identity (auth-connect's, already known from the key) and its webhook
@@ -26,7 +23,7 @@ export class EnvironmentSettingsController {
   @Get()
   @RequireScope('environment:settings:read')
   async get(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ data: ApiEnvironment }> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const state = await this.nats.request<EnvironmentWebhookState>(WEBHOOK_SUBJECTS.getSettings, {
       environmentId: caller.environmentId,
     });
@@ -40,7 +37,7 @@ export class EnvironmentSettingsController {
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<{ data: ApiEnvironment }> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const parsed = parseBody(patchEnvironmentBodySchema, body);
     const state = await this.nats.request<EnvironmentWebhookState>(WEBHOOK_SUBJECTS.updateSettings, {
       environmentId: caller.environmentId,
@@ -54,7 +51,7 @@ export class EnvironmentSettingsController {
   @HttpCode(200)
   @RequireScope('environment:settings:write')
   async rotate(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ data: RotatedSigningKey }> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     return {
       data: await this.nats.request<RotatedSigningKey>(WEBHOOK_SUBJECTS.rotateSigningKey, {
         environmentId: caller.environmentId,

@@ -15,9 +15,7 @@ import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { Caller, CallerScopes } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseParams, parseQuery } from '../http/validation';
-
-const noQuery = z.object({}).strict();
+import { parseBody, parseNoQuery, parseParams } from '../http/validation';
 
 @Controller()
 export class EnvironmentController {
@@ -27,7 +25,7 @@ export class EnvironmentController {
   @Get('environment-variables')
   @RequireScope('environment:environment_variables:read')
   async listVariables(@Caller() caller: CallerType, @Query() query: unknown): Promise<EnvironmentVariable[]> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     return this.nats.request<EnvironmentVariable[]>(ENVIRONMENT_VARIABLE_SUBJECTS.list, { caller });
   }
 
@@ -52,7 +50,7 @@ export class EnvironmentController {
     @Caller() caller: CallerType,
     @Query() query: unknown,
   ): Promise<{ api_keys: ListedApiKey[] }> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     return this.nats.request<{ api_keys: ListedApiKey[] }>(API_KEY_SUBJECTS.list, { caller });
   }
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, Headers, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import {
-  fieldErrorsFromZod,
   FUNCTION_HOST_SUBJECTS,
   FUNCTIONS_API_SUBJECTS,
   RUN_ID_HEADER,
@@ -21,9 +20,7 @@ import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
-import { parseBody, parseParams, parseQuery } from '../http/validation';
-
-const noQuery = z.object({}).strict();
+import { parseBody, parseHeaders, parseNoQuery, parseParams } from '../http/validation';
 
 /** Codes of an action that ran and failed (it has logs under its run id), not of a refused request. */
 const RUN_FAILURE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -80,17 +77,10 @@ export class ActionsController {
     @Body() body: unknown,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    parseQuery(noQuery, query);
-    const parsedHeaders = triggerActionHeadersSchema.safeParse(headers);
-    if (!parsedHeaders.success) {
-      throw new SwitchboardError(
-        'invalid_headers',
-        'Invalid headers',
-        fieldErrorsFromZod(parsedHeaders.error),
-      );
-    }
+    parseNoQuery(query);
+    const parsedHeaders = parseHeaders(triggerActionHeadersSchema, headers);
     const { action_name, input } = parseBody(triggerActionBodySchema, body);
-    const isAsync = parsedHeaders.data['x-async'] === 'true';
+    const isAsync = parsedHeaders['x-async'] === 'true';
     // Chosen here so that a run that fails is named in the answer as one that succeeds.
     const invocationId = isAsync ? undefined : randomUUID();
     let result: ActionTriggerReply;
@@ -99,12 +89,12 @@ export class ActionsController {
         FUNCTION_HOST_SUBJECTS.actionTrigger,
         {
           caller,
-          connectionId: parsedHeaders.data['connection-id'],
-          providerConfigKey: parsedHeaders.data['provider-config-key'],
+          connectionId: parsedHeaders['connection-id'],
+          providerConfigKey: parsedHeaders['provider-config-key'],
           actionName: action_name,
           ...(input !== undefined ? { input } : {}),
           async: isAsync,
-          maxRetries: parsedHeaders.data['x-max-retries'] ?? 0,
+          maxRetries: parsedHeaders['x-max-retries'] ?? 0,
           ...(invocationId ? { invocationId } : {}),
         },
         // A synchronous action holds the request for as long as the script may run.
@@ -140,7 +130,7 @@ export class ActionsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const { id } = parseParams(idParams, params);
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     if (!z.string().uuid().safeParse(id).success) {
       throw new SwitchboardError('not_found', `No action '${id}' found`);
     }

@@ -11,13 +11,11 @@ import {
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import { nanos, StorageType, type NatsConnection } from 'nats';
-import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseQuery } from '../http/validation';
+import { parseBody, parseNoQuery } from '../http/validation';
 import { assertCliVersion } from './cli-version';
 
-const noQuery = z.object({}).strict();
 /** Bodies above this go through the object store: a NATS message holds 1 MiB by default, envelope included. */
 const INLINE_LIMIT_BYTES = 512 * 1024;
 /** Storing many functions can take a while; the CLI waits as long as we need. */
@@ -68,7 +66,7 @@ export class DeployController {
     @Body() body: unknown,
   ): Promise<ScriptDifferences> {
     assertCliVersion(userAgent);
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     return this.send<ScriptDifferences>(
       DEPLOY_SUBJECTS.confirm,
       caller,
@@ -88,7 +86,7 @@ export class DeployController {
     @Body() body: unknown,
   ): Promise<SyncDeploymentResult[]> {
     assertCliVersion(userAgent);
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     return this.send<SyncDeploymentResult[]>(
       DEPLOY_SUBJECTS.apply,
       caller,

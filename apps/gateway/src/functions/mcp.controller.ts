@@ -13,7 +13,6 @@ import { Body, Controller, Get, Headers, Inject, Post, Query, Req, Res, UseFilte
 import {
   ACTION_REPLY_BUCKET,
   CONNECTIONS_API_SUBJECTS,
-  fieldErrorsFromZod,
   FUNCTION_HOST_SUBJECTS,
   FUNCTIONS_API_SUBJECTS,
   SwitchboardError,
@@ -30,9 +29,8 @@ import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { CodeStatusFilter } from '../http/code-status.filter';
-import { parseQuery } from '../http/validation';
+import { parseHeaders, parseNoQuery } from '../http/validation';
 
-const noQuery = z.object({}).strict();
 const mcpHeadersSchema = z.object({
   'connection-id': z.string().min(1).max(255),
   'provider-config-key': z.string().min(1).max(255),
@@ -83,13 +81,10 @@ export class McpController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    parseQuery(noQuery, query);
-    const parsed = mcpHeadersSchema.safeParse(headers);
-    if (!parsed.success) {
-      throw new SwitchboardError('invalid_headers', 'Invalid headers', fieldErrorsFromZod(parsed.error));
-    }
-    const connectionId = parsed.data['connection-id'];
-    const providerConfigKey = parsed.data['provider-config-key'];
+    parseNoQuery(query);
+    const parsed = parseHeaders(mcpHeadersSchema, headers);
+    const connectionId = parsed['connection-id'];
+    const providerConfigKey = parsed['provider-config-key'];
     await this.requireConnection(caller, connectionId, providerConfigKey);
 
     const server = new Server(

@@ -8,11 +8,9 @@ import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseParams, parseQuery } from '../http/validation';
+import { parseNoQuery, parseParams } from '../http/validation';
 
 const paramsSchema = z.object({ id: z.string().uuid() });
-const noQuery = z.object({}).strict();
-
 /** A run's logs (`nango.log` lines of every attempt); the run id is in the trigger answer's header. */
 @Controller('functions/runs')
 export class RunsController {
@@ -26,7 +24,7 @@ export class RunsController {
     @Query() query: unknown,
   ): Promise<RunLogsResponse> {
     const { id } = parseParams(paramsSchema, params);
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const data = await this.nats.request<RunLogsResponse['data']>(FUNCTIONS_API_SUBJECTS.runLogs, {
       caller,
       id,

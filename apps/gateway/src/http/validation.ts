@@ -1,10 +1,10 @@
 import { fieldErrorsFromZod, SwitchboardError } from '@switchboard/contracts';
-import type { z } from 'zod';
+import { z } from 'zod';
 
 function parseWith<S extends z.ZodType>(
   schema: S,
   input: unknown,
-  code: 'invalid_body' | 'invalid_query_params' | 'invalid_uri_params',
+  code: 'invalid_body' | 'invalid_query_params' | 'invalid_uri_params' | 'invalid_headers',
   what: string,
 ): z.infer<S> {
   const result = schema.safeParse(input);
@@ -19,3 +19,13 @@ export const parseQuery = <S extends z.ZodType>(schema: S, query: unknown): z.in
   parseWith(schema, query ?? {}, 'invalid_query_params', 'query parameters');
 export const parseParams = <S extends z.ZodType>(schema: S, params: unknown): z.infer<S> =>
   parseWith(schema, params ?? {}, 'invalid_uri_params', 'path parameters');
+export const parseHeaders = <S extends z.ZodType>(
+  schema: S,
+  headers: Record<string, string | string[] | undefined>,
+): z.infer<S> => parseWith(schema, headers, 'invalid_headers', 'headers');
+
+const noQuery = z.strictObject({});
+/** A route that takes no query parameters refuses any, as Nango does (`invalid_query_params`). */
+export const parseNoQuery = (query: unknown): void => {
+  parseQuery(noQuery, query);
+};

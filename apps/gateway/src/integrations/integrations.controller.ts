@@ -16,11 +16,9 @@ import { Caller, CallerScopes } from '../access/caller.decorator';
 import type { FastifyRequest } from 'fastify';
 import { ConsoleCredentialsAudit } from '../console/console-auth.audit';
 import { RequireScope, RequireScopeOrSession } from '../access/route-access';
-import { parseBody, parseParams, parseQuery } from '../http/validation';
+import { parseBody, parseNoQuery, parseParams, parseQuery } from '../http/validation';
 
 const paramsSchema = z.object({ uniqueKey: uniqueKeySchema });
-const noQuery = z.object({}).strict();
-
 @Controller('integrations')
 export class IntegrationsController {
   constructor(
@@ -36,7 +34,7 @@ export class IntegrationsController {
     @Req() request: FastifyRequest,
     @Query() query: unknown,
   ): Promise<{ data: Integration[] }> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const data = await this.nats.request<Integration[]>(INTEGRATION_SUBJECTS.list, { caller });
     const allowed = request.connectSession?.allowedIntegrations;
     return { data: allowed ? data.filter((integration) => allowed.includes(integration.unique_key)) : data };

@@ -17,9 +17,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Pool, type Dispatcher } from 'undici';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { sendError } from '../http/error-reply';
-import { bodyDigest, signCaller } from './internal-token';
 import { ProxyRoute } from './proxy-route';
-import { internalSigningKey } from '@switchboard/crypto';
+import { internalSigningKey, proxyBodyDigest, signProxyCall } from '@switchboard/crypto';
 
 /** Request headers that must not reach the proxy service: per-hop ones, the caller's key, trace headers (re-injected for our hop). */
 const DROPPED_REQUEST = new Set(['host', 'authorization', 'expect', 'traceparent', 'tracestate', 'baggage']);
@@ -107,14 +106,13 @@ export class ProxyRelay extends ProxyRoute implements OnApplicationShutdown {
       return sendError(reply, 'payload_too_large', 'The request body is larger than it declared');
     const headers = {
       ...relayedRequestHeaders(request.headers),
-      ...signCaller(
-        this.key,
-        request.method,
+      ...signProxyCall(this.key, {
+        method: request.method,
         url,
-        { ...caller, credentialsOnAnyOrigin },
-        request.headers,
-        held === 'stream' ? undefined : bodyDigest(held),
-      ),
+        caller: { ...caller, credentialsOnAnyOrigin },
+        headers: request.headers,
+        bodyDigest: held === 'stream' ? undefined : proxyBodyDigest(held),
+      }),
     };
     const controller = new AbortController();
     reply.raw.once('close', () => {

@@ -11,38 +11,21 @@ import {
   UseFilters,
 } from '@nestjs/common';
 import {
-  fieldErrorsFromZod,
   listRecordsQuerySchema,
   pruneRecordsBodySchema,
   recordModelKey,
   recordsHeadersSchema,
   RECORDS_SUBJECTS,
-  SwitchboardError,
   type Caller as CallerType,
   type PruneRecordsResponse,
-  type RecordsHeaders,
   type RecordsListReply,
   type RecordsListRequest,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
-import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { CodeStatusFilter } from '../http/code-status.filter';
-import { parseBody, parseQuery } from '../http/validation';
-
-const noQuery = z.object({}).strict();
-
-function parseHeaders(headers: Record<string, string | string[] | undefined>): RecordsHeaders {
-  const parsed = recordsHeadersSchema.safeParse({
-    'connection-id': headers['connection-id'],
-    'provider-config-key': headers['provider-config-key'],
-  });
-  if (!parsed.success) {
-    throw new SwitchboardError('invalid_headers', 'Invalid headers', fieldErrorsFromZod(parsed.error));
-  }
-  return parsed.data;
-}
+import { parseBody, parseHeaders, parseNoQuery, parseQuery } from '../http/validation';
 
 const RECORDS_OPEN = Buffer.from('{"records":[');
 const COMMA = Buffer.from(',');
@@ -68,7 +51,7 @@ export class RecordsController {
     @Query() query: unknown,
   ): Promise<StreamableFile> {
     const q = parseQuery(listRecordsQuerySchema, query);
-    const h = parseHeaders(headers);
+    const h = parseHeaders(recordsHeadersSchema, headers);
     const modifiedAfter = q.delta ?? q.modified_after;
     const request: RecordsListRequest = {
       caller,
@@ -118,9 +101,9 @@ export class RecordsController {
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<PruneRecordsResponse> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const b = parseBody(pruneRecordsBodySchema, body);
-    const h = parseHeaders(headers);
+    const h = parseHeaders(recordsHeadersSchema, headers);
     return this.nats.request<PruneRecordsResponse>(RECORDS_SUBJECTS.prune, {
       caller,
       providerConfigKey: h['provider-config-key'],

@@ -12,7 +12,6 @@ import {
   UseFilters,
 } from '@nestjs/common';
 import {
-  fieldErrorsFromZod,
   SwitchboardError,
   SYNC_SUBJECTS,
   syncFrequencyBodySchema,
@@ -30,13 +29,10 @@ import {
   type SyncVariantResponse,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
-import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { CodeStatusFilter } from '../http/code-status.filter';
-import { parseBody, parseParams, parseQuery } from '../http/validation';
-
-const noQuery = z.object({}).strict();
+import { parseBody, parseHeaders, parseNoQuery, parseParams, parseQuery } from '../http/validation';
 
 /**
  * Nango answers an unknown connection with 400 on the frequency and variant routes; trigger, pause and
@@ -59,24 +55,17 @@ export class SyncsController {
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<{ success: true }> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const parsed = parseBody(syncTriggerBodySchema, body);
-    const parsedHeaders = syncTriggerHeadersSchema.safeParse(headers);
-    if (!parsedHeaders.success) {
-      throw new SwitchboardError(
-        'invalid_headers',
-        'Invalid headers',
-        fieldErrorsFromZod(parsedHeaders.error),
-      );
-    }
-    const providerConfigKey = parsed.provider_config_key || parsedHeaders.data['provider-config-key'];
+    const parsedHeaders = parseHeaders(syncTriggerHeadersSchema, headers);
+    const providerConfigKey = parsed.provider_config_key || parsedHeaders['provider-config-key'];
     if (!providerConfigKey) {
       throw new SwitchboardError(
         'missing_provider_config_key',
         'Missing provider_config_key. Provide it in the body or headers.',
       );
     }
-    const connectionId = parsed.connection_id || parsedHeaders.data['connection-id'];
+    const connectionId = parsed.connection_id || parsedHeaders['connection-id'];
     const { reset, emptyCache } = parsed.opts
       ? { reset: parsed.opts.reset === true, emptyCache: parsed.opts.emptyCache === true }
       : syncModeFlags(parsed.sync_mode ?? parsed.full_resync);
@@ -133,7 +122,7 @@ export class SyncsController {
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<{ frequency: string }> {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const parsed = parseBody(syncFrequencyBodySchema, body);
     return this.nats.request(SYNC_SUBJECTS.frequency, {
       caller,
@@ -173,7 +162,7 @@ export class SyncsController {
   }
 
   private command(subject: string, caller: CallerType, query: unknown, body: unknown) {
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const parsed = parseBody(syncPauseStartBodySchema, body);
     return this.nats.request<{ success: true }>(subject, {
       caller,
@@ -185,7 +174,7 @@ export class SyncsController {
 
   private variantRequest(caller: CallerType, params: unknown, query: unknown, body: unknown) {
     const { name, variant } = parseParams(syncVariantParamsSchema, params);
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     const parsed = parseBody(syncVariantBodySchema, body);
     return {
       caller,

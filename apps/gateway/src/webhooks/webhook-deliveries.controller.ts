@@ -9,12 +9,9 @@ import {
   type WebhookDeliveryDetail,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
-import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseParams, parseQuery } from '../http/validation';
-
-const noQuery = z.object({}).strict();
+import { parseNoQuery, parseParams, parseQuery } from '../http/validation';
 
 /** The environment's webhook delivery log (newest first) and redelivery. */
 @Controller('environment/webhook-deliveries')
@@ -39,7 +36,7 @@ export class WebhookDeliveriesController {
     @Query() query: unknown,
   ): Promise<{ data: WebhookDeliveryDetail }> {
     const { id } = parseParams(deliveryIdParamsSchema, params);
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     return {
       data: await this.nats.request<WebhookDeliveryDetail>(WEBHOOK_SUBJECTS.getDelivery, {
         environmentId: caller.environmentId,
@@ -58,7 +55,7 @@ export class WebhookDeliveriesController {
     @Query() query: unknown,
   ): Promise<{ data: WebhookDelivery }> {
     const { id } = parseParams(deliveryIdParamsSchema, params);
-    parseQuery(noQuery, query);
+    parseNoQuery(query);
     return {
       data: await this.nats.request<WebhookDelivery>(WEBHOOK_SUBJECTS.redeliver, {
         environmentId: caller.environmentId,

@@ -1,53 +1,33 @@
-import { createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
-import {
-  PROXY_INTERNAL_HEADERS,
-  PROXY_SIGNED_HEADERS,
-  proxyCallerSigningInput,
-  type Caller,
-} from '@switchboard/contracts';
+import { createSecretKey } from 'node:crypto';
+import type { ProxyCaller } from '@switchboard/contracts';
+import { proxyBodyDigest, signProxyCall } from '@switchboard/crypto';
 import { freePort, testInfrastructure } from '@switchboard/testing';
 import Redis from 'ioredis';
 import { GatewaySignatures, RedisNonces } from './internal-token';
 
 const key = createSecretKey(Buffer.from('k'.repeat(32)));
-const caller: Caller = {
+const caller: ProxyCaller = {
   accountId: 1,
   environmentId: 2,
   environmentUuid: '00000000-0000-4000-8000-000000000000',
   environmentName: 'dev',
   keyId: 3,
+  credentialsOnAnyOrigin: false,
 };
 const url = '/proxy/users';
 const connection = { 'provider-config-key': 'github', 'connection-id': 'c1' };
 
 /** A gateway request, signed now with a fresh nonce. */
-function signed(): Record<string, string> {
-  const encoded = Buffer.from(JSON.stringify(caller), 'utf8').toString('base64url');
-  const timestamp = String(Date.now());
-  const nonce = randomBytes(16).toString('base64url');
-  const bodyDigest = createHash('sha256').update('').digest('base64url');
-  const signature = createHmac('sha256', key)
-    .update(
-      proxyCallerSigningInput({
-        timestamp,
-        nonce,
-        method: 'GET',
-        url,
-        caller: encoded,
-        headers: PROXY_SIGNED_HEADERS.map((name) => (connection as Record<string, string>)[name] ?? ''),
-        bodyDigest,
-      }),
-    )
-    .digest('base64url');
-  return {
-    ...connection,
-    [PROXY_INTERNAL_HEADERS.caller]: encoded,
-    [PROXY_INTERNAL_HEADERS.timestamp]: timestamp,
-    [PROXY_INTERNAL_HEADERS.nonce]: nonce,
-    [PROXY_INTERNAL_HEADERS.bodyDigest]: bodyDigest,
-    [PROXY_INTERNAL_HEADERS.signature]: signature,
-  };
-}
+const signed = (): Record<string, string> => ({
+  ...connection,
+  ...signProxyCall(key, {
+    method: 'GET',
+    url,
+    caller,
+    headers: connection,
+    bodyDigest: proxyBodyDigest(undefined),
+  }),
+});
 
 /** Two verifiers on one Redis behave as two proxy replicas. */
 describe('GatewaySignatures with nonces in Redis', () => {

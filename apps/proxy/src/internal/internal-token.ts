@@ -1,22 +1,14 @@
-import { createHash, createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHash, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import {
-  PROXY_INTERNAL_HEADERS,
   PROXY_SIGNATURE_MAX_AGE_MS,
   PROXY_SIGNED_BODY_MAX_BYTES,
-  PROXY_SIGNED_HEADERS,
   PROXY_UNSIGNED_PAYLOAD,
-  proxyCallerSchema,
-  proxyCallerSigningInput,
   type ProxyCaller,
 } from '@switchboard/contracts';
+import { verifyProxyCall } from '@switchboard/crypto';
 import type Redis from 'ioredis';
 import { LRUCache } from 'lru-cache';
-
-const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
-  const value = headers[name];
-  return typeof value === 'string' ? value : undefined;
-};
 
 /** A gateway-signed request: who is calling, and the body digest the proxy must still check. */
 export interface SignedCall {
@@ -67,10 +59,9 @@ export class RedisNonces implements NonceStore {
 }
 
 /**
- * Checks the gateway's signature over (time, nonce, method, URL, caller, connection headers, body digest)
- * and takes the nonce: the same signed request is accepted once. Nonces are remembered (in the store,
- * shared by the replicas when it is Redis) for twice the signature's lifetime, so a replay is refused
- * until the signature is stale anyway.
+ * Checks the gateway's signature (`verifyProxyCall`) and takes the nonce: the same signed request is
+ * accepted once. Nonces are remembered (in the store, shared by the replicas when it is Redis) for twice
+ * the signature's lifetime, so a replay is refused until the signature is stale anyway.
  */
 export class GatewaySignatures {
   constructor(
@@ -84,39 +75,10 @@ export class GatewaySignatures {
     headers: IncomingHttpHeaders,
     now = Date.now(),
   ): Promise<SignedCall | undefined> {
-    const caller = header(headers, PROXY_INTERNAL_HEADERS.caller);
-    const timestamp = header(headers, PROXY_INTERNAL_HEADERS.timestamp);
-    const signature = header(headers, PROXY_INTERNAL_HEADERS.signature);
-    const nonce = header(headers, PROXY_INTERNAL_HEADERS.nonce);
-    const bodyDigest = header(headers, PROXY_INTERNAL_HEADERS.bodyDigest);
-    if (!caller || !timestamp || !signature || !nonce || !bodyDigest) return undefined;
-    if (!/^\d{1,16}$/.test(timestamp) || !/^[A-Za-z0-9_-]{16,64}$/.test(nonce)) return undefined;
-    if (Math.abs(now - Number(timestamp)) > PROXY_SIGNATURE_MAX_AGE_MS) return undefined;
-    const expected = createHmac('sha256', this.key)
-      .update(
-        proxyCallerSigningInput({
-          timestamp,
-          nonce,
-          method,
-          url,
-          caller,
-          headers: PROXY_SIGNED_HEADERS.map((name) => header(headers, name) ?? ''),
-          bodyDigest,
-        }),
-      )
-      .digest();
-    const given = Buffer.from(signature, 'base64url');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+    const call = verifyProxyCall(this.key, method, url, headers, now);
     // Only a valid signature spends its nonce (a forger cannot burn the gateway's nonces).
-    if (!(await this.nonces.claim(nonce, 2 * PROXY_SIGNATURE_MAX_AGE_MS))) return undefined;
-    try {
-      const parsed = proxyCallerSchema.safeParse(
-        JSON.parse(Buffer.from(caller, 'base64url').toString('utf8')),
-      );
-      return parsed.success ? { caller: parsed.data, bodyDigest } : undefined;
-    } catch {
-      return undefined;
-    }
+    if (!call || !(await this.nonces.claim(call.nonce, 2 * PROXY_SIGNATURE_MAX_AGE_MS))) return undefined;
+    return { caller: call.caller, bodyDigest: call.bodyDigest };
   }
 }
 

@@ -1,46 +1,36 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import {
   AUTH_INTERNAL_SUBJECTS,
   INTEGRATION_SUBJECTS,
-  ON_EVENT_SUBJECTS,
   PROVIDER_SUBJECTS,
   refreshTokenResultSchema,
   type ApiProvider,
   type ApiPublicConnectionFull,
-  type Caller,
   type Credentials,
   type ImportConnectionRequest,
   type ImportCredentials,
   type Integration,
-  type OnEventReply,
-  type ValidateConnectionRequest,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { connectionConfigValueProblems, type HostFieldsProviderShape } from '@switchboard/providers';
-import { VAULT_ENV, type VaultEnv } from '../../config/env';
 import { VaultError } from '../../vault.errors';
 import { endUserFromInput, toFullConnection } from '../connection-view';
-import { ConnectionsRepository, type ConnectionKey } from '../connections.repository';
-import { StoreConnection } from './store-connection';
-
-/** Beyond the scripts' own budget: the runtime's abort grace, loading and answering (as auth-connect waits). */
-const VALIDATION_MARGIN_MS = 5_000;
+import { AcceptConnection } from './accept-connection';
 
 /**
  * `POST /connections`: stores a connection whose credentials the caller already has (a migration from
  * another platform). The integration must exist and its provider's auth mode must match the credentials.
  * GitHub App connections (APP, CUSTOM) carry only the installation; auth-connect mints their token.
  * The integration's validate-connection scripts accept or refuse the credentials before anything is
- * stored, as at the end of a connect flow.
+ * stored (`AcceptConnection`, as at the end of a connect flow); an import over an existing connection id
+ * is checked like a reconnect, and a refusal leaves the stored connection as it was.
  */
 @Injectable()
 export class ImportConnection {
   constructor(
     private readonly nats: NatsRequester,
-    private readonly store: StoreConnection,
-    private readonly repository: ConnectionsRepository,
-    @Inject(VAULT_ENV) private readonly env: VaultEnv,
+    private readonly accept: AcceptConnection,
   ) {}
 
   async execute(req: ImportConnectionRequest): Promise<ApiPublicConnectionFull> {
@@ -118,8 +108,8 @@ export class ImportConnection {
       providerConfigKey: body.provider_config_key,
       connectionId,
     };
-    await this.validate(caller, key, integration.provider, credentials, connectionConfig, body.metadata);
-    const { row } = await this.store.execute({
+    const { row } = await this.accept.execute({
+      caller,
       key,
       provider: integration.provider,
       credentials,
@@ -129,49 +119,11 @@ export class ImportConnection {
       endUser: body.end_user ? endUserFromInput(body.end_user) : undefined,
       webhookUrlOverride:
         body.webhook_url_override === undefined ? undefined : body.webhook_url_override || null,
+      announceRefusedOverride: false,
     });
     return req.includeCredentials
       ? toFullConnection(row, credentials, false, connectionConfig)
       : toFullConnection(row, undefined, false);
-  }
-
-  /**
-   * Runs the integration's validate-connection scripts with the candidate credentials, over the same
-   * subject auth-connect asks at the end of a connect flow (the orchestrator answers at once when there are
-   * none). An import over an existing connection id is checked like a reconnect (`override`): a refusal
-   * leaves the stored connection as it was. A refusal answers `connection_validation_failed` with the
-   * script's reason; nothing is stored and no auth event is published, not even the failed `override` one
-   * a refused reconnect sends: the caller is the customer's backend, which learns it from the answer.
-   * Fail-closed like the connect flow: without a verdict (orchestrator down or too slow) nothing is stored.
-   */
-  private async validate(
-    caller: Caller,
-    key: ConnectionKey,
-    provider: string,
-    credentials: Credentials,
-    connectionConfig: Record<string, unknown>,
-    metadata: Record<string, unknown> | undefined,
-  ): Promise<void> {
-    const existing = await this.repository.findByKey(key);
-    const request: ValidateConnectionRequest = {
-      caller,
-      providerConfigKey: key.providerConfigKey,
-      connectionId: key.connectionId,
-      provider,
-      operation: existing ? 'override' : 'creation',
-      // The metadata the connection will have once stored: the import's, else (an override) the current one.
-      candidate: {
-        credentials,
-        connectionConfig,
-        metadata: metadata ?? (existing?.metadata as Record<string, unknown> | null | undefined) ?? null,
-      },
-    };
-    const verdict = await this.nats.request<OnEventReply>(ON_EVENT_SUBJECTS.validateConnection, request, {
-      timeoutMs: this.env.SWITCHBOARD_ON_EVENT_TIMEOUT_MS + VALIDATION_MARGIN_MS,
-    });
-    if (!verdict.ok) {
-      throw new VaultError('connection_validation_failed', verdict.message ?? 'Connection failed validation');
-    }
   }
 
   private async mintAppCredentials(
