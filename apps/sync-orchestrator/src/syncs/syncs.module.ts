@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { RecordsModule } from '../records/records.module';
-import { RecordsStore } from '../records/records.store';
+import { RecordsStore } from '@switchboard/records-store';
 import { SyncsHandlers } from './syncs.handlers';
 import { SyncsService } from './syncs.service';
 import { SYNC_RECORDS } from './sync-records';
