@@ -17,9 +17,8 @@ import {
 import { NatsHandler } from '@switchboard/messaging';
 import { CreateSyncVariant } from './use-cases/create-sync-variant';
 import { DeleteSyncVariant } from './use-cases/delete-sync-variant';
-import { PauseSyncs } from './use-cases/pause-syncs';
 import { SetSyncFrequency } from './use-cases/set-sync-frequency';
-import { StartSyncs } from './use-cases/start-syncs';
+import { SetSyncsPaused } from './use-cases/set-syncs-paused';
 import { SyncStatus } from './use-cases/sync-status';
 import { TriggerSyncs } from './use-cases/trigger-syncs';
 
@@ -28,8 +27,7 @@ import { TriggerSyncs } from './use-cases/trigger-syncs';
 export class SyncsHandlers {
   constructor(
     private readonly triggerSyncs: TriggerSyncs,
-    private readonly pauseSyncs: PauseSyncs,
-    private readonly startSyncs: StartSyncs,
+    private readonly setSyncsPaused: SetSyncsPaused,
     private readonly syncStatus: SyncStatus,
     private readonly setSyncFrequency: SetSyncFrequency,
     private readonly createSyncVariant: CreateSyncVariant,
@@ -43,12 +41,12 @@ export class SyncsHandlers {
 
   @NatsHandler(SYNC_SUBJECTS.pause, syncCommandRequestSchema)
   pause(request: SyncCommandRequest): Promise<{ success: true }> {
-    return this.pauseSyncs.execute(request);
+    return this.setSyncsPaused.execute(request, true);
   }
 
   @NatsHandler(SYNC_SUBJECTS.start, syncCommandRequestSchema)
   start(request: SyncCommandRequest): Promise<{ success: true }> {
-    return this.startSyncs.execute(request);
+    return this.setSyncsPaused.execute(request, false);
   }
 
   @NatsHandler(SYNC_SUBJECTS.status, syncStatusRequestSchema)

@@ -10,9 +10,8 @@ import { SyncsHandlers } from './syncs.handlers';
 import { SyncsService } from './syncs.service';
 import { CreateSyncVariant } from './use-cases/create-sync-variant';
 import { DeleteSyncVariant } from './use-cases/delete-sync-variant';
-import { PauseSyncs } from './use-cases/pause-syncs';
 import { SetSyncFrequency } from './use-cases/set-sync-frequency';
-import { StartSyncs } from './use-cases/start-syncs';
+import { SetSyncsPaused } from './use-cases/set-syncs-paused';
 import { SyncStatus } from './use-cases/sync-status';
 import { TriggerSyncs } from './use-cases/trigger-syncs';
 
@@ -31,8 +30,7 @@ import { TriggerSyncs } from './use-cases/trigger-syncs';
     },
     { provide: SYNC_RECORDS, useExisting: RecordsStore },
     TriggerSyncs,
-    PauseSyncs,
-    StartSyncs,
+    SetSyncsPaused,
     SyncStatus,
     SetSyncFrequency,
     CreateSyncVariant,
