@@ -68,7 +68,7 @@ const SETTINGS = {
   allocProfile: args.get('alloc-profile'),
   /** `--memory-series=FILE`: every RSS and heap sample of the memory run written there as JSON (for a plot). */
   memorySeries: args.get('memory-series'),
-  /** `--store-dist=DIR`: the store phase loads `DIR/records/records.store.js` (another build, for an A/B in one session). */
+  /** `--store-dist=DIR`: the store phase loads `DIR/index.js` (another build of records-store, for an A/B in one run). */
   storeDist: args.get('store-dist'),
   /** `--gateway-v8-flags=--trace-gc`: V8 flags set in the gateway at start (its GC lines during the GET phase are counted). */
   gatewayV8Flags: args.get('gateway-v8-flags') ?? '',
@@ -154,7 +154,7 @@ function rssMb(pid: number): number {
 async function benchStore(databaseUrl: string) {
   const { repoRoot } = await import('@switchboard/testing');
   const { RecordsStore } = require(
-    join(SETTINGS.storeDist ?? join(repoRoot(), 'apps/sync-orchestrator/dist'), 'records/records.store.js'),
+    join(SETTINGS.storeDist ?? join(repoRoot(), 'packages/records-store/dist'), 'index.js'),
   ) as {
     RecordsStore: new (pool: unknown, keyring: MasterKeyring) => Store;
   };

@@ -8,7 +8,7 @@
 import { runRewrapCommand } from '@switchboard/config';
 import { EnvelopeCipher, MasterKeyring } from '@switchboard/crypto';
 import { createPgPool, type PgPool } from '@switchboard/db';
-import { rewrapAllRecords } from './records/rewrap-records';
+import { rewrapAllRecords } from '@switchboard/records-store';
 
 runRewrapCommand({
   open: (databaseUrl) => createPgPool(databaseUrl, { poolSize: 2 }),

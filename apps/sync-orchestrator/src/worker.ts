@@ -18,7 +18,7 @@ import { createSyncActivities } from './activities/sync.activities';
 import { InvocationRunner } from './actions/invocation-runner';
 import { loadEnv, type OrchestratorEnv } from './config/env';
 import { clientInterceptors, workerTracing } from './temporal/tracing';
-import { RecordsStore } from './records/records.store';
+import { RecordsStore } from '@switchboard/records-store';
 import { workflowBundlePath } from './temporal/workflow-bundle';
 import { SyncRunner } from './syncs/sync-runner';
 

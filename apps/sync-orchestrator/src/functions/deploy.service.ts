@@ -1,16 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
   CONNECTION_SUBJECTS,
-  FUNCTION_MODULES,
-  SwitchboardError,
-  UNSUPPORTED_FUNCTION_MODULES,
-  requiredModules,
   type Caller,
   type DeployBody,
-  type DeployMode,
-  type FieldError,
-  type FunctionType,
   type OnEventType,
   type ScriptDifferences,
   type SyncDeploymentResult,
@@ -19,35 +12,17 @@ import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { ActionLookups } from '../actions/action-lookups';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import {
-  configOfFlow,
-  configOfOnEvent,
-  storedConfig,
-  type FunctionWithVersion,
-  type StoredConfig,
-} from './function-config';
-import { parseSyncInterval } from '../syncs/frequency';
 import { SyncsService, type RemovedSync } from '../syncs/syncs.service';
-import { IntegrationDirectory } from './integration-directory';
+import { DeployPlanner, keyOf, sha256, type Desired, type Plan } from './deploy-plan';
+import { storedConfig } from './function-config';
 
-/** One function as the deploy wants it to be. */
-interface Desired {
-  providerConfigKey: string;
-  type: FunctionType;
-  name: string;
-  event: OnEventType | null;
-  js: string;
-  ts: string | null;
-  version: string | undefined;
-  config: StoredConfig;
-  models: string[];
-}
-
-interface Plan {
-  mode: DeployMode;
-  desired: Desired[];
-  existing: FunctionWithVersion[];
-  toDelete: FunctionWithVersion[];
+/** A desired function's version: `versionId` set when a new version is written. */
+interface Outcome {
+  d: Desired;
+  version: string;
+  id?: number;
+  versionId?: string;
+  sha: string;
 }
 
 /** Functions written per statement when a deploy stores them. */
@@ -61,10 +36,6 @@ function chunks<T>(items: T[], size: number): T[][] {
 
 /** Nango's default when a script sets no version, and the first step of bumping one. */
 const FIRST_VERSION = '0.0.1';
-
-const keyOf = (f: { providerConfigKey: string; type: string; name: string }) =>
-  `${f.providerConfigKey}\u0000${f.type}\u0000${f.name}`;
-const sha256 = (code: string) => createHash('sha256').update(code).digest('hex');
 
 /** `1.2.3` → `1.2.4`; anything else gets a fresh `0.0.1`. */
 export function nextVersion(previous: string | undefined): string {
@@ -82,14 +53,14 @@ export function nextVersion(previous: string | undefined): string {
 export class DeployService {
   constructor(
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
-    private readonly integrations: IntegrationDirectory,
+    private readonly planner: DeployPlanner,
     private readonly nats: NatsRequester,
     private readonly syncs: SyncsService,
     private readonly lookups: ActionLookups,
   ) {}
 
   async confirm(caller: Caller, body: DeployBody): Promise<ScriptDifferences> {
-    const plan = await this.plan(caller, body);
+    const plan = await this.planner.plan(caller, body);
     const existing = new Map(plan.existing.map((f) => [keyOf(f), f]));
     const diff: ScriptDifferences = {
       newSyncs: [],
@@ -177,88 +148,9 @@ export class DeployService {
       async (tx) => {
         // One deploy of an environment at a time: two overlapping ones would each reconcile away the other's.
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('orchestrator.deploy'), ${caller.environmentId}::int)`;
-        const plan = await this.plan(caller, body, tx);
+        const plan = await this.planner.plan(caller, body, tx);
         for (const d of plan.desired) if (d.type === 'sync') touched.add(d.providerConfigKey);
-        const existing = new Map(plan.existing.map((f) => [keyOf(f), f]));
-        const now = new Date();
-        // A project may hold thousands of functions: the writes are a few statements for all of them,
-        // not a few per function (one round trip each made a ~1,700-function deploy outlive its transaction).
-        const outcomes: { d: Desired; version: string; id?: number; versionId?: string; sha: string }[] = [];
-        const unchangedIds: number[] = [];
-        for (const d of plan.desired) {
-          const found = existing.get(keyOf(d));
-          const current = found?.currentVersion;
-          const sha = sha256(d.js);
-          const unchanged =
-            current &&
-            current.sha256 === sha &&
-            (d.version === undefined || d.version === current.version) &&
-            JSON.stringify(current.config) === JSON.stringify(d.config) &&
-            current.codeTs === d.ts;
-          if (unchanged && found) {
-            unchangedIds.push(found.id);
-            outcomes.push({ d, version: current.version, id: found.id, sha });
-          } else {
-            const version = d.version ?? (current ? nextVersion(current.version) : FIRST_VERSION);
-            outcomes.push({ d, version, ...(found ? { id: found.id } : {}), versionId: randomUUID(), sha });
-          }
-        }
-        if (unchangedIds.length > 0) {
-          await tx.deployedFunction.updateMany({
-            where: { id: { in: unchangedIds } },
-            data: { lastDeployedAt: now, source, enabled: true },
-          });
-        }
-        const fresh = outcomes.filter((o) => o.id === undefined);
-        for (const batch of chunks(fresh, WRITE_BATCH)) {
-          const created = await tx.deployedFunction.createManyAndReturn({
-            data: batch.map(({ d }) => ({
-              environmentId: caller.environmentId,
-              providerConfigKey: d.providerConfigKey,
-              name: d.name,
-              type: d.type,
-              event: d.event,
-              source,
-              lastDeployedAt: now,
-            })),
-            select: { id: true, providerConfigKey: true, type: true, name: true },
-          });
-          const ids = new Map(created.map((f) => [keyOf(f), f.id]));
-          for (const o of batch) o.id = ids.get(keyOf(o.d));
-        }
-        const changed = outcomes.filter((o) => o.versionId !== undefined);
-        for (const batch of chunks(changed, WRITE_BATCH)) {
-          await tx.functionVersion.createMany({
-            data: batch.map((o) => ({
-              id: o.versionId!,
-              functionId: o.id!,
-              version: o.version,
-              codeJs: o.d.js,
-              codeTs: o.d.ts,
-              sha256: o.sha,
-              config: o.d.config as unknown as Prisma.InputJsonValue,
-            })),
-          });
-          // Raw SQL: one UPDATE pointing each function at its own new version (updateMany sets one value).
-          await tx.$executeRaw`
-            UPDATE orchestrator.functions AS f
-            SET current_version_id = v.version_id::uuid, event = v.event, last_deployed_at = ${now},
-                source = ${source}, enabled = true, updated_at = now()
-            FROM unnest(${batch.map((o) => o.id!)}::int[], ${batch.map((o) => o.versionId!)}::text[],
-                        ${batch.map((o) => o.d.event)}::text[]) AS v(id, version_id, event)
-            WHERE f.id = v.id`;
-        }
-        for (const { d, version, id } of outcomes) {
-          // Every deployed function, on-event scripts included, as Nango lists them (the CLI prints each).
-          results.push({
-            name: d.name,
-            version,
-            providerConfigKey: d.providerConfigKey,
-            type: d.type,
-            models: d.models,
-            id: id!,
-          });
-        }
+        results.push(...(await this.store(tx, caller, plan, source)));
         if (body.reconcile && plan.toDelete.length > 0) {
           await tx.deployedFunction.deleteMany({ where: { id: { in: plan.toDelete.map((f) => f.id) } } });
           for (const f of plan.toDelete) {
@@ -280,136 +172,103 @@ export class DeployService {
     return results;
   }
 
-  private async plan(caller: Caller, body: DeployBody, tx?: Prisma.TransactionClient): Promise<Plan> {
-    const mode: DeployMode = body.deployMode ?? (body.singleDeployMode ? 'single' : 'all');
-    const desired: Desired[] = [
-      ...body.flowConfigs.map(
-        (flow): Desired => ({
-          providerConfigKey: flow.providerConfigKey,
-          type: flow.type,
-          name: flow.syncName,
-          event: null,
-          js: flow.fileBody.js,
-          ts: flow.fileBody.ts ?? null,
-          version: flow.version ? flow.version : undefined,
-          config: configOfFlow(flow, body.sdkVersion),
-          models: flow.models,
-        }),
-      ),
-      ...(mode === 'single' ? [] : (body.onEventScriptsByProvider ?? [])).flatMap((group) =>
-        group.scripts.map(
-          (script): Desired => ({
-            providerConfigKey: group.providerConfigKey,
-            type: 'on-event',
-            name: script.name,
-            event: script.event,
-            js: script.fileBody.js,
-            ts: script.fileBody.ts ?? null,
-            version: undefined,
-            config: configOfOnEvent(body.sdkVersion),
-            models: [],
-          }),
-        ),
-      ),
-    ];
-    await this.validate(caller, body, desired);
-
-    const environmentId = caller.environmentId;
-    // Inside the deploy's transaction when applying, so the plan and the writes see the same state.
-    const reader = (tx ?? this.db) as Pick<Prisma.TransactionClient, 'deployedFunction'>;
-    const read = (where: Prisma.DeployedFunctionWhereInput) =>
-      reader.deployedFunction.findMany({
-        where: { environmentId, ...where },
-        include: { currentVersion: true },
+  /**
+   * Stores the plan's functions: a new version for each one that changed, the function pointed at it.
+   * Answers every deployed function as Nango lists them.
+   */
+  private async store(
+    tx: Prisma.TransactionClient,
+    caller: Caller,
+    plan: Plan,
+    source: string,
+  ): Promise<SyncDeploymentResult[]> {
+    const results: SyncDeploymentResult[] = [];
+    const now = new Date();
+    // A project may hold thousands of functions: the writes are a few statements for all of them,
+    // not a few per function (one round trip each made a ~1,700-function deploy outlive its transaction).
+    const { outcomes, unchangedIds } = versionsOf(plan);
+    if (unchangedIds.length > 0) {
+      await tx.deployedFunction.updateMany({
+        where: { id: { in: unchangedIds } },
+        data: { lastDeployedAt: now, source, enabled: true },
       });
-    const wanted = new Set(desired.map(keyOf));
-    let existing: FunctionWithVersion[];
-    if (mode === 'all') existing = await read({});
-    else {
-      const keys = new Set(desired.map((d) => d.providerConfigKey));
-      for (const group of body.onEventScriptsByProvider ?? []) keys.add(group.providerConfigKey);
-      existing = await read({ providerConfigKey: { in: [...keys] } });
     }
-    const toDelete = mode === 'single' ? [] : existing.filter((f) => !wanted.has(keyOf(f)));
-    if (mode === 'single') existing = existing.filter((f) => wanted.has(keyOf(f)));
-    return { mode, desired, existing, toDelete };
-  }
-
-  /** Everything that would make the deploy fail, said before anything is stored. */
-  private async validate(caller: Caller, body: DeployBody, desired: Desired[]): Promise<void> {
-    const errors: FieldError[] = [];
-    const seen = new Set<string>();
-    desired.forEach((d) => {
-      const key = keyOf(d);
-      if (seen.has(key)) {
-        errors.push({
-          code: 'duplicate',
-          message: `${d.type} "${d.name}" of integration "${d.providerConfigKey}" is in the deploy twice`,
-          path: ['flowConfigs'],
-        });
-      }
-      seen.add(key);
-    });
-    desired.forEach((d, index) => {
-      if (d.type !== 'sync') return;
-      const interval = parseSyncInterval(d.config.runs ?? '');
-      if (interval === 'too_short') {
-        errors.push({
-          code: 'sync_interval_too_short',
-          message: `sync "${d.name}" runs "${d.config.runs}": the shortest sync interval is 30 seconds`,
-          path: ['flowConfigs', index, 'runs'],
-        });
-      } else if (interval === 'invalid') {
-        errors.push({
-          code: 'invalid_frequency',
-          message: `sync "${d.name}" runs "${d.config.runs ?? ''}", which is not a frequency ("every 2 hours", "every 30 minutes", ...)`,
-          path: ['flowConfigs', index, 'runs'],
-        });
-      }
-    });
-    // A module the runtime cannot give the script fails the deploy, not the function's first run.
-    const provided = new Set<string>(FUNCTION_MODULES);
-    desired.forEach((d) => {
-      for (const name of requiredModules(d.js)) {
-        if (provided.has(name)) continue;
-        const why = Object.hasOwn(UNSUPPORTED_FUNCTION_MODULES, name)
-          ? UNSUPPORTED_FUNCTION_MODULES[name]
-          : `functions may require only ${FUNCTION_MODULES.filter((m) => !m.startsWith('node:')).join(', ')}`;
-        errors.push({
-          code: 'unsupported_module',
-          message: `${d.type} "${d.name}" of integration "${d.providerConfigKey}" requires module "${name}": ${why}`,
-          path: ['flowConfigs'],
-        });
-      }
-    });
-    if (errors.some((e) => e.code === 'sync_interval_too_short')) {
-      throw new SwitchboardError('sync_interval_too_short', errors.map((e) => e.message).join('; '), errors);
-    }
-    if (errors.length > 0) {
-      const modules = errors.filter((e) => e.code === 'unsupported_module');
-      throw new SwitchboardError(
-        'invalid_body',
-        modules.length > 0 ? modules.map((e) => e.message).join('; ') : 'Invalid deploy',
-        errors,
-      );
-    }
-
-    const keys = new Set(desired.map((d) => d.providerConfigKey));
-    for (const group of body.onEventScriptsByProvider ?? []) keys.add(group.providerConfigKey);
-    const missing: string[] = [];
-    for (const key of keys) {
-      if (!(await this.integrations.providerOf(caller, key))) missing.push(key);
-    }
-    if (missing.length > 0) {
-      throw new SwitchboardError(
-        'unknown_provider_config',
-        `Integration${missing.length > 1 ? 's' : ''} ${missing.map((k) => `"${k}"`).join(', ')} ${missing.length > 1 ? 'do' : 'does'} not exist in environment "${caller.environmentName}"; create ${missing.length > 1 ? 'them' : 'it'} first`,
-        missing.map((k) => ({
-          code: 'unknown_provider_config',
-          message: `Integration "${k}" does not exist`,
-          path: ['providerConfigKey'],
+    const fresh = outcomes.filter((o) => o.id === undefined);
+    for (const batch of chunks(fresh, WRITE_BATCH)) {
+      const created = await tx.deployedFunction.createManyAndReturn({
+        data: batch.map(({ d }) => ({
+          environmentId: caller.environmentId,
+          providerConfigKey: d.providerConfigKey,
+          name: d.name,
+          type: d.type,
+          event: d.event,
+          source,
+          lastDeployedAt: now,
         })),
-      );
+        select: { id: true, providerConfigKey: true, type: true, name: true },
+      });
+      const ids = new Map(created.map((f) => [keyOf(f), f.id]));
+      for (const o of batch) o.id = ids.get(keyOf(o.d));
+    }
+    const changed = outcomes.filter((o) => o.versionId !== undefined);
+    for (const batch of chunks(changed, WRITE_BATCH)) {
+      await tx.functionVersion.createMany({
+        data: batch.map((o) => ({
+          id: o.versionId!,
+          functionId: o.id!,
+          version: o.version,
+          codeJs: o.d.js,
+          codeTs: o.d.ts,
+          sha256: o.sha,
+          config: o.d.config as unknown as Prisma.InputJsonValue,
+        })),
+      });
+      // Raw SQL: one UPDATE pointing each function at its own new version (updateMany sets one value).
+      await tx.$executeRaw`
+        UPDATE orchestrator.functions AS f
+        SET current_version_id = v.version_id::uuid, event = v.event, last_deployed_at = ${now},
+            source = ${source}, enabled = true, updated_at = now()
+        FROM unnest(${batch.map((o) => o.id!)}::int[], ${batch.map((o) => o.versionId!)}::text[],
+                    ${batch.map((o) => o.d.event)}::text[]) AS v(id, version_id, event)
+        WHERE f.id = v.id`;
+    }
+    for (const { d, version, id } of outcomes) {
+      // Every deployed function, on-event scripts included, as Nango lists them (the CLI prints each).
+      results.push({
+        name: d.name,
+        version,
+        providerConfigKey: d.providerConfigKey,
+        type: d.type,
+        models: d.models,
+        id: id!,
+      });
+    }
+    return results;
+  }
+}
+
+/** Each desired function's version: its current one when nothing changed, else a new version to write. */
+function versionsOf(plan: Plan): { outcomes: Outcome[]; unchangedIds: number[] } {
+  const existing = new Map(plan.existing.map((f) => [keyOf(f), f]));
+  const outcomes: Outcome[] = [];
+  const unchangedIds: number[] = [];
+  for (const d of plan.desired) {
+    const found = existing.get(keyOf(d));
+    const current = found?.currentVersion;
+    const sha = sha256(d.js);
+    const unchanged =
+      current &&
+      current.sha256 === sha &&
+      (d.version === undefined || d.version === current.version) &&
+      JSON.stringify(current.config) === JSON.stringify(d.config) &&
+      current.codeTs === d.ts;
+    if (unchanged && found) {
+      unchangedIds.push(found.id);
+      outcomes.push({ d, version: current.version, id: found.id, sha });
+    } else {
+      const version = d.version ?? (current ? nextVersion(current.version) : FIRST_VERSION);
+      outcomes.push({ d, version, ...(found ? { id: found.id } : {}), versionId: randomUUID(), sha });
     }
   }
+  return { outcomes, unchangedIds };
 }

@@ -18,6 +18,7 @@ import { OnEventService } from '../on-event/on-event.service';
 import { SyncWebhooksConsumer } from '../sync-webhooks/sync-webhooks.consumer';
 import { SyncWebhooksHandlers } from '../sync-webhooks/sync-webhooks.handlers';
 import { SyncWebhooksService } from '../sync-webhooks/sync-webhooks.service';
+import { DeployPlanner } from './deploy-plan';
 import { DeployService } from './deploy.service';
 import { FunctionsHandlers } from './functions.handlers';
 import { FunctionsRepository } from './functions.repository';
@@ -35,6 +36,7 @@ import { IntegrationDirectory } from './integration-directory';
     SyncWebhooksHandlers,
   ],
   providers: [
+    DeployPlanner,
     DeployService,
     FunctionsRepository,
     IntegrationDirectory,

@@ -24,13 +24,12 @@ import {
   type RecordsWriteRequest,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsHandler, serveRaw, type RawAnswer } from '@switchboard/messaging';
+import { RecordsStore, type RecordScope } from '@switchboard/records-store';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { KnownConnections } from '../connections/known-connections';
 import { OrchestratorError } from '../sync-orchestrator.errors';
 import { holdSyncRun, type SyncRunScope } from '../syncs/sync-run-fence';
-import type { RecordScope } from './record-keys';
-import { RecordsStore } from './records.store';
 
 const scopeOf = (r: { caller: Caller; providerConfigKey: string; connectionId: string }): RecordScope => ({
   environmentId: r.caller.environmentId,

@@ -4,7 +4,7 @@ import { createPgPool, type PgPool } from '@switchboard/db';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { KnownConnectionsModule } from '../connections/known-connections';
 import { RecordsHandlers } from './records.handlers';
-import { RecordsStore } from './records.store';
+import { RecordsStore } from '@switchboard/records-store';
 
 /** The records store's own node-postgres pool (it does not go through Prisma). */
 export const RECORDS_PG_POOL = Symbol('RECORDS_PG_POOL');

@@ -1,19 +1,11 @@
+import type { ModelCounts, RecordScope } from '@switchboard/records-store';
+
+export type { ModelCounts, RecordScope };
+
 /**
- * What sync control needs of the records store (`records/records.store.ts`, which satisfies it): counts
- * of one run, deletes at the end of a run and on reset, record counts for the status.
+ * What sync control needs of the records store (`RecordsStore` of @switchboard/records-store, which
+ * satisfies it): counts of one run, deletes at the end of a run and on reset, record counts for the status.
  */
-export interface RecordScope {
-  environmentId: number;
-  providerConfigKey: string;
-  connectionId: string;
-}
-
-export interface ModelCounts {
-  added: number;
-  updated: number;
-  deleted: number;
-}
-
 export interface SyncRecords {
   runCounts(runId: string): Promise<Record<string, ModelCounts>>;
   deleteRecords(scope: RecordScope, models: string[]): Promise<number>;

@@ -15,45 +15,57 @@ import {
   type SyncVariantResponse,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
-import { SyncsService } from './syncs.service';
+import { CreateSyncVariant } from './use-cases/create-sync-variant';
+import { DeleteSyncVariant } from './use-cases/delete-sync-variant';
+import { SetSyncFrequency } from './use-cases/set-sync-frequency';
+import { SetSyncsPaused } from './use-cases/set-syncs-paused';
+import { SyncStatus } from './use-cases/sync-status';
+import { TriggerSyncs } from './use-cases/trigger-syncs';
 
 /** The sync API (`/sync/*` on the gateway). */
 @Controller()
 export class SyncsHandlers {
-  constructor(private readonly syncs: SyncsService) {}
+  constructor(
+    private readonly triggerSyncs: TriggerSyncs,
+    private readonly setSyncsPaused: SetSyncsPaused,
+    private readonly syncStatus: SyncStatus,
+    private readonly setSyncFrequency: SetSyncFrequency,
+    private readonly createSyncVariant: CreateSyncVariant,
+    private readonly deleteSyncVariant: DeleteSyncVariant,
+  ) {}
 
   @NatsHandler(SYNC_SUBJECTS.trigger, syncTriggerRequestSchema)
   trigger(request: SyncTriggerRequest): Promise<{ success: true }> {
-    return this.syncs.trigger(request);
+    return this.triggerSyncs.execute(request);
   }
 
   @NatsHandler(SYNC_SUBJECTS.pause, syncCommandRequestSchema)
   pause(request: SyncCommandRequest): Promise<{ success: true }> {
-    return this.syncs.pause(request);
+    return this.setSyncsPaused.execute(request, true);
   }
 
   @NatsHandler(SYNC_SUBJECTS.start, syncCommandRequestSchema)
   start(request: SyncCommandRequest): Promise<{ success: true }> {
-    return this.syncs.start(request);
+    return this.setSyncsPaused.execute(request, false);
   }
 
   @NatsHandler(SYNC_SUBJECTS.status, syncStatusRequestSchema)
   status(request: SyncStatusRequest): Promise<SyncStatusResponse> {
-    return this.syncs.status(request);
+    return this.syncStatus.execute(request);
   }
 
   @NatsHandler(SYNC_SUBJECTS.frequency, syncFrequencyRequestSchema)
   frequency(request: SyncFrequencyRequest): Promise<{ frequency: string }> {
-    return this.syncs.setFrequency(request);
+    return this.setSyncFrequency.execute(request);
   }
 
   @NatsHandler(SYNC_SUBJECTS.variantCreate, syncVariantRequestSchema)
   createVariant(request: SyncVariantRequest): Promise<SyncVariantResponse> {
-    return this.syncs.createVariant(request);
+    return this.createSyncVariant.execute(request);
   }
 
   @NatsHandler(SYNC_SUBJECTS.variantDelete, syncVariantRequestSchema)
   deleteVariant(request: SyncVariantRequest): Promise<{ success: true }> {
-    return this.syncs.deleteVariant(request);
+    return this.deleteSyncVariant.execute(request);
   }
 }

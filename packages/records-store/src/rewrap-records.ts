@@ -161,30 +161,10 @@ export async function rewrapAllRecords(
     last = rows[rows.length - 1]!;
     report.scanned += rows.length;
 
-    let pending = rows.map(swapOf).filter((s): s is Swap => s !== undefined);
-    const concurrent = new Set<string>();
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      const swapped = await swap(pool, pending);
-      report.rewrapped += swapped.size;
-      const missed = pending.filter((s) => !swapped.has(s.id));
-      if (missed.length === 0 || attempt === RETRIES) break;
-      // Held by a sync's write, or written meanwhile: look again once the write is likely done.
-      await sleep(RETRY_PAUSE_MS * 2 ** attempt);
-      const before = new Map(missed.map((s) => [s.id, s.old]));
-      const { rows: now } = await pool.query<Row>(SQL.reread, [currentVersion, missed.map((s) => s.id)]);
-      pending = [];
-      const found = new Set<string>();
-      for (const row of now) {
-        found.add(row.id);
-        if (!row.head || !row.head.equals(before.get(row.id)!)) concurrent.add(row.id);
-        if (!row.stale || !row.head) continue;
-        const next = swapOf(row);
-        if (next) pending.push(next);
-      }
-      // Deleted meanwhile (emptyCache, a deleted connection): nothing left to rewrap.
-      for (const s of missed) if (!found.has(s.id)) concurrent.add(s.id);
-    }
-    report.changedConcurrently += concurrent.size;
+    const pending = rows.map(swapOf).filter((s): s is Swap => s !== undefined);
+    const { rewrapped, concurrent } = await swapWithRetries(pool, pending, swapOf, currentVersion);
+    report.rewrapped += rewrapped;
+    report.changedConcurrently += concurrent;
     options.onProgress?.(report);
   }
   const {
@@ -202,4 +182,41 @@ async function swap(pool: PgPool, swaps: Swap[]): Promise<Set<string>> {
     swaps.map((s) => s.whole),
   ]);
   return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Swaps the batch's headers, then retries those a sync held or rewrote meanwhile (read again, pauses
+ * doubling); answers how many were rewrapped and how many changed under the run.
+ */
+async function swapWithRetries(
+  pool: PgPool,
+  first: Swap[],
+  swapOf: (row: Row) => Swap | undefined,
+  currentVersion: number,
+): Promise<{ rewrapped: number; concurrent: number }> {
+  let rewrapped = 0;
+  let pending = first;
+  const concurrent = new Set<string>();
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    const swapped = await swap(pool, pending);
+    rewrapped += swapped.size;
+    const missed = pending.filter((s) => !swapped.has(s.id));
+    if (missed.length === 0 || attempt === RETRIES) break;
+    // Held by a sync's write, or written meanwhile: look again once the write is likely done.
+    await sleep(RETRY_PAUSE_MS * 2 ** attempt);
+    const before = new Map(missed.map((s) => [s.id, s.old]));
+    const { rows: now } = await pool.query<Row>(SQL.reread, [currentVersion, missed.map((s) => s.id)]);
+    pending = [];
+    const found = new Set<string>();
+    for (const row of now) {
+      found.add(row.id);
+      if (!row.head || !row.head.equals(before.get(row.id)!)) concurrent.add(row.id);
+      if (!row.stale || !row.head) continue;
+      const next = swapOf(row);
+      if (next) pending.push(next);
+    }
+    // Deleted meanwhile (emptyCache, a deleted connection): nothing left to rewrap.
+    for (const s of missed) if (!found.has(s.id)) concurrent.add(s.id);
+  }
+  return { rewrapped, concurrent: concurrent.size };
 }

@@ -4,7 +4,8 @@ import { EnvelopeCipher, MasterKeyring, SHARED_HEADER_BYTES } from '@switchboard
 import { createPgPool, type PgPool } from '@switchboard/db';
 import { testInfrastructure } from '@switchboard/testing';
 import { RecordIds, payloadAad, type RecordScope } from './record-keys';
-import { RecordsStore, type StoredRecord } from './records.store';
+import { RecordsStore } from './records.store';
+import type { StoredRecord } from './records.types';
 import { rewrapAllRecords } from './rewrap-records';
 
 jest.setTimeout(120_000);

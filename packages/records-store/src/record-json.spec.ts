@@ -1,4 +1,4 @@
-import { recordJson } from './records.store';
+import { recordJson } from './record-json';
 
 const metadata = {
   first_seen_at: '2026-11-25T10:00:00.123456+00:00',

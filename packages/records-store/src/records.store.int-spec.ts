@@ -2,9 +2,10 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { MasterKeyring } from '@switchboard/crypto';
 import { createPgPool, createPrismaClient, type PgPool, type PrismaClient } from '@switchboard/db';
 import { testInfrastructure } from '@switchboard/testing';
-import { holdSyncRun } from '../syncs/sync-run-fence';
 import { Cursor, type RecordScope } from './record-keys';
-import { RecordsStore, type StoredRecord } from './records.store';
+import { RecordsStore } from './records.store';
+import { RecordsStoreError } from './records-store.errors';
+import type { StoredRecord, WriteFence } from './records.types';
 
 jest.setTimeout(60_000);
 
@@ -40,7 +41,6 @@ describe('RecordsStore (Postgres)', () => {
   afterAll(async () => {
     await db.$executeRaw`DELETE FROM orchestrator.records WHERE environment_id = ${environmentId}`;
     await db.$executeRaw`DELETE FROM orchestrator.record_counts WHERE environment_id = ${environmentId}`;
-    await db.$executeRaw`DELETE FROM orchestrator.syncs WHERE environment_id = ${environmentId}`;
     await db.$disconnect();
     await pool.end();
   });
@@ -492,65 +492,37 @@ describe('RecordsStore (Postgres)', () => {
     expect(live.filter((r) => r.name === 'changed')).toHaveLength(625);
   });
 
-  it('fences a write inside its transaction: a stale attempt, a closed run or a run of another scope writes nothing', async () => {
+  it('refuses a fenced write inside its transaction: nothing written, and the connection goes back usable', async () => {
     const scope = newScope();
-    const syncId = randomUUID();
     const runId = randomUUID();
-    await db.sync.create({
-      data: {
-        id: syncId,
-        environmentId,
-        providerConfigKey: scope.providerConfigKey,
-        connectionId: scope.connectionId,
-        name: 'fenced',
-      },
-    });
-    await db.syncRun.create({
-      data: {
-        id: runId,
-        syncId,
-        status: 'RUNNING',
-        type: 'INCREMENTAL',
-        workflowId: `wf-${runId}`,
-        attempts: 2,
-      },
-    });
-    const fence = (attempt: number, over: Partial<Parameters<typeof holdSyncRun>[2]> = {}) => ({
-      fence: (tx: Parameters<typeof holdSyncRun>[0]) =>
-        holdSyncRun(tx, { runId, attempt }, { ...scope, variant: 'base', ...over }),
-    });
+    const calls: string[] = [];
+    const refuse = async (tx: Parameters<WriteFence>[0]) => {
+      // The fence runs inside the write's transaction: what it reads there is what the write will see.
+      const { rows } = await tx.query<{ open: boolean }>('SELECT now() = statement_timestamp() AS open');
+      calls.push(String(rows[0]?.open));
+      throw new RecordsStoreError('forbidden', 'not this run');
+    };
+    const allow = async () => {
+      calls.push('allowed');
+    };
 
-    expect(await store.write(scope, 'Contact', items(0, 3), 'save', runId, fence(2))).toMatchObject({
+    expect(await store.write(scope, 'Contact', items(0, 3), 'save', runId, { fence: allow })).toMatchObject({
       added: 3,
     });
-    await expect(store.write(scope, 'Contact', items(3, 6), 'save', runId, fence(1))).rejects.toMatchObject({
-      code: 'sync_run_superseded',
-    });
     await expect(
-      store.deleteUnseenKeys(scope, 'Contact', randomUUID(), 10, fence(1).fence),
-    ).rejects.toMatchObject({ code: 'sync_run_superseded' });
-    // The running run's id, its latest attempt, but a write for another connection, integration,
-    // environment, variant or sync: refused, whatever the run's state.
-    for (const other of [
-      { connectionId: 'someone-else' },
-      { providerConfigKey: 'other-integration' },
-      { environmentId: environmentId + 1 },
-      { variant: 'eu' },
-      { syncName: 'another-sync' },
-    ]) {
-      await expect(
-        store.write(scope, 'Contact', items(6, 9), 'save', runId, fence(2, other)),
-      ).rejects.toMatchObject({ code: 'forbidden' });
-    }
-    // The sync's own name passes.
-    expect(
-      await store.write(scope, 'Contact', items(0, 1), 'save', runId, fence(2, { syncName: 'fenced' })),
-    ).toMatchObject({ unchanged: 1 });
-
-    await db.syncRun.update({ where: { id: runId }, data: { status: 'SUCCESS' } });
-    await expect(store.write(scope, 'Contact', items(0, 1), 'delete', runId, fence(2))).rejects.toMatchObject(
-      { code: 'sync_run_superseded' },
-    );
+      store.write(scope, 'Contact', items(3, 6), 'save', runId, { fence: refuse }),
+    ).rejects.toMatchObject({ code: 'forbidden' });
+    await expect(
+      store.write(scope, 'Contact', items(0, 1), 'delete', runId, { fence: refuse }),
+    ).rejects.toMatchObject({ code: 'forbidden' });
+    await expect(store.deleteUnseenKeys(scope, 'Contact', randomUUID(), 10, refuse)).rejects.toMatchObject({
+      code: 'forbidden',
+    });
+    await expect(store.openDeleteWindow(scope, 'Contact', randomUUID(), refuse)).rejects.toMatchObject({
+      code: 'forbidden',
+    });
+    // Inside BEGIN: now() is the transaction's start, not the statement's.
+    expect(calls).toEqual(['allowed', 'false', 'false', 'false', 'false']);
 
     // Nothing of the refused writes is there: no record, no deletion, no count.
     const records = await all(scope, 'Contact');
