@@ -6,8 +6,8 @@ import { api } from '../api/client';
 import { useEnvQuery } from '../api/hooks';
 import { useSession } from '../api/session';
 import { Page } from '../components/page';
-import { Pager, useCursorPages } from '../components/pager';
-import { QueryState } from '../components/query-state';
+import { PagedTable } from '../components/paged-table';
+import { useCursorPages } from '../components/pager';
 
 // A type-checked record of every action, not the contracts' list: that import would bring zod to the page.
 const LABELS: Record<ConsoleAuditAction, string> = {
@@ -60,50 +60,29 @@ export function AuditPage() {
               }}
             />
           </Group>
-          <QueryState
+          <PagedTable
             query={events}
             label="the audit log"
             empty="No event matches."
-            isEmpty={(d) => d.data.length === 0}
-          >
-            {(data) => (
-              <>
-                <Table striped aria-label="Audit events">
-                  <Table.Thead>
-                    <Table.Tr>
-                      <Table.Th>When</Table.Th>
-                      <Table.Th>Who</Table.Th>
-                      <Table.Th>What</Table.Th>
-                      <Table.Th>Environment</Table.Th>
-                      <Table.Th>Details</Table.Th>
-                    </Table.Tr>
-                  </Table.Thead>
-                  <Table.Tbody>
-                    {data.data.map((event) => (
-                      <Table.Tr key={event.id} data-testid="audit-row">
-                        <Table.Td>{new Date(event.created_at).toLocaleString()}</Table.Td>
-                        <Table.Td>{event.user_email}</Table.Td>
-                        <Table.Td>{LABELS[event.action]}</Table.Td>
-                        <Table.Td>{event.environment ?? '—'}</Table.Td>
-                        <Table.Td>
-                          {Object.entries(event.target).map(([key, value]) => (
-                            <Text size="xs" key={key}>
-                              {key}: <Code>{value}</Code>
-                            </Text>
-                          ))}
-                        </Table.Td>
-                      </Table.Tr>
-                    ))}
-                  </Table.Tbody>
-                </Table>
-                <Pager
-                  page={page}
-                  hasMore={data.next_cursor !== null}
-                  onChange={(next) => go(next, data.next_cursor)}
-                />
-              </>
+            caption="Audit events"
+            headers={['When', 'Who', 'What', 'Environment', 'Details']}
+            pages={{ page, go }}
+            row={(event) => (
+              <Table.Tr key={event.id} data-testid="audit-row">
+                <Table.Td>{new Date(event.created_at).toLocaleString()}</Table.Td>
+                <Table.Td>{event.user_email}</Table.Td>
+                <Table.Td>{LABELS[event.action]}</Table.Td>
+                <Table.Td>{event.environment ?? '—'}</Table.Td>
+                <Table.Td>
+                  {Object.entries(event.target).map(([key, value]) => (
+                    <Text size="xs" key={key}>
+                      {key}: <Code>{value}</Code>
+                    </Text>
+                  ))}
+                </Table.Td>
+              </Table.Tr>
             )}
-          </QueryState>
+          />
         </>
       )}
     </Page>

@@ -21,7 +21,8 @@ import { useSession } from '../api/session';
 import { ErrorAlert, TraceLink } from '../components/error-alert';
 import { MutationError } from '../components/mutation-feedback';
 import { Page } from '../components/page';
-import { Pager, useCursorPages } from '../components/pager';
+import { PagedTable } from '../components/paged-table';
+import { useCursorPages } from '../components/pager';
 import { QueryState } from '../components/query-state';
 
 /** One integration's entry of `GET /scripts/config` (Nango's `StandardNangoConfig`), as much as shown here. */
@@ -294,65 +295,42 @@ function ActionRuns({ opened, onToggle }: { opened: string[]; onToggle(id: strin
           </Group>
         </form>
       </Group>
-      <QueryState
+      <PagedTable
         query={runs}
         label="action runs"
         empty="No action run matches."
-        isEmpty={(d) => d.data.length === 0}
-      >
-        {(data) => (
-          <>
-            <Table striped aria-label="Action runs">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Started</Table.Th>
-                  <Table.Th>Action</Table.Th>
-                  <Table.Th>Integration</Table.Th>
-                  <Table.Th>Connection</Table.Th>
-                  <Table.Th>Outcome</Table.Th>
-                  <Table.Th>Attempts</Table.Th>
-                  <Table.Th>Logs</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {data.data.map((run) => (
-                  <Table.Tr key={run.id} data-testid="action-run-row">
-                    <Table.Td>{new Date(run.created_at).toLocaleString()}</Table.Td>
-                    <Table.Td>{run.action}</Table.Td>
-                    <Table.Td>{run.integration}</Table.Td>
-                    <Table.Td>{run.connection_id}</Table.Td>
-                    <Table.Td>
-                      <Badge color={statusColor(run.status)}>{run.status}</Badge>
-                      {run.error && (
-                        <Text size="xs">
-                          {run.error.code}: {run.error.message}
-                        </Text>
-                      )}
-                    </Table.Td>
-                    <Table.Td>{run.attempts}</Table.Td>
-                    <Table.Td>
-                      <Button
-                        size="compact-xs"
-                        variant="default"
-                        aria-expanded={opened.includes(run.id)}
-                        aria-label={`Logs of run ${run.id}`}
-                        onClick={() => onToggle(run.id)}
-                      >
-                        {opened.includes(run.id) ? 'Hide logs' : 'Logs'}
-                      </Button>
-                    </Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-            <Pager
-              page={page}
-              hasMore={data.next_cursor !== null}
-              onChange={(next) => go(next, data.next_cursor)}
-            />
-          </>
+        caption="Action runs"
+        headers={['Started', 'Action', 'Integration', 'Connection', 'Outcome', 'Attempts', 'Logs']}
+        pages={{ page, go }}
+        row={(run) => (
+          <Table.Tr key={run.id} data-testid="action-run-row">
+            <Table.Td>{new Date(run.created_at).toLocaleString()}</Table.Td>
+            <Table.Td>{run.action}</Table.Td>
+            <Table.Td>{run.integration}</Table.Td>
+            <Table.Td>{run.connection_id}</Table.Td>
+            <Table.Td>
+              <Badge color={statusColor(run.status)}>{run.status}</Badge>
+              {run.error && (
+                <Text size="xs">
+                  {run.error.code}: {run.error.message}
+                </Text>
+              )}
+            </Table.Td>
+            <Table.Td>{run.attempts}</Table.Td>
+            <Table.Td>
+              <Button
+                size="compact-xs"
+                variant="default"
+                aria-expanded={opened.includes(run.id)}
+                aria-label={`Logs of run ${run.id}`}
+                onClick={() => onToggle(run.id)}
+              >
+                {opened.includes(run.id) ? 'Hide logs' : 'Logs'}
+              </Button>
+            </Table.Td>
+          </Table.Tr>
         )}
-      </QueryState>
+      />
       {opened.map((runId) => (
         <RunLogs key={runId} runId={runId} />
       ))}

@@ -21,9 +21,10 @@ export function SignInPage() {
   useEffect(() => {
     document.title = 'Sign in · Switchboard console';
   }, []);
-  // Without an answer (yet, or at all) the page offers the password form only.
+  // Without an answer (yet, or at all) the page offers the password form only. Not the shell's
+  // ['console', 'config'] (`/console/config.json`): another answer.
   const config = useQuery({
-    queryKey: ['console', 'config'],
+    queryKey: ['console', 'sign-in-options'],
     queryFn: () => api<ConsoleConfig>('/console/api/config', { environment: false }),
     staleTime: Infinity,
     retry: false,
