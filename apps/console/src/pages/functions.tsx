@@ -322,7 +322,7 @@ function ActionRuns({ opened, onToggle }: { opened: string[]; onToggle(id: strin
                 size="compact-xs"
                 variant="default"
                 aria-expanded={opened.includes(run.id)}
-                aria-label={`Logs of run ${run.id}`}
+                aria-label={`${opened.includes(run.id) ? 'Hide logs' : 'Logs'} of run ${run.id}`}
                 onClick={() => onToggle(run.id)}
               >
                 {opened.includes(run.id) ? 'Hide logs' : 'Logs'}
