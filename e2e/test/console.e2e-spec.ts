@@ -598,7 +598,7 @@ describe('the console in Chromium', () => {
       .first()
       .waitFor();
     await events.filter({ hasText: 'Signed in' }).filter({ hasText: viewerEmail }).first().waitFor();
-    await page.getByLabel('Event').selectOption({ label: "Changed a user's role" });
+    await page.getByLabel('Event', { exact: true }).selectOption({ label: "Changed a user's role" });
     await events.filter({ hasText: 'Signed in' }).first().waitFor({ state: 'detached' });
     await check('14-audit');
 
