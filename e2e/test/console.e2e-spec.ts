@@ -107,7 +107,7 @@ describe('the console in Chromium', () => {
 
   /** Presses Tab until the focused element matches, as a keyboard user would (at most `max` presses). */
   const tabTo = async (
-    matches: (el: { label: string | null; text: string; tag: string }) => boolean,
+    matches: (el: { label: string | null; text: string; tag: string; placeholder: string | null }) => boolean,
     max = 40,
   ) => {
     for (let i = 0; i < max; i++) {
@@ -115,6 +115,7 @@ describe('the console in Chromium', () => {
         label: document.activeElement?.getAttribute('aria-label') ?? null,
         text: (document.activeElement?.textContent ?? '').trim(),
         tag: document.activeElement?.tagName ?? '',
+        placeholder: document.activeElement?.getAttribute('placeholder') ?? null,
       }));
       if (matches(el)) return;
       await page.keyboard.press('Tab');
@@ -235,15 +236,19 @@ describe('the console in Chromium', () => {
     await edit.getByRole('button', { name: 'Save', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
 
-    // Creating it again is refused with the API's message.
+    // Creating it again, with the keyboard alone, is refused with the API's message: Tab to the provider,
+    // type and pick it, Tab to the unique key, type it, Enter.
     await page.goto(console$('/integrations/new'));
-    await page
-      .getByLabel(/^Provider/)
-      .first()
-      .fill('fake-api-key');
-    await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
-    await page.getByLabel('Unique key').fill('recordhub');
-    await page.getByRole('button', { name: 'Create integration' }).click();
+    await page.getByRole('heading', { name: 'New integration' }).waitFor();
+    await tabTo((el) => el.placeholder === 'Search a provider');
+    await page.keyboard.type('fake-api-key');
+    await page.getByRole('option', { name: /\(fake-api-key\)$/ }).waitFor();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await tabTo((el) => el.tag === 'INPUT' && el.placeholder !== 'Search a provider', 5);
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type('recordhub');
+    await page.keyboard.press('Enter');
     await page.getByRole('alert').filter({ hasText: 'The integration was not created' }).waitFor();
 
     await page.getByRole('link', { name: 'Integrations' }).click();
