@@ -5,6 +5,7 @@ import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
 import { request as httpsRequest } from 'node:https';
 import { readFileSync } from 'node:fs';
+import { launchChromium } from './support/chromium';
 import { startFakeOidcProvider, type FakeOidcProvider } from './support/fake-oidc-provider';
 import { call, expectError, type ApiResponse } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
@@ -515,7 +516,7 @@ describe('console sign-in, sessions, roles and CSRF', () => {
       expect(secret.text).toContain(clientSecret);
 
       const { rows } = await db.query(
-        'select user_id, user_email, action, target, environment_id, created_at from auth.console_audit_events where user_id = $1 order by id',
+        "select user_id, user_email, action, target, environment_id, created_at from auth.console_audit_events where user_id = $1 and action like '%.read_credentials' order by id",
         [admin.me.user.id],
       );
       expect(rows).toEqual([
@@ -536,7 +537,7 @@ describe('console sign-in, sessions, roles and CSRF', () => {
         key: stack.secretKey,
       });
       const { rows: after } = await db.query(
-        'select count(*)::int as n from auth.console_audit_events where user_id = $1',
+        "select count(*)::int as n from auth.console_audit_events where user_id = $1 and action like '%.read_credentials'",
         [admin.me.user.id],
       );
       expect(after[0].n).toBe(2);
@@ -593,6 +594,61 @@ describe('console sign-in, sessions, roles and CSRF', () => {
         expect.objectContaining({ path: ['password'] }),
       ]);
     });
+  });
+
+  it('shows an admin the audit log, newest first and paged: sign-ins, users, roles, credentials reads', async () => {
+    type AuditPage = {
+      data: { id: number; action: string; user_email: string; environment: string | null; target: unknown }[];
+      next_cursor: string | null;
+    };
+    const audit = async (who: Browser, query: string) => {
+      const res = await consoleCall('GET', `/console/api/audit${query}`, {
+        cookie: who.cookie,
+        environment: null,
+      });
+      return { status: res.status, body: res.body as AuditPage, res };
+    };
+    const made = await createUser('viewer');
+    await signIn(made.email, made.password);
+    expect((await as(admin, 'PATCH', `/console/api/users/${made.id}`, { role: 'developer' })).status).toBe(
+      200,
+    );
+
+    const first = await audit(admin, '?limit=3');
+    expect(first.status).toBe(200);
+    expect(first.body.data.map((e) => [e.action, e.user_email, e.environment, e.target])).toEqual([
+      [
+        'console.role_changed',
+        adminEmail,
+        null,
+        { user_id: made.id, email: made.email, from: 'viewer', to: 'developer' },
+      ],
+      ['console.sign_in', made.email, null, { method: 'password' }],
+      ['console.user_created', adminEmail, null, { user_id: made.id, email: made.email, role: 'viewer' }],
+    ]);
+    expect(first.body.next_cursor).toBe(String(first.body.data[2]!.id));
+    const second = await audit(admin, `?limit=3&cursor=${first.body.next_cursor}`);
+    expect(second.body.data).toHaveLength(3);
+    expect(Math.max(...second.body.data.map((e) => e.id))).toBeLessThan(first.body.data[2]!.id);
+
+    // The credentials reads of the roles tests, in the environment they were made in.
+    const reads = await audit(admin, '?action=connection.read_credentials');
+    expect(reads.body.data.length).toBeGreaterThanOrEqual(1);
+    for (const event of reads.body.data) {
+      expect(event).toMatchObject({ action: 'connection.read_credentials', environment: 'dev' });
+    }
+
+    expectError((await audit(admin, '?cursor=abc')).res, 400, 'invalid_query_params');
+    expectError((await audit(admin, '?action=everything')).res, 400, 'invalid_query_params');
+    const developer = await signIn(made.email, made.password);
+    const refused = await audit(developer, '');
+    expectError(refused.res, 403, 'forbidden');
+    expect(refused.res.text).not.toContain(adminEmail);
+    expectError(
+      await consoleCall('GET', '/console/api/audit', { environment: null }),
+      401,
+      'console_session_required',
+    );
   });
 
   it('ends a session at its absolute expiry and after the idle timeout', async () => {
@@ -664,6 +720,39 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     expect(limited.headers.getSetCookie()).toEqual([]);
     // The same person from another address is not held back.
     expect((await signInRaw(adminEmail, adminPassword)).status).toBe(200);
+  });
+
+  it('offers the OIDC provider on the sign-in page, and a click there signs the user in (Chromium)', async () => {
+    const config = await consoleCall('GET', '/console/api/config', { environment: null });
+    expect(config.status).toBe(200);
+    expect(config.body).toEqual({ oidc: { enabled: true, label: 'Sign in with SSO' } });
+
+    idp.signInAs({ email: adminEmail, email_verified: true });
+    const chromium = await launchChromium();
+    try {
+      // The fake provider's certificate is its own; the gateway's address is its own too (throttling).
+      const context = await chromium.newContext({
+        ignoreHTTPSErrors: true,
+        extraHTTPHeaders: { 'x-forwarded-for': someAddress() },
+      });
+      const page = await context.newPage();
+      page.setDefaultTimeout(15_000);
+      await page.goto(`${stack.gatewayUrl}/console/sign-in`);
+      const button = page.getByRole('link', { name: 'Sign in with SSO' });
+      await button.click();
+      await page.waitForURL(`${stack.gatewayUrl}/console/integrations`);
+      await page
+        .getByTestId('signed-in-as')
+        .filter({ hasText: `${adminEmail} (admin)` })
+        .waitFor();
+    } finally {
+      await chromium.close();
+    }
+    const { rows } = await db.query(
+      "select target from auth.console_audit_events where user_id = $1 and action = 'console.sign_in' order by id desc limit 1",
+      [admin.me.user.id],
+    );
+    expect(rows).toEqual([{ target: { method: 'oidc' } }]);
   });
 
   it('signs in through the OIDC provider the user whose verified email it vouches for, in the browser that started', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './support/chromium';
-import { call } from './support/http';
+import { call, expectError } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
@@ -107,7 +107,7 @@ describe('the console in Chromium', () => {
 
   /** Presses Tab until the focused element matches, as a keyboard user would (at most `max` presses). */
   const tabTo = async (
-    matches: (el: { label: string | null; text: string; tag: string }) => boolean,
+    matches: (el: { label: string | null; text: string; tag: string; placeholder: string | null }) => boolean,
     max = 40,
   ) => {
     for (let i = 0; i < max; i++) {
@@ -115,6 +115,7 @@ describe('the console in Chromium', () => {
         label: document.activeElement?.getAttribute('aria-label') ?? null,
         text: (document.activeElement?.textContent ?? '').trim(),
         tag: document.activeElement?.tagName ?? '',
+        placeholder: document.activeElement?.getAttribute('placeholder') ?? null,
       }));
       if (matches(el)) return;
       await page.keyboard.press('Tab');
@@ -229,19 +230,30 @@ describe('the console in Chromium', () => {
     );
     await check('04-integration');
 
-    // Creating it again is refused with the API's message.
+    // Edit it: the new display name is stored and listed.
+    const edit = page.getByRole('form', { name: 'Edit integration' });
+    await edit.getByLabel('Display name').fill('Record Hub EU');
+    await edit.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+
+    // Creating it again, with the keyboard alone, is refused with the API's message: Tab to the provider,
+    // type and pick it, Tab to the unique key, type it, Enter.
     await page.goto(console$('/integrations/new'));
-    await page
-      .getByLabel(/^Provider/)
-      .first()
-      .fill('fake-api-key');
-    await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
-    await page.getByLabel('Unique key').fill('recordhub');
-    await page.getByRole('button', { name: 'Create integration' }).click();
+    await page.getByRole('heading', { name: 'New integration' }).waitFor();
+    await tabTo((el) => el.placeholder === 'Search a provider');
+    await page.keyboard.type('fake-api-key');
+    await page.getByRole('option', { name: /\(fake-api-key\)$/ }).waitFor();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await tabTo((el) => el.tag === 'INPUT' && el.placeholder !== 'Search a provider', 5);
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type('recordhub');
+    await page.keyboard.press('Enter');
     await page.getByRole('alert').filter({ hasText: 'The integration was not created' }).waitFor();
 
     await page.getByRole('link', { name: 'Integrations' }).click();
     await page.getByRole('table', { name: 'Integrations' }).getByText('recordhub').waitFor();
+    await page.getByRole('table', { name: 'Integrations' }).getByText('Record Hub EU').waitFor();
     await check('05-integrations');
     await page.getByLabel('Environment').selectOption('prod');
     await page.getByText('No integration yet.').waitFor();
@@ -360,6 +372,12 @@ describe('the console in Chromium', () => {
     await sync.getByRole('button', { name: 'Start contacts' }).click();
     await sync.getByRole('button', { name: 'Pause contacts' }).waitFor();
 
+    // Its frequency, with the keyboard alone: Tab to the field, type, Enter; the row shows the new one.
+    await tabTo((el) => el.label === 'New frequency of contacts', 80);
+    await page.keyboard.type('2h');
+    await page.keyboard.press('Enter');
+    await sync.getByRole('cell', { name: /^(2h|every 2 hours)$/ }).waitFor();
+
     // Metadata: a JSON object is saved and read back; anything else is refused before it is sent.
     const metadata = page.getByLabel('Metadata (JSON)');
     await metadata.fill('[1]');
@@ -388,7 +406,12 @@ describe('the console in Chromium', () => {
     await page.getByLabel('Type').selectOption('auth');
     const row = page.getByTestId('delivery-row').first();
     await row.getByText('delivered').waitFor();
-    await row.getByRole('button', { name: /^Redeliver/ }).click();
+    // With the keyboard alone: Tab to the newest delivery's Redeliver button, Enter.
+    await tabTo((el) => (el.label ?? '').startsWith('Redeliver '), 80);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe(
+      await row.getByRole('button', { name: /^Redeliver/ }).getAttribute('aria-label'),
+    );
+    await page.keyboard.press('Enter');
     await page.getByRole('status').filter({ hasText: 'Redelivery queued.' }).waitFor();
     const deadline = Date.now() + 30_000;
     while (authHooks().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
@@ -495,7 +518,117 @@ describe('the console in Chromium', () => {
     const runs = page.getByTestId('action-run');
     await runs.filter({ hasText: 'refuse' }).getByText('failed').waitFor();
     await runs.filter({ hasText: 'slow-echo' }).getByText('succeeded').waitFor();
+
+    // The list is every run of the environment (GET /functions/runs), also one a program started.
+    const byProgram = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+      key: stack.secretKey,
+      headers: { 'connection-id': 'conn-fakehub', 'provider-config-key': 'fakehub' },
+      body: { action_name: 'slow-echo', input: { waitMs: 0 } },
+    });
+    expect(byProgram.status).toBe(200);
+    const programRun = byProgram.headers.get('x-switchboard-run-id')!;
+    // Its logs answer once its row is written (a synchronous action answers first).
+    expect((await api('GET', `/functions/runs/${programRun}/logs`)).status).toBe(200);
+    expectError(await api('GET', '/functions/runs?cursor=yesterday'), 400, 'invalid_query_params');
+    expectError(await api('GET', '/functions/runs?status=lost'), 400, 'invalid_query_params');
+    await page.reload();
+    const rows = page.getByRole('table', { name: 'Action runs' }).getByTestId('action-run-row');
+    const openLogs = rows.first().getByRole('button', { name: `Logs of run ${programRun}` });
+    await openLogs.waitFor();
+    expect(await rows.count()).toBe(3);
+    // A row opens that run's logs.
+    await openLogs.click();
+    await runs
+      .filter({ hasText: `run ${programRun}` })
+      .getByText('succeeded')
+      .waitFor();
+    // Filtered on the server: the failed run only.
+    await page.getByLabel('Status').selectOption('failed');
+    await rows.filter({ hasText: 'slow-echo' }).first().waitFor({ state: 'detached' });
+    await rows.filter({ hasText: 'refuse' }).getByText('failed').waitFor();
+    expect(await rows.count()).toBe(1);
     await check('13-action-runs');
+  });
+
+  it("saves environment variables, rotates the signing key, changes a user's role (ending their sign-in), and shows it in the audit log", async () => {
+    const viewerEmail = `viewer-${EMAIL}`;
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const variables = page.getByRole('form', { name: 'Environment variables' });
+    await variables.getByRole('button', { name: 'Add variable' }).click();
+    await variables.getByLabel('Name').last().fill('REGION');
+    await variables.getByLabel('Value').last().fill('eu-west-1');
+    await variables.getByRole('button', { name: 'Save variables' }).click();
+    await page.getByRole('status').filter({ hasText: 'Variables saved.' }).waitFor();
+    const stored = await call(stack.gatewayUrl, 'GET', '/environment-variables', { key: stack.secretKey });
+    expect(stored.body).toEqual(expect.arrayContaining([{ name: 'REGION', value: 'eu-west-1' }]));
+
+    // The user signed in elsewhere loses their sign-in as soon as their role changes.
+    const otherContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      const other = await otherContext.newPage();
+      other.setDefaultTimeout(15_000);
+      await other.goto(console$('/integrations'));
+      await other.getByLabel(/^Email/).fill(viewerEmail);
+      await other.getByLabel(/^Password/).fill(PASSWORD);
+      await other.getByRole('button', { name: 'Sign in' }).click();
+      await other
+        .getByTestId('signed-in-as')
+        .filter({ hasText: `${viewerEmail} (viewer)` })
+        .waitFor();
+
+      const patched = page.waitForResponse(
+        (r) => r.request().method() === 'PATCH' && r.url().includes('/console/api/users/'),
+      );
+      await page.getByLabel(`Role of ${viewerEmail}`).selectOption('developer');
+      expect((await patched).status()).toBe(200);
+      await other.getByRole('link', { name: 'Connections' }).click();
+      await other.waitForURL(/\/console\/sign-in/);
+      await other.getByLabel(/^Email/).fill(viewerEmail);
+      await other.getByLabel(/^Password/).fill(PASSWORD);
+      await other.getByRole('button', { name: 'Sign in' }).click();
+      await other
+        .getByTestId('signed-in-as')
+        .filter({ hasText: `${viewerEmail} (developer)` })
+        .waitFor();
+    } finally {
+      await otherContext.close();
+    }
+
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+    const events = page.getByRole('table', { name: 'Audit events' }).getByTestId('audit-row');
+    await events
+      .filter({ hasText: "Changed a user's role" })
+      .filter({ hasText: viewerEmail })
+      .first()
+      .waitFor();
+    await events.filter({ hasText: 'Signed in' }).filter({ hasText: viewerEmail }).first().waitFor();
+    await page.getByLabel('Event', { exact: true }).selectOption({ label: "Changed a user's role" });
+    await events.filter({ hasText: 'Signed in' }).first().waitFor({ state: 'detached' });
+    await check('14-audit');
+
+    // Rotate the signing key: the new one is shown, and the old one's grace period.
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('button', { name: 'Reveal signing key' }).click();
+    const key = page.getByTestId('signing-key');
+    const before = (await key.textContent())!;
+    expect(before).not.toContain('•');
+    await page.getByRole('button', { name: 'Rotate signing key' }).click();
+    await page.getByText('The previous key still signs until').waitFor();
+    await page.waitForFunction(
+      (old) =>
+        (
+          globalThis as unknown as { document: { querySelector(s: string): { textContent: string } | null } }
+        ).document.querySelector('[data-testid="signing-key"]')?.textContent !== old,
+      before,
+    );
+    const after = (await key.textContent())!;
+    const environment = await call(stack.gatewayUrl, 'GET', '/environment', { key: stack.secretKey });
+    expect((environment.body as { data: { webhook_signing_key: string } }).data.webhook_signing_key).toBe(
+      after,
+    );
+    expect(after).not.toBe(before);
+    await check('15-signing-key-rotated');
   });
 
   it('creates an API key that works, revokes it, and signs out', async () => {
@@ -505,8 +638,9 @@ describe('the console in Chromium', () => {
     await page.getByRole('button', { name: 'Create key' }).click();
     const secret = (await page.getByTestId('new-secret-key').textContent())!;
     expect((await call(stack.gatewayUrl, 'GET', '/integrations', { key: secret })).status).toBe(200);
-    // Its scope is all it has.
+    // Its scope is all it has: no connections, no action runs.
     expect((await call(stack.gatewayUrl, 'GET', '/connections', { key: secret })).status).toBe(403);
+    expectError(await call(stack.gatewayUrl, 'GET', '/functions/runs', { key: secret }), 403, 'forbidden');
     await page.getByTestId('api-key-reporting').waitFor();
     await check('12-settings');
 

@@ -49,6 +49,10 @@ const router = createBrowserRouter(
               path: 'settings',
               lazy: async () => ({ Component: (await import('./pages/settings')).SettingsPage }),
             },
+            {
+              path: 'settings/audit',
+              lazy: async () => ({ Component: (await import('./pages/audit')).AuditPage }),
+            },
             { path: '*', element: <Navigate to="/integrations" replace /> },
           ],
         },

@@ -335,6 +335,58 @@ describe('helm chart: secrets and migrations', () => {
     }
   });
 
+  test('the console: OIDC only with an issuer, its client secret from a Secret key; no secret in values', () => {
+    const envOf = (objects, name) =>
+      Object.fromEntries(
+        ofKind(objects, 'Deployment')
+          .find((d) => component(d) === name)
+          .spec.template.spec.containers[0].env.map((e) => [e.name, e.value ?? e.valueFrom]),
+      );
+    const plain = envOf(renders.default.objects, 'auth-connect');
+    assert.equal(plain.SWITCHBOARD_CONSOLE_IDLE_TIMEOUT_S, '43200');
+    assert.equal(plain.SWITCHBOARD_CONSOLE_SESSION_MAX_AGE_S, '604800');
+    assert.equal(plain.SWITCHBOARD_CONSOLE_OIDC_ISSUER, undefined);
+    const gateway = envOf(renders.default.objects, 'gateway');
+    assert.equal(gateway.SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN, '30');
+    assert.equal(gateway.SWITCHBOARD_CONSOLE_TRACE_URL, undefined);
+
+    const oidc = render(
+      'console-oidc',
+      [],
+      [
+        'console.oidc.issuer=https://login.example.com',
+        'console.oidc.clientId=switchboard-console',
+        'console.oidc.clientSecret.existingSecret=console-oidc',
+        'console.traceUrl=https://jaeger.example.com/trace/{trace_id}',
+      ],
+    );
+    const env = envOf(oidc.objects, 'auth-connect');
+    assert.equal(env.SWITCHBOARD_CONSOLE_OIDC_ISSUER, 'https://login.example.com');
+    assert.equal(env.SWITCHBOARD_CONSOLE_OIDC_CLIENT_ID, 'switchboard-console');
+    assert.equal(env.SWITCHBOARD_CONSOLE_OIDC_LABEL, 'Sign in with SSO');
+    assert.deepEqual(env.SWITCHBOARD_CONSOLE_OIDC_CLIENT_SECRET, {
+      secretKeyRef: { name: 'console-oidc', key: 'SWITCHBOARD_CONSOLE_OIDC_CLIENT_SECRET' },
+    });
+    assert.equal(
+      envOf(oidc.objects, 'gateway').SWITCHBOARD_CONSOLE_TRACE_URL,
+      'https://jaeger.example.com/trace/{trace_id}',
+    );
+
+    for (const [sets, message] of [
+      [['console.oidc.clientSecret.value=s3cret'], /additional properties 'value' not allowed/],
+      [
+        ['console.oidc.issuer=http://login.example.com', 'console.oidc.clientId=a'],
+        /\/console\/oidc\/issuer/,
+      ],
+      [['console.oidc.issuer=https://login.example.com'], /console.oidc.clientId is required/],
+      [['console.traceUrl=https://jaeger.example.com/trace'], /\/console\/traceUrl/],
+    ]) {
+      const r = run(helm, ['template', 'sb', chart, ...KUBE, ...sets.flatMap((x) => ['--set', x])]);
+      assert.notEqual(r.status, 0, `${sets.join(' ')} was accepted`);
+      assert.match(r.stderr, message);
+    }
+  });
+
   test('migrations run as a Job before install and upgrade, never in a service', () => {
     for (const name of ['default', 'production']) {
       const jobs = ofKind(renders[name].objects, 'Job');

@@ -14,6 +14,7 @@ export const CONSOLE_SUBJECTS = {
   updateUser: 'auth.v1.console.users.update',
   deleteUser: 'auth.v1.console.users.delete',
   audit: 'auth.v1.console.audit.record',
+  listAudit: 'auth.v1.console.audit.list',
 } as const;
 
 /** The console's session cookie. */
@@ -112,6 +113,21 @@ export const updateConsoleUserRequestSchema = z.object({
 });
 export const deleteConsoleUserRequestSchema = z.object({ actor: consoleActorSchema, id: z.string().uuid() });
 
+/**
+ * What the audit log records: credentials read through the console (in an environment), and the account's
+ * own events (sign-ins, console users created, their role changed, deleted), which name no environment.
+ */
+export const CONSOLE_AUDIT_ACTIONS = [
+  'connection.read_credentials',
+  'integration.read_credentials',
+  'console.sign_in',
+  'console.user_created',
+  'console.role_changed',
+  'console.user_deleted',
+] as const;
+export const consoleAuditActionSchema = z.enum(CONSOLE_AUDIT_ACTIONS);
+export type ConsoleAuditAction = z.infer<typeof consoleAuditActionSchema>;
+
 /** A credentials read through the console: recorded before the credentials are fetched. */
 export const consoleAuditRequestSchema = z.object({
   accountId: z.number().int(),
@@ -121,6 +137,44 @@ export const consoleAuditRequestSchema = z.object({
   target: z.record(z.string(), z.string()),
 });
 export type ConsoleAuditRequest = z.infer<typeof consoleAuditRequestSchema>;
+
+/** `GET /console/api/audit`: newest first, by `next_cursor`; admins only. */
+export const consoleAuditQuerySchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(50),
+    cursor: z
+      .string()
+      .regex(/^[1-9][0-9]{0,9}$/, 'cursor must be the next_cursor of a previous page')
+      .optional(),
+    action: consoleAuditActionSchema.optional(),
+  })
+  .strict()
+  .meta({ id: 'ConsoleAuditQuery' });
+export type ConsoleAuditQuery = z.infer<typeof consoleAuditQuerySchema>;
+
+export const consoleAuditEventSchema = z
+  .object({
+    id: z.number().int(),
+    action: consoleAuditActionSchema,
+    user_id: z.string().uuid(),
+    user_email: z.string(),
+    /** The environment's name; null for the account's own events (sign-ins, users, roles). */
+    environment: z.string().nullable(),
+    target: z.record(z.string(), z.string()),
+    created_at: z.string(),
+  })
+  .meta({ id: 'ConsoleAuditEvent' });
+export type ConsoleAuditEvent = z.infer<typeof consoleAuditEventSchema>;
+
+export const consoleAuditPageSchema = z
+  .object({ data: z.array(consoleAuditEventSchema), next_cursor: z.string().nullable() })
+  .meta({ id: 'ConsoleAuditPage' });
+export type ConsoleAuditPage = z.infer<typeof consoleAuditPageSchema>;
+
+export const listConsoleAuditRequestSchema = z.object({
+  actor: consoleActorSchema,
+  query: consoleAuditQuerySchema,
+});
 
 /** What sign-in and `GET /console/api/me` answer: who is signed in and what the console may offer them. */
 export const consoleMeSchema = z
@@ -138,7 +192,16 @@ export type ConsoleMe = z.infer<typeof consoleMeSchema>;
 export const CONSOLE_OIDC_SUBJECTS = {
   start: 'auth.v1.console.oidc.start',
   finish: 'auth.v1.console.oidc.finish',
+  /** What the sign-in page may offer: whether a provider is configured, and its button's words. */
+  config: 'auth.v1.console.oidc.config',
 } as const;
+
+/** `GET /console/api/config`: public, read before anyone signs in; nothing secret in it. */
+export const consoleConfigSchema = z
+  .object({ oidc: z.object({ enabled: z.boolean(), label: z.string() }) })
+  .meta({ id: 'ConsoleConfig' });
+export type ConsoleConfig = z.infer<typeof consoleConfigSchema>;
+export const consoleConfigRequestSchema = z.object({});
 
 /** The gateway draws state, nonce and PKCE verifier and keeps them in the browser's cookie. */
 export const consoleOidcStartRequestSchema = z.object({

@@ -19,6 +19,8 @@ export const FUNCTIONS_API_SUBJECTS = {
   actionResult: 'orchestrator.v1.action.result',
   /** `GET /functions/runs/{id}/logs`. */
   runLogs: 'orchestrator.v1.run.logs',
+  /** `GET /functions/runs`: an environment's action runs, newest first. */
+  listRuns: 'orchestrator.v1.runs.list',
   /**
    * orchestrator → its own replicas (core NATS broadcast, no reply, may be missed): functions of an
    * environment were deployed or deleted; each replica drops what it cached about them.
@@ -262,6 +264,55 @@ export const runLogsResponseSchema = z
   })
   .meta({ id: 'FunctionRunLogs' });
 export type RunLogsResponse = z.infer<typeof runLogsResponseSchema>;
+
+export const RUN_STATUSES = ['running', 'succeeded', 'failed'] as const;
+
+/** `next_cursor` of a runs page: the last run's creation (epoch ms) and id, newest first. */
+const runsCursorSchema = z
+  .string()
+  .regex(
+    /^[0-9]{1,15}_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+    'cursor must be the next_cursor of a previous page',
+  );
+
+export const listRunsQuerySchema = z
+  .object({
+    /** The integration's unique key (`provider_config_key`). */
+    integration: z.string().min(1).max(255).optional(),
+    action: z.string().min(1).max(255).optional(),
+    connection_id: z.string().min(1).max(255).optional(),
+    status: z.enum(RUN_STATUSES).optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(25),
+    cursor: runsCursorSchema.optional(),
+  })
+  .strict()
+  .meta({ id: 'ListRunsQuery' });
+export type ListRunsQuery = z.infer<typeof listRunsQuerySchema>;
+
+export const actionRunSchema = z
+  .object({
+    id: z.string().uuid(),
+    action: z.string(),
+    integration: z.string(),
+    connection_id: z.string(),
+    status: z.enum(RUN_STATUSES),
+    async: z.boolean(),
+    attempts: z.number().int(),
+    created_at: z.string(),
+    finished_at: z.string().nullable(),
+    /** A failed run's outcome: the error its trigger answered (or would have). */
+    error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  })
+  .meta({ id: 'ActionRun' });
+export type ActionRun = z.infer<typeof actionRunSchema>;
+
+export const actionRunsPageSchema = z
+  .object({ data: z.array(actionRunSchema), next_cursor: z.string().nullable() })
+  .meta({ id: 'ActionRunsPage' });
+export type ActionRunsPage = z.infer<typeof actionRunsPageSchema>;
+
+export const listRunsRequestSchema = z.object({ caller: callerSchema, query: listRunsQuerySchema });
+export type ListRunsRequest = z.infer<typeof listRunsRequestSchema>;
 
 /** Header carrying the invocation id on `POST /action/trigger` answers (sync and async). */
 export const RUN_ID_HEADER = 'x-switchboard-run-id';

@@ -34,6 +34,8 @@ export const envSchema = z.object({
   SWITCHBOARD_CONSOLE_OIDC_CLIENT_ID: z.string().min(1).optional(),
   SWITCHBOARD_CONSOLE_OIDC_CLIENT_SECRET: z.string().min(1).optional(),
   SWITCHBOARD_CONSOLE_OIDC_SCOPES: z.string().default('openid email'),
+  /** The words of the sign-in page's button for the provider. */
+  SWITCHBOARD_CONSOLE_OIDC_LABEL: z.string().trim().min(1).max(60).default('Sign in with SSO'),
 });
 export type AuthConnectEnv = z.infer<typeof envSchema>;
 

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type {
+  ConsoleConfig,
   consoleOidcFinishRequestSchema,
   consoleOidcStartRequestSchema,
   VerifiedConsoleSession,
@@ -27,6 +28,16 @@ export class ConsoleOidcService {
     if (env.SWITCHBOARD_CONSOLE_OIDC_ISSUER && !env.SWITCHBOARD_CONSOLE_OIDC_CLIENT_ID) {
       throw new Error('SWITCHBOARD_CONSOLE_OIDC_CLIENT_ID is required with SWITCHBOARD_CONSOLE_OIDC_ISSUER');
     }
+  }
+
+  /** What the sign-in page offers: the button shows only when a provider is configured. */
+  describe(): ConsoleConfig {
+    return {
+      oidc: {
+        enabled: this.env.SWITCHBOARD_CONSOLE_OIDC_ISSUER !== undefined,
+        label: this.env.SWITCHBOARD_CONSOLE_OIDC_LABEL,
+      },
+    };
   }
 
   async start(request: z.infer<typeof consoleOidcStartRequestSchema>): Promise<{ url: string }> {

@@ -5,11 +5,13 @@ import {
   consoleOidcFinishRequestSchema,
   consoleOidcStartRequestSchema,
   consoleAuditRequestSchema,
+  consoleConfigRequestSchema,
   consoleSignInRequestSchema,
   consoleSignOutRequestSchema,
   consoleVerifyRequestSchema,
   createConsoleUserRequestSchema,
   deleteConsoleUserRequestSchema,
+  listConsoleAuditRequestSchema,
   listConsoleUsersRequestSchema,
   updateConsoleUserRequestSchema,
 } from '@switchboard/contracts';
@@ -28,6 +30,11 @@ export class ConsoleHandlers {
   @NatsHandler(CONSOLE_OIDC_SUBJECTS.start, consoleOidcStartRequestSchema)
   async oidcStart(req: z.infer<typeof consoleOidcStartRequestSchema>) {
     return this.oidc.start(req);
+  }
+
+  @NatsHandler(CONSOLE_OIDC_SUBJECTS.config, consoleConfigRequestSchema)
+  async oidcConfig() {
+    return Promise.resolve(this.oidc.describe());
   }
 
   @NatsHandler(CONSOLE_OIDC_SUBJECTS.finish, consoleOidcFinishRequestSchema)
@@ -73,5 +80,10 @@ export class ConsoleHandlers {
   @NatsHandler(CONSOLE_SUBJECTS.audit, consoleAuditRequestSchema)
   async audit(req: z.infer<typeof consoleAuditRequestSchema>) {
     return this.console.audit(req);
+  }
+
+  @NatsHandler(CONSOLE_SUBJECTS.listAudit, listConsoleAuditRequestSchema)
+  async listAudit(req: z.infer<typeof listConsoleAuditRequestSchema>) {
+    return this.console.listAudit(req.actor, req.query);
   }
 }

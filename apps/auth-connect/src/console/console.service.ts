@@ -3,6 +3,9 @@ import { Inject, Injectable } from '@nestjs/common';
 import {
   consoleEmailSchema,
   type ConsoleActor,
+  type ConsoleAuditAction,
+  type ConsoleAuditPage,
+  type ConsoleAuditQuery,
   type ConsoleAuditRequest,
   type ConsoleRole,
   type ConsoleUser,
@@ -23,6 +26,22 @@ const sessionRequired = () =>
   new AuthConnectError('console_session_required', 'Sign in to the console first');
 const invalidCredentials = () =>
   new AuthConnectError('invalid_credentials', 'The email or the password is wrong');
+
+/** An audit row of the account's own (no environment). */
+function accountEvent(
+  user: { id: string; email: string; accountId: number },
+  action: ConsoleAuditAction,
+  target: Record<string, string>,
+) {
+  return {
+    accountId: user.accountId,
+    environmentId: null,
+    userId: user.id,
+    userEmail: user.email,
+    action,
+    target,
+  };
+}
 
 /**
  * Console sign-in, the sessions it opens and the account's console users. A session is looked up by the
@@ -56,7 +75,7 @@ export class ConsoleService {
       throw invalidCredentials();
     }
     if (!(await verifyPassword(password, user.passwordHash))) throw invalidCredentials();
-    return this.openSession(user, tokenHash);
+    return this.openSession(user, tokenHash, 'password');
   }
 
   /** Signs in the console user with this email, whom an identity provider vouched for (OIDC). */
@@ -68,12 +87,13 @@ export class ConsoleService {
     if (!user) {
       throw new AuthConnectError('invalid_credentials', 'No console user has the email the provider gave');
     }
-    return this.openSession(user, tokenHash);
+    return this.openSession(user, tokenHash, 'oidc');
   }
 
   private async openSession(
     user: { id: string; email: string; role: string; accountId: number },
     tokenHash: string,
+    method: 'password' | 'oidc',
   ): Promise<VerifiedConsoleSession> {
     const now = new Date();
     const session = await this.db.$transaction(async (tx) => {
@@ -88,6 +108,9 @@ export class ConsoleService {
         },
       });
       await tx.consoleUser.update({ where: { id: user.id }, data: { lastSignInAt: now } });
+      await tx.consoleAuditEvent.create({
+        data: accountEvent(user, 'console.sign_in', { method }),
+      });
       return tx.consoleSession.create({
         data: { userId: user.id, tokenHash, expiresAt: new Date(now.getTime() + this.maxAgeMs) },
       });
@@ -131,7 +154,14 @@ export class ConsoleService {
 
   async createUser(actor: ConsoleActor, body: CreateConsoleUserBody): Promise<ConsoleUser> {
     await this.requireAdmin(actor);
-    return createConsoleUser(this.db, actor.accountId, body);
+    // Not one transaction: the password's hashing would hold it open.
+    const created = await createConsoleUser(this.db, actor.accountId, body);
+    await this.recordBy(this.db, actor, 'console.user_created', {
+      user_id: created.id,
+      email: created.email,
+      role: created.role,
+    });
+    return created;
   }
 
   /** A new role takes effect at once: the user's sessions end and they sign in again. */
@@ -143,6 +173,12 @@ export class ConsoleService {
       if (user.role === 'admin') await this.keepAnAdmin(tx, actor.accountId, id);
       const updated = await tx.consoleUser.update({ where: { id }, data: { role } });
       await tx.consoleSession.deleteMany({ where: { userId: id } });
+      await this.recordBy(tx, actor, 'console.role_changed', {
+        user_id: id,
+        email: user.email,
+        from: user.role,
+        to: role,
+      });
       return toConsoleUser(updated);
     });
   }
@@ -154,6 +190,7 @@ export class ConsoleService {
       const user = await this.lockedUser(tx, actor.accountId, id);
       if (user.role === 'admin') await this.keepAnAdmin(tx, actor.accountId, id);
       await tx.consoleUser.delete({ where: { id } });
+      await this.recordBy(tx, actor, 'console.user_deleted', { user_id: id, email: user.email });
       return toConsoleUser(user);
     });
   }
@@ -175,6 +212,64 @@ export class ConsoleService {
       },
     });
     return { success: true };
+  }
+
+  /** The account's audit log, newest first; an admin's read (the role re-read, as for users). */
+  async listAudit(actor: ConsoleActor, query: ConsoleAuditQuery): Promise<ConsoleAuditPage> {
+    await this.requireAdmin(actor);
+    const rows = await this.db.consoleAuditEvent.findMany({
+      where: {
+        accountId: actor.accountId,
+        ...(query.action ? { action: query.action } : {}),
+        ...(query.cursor ? { id: { lt: Number(query.cursor) } } : {}),
+      },
+      orderBy: { id: 'desc' },
+      take: query.limit + 1,
+    });
+    const page = rows.slice(0, query.limit);
+    const environmentIds = [
+      ...new Set(page.flatMap((r) => (r.environmentId === null ? [] : [r.environmentId]))),
+    ];
+    const environments = new Map(
+      (
+        await this.db.environment.findMany({
+          where: { id: { in: environmentIds }, accountId: actor.accountId },
+          select: { id: true, name: true },
+        })
+      ).map((e) => [e.id, e.name]),
+    );
+    return {
+      data: page.map((row) => ({
+        id: row.id,
+        action: row.action as ConsoleAuditAction,
+        user_id: row.userId,
+        user_email: row.userEmail,
+        environment: row.environmentId === null ? null : (environments.get(row.environmentId) ?? null),
+        target: row.target as Record<string, string>,
+        created_at: row.createdAt.toISOString(),
+      })),
+      next_cursor: rows.length > query.limit ? String(page[page.length - 1]!.id) : null,
+    };
+  }
+
+  /** An account event done by an admin (whose email is read in the same transaction). */
+  private async recordBy(
+    tx: Pick<AuthDb, 'consoleUser' | 'consoleAuditEvent'>,
+    actor: ConsoleActor,
+    action: ConsoleAuditAction,
+    target: Record<string, string>,
+  ): Promise<void> {
+    const admin = await tx.consoleUser.findFirstOrThrow({
+      where: { id: actor.userId, accountId: actor.accountId },
+      select: { email: true },
+    });
+    await tx.consoleAuditEvent.create({
+      data: accountEvent(
+        { id: actor.userId, email: admin.email, accountId: actor.accountId },
+        action,
+        target,
+      ),
+    });
   }
 
   private async describe(

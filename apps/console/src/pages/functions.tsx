@@ -5,20 +5,24 @@ import {
   Group,
   JsonInput,
   Modal,
+  NativeSelect,
   Stack,
   Table,
   Text,
   TextInput,
   Title,
 } from '@mantine/core';
-import type { RunLogsResponse } from '@switchboard/contracts';
-import { useState, type FormEvent } from 'react';
+import type { ActionRunsPage, RunLogsResponse } from '@switchboard/contracts';
+import { useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState, type FormEvent } from 'react';
 import { api, ApiError, request } from '../api/client';
 import { useEnvMutation, useEnvQuery } from '../api/hooks';
 import { useSession } from '../api/session';
 import { ErrorAlert, TraceLink } from '../components/error-alert';
 import { MutationError } from '../components/mutation-feedback';
 import { Page } from '../components/page';
+import { PagedTable } from '../components/paged-table';
+import { useCursorPages } from '../components/pager';
 import { QueryState } from '../components/query-state';
 
 /** One integration's entry of `GET /scripts/config` (Nango's `StandardNangoConfig`), as much as shown here. */
@@ -46,7 +50,10 @@ interface Selected {
 export function FunctionsPage() {
   const config = useEnvQuery(['functions', 'config'], () => api<IntegrationScripts[]>('/scripts/config'));
   const [selected, setSelected] = useState<Selected | null>(null);
-  const [runs, setRuns] = useState<string[]>([]);
+  // Runs whose logs are open: a run started here opens at once; a row's button opens or closes one.
+  const [opened, setOpened] = useState<string[]>([]);
+  const open = (id: string) => setOpened((r) => [id, ...r.filter((x) => x !== id)]);
+  const toggle = (id: string) => setOpened((r) => (r.includes(id) ? r.filter((x) => x !== id) : [id, ...r]));
   const rows = (config.data ?? []).flatMap((entry) =>
     [...entry.syncs, ...entry.actions, ...entry['on-events']].map((fn) => ({
       integration: entry.providerConfigKey,
@@ -99,7 +106,7 @@ export function FunctionsPage() {
           </Table>
         )}
       </QueryState>
-      <RunLookup runs={runs} onRun={(id) => setRuns((r) => [id, ...r.filter((x) => x !== id)])} />
+      <ActionRuns opened={opened} onToggle={toggle} />
       <Modal
         closeButtonProps={{ 'aria-label': 'Close' }}
         opened={selected !== null}
@@ -107,12 +114,7 @@ export function FunctionsPage() {
         title={selected?.fn.name ?? ''}
         size="xl"
       >
-        {selected && (
-          <FunctionDetail
-            selected={selected}
-            onRun={(id) => setRuns((r) => [id, ...r.filter((x) => x !== id)])}
-          />
-        )}
+        {selected && <FunctionDetail selected={selected} onRun={open} />}
       </Modal>
     </Page>
   );
@@ -231,43 +233,114 @@ function RunAction({
   );
 }
 
-function RunLookup({ runs, onRun }: { runs: string[]; onRun(id: string): void }) {
+const RUN_STATUSES = ['', 'running', 'succeeded', 'failed'];
+const statusColor = (status: string) =>
+  status === 'failed' ? 'red.9' : status === 'succeeded' ? 'teal.9' : 'gray.7';
+
+/**
+ * The environment's action runs from `GET /functions/runs` (every run, however it was started), newest
+ * first and filtered on the server; a row opens that run's logs. Runs started on this page open by
+ * themselves.
+ */
+function ActionRuns({ opened, onToggle }: { opened: string[]; onToggle(id: string): void }) {
+  const [integration, setIntegration] = useState('');
+  const [action, setAction] = useState('');
+  const [status, setStatus] = useState('');
   const [id, setId] = useState('');
+  const { page, cursor, reset, go } = useCursorPages<string>();
+  const runs = useEnvQuery(
+    ['action-runs', integration, action, status, cursor],
+    () =>
+      api<ActionRunsPage>('/functions/runs', {
+        query: { limit: 20, cursor, integration: integration.trim(), action: action.trim(), status },
+      }),
+    {
+      refetchInterval: (query) => (query.state.data?.data.some((r) => r.status === 'running') ? 2000 : false),
+    },
+  );
+  const filter = (set: (value: string) => void) => (e: { currentTarget: { value: string } }) => {
+    set(e.currentTarget.value);
+    reset();
+  };
   return (
     <Stack gap="xs">
       <Title order={2} size="h4">
         Action runs
       </Title>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (id.trim()) onRun(id.trim());
-        }}
-      >
-        <Group align="end">
-          <TextInput
-            label="Run id"
-            description="From the X-Switchboard-Run-Id header of an action's answer"
-            value={id}
-            onChange={(e) => setId(e.currentTarget.value)}
-          />
-          <Button type="submit" variant="default">
-            Show run
-          </Button>
-        </Group>
-      </form>
-      {runs.length === 0 ? (
-        <Text c="dimmed" size="sm">
-          Runs you start here, or look up by id, appear below.
-        </Text>
-      ) : (
-        runs.map((runId) => <RunLogs key={runId} runId={runId} />)
-      )}
+      <Group align="end">
+        <TextInput label="Integration" value={integration} onChange={filter(setIntegration)} />
+        <TextInput label="Action" value={action} onChange={filter(setAction)} />
+        <NativeSelect
+          label="Status"
+          data={RUN_STATUSES.map((v) => ({ value: v, label: v || 'any' }))}
+          value={status}
+          onChange={filter(setStatus)}
+        />
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (id.trim()) onToggle(id.trim());
+          }}
+        >
+          <Group align="end">
+            <TextInput
+              label="Run id"
+              description="From the X-Switchboard-Run-Id header"
+              value={id}
+              onChange={(e) => setId(e.currentTarget.value)}
+            />
+            <Button type="submit" variant="default">
+              Show run
+            </Button>
+          </Group>
+        </form>
+      </Group>
+      <PagedTable
+        query={runs}
+        label="action runs"
+        empty="No action run matches."
+        caption="Action runs"
+        headers={['Started', 'Action', 'Integration', 'Connection', 'Outcome', 'Attempts', 'Logs']}
+        pages={{ page, go }}
+        row={(run) => (
+          <Table.Tr key={run.id} data-testid="action-run-row">
+            <Table.Td>{new Date(run.created_at).toLocaleString()}</Table.Td>
+            <Table.Td>{run.action}</Table.Td>
+            <Table.Td>{run.integration}</Table.Td>
+            <Table.Td>{run.connection_id}</Table.Td>
+            <Table.Td>
+              <Badge color={statusColor(run.status)}>{run.status}</Badge>
+              {run.error && (
+                <Text size="xs">
+                  {run.error.code}: {run.error.message}
+                </Text>
+              )}
+            </Table.Td>
+            <Table.Td>{run.attempts}</Table.Td>
+            <Table.Td>
+              <Button
+                size="compact-xs"
+                variant="default"
+                aria-expanded={opened.includes(run.id)}
+                aria-label={`${opened.includes(run.id) ? 'Hide logs' : 'Logs'} of run ${run.id}`}
+                onClick={() => onToggle(run.id)}
+              >
+                {opened.includes(run.id) ? 'Hide logs' : 'Logs'}
+              </Button>
+            </Table.Td>
+          </Table.Tr>
+        )}
+      />
+      {opened.map((runId) => (
+        <RunLogs key={runId} runId={runId} />
+      ))}
     </Stack>
   );
 }
 
 function RunLogs({ runId }: { runId: string }) {
+  const client = useQueryClient();
+  const { environment } = useSession();
   const logs = useEnvQuery(
     ['runs', runId],
     () => api<RunLogsResponse>(`/functions/runs/${encodeURIComponent(runId)}/logs`),
@@ -275,6 +348,12 @@ function RunLogs({ runId }: { runId: string }) {
       refetchInterval: (query) => (query.state.data?.data.status === 'running' ? 1500 : false),
     },
   );
+  // Once the run is stored (a synchronous action answers before its row is written), and whenever its
+  // status changes, the list reads it again.
+  const status = logs.data?.data.status;
+  useEffect(() => {
+    if (status) void client.invalidateQueries({ queryKey: [environment, 'action-runs'] });
+  }, [client, environment, status]);
   if (logs.isError) return <ErrorAlert error={logs.error} title={`Run ${runId}`} />;
   if (!logs.data) return <Text size="sm">Loading run {runId}…</Text>;
   const run = logs.data.data;
@@ -284,9 +363,7 @@ function RunLogs({ runId }: { runId: string }) {
         <Text size="sm" fw={600}>
           {run.function}
         </Text>
-        <Badge color={run.status === 'failed' ? 'red.9' : run.status === 'succeeded' ? 'teal.9' : 'gray.7'}>
-          {run.status}
-        </Badge>
+        <Badge color={statusColor(run.status)}>{run.status}</Badge>
         <Text size="xs" c="dimmed">
           run {run.id}, {run.attempts} attempt(s), started {new Date(run.created_at).toLocaleString()}
         </Text>

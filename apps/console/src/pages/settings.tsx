@@ -1,4 +1,5 @@
 import {
+  Anchor,
   Button,
   Checkbox,
   Code,
@@ -14,6 +15,7 @@ import {
 } from '@mantine/core';
 import type { CreatedApiKey, EnvironmentVariable, Scope } from '@switchboard/contracts';
 import { useState, type FormEvent } from 'react';
+import { Link } from 'react-router';
 import { api } from '../api/client';
 import { useEnvMutation, useEnvQuery } from '../api/hooks';
 import { useSession, type Role } from '../api/session';
@@ -29,7 +31,16 @@ export function SettingsPage() {
     session.user.role === 'admin' && <Users key="users" />,
   ].filter(Boolean);
   return (
-    <Page title="Settings">
+    <Page
+      title="Settings"
+      actions={
+        session.user.role === 'admin' && (
+          <Anchor component={Link} to="/settings/audit">
+            Audit log
+          </Anchor>
+        )
+      }
+    >
       {sections.length ? sections : <Text c="dimmed">Your role has no settings to manage.</Text>}
     </Page>
   );

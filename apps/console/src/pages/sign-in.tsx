@@ -1,5 +1,6 @@
-import { Button, Center, Paper, PasswordInput, Stack, TextInput, Title } from '@mantine/core';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { Button, Center, Divider, Paper, PasswordInput, Stack, TextInput, Title } from '@mantine/core';
+import type { ConsoleConfig } from '@switchboard/contracts';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState, type FormEvent } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { api, setCsrfToken } from '../api/client';
@@ -20,6 +21,14 @@ export function SignInPage() {
   useEffect(() => {
     document.title = 'Sign in · Switchboard console';
   }, []);
+  // Without an answer (yet, or at all) the page offers the password form only. Not the shell's
+  // ['console', 'config'] (`/console/config.json`): another answer.
+  const config = useQuery({
+    queryKey: ['console', 'sign-in-options'],
+    queryFn: () => api<ConsoleConfig>('/console/api/config', { environment: false }),
+    staleTime: Infinity,
+    retry: false,
+  });
   const signIn = useMutation({
     mutationFn: () =>
       api<ConsoleSession>('/console/api/sign-in', {
@@ -65,6 +74,15 @@ export function SignInPage() {
           <Button type="submit" loading={signIn.isPending}>
             Sign in
           </Button>
+          {config.data?.oidc.enabled && (
+            <>
+              <Divider label="or" labelPosition="center" />
+              {/* A full navigation: the gateway answers with a redirect to the identity provider. */}
+              <Button component="a" href="/console/api/oidc/start" variant="default">
+                {config.data.oidc.label}
+              </Button>
+            </>
+          )}
         </Stack>
       </Paper>
     </Center>

@@ -17,12 +17,15 @@ import {
   CONSOLE_OIDC_SUBJECTS,
   CONSOLE_ROLE_SCOPES,
   CONSOLE_SUBJECTS,
+  consoleAuditQuerySchema,
   consoleSignInBodySchema,
   consoleUserIdParamsSchema,
   createConsoleUserBodySchema,
   SwitchboardError,
   updateConsoleUserBodySchema,
   type ConsoleActor,
+  type ConsoleAuditPage,
+  type ConsoleConfig,
   type ConsoleMe,
   type ConsoleUser,
   type VerifiedConsoleSession,
@@ -33,7 +36,7 @@ import { AccountRateLimiter, type RateVerdict } from '../access/rate-limiter';
 import { Public, RequireConsoleSession } from '../access/route-access';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { errorBody, sendError } from '../http/error-reply';
-import { parseBody, parseParams } from '../http/validation';
+import { parseBody, parseParams, parseQuery } from '../http/validation';
 import {
   clearedOidcCookie,
   clearedSessionCookie,
@@ -72,6 +75,14 @@ export class ConsoleAuthController {
     @Inject(GATEWAY_ENV) private readonly env: GatewayEnv,
   ) {
     this.ownOrigin = new URL(env.SWITCHBOARD_SERVER_URL).origin;
+  }
+
+  /** What the sign-in page offers before anyone signs in (the OIDC button); nothing secret. */
+  @Get('config')
+  @Public()
+  async config(@Res({ passthrough: true }) reply: FastifyReply): Promise<ConsoleConfig> {
+    reply.header('Cache-Control', 'no-store');
+    return this.nats.request(CONSOLE_OIDC_SUBJECTS.config, {});
   }
 
   @Post('sign-in')
@@ -269,16 +280,32 @@ export class ConsoleAuthController {
     return this.nats.request(CONSOLE_SUBJECTS.deleteUser, { actor, id });
   }
 
+  /** The account's audit log: credentials reads, sign-ins, console users' changes; admins only. */
+  @Get('audit')
+  @RequireConsoleSession()
+  async listAudit(
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @Query() query: unknown,
+  ): Promise<ConsoleAuditPage> {
+    const actor = this.admin(request, 'Only an admin reads the audit log');
+    reply.header('Cache-Control', 'no-store');
+    return this.nats.request(CONSOLE_SUBJECTS.listAudit, {
+      actor,
+      query: parseQuery(consoleAuditQuerySchema, query),
+    });
+  }
+
   private session(request: FastifyRequest): VerifiedConsoleSession {
     const session = request.consoleSession;
     if (!session) throw new SwitchboardError('console_session_required', 'Sign in to the console first');
     return session;
   }
 
-  private admin(request: FastifyRequest): ConsoleActor {
+  private admin(request: FastifyRequest, refusal = 'Only an admin manages console users'): ConsoleActor {
     const session = this.session(request);
     if (session.user.role !== 'admin') {
-      throw new SwitchboardError('forbidden', 'Only an admin manages console users');
+      throw new SwitchboardError('forbidden', refusal);
     }
     return { accountId: session.accountId, userId: session.user.id, role: session.user.role };
   }

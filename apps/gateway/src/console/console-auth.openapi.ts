@@ -1,6 +1,9 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import {
   CONSOLE_COOKIE,
+  consoleAuditPageSchema,
+  consoleAuditQuerySchema,
+  consoleConfigSchema,
   consoleMeSchema,
   consoleSignInBodySchema,
   consoleUserSchema,
@@ -29,6 +32,12 @@ export function registerConsolePaths(registry: OpenAPIRegistry): void {
     description:
       'The console session cookie set by sign-in (HttpOnly, Secure, SameSite=Strict). Writes also need the ' +
       "session's `X-CSRF-Token`; API routes name the environment in `X-Switchboard-Environment`.",
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/api/config',
+    summary: 'What the sign-in page offers: whether OIDC sign-in is configured, and its button label',
+    responses: { 200: { description: 'The public console settings', ...json(consoleConfigSchema) } },
   });
   registry.registerPath({
     method: 'post',
@@ -128,6 +137,19 @@ export function registerConsolePaths(registry: OpenAPIRegistry): void {
       200: { description: 'The deleted user', ...json(consoleUserSchema) },
       404: error('No such user (`not_found`)'),
       409: error("The account's last admin (`conflict`)"),
+      ...refused,
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/console/api/audit',
+    summary:
+      "The account's audit log, newest first: credentials reads, sign-ins, console users' changes (admin only)",
+    security: SESSION,
+    request: { query: consoleAuditQuerySchema },
+    responses: {
+      200: { description: 'A page of events; `next_cursor` reads the next', ...json(consoleAuditPageSchema) },
+      400: error('Invalid query (`invalid_query_params`)'),
       ...refused,
     },
   });

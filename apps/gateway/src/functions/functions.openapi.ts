@@ -8,6 +8,8 @@ import {
   listFunctionsResponseSchema,
   openAiFunctionSchema,
   runLogsResponseSchema,
+  listRunsQuerySchema,
+  actionRunsPageSchema,
   scriptDifferencesSchema,
   scriptsConfigQuerySchema,
   standardNangoConfigSchema,
@@ -161,6 +163,19 @@ export const FUNCTIONS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
     errors: {
       500: "The action failed (the script's error, as on a synchronous trigger)",
       503: 'The action failed with `function_runtime_lost` (its last attempt lost its functions-runtime replica; `error.payload.run_id`)',
+    },
+  },
+  {
+    method: 'get',
+    path: '/functions/runs',
+    summary:
+      "The environment's action runs, newest first, with their outcome; filtered by integration, action, connection and status",
+    scope: 'environment:functions:read',
+    request: { query: listRunsQuerySchema },
+    ok: {
+      status: 200,
+      schema: actionRunsPageSchema,
+      description: 'A page of runs; `next_cursor` reads the next',
     },
   },
   {

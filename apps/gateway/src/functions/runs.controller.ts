@@ -1,6 +1,8 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import {
   FUNCTIONS_API_SUBJECTS,
+  listRunsQuerySchema,
+  type ActionRunsPage,
   type Caller as CallerType,
   type RunLogsResponse,
 } from '@switchboard/contracts';
@@ -8,13 +10,25 @@ import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseNoQuery, parseParams } from '../http/validation';
+import { parseNoQuery, parseParams, parseQuery } from '../http/validation';
 
 const paramsSchema = z.object({ id: z.string().uuid() });
-/** A run's logs (`nango.log` lines of every attempt); the run id is in the trigger answer's header. */
+/**
+ * The environment's action runs (newest first, filtered by integration, action, connection, status), and a
+ * run's logs (`nango.log` lines of every attempt); the run id is in the trigger answer's header.
+ */
 @Controller('functions/runs')
 export class RunsController {
   constructor(private readonly nats: NatsRequester) {}
+
+  @Get()
+  @RequireScope('environment:functions:read')
+  async list(@Caller() caller: CallerType, @Query() query: unknown): Promise<ActionRunsPage> {
+    return this.nats.request<ActionRunsPage>(FUNCTIONS_API_SUBJECTS.listRuns, {
+      caller,
+      query: parseQuery(listRunsQuerySchema, query),
+    });
+  }
 
   @Get(':id/logs')
   @RequireScope('environment:functions:read')

@@ -4,14 +4,18 @@ import {
   FUNCTION_HOST_SUBJECTS,
   FUNCTIONS_API_SUBJECTS,
   invocationRequestSchema,
+  listRunsRequestSchema,
   type ActionOutputReply,
+  type ActionRunsPage,
   type ActionTriggerReply,
   type ActionTriggerRequest,
   type InvocationRequest,
+  type ListRunsRequest,
   type RunLogsResponse,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
+import { ActionRuns } from './action-runs';
 import { ActionsService } from './actions.service';
 import { outputReply } from './output-reply';
 
@@ -19,6 +23,7 @@ import { outputReply } from './output-reply';
 export class ActionsHandlers {
   constructor(
     private readonly actions: ActionsService,
+    private readonly runs: ActionRuns,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
 
@@ -41,5 +46,10 @@ export class ActionsHandlers {
   @NatsHandler(FUNCTIONS_API_SUBJECTS.runLogs, invocationRequestSchema)
   logs(request: InvocationRequest): Promise<RunLogsResponse['data']> {
     return this.actions.logs(request.caller, request.id);
+  }
+
+  @NatsHandler(FUNCTIONS_API_SUBJECTS.listRuns, listRunsRequestSchema)
+  list(request: ListRunsRequest): Promise<ActionRunsPage> {
+    return this.runs.list(request.caller, request.query);
   }
 }

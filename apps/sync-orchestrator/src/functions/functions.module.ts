@@ -4,6 +4,7 @@ import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { OrchestratorDb } from '@switchboard/db';
 import type { NatsConnection } from 'nats';
 import { ActionLookups } from '../actions/action-lookups';
+import { ActionRuns } from '../actions/action-runs';
 import { ActionsHandlers } from '../actions/actions.handlers';
 import { ActionsService } from '../actions/actions.service';
 import { InvocationRunner } from '../actions/invocation-runner';
@@ -42,6 +43,7 @@ import { IntegrationDirectory } from './integration-directory';
     IntegrationDirectory,
     ActionLookups,
     ActionsService,
+    ActionRuns,
     OnEventService,
     AuthEventsConsumer,
     SyncWebhooksService,
