@@ -3,16 +3,9 @@ import { ConnectionChanges } from '../events/connection-changes';
 import { OutboxPublisher } from '../events/outbox';
 import { Controller, Logger } from '@nestjs/common';
 import {
-  CONNECTIONS_API_SUBJECTS,
   connectionEventSchema,
-  connectionMetadataRequestSchema,
-  deleteConnectionRequestSchema,
   EVENT_SUBJECTS,
-  getConnectionRequestSchema,
-  importConnectionRequestSchema,
   INTEGRATION_SUBJECTS,
-  listConnectionsRequestSchema,
-  patchConnectionRequestSchema,
   SwitchboardError,
   type ApiPublicConnection,
   type ApiPublicConnectionFull,
@@ -25,6 +18,7 @@ import {
   type ImportConnectionRequest,
   type ListConnectionsRequest,
   type PatchConnectionRequest,
+  CONNECTIONS_API_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler, NatsRequester } from '@switchboard/messaging';
 import { VaultError } from '../vault.errors';
@@ -57,13 +51,13 @@ export class ConnectionsApiHandlers {
     private readonly outbox: OutboxPublisher,
   ) {}
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.list, listConnectionsRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.list)
   async list(req: ListConnectionsRequest): Promise<{ connections: ApiPublicConnection[] }> {
     const rows = await this.repository.list(req.caller.environmentId, req.filters);
     return { connections: rows.map(toPublicConnection) };
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.get, getConnectionRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.get)
   async get(req: GetConnectionRequest): Promise<ApiPublicConnectionFull> {
     const key = {
       environmentId: req.caller.environmentId,
@@ -90,7 +84,7 @@ export class ConnectionsApiHandlers {
     });
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.patch, patchConnectionRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.patch)
   async patch(req: PatchConnectionRequest): Promise<{ success: true }> {
     const key = {
       environmentId: req.caller.environmentId,
@@ -110,7 +104,7 @@ export class ConnectionsApiHandlers {
     return { success: true };
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.delete, deleteConnectionRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.delete)
   async delete(req: DeleteConnectionRequest): Promise<{ success: true }> {
     const key = {
       environmentId: req.caller.environmentId,
@@ -162,20 +156,20 @@ export class ConnectionsApiHandlers {
     }
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.import, importConnectionRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.import)
   async import(req: ImportConnectionRequest): Promise<ApiPublicConnectionFull> {
     const imported = await this.importer.execute(req);
     this.changes.announce(req.caller.environmentId, req.body.provider_config_key);
     return imported;
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.setMetadata, connectionMetadataRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.setMetadata)
   async setMetadata(req: ConnectionMetadataRequest): Promise<{ success: true }> {
     await this.writeMetadata(req, 'replace');
     return { success: true };
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.updateMetadata, connectionMetadataRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.updateMetadata)
   async updateMetadata(req: ConnectionMetadataRequest): Promise<{ success: true }> {
     await this.writeMetadata(req, 'merge');
     return { success: true };
