@@ -5,12 +5,9 @@ import { Controller, Logger } from '@nestjs/common';
 import {
   connectionEventSchema,
   EVENT_SUBJECTS,
-  INTEGRATION_SUBJECTS,
   SwitchboardError,
   type ApiPublicConnection,
   type ApiPublicConnectionFull,
-  ON_EVENT_SUBJECTS,
-  type OnEventReply,
   type Caller,
   type ConnectionMetadataRequest,
   type DeleteConnectionRequest,
@@ -19,6 +16,8 @@ import {
   type ListConnectionsRequest,
   type PatchConnectionRequest,
   CONNECTIONS_API_REQUESTS,
+  INTEGRATION_REQUESTS,
+  ON_EVENT_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler, NatsRequester } from '@switchboard/messaging';
 import { VaultError } from '../vault.errors';
@@ -142,8 +141,8 @@ export class ConnectionsApiHandlers {
    */
   private async beforeDeletion(req: DeleteConnectionRequest): Promise<void> {
     try {
-      const reply = await this.nats.request<OnEventReply>(
-        ON_EVENT_SUBJECTS.preConnectionDeletion,
+      const reply = await this.nats.call(
+        ON_EVENT_REQUESTS.preConnectionDeletion,
         { caller: req.caller, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId },
         { timeoutMs: PRE_DELETION_WAIT_MS },
       );
@@ -198,7 +197,7 @@ export class ConnectionsApiHandlers {
   /** Nango tells an unknown integration (`unknown_provider_config`) apart from an unknown connection (`not_found`). */
   private async missing(caller: Caller, providerConfigKey: string): Promise<SwitchboardError> {
     try {
-      await this.nats.request(INTEGRATION_SUBJECTS.get, {
+      await this.nats.call(INTEGRATION_REQUESTS.get, {
         caller,
         uniqueKey: providerConfigKey,
         include: { webhook: false, credentials: false },

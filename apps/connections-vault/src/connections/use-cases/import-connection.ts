@@ -1,20 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  AUTH_INTERNAL_SUBJECTS,
-  INTEGRATION_SUBJECTS,
-  ON_EVENT_SUBJECTS,
-  PROVIDER_SUBJECTS,
   refreshTokenResultSchema,
-  type ApiProvider,
   type ApiPublicConnectionFull,
   type Caller,
   type Credentials,
   type ImportConnectionRequest,
   type ImportCredentials,
-  type Integration,
-  type OnEventReply,
   type ValidateConnectionRequest,
+  AUTH_INTERNAL_REQUESTS,
+  INTEGRATION_REQUESTS,
+  ON_EVENT_REQUESTS,
+  PROVIDER_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { connectionConfigValueProblems, type HostFieldsProviderShape } from '@switchboard/providers';
@@ -45,12 +42,12 @@ export class ImportConnection {
 
   async execute(req: ImportConnectionRequest): Promise<ApiPublicConnectionFull> {
     const { caller, body } = req;
-    const integration = await this.nats.request<Integration>(INTEGRATION_SUBJECTS.get, {
+    const integration = await this.nats.call(INTEGRATION_REQUESTS.get, {
       caller,
       uniqueKey: body.provider_config_key,
       include: { webhook: false, credentials: false },
     });
-    const provider = await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, {
+    const provider = await this.nats.call(PROVIDER_REQUESTS.get, {
       name: integration.provider,
     });
     if (provider.auth_mode !== body.credentials.type) {
@@ -166,7 +163,7 @@ export class ImportConnection {
         metadata: metadata ?? (existing?.metadata as Record<string, unknown> | null | undefined) ?? null,
       },
     };
-    const verdict = await this.nats.request<OnEventReply>(ON_EVENT_SUBJECTS.validateConnection, request, {
+    const verdict = await this.nats.call(ON_EVENT_REQUESTS.validateConnection, request, {
       timeoutMs: this.env.SWITCHBOARD_ON_EVENT_TIMEOUT_MS + VALIDATION_MARGIN_MS,
     });
     if (!verdict.ok) {
@@ -181,7 +178,7 @@ export class ImportConnection {
     type: 'APP' | 'CUSTOM',
     connectionConfig: Record<string, unknown>,
   ): Promise<Credentials> {
-    const answer = await this.nats.request<unknown>(AUTH_INTERNAL_SUBJECTS.refresh, {
+    const answer = await this.nats.call(AUTH_INTERNAL_REQUESTS.refresh, {
       environmentId,
       providerConfigKey,
       connectionId,
