@@ -3,13 +3,11 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   authEventSchema,
   EVENT_SUBJECTS,
-  ON_EVENT_SUBJECTS,
-  VAULT_SUBJECTS,
   type Credentials,
   type FlowResult,
-  type OnEventReply,
-  type StoredConnection,
   type ValidateConnectionRequest,
+  ON_EVENT_REQUESTS,
+  VAULT_REQUESTS,
 } from '@switchboard/contracts';
 import { Prisma, type ConnectDb } from '@switchboard/db';
 import { NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
@@ -61,7 +59,7 @@ export class CompletionService {
       );
     }
     await this.validate(ctx, credentials, connectionConfig);
-    await this.nats.request<StoredConnection>(VAULT_SUBJECTS.store, {
+    await this.nats.call(VAULT_REQUESTS.store, {
       environmentId: ctx.caller.environmentId,
       providerConfigKey: ctx.providerConfigKey,
       provider: ctx.provider.name,
@@ -143,7 +141,7 @@ export class CompletionService {
       operation: ctx.operation,
       candidate: { credentials, connectionConfig, metadata: null },
     };
-    const verdict = await this.nats.request<OnEventReply>(ON_EVENT_SUBJECTS.validateConnection, request, {
+    const verdict = await this.nats.call(ON_EVENT_REQUESTS.validateConnection, request, {
       timeoutMs: this.env.SWITCHBOARD_ON_EVENT_TIMEOUT_MS + VALIDATION_MARGIN_MS,
     });
     if (verdict.ok) return;
