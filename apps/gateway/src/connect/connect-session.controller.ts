@@ -1,5 +1,5 @@
 import { Controller, Delete, Get, HttpCode, Query, Req } from '@nestjs/common';
-import { CONNECT_SESSION_SUBJECTS, type ConnectSessionView } from '@switchboard/contracts';
+import { type ConnectSessionView, CONNECT_SESSION_REQUESTS } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -20,7 +20,7 @@ export class ConnectSessionController {
     parseQuery(noQuery, query);
     const { caller, sessionId } = sessionOf(request);
     return {
-      data: await this.nats.request<ConnectSessionView>(CONNECT_SESSION_SUBJECTS.get, { caller, sessionId }),
+      data: await this.nats.call(CONNECT_SESSION_REQUESTS.get, { caller, sessionId }),
     };
   }
 
@@ -30,6 +30,6 @@ export class ConnectSessionController {
   async delete(@Req() request: FastifyRequest, @Query() query: unknown): Promise<void> {
     parseQuery(noQuery, query);
     const { caller, sessionId } = sessionOf(request);
-    await this.nats.request(CONNECT_SESSION_SUBJECTS.delete, { caller, sessionId });
+    await this.nats.call(CONNECT_SESSION_REQUESTS.delete, { caller, sessionId });
   }
 }

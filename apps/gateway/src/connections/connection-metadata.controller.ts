@@ -1,8 +1,8 @@
 import { Body, Controller, HttpCode, Patch, Post, Query } from '@nestjs/common';
 import {
-  CONNECTIONS_API_SUBJECTS,
   connectionMetadataBodySchema,
   type Caller as CallerType,
+  CONNECTIONS_API_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -27,7 +27,7 @@ export class ConnectionMetadataController {
   async set(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<unknown> {
     parseQuery(noQuery, query);
     const parsed = parseBody(connectionMetadataBodySchema, body);
-    await this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, { caller, body: parsed });
+    await this.nats.call(CONNECTIONS_API_REQUESTS.setMetadata, { caller, body: parsed });
     return body;
   }
 
@@ -42,7 +42,7 @@ export class ConnectionMetadataController {
   ): Promise<unknown> {
     parseQuery(noQuery, query);
     const parsed = parseBody(connectionMetadataBodySchema, body);
-    await this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, { caller, body: parsed });
+    await this.nats.call(CONNECTIONS_API_REQUESTS.updateMetadata, { caller, body: parsed });
     return body;
   }
 }

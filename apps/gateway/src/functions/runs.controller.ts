@@ -1,8 +1,8 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import {
-  FUNCTIONS_API_SUBJECTS,
   type Caller as CallerType,
   type RunLogsResponse,
+  FUNCTIONS_API_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -27,7 +27,7 @@ export class RunsController {
   ): Promise<RunLogsResponse> {
     const { id } = parseParams(paramsSchema, params);
     parseQuery(noQuery, query);
-    const data = await this.nats.request<RunLogsResponse['data']>(FUNCTIONS_API_SUBJECTS.runLogs, {
+    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.runLogs, {
       caller,
       id,
     });

@@ -23,6 +23,7 @@ import {
   type RecordsHeaders,
   type RecordsListReply,
   type RecordsListRequest,
+  RECORDS_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -121,7 +122,7 @@ export class RecordsController {
     parseQuery(noQuery, query);
     const b = parseBody(pruneRecordsBodySchema, body);
     const h = parseHeaders(headers);
-    return this.nats.request<PruneRecordsResponse>(RECORDS_SUBJECTS.prune, {
+    return this.nats.call(RECORDS_REQUESTS.prune, {
       caller,
       providerConfigKey: h['provider-config-key'],
       connectionId: h['connection-id'],
