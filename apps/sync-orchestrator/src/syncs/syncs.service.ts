@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   BASE_VARIANT,
-  CONNECTION_SUBJECTS,
   MAX_SYNC_VARIANTS,
   recordModelKey,
   type SyncCommandRequest,
@@ -13,6 +12,7 @@ import {
   type SyncTriggerRequest,
   type SyncVariantRequest,
   type SyncVariantResponse,
+  CONNECTION_REQUESTS,
 } from '@switchboard/contracts';
 import type { OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
@@ -490,7 +490,7 @@ export class SyncsService {
   }
 
   private connectionIds(environmentId: number, providerConfigKey: string, connectionId?: string) {
-    return this.nats.request<string[]>(CONNECTION_SUBJECTS.idsForIntegration, {
+    return this.nats.call(CONNECTION_REQUESTS.idsForIntegration, {
       environmentId,
       providerConfigKey,
       ...(connectionId !== undefined ? { connectionId } : {}),
