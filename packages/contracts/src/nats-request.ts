@@ -35,13 +35,6 @@ export function natsRequest<S extends string, Req extends z.ZodType, Rep extends
   return def;
 }
 
-/**
- * A reply known by its TypeScript type only. Replies come from our own handlers, whose return type the
- * compiler checks against the definition, and are not parsed by the caller (parsing every reply would
- * cost on hot paths such as the proxy's credential look-ups), so a schema adds nothing at runtime.
- */
-export const replyOf = <T>(): z.ZodCustom<T, T> => z.custom<T>();
-
 /** The service that answers a request subject: the owner of its context (`vault.v1.…` → connections-vault). */
 export const NATS_CONTEXT_OWNERS = {
   auth: 'auth-connect',
