@@ -2,8 +2,9 @@
 
 // jose 6 is ESM-only. Node loads it through require(esm), but jest's CommonJS module registry cannot (on
 // Node 24 either), so jest alone compiles it to CommonJS (built services use the package as published).
-// Every package whose tests reach it (auth-connect, webhook-ingress and the apps embedding it) needs this.
-const ESM_ONLY = ['jose'];
+// Every package whose tests reach it (auth-connect, webhook-ingress and the apps embedding it) needs this;
+// openid-client (and its oauth4webapi) likewise, for auth-connect's tests that load its console handlers.
+const ESM_ONLY = ['jose', 'openid-client', 'oauth4webapi'];
 const esmOnly = ESM_ONLY.map((name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|');
 
 /** @type {import('jest').Config} */

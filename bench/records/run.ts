@@ -19,14 +19,13 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
-  ENVIRONMENT_SUBJECTS,
-  FUNCTIONS_SUBJECTS,
   RECORDS_SUBJECTS,
   type Caller,
   type FunctionRunRequest,
   type FunctionRunResult,
   type RecordsListReply,
-  type ResolvedEnvironment,
+  ENVIRONMENT_REQUESTS,
+  FUNCTIONS_REQUESTS,
 } from '@switchboard/contracts';
 import { MasterKeyring } from '@switchboard/crypto';
 import { createPgPool, createPrismaClient, Prisma } from '@switchboard/db';
@@ -693,7 +692,7 @@ async function main(): Promise<void> {
   const runIds: string[] = [];
   try {
     const nats = new NatsRequester(nc);
-    const environment = await nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, {
+    const environment = await nats.call(ENVIRONMENT_REQUESTS.resolve, {
       uuid: stack.environmentUuid,
     });
     environmentId = environment.id;
@@ -768,7 +767,7 @@ async function main(): Promise<void> {
         depth: 0,
         limits: {},
       };
-      const result = await nats.request<FunctionRunResult>(FUNCTIONS_SUBJECTS.run, request, {
+      const result = await nats.call(FUNCTIONS_REQUESTS.run, request, {
         timeoutMs: 3_600_000,
       });
       await cleanupDb.$executeRaw`

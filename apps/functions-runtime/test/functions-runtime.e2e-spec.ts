@@ -2,7 +2,6 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ENVIRONMENT_SUBJECTS,
   FUNCTION_OUTPUT_BUCKET,
   FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
@@ -10,7 +9,8 @@ import {
   type Caller,
   type FunctionRunRequest,
   type FunctionRunResult,
-  type ResolvedEnvironment,
+  ENVIRONMENT_REQUESTS,
+  FUNCTIONS_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
@@ -111,7 +111,7 @@ describe('functions-runtime: functions.v1.run', () => {
       depth: options.depth ?? 0,
       limits: options.limits ?? {},
     };
-    const reply = await nats.request<unknown>(FUNCTIONS_SUBJECTS.run, request, { timeoutMs: 60_000 });
+    const reply = await nats.call(FUNCTIONS_REQUESTS.run, request, { timeoutMs: 60_000 });
     return functionRunResultSchema.parse(reply);
   };
 
@@ -135,7 +135,7 @@ describe('functions-runtime: functions.v1.run', () => {
     });
     nc = await connect({ servers: stack.natsUrl });
     nats = new NatsRequester(nc);
-    const environment = await nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, {
+    const environment = await nats.call(ENVIRONMENT_REQUESTS.resolve, {
       uuid: stack.environmentUuid,
     });
     caller = {
@@ -543,8 +543,8 @@ describe('functions-runtime: functions.v1.run', () => {
     const code = actionBundle(`
       nango.abortSignal.addEventListener("abort", () => console.log("abort: " + nango.abortSignal.reason.message));
       await new Promise(() => {});`);
-    const answer = nats.request<unknown>(
-      FUNCTIONS_SUBJECTS.run,
+    const answer = nats.call(
+      FUNCTIONS_REQUESTS.run,
       {
         caller,
         invocationId,

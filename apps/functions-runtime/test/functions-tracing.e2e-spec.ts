@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { ENVIRONMENT_SUBJECTS, FUNCTIONS_SUBJECTS, type ResolvedEnvironment } from '@switchboard/contracts';
+import { ENVIRONMENT_REQUESTS, FUNCTIONS_SUBJECTS } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
 import { connect, headers as natsHeaders, type NatsConnection } from 'nats';
@@ -114,12 +114,9 @@ describe('functions-runtime tracing', () => {
   });
 
   it('traces the run and its proxied calls under the caller’s trace, without secrets', async () => {
-    const environment = await new NatsRequester(nc).request<ResolvedEnvironment>(
-      ENVIRONMENT_SUBJECTS.resolve,
-      {
-        uuid: stack.environmentUuid,
-      },
-    );
+    const environment = await new NatsRequester(nc).call(ENVIRONMENT_REQUESTS.resolve, {
+      uuid: stack.environmentUuid,
+    });
     const code = readFileSync(join(__dirname, 'fixtures', 'list-items.cjs'), 'utf8');
     const traceId = randomBytes(16).toString('hex');
     const hdrs = natsHeaders();

@@ -3,13 +3,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import {
-  ENVIRONMENT_SUBJECTS,
-  FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
   type Caller,
   type FunctionRunRequest,
   type FunctionRunResult,
-  type ResolvedEnvironment,
+  ENVIRONMENT_REQUESTS,
+  FUNCTIONS_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
@@ -128,7 +127,7 @@ describe('a sync script saving records, read with listRecords', () => {
       depth: 0,
       limits: {},
     };
-    const reply = await nats.request<unknown>(FUNCTIONS_SUBJECTS.run, request, { timeoutMs: 120_000 });
+    const reply = await nats.call(FUNCTIONS_REQUESTS.run, request, { timeoutMs: 120_000 });
     return functionRunResultSchema.parse(reply);
   };
 
@@ -160,7 +159,7 @@ describe('a sync script saving records, read with listRecords', () => {
     });
     nc = await connect({ servers: stack.natsUrl });
     nats = new NatsRequester(nc);
-    const environment = await nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, {
+    const environment = await nats.call(ENVIRONMENT_REQUESTS.resolve, {
       uuid: stack.environmentUuid,
     });
     caller = {

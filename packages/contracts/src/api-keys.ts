@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest, successReplySchema } from './nats-request';
 import { callerSchema } from './context';
 import { SCOPES, type Scope } from './scopes';
 
@@ -68,3 +69,27 @@ export const listedApiKeySchema = z
   })
   .meta({ id: 'ListedApiKey' });
 export type ListedApiKey = z.infer<typeof listedApiKeySchema>;
+
+/** API keys (auth-connect answers). */
+export const API_KEY_REQUESTS = {
+  verify: natsRequest({
+    subject: API_KEY_SUBJECTS.verify,
+    request: verifyApiKeyRequestSchema,
+    reply: verifiedKeySchema,
+  }),
+  create: natsRequest({
+    subject: API_KEY_SUBJECTS.create,
+    request: createApiKeyRequestSchema,
+    reply: createdApiKeySchema,
+  }),
+  list: natsRequest({
+    subject: API_KEY_SUBJECTS.list,
+    request: listApiKeysRequestSchema,
+    reply: z.object({ api_keys: z.array(listedApiKeySchema) }),
+  }),
+  revoke: natsRequest({
+    subject: API_KEY_SUBJECTS.revoke,
+    request: revokeApiKeyRequestSchema,
+    reply: successReplySchema,
+  }),
+};

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest, successReplySchema } from './nats-request';
 import { callerSchema } from './context';
 import { endUserSchema } from './events';
 import { uniqueKeySchema } from './integrations';
@@ -427,3 +428,56 @@ export type OAuthSocketResult = z.infer<typeof oauthSocketResultSchema>;
  */
 export const callbackReplySchema = z.union([callbackOutcomeSchema, z.object({ continueTo: z.url() })]);
 export type CallbackReply = z.infer<typeof callbackReplySchema>;
+
+/** Connect sessions (auth-connect answers). */
+export const CONNECT_SESSION_REQUESTS = {
+  create: natsRequest({
+    subject: CONNECT_SESSION_SUBJECTS.create,
+    request: createConnectSessionRequestSchema,
+    reply: connectSessionCreatedSchema,
+  }),
+  reconnect: natsRequest({
+    subject: CONNECT_SESSION_SUBJECTS.reconnect,
+    request: reconnectConnectSessionRequestSchema,
+    reply: connectSessionCreatedSchema,
+  }),
+  verify: natsRequest({
+    subject: CONNECT_SESSION_SUBJECTS.verify,
+    request: verifyConnectSessionRequestSchema,
+    reply: verifiedConnectSessionSchema,
+  }),
+  get: natsRequest({
+    subject: CONNECT_SESSION_SUBJECTS.get,
+    request: connectSessionRefSchema,
+    reply: connectSessionViewSchema,
+  }),
+  delete: natsRequest({
+    subject: CONNECT_SESSION_SUBJECTS.delete,
+    request: connectSessionRefSchema,
+    reply: successReplySchema,
+  }),
+};
+
+/** The connect flows (auth-connect answers; the gateway calls them for the connect UI and the SDKs). */
+export const CONNECT_FLOW_REQUESTS = {
+  start: natsRequest({
+    subject: CONNECT_FLOW_SUBJECTS.start,
+    request: startFlowRequestSchema,
+    reply: startedFlowSchema,
+  }),
+  bind: natsRequest({
+    subject: CONNECT_FLOW_SUBJECTS.bind,
+    request: bindFlowRequestSchema,
+    reply: z.object({ url: z.string() }),
+  }),
+  callback: natsRequest({
+    subject: CONNECT_FLOW_SUBJECTS.callback,
+    request: callbackFlowRequestSchema,
+    reply: callbackReplySchema,
+  }),
+  submit: natsRequest({
+    subject: CONNECT_FLOW_SUBJECTS.submit,
+    request: submitFlowRequestSchema,
+    reply: flowResultSchema,
+  }),
+};

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { callerSchema } from './context';
 import { endUserSchema } from './events';
 import { uniqueKeySchema } from './integrations';
+import { natsRequest, successReplySchema } from './nats-request';
 
 /**
  * The public connections API (Nango-compatible): what the gateway validates and what it asks the vault
@@ -338,3 +339,42 @@ export const connectionMetadataRequestSchema = z.object({
   body: connectionMetadataBodySchema,
 });
 export type ConnectionMetadataRequest = z.infer<typeof connectionMetadataRequestSchema>;
+
+/** The public connections API's requests (gateway and functions-runtime → vault). */
+export const CONNECTIONS_API_REQUESTS = {
+  list: natsRequest({
+    subject: CONNECTIONS_API_SUBJECTS.list,
+    request: listConnectionsRequestSchema,
+    reply: listConnectionsResponseSchema,
+  }),
+  get: natsRequest({
+    subject: CONNECTIONS_API_SUBJECTS.get,
+    request: getConnectionRequestSchema,
+    reply: apiPublicConnectionFullSchema,
+  }),
+  patch: natsRequest({
+    subject: CONNECTIONS_API_SUBJECTS.patch,
+    request: patchConnectionRequestSchema,
+    reply: successReplySchema,
+  }),
+  delete: natsRequest({
+    subject: CONNECTIONS_API_SUBJECTS.delete,
+    request: deleteConnectionRequestSchema,
+    reply: successReplySchema,
+  }),
+  import: natsRequest({
+    subject: CONNECTIONS_API_SUBJECTS.import,
+    request: importConnectionRequestSchema,
+    reply: apiPublicConnectionFullSchema,
+  }),
+  setMetadata: natsRequest({
+    subject: CONNECTIONS_API_SUBJECTS.setMetadata,
+    request: connectionMetadataRequestSchema,
+    reply: successReplySchema,
+  }),
+  updateMetadata: natsRequest({
+    subject: CONNECTIONS_API_SUBJECTS.updateMetadata,
+    request: connectionMetadataRequestSchema,
+    reply: successReplySchema,
+  }),
+};

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest } from './nats-request';
 
 /** Connections are owned by the vault; only what other services need today is here. */
 export const CONNECTION_SUBJECTS = {
@@ -17,3 +18,22 @@ export const connectionIdsRequestSchema = integrationRefSchema.extend({
   connectionId: z.string().optional(),
 });
 export type ConnectionIdsRequest = z.infer<typeof connectionIdsRequestSchema>;
+
+/** The vault's requests about an integration's connections. */
+export const CONNECTION_REQUESTS = {
+  countForIntegration: natsRequest({
+    subject: CONNECTION_SUBJECTS.countForIntegration,
+    request: integrationRefSchema,
+    reply: z.number().int(),
+  }),
+  deleteForIntegration: natsRequest({
+    subject: CONNECTION_SUBJECTS.deleteForIntegration,
+    request: integrationRefSchema,
+    reply: z.number().int(),
+  }),
+  idsForIntegration: natsRequest({
+    subject: CONNECTION_SUBJECTS.idsForIntegration,
+    request: connectionIdsRequestSchema,
+    reply: z.array(z.string()),
+  }),
+};

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest, successReplySchema } from './nats-request';
 import { CONSOLE_ROLES } from './scopes';
 
 /**
@@ -220,3 +221,71 @@ export const consoleOidcFinishRequestSchema = z.object({
   codeVerifier: z.string().min(43).max(128),
   tokenHash: tokenHashSchema,
 });
+
+/** The console's sign-in and users (auth-connect answers). */
+export const CONSOLE_REQUESTS = {
+  signIn: natsRequest({
+    subject: CONSOLE_SUBJECTS.signIn,
+    request: consoleSignInRequestSchema,
+    reply: verifiedConsoleSessionSchema,
+  }),
+  verify: natsRequest({
+    subject: CONSOLE_SUBJECTS.verify,
+    request: consoleVerifyRequestSchema,
+    reply: verifiedConsoleSessionSchema,
+  }),
+  signOut: natsRequest({
+    subject: CONSOLE_SUBJECTS.signOut,
+    request: consoleSignOutRequestSchema,
+    reply: successReplySchema,
+  }),
+  listUsers: natsRequest({
+    subject: CONSOLE_SUBJECTS.listUsers,
+    request: listConsoleUsersRequestSchema,
+    reply: z.object({ users: z.array(consoleUserSchema) }),
+  }),
+  createUser: natsRequest({
+    subject: CONSOLE_SUBJECTS.createUser,
+    request: createConsoleUserRequestSchema,
+    reply: consoleUserSchema,
+  }),
+  updateUser: natsRequest({
+    subject: CONSOLE_SUBJECTS.updateUser,
+    request: updateConsoleUserRequestSchema,
+    reply: consoleUserSchema,
+  }),
+  deleteUser: natsRequest({
+    subject: CONSOLE_SUBJECTS.deleteUser,
+    request: deleteConsoleUserRequestSchema,
+    reply: consoleUserSchema,
+  }),
+  audit: natsRequest({
+    subject: CONSOLE_SUBJECTS.audit,
+    request: consoleAuditRequestSchema,
+    reply: successReplySchema,
+  }),
+  listAudit: natsRequest({
+    subject: CONSOLE_SUBJECTS.listAudit,
+    request: listConsoleAuditRequestSchema,
+    reply: consoleAuditPageSchema,
+  }),
+};
+
+/** The console's single sign-on (auth-connect answers). */
+export const CONSOLE_OIDC_REQUESTS = {
+  start: natsRequest({
+    subject: CONSOLE_OIDC_SUBJECTS.start,
+    request: consoleOidcStartRequestSchema,
+    reply: consoleOidcStartReplySchema,
+  }),
+  finish: natsRequest({
+    subject: CONSOLE_OIDC_SUBJECTS.finish,
+    request: consoleOidcFinishRequestSchema,
+    reply: verifiedConsoleSessionSchema,
+  }),
+  config: natsRequest({
+    subject: CONSOLE_OIDC_SUBJECTS.config,
+    request: consoleConfigRequestSchema,
+    reply: consoleConfigSchema,
+  }),
+};

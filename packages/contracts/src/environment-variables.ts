@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest } from './nats-request';
 import { callerSchema } from './context';
 
 export const ENVIRONMENT_VARIABLE_SUBJECTS = {
@@ -41,3 +42,17 @@ export const replaceEnvironmentVariablesRequestSchema = z.object({
   caller: callerSchema,
   body: replaceEnvironmentVariablesBodySchema,
 });
+
+/** An environment's variables (auth-connect answers). */
+export const ENVIRONMENT_VARIABLE_REQUESTS = {
+  list: natsRequest({
+    subject: ENVIRONMENT_VARIABLE_SUBJECTS.list,
+    request: listEnvironmentVariablesRequestSchema,
+    reply: z.array(environmentVariableSchema),
+  }),
+  replace: natsRequest({
+    subject: ENVIRONMENT_VARIABLE_SUBJECTS.replace,
+    request: replaceEnvironmentVariablesRequestSchema,
+    reply: z.array(environmentVariableSchema),
+  }),
+};

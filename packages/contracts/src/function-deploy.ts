@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest } from './nats-request';
 import { callerSchema } from './context';
 import { functionNameSchema, MAX_FUNCTION_BUNDLE_BYTES, ON_EVENT_TYPES } from './functions';
 
@@ -147,3 +148,22 @@ export const syncDeploymentResultSchema = z
   })
   .meta({ id: 'SyncDeploymentResult' });
 export type SyncDeploymentResult = z.infer<typeof syncDeploymentResultSchema>;
+
+/**
+ * Deploys (sync-orchestrator answers). The caller does not check the body again: the gateway validated
+ * it, and it carries every bundle of the deploy.
+ */
+export const DEPLOY_REQUESTS = {
+  confirm: natsRequest({
+    subject: DEPLOY_SUBJECTS.confirm,
+    request: deployRequestSchema,
+    reply: scriptDifferencesSchema,
+    validateOnSend: false,
+  }),
+  apply: natsRequest({
+    subject: DEPLOY_SUBJECTS.apply,
+    request: deployRequestSchema,
+    reply: z.array(syncDeploymentResultSchema),
+    validateOnSend: false,
+  }),
+};

@@ -1,10 +1,21 @@
 import { z } from 'zod';
+import { natsRequest, successReplySchema } from './nats-request';
 import { callerSchema } from './context';
 import {
+  actionTriggerRequestSchema,
   candidateConnectionSchema,
+  checkpointClearRequestSchema,
+  checkpointGetRequestSchema,
+  checkpointReplySchema,
+  checkpointSaveRequestSchema,
+  FUNCTION_HOST_SUBJECTS,
   FUNCTION_LOG_LEVELS,
   FUNCTION_TYPES,
   functionNameSchema,
+  lockAcquireRequestSchema,
+  lockReleaseAllRequestSchema,
+  lockReleaseRequestSchema,
+  lockReplySchema,
   ON_EVENT_TYPES,
 } from './functions';
 
@@ -339,3 +350,100 @@ export const onEventReplySchema = z.object({
   message: z.string().optional(),
 });
 export type OnEventReply = z.infer<typeof onEventReplySchema>;
+
+/** Deployed functions, their invocations and logs (sync-orchestrator answers). */
+export const FUNCTIONS_API_REQUESTS = {
+  list: natsRequest({
+    subject: FUNCTIONS_API_SUBJECTS.list,
+    request: listFunctionsRequestSchema,
+    reply: listFunctionsResponseSchema,
+  }),
+  get: natsRequest({
+    subject: FUNCTIONS_API_SUBJECTS.get,
+    request: functionRequestSchema,
+    reply: deployedFunctionSchema,
+  }),
+  code: natsRequest({
+    subject: FUNCTIONS_API_SUBJECTS.code,
+    request: functionRequestSchema,
+    reply: functionCodeSchema,
+  }),
+  delete: natsRequest({
+    subject: FUNCTIONS_API_SUBJECTS.delete,
+    request: functionRequestSchema,
+    reply: successReplySchema,
+  }),
+  scriptsConfig: natsRequest({
+    subject: FUNCTIONS_API_SUBJECTS.scriptsConfig,
+    request: scriptsConfigRequestSchema,
+    reply: z.union([z.array(standardNangoConfigSchema), z.object({ data: z.array(openAiFunctionSchema) })]),
+  }),
+  actionResult: natsRequest({
+    subject: FUNCTIONS_API_SUBJECTS.actionResult,
+    request: invocationRequestSchema,
+    reply: actionOutputReplySchema,
+  }),
+  listRuns: natsRequest({
+    subject: FUNCTIONS_API_SUBJECTS.listRuns,
+    request: listRunsRequestSchema,
+    reply: actionRunsPageSchema,
+  }),
+  runLogs: natsRequest({
+    subject: FUNCTIONS_API_SUBJECTS.runLogs,
+    request: invocationRequestSchema,
+    reply: runLogsResponseSchema.shape.data,
+  }),
+};
+
+/** On-event scripts the other services wait for (sync-orchestrator answers). */
+export const ON_EVENT_REQUESTS = {
+  validateConnection: natsRequest({
+    subject: ON_EVENT_SUBJECTS.validateConnection,
+    request: validateConnectionRequestSchema,
+    reply: onEventReplySchema,
+  }),
+  preConnectionDeletion: natsRequest({
+    subject: ON_EVENT_SUBJECTS.preConnectionDeletion,
+    request: onEventConnectionSchema,
+    reply: onEventReplySchema,
+  }),
+};
+
+/** What a running function asks of sync-orchestrator (its checkpoints, locks and nested actions). */
+export const FUNCTION_HOST_REQUESTS = {
+  checkpointGet: natsRequest({
+    subject: FUNCTION_HOST_SUBJECTS.checkpointGet,
+    request: checkpointGetRequestSchema,
+    reply: checkpointReplySchema,
+  }),
+  checkpointSave: natsRequest({
+    subject: FUNCTION_HOST_SUBJECTS.checkpointSave,
+    request: checkpointSaveRequestSchema,
+    reply: checkpointReplySchema,
+  }),
+  checkpointClear: natsRequest({
+    subject: FUNCTION_HOST_SUBJECTS.checkpointClear,
+    request: checkpointClearRequestSchema,
+    reply: checkpointReplySchema,
+  }),
+  actionTrigger: natsRequest({
+    subject: FUNCTION_HOST_SUBJECTS.actionTrigger,
+    request: actionTriggerRequestSchema,
+    reply: actionTriggerReplySchema,
+  }),
+  lockAcquire: natsRequest({
+    subject: FUNCTION_HOST_SUBJECTS.lockAcquire,
+    request: lockAcquireRequestSchema,
+    reply: lockReplySchema,
+  }),
+  lockRelease: natsRequest({
+    subject: FUNCTION_HOST_SUBJECTS.lockRelease,
+    request: lockReleaseRequestSchema,
+    reply: lockReplySchema,
+  }),
+  lockReleaseAll: natsRequest({
+    subject: FUNCTION_HOST_SUBJECTS.lockReleaseAll,
+    request: lockReleaseAllRequestSchema,
+    reply: lockReplySchema,
+  }),
+};

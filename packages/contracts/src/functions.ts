@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest } from './nats-request';
 import { callerSchema } from './context';
 import { credentialsSchema } from './internal-auth';
 
@@ -350,3 +351,12 @@ export const actionTriggerRequestSchema = z.object({
   invocationId: z.string().uuid().optional(),
 });
 export type ActionTriggerRequest = z.infer<typeof actionTriggerRequestSchema>;
+
+/** Running a function (functions-runtime answers). */
+export const FUNCTIONS_REQUESTS = {
+  run: natsRequest({
+    subject: FUNCTIONS_SUBJECTS.run,
+    request: functionRunRequestSchema,
+    reply: functionRunResultSchema,
+  }),
+};

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest } from './nats-request';
 
 export const SERVICE_NAMES = [
   'gateway',
@@ -28,6 +29,10 @@ export type HealthReport = z.infer<typeof healthReportSchema>;
 
 /** Each service answers readiness over NATS on its own subject (queue group = service name). */
 export const healthSubject = (service: ServiceName): string => `${service}.v1.health.check`;
+
+/** A service's readiness request (its health subject). */
+export const healthRequest = (service: ServiceName) =>
+  natsRequest({ subject: healthSubject(service), request: z.looseObject({}), reply: healthReportSchema });
 
 /** Every service's health subject (what the gateway's readiness view calls). */
 export const HEALTH_SUBJECT_PATTERN = '*.v1.health.check';

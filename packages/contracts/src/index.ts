@@ -20,5 +20,7 @@ export * from './function-deploy';
 export * from './functions-api';
 export * from './syncs';
 export * from './records';
+export * from './nats-request';
+export * from './nats-requests';
 export * from './nats-permissions';
 export * from './json-depth';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest, successReplySchema } from './nats-request';
 import { callerSchema } from './context';
 
 export const INTEGRATION_SUBJECTS = {
@@ -192,3 +193,32 @@ export const updateIntegrationRequestSchema = z.object({
   body: updateIntegrationBodySchema,
 });
 export const deleteIntegrationRequestSchema = z.object({ caller: callerSchema, uniqueKey: z.string() });
+
+/** Integrations (auth-connect answers). */
+export const INTEGRATION_REQUESTS = {
+  list: natsRequest({
+    subject: INTEGRATION_SUBJECTS.list,
+    request: listIntegrationsRequestSchema,
+    reply: z.array(integrationSchema),
+  }),
+  get: natsRequest({
+    subject: INTEGRATION_SUBJECTS.get,
+    request: getIntegrationRequestSchema,
+    reply: integrationSchema,
+  }),
+  create: natsRequest({
+    subject: INTEGRATION_SUBJECTS.create,
+    request: createIntegrationRequestSchema,
+    reply: integrationSchema,
+  }),
+  update: natsRequest({
+    subject: INTEGRATION_SUBJECTS.update,
+    request: updateIntegrationRequestSchema,
+    reply: integrationSchema,
+  }),
+  delete: natsRequest({
+    subject: INTEGRATION_SUBJECTS.delete,
+    request: deleteIntegrationRequestSchema,
+    reply: successReplySchema,
+  }),
+};

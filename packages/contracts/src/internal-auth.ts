@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { callerSchema } from './context';
 import { endUserSchema } from './events';
+import { natsRequest } from './nats-request';
 
 /**
  * Service-to-service contracts around connections. Public API shapes live with each area's own file;
@@ -137,3 +138,36 @@ export const resolvedIntegrationSchema = z.object({
   forwardWebhooks: z.boolean(),
 });
 export type ResolvedIntegration = z.infer<typeof resolvedIntegrationSchema>;
+
+/** The vault's service-to-service requests (connections-vault answers them). */
+export const VAULT_REQUESTS = {
+  store: natsRequest({
+    subject: VAULT_SUBJECTS.store,
+    request: storeConnectionRequestSchema,
+    reply: storedConnectionSchema,
+  }),
+  credentials: natsRequest({
+    subject: VAULT_SUBJECTS.credentials,
+    request: connectionCredentialsRequestSchema,
+    reply: connectionCredentialsSchema,
+  }),
+  match: natsRequest({
+    subject: VAULT_SUBJECTS.match,
+    request: matchConnectionsRequestSchema,
+    reply: z.array(matchedConnectionSchema),
+  }),
+};
+
+/** auth-connect's service-to-service requests. */
+export const AUTH_INTERNAL_REQUESTS = {
+  refresh: natsRequest({
+    subject: AUTH_INTERNAL_SUBJECTS.refresh,
+    request: refreshTokenRequestSchema,
+    reply: refreshTokenResultSchema,
+  }),
+  resolveIntegration: natsRequest({
+    subject: AUTH_INTERNAL_SUBJECTS.resolveIntegration,
+    request: resolveIntegrationRequestSchema,
+    reply: resolvedIntegrationSchema,
+  }),
+};

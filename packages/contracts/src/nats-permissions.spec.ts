@@ -1,4 +1,7 @@
 import * as contracts from './index';
+import { SERVICE_NAMES } from './health';
+import { natsSubjectOwner } from './nats-request';
+import { NATS_REQUESTS, natsRequestsServedBy } from './nats-requests';
 import {
   NATS_GRANTS,
   NATS_USERS,
@@ -110,5 +113,47 @@ describe('NATS permissions', () => {
     // One reply per request, for as long as the longest run may take (the server's default is 2 minutes).
     expect(conf.match(/allow_responses: \{ max: 1, expires: "25h" \}/g)).toHaveLength(NATS_USERS.length - 1);
     expect(renderNatsServerConfig({ noAuthUser: 'admin' })).toMatch(/^no_auth_user: "admin"$/m);
+  });
+});
+
+describe('NATS request definitions', () => {
+  it('define each request subject once, keeping the subject strings', () => {
+    const defined = NATS_REQUESTS.map((def) => def.subject);
+    expect(new Set(defined).size).toBe(defined.length);
+    // Broadcasts (every replica hears them; a lease renewal is answered by the one running the script)
+    // and the records page (a raw reply with its own framing) are not request/reply to one service.
+    const undefinedSubjects = requestSubjects.filter((subject) => !defined.includes(subject));
+    expect(undefinedSubjects.sort()).toEqual(
+      [
+        contracts.VAULT_SUBJECTS.changed,
+        contracts.FUNCTIONS_API_SUBJECTS.changed,
+        contracts.FUNCTIONS_SUBJECTS.cancel,
+        contracts.FUNCTIONS_SUBJECTS.lease,
+        contracts.OAUTH_SOCKET_SUBJECTS.all,
+        contracts.RECORDS_SUBJECTS.list,
+      ].sort(),
+    );
+    expect(defined.filter((subject) => !requestSubjects.includes(subject))).toEqual([]);
+  });
+
+  it('give every subject an owner whose NATS user may answer it, and only that one', () => {
+    for (const def of NATS_REQUESTS) {
+      const owner = natsSubjectOwner(def.subject);
+      expect({ subject: def.subject, owner }).toEqual({ subject: def.subject, owner: expect.any(String) });
+      const answering = SERVICE_NAMES.filter((user) => may(user, 'subscribe', def.subject));
+      expect({ subject: def.subject, answering }).toEqual({ subject: def.subject, answering: [owner] });
+    }
+  });
+
+  it('serve, for each service, exactly the contexts it owns', () => {
+    for (const service of SERVICE_NAMES) {
+      const contexts = new Set(
+        natsRequestsServedBy(service).map((def) => `${def.subject.split('.')[0]}.v1.>`),
+      );
+      expect({ service, serves: [...NATS_GRANTS[service].serves].sort() }).toEqual({
+        service,
+        serves: [...contexts].sort(),
+      });
+    }
   });
 });

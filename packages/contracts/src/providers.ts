@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest } from './nats-request';
 
 export const PROVIDER_SUBJECTS = {
   list: 'auth.v1.providers.list',
@@ -21,3 +22,17 @@ export type ApiProvider = z.infer<typeof apiProviderSchema>;
 export const listProvidersQuerySchema = z.object({ search: z.string().max(255).optional() }).strict();
 export const listProvidersRequestSchema = z.object({ search: z.string().max(255).optional() });
 export const getProviderRequestSchema = z.object({ name: z.string().max(255) });
+
+/** The provider catalog (auth-connect answers). */
+export const PROVIDER_REQUESTS = {
+  list: natsRequest({
+    subject: PROVIDER_SUBJECTS.list,
+    request: listProvidersRequestSchema,
+    reply: z.array(apiProviderSchema),
+  }),
+  get: natsRequest({
+    subject: PROVIDER_SUBJECTS.get,
+    request: getProviderRequestSchema,
+    reply: apiProviderSchema,
+  }),
+};

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest } from './nats-request';
 import { callerSchema } from './context';
 
 /**
@@ -263,3 +264,44 @@ export type RecordsDeleteUnseenRequest = z.infer<typeof recordsDeleteUnseenReque
 /** How many deleted external ids `trackDeletesEnd` hands back to the script at most (the count is exact). */
 export const MAX_DELETED_KEYS_REPLY = 10_000;
 export type RecordsRunScopeRequest = z.infer<typeof recordsRunScopeRequestSchema>;
+
+/** What a sync run does with its records, and the records API's prune (sync-orchestrator answers). */
+export const RECORDS_REQUESTS = {
+  prune: natsRequest({
+    subject: RECORDS_SUBJECTS.prune,
+    request: recordsPruneRequestSchema,
+    reply: pruneRecordsResponseSchema,
+  }),
+  /** A batch of records, checked once by the handler (the caller would walk every record again). */
+  write: natsRequest({
+    subject: RECORDS_SUBJECTS.write,
+    request: recordsWriteRequestSchema,
+    reply: recordsWriteReplySchema,
+    validateOnSend: false,
+  }),
+  getByIds: natsRequest({
+    subject: RECORDS_SUBJECTS.getByIds,
+    request: recordsGetByIdsRequestSchema,
+    reply: listRecordsResponseSchema,
+  }),
+  listForRun: natsRequest({
+    subject: RECORDS_SUBJECTS.listForRun,
+    request: recordsListForRunRequestSchema,
+    reply: listRecordsResponseSchema,
+  }),
+  trackDeletesStart: natsRequest({
+    subject: RECORDS_SUBJECTS.trackDeletesStart,
+    request: recordsRunScopeRequestSchema,
+    reply: z.null(),
+  }),
+  deleteUnseen: natsRequest({
+    subject: RECORDS_SUBJECTS.deleteUnseen,
+    request: recordsDeleteUnseenRequestSchema,
+    reply: z.object({ deleted: z.number().int(), deletedKeys: z.array(z.string()) }),
+  }),
+  lastCursor: natsRequest({
+    subject: RECORDS_SUBJECTS.lastCursor,
+    request: recordsRunScopeRequestSchema,
+    reply: z.object({ cursor: z.string().nullable() }),
+  }),
+};

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest, successReplySchema } from './nats-request';
 import { connectionIdSchema } from './connections-api';
 import { callerSchema } from './context';
 import { functionNameSchema } from './functions';
@@ -218,3 +219,42 @@ export const syncVariantRequestSchema = z.object({
   variant: z.string(),
 });
 export type SyncVariantRequest = z.infer<typeof syncVariantRequestSchema>;
+
+/** Sync commands and status (sync-orchestrator answers). */
+export const SYNC_REQUESTS = {
+  trigger: natsRequest({
+    subject: SYNC_SUBJECTS.trigger,
+    request: syncTriggerRequestSchema,
+    reply: successReplySchema,
+  }),
+  pause: natsRequest({
+    subject: SYNC_SUBJECTS.pause,
+    request: syncCommandRequestSchema,
+    reply: successReplySchema,
+  }),
+  start: natsRequest({
+    subject: SYNC_SUBJECTS.start,
+    request: syncCommandRequestSchema,
+    reply: successReplySchema,
+  }),
+  status: natsRequest({
+    subject: SYNC_SUBJECTS.status,
+    request: syncStatusRequestSchema,
+    reply: syncStatusResponseSchema,
+  }),
+  frequency: natsRequest({
+    subject: SYNC_SUBJECTS.frequency,
+    request: syncFrequencyRequestSchema,
+    reply: syncFrequencyResponseSchema,
+  }),
+  variantCreate: natsRequest({
+    subject: SYNC_SUBJECTS.variantCreate,
+    request: syncVariantRequestSchema,
+    reply: syncVariantResponseSchema,
+  }),
+  variantDelete: natsRequest({
+    subject: SYNC_SUBJECTS.variantDelete,
+    request: syncVariantRequestSchema,
+    reply: successReplySchema,
+  }),
+};

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { natsRequest } from './nats-request';
 
 /**
  * Webhooks: the environment's webhook settings and signing key, provider webhooks coming in, and the
@@ -315,10 +316,11 @@ export const syncWebhookSubscriptionsRequestSchema = z.object({
   providerConfigKey: z.string(),
 });
 export type SyncWebhookSubscriptionsRequest = z.infer<typeof syncWebhookSubscriptionsRequestSchema>;
-export interface SyncWebhookSubscriptionsReply {
+export const syncWebhookSubscriptionsReplySchema = z.object({
   /** Every subscription of every enabled sync of the integration (`*` takes every webhook). */
-  subscriptions: string[];
-}
+  subscriptions: z.array(z.string()),
+});
+export type SyncWebhookSubscriptionsReply = z.infer<typeof syncWebhookSubscriptionsReplySchema>;
 
 /** Whether subscriptions take a webhook of one of these types (`*` takes every webhook). */
 export function subscribes(subscriptions: readonly string[], types: readonly string[]): boolean {
@@ -414,3 +416,65 @@ export const asyncActionWebhookBodySchema = z.object({
   providerConfigKey: z.string(),
   payload: z.object({ id: z.string(), statusUrl: z.string() }),
 });
+
+/** Webhook settings, deliveries and provider webhook ingestion (webhook-relay answers). */
+export const WEBHOOK_REQUESTS = {
+  ingest: natsRequest({
+    subject: WEBHOOK_SUBJECTS.ingest,
+    request: ingestRequestSchema,
+    reply: ingestReplySchema,
+  }),
+  recordRefusal: natsRequest({
+    subject: WEBHOOK_SUBJECTS.recordRefusal,
+    request: webhookRefusalSchema,
+    reply: z.object({ recorded: z.literal(true) }),
+  }),
+  getSettings: natsRequest({
+    subject: WEBHOOK_SUBJECTS.getSettings,
+    request: getWebhookSettingsRequestSchema,
+    reply: environmentWebhookStateSchema,
+  }),
+  updateSettings: natsRequest({
+    subject: WEBHOOK_SUBJECTS.updateSettings,
+    request: updateWebhookSettingsRequestSchema,
+    reply: environmentWebhookStateSchema,
+  }),
+  rotateSigningKey: natsRequest({
+    subject: WEBHOOK_SUBJECTS.rotateSigningKey,
+    request: rotateSigningKeyRequestSchema,
+    reply: rotatedSigningKeySchema,
+  }),
+  listDeliveries: natsRequest({
+    subject: WEBHOOK_SUBJECTS.listDeliveries,
+    request: listDeliveriesRequestSchema,
+    reply: deliveryPageSchema,
+  }),
+  getDelivery: natsRequest({
+    subject: WEBHOOK_SUBJECTS.getDelivery,
+    request: deliveryRequestSchema,
+    reply: webhookDeliveryDetailSchema,
+  }),
+  redeliver: natsRequest({
+    subject: WEBHOOK_SUBJECTS.redeliver,
+    request: deliveryRequestSchema,
+    reply: webhookDeliverySchema,
+  }),
+};
+
+/** Environments by id or secret key (auth-connect answers). */
+export const ENVIRONMENT_REQUESTS = {
+  resolve: natsRequest({
+    subject: ENVIRONMENT_SUBJECTS.resolve,
+    request: resolveEnvironmentRequestSchema,
+    reply: resolvedEnvironmentSchema,
+  }),
+};
+
+/** Which webhook types an integration's syncs take (sync-orchestrator answers). */
+export const SYNC_WEBHOOK_REQUESTS = {
+  subscriptions: natsRequest({
+    subject: SYNC_WEBHOOK_SUBJECTS.subscriptions,
+    request: syncWebhookSubscriptionsRequestSchema,
+    reply: syncWebhookSubscriptionsReplySchema,
+  }),
+};

@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import {
+  fieldErrorsFromZod,
   jsonDepthExceeds,
   MESSAGE_JSON_MAX_DEPTH,
   SwitchboardError,
+  type NatsReplyOf,
+  type NatsRequestDef,
+  type NatsRequestOf,
   type Reply,
 } from '@switchboard/contracts';
 import type { NatsConnection } from 'nats';
@@ -32,6 +36,36 @@ export class NatsRequester {
   }
 
   /**
+   * Sends a request defined in `@switchboard/contracts` and resolves with its reply (or throws the coded
+   * error the handler answered). The request is checked with the definition's schema before it is sent,
+   * and refused with the same `invalid_body` error the handler would answer, so a bad payload costs no
+   * round trip and fails where it was built; what is sent is the payload as given (the handler applies
+   * the schema's defaults). Definitions of bulk payloads opt out (`validateOnSend: false`).
+   */
+  call<D extends NatsRequestDef>(
+    def: D,
+    data: NatsRequestOf<D>,
+    options?: RequestOptions,
+  ): Promise<NatsReplyOf<D>> {
+    if (def.validateOnSend !== false) {
+      const parsed = def.request.safeParse(data);
+      if (!parsed.success) {
+        return Promise.reject(
+          new SwitchboardError(
+            'invalid_body',
+            `invalid payload for ${def.subject}`,
+            fieldErrorsFromZod(parsed.error),
+          ),
+        );
+      }
+    }
+    return this.request<NatsReplyOf<D>>(def.subject, data, options);
+  }
+
+  /**
+   * A request by its subject alone, its reply type asserted by the caller. Only for subjects that have
+   * no definition (tests of the transport itself); services use `call`.
+   *
    * The payload is encoded before the request starts, and only its bytes are kept until they are published:
    * an async function keeps every variable it holds across an await, so `data` (a batch of 1000 records,
    * say) and its JSON text would otherwise stay reachable for the whole round trip, survive the young

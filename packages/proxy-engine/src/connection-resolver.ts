@@ -1,10 +1,11 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import {
-  AUTH_INTERNAL_SUBJECTS,
   connectionsChangedSchema,
   VAULT_SUBJECTS,
   type ConnectionCredentials,
   type ResolvedIntegration,
+  AUTH_INTERNAL_REQUESTS,
+  VAULT_REQUESTS,
 } from '@switchboard/contracts';
 import { listenBroadcast, NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection, Subscription } from 'nats';
@@ -95,10 +96,10 @@ export class ConnectionResolver implements OnApplicationShutdown {
     const cached = this.integrations?.get(key);
     if (cached) return Promise.resolve(cached);
     return this.once(`i\u0000${key}`, async () => {
-      const integration = await this.nats.request<ResolvedIntegration>(
-        AUTH_INTERNAL_SUBJECTS.resolveIntegration,
-        { environmentId, uniqueKey },
-      );
+      const integration = await this.nats.call(AUTH_INTERNAL_REQUESTS.resolveIntegration, {
+        environmentId,
+        uniqueKey,
+      });
       this.integrations?.set(key, integration);
       return integration;
     });
@@ -119,7 +120,7 @@ export class ConnectionResolver implements OnApplicationShutdown {
     }
     return this.once(`c\u0000${forceRefresh ? 'f' : ''}\u0000${key}`, async () => {
       const changesBefore = this.changes;
-      const connection = await this.nats.request<ConnectionCredentials>(VAULT_SUBJECTS.credentials, {
+      const connection = await this.nats.call(VAULT_REQUESTS.credentials, {
         environmentId,
         providerConfigKey,
         connectionId,

@@ -1,9 +1,8 @@
 import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { healthSubject, type HealthReport, type ServiceName } from '@switchboard/contracts';
+import { healthRequest, type HealthReport, type ServiceName } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
-import { z } from 'zod';
 import { HealthRegistry } from './health.registry';
 
 export const SERVICE_IDENTITY = Symbol('SERVICE_IDENTITY');
@@ -89,7 +88,7 @@ export function createHealthHandler(name: ServiceName) {
       @Inject(SERVICE_IDENTITY) readonly identity: ServiceIdentity,
     ) {}
 
-    @NatsHandler(healthSubject(name), z.object({}).passthrough())
+    @NatsHandler(healthRequest(name))
     async check(): Promise<HealthReport> {
       return buildReport(this.identity, this.registry);
     }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ENVIRONMENT_SUBJECTS, SwitchboardError, type ResolvedEnvironment } from '@switchboard/contracts';
+import { SwitchboardError, type ResolvedEnvironment, ENVIRONMENT_REQUESTS } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 
 const TTL_MS = 60_000;
@@ -30,7 +30,7 @@ export class EnvironmentDirectory {
 
   private async fetch(request: { id: number } | { uuid: string }): Promise<ResolvedEnvironment | undefined> {
     try {
-      const value = await this.nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, request);
+      const value = await this.nats.call(ENVIRONMENT_REQUESTS.resolve, request);
       const until = Date.now() + TTL_MS;
       this.byId.set(value.id, { value, until });
       this.byUuid.set(value.uuid, { value, until });

@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import {
-  AUTH_INTERNAL_SUBJECTS,
   DEFAULT_JSON_MAX_DEPTH,
   EVENT_SUBJECTS,
   jsonDepthExceeds,
@@ -10,6 +9,7 @@ import {
   type ProviderWebhookEvent,
   type ResolvedIntegration,
   type WebhookRefusal,
+  AUTH_INTERNAL_REQUESTS,
 } from '@switchboard/contracts';
 import { publishEvent, type NatsRequester } from '@switchboard/messaging';
 import { WebhookSchema, type WebhookDefinition } from '@switchboard/providers';
@@ -292,10 +292,10 @@ export class WebhookIngress {
     const cached = this.integrations.get(key);
     if (cached && cached.until > Date.now()) return cached;
     try {
-      const value = await this.deps.nats.request<ResolvedIntegration>(
-        AUTH_INTERNAL_SUBJECTS.resolveIntegration,
-        { environmentId, uniqueKey },
-      );
+      const value = await this.deps.nats.call(AUTH_INTERNAL_REQUESTS.resolveIntegration, {
+        environmentId,
+        uniqueKey,
+      });
       const entry = { value, definition: this.definitionOf(value), until: Date.now() + INTEGRATION_TTL_MS };
       this.integrations.set(key, entry);
       return entry;

@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   CONNECT_SESSION_TTL_MS,
-  VAULT_SUBJECTS,
   type Caller,
   type ConnectIntegrationDefaults,
   type ConnectSessionCreated,
@@ -11,6 +10,7 @@ import {
   type FieldError,
   type ReconnectConnectSessionBody,
   type VerifiedConnectSession,
+  VAULT_REQUESTS,
 } from '@switchboard/contracts';
 import { EnvelopeCipher } from '@switchboard/crypto';
 import { Prisma, type ConnectDb } from '@switchboard/db';
@@ -105,7 +105,7 @@ export class ConnectSessionsService {
       },
     });
     if (!integration) throw notFound();
-    const matches = await this.nats.request<unknown[]>(VAULT_SUBJECTS.match, {
+    const matches = await this.nats.call(VAULT_REQUESTS.match, {
       environmentId: caller.environmentId,
       providerConfigKey: body.integration_id,
       field: 'connection_id',

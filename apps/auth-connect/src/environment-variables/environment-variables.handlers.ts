@@ -1,8 +1,8 @@
 import { Controller } from '@nestjs/common';
 import {
-  ENVIRONMENT_VARIABLE_SUBJECTS,
   listEnvironmentVariablesRequestSchema,
   replaceEnvironmentVariablesRequestSchema,
+  ENVIRONMENT_VARIABLE_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
@@ -12,12 +12,12 @@ import { EnvironmentVariablesService } from './environment-variables.service';
 export class EnvironmentVariablesHandlers {
   constructor(private readonly variables: EnvironmentVariablesService) {}
 
-  @NatsHandler(ENVIRONMENT_VARIABLE_SUBJECTS.list, listEnvironmentVariablesRequestSchema)
+  @NatsHandler(ENVIRONMENT_VARIABLE_REQUESTS.list)
   async list(req: z.infer<typeof listEnvironmentVariablesRequestSchema>) {
     return this.variables.list(req.caller);
   }
 
-  @NatsHandler(ENVIRONMENT_VARIABLE_SUBJECTS.replace, replaceEnvironmentVariablesRequestSchema)
+  @NatsHandler(ENVIRONMENT_VARIABLE_REQUESTS.replace)
   async replace(req: z.infer<typeof replaceEnvironmentVariablesRequestSchema>) {
     return this.variables.replace(req.caller, req.body.variables);
   }

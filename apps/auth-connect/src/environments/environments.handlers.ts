@@ -1,9 +1,8 @@
 import { Controller, Inject } from '@nestjs/common';
 import {
-  ENVIRONMENT_SUBJECTS,
-  resolveEnvironmentRequestSchema,
   type ResolveEnvironmentRequest,
   type ResolvedEnvironment,
+  ENVIRONMENT_REQUESTS,
 } from '@switchboard/contracts';
 import type { AuthDb } from '@switchboard/db';
 import { NatsHandler } from '@switchboard/messaging';
@@ -19,7 +18,7 @@ import { AUTH_DB } from '../database/database.module';
 export class EnvironmentsHandlers {
   constructor(@Inject(AUTH_DB) private readonly db: AuthDb) {}
 
-  @NatsHandler(ENVIRONMENT_SUBJECTS.resolve, resolveEnvironmentRequestSchema)
+  @NatsHandler(ENVIRONMENT_REQUESTS.resolve)
   async resolve(request: ResolveEnvironmentRequest): Promise<ResolvedEnvironment> {
     const row = await this.db.environment.findUnique({
       where: 'id' in request ? { id: request.id } : { uuid: request.uuid },

@@ -1,10 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import {
-  VAULT_SUBJECTS,
-  type Credentials,
-  type FlowResult,
-  type StoredConnection,
-} from '@switchboard/contracts';
+import { type Credentials, type FlowResult, VAULT_REQUESTS } from '@switchboard/contracts';
 import { Prisma, type ConnectDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { connectionConfigValueProblems } from '@switchboard/providers';
@@ -57,8 +52,8 @@ export class CompletionService {
       );
     }
     // The vault runs the integration's validate-connection scripts first: a refusal stores nothing.
-    await this.nats.request<StoredConnection>(
-      VAULT_SUBJECTS.store,
+    await this.nats.call(
+      VAULT_REQUESTS.store,
       {
         caller: ctx.caller,
         environmentId: ctx.caller.environmentId,

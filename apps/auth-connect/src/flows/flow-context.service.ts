@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  AUTH_INTERNAL_SUBJECTS,
   type Caller,
   type ConnectIntegrationDefaults,
   type ResolvedIntegration,
+  AUTH_INTERNAL_REQUESTS,
 } from '@switchboard/contracts';
 import type { ConnectDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
@@ -111,7 +111,7 @@ export class FlowContextService {
     caller: Pick<Caller, 'environmentId'>;
     providerConfigKey: string;
   }): Promise<ResolvedIntegration> {
-    return this.nats.request<ResolvedIntegration>(AUTH_INTERNAL_SUBJECTS.resolveIntegration, {
+    return this.nats.call(AUTH_INTERNAL_REQUESTS.resolveIntegration, {
       environmentId: ctx.caller.environmentId,
       uniqueKey: ctx.providerConfigKey,
     });

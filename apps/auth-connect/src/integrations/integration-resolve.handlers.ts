@@ -1,8 +1,8 @@
 import { Controller } from '@nestjs/common';
 import {
-  AUTH_INTERNAL_SUBJECTS,
   resolveIntegrationRequestSchema,
   type ResolvedIntegration,
+  AUTH_INTERNAL_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
@@ -17,7 +17,7 @@ import { IntegrationsService } from './integrations.service';
 export class IntegrationResolveHandlers {
   constructor(private readonly integrations: IntegrationsService) {}
 
-  @NatsHandler(AUTH_INTERNAL_SUBJECTS.resolveIntegration, resolveIntegrationRequestSchema)
+  @NatsHandler(AUTH_INTERNAL_REQUESTS.resolveIntegration)
   async resolve(req: z.infer<typeof resolveIntegrationRequestSchema>): Promise<ResolvedIntegration> {
     return this.integrations.resolveInternal(req.environmentId, req.uniqueKey);
   }

@@ -1,7 +1,6 @@
 import { createPrivateKey, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  CONNECTION_SUBJECTS,
   EVENT_SUBJECTS,
   integrationEventSchema,
   type Caller,
@@ -12,6 +11,7 @@ import {
   type ResolvedIntegration,
   type UpdateIntegrationBody,
   WEBHOOK_ONLY_CREDENTIALS_TYPES,
+  CONNECTION_REQUESTS,
 } from '@switchboard/contracts';
 import { EnvelopeCipher } from '@switchboard/crypto';
 import { Prisma, type AuthDb, type IntegrationModel as IntegrationRow } from '@switchboard/db';
@@ -122,7 +122,7 @@ export class IntegrationsService {
     if (body.credentials) this.checkCredentials(provider, body.credentials);
     const renaming = body.unique_key !== undefined && body.unique_key !== existing.uniqueKey;
     if (renaming) {
-      const count = await this.nats.request<number>(CONNECTION_SUBJECTS.countForIntegration, {
+      const count = await this.nats.call(CONNECTION_REQUESTS.countForIntegration, {
         environmentId: caller.environmentId,
         providerConfigKey: existing.uniqueKey,
       });
@@ -163,7 +163,7 @@ export class IntegrationsService {
   async delete(caller: Caller, uniqueKey: string): Promise<{ success: true }> {
     const existing = await this.findOrThrow(caller, uniqueKey);
     // Connections go first: an integration must never disappear from under live connections.
-    await this.nats.request<number>(CONNECTION_SUBJECTS.deleteForIntegration, {
+    await this.nats.call(CONNECTION_REQUESTS.deleteForIntegration, {
       environmentId: caller.environmentId,
       providerConfigKey: existing.uniqueKey,
     });

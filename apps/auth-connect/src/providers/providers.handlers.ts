@@ -2,7 +2,7 @@ import { Controller } from '@nestjs/common';
 import {
   getProviderRequestSchema,
   listProvidersRequestSchema,
-  PROVIDER_SUBJECTS,
+  PROVIDER_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
@@ -12,12 +12,12 @@ import { ProvidersService } from './providers.service';
 export class ProvidersHandlers {
   constructor(private readonly providers: ProvidersService) {}
 
-  @NatsHandler(PROVIDER_SUBJECTS.list, listProvidersRequestSchema)
+  @NatsHandler(PROVIDER_REQUESTS.list)
   async list(req: z.infer<typeof listProvidersRequestSchema>) {
     return this.providers.list(req.search);
   }
 
-  @NatsHandler(PROVIDER_SUBJECTS.get, getProviderRequestSchema)
+  @NatsHandler(PROVIDER_REQUESTS.get)
   async get(req: z.infer<typeof getProviderRequestSchema>) {
     return this.providers.get(req.name);
   }

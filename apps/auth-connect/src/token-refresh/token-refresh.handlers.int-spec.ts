@@ -8,11 +8,10 @@ import { Module, type DynamicModule, type INestMicroservice, type LoggerService 
 import { NestFactory } from '@nestjs/core';
 import { Transport } from '@nestjs/microservices';
 import {
-  AUTH_INTERNAL_SUBJECTS,
+  AUTH_INTERNAL_REQUESTS,
   SwitchboardError,
   type Caller,
-  type RefreshTokenResult,
-  type ResolvedIntegration,
+  type NatsRequestOf,
 } from '@switchboard/contracts';
 import type { AuthDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
@@ -209,8 +208,12 @@ describe('auth-connect internal subjects: token refresh and integration resolve'
   let caller: Caller;
   const seenSecrets: string[] = [OAUTH_SECRET, CC_SECRET, appPrivateKey.split('\n')[1]!];
 
-  const refresh = (body: Record<string, unknown>) =>
-    nats.request<RefreshTokenResult>(AUTH_INTERNAL_SUBJECTS.refresh, {
+  type RefreshBody = Omit<
+    NatsRequestOf<typeof AUTH_INTERNAL_REQUESTS.refresh>,
+    'environmentId' | 'connectionId'
+  >;
+  const refresh = (body: RefreshBody) =>
+    nats.call(AUTH_INTERNAL_REQUESTS.refresh, {
       environmentId: caller.environmentId,
       connectionId: 'conn-1',
       ...body,
@@ -297,7 +300,7 @@ describe('auth-connect internal subjects: token refresh and integration resolve'
   }, 30_000);
 
   it('resolves an integration with its secrets decrypted, over the internal bus', async () => {
-    const crm = await nats.request<ResolvedIntegration>(AUTH_INTERNAL_SUBJECTS.resolveIntegration, {
+    const crm = await nats.call(AUTH_INTERNAL_REQUESTS.resolveIntegration, {
       environmentId: caller.environmentId,
       uniqueKey: 'crm',
     });
@@ -313,7 +316,7 @@ describe('auth-connect internal subjects: token refresh and integration resolve'
       auth_mode: 'OAUTH2',
       token_request_auth_method: 'basic',
     });
-    const gh = await nats.request<ResolvedIntegration>(AUTH_INTERNAL_SUBJECTS.resolveIntegration, {
+    const gh = await nats.call(AUTH_INTERNAL_REQUESTS.resolveIntegration, {
       environmentId: caller.environmentId,
       uniqueKey: 'gh',
     });
@@ -322,7 +325,7 @@ describe('auth-connect internal subjects: token refresh and integration resolve'
 
   it('answers unknown_provider_config for an integration of another environment or none', async () => {
     const error = await failure(
-      nats.request(AUTH_INTERNAL_SUBJECTS.resolveIntegration, {
+      nats.call(AUTH_INTERNAL_REQUESTS.resolveIntegration, {
         environmentId: caller.environmentId + 100_000,
         uniqueKey: 'crm',
       }),
@@ -449,7 +452,11 @@ describe('auth-connect internal subjects: token refresh and integration resolve'
 
   it('refuses a malformed request with invalid_body before doing anything', async () => {
     const error = await failure(
-      nats.request(AUTH_INTERNAL_SUBJECTS.refresh, { environmentId: 'one', providerConfigKey: 'crm' }),
+      // Sent by subject, past the caller's own check, to reach the handler's.
+      nats.request(AUTH_INTERNAL_REQUESTS.refresh.subject, {
+        environmentId: 'one',
+        providerConfigKey: 'crm',
+      }),
     );
     expect(error).toMatchObject({ code: 'invalid_body' });
   });

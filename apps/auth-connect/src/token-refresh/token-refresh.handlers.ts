@@ -1,9 +1,5 @@
 import { Controller } from '@nestjs/common';
-import {
-  AUTH_INTERNAL_SUBJECTS,
-  refreshTokenRequestSchema,
-  type RefreshTokenResult,
-} from '@switchboard/contracts';
+import { type RefreshTokenResult, AUTH_INTERNAL_REQUESTS } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import { TokenRefreshService, type RefreshTokenRequest } from './token-refresh.service';
 
@@ -15,7 +11,7 @@ import { TokenRefreshService, type RefreshTokenRequest } from './token-refresh.s
 export class TokenRefreshHandlers {
   constructor(private readonly tokenRefresh: TokenRefreshService) {}
 
-  @NatsHandler(AUTH_INTERNAL_SUBJECTS.refresh, refreshTokenRequestSchema)
+  @NatsHandler(AUTH_INTERNAL_REQUESTS.refresh)
   async refresh(req: RefreshTokenRequest): Promise<RefreshTokenResult> {
     return this.tokenRefresh.refresh(req);
   }

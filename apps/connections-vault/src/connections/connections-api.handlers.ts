@@ -3,21 +3,11 @@ import { ConnectionChanges } from '../events/connection-changes';
 import { OutboxPublisher } from '../events/outbox';
 import { Controller, Logger } from '@nestjs/common';
 import {
-  CONNECTIONS_API_SUBJECTS,
   connectionEventSchema,
-  connectionMetadataRequestSchema,
-  deleteConnectionRequestSchema,
   EVENT_SUBJECTS,
-  getConnectionRequestSchema,
-  importConnectionRequestSchema,
-  INTEGRATION_SUBJECTS,
-  listConnectionsRequestSchema,
-  patchConnectionRequestSchema,
   SwitchboardError,
   type ApiPublicConnection,
   type ApiPublicConnectionFull,
-  ON_EVENT_SUBJECTS,
-  type OnEventReply,
   type Caller,
   type ConnectionMetadataRequest,
   type DeleteConnectionRequest,
@@ -25,6 +15,9 @@ import {
   type ImportConnectionRequest,
   type ListConnectionsRequest,
   type PatchConnectionRequest,
+  CONNECTIONS_API_REQUESTS,
+  INTEGRATION_REQUESTS,
+  ON_EVENT_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler, NatsRequester } from '@switchboard/messaging';
 import { VaultError } from '../vault.errors';
@@ -57,13 +50,13 @@ export class ConnectionsApiHandlers {
     private readonly outbox: OutboxPublisher,
   ) {}
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.list, listConnectionsRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.list)
   async list(req: ListConnectionsRequest): Promise<{ connections: ApiPublicConnection[] }> {
     const rows = await this.repository.list(req.caller.environmentId, req.filters);
     return { connections: rows.map(toPublicConnection) };
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.get, getConnectionRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.get)
   async get(req: GetConnectionRequest): Promise<ApiPublicConnectionFull> {
     const key = {
       environmentId: req.caller.environmentId,
@@ -90,7 +83,7 @@ export class ConnectionsApiHandlers {
     });
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.patch, patchConnectionRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.patch)
   async patch(req: PatchConnectionRequest): Promise<{ success: true }> {
     const key = {
       environmentId: req.caller.environmentId,
@@ -110,7 +103,7 @@ export class ConnectionsApiHandlers {
     return { success: true };
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.delete, deleteConnectionRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.delete)
   async delete(req: DeleteConnectionRequest): Promise<{ success: true }> {
     const key = {
       environmentId: req.caller.environmentId,
@@ -148,8 +141,8 @@ export class ConnectionsApiHandlers {
    */
   private async beforeDeletion(req: DeleteConnectionRequest): Promise<void> {
     try {
-      const reply = await this.nats.request<OnEventReply>(
-        ON_EVENT_SUBJECTS.preConnectionDeletion,
+      const reply = await this.nats.call(
+        ON_EVENT_REQUESTS.preConnectionDeletion,
         { caller: req.caller, providerConfigKey: req.providerConfigKey, connectionId: req.connectionId },
         { timeoutMs: PRE_DELETION_WAIT_MS },
       );
@@ -162,20 +155,20 @@ export class ConnectionsApiHandlers {
     }
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.import, importConnectionRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.import)
   async import(req: ImportConnectionRequest): Promise<ApiPublicConnectionFull> {
     const imported = await this.importer.execute(req);
     this.changes.announce(req.caller.environmentId, req.body.provider_config_key);
     return imported;
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.setMetadata, connectionMetadataRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.setMetadata)
   async setMetadata(req: ConnectionMetadataRequest): Promise<{ success: true }> {
     await this.writeMetadata(req, 'replace');
     return { success: true };
   }
 
-  @NatsHandler(CONNECTIONS_API_SUBJECTS.updateMetadata, connectionMetadataRequestSchema)
+  @NatsHandler(CONNECTIONS_API_REQUESTS.updateMetadata)
   async updateMetadata(req: ConnectionMetadataRequest): Promise<{ success: true }> {
     await this.writeMetadata(req, 'merge');
     return { success: true };
@@ -204,7 +197,7 @@ export class ConnectionsApiHandlers {
   /** Nango tells an unknown integration (`unknown_provider_config`) apart from an unknown connection (`not_found`). */
   private async missing(caller: Caller, providerConfigKey: string): Promise<SwitchboardError> {
     try {
-      await this.nats.request(INTEGRATION_SUBJECTS.get, {
+      await this.nats.call(INTEGRATION_REQUESTS.get, {
         caller,
         uniqueKey: providerConfigKey,
         include: { webhook: false, credentials: false },

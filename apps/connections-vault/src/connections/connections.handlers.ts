@@ -1,18 +1,16 @@
 import { ConnectionChanges } from '../events/connection-changes';
 import { Controller } from '@nestjs/common';
 import {
-  CONNECTION_SUBJECTS,
   connectionCredentialsRequestSchema,
-  connectionIdsRequestSchema,
   type ConnectionIdsRequest,
   integrationRefSchema,
   matchConnectionsRequestSchema,
-  storeConnectionRequestSchema,
-  VAULT_SUBJECTS,
   type ConnectionCredentials,
   type EndUser,
   type StoreConnectionRequest,
   type StoredConnection,
+  CONNECTION_REQUESTS,
+  VAULT_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
@@ -37,19 +35,19 @@ export class ConnectionsHandlers {
     private readonly cipher: CredentialsCipher,
   ) {}
 
-  @NatsHandler(CONNECTION_SUBJECTS.countForIntegration, integrationRefSchema)
+  @NatsHandler(CONNECTION_REQUESTS.countForIntegration)
   async countForIntegration(ref: IntegrationRef): Promise<number> {
     return this.repository.countForIntegration(ref.environmentId, ref.providerConfigKey);
   }
 
   /** sync-orchestrator: the connections a sync runs for (all of an integration's, or the one named). */
-  @NatsHandler(CONNECTION_SUBJECTS.idsForIntegration, connectionIdsRequestSchema)
+  @NatsHandler(CONNECTION_REQUESTS.idsForIntegration)
   idsForIntegration(req: ConnectionIdsRequest): Promise<string[]> {
     return this.repository.idsForIntegration(req.environmentId, req.providerConfigKey, req.connectionId);
   }
 
   /** Called when an integration is deleted: its connections go with it. */
-  @NatsHandler(CONNECTION_SUBJECTS.deleteForIntegration, integrationRefSchema)
+  @NatsHandler(CONNECTION_REQUESTS.deleteForIntegration)
   async deleteForIntegration(ref: IntegrationRef): Promise<number> {
     const deleted = await this.repository.deleteForIntegration(ref.environmentId, ref.providerConfigKey);
     this.changes.announce(ref.environmentId, ref.providerConfigKey);
@@ -57,7 +55,7 @@ export class ConnectionsHandlers {
   }
 
   /** auth-connect finished a flow: validate, then create or override the connection and announce it. */
-  @NatsHandler(VAULT_SUBJECTS.store, storeConnectionRequestSchema)
+  @NatsHandler(VAULT_REQUESTS.store)
   async storeConnection(req: StoreConnectionRequest): Promise<StoredConnection> {
     const input = {
       key: {
@@ -91,7 +89,7 @@ export class ConnectionsHandlers {
   }
 
   /** A connection's credentials for the proxy, the relay and functions; refreshed first when they expire soon. */
-  @NatsHandler(VAULT_SUBJECTS.credentials, connectionCredentialsRequestSchema)
+  @NatsHandler(VAULT_REQUESTS.credentials)
   async credentials(req: z.infer<typeof connectionCredentialsRequestSchema>): Promise<ConnectionCredentials> {
     const key = {
       environmentId: req.environmentId,
@@ -119,7 +117,7 @@ export class ConnectionsHandlers {
   }
 
   /** webhook-relay: which connections a provider webhook belongs to. */
-  @NatsHandler(VAULT_SUBJECTS.match, matchConnectionsRequestSchema)
+  @NatsHandler(VAULT_REQUESTS.match)
   async match(req: z.infer<typeof matchConnectionsRequestSchema>) {
     const rows = await this.repository.match(req.environmentId, req.providerConfigKey, req.field, req.value);
     return rows.map((row) => ({

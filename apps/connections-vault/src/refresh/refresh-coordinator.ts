@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
-  AUTH_INTERNAL_SUBJECTS,
   ERROR_CODES,
   refreshTokenResultSchema,
   SwitchboardError,
   type Credentials,
   type ErrorCode,
   type RefreshTokenResult,
+  AUTH_INTERNAL_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { VAULT_ENV, type VaultEnv } from '../config/env';
@@ -190,8 +190,8 @@ export class RefreshCoordinator {
     const secretConfig = this.cipher.openSecretConfig(row.id, blob);
     let result: RefreshTokenResult;
     try {
-      const answer = await this.nats.request<unknown>(
-        AUTH_INTERNAL_SUBJECTS.refresh,
+      const answer = await this.nats.call(
+        AUTH_INTERNAL_REQUESTS.refresh,
         {
           environmentId: row.environmentId,
           providerConfigKey: row.providerConfigKey,

@@ -1,28 +1,24 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
-  CONNECTIONS_API_SUBJECTS,
-  ENVIRONMENT_VARIABLE_SUBJECTS,
-  FUNCTION_HOST_SUBJECTS,
-  INTEGRATION_SUBJECTS,
   MAX_ACTION_TRIGGER_DEPTH,
-  PROVIDER_SUBJECTS,
   SYNC_MODES,
-  SYNC_SUBJECTS,
   SwitchboardError,
-  VAULT_SUBJECTS,
   checkpointSaveRequestSchema,
   syncIdentifierSchema,
   syncModeFlags,
   toSyncIdentifier,
-  type ApiProvider,
   type ApiPublicConnectionFull,
   type CandidateConnection,
-  type CheckpointReply,
   type ConnectionCredentials,
-  type EnvironmentVariable,
   type FunctionType,
-  type LockReply,
   MAX_LOCK_TTL_MS,
+  CONNECTIONS_API_REQUESTS,
+  ENVIRONMENT_VARIABLE_REQUESTS,
+  FUNCTION_HOST_REQUESTS,
+  INTEGRATION_REQUESTS,
+  PROVIDER_REQUESTS,
+  SYNC_REQUESTS,
+  VAULT_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -135,7 +131,7 @@ export class HostCalls {
   async releaseLocks(scope: RunScope): Promise<void> {
     if (!scope.locks.taken) return;
     try {
-      await this.nats.request(FUNCTION_HOST_SUBJECTS.lockReleaseAll, this.lockScope(scope));
+      await this.nats.call(FUNCTION_HOST_REQUESTS.lockReleaseAll, this.lockScope(scope));
     } catch (error) {
       // They expire with their TTL anyway.
       this.logger.warn(`releasing the locks of a run failed: ${(error as Error)?.name ?? typeof error}`);
@@ -234,7 +230,7 @@ export class HostCalls {
     const connection = (s: RunScope) =>
       s.candidate
         ? Promise.resolve(candidateConnection(s, s.candidate))
-        : this.nats.request<ApiPublicConnectionFull>(CONNECTIONS_API_SUBJECTS.get, {
+        : this.nats.call(CONNECTIONS_API_REQUESTS.get, {
             ...key(s),
             includeCredentials: true,
             includeRefreshToken: false,
@@ -267,7 +263,7 @@ export class HostCalls {
         types: ALL,
         args: z.unknown(),
         run: async (s) => {
-          const provider = await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: s.provider });
+          const provider = await this.nats.call(PROVIDER_REQUESTS.get, { name: s.provider });
           const proxy = (provider as { proxy?: { paginate?: unknown } }).proxy;
           return proxy?.paginate ?? null;
         },
@@ -285,7 +281,7 @@ export class HostCalls {
         args: z.unknown(),
         run: async (s) => {
           if (s.candidate) return tokenOf(s.candidate.credentials);
-          const found = await this.nats.request<ConnectionCredentials>(VAULT_SUBJECTS.credentials, {
+          const found = await this.nats.call(VAULT_REQUESTS.credentials, {
             environmentId: s.caller.environmentId,
             providerConfigKey: s.providerConfigKey,
             connectionId: s.connectionId,
@@ -305,7 +301,7 @@ export class HostCalls {
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
           notWhileValidating(s, 'setMetadata');
-          return this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, {
+          return this.nats.call(CONNECTIONS_API_REQUESTS.setMetadata, {
             caller: s.caller,
             body: {
               connection_id: s.connectionId,
@@ -321,7 +317,7 @@ export class HostCalls {
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
           notWhileValidating(s, 'updateMetadata');
-          return this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, {
+          return this.nats.call(CONNECTIONS_API_REQUESTS.updateMetadata, {
             caller: s.caller,
             body: {
               connection_id: s.connectionId,
@@ -334,8 +330,7 @@ export class HostCalls {
       getEnvironmentVariables: entry({
         types: ALL,
         args: z.unknown(),
-        run: (s) =>
-          this.nats.request<EnvironmentVariable[]>(ENVIRONMENT_VARIABLE_SUBJECTS.list, { caller: s.caller }),
+        run: (s) => this.nats.call(ENVIRONMENT_VARIABLE_REQUESTS.list, { caller: s.caller }),
       }),
       getWebhookURL: entry({
         types: ALL,
@@ -365,8 +360,8 @@ export class HostCalls {
             );
           }
           const reply = await s.whileWaiting(() =>
-            this.nats.request<unknown>(
-              FUNCTION_HOST_SUBJECTS.actionTrigger,
+            this.nats.call(
+              FUNCTION_HOST_REQUESTS.actionTrigger,
               {
                 caller: s.caller,
                 providerConfigKey: args.providerConfigKey,
@@ -399,7 +394,7 @@ export class HostCalls {
           syncMode: z.union([z.enum(SYNC_MODES), z.boolean()]).nullish(),
         }),
         run: async (s, args) => {
-          await this.nats.request(SYNC_SUBJECTS.trigger, {
+          await this.nats.call(SYNC_REQUESTS.trigger, {
             caller: s.caller,
             providerConfigKey: args.providerConfigKey,
             connectionId: args.connectionId,
@@ -417,7 +412,7 @@ export class HostCalls {
           connectionId: optionalKey,
         }),
         run: async (s, args) => {
-          await this.nats.request(SYNC_SUBJECTS.start, {
+          await this.nats.call(SYNC_REQUESTS.start, {
             caller: s.caller,
             providerConfigKey: args.providerConfigKey,
             ...(args.connectionId ? { connectionId: args.connectionId } : {}),
@@ -446,7 +441,7 @@ export class HostCalls {
             .default([]),
         }),
         run: (s, args) =>
-          this.nats.request(INTEGRATION_SUBJECTS.get, {
+          this.nats.call(INTEGRATION_REQUESTS.get, {
             caller: s.caller,
             uniqueKey: s.providerConfigKey,
             include: {
@@ -465,7 +460,7 @@ export class HostCalls {
         }),
         run: async (s, args) => {
           s.locks.taken = true;
-          const reply = await this.nats.request<LockReply>(FUNCTION_HOST_SUBJECTS.lockAcquire, {
+          const reply = await this.nats.call(FUNCTION_HOST_REQUESTS.lockAcquire, {
             ...this.lockScope(s),
             key: args.key,
             ttlMs: args.ttlMs,
@@ -478,7 +473,7 @@ export class HostCalls {
         args: z.object({ key: z.string().min(1).max(255) }),
         run: async (s, args) =>
           (
-            await this.nats.request<LockReply>(FUNCTION_HOST_SUBJECTS.lockRelease, {
+            await this.nats.call(FUNCTION_HOST_REQUESTS.lockRelease, {
               ...this.lockScope(s),
               key: args.key,
             })
@@ -488,7 +483,7 @@ export class HostCalls {
         types: ALL,
         args: z.unknown(),
         run: async (s) => {
-          await this.nats.request(FUNCTION_HOST_SUBJECTS.lockReleaseAll, this.lockScope(s));
+          await this.nats.call(FUNCTION_HOST_REQUESTS.lockReleaseAll, this.lockScope(s));
           return null;
         },
       }),
@@ -496,14 +491,13 @@ export class HostCalls {
         types: ALL,
         args: z.unknown(),
         run: async (s) =>
-          (await this.nats.request<CheckpointReply>(FUNCTION_HOST_SUBJECTS.checkpointGet, hostScope(s)))
-            .checkpoint,
+          (await this.nats.call(FUNCTION_HOST_REQUESTS.checkpointGet, hostScope(s))).checkpoint,
       }),
       saveCheckpoint: entry({
         types: ALL,
         args: z.object({ checkpoint: checkpointSaveRequestSchema.shape.checkpoint }),
         run: async (s, args) => {
-          await this.nats.request(FUNCTION_HOST_SUBJECTS.checkpointSave, {
+          await this.nats.call(FUNCTION_HOST_REQUESTS.checkpointSave, {
             ...hostScope(s),
             ...writer(s),
             checkpoint: args.checkpoint,
@@ -515,7 +509,7 @@ export class HostCalls {
         types: ALL,
         args: z.unknown(),
         run: async (s) => {
-          await this.nats.request(FUNCTION_HOST_SUBJECTS.checkpointClear, { ...hostScope(s), ...writer(s) });
+          await this.nats.call(FUNCTION_HOST_REQUESTS.checkpointClear, { ...hostScope(s), ...writer(s) });
           return null;
         },
       }),

@@ -1,12 +1,11 @@
 import {
   MAX_RECORD_BYTES,
   RECORDS_BATCH_SIZE,
-  RECORDS_SUBJECTS,
   recordModelKey,
   recordsMessageBytes,
   type ListRecordsResponse,
   type RecordWriteOp,
-  type RecordsWriteReply,
+  RECORDS_REQUESTS,
 } from '@switchboard/contracts';
 import type { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -123,10 +122,10 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
   const send = async (s: RunScope, model: string, op: RecordWriteOp, groups: Record<string, unknown>[][]) => {
     while (groups.length > 0) {
       const merging = s.merging.get(model);
-      const reply = await nats.request<RecordsWriteReply>(RECORDS_SUBJECTS.write, {
+      const reply = await nats.call(RECORDS_REQUESTS.write, {
         ...runScopeOf(s, model),
         op,
-        records: groups.shift(),
+        records: groups.shift() ?? [],
         ...(merging ? { merging } : {}),
       });
       // Under ignore_if_modified_after the cursor follows the run's own writes.
@@ -158,8 +157,8 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
       args: modelArgs,
       run: async (s, args) => {
         const model = modelOf(s, call, args.model);
-        return nats.request<{ deletedKeys: string[] }>(
-          RECORDS_SUBJECTS.deleteUnseen,
+        return nats.call(
+          RECORDS_REQUESTS.deleteUnseen,
           { ...runScopeOf(s, model), ...(window ? { window } : {}) },
           // Marking a large model's unseen records can take a while.
           { timeoutMs: 120_000 },
@@ -181,7 +180,7 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
         let cursor: string | undefined;
         // A page is cut short when it would not fit one message; the rest comes from its cursor.
         do {
-          const page = await nats.request<ListRecordsResponse>(RECORDS_SUBJECTS.getByIds, {
+          const page = await nats.call(RECORDS_REQUESTS.getByIds, {
             ...runScopeOf(s, model),
             ids: args.ids,
             ...(cursor ? { cursor } : {}),
@@ -202,7 +201,7 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
       }),
       run: async (s, args) => {
         const model = modelOf(s, 'listRecords', args.model);
-        const page = await nats.request<ListRecordsResponse>(RECORDS_SUBJECTS.listForRun, {
+        const page = await nats.call(RECORDS_REQUESTS.listForRun, {
           ...runScopeOf(s, model),
           limit: args.limit,
           ...(args.cursor ? { cursor: args.cursor } : {}),
@@ -217,7 +216,7 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
       args: modelArgs,
       run: async (s, args) => {
         const model = modelOf(s, 'trackDeletesStart', args.model);
-        await nats.request(RECORDS_SUBJECTS.trackDeletesStart, runScopeOf(s, model));
+        await nats.call(RECORDS_REQUESTS.trackDeletesStart, runScopeOf(s, model));
         return null;
       },
     }),
@@ -234,10 +233,7 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
           return null;
         }
         // Records modified after this point (by a webhook run, say) are left alone by this run's writes.
-        const { cursor } = await nats.request<{ cursor: string | null }>(
-          RECORDS_SUBJECTS.lastCursor,
-          runScopeOf(s, model),
-        );
+        const { cursor } = await nats.call(RECORDS_REQUESTS.lastCursor, runScopeOf(s, model));
         s.merging.set(model, { strategy: 'ignore_if_modified_after', cursor });
         return null;
       },

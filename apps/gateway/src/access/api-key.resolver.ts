@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { API_KEY_SUBJECTS, SwitchboardError, type VerifiedKey } from '@switchboard/contracts';
+import { SwitchboardError, type VerifiedKey, API_KEY_REQUESTS } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
@@ -45,11 +45,7 @@ export class ApiKeyResolver {
 
   private async lookup(keyHash: string): Promise<VerifiedKey | null> {
     try {
-      const verified = await this.nats.request<VerifiedKey>(
-        API_KEY_SUBJECTS.verify,
-        { keyHash },
-        { timeoutMs: 5000 },
-      );
+      const verified = await this.nats.call(API_KEY_REQUESTS.verify, { keyHash }, { timeoutMs: 5000 });
       this.cache?.set(keyHash, verified);
       return verified;
     } catch (error) {

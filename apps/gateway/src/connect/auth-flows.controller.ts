@@ -5,7 +5,6 @@ import {
   billFlowBodySchema,
   credentialFieldsFlowBodySchema,
   signatureFlowBodySchema,
-  CONNECT_FLOW_SUBJECTS,
   clientCredentialsFlowBodySchema,
   flowSubmitQuerySchema,
   oauthConnectBodySchema,
@@ -14,10 +13,11 @@ import {
   tbaFlowBodySchema,
   uniqueKeySchema,
   type CallbackOutcome,
-  type CallbackReply,
   type FlowResult,
   type StartedFlow,
   type SubmitFlowMode,
+  CONNECT_FLOW_REQUESTS,
+  type NatsRequestOf,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -201,7 +201,7 @@ export class AuthFlowsController {
     try {
       const { state } = parseParams(launchParams, params);
       const browser = newBrowserNonce();
-      const { url } = await this.nats.request<{ url: string }>(CONNECT_FLOW_SUBJECTS.bind, {
+      const { url } = await this.nats.call(CONNECT_FLOW_REQUESTS.bind, {
         state,
         browserBinding: browser.binding,
       });
@@ -344,7 +344,7 @@ export class AuthFlowsController {
     },
   ): Promise<StartedFlow> {
     const { caller, sessionId } = sessionOf(request);
-    return this.nats.request<StartedFlow>(CONNECT_FLOW_SUBJECTS.start, {
+    return this.nats.call(CONNECT_FLOW_REQUESTS.start, {
       caller,
       sessionId,
       providerConfigKey,
@@ -377,7 +377,7 @@ export class AuthFlowsController {
   private async finish(request: FastifyRequest, reply: FastifyReply, query: Record<string, string>) {
     const state = query['state'];
     const browserNonce = isFlowState(state) ? readFlowNonce(request.headers.cookie, state) : undefined;
-    const answer = await this.nats.request<CallbackReply>(CONNECT_FLOW_SUBJECTS.callback, {
+    const answer = await this.nats.call(CONNECT_FLOW_REQUESTS.callback, {
       query,
       ...(browserNonce ? { browserNonce } : {}),
     });
@@ -439,14 +439,16 @@ export class AuthFlowsController {
     }
     const parsedBody = parseBody(FORM_BODIES[mode], body);
     const { caller, sessionId } = sessionOf(request);
-    return this.nats.request<FlowResult>(CONNECT_FLOW_SUBJECTS.submit, {
+    // FORM_BODIES[mode] parsed the body of this very mode, a pairing the compiler cannot follow through
+    // the lookup (`call` checks the pair against the union before sending).
+    return this.nats.call(CONNECT_FLOW_REQUESTS.submit, {
       caller,
       sessionId,
       providerConfigKey,
       params: parsedQuery.params ?? {},
       mode,
       body: parsedBody,
-    });
+    } as NatsRequestOf<typeof CONNECT_FLOW_REQUESTS.submit>);
   }
 
   private sendPage(reply: FastifyReply, outcome: CallbackOutcome, status?: number) {

@@ -1,5 +1,5 @@
 import { Controller, Delete, Get, HttpCode, Query, Req } from '@nestjs/common';
-import { CONNECT_SESSION_SUBJECTS, type ConnectSessionView } from '@switchboard/contracts';
+import { type ConnectSessionView, CONNECT_SESSION_REQUESTS } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import type { FastifyRequest } from 'fastify';
 import { RequireSession } from '../access/route-access';
@@ -17,7 +17,7 @@ export class ConnectSessionController {
     parseNoQuery(query);
     const { caller, sessionId } = sessionOf(request);
     return {
-      data: await this.nats.request<ConnectSessionView>(CONNECT_SESSION_SUBJECTS.get, { caller, sessionId }),
+      data: await this.nats.call(CONNECT_SESSION_REQUESTS.get, { caller, sessionId }),
     };
   }
 
@@ -27,6 +27,6 @@ export class ConnectSessionController {
   async delete(@Req() request: FastifyRequest, @Query() query: unknown): Promise<void> {
     parseNoQuery(query);
     const { caller, sessionId } = sessionOf(request);
-    await this.nats.request(CONNECT_SESSION_SUBJECTS.delete, { caller, sessionId });
+    await this.nats.call(CONNECT_SESSION_REQUESTS.delete, { caller, sessionId });
   }
 }

@@ -1,10 +1,10 @@
 import { Body, Controller, HttpCode, Post, Query } from '@nestjs/common';
 import {
-  CONNECT_SESSION_SUBJECTS,
   createConnectSessionBodySchema,
   reconnectConnectSessionBodySchema,
   type Caller as CallerType,
   type ConnectSessionCreated,
+  CONNECT_SESSION_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
@@ -27,7 +27,7 @@ export class ConnectSessionsController {
     parseNoQuery(query);
     const parsed = parseBody(createConnectSessionBodySchema, body);
     return {
-      data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.create, {
+      data: await this.nats.call(CONNECT_SESSION_REQUESTS.create, {
         caller,
         body: parsed,
       }),
@@ -45,7 +45,7 @@ export class ConnectSessionsController {
     parseNoQuery(query);
     const parsed = parseBody(reconnectConnectSessionBodySchema, body);
     return {
-      data: await this.nats.request<ConnectSessionCreated>(CONNECT_SESSION_SUBJECTS.reconnect, {
+      data: await this.nats.call(CONNECT_SESSION_REQUESTS.reconnect, {
         caller,
         body: parsed,
       }),

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import {
-  CONNECT_SESSION_SUBJECTS,
   SwitchboardError,
   type VerifiedConnectSession,
+  CONNECT_SESSION_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 
@@ -19,11 +19,7 @@ export class SessionTokenResolver {
   async resolve(token: string): Promise<VerifiedConnectSession | null> {
     const tokenHash = createHash('sha256').update(token, 'utf8').digest('hex');
     try {
-      return await this.nats.request<VerifiedConnectSession>(
-        CONNECT_SESSION_SUBJECTS.verify,
-        { tokenHash },
-        { timeoutMs: 5000 },
-      );
+      return await this.nats.call(CONNECT_SESSION_REQUESTS.verify, { tokenHash }, { timeoutMs: 5000 });
     } catch (error) {
       if (error instanceof SwitchboardError && error.code === 'unknown_connect_session_token') return null;
       throw error;

@@ -1,8 +1,8 @@
 import { Body, Controller, HttpCode, Patch, Post, Query } from '@nestjs/common';
 import {
-  CONNECTIONS_API_SUBJECTS,
   connectionMetadataBodySchema,
   type Caller as CallerType,
+  CONNECTIONS_API_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
@@ -24,7 +24,7 @@ export class ConnectionMetadataController {
   async set(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<unknown> {
     parseNoQuery(query);
     const parsed = parseBody(connectionMetadataBodySchema, body);
-    await this.nats.request(CONNECTIONS_API_SUBJECTS.setMetadata, { caller, body: parsed });
+    await this.nats.call(CONNECTIONS_API_REQUESTS.setMetadata, { caller, body: parsed });
     return body;
   }
 
@@ -39,7 +39,7 @@ export class ConnectionMetadataController {
   ): Promise<unknown> {
     parseNoQuery(query);
     const parsed = parseBody(connectionMetadataBodySchema, body);
-    await this.nats.request(CONNECTIONS_API_SUBJECTS.updateMetadata, { caller, body: parsed });
+    await this.nats.call(CONNECTIONS_API_REQUESTS.updateMetadata, { caller, body: parsed });
     return body;
   }
 }

@@ -1,6 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req } from '@nestjs/common';
 import {
-  CONNECTIONS_API_SUBJECTS,
   connectionKeyQuerySchema,
   connectionParamsSchema,
   getConnectionQuerySchema,
@@ -12,6 +11,7 @@ import {
   type ApiPublicConnectionFull,
   type Caller as CallerType,
   type Scope,
+  CONNECTIONS_API_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import type { FastifyRequest } from 'fastify';
@@ -43,7 +43,7 @@ export class ConnectionsController {
     @Query() query: unknown,
   ): Promise<{ connections: ApiPublicConnection[] }> {
     const q = parseQuery(listConnectionsQuerySchema, query);
-    return this.nats.request(CONNECTIONS_API_SUBJECTS.list, {
+    return this.nats.call(CONNECTIONS_API_REQUESTS.list, {
       caller,
       filters: {
         connectionId: q.connectionId,
@@ -68,7 +68,7 @@ export class ConnectionsController {
     @Body() body: unknown,
   ): Promise<ApiPublicConnectionFull> {
     const parsed = parseBody(importConnectionBodySchema, body);
-    return this.nats.request(CONNECTIONS_API_SUBJECTS.import, {
+    return this.nats.call(CONNECTIONS_API_REQUESTS.import, {
       caller,
       body: parsed,
       includeCredentials: scopes.includes(READ_CREDENTIALS),
@@ -101,8 +101,8 @@ export class ConnectionsController {
         ...(q.provider_config_key ? { provider_config_key: q.provider_config_key } : {}),
       });
     }
-    return this.nats.request(
-      CONNECTIONS_API_SUBJECTS.get,
+    return this.nats.call(
+      CONNECTIONS_API_REQUESTS.get,
       {
         caller,
         connectionId,
@@ -128,7 +128,7 @@ export class ConnectionsController {
     const { connectionId } = parseParams(connectionParamsSchema, params);
     const { provider_config_key } = parseQuery(connectionKeyQuerySchema, query);
     const parsed = parseBody(patchConnectionBodySchema, body ?? {});
-    return this.nats.request(CONNECTIONS_API_SUBJECTS.patch, {
+    return this.nats.call(CONNECTIONS_API_REQUESTS.patch, {
       caller,
       connectionId,
       providerConfigKey: provider_config_key,
@@ -145,7 +145,7 @@ export class ConnectionsController {
   ): Promise<{ success: true }> {
     const { connectionId } = parseParams(connectionParamsSchema, params);
     const { provider_config_key } = parseQuery(connectionKeyQuerySchema, query);
-    return this.nats.request(CONNECTIONS_API_SUBJECTS.delete, {
+    return this.nats.call(CONNECTIONS_API_REQUESTS.delete, {
       caller,
       connectionId,
       providerConfigKey: provider_config_key,

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CONSOLE_SUBJECTS, type ConsoleAuditRequest } from '@switchboard/contracts';
+import { type ConsoleAuditRequest, CONSOLE_REQUESTS } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import type { FastifyRequest } from 'fastify';
 
@@ -19,7 +19,7 @@ export class ConsoleCredentialsAudit {
   ): Promise<void> {
     const session = request.consoleSession;
     if (!session || !request.caller) return;
-    await this.nats.request(CONSOLE_SUBJECTS.audit, {
+    await this.nats.call(CONSOLE_REQUESTS.audit, {
       accountId: session.accountId,
       environmentId: request.caller.environmentId,
       userId: session.user.id,

@@ -14,9 +14,7 @@ import {
   Res,
 } from '@nestjs/common';
 import {
-  CONSOLE_OIDC_SUBJECTS,
   CONSOLE_ROLE_SCOPES,
-  CONSOLE_SUBJECTS,
   consoleAuditQuerySchema,
   consoleSignInBodySchema,
   consoleUserIdParamsSchema,
@@ -29,6 +27,8 @@ import {
   type ConsoleMe,
   type ConsoleUser,
   type VerifiedConsoleSession,
+  CONSOLE_OIDC_REQUESTS,
+  CONSOLE_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -82,7 +82,7 @@ export class ConsoleAuthController {
   @Public()
   async config(@Res({ passthrough: true }) reply: FastifyReply): Promise<ConsoleConfig> {
     reply.header('Cache-Control', 'no-store');
-    return this.nats.request(CONSOLE_OIDC_SUBJECTS.config, {});
+    return this.nats.call(CONSOLE_OIDC_REQUESTS.config, {});
   }
 
   @Post('sign-in')
@@ -113,12 +113,12 @@ export class ConsoleAuthController {
     // Session fixation: whatever cookie came along is never reused; its session, if any, ends here.
     const previous = readConsoleCookie(request.headers.cookie);
     if (previous) {
-      await this.nats.request(CONSOLE_SUBJECTS.signOut, { tokenHash: consoleTokenHash(previous) });
+      await this.nats.call(CONSOLE_REQUESTS.signOut, { tokenHash: consoleTokenHash(previous) });
     }
     const { token, tokenHash } = newConsoleToken();
     let session: VerifiedConsoleSession;
     try {
-      session = await this.nats.request<VerifiedConsoleSession>(CONSOLE_SUBJECTS.signIn, {
+      session = await this.nats.call(CONSOLE_REQUESTS.signIn, {
         email,
         password,
         tokenHash,
@@ -152,7 +152,7 @@ export class ConsoleAuthController {
     );
     if (byAddress.limited) return this.tooMany(reply, byAddress);
     const binding = newOidcBinding();
-    const { url } = await this.nats.request<{ url: string }>(CONSOLE_OIDC_SUBJECTS.start, {
+    const { url } = await this.nats.call(CONSOLE_OIDC_REQUESTS.start, {
       redirectUri: `${this.ownOrigin}/console/api/oidc/callback`,
       state: binding.state,
       nonce: binding.nonce,
@@ -189,12 +189,12 @@ export class ConsoleAuthController {
     }
     const previous = readConsoleCookie(request.headers.cookie);
     if (previous) {
-      await this.nats.request(CONSOLE_SUBJECTS.signOut, { tokenHash: consoleTokenHash(previous) });
+      await this.nats.call(CONSOLE_REQUESTS.signOut, { tokenHash: consoleTokenHash(previous) });
     }
     const { token, tokenHash } = newConsoleToken();
     let session: VerifiedConsoleSession;
     try {
-      session = await this.nats.request<VerifiedConsoleSession>(CONSOLE_OIDC_SUBJECTS.finish, {
+      session = await this.nats.call(CONSOLE_OIDC_REQUESTS.finish, {
         callbackUrl: `${this.ownOrigin}${request.url}`,
         ...binding,
         tokenHash,
@@ -235,14 +235,14 @@ export class ConsoleAuthController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<void> {
     const token = readConsoleCookie(request.headers.cookie)!;
-    await this.nats.request(CONSOLE_SUBJECTS.signOut, { tokenHash: consoleTokenHash(token) });
+    await this.nats.call(CONSOLE_REQUESTS.signOut, { tokenHash: consoleTokenHash(token) });
     reply.header('Set-Cookie', clearedSessionCookie());
   }
 
   @Get('users')
   @RequireConsoleSession()
   async listUsers(@Req() request: FastifyRequest): Promise<{ users: ConsoleUser[] }> {
-    return this.nats.request(CONSOLE_SUBJECTS.listUsers, { actor: this.admin(request) });
+    return this.nats.call(CONSOLE_REQUESTS.listUsers, { actor: this.admin(request) });
   }
 
   @Post('users')
@@ -250,7 +250,7 @@ export class ConsoleAuthController {
   @HttpCode(201)
   async createUser(@Req() request: FastifyRequest, @Body() body: unknown): Promise<ConsoleUser> {
     const actor = this.admin(request);
-    return this.nats.request(CONSOLE_SUBJECTS.createUser, {
+    return this.nats.call(CONSOLE_REQUESTS.createUser, {
       actor,
       body: parseBody(createConsoleUserBodySchema, body),
     });
@@ -265,7 +265,7 @@ export class ConsoleAuthController {
   ): Promise<ConsoleUser> {
     const actor = this.admin(request);
     const { id } = parseParams(consoleUserIdParamsSchema, params);
-    return this.nats.request(CONSOLE_SUBJECTS.updateUser, {
+    return this.nats.call(CONSOLE_REQUESTS.updateUser, {
       actor,
       id,
       body: parseBody(updateConsoleUserBodySchema, body),
@@ -277,7 +277,7 @@ export class ConsoleAuthController {
   async deleteUser(@Req() request: FastifyRequest, @Param() params: unknown): Promise<ConsoleUser> {
     const actor = this.admin(request);
     const { id } = parseParams(consoleUserIdParamsSchema, params);
-    return this.nats.request(CONSOLE_SUBJECTS.deleteUser, { actor, id });
+    return this.nats.call(CONSOLE_REQUESTS.deleteUser, { actor, id });
   }
 
   /** The account's audit log: credentials reads, sign-ins, console users' changes; admins only. */
@@ -290,7 +290,7 @@ export class ConsoleAuthController {
   ): Promise<ConsoleAuditPage> {
     const actor = this.admin(request, 'Only an admin reads the audit log');
     reply.header('Cache-Control', 'no-store');
-    return this.nats.request(CONSOLE_SUBJECTS.listAudit, {
+    return this.nats.call(CONSOLE_REQUESTS.listAudit, {
       actor,
       query: parseQuery(consoleAuditQuerySchema, query),
     });

@@ -2,9 +2,9 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { Injectable } from '@nestjs/common';
 import {
   CONSOLE_COOKIE,
-  CONSOLE_SUBJECTS,
   SwitchboardError,
   type VerifiedConsoleSession,
+  CONSOLE_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 
@@ -80,8 +80,8 @@ export class ConsoleSessionResolver {
 
   async resolve(token: string): Promise<VerifiedConsoleSession | null> {
     try {
-      return await this.nats.request<VerifiedConsoleSession>(
-        CONSOLE_SUBJECTS.verify,
+      return await this.nats.call(
+        CONSOLE_REQUESTS.verify,
         { tokenHash: consoleTokenHash(token) },
         { timeoutMs: 5000 },
       );

@@ -1,11 +1,11 @@
 import { Body, Controller, Get, HttpCode, Patch, Post, Query } from '@nestjs/common';
 import {
   patchEnvironmentBodySchema,
-  WEBHOOK_SUBJECTS,
   type ApiEnvironment,
   type Caller as CallerType,
   type EnvironmentWebhookState,
   type RotatedSigningKey,
+  WEBHOOK_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
@@ -24,7 +24,7 @@ export class EnvironmentSettingsController {
   @RequireScope('environment:settings:read')
   async get(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ data: ApiEnvironment }> {
     parseNoQuery(query);
-    const state = await this.nats.request<EnvironmentWebhookState>(WEBHOOK_SUBJECTS.getSettings, {
+    const state = await this.nats.call(WEBHOOK_REQUESTS.getSettings, {
       environmentId: caller.environmentId,
     });
     return { data: withIdentity(caller, state) };
@@ -39,7 +39,7 @@ export class EnvironmentSettingsController {
   ): Promise<{ data: ApiEnvironment }> {
     parseNoQuery(query);
     const parsed = parseBody(patchEnvironmentBodySchema, body);
-    const state = await this.nats.request<EnvironmentWebhookState>(WEBHOOK_SUBJECTS.updateSettings, {
+    const state = await this.nats.call(WEBHOOK_REQUESTS.updateSettings, {
       environmentId: caller.environmentId,
       patch: parsed.webhook_settings,
     });
@@ -53,7 +53,7 @@ export class EnvironmentSettingsController {
   async rotate(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ data: RotatedSigningKey }> {
     parseNoQuery(query);
     return {
-      data: await this.nats.request<RotatedSigningKey>(WEBHOOK_SUBJECTS.rotateSigningKey, {
+      data: await this.nats.call(WEBHOOK_REQUESTS.rotateSigningKey, {
         environmentId: caller.environmentId,
       }),
     };

@@ -1,8 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import {
-  API_KEY_SUBJECTS,
   createApiKeyBodySchema,
-  ENVIRONMENT_VARIABLE_SUBJECTS,
   replaceEnvironmentVariablesBodySchema,
   SwitchboardError,
   type Caller as CallerType,
@@ -10,6 +8,8 @@ import {
   type ListedApiKey,
   type EnvironmentVariable,
   type Scope,
+  API_KEY_REQUESTS,
+  ENVIRONMENT_VARIABLE_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -26,7 +26,7 @@ export class EnvironmentController {
   @RequireScope('environment:environment_variables:read')
   async listVariables(@Caller() caller: CallerType, @Query() query: unknown): Promise<EnvironmentVariable[]> {
     parseNoQuery(query);
-    return this.nats.request<EnvironmentVariable[]>(ENVIRONMENT_VARIABLE_SUBJECTS.list, { caller });
+    return this.nats.call(ENVIRONMENT_VARIABLE_REQUESTS.list, { caller });
   }
 
   /** Replaces the whole set; answers with the set now stored. */
@@ -37,7 +37,7 @@ export class EnvironmentController {
     @Body() body: unknown,
   ): Promise<EnvironmentVariable[]> {
     const parsed = parseBody(replaceEnvironmentVariablesBodySchema, body);
-    return this.nats.request<EnvironmentVariable[]>(ENVIRONMENT_VARIABLE_SUBJECTS.replace, {
+    return this.nats.call(ENVIRONMENT_VARIABLE_REQUESTS.replace, {
       caller,
       body: parsed,
     });
@@ -51,7 +51,7 @@ export class EnvironmentController {
     @Query() query: unknown,
   ): Promise<{ api_keys: ListedApiKey[] }> {
     parseNoQuery(query);
-    return this.nats.request<{ api_keys: ListedApiKey[] }>(API_KEY_SUBJECTS.list, { caller });
+    return this.nats.call(API_KEY_REQUESTS.list, { caller });
   }
 
   @Post('environment/api-keys')
@@ -68,7 +68,7 @@ export class EnvironmentController {
     if (beyond.length > 0)
       throw new SwitchboardError('forbidden', `Insufficient scope. Required: ${beyond.join(', ')}`);
     return {
-      data: await this.nats.request<CreatedApiKey>(API_KEY_SUBJECTS.create, { caller, body: parsed }),
+      data: await this.nats.call(API_KEY_REQUESTS.create, { caller, body: parsed }),
     };
   }
 
@@ -80,6 +80,6 @@ export class EnvironmentController {
     @Param() params: unknown,
   ): Promise<{ success: true }> {
     const { id } = parseParams(z.object({ id: z.coerce.number().int().positive() }), params);
-    return this.nats.request<{ success: true }>(API_KEY_SUBJECTS.revoke, { caller, scopes, id });
+    return this.nats.call(API_KEY_REQUESTS.revoke, { caller, scopes, id });
   }
 }

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, Headers, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import {
-  FUNCTION_HOST_SUBJECTS,
-  FUNCTIONS_API_SUBJECTS,
   RUN_ID_HEADER,
   SwitchboardError,
   triggerActionBodySchema,
@@ -12,6 +10,8 @@ import {
   type ActionTriggerReply,
   type Caller as CallerType,
   type ErrorCode,
+  FUNCTIONS_API_REQUESTS,
+  FUNCTION_HOST_REQUESTS,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
@@ -85,8 +85,8 @@ export class ActionsController {
     const invocationId = isAsync ? undefined : randomUUID();
     let result: ActionTriggerReply;
     try {
-      result = await this.nats.request<ActionTriggerReply>(
-        FUNCTION_HOST_SUBJECTS.actionTrigger,
+      result = await this.nats.call(
+        FUNCTION_HOST_REQUESTS.actionTrigger,
         {
           caller,
           connectionId: parsedHeaders['connection-id'],
@@ -134,7 +134,7 @@ export class ActionsController {
     if (!z.string().uuid().safeParse(id).success) {
       throw new SwitchboardError('not_found', `No action '${id}' found`);
     }
-    const result = await this.nats.request<ActionOutputReply>(FUNCTIONS_API_SUBJECTS.actionResult, {
+    const result = await this.nats.call(FUNCTIONS_API_REQUESTS.actionResult, {
       caller,
       id,
     });

@@ -2,15 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { Body, Controller, Headers, HttpCode, Inject, Post, Query } from '@nestjs/common';
 import {
   DEPLOY_PAYLOAD_BUCKET,
-  DEPLOY_SUBJECTS,
+  DEPLOY_REQUESTS,
   deployBodySchema,
   type Caller as CallerType,
   type DeployBody,
   type ScriptDifferences,
   type SyncDeploymentResult,
+  deployRequestSchema,
+  type NatsRequestDef,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import { nanos, StorageType, type NatsConnection } from 'nats';
+import type { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { parseBody, parseNoQuery } from '../http/validation';
@@ -67,12 +70,7 @@ export class DeployController {
   ): Promise<ScriptDifferences> {
     assertCliVersion(userAgent);
     parseNoQuery(query);
-    return this.send<ScriptDifferences>(
-      DEPLOY_SUBJECTS.confirm,
-      caller,
-      parseBody(deployBodySchema, body),
-      contentLength,
-    );
+    return this.send(DEPLOY_REQUESTS.confirm, caller, parseBody(deployBodySchema, body), contentLength);
   }
 
   @Post()
@@ -87,24 +85,19 @@ export class DeployController {
   ): Promise<SyncDeploymentResult[]> {
     assertCliVersion(userAgent);
     parseNoQuery(query);
-    return this.send<SyncDeploymentResult[]>(
-      DEPLOY_SUBJECTS.apply,
-      caller,
-      parseBody(deployBodySchema, body),
-      contentLength,
-    );
+    return this.send(DEPLOY_REQUESTS.apply, caller, parseBody(deployBodySchema, body), contentLength);
   }
 
-  private async send<T>(
-    subject: string,
+  private async send<R extends z.ZodType>(
+    def: NatsRequestDef<typeof deployRequestSchema, R>,
     caller: CallerType,
     body: DeployBody,
     contentLength: string | undefined,
-  ): Promise<T> {
+  ): Promise<z.output<R>> {
     // The request's own size says whether it fits a message, without serialising a large body whole.
     const received = Number(contentLength);
     if (Number.isSafeInteger(received) && received > 0 && received <= INLINE_LIMIT_BYTES) {
-      return this.nats.request<T>(subject, { caller, body }, { timeoutMs: DEPLOY_TIMEOUT_MS });
+      return this.nats.call(def, { caller, body }, { timeoutMs: DEPLOY_TIMEOUT_MS });
     }
     const store = await this.nc.jetstream().views.os(DEPLOY_PAYLOAD_BUCKET, {
       storage: StorageType.File,
@@ -119,7 +112,7 @@ export class DeployController {
       timeout: DEPLOY_TIMEOUT_MS,
     });
     try {
-      return await this.nats.request<T>(subject, { caller, bodyRef }, { timeoutMs: DEPLOY_TIMEOUT_MS });
+      return await this.nats.call(def, { caller, bodyRef }, { timeoutMs: DEPLOY_TIMEOUT_MS });
     } finally {
       await store.delete(bodyRef).catch(() => undefined);
     }

@@ -3,13 +3,13 @@ import {
   deleteFunctionQuerySchema,
   functionParamsSchema,
   functionQuerySchema,
-  FUNCTIONS_API_SUBJECTS,
   listFunctionsQuerySchema,
   uniqueKeySchema,
   type Caller as CallerType,
   type DeployedFunction,
   type FunctionCode,
   type ListFunctionsResponse,
+  FUNCTIONS_API_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -34,7 +34,7 @@ export class FunctionsController {
   ): Promise<ListFunctionsResponse> {
     const { uniqueKey } = parseParams(integrationParams, rawParams);
     const query = parseQuery(listFunctionsQuerySchema, rawQuery);
-    return this.nats.request<ListFunctionsResponse>(FUNCTIONS_API_SUBJECTS.list, {
+    return this.nats.call(FUNCTIONS_API_REQUESTS.list, {
       caller,
       uniqueKey,
       query,
@@ -50,7 +50,7 @@ export class FunctionsController {
   ): Promise<{ data: DeployedFunction }> {
     const { uniqueKey, name } = parseParams(params, rawParams);
     const { type } = parseQuery(functionQuerySchema, rawQuery);
-    const data = await this.nats.request<DeployedFunction>(FUNCTIONS_API_SUBJECTS.get, {
+    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.get, {
       caller,
       uniqueKey,
       name,
@@ -68,7 +68,7 @@ export class FunctionsController {
   ): Promise<FunctionCode> {
     const { uniqueKey, name } = parseParams(params, rawParams);
     const { type } = parseQuery(functionQuerySchema, rawQuery);
-    return this.nats.request<FunctionCode>(FUNCTIONS_API_SUBJECTS.code, { caller, uniqueKey, name, type });
+    return this.nats.call(FUNCTIONS_API_REQUESTS.code, { caller, uniqueKey, name, type });
   }
 
   @Delete(':name')
@@ -80,7 +80,7 @@ export class FunctionsController {
   ): Promise<{ data: { success: true } }> {
     const { uniqueKey, name } = parseParams(params, rawParams);
     const { type } = parseQuery(deleteFunctionQuerySchema, rawQuery);
-    const data = await this.nats.request<{ success: true }>(FUNCTIONS_API_SUBJECTS.delete, {
+    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.delete, {
       caller,
       uniqueKey,
       name,

@@ -12,14 +12,12 @@ import {
 import { Body, Controller, Get, Headers, Inject, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
 import {
   ACTION_REPLY_BUCKET,
-  CONNECTIONS_API_SUBJECTS,
-  FUNCTION_HOST_SUBJECTS,
-  FUNCTIONS_API_SUBJECTS,
   SwitchboardError,
-  type ActionTriggerReply,
   type Caller as CallerType,
   type DeployedFunction,
-  type ListFunctionsResponse,
+  CONNECTIONS_API_REQUESTS,
+  FUNCTIONS_API_REQUESTS,
+  FUNCTION_HOST_REQUESTS,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -150,7 +148,7 @@ export class McpController {
     providerConfigKey: string,
   ): Promise<void> {
     try {
-      await this.nats.request(CONNECTIONS_API_SUBJECTS.get, {
+      await this.nats.call(CONNECTIONS_API_REQUESTS.get, {
         caller,
         connectionId,
         providerConfigKey,
@@ -179,7 +177,7 @@ export class McpController {
   private async actions(caller: CallerType, providerConfigKey: string): Promise<DeployedAction[]> {
     const found: DeployedAction[] = [];
     for (let page = 0; ; page++) {
-      const res = await this.nats.request<ListFunctionsResponse>(FUNCTIONS_API_SUBJECTS.list, {
+      const res = await this.nats.call(FUNCTIONS_API_REQUESTS.list, {
         caller,
         uniqueKey: providerConfigKey,
         query: { type: 'action', page, limit: PAGE },
@@ -198,8 +196,8 @@ export class McpController {
     input: Record<string, unknown> | undefined,
   ): Promise<CallToolResult> {
     try {
-      const result = await this.nats.request<ActionTriggerReply>(
-        FUNCTION_HOST_SUBJECTS.actionTrigger,
+      const result = await this.nats.call(
+        FUNCTION_HOST_REQUESTS.actionTrigger,
         {
           caller,
           connectionId,

@@ -1,10 +1,10 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import {
-  FUNCTIONS_API_SUBJECTS,
   listRunsQuerySchema,
   type ActionRunsPage,
   type Caller as CallerType,
   type RunLogsResponse,
+  FUNCTIONS_API_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -24,7 +24,7 @@ export class RunsController {
   @Get()
   @RequireScope('environment:functions:read')
   async list(@Caller() caller: CallerType, @Query() query: unknown): Promise<ActionRunsPage> {
-    return this.nats.request<ActionRunsPage>(FUNCTIONS_API_SUBJECTS.listRuns, {
+    return this.nats.call(FUNCTIONS_API_REQUESTS.listRuns, {
       caller,
       query: parseQuery(listRunsQuerySchema, query),
     });
@@ -39,7 +39,7 @@ export class RunsController {
   ): Promise<RunLogsResponse> {
     const { id } = parseParams(paramsSchema, params);
     parseNoQuery(query);
-    const data = await this.nats.request<RunLogsResponse['data']>(FUNCTIONS_API_SUBJECTS.runLogs, {
+    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.runLogs, {
       caller,
       id,
     });

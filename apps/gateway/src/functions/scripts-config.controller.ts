@@ -1,10 +1,10 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import {
-  FUNCTIONS_API_SUBJECTS,
   scriptsConfigQuerySchema,
   type Caller as CallerType,
   type OpenAiFunction,
   type StandardNangoConfig,
+  FUNCTIONS_API_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
@@ -23,6 +23,6 @@ export class ScriptsConfigController {
     @Query() query: unknown,
   ): Promise<StandardNangoConfig[] | { data: OpenAiFunction[] }> {
     const { format } = parseQuery(scriptsConfigQuerySchema, query);
-    return this.nats.request(FUNCTIONS_API_SUBJECTS.scriptsConfig, { caller, format });
+    return this.nats.call(FUNCTIONS_API_REQUESTS.scriptsConfig, { caller, format });
   }
 }

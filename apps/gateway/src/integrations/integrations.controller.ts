@@ -2,13 +2,13 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req
 import {
   createIntegrationBodySchema,
   getIntegrationQuerySchema,
-  INTEGRATION_SUBJECTS,
   SwitchboardError,
   uniqueKeySchema,
   updateIntegrationBodySchema,
   type Caller as CallerType,
   type Integration,
   type Scope,
+  INTEGRATION_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -35,7 +35,7 @@ export class IntegrationsController {
     @Query() query: unknown,
   ): Promise<{ data: Integration[] }> {
     parseNoQuery(query);
-    const data = await this.nats.request<Integration[]>(INTEGRATION_SUBJECTS.list, { caller });
+    const data = await this.nats.call(INTEGRATION_REQUESTS.list, { caller });
     const allowed = request.connectSession?.allowedIntegrations;
     return { data: allowed ? data.filter((integration) => allowed.includes(integration.unique_key)) : data };
   }
@@ -46,7 +46,7 @@ export class IntegrationsController {
   async create(@Caller() caller: CallerType, @Body() body: unknown): Promise<{ data: Integration }> {
     const parsed = parseBody(createIntegrationBodySchema, body);
     return {
-      data: await this.nats.request<Integration>(INTEGRATION_SUBJECTS.create, { caller, body: parsed }),
+      data: await this.nats.call(INTEGRATION_REQUESTS.create, { caller, body: parsed }),
     };
   }
 
@@ -71,7 +71,7 @@ export class IntegrationsController {
     if (credentials) {
       await this.audit.record(request, 'integration.read_credentials', { unique_key: uniqueKey });
     }
-    const data = await this.nats.request<Integration>(INTEGRATION_SUBJECTS.get, {
+    const data = await this.nats.call(INTEGRATION_REQUESTS.get, {
       caller,
       uniqueKey,
       include: { webhook: include.includes('webhook'), credentials },
@@ -89,7 +89,7 @@ export class IntegrationsController {
     const { uniqueKey } = parseParams(paramsSchema, params);
     const parsed = parseBody(updateIntegrationBodySchema, body);
     return {
-      data: await this.nats.request<Integration>(INTEGRATION_SUBJECTS.update, {
+      data: await this.nats.call(INTEGRATION_REQUESTS.update, {
         caller,
         uniqueKey,
         body: parsed,
@@ -101,6 +101,6 @@ export class IntegrationsController {
   @RequireScope('environment:integrations:write')
   async delete(@Caller() caller: CallerType, @Param() params: unknown): Promise<{ success: true }> {
     const { uniqueKey } = parseParams(paramsSchema, params);
-    return this.nats.request<{ success: true }>(INTEGRATION_SUBJECTS.delete, { caller, uniqueKey });
+    return this.nats.call(INTEGRATION_REQUESTS.delete, { caller, uniqueKey });
   }
 }

@@ -2,8 +2,8 @@ import { Controller, Get, Param, Query } from '@nestjs/common';
 import {
   listProvidersQuerySchema,
   providerKeySchema,
-  PROVIDER_SUBJECTS,
   type ApiProvider,
+  PROVIDER_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
@@ -21,14 +21,14 @@ export class ProvidersController {
   @RequireScopeOrSession('environment:providers:read')
   async list(@Query() query: unknown): Promise<{ data: ApiProvider[] }> {
     const { search } = parseQuery(listProvidersQuerySchema, query);
-    return { data: await this.nats.request<ApiProvider[]>(PROVIDER_SUBJECTS.list, { search }) };
+    return { data: await this.nats.call(PROVIDER_REQUESTS.list, { search }) };
   }
 
   @Get(':provider')
   @RequireScopeOrSession('environment:providers:read')
   async get(@Param() params: unknown): Promise<{ data: ApiProvider }> {
     const { provider } = parseParams(paramsSchema, params);
-    return { data: await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: provider }) };
+    return { data: await this.nats.call(PROVIDER_REQUESTS.get, { name: provider }) };
   }
 
   /** Pre-built function templates (a few providers have some); an unknown provider is a 404. */
@@ -37,7 +37,7 @@ export class ProvidersController {
   async templates(@Param() params: unknown): Promise<{ data: unknown[] }> {
     const { provider } = parseParams(paramsSchema, params);
     // The catalog's name, so an alias finds its provider's templates.
-    const found = await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, { name: provider });
+    const found = await this.nats.call(PROVIDER_REQUESTS.get, { name: provider });
     return { data: PROVIDER_TEMPLATES[found.name] ?? PROVIDER_TEMPLATES[provider] ?? [] };
   }
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import { healthSubject, SERVICE_NAMES, type HealthReport } from '@switchboard/contracts';
+import { healthRequest, SERVICE_NAMES } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { HealthRegistry } from '@switchboard/service-kit';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
@@ -29,11 +29,7 @@ export class ServicesHealth implements OnModuleInit {
         readinessOnly: true,
         peer: true,
         check: async () => {
-          const report = await this.nats.request<HealthReport>(
-            healthSubject(service),
-            {},
-            { timeoutMs: 1500 },
-          );
+          const report = await this.nats.call(healthRequest(service), {}, { timeoutMs: 1500 });
           const failing = report.checks.filter((c) => !c.ok).map((c) => c.name);
           return {
             ok: report.status === 'ready',

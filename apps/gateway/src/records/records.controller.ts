@@ -20,6 +20,7 @@ import {
   type PruneRecordsResponse,
   type RecordsListReply,
   type RecordsListRequest,
+  RECORDS_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
@@ -104,7 +105,7 @@ export class RecordsController {
     parseNoQuery(query);
     const b = parseBody(pruneRecordsBodySchema, body);
     const h = parseHeaders(recordsHeadersSchema, headers);
-    return this.nats.request<PruneRecordsResponse>(RECORDS_SUBJECTS.prune, {
+    return this.nats.call(RECORDS_REQUESTS.prune, {
       caller,
       providerConfigKey: h['provider-config-key'],
       connectionId: h['connection-id'],

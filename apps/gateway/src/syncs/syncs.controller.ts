@@ -13,7 +13,6 @@ import {
 } from '@nestjs/common';
 import {
   SwitchboardError,
-  SYNC_SUBJECTS,
   syncFrequencyBodySchema,
   syncIdentifierSchema,
   syncPauseStartBodySchema,
@@ -27,6 +26,7 @@ import {
   type Caller as CallerType,
   type SyncStatusResponse,
   type SyncVariantResponse,
+  SYNC_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
@@ -69,7 +69,7 @@ export class SyncsController {
     const { reset, emptyCache } = parsed.opts
       ? { reset: parsed.opts.reset === true, emptyCache: parsed.opts.emptyCache === true }
       : syncModeFlags(parsed.sync_mode ?? parsed.full_resync);
-    return this.nats.request(SYNC_SUBJECTS.trigger, {
+    return this.nats.call(SYNC_REQUESTS.trigger, {
       caller,
       providerConfigKey,
       ...(connectionId ? { connectionId } : {}),
@@ -84,7 +84,7 @@ export class SyncsController {
   @HttpCode(200)
   @RequireScope('environment:syncs:update')
   pause(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown) {
-    return this.command(SYNC_SUBJECTS.pause, caller, query, body);
+    return this.command(SYNC_REQUESTS.pause, caller, query, body);
   }
 
   /** `startSync`: a paused schedule resumes and runs now; a started one is left alone. */
@@ -92,7 +92,7 @@ export class SyncsController {
   @HttpCode(200)
   @RequireScope('environment:syncs:update')
   start(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown) {
-    return this.command(SYNC_SUBJECTS.start, caller, query, body);
+    return this.command(SYNC_REQUESTS.start, caller, query, body);
   }
 
   /** `syncStatus`: `syncs=*` or a comma list (`name` or `name::variant`). */
@@ -104,7 +104,7 @@ export class SyncsController {
     const names = all ? [] : query.syncs.split(',').map((s) => s.trim());
     const invalid = names.filter((n) => !syncIdentifierSchema.safeParse(n).success || n.length === 0);
     if (invalid.length > 0) throw new SwitchboardError('invalid_body', 'syncs parameter is invalid');
-    return this.nats.request<SyncStatusResponse>(SYNC_SUBJECTS.status, {
+    return this.nats.call(SYNC_REQUESTS.status, {
       caller,
       providerConfigKey: query.provider_config_key,
       ...(query.connection_id ? { connectionId: query.connection_id } : {}),
@@ -124,7 +124,7 @@ export class SyncsController {
   ): Promise<{ frequency: string }> {
     parseNoQuery(query);
     const parsed = parseBody(syncFrequencyBodySchema, body);
-    return this.nats.request(SYNC_SUBJECTS.frequency, {
+    return this.nats.call(SYNC_REQUESTS.frequency, {
       caller,
       providerConfigKey: parsed.provider_config_key,
       connectionId: parsed.connection_id,
@@ -145,7 +145,7 @@ export class SyncsController {
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<SyncVariantResponse> {
-    return this.nats.request(SYNC_SUBJECTS.variantCreate, this.variantRequest(caller, params, query, body));
+    return this.nats.call(SYNC_REQUESTS.variantCreate, this.variantRequest(caller, params, query, body));
   }
 
   /** `deleteSyncVariant` (the client sends a JSON body on DELETE). */
@@ -158,13 +158,18 @@ export class SyncsController {
     @Query() query: unknown,
     @Body() body: unknown,
   ): Promise<{ success: true }> {
-    return this.nats.request(SYNC_SUBJECTS.variantDelete, this.variantRequest(caller, params, query, body));
+    return this.nats.call(SYNC_REQUESTS.variantDelete, this.variantRequest(caller, params, query, body));
   }
 
-  private command(subject: string, caller: CallerType, query: unknown, body: unknown) {
+  private command(
+    def: typeof SYNC_REQUESTS.pause | typeof SYNC_REQUESTS.start,
+    caller: CallerType,
+    query: unknown,
+    body: unknown,
+  ) {
     parseNoQuery(query);
     const parsed = parseBody(syncPauseStartBodySchema, body);
-    return this.nats.request<{ success: true }>(subject, {
+    return this.nats.call(def, {
       caller,
       providerConfigKey: parsed.provider_config_key,
       ...(parsed.connection_id ? { connectionId: parsed.connection_id } : {}),

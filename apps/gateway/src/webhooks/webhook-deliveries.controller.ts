@@ -2,11 +2,11 @@ import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import {
   deliveryIdParamsSchema,
   listDeliveriesQuerySchema,
-  WEBHOOK_SUBJECTS,
   type Caller as CallerType,
   type DeliveryPage,
   type WebhookDelivery,
   type WebhookDeliveryDetail,
+  WEBHOOK_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
@@ -22,7 +22,7 @@ export class WebhookDeliveriesController {
   @RequireScope('environment:webhooks:read')
   async list(@Caller() caller: CallerType, @Query() query: unknown): Promise<DeliveryPage> {
     const parsed = parseQuery(listDeliveriesQuerySchema, query);
-    return this.nats.request<DeliveryPage>(WEBHOOK_SUBJECTS.listDeliveries, {
+    return this.nats.call(WEBHOOK_REQUESTS.listDeliveries, {
       environmentId: caller.environmentId,
       query: parsed,
     });
@@ -38,7 +38,7 @@ export class WebhookDeliveriesController {
     const { id } = parseParams(deliveryIdParamsSchema, params);
     parseNoQuery(query);
     return {
-      data: await this.nats.request<WebhookDeliveryDetail>(WEBHOOK_SUBJECTS.getDelivery, {
+      data: await this.nats.call(WEBHOOK_REQUESTS.getDelivery, {
         environmentId: caller.environmentId,
         id,
       }),
@@ -57,7 +57,7 @@ export class WebhookDeliveriesController {
     const { id } = parseParams(deliveryIdParamsSchema, params);
     parseNoQuery(query);
     return {
-      data: await this.nats.request<WebhookDelivery>(WEBHOOK_SUBJECTS.redeliver, {
+      data: await this.nats.call(WEBHOOK_REQUESTS.redeliver, {
         environmentId: caller.environmentId,
         id,
       }),

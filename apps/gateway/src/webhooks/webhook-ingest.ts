@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { WEBHOOK_SUBJECTS, type IngestReply, type IngestRequest } from '@switchboard/contracts';
+import { type IngestReply, type IngestRequest, WEBHOOK_REQUESTS } from '@switchboard/contracts';
 import type { NatsRequester } from '@switchboard/messaging';
 import { EnvironmentDirectory, WebhookIngress, type IngressInput } from '@switchboard/webhook-ingress';
 import type { NatsConnection } from 'nats';
@@ -30,7 +30,7 @@ export function embeddedWebhookIngest(
     maxJsonDepth,
     recordRefusal: async (refusal) => {
       try {
-        await nats.request(WEBHOOK_SUBJECTS.recordRefusal, refusal);
+        await nats.call(WEBHOOK_REQUESTS.recordRefusal, refusal);
       } catch (error) {
         // The refusal stands whether or not it could be logged.
         logger.error(`could not record a refused webhook: ${(error as Error).message}`);
@@ -43,6 +43,6 @@ export function embeddedWebhookIngest(
 export function remoteWebhookIngest(nats: NatsRequester): WebhookIngest {
   return {
     ingest: ({ rawBody: _bytes, ...request }: IngressInput) =>
-      nats.request<IngestReply>(WEBHOOK_SUBJECTS.ingest, request satisfies IngestRequest),
+      nats.call(WEBHOOK_REQUESTS.ingest, request satisfies IngestRequest),
   };
 }

@@ -1,10 +1,5 @@
 import { Controller, Inject } from '@nestjs/common';
 import {
-  actionTriggerRequestSchema,
-  FUNCTION_HOST_SUBJECTS,
-  FUNCTIONS_API_SUBJECTS,
-  invocationRequestSchema,
-  listRunsRequestSchema,
   type ActionOutputReply,
   type ActionRunsPage,
   type ActionTriggerReply,
@@ -12,6 +7,8 @@ import {
   type InvocationRequest,
   type ListRunsRequest,
   type RunLogsResponse,
+  FUNCTIONS_API_REQUESTS,
+  FUNCTION_HOST_REQUESTS,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
@@ -27,7 +24,7 @@ export class ActionsHandlers {
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
 
-  @NatsHandler(FUNCTION_HOST_SUBJECTS.actionTrigger, actionTriggerRequestSchema)
+  @NatsHandler(FUNCTION_HOST_REQUESTS.actionTrigger)
   async trigger(request: ActionTriggerRequest): Promise<ActionTriggerReply> {
     const result = await this.actions.trigger(request);
     if (result.async) return { async: true, invocationId: result.invocationId };
@@ -38,17 +35,17 @@ export class ActionsHandlers {
     };
   }
 
-  @NatsHandler(FUNCTIONS_API_SUBJECTS.actionResult, invocationRequestSchema)
+  @NatsHandler(FUNCTIONS_API_REQUESTS.actionResult)
   async result(request: InvocationRequest): Promise<ActionOutputReply> {
     return outputReply(this.nc, await this.actions.result(request.caller, request.id));
   }
 
-  @NatsHandler(FUNCTIONS_API_SUBJECTS.runLogs, invocationRequestSchema)
+  @NatsHandler(FUNCTIONS_API_REQUESTS.runLogs)
   logs(request: InvocationRequest): Promise<RunLogsResponse['data']> {
     return this.actions.logs(request.caller, request.id);
   }
 
-  @NatsHandler(FUNCTIONS_API_SUBJECTS.listRuns, listRunsRequestSchema)
+  @NatsHandler(FUNCTIONS_API_REQUESTS.listRuns)
   list(request: ListRunsRequest): Promise<ActionRunsPage> {
     return this.runs.list(request.caller, request.query);
   }

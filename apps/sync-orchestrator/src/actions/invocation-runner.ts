@@ -252,7 +252,7 @@ export class InvocationRunner {
   ): Promise<{ outcome: AttemptOutcome; logs: FunctionRunResult['logs'] }> {
     let result: FunctionRunResult;
     try {
-      const reply = await runLeased<unknown>({
+      const reply = await runLeased({
         nc: this.nc,
         nats: this.nats,
         request,

@@ -3,8 +3,8 @@ import {
   checkpointClearRequestSchema,
   checkpointGetRequestSchema,
   checkpointSaveRequestSchema,
-  FUNCTION_HOST_SUBJECTS,
   type CheckpointReply,
+  FUNCTION_HOST_REQUESTS,
 } from '@switchboard/contracts';
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { NatsHandler } from '@switchboard/messaging';
@@ -34,13 +34,13 @@ export class CheckpointsHandlers {
     };
   }
 
-  @NatsHandler(FUNCTION_HOST_SUBJECTS.checkpointGet, checkpointGetRequestSchema)
+  @NatsHandler(FUNCTION_HOST_REQUESTS.checkpointGet)
   async get(scope: Scope): Promise<CheckpointReply> {
     const row = await this.db.functionCheckpoint.findUnique({ where: this.key(scope) });
     return { checkpoint: (row?.checkpoint as CheckpointReply['checkpoint']) ?? null };
   }
 
-  @NatsHandler(FUNCTION_HOST_SUBJECTS.checkpointSave, checkpointSaveRequestSchema)
+  @NatsHandler(FUNCTION_HOST_REQUESTS.checkpointSave)
   async save(request: z.infer<typeof checkpointSaveRequestSchema>): Promise<CheckpointReply> {
     const checkpoint = request.checkpoint as Prisma.InputJsonObject;
     const key = this.key(request).environmentId_providerConfigKey_connectionId_functionName_variant;
@@ -54,7 +54,7 @@ export class CheckpointsHandlers {
     return { checkpoint: request.checkpoint };
   }
 
-  @NatsHandler(FUNCTION_HOST_SUBJECTS.checkpointClear, checkpointClearRequestSchema)
+  @NatsHandler(FUNCTION_HOST_REQUESTS.checkpointClear)
   async clear(request: z.infer<typeof checkpointClearRequestSchema>): Promise<CheckpointReply> {
     await this.fenced(request, (tx) =>
       tx.functionCheckpoint.deleteMany({

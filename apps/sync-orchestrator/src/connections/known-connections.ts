@@ -1,5 +1,5 @@
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { connectionsChangedSchema, VAULT_SUBJECTS } from '@switchboard/contracts';
+import { connectionsChangedSchema, VAULT_SUBJECTS, VAULT_REQUESTS } from '@switchboard/contracts';
 import { listenBroadcast, NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription } from 'nats';
@@ -37,7 +37,7 @@ export class KnownConnections implements OnApplicationShutdown {
   async exists(environmentId: number, providerConfigKey: string, connectionId: string): Promise<boolean> {
     const key = `${environmentId}\u0000${providerConfigKey}\u0000${connectionId}`;
     if (this.found.has(key)) return true;
-    const matches = await this.nats.request<unknown[]>(VAULT_SUBJECTS.match, {
+    const matches = await this.nats.call(VAULT_REQUESTS.match, {
       environmentId,
       providerConfigKey,
       field: 'connection_id',

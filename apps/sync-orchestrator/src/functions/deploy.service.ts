@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  CONNECTION_SUBJECTS,
   type Caller,
   type DeployBody,
   type OnEventType,
   type ScriptDifferences,
   type SyncDeploymentResult,
+  CONNECTION_REQUESTS,
 } from '@switchboard/contracts';
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
@@ -100,7 +100,7 @@ export class DeployService {
         // A sync runs for every connection of its integration: deleting it stops all of them.
         let count = connections.get(f.providerConfigKey);
         if (count === undefined) {
-          count = await this.nats.request<number>(CONNECTION_SUBJECTS.countForIntegration, {
+          count = await this.nats.call(CONNECTION_REQUESTS.countForIntegration, {
             environmentId: caller.environmentId,
             providerConfigKey: f.providerConfigKey,
           });

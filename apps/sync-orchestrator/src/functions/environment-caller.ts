@@ -1,9 +1,4 @@
-import {
-  ENVIRONMENT_SUBJECTS,
-  SwitchboardError,
-  type Caller,
-  type ResolvedEnvironment,
-} from '@switchboard/contracts';
+import { SwitchboardError, type Caller, ENVIRONMENT_REQUESTS } from '@switchboard/contracts';
 import type { NatsRequester } from '@switchboard/messaging';
 
 /**
@@ -15,7 +10,7 @@ export async function callerOfEnvironment(
   environmentId: number,
 ): Promise<Caller | undefined> {
   try {
-    const env = await nats.request<ResolvedEnvironment>(ENVIRONMENT_SUBJECTS.resolve, { id: environmentId });
+    const env = await nats.call(ENVIRONMENT_REQUESTS.resolve, { id: environmentId });
     return {
       accountId: env.accountId,
       environmentId: env.id,

@@ -1,12 +1,8 @@
 import { Controller, Inject } from '@nestjs/common';
 import {
   DEPLOY_PAYLOAD_BUCKET,
-  DEPLOY_SUBJECTS,
   deployBodySchema,
-  deployRequestSchema,
   fieldErrorsFromZod,
-  FUNCTIONS_API_SUBJECTS,
-  functionRequestSchema,
   listFunctionsRequestSchema,
   scriptsConfigRequestSchema,
   SwitchboardError,
@@ -20,6 +16,8 @@ import {
   type ScriptDifferences,
   type StandardNangoConfig,
   type SyncDeploymentResult,
+  DEPLOY_REQUESTS,
+  FUNCTIONS_API_REQUESTS,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
@@ -48,17 +46,17 @@ export class FunctionsHandlers {
     private readonly lookups: ActionLookups,
   ) {}
 
-  @NatsHandler(DEPLOY_SUBJECTS.confirm, deployRequestSchema)
+  @NatsHandler(DEPLOY_REQUESTS.confirm)
   async confirm(request: DeployRequest): Promise<ScriptDifferences> {
     return this.deploys.confirm(request.caller, await this.bodyOf(request));
   }
 
-  @NatsHandler(DEPLOY_SUBJECTS.apply, deployRequestSchema)
+  @NatsHandler(DEPLOY_REQUESTS.apply)
   async apply(request: DeployRequest): Promise<SyncDeploymentResult[]> {
     return this.deploys.apply(request.caller, await this.bodyOf(request));
   }
 
-  @NatsHandler(FUNCTIONS_API_SUBJECTS.list, listFunctionsRequestSchema)
+  @NatsHandler(FUNCTIONS_API_REQUESTS.list)
   async list(request: z.infer<typeof listFunctionsRequestSchema>): Promise<ListFunctionsResponse> {
     await this.integrations.require(request.caller, request.uniqueKey);
     const { page, limit, type, search } = request.query;
@@ -71,12 +69,12 @@ export class FunctionsHandlers {
     return { data: rows.map(toDeployedFunction), pagination: { total, page, limit } };
   }
 
-  @NatsHandler(FUNCTIONS_API_SUBJECTS.get, functionRequestSchema)
+  @NatsHandler(FUNCTIONS_API_REQUESTS.get)
   async get(request: FunctionRequest): Promise<DeployedFunction> {
     return toDeployedFunction(await this.one(request));
   }
 
-  @NatsHandler(FUNCTIONS_API_SUBJECTS.code, functionRequestSchema)
+  @NatsHandler(FUNCTIONS_API_REQUESTS.code)
   async code(request: FunctionRequest): Promise<FunctionCode> {
     const fn = await this.one(request);
     // The TypeScript the developer wrote when the CLI sent it; the compiled bundle otherwise.
@@ -84,7 +82,7 @@ export class FunctionsHandlers {
     return { type: fn.type as FunctionCode['type'], code };
   }
 
-  @NatsHandler(FUNCTIONS_API_SUBJECTS.delete, functionRequestSchema)
+  @NatsHandler(FUNCTIONS_API_REQUESTS.delete)
   async delete(request: FunctionRequest): Promise<{ success: true }> {
     await this.integrations.require(request.caller, request.uniqueKey);
     if (!request.type) throw new SwitchboardError('invalid_query_params', 'type is required');
@@ -115,7 +113,7 @@ export class FunctionsHandlers {
     return { success: true };
   }
 
-  @NatsHandler(FUNCTIONS_API_SUBJECTS.scriptsConfig, scriptsConfigRequestSchema)
+  @NatsHandler(FUNCTIONS_API_REQUESTS.scriptsConfig)
   async scriptsConfig(
     request: z.infer<typeof scriptsConfigRequestSchema>,
   ): Promise<StandardNangoConfig[] | { data: OpenAiFunction[] }> {

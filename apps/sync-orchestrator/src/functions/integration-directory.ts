@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import {
-  INTEGRATION_SUBJECTS,
   SwitchboardError,
   type Caller,
   type Integration,
+  INTEGRATION_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 
@@ -15,7 +15,7 @@ export class IntegrationDirectory {
   /** The integration's provider, or undefined when the environment has no integration with this key. */
   async providerOf(caller: Caller, uniqueKey: string): Promise<string | undefined> {
     try {
-      const integration = await this.nats.request<Integration>(INTEGRATION_SUBJECTS.get, {
+      const integration = await this.nats.call(INTEGRATION_REQUESTS.get, {
         caller,
         uniqueKey,
         include: { webhook: false, credentials: false },
@@ -28,7 +28,7 @@ export class IntegrationDirectory {
   }
 
   async list(caller: Caller): Promise<Integration[]> {
-    return this.nats.request<Integration[]>(INTEGRATION_SUBJECTS.list, { caller });
+    return this.nats.call(INTEGRATION_REQUESTS.list, { caller });
   }
 
   /** Throws Nango's `not_found` when the integration does not exist in the caller's environment. */

@@ -5,6 +5,8 @@ import {
   type FunctionRunCancel,
   type FunctionRunLease,
   type FunctionRunRequest,
+  type FunctionRunResult,
+  FUNCTIONS_REQUESTS,
 } from '@switchboard/contracts';
 import type { NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
@@ -40,7 +42,7 @@ export interface LeasedRunOptions {
  * by the same lease running out), async actions and on-event scripts (Temporal activities), and
  * synchronous actions (the service itself waits).
  */
-export async function runLeased<T>(options: LeasedRunOptions): Promise<T> {
+export async function runLeased(options: LeasedRunOptions): Promise<FunctionRunResult> {
   const { nc, nats, request, timeoutMs, heartbeat } = options;
   const ttlMs = request.lease.ttlMs;
   const every = Math.min(RENEW_EVERY_MS, Math.floor(ttlMs / 3));
@@ -89,7 +91,7 @@ export async function runLeased<T>(options: LeasedRunOptions): Promise<T> {
   });
   try {
     return await Promise.race([
-      nats.request<T>(FUNCTIONS_SUBJECTS.run, request, { timeoutMs }),
+      nats.call(FUNCTIONS_REQUESTS.run, request, { timeoutMs }),
       lost,
       ...(options.cancelled ? [options.cancelled] : []),
     ]);

@@ -1,10 +1,10 @@
 import { Controller, Inject } from '@nestjs/common';
 import {
-  FUNCTION_HOST_SUBJECTS,
   lockAcquireRequestSchema,
   lockReleaseAllRequestSchema,
   lockReleaseRequestSchema,
   type LockReply,
+  FUNCTION_HOST_REQUESTS,
 } from '@switchboard/contracts';
 import type { OrchestratorDb } from '@switchboard/db';
 import { NatsHandler } from '@switchboard/messaging';
@@ -20,7 +20,7 @@ import { ORCHESTRATOR_DB } from '../database/database.module';
 export class LocksHandlers {
   constructor(@Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb) {}
 
-  @NatsHandler(FUNCTION_HOST_SUBJECTS.lockAcquire, lockAcquireRequestSchema)
+  @NatsHandler(FUNCTION_HOST_REQUESTS.lockAcquire)
   async acquire(request: z.infer<typeof lockAcquireRequestSchema>): Promise<LockReply> {
     const rows = await this.db.$queryRaw<{ owner: string }[]>`
       INSERT INTO orchestrator.function_locks
@@ -34,7 +34,7 @@ export class LocksHandlers {
     return { ok: rows.length === 1 };
   }
 
-  @NatsHandler(FUNCTION_HOST_SUBJECTS.lockRelease, lockReleaseRequestSchema)
+  @NatsHandler(FUNCTION_HOST_REQUESTS.lockRelease)
   async release(request: z.infer<typeof lockReleaseRequestSchema>): Promise<LockReply> {
     const { count } = await this.db.functionLock.deleteMany({
       where: { ...this.scope(request), key: request.key, owner: request.owner },
@@ -42,7 +42,7 @@ export class LocksHandlers {
     return { ok: count > 0 };
   }
 
-  @NatsHandler(FUNCTION_HOST_SUBJECTS.lockReleaseAll, lockReleaseAllRequestSchema)
+  @NatsHandler(FUNCTION_HOST_REQUESTS.lockReleaseAll)
   async releaseAll(request: z.infer<typeof lockReleaseAllRequestSchema>): Promise<LockReply> {
     await this.db.functionLock.deleteMany({ where: { ...this.scope(request), owner: request.owner } });
     return { ok: true };

@@ -1,11 +1,9 @@
 import { Controller, Logger } from '@nestjs/common';
 import {
-  ON_EVENT_SUBJECTS,
-  onEventConnectionSchema,
-  validateConnectionRequestSchema,
   type OnEventConnection,
   type OnEventReply,
   type ValidateConnectionRequest,
+  ON_EVENT_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import { SyncsService } from '../syncs/syncs.service';
@@ -21,7 +19,7 @@ export class OnEventHandlers {
   ) {}
 
   /** auth-connect asks before it stores a new connection (or a reconnect's new credentials). */
-  @NatsHandler(ON_EVENT_SUBJECTS.validateConnection, validateConnectionRequestSchema)
+  @NatsHandler(ON_EVENT_REQUESTS.validateConnection)
   validateConnection(request: ValidateConnectionRequest): Promise<OnEventReply> {
     return this.onEvents.validate(request);
   }
@@ -30,7 +28,7 @@ export class OnEventHandlers {
    * The vault asks before it deletes a connection (and deletes whatever the answer): the scripts run
    * first, while the connection still exists, then its syncs stop (schedules, checkpoints, records).
    */
-  @NatsHandler(ON_EVENT_SUBJECTS.preConnectionDeletion, onEventConnectionSchema)
+  @NatsHandler(ON_EVENT_REQUESTS.preConnectionDeletion)
   async preConnectionDeletion(request: OnEventConnection): Promise<OnEventReply> {
     const reply = await this.onEvents.beforeDeletion(
       request.caller,

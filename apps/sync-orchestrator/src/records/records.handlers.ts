@@ -2,14 +2,8 @@ import { Controller, Inject, type OnModuleInit } from '@nestjs/common';
 import {
   MAX_DELETED_KEYS_REPLY,
   RECORDS_SUBJECTS,
-  recordsGetByIdsRequestSchema,
-  recordsListForRunRequestSchema,
   recordsListRequestSchema,
   recordsMessageBytes,
-  recordsPruneRequestSchema,
-  recordsDeleteUnseenRequestSchema,
-  recordsRunScopeRequestSchema,
-  recordsWriteRequestSchema,
   toSyncIdentifier,
   type Caller,
   type ListRecordsResponse,
@@ -22,6 +16,7 @@ import {
   type RecordsRunScopeRequest,
   type RecordsWriteReply,
   type RecordsWriteRequest,
+  RECORDS_REQUESTS,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsHandler, serveRaw, type RawAnswer } from '@switchboard/messaging';
 import { RecordsStore, type RecordScope } from '@switchboard/records-store';
@@ -97,13 +92,13 @@ export class RecordsHandlers implements OnModuleInit {
     return { meta: { count: page.count, next_cursor: page.next_cursor }, body: page.recordsJson };
   }
 
-  @NatsHandler(RECORDS_SUBJECTS.prune, recordsPruneRequestSchema)
+  @NatsHandler(RECORDS_REQUESTS.prune)
   async prune(request: RecordsPruneRequest): Promise<PruneRecordsResponse> {
     await this.requireConnection(request);
     return this.store.prune(scopeOf(request), request.model, request.untilCursor, request.limit);
   }
 
-  @NatsHandler(RECORDS_SUBJECTS.write, recordsWriteRequestSchema)
+  @NatsHandler(RECORDS_REQUESTS.write)
   async write(request: RecordsWriteRequest): Promise<RecordsWriteReply> {
     return this.store.write(scopeOf(request), request.model, request.records, request.op, request.runId, {
       ...(request.merging ? { merging: request.merging } : {}),
@@ -112,7 +107,7 @@ export class RecordsHandlers implements OnModuleInit {
     });
   }
 
-  @NatsHandler(RECORDS_SUBJECTS.getByIds, recordsGetByIdsRequestSchema)
+  @NatsHandler(RECORDS_REQUESTS.getByIds)
   async getByIds(request: RecordsGetByIdsRequest): Promise<ListRecordsResponse> {
     return this.store.list(scopeOf(request), request.model, {
       limit: request.ids.length,
@@ -123,7 +118,7 @@ export class RecordsHandlers implements OnModuleInit {
   }
 
   /** `nango.listRecords` of a sync run: its own connection's records of one of its models, a page by cursor. */
-  @NatsHandler(RECORDS_SUBJECTS.listForRun, recordsListForRunRequestSchema)
+  @NatsHandler(RECORDS_REQUESTS.listForRun)
   async listForRun(request: RecordsListForRunRequest): Promise<ListRecordsResponse> {
     return this.store.list(scopeOf(request), request.model, {
       limit: request.limit,
@@ -132,7 +127,7 @@ export class RecordsHandlers implements OnModuleInit {
     });
   }
 
-  @NatsHandler(RECORDS_SUBJECTS.trackDeletesStart, recordsRunScopeRequestSchema)
+  @NatsHandler(RECORDS_REQUESTS.trackDeletesStart)
   async trackDeletesStart(request: RecordsRunScopeRequest): Promise<null> {
     await this.store.openDeleteWindow(scopeOf(request), request.model, request.runId, (tx) =>
       holdSyncRun(tx, request, runScopeOf(request)),
@@ -140,7 +135,7 @@ export class RecordsHandlers implements OnModuleInit {
     return null;
   }
 
-  @NatsHandler(RECORDS_SUBJECTS.deleteUnseen, recordsDeleteUnseenRequestSchema)
+  @NatsHandler(RECORDS_REQUESTS.deleteUnseen)
   async deleteUnseen(
     request: RecordsDeleteUnseenRequest,
   ): Promise<{ deleted: number; deletedKeys: string[] }> {
@@ -154,7 +149,7 @@ export class RecordsHandlers implements OnModuleInit {
     );
   }
 
-  @NatsHandler(RECORDS_SUBJECTS.lastCursor, recordsRunScopeRequestSchema)
+  @NatsHandler(RECORDS_REQUESTS.lastCursor)
   async lastCursor(request: RecordsRunScopeRequest): Promise<{ cursor: string | null }> {
     return { cursor: await this.store.lastCursor(scopeOf(request), request.model) };
   }

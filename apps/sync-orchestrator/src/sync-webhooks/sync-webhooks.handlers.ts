@@ -1,9 +1,8 @@
 import { Controller } from '@nestjs/common';
 import {
-  SYNC_WEBHOOK_SUBJECTS,
-  syncWebhookSubscriptionsRequestSchema,
   type SyncWebhookSubscriptionsReply,
   type SyncWebhookSubscriptionsRequest,
+  SYNC_WEBHOOK_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import { ActionLookups } from '../actions/action-lookups';
@@ -16,7 +15,7 @@ export class SyncWebhooksHandlers {
    * webhook-relay asks which webhooks the integration's syncs subscribe to before it publishes a routed
    * provider webhook for them (the same cached look-up the consumer uses, dropped by deploys).
    */
-  @NatsHandler(SYNC_WEBHOOK_SUBJECTS.subscriptions, syncWebhookSubscriptionsRequestSchema)
+  @NatsHandler(SYNC_WEBHOOK_REQUESTS.subscriptions)
   async subscriptions(request: SyncWebhookSubscriptionsRequest): Promise<SyncWebhookSubscriptionsReply> {
     const syncs = await this.lookups.webhookSyncsOf(request.environmentId, request.providerConfigKey);
     return { subscriptions: [...new Set(syncs.flatMap((s) => s.subscriptions))] };

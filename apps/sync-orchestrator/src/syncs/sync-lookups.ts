@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { BASE_VARIANT, CONNECTION_SUBJECTS, type SyncCommandRequest } from '@switchboard/contracts';
+import { BASE_VARIANT, CONNECTION_REQUESTS, type SyncCommandRequest } from '@switchboard/contracts';
 import type { OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { ORCHESTRATOR_DB } from '../database/database.module';
@@ -90,7 +90,7 @@ export class SyncLookups {
   }
 
   connectionIds(environmentId: number, providerConfigKey: string, connectionId?: string) {
-    return this.nats.request<string[]>(CONNECTION_SUBJECTS.idsForIntegration, {
+    return this.nats.call(CONNECTION_REQUESTS.idsForIntegration, {
       environmentId,
       providerConfigKey,
       ...(connectionId !== undefined ? { connectionId } : {}),

@@ -1,11 +1,5 @@
 import { Controller } from '@nestjs/common';
 import {
-  SYNC_SUBJECTS,
-  syncCommandRequestSchema,
-  syncFrequencyRequestSchema,
-  syncStatusRequestSchema,
-  syncTriggerRequestSchema,
-  syncVariantRequestSchema,
   type SyncCommandRequest,
   type SyncFrequencyRequest,
   type SyncStatusRequest,
@@ -13,6 +7,7 @@ import {
   type SyncTriggerRequest,
   type SyncVariantRequest,
   type SyncVariantResponse,
+  SYNC_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import { CreateSyncVariant } from './use-cases/create-sync-variant';
@@ -34,37 +29,37 @@ export class SyncsHandlers {
     private readonly deleteSyncVariant: DeleteSyncVariant,
   ) {}
 
-  @NatsHandler(SYNC_SUBJECTS.trigger, syncTriggerRequestSchema)
+  @NatsHandler(SYNC_REQUESTS.trigger)
   trigger(request: SyncTriggerRequest): Promise<{ success: true }> {
     return this.triggerSyncs.execute(request);
   }
 
-  @NatsHandler(SYNC_SUBJECTS.pause, syncCommandRequestSchema)
+  @NatsHandler(SYNC_REQUESTS.pause)
   pause(request: SyncCommandRequest): Promise<{ success: true }> {
     return this.setSyncsPaused.execute(request, true);
   }
 
-  @NatsHandler(SYNC_SUBJECTS.start, syncCommandRequestSchema)
+  @NatsHandler(SYNC_REQUESTS.start)
   start(request: SyncCommandRequest): Promise<{ success: true }> {
     return this.setSyncsPaused.execute(request, false);
   }
 
-  @NatsHandler(SYNC_SUBJECTS.status, syncStatusRequestSchema)
+  @NatsHandler(SYNC_REQUESTS.status)
   status(request: SyncStatusRequest): Promise<SyncStatusResponse> {
     return this.syncStatus.execute(request);
   }
 
-  @NatsHandler(SYNC_SUBJECTS.frequency, syncFrequencyRequestSchema)
+  @NatsHandler(SYNC_REQUESTS.frequency)
   frequency(request: SyncFrequencyRequest): Promise<{ frequency: string }> {
     return this.setSyncFrequency.execute(request);
   }
 
-  @NatsHandler(SYNC_SUBJECTS.variantCreate, syncVariantRequestSchema)
+  @NatsHandler(SYNC_REQUESTS.variantCreate)
   createVariant(request: SyncVariantRequest): Promise<SyncVariantResponse> {
     return this.createSyncVariant.execute(request);
   }
 
-  @NatsHandler(SYNC_SUBJECTS.variantDelete, syncVariantRequestSchema)
+  @NatsHandler(SYNC_REQUESTS.variantDelete)
   deleteVariant(request: SyncVariantRequest): Promise<{ success: true }> {
     return this.deleteSyncVariant.execute(request);
   }

@@ -2,10 +2,10 @@ import { Controller, Inject } from '@nestjs/common';
 import {
   deliveryRequestSchema,
   listDeliveriesRequestSchema,
-  WEBHOOK_SUBJECTS,
   type DeliveryPage,
   type WebhookDelivery,
   type WebhookDeliveryDetail,
+  WEBHOOK_REQUESTS,
 } from '@switchboard/contracts';
 import type { RelayDb, WebhookDeliveryModel as DeliveryRow } from '@switchboard/db';
 import { NatsHandler } from '@switchboard/messaging';
@@ -43,7 +43,7 @@ export class DeliveriesHandlers {
     private readonly dispatcher: Dispatcher,
   ) {}
 
-  @NatsHandler(WEBHOOK_SUBJECTS.listDeliveries, listDeliveriesRequestSchema)
+  @NatsHandler(WEBHOOK_REQUESTS.listDeliveries)
   async list(request: z.infer<typeof listDeliveriesRequestSchema>): Promise<DeliveryPage> {
     const { query } = request;
     const rows = await this.db.webhookDelivery.findMany({
@@ -62,7 +62,7 @@ export class DeliveriesHandlers {
     return { data: page.map(toApi), next_cursor: rows.length > query.limit && last ? Number(last.id) : null };
   }
 
-  @NatsHandler(WEBHOOK_SUBJECTS.getDelivery, deliveryRequestSchema)
+  @NatsHandler(WEBHOOK_REQUESTS.getDelivery)
   async get(request: z.infer<typeof deliveryRequestSchema>): Promise<WebhookDeliveryDetail> {
     const row = await this.db.webhookDelivery.findFirst({
       where: { id: BigInt(request.id), environmentId: request.environmentId },
@@ -87,7 +87,7 @@ export class DeliveriesHandlers {
    * Sends a delivery again now, with the same `webhook-id`, whatever its state; its endpoint is
    * re-enabled if a 410 had disabled it (asking for a redelivery says the endpoint is back).
    */
-  @NatsHandler(WEBHOOK_SUBJECTS.redeliver, deliveryRequestSchema)
+  @NatsHandler(WEBHOOK_REQUESTS.redeliver)
   async redeliver(request: z.infer<typeof deliveryRequestSchema>): Promise<WebhookDelivery> {
     const row = await this.db.webhookDelivery.findFirst({
       where: { id: BigInt(request.id), environmentId: request.environmentId },

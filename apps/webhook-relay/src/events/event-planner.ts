@@ -6,8 +6,6 @@ import {
   FUNCTIONS_API_SUBJECTS,
   functionsChangedSchema,
   subscribes,
-  SYNC_WEBHOOK_SUBJECTS,
-  type SyncWebhookSubscriptionsReply,
   VAULT_SUBJECTS,
   WEBHOOK_VERIFIED_HEADER,
   type AsyncActionEvent,
@@ -19,6 +17,8 @@ import {
   type SyncEvent,
   type SyncWebhookEvent,
   type WebhookEventType,
+  SYNC_WEBHOOK_REQUESTS,
+  VAULT_REQUESTS,
 } from '@switchboard/contracts';
 import { listenBroadcast, NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
 import type { NatsConnection, Subscription } from 'nats';
@@ -341,8 +341,8 @@ export class EventPlanner implements OnApplicationShutdown {
     if (!cached || cached.until <= Date.now()) {
       const generation = this.functionsGeneration;
       try {
-        const reply = await this.nats.request<SyncWebhookSubscriptionsReply>(
-          SYNC_WEBHOOK_SUBJECTS.subscriptions,
+        const reply = await this.nats.call(
+          SYNC_WEBHOOK_REQUESTS.subscriptions,
           { environmentId: event.environmentId, providerConfigKey: event.providerConfigKey },
           { timeoutMs: 2_000 },
         );
@@ -383,7 +383,7 @@ export class EventPlanner implements OnApplicationShutdown {
     const key = `${environmentId}\u0000${providerConfigKey}\u0000${field}\u0000${value}`;
     const cached = this.matches.get(key);
     if (cached && cached.until > Date.now()) return cached.value;
-    const found = await this.nats.request<MatchedConnection[]>(VAULT_SUBJECTS.match, {
+    const found = await this.nats.call(VAULT_REQUESTS.match, {
       environmentId,
       providerConfigKey,
       field,
@@ -408,7 +408,7 @@ export class EventPlanner implements OnApplicationShutdown {
     providerConfigKey: string,
     connectionId: string,
   ): Promise<string | null> {
-    const found = await this.nats.request<MatchedConnection[]>(VAULT_SUBJECTS.match, {
+    const found = await this.nats.call(VAULT_REQUESTS.match, {
       environmentId,
       providerConfigKey,
       field: 'connection_id',

@@ -3,9 +3,9 @@ import {
   getWebhookSettingsRequestSchema,
   rotateSigningKeyRequestSchema,
   updateWebhookSettingsRequestSchema,
-  WEBHOOK_SUBJECTS,
   type EnvironmentWebhookState,
   type RotatedSigningKey,
+  WEBHOOK_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
@@ -15,19 +15,19 @@ import { SettingsService } from './settings.service';
 export class SettingsHandlers {
   constructor(private readonly settings: SettingsService) {}
 
-  @NatsHandler(WEBHOOK_SUBJECTS.getSettings, getWebhookSettingsRequestSchema)
+  @NatsHandler(WEBHOOK_REQUESTS.getSettings)
   async get(request: z.infer<typeof getWebhookSettingsRequestSchema>): Promise<EnvironmentWebhookState> {
     return this.settings.state(request.environmentId);
   }
 
-  @NatsHandler(WEBHOOK_SUBJECTS.updateSettings, updateWebhookSettingsRequestSchema)
+  @NatsHandler(WEBHOOK_REQUESTS.updateSettings)
   async update(
     request: z.infer<typeof updateWebhookSettingsRequestSchema>,
   ): Promise<EnvironmentWebhookState> {
     return this.settings.update(request.environmentId, request.patch);
   }
 
-  @NatsHandler(WEBHOOK_SUBJECTS.rotateSigningKey, rotateSigningKeyRequestSchema)
+  @NatsHandler(WEBHOOK_REQUESTS.rotateSigningKey)
   async rotate(request: z.infer<typeof rotateSigningKeyRequestSchema>): Promise<RotatedSigningKey> {
     return this.settings.rotate(request.environmentId);
   }

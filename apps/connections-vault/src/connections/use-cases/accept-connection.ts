@@ -3,9 +3,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   authEventSchema,
   EVENT_SUBJECTS,
-  ON_EVENT_SUBJECTS,
+  ON_EVENT_REQUESTS,
   type Caller,
-  type OnEventReply,
   type ValidateConnectionRequest,
 } from '@switchboard/contracts';
 import { NATS_CONNECTION, NatsRequester, publishEvent } from '@switchboard/messaging';
@@ -67,7 +66,7 @@ export class AcceptConnection {
           input.metadata ?? (existing?.metadata as Record<string, unknown> | null | undefined) ?? null,
       },
     };
-    const verdict = await this.nats.request<OnEventReply>(ON_EVENT_SUBJECTS.validateConnection, request, {
+    const verdict = await this.nats.call(ON_EVENT_REQUESTS.validateConnection, request, {
       timeoutMs: this.env.SWITCHBOARD_ON_EVENT_TIMEOUT_MS + VALIDATION_MARGIN_MS,
     });
     if (!verdict.ok) {

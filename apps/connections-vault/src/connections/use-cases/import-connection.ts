@@ -1,16 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import {
-  AUTH_INTERNAL_SUBJECTS,
-  INTEGRATION_SUBJECTS,
-  PROVIDER_SUBJECTS,
   refreshTokenResultSchema,
-  type ApiProvider,
   type ApiPublicConnectionFull,
   type Credentials,
   type ImportConnectionRequest,
   type ImportCredentials,
-  type Integration,
+  AUTH_INTERNAL_REQUESTS,
+  INTEGRATION_REQUESTS,
+  PROVIDER_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { connectionConfigValueProblems, type HostFieldsProviderShape } from '@switchboard/providers';
@@ -35,12 +33,12 @@ export class ImportConnection {
 
   async execute(req: ImportConnectionRequest): Promise<ApiPublicConnectionFull> {
     const { caller, body } = req;
-    const integration = await this.nats.request<Integration>(INTEGRATION_SUBJECTS.get, {
+    const integration = await this.nats.call(INTEGRATION_REQUESTS.get, {
       caller,
       uniqueKey: body.provider_config_key,
       include: { webhook: false, credentials: false },
     });
-    const provider = await this.nats.request<ApiProvider>(PROVIDER_SUBJECTS.get, {
+    const provider = await this.nats.call(PROVIDER_REQUESTS.get, {
       name: integration.provider,
     });
     if (provider.auth_mode !== body.credentials.type) {
@@ -133,7 +131,7 @@ export class ImportConnection {
     type: 'APP' | 'CUSTOM',
     connectionConfig: Record<string, unknown>,
   ): Promise<Credentials> {
-    const answer = await this.nats.request<unknown>(AUTH_INTERNAL_SUBJECTS.refresh, {
+    const answer = await this.nats.call(AUTH_INTERNAL_REQUESTS.refresh, {
       environmentId,
       providerConfigKey,
       connectionId,

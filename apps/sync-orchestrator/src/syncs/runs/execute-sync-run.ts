@@ -34,7 +34,7 @@ export class ExecuteSyncRun {
     await db.syncRun.update({ where: { id: run.id }, data: { attempts: attempt } });
     // Renewed with each heartbeat; a runtime replica that stops confirming it ends this attempt
     // (`function_runtime_lost`, thrown: Temporal tries again, from the script's last checkpoint).
-    const reply = await runLeased<unknown>({
+    const reply = await runLeased({
       nc: this.deps.nc,
       nats: this.deps.nats,
       request: runRequest(begun, run, version, attempt),

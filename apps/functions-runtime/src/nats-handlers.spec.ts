@@ -1,0 +1,11 @@
+import { globSync } from 'node:fs';
+import { join } from 'node:path';
+import { natsHandlerCoverage } from '@switchboard/messaging';
+
+describe('NATS handlers of functions-runtime', () => {
+  it('answer every request subject the service owns in the contracts, each with its definition', () => {
+    // Decorators run when a class is defined: loading the handler files registers every handler.
+    for (const file of globSync('**/*.handlers.ts', { cwd: __dirname })) require(join(__dirname, file));
+    expect(natsHandlerCoverage('functions-runtime')).toEqual({ withoutDefinition: [], withoutHandler: [] });
+  });
+});
