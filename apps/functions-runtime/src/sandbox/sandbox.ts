@@ -12,7 +12,7 @@ import ivm from 'isolated-vm';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { hostCrypto } from './host-crypto';
-import { PRELUDE_SOURCE } from './prelude';
+import { preludeSource } from './prelude';
 
 /** The limits one run gets, already capped by configuration. */
 export interface RunLimits {
@@ -393,7 +393,7 @@ const SPARE_FIRST_BELOW = 3;
 
 /** The prelude evaluated in a context that has the library: the host keeps the reference to its control. */
 async function withPrelude(prepared: PreparedIsolate, context: ivm.Context): Promise<RunContext> {
-  const prelude = await compiledIn(prepared, PRELUDE_SOURCE, 'switchboard-prelude.js');
+  const prelude = await compiledIn(prepared, preludeSource(), 'switchboard-prelude.js');
   // Not run-specific (bytes in, bytes out): the prelude takes it off the global object as it does the library.
   const crypto = new ivm.Reference(hostCrypto);
   try {
@@ -750,7 +750,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
       if ((await bind()) !== 'ok') throw new Error('the sandbox prelude did not take the run');
     };
     if (ready && ctx.bundleLoaded) {
-      // A ready context: bound and started in one crossing into the isolate (prelude.ts, `run`).
+      // A ready context: bound and started in one crossing into the isolate (prelude/index.ts, `run`).
       resultJson = (await ctx.control.apply(
         undefined,
         ['run', hostCallRef, hostLogRef, hostSleepRef, meta, inputJson],
@@ -848,7 +848,7 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
  * What a script sent with a host call, as the prelude sends it: the one element of an array passed with
  * `arguments: { copy: true }`, so isolated-vm serialises it and this process gets values of its own V8
  * heap. That element is the arguments' JSON text, or, for the records writes, the arguments themselves
- * when the prelude found them to be plain JSON data (`plainData` in prelude.ts). Which calls take data is
+ * when the prelude found them to be plain JSON data (prelude/plain-data.ts). Which calls take data is
  * the dispatcher's to say (`HostCall.takesData`); the arguments are untrusted either way.
  *
  * A string passed bare would arrive, when over 1 KB, as an external string over isolated-vm's own copy: V8
