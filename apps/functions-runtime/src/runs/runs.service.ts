@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { FunctionRunRequest, FunctionRunResult, FunctionType } from '@switchboard/contracts';
 import { context, SpanStatusCode, trace } from '@switchboard/observability';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
@@ -7,6 +7,7 @@ import {
   configurePool,
   configureReadyContexts,
   configureSpares,
+  disposeSandbox,
   runInSandbox,
   sandboxLibrary,
   type RunLimits,
@@ -24,7 +25,7 @@ const tracer = trace.getTracer('@switchboard/functions-runtime');
  * answer (`status: 'failure'`); only a bad request or a broken object store is a transport error.
  */
 @Injectable()
-export class RunsService implements OnModuleInit {
+export class RunsService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('Runs');
   private readonly slots: RunSlots;
 
@@ -43,6 +44,11 @@ export class RunsService implements OnModuleInit {
     configureSpares(this.env.FUNCTIONS_SPARE_ISOLATES, this.env.FUNCTIONS_MEMORY_LIMIT_MB);
     configurePool(this.env.FUNCTIONS_POOLED_ISOLATES);
     configureReadyContexts(this.env.FUNCTIONS_READY_CONTEXTS);
+  }
+
+  /** The spare and pooled isolates go with the module (a test app closed, a shutdown). */
+  onModuleDestroy(): void {
+    disposeSandbox();
   }
 
   limitsFor(req: FunctionRunRequest): RunLimits {
