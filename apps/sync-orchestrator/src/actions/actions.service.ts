@@ -15,8 +15,8 @@ import { KnownConnections } from '../connections/known-connections';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import type { FunctionWithVersion } from '../functions/function-config';
 import { invocationWorkflow } from '../workflows';
-import { ActionLookups } from './action-lookups';
-import { InvocationRunner, type InvocationError } from './invocation-runner';
+import { DeployedFunctionsCache } from '../functions/deployed-functions-cache';
+import { FunctionInvocationRunner, type InvocationError } from '../functions/function-invocation-runner';
 
 /**
  * A run request (bundle + input) travels as one NATS message (1 MiB by default); what is left once the
@@ -35,8 +35,8 @@ const START_DEADLINE_MS = 5_000;
 export class ActionsService {
   constructor(
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
-    private readonly runner: InvocationRunner,
-    private readonly lookups: ActionLookups,
+    private readonly runner: FunctionInvocationRunner,
+    private readonly lookups: DeployedFunctionsCache,
     private readonly connections: KnownConnections,
     private readonly temporal: Client,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
@@ -134,7 +134,7 @@ export class ActionsService {
         include: { logs: { orderBy: { id: 'asc' }, take: 10_000 } },
       });
     let invocation = await find();
-    // A synchronous action is answered before its row is written (InvocationRunner.runOnce); another
+    // A synchronous action is answered before its row is written (FunctionInvocationRunner.runOnce); another
     // replica may still be writing the row of the run id its caller was just given.
     for (let i = 0; !invocation && i < UNWRITTEN_RETRIES; i++) {
       await new Promise((resolve) => setTimeout(resolve, UNWRITTEN_RETRY_MS));

@@ -17,7 +17,7 @@ import {
 } from '@switchboard/contracts';
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
-import { ActionLookups } from '../actions/action-lookups';
+import { DeployedFunctionsCache } from './deployed-functions-cache';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import {
   configOfFlow,
@@ -85,7 +85,7 @@ export class DeployService {
     private readonly integrations: IntegrationDirectory,
     private readonly nats: NatsRequester,
     private readonly syncs: SyncsService,
-    private readonly lookups: ActionLookups,
+    private readonly lookups: DeployedFunctionsCache,
   ) {}
 
   async confirm(caller: Caller, body: DeployBody): Promise<ScriptDifferences> {

@@ -24,7 +24,7 @@ import {
 import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
-import { ActionLookups } from '../actions/action-lookups';
+import { DeployedFunctionsCache } from './deployed-functions-cache';
 import { DeployService } from './deploy.service';
 import { SyncsService } from '../syncs/syncs.service';
 import {
@@ -45,7 +45,7 @@ export class FunctionsHandlers {
     private readonly integrations: IntegrationDirectory,
     private readonly syncs: SyncsService,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    private readonly lookups: ActionLookups,
+    private readonly lookups: DeployedFunctionsCache,
   ) {}
 
   @NatsHandler(DEPLOY_SUBJECTS.confirm, deployRequestSchema)

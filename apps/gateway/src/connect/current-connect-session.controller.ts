@@ -11,7 +11,7 @@ const noQuery = z.object({}).strict();
 
 /** The session itself, read and ended by the browser holding its token (`Authorization: Bearer nango_connect_session_…`). */
 @Controller('connect/session')
-export class ConnectSessionController {
+export class CurrentConnectSessionController {
   constructor(private readonly nats: NatsRequester) {}
 
   @Get()

@@ -14,10 +14,10 @@ import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import type { NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import { Logger } from '@nestjs/common';
-import type { FunctionWithVersion, StoredConfig } from '../functions/function-config';
-import { runLeased } from '../functions/leased-run';
+import type { FunctionWithVersion, StoredConfig } from './function-config';
+import { runLeased } from './leased-run';
 
-const logger = new Logger('InvocationRunner');
+const logger = new Logger('FunctionInvocationRunner');
 
 /** Rows of answered actions being written at once beyond which an action's answer waits for its own. */
 const MAX_UNAWAITED_WRITES = 64;
@@ -89,7 +89,7 @@ function publicCode(code: FunctionFailureCode): ErrorCode {
  * (synchronous actions, answered within milliseconds of the script finishing) and the Temporal worker's
  * activity (async actions, on-event scripts) use it.
  */
-export class InvocationRunner {
+export class FunctionInvocationRunner {
   /** Synchronous actions answered whose rows are being written, by invocation id. */
   private readonly writing = new Map<string, Promise<void>>();
 
