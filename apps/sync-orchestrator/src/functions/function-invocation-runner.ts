@@ -11,7 +11,7 @@ import {
   type OnEventType,
 } from '@switchboard/contracts';
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
-import type { NatsRequester } from '@switchboard/messaging';
+import { parseStoredJson, PayloadStore, type NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import { Logger } from '@nestjs/common';
 import type { FunctionWithVersion, StoredConfig } from './function-config';
@@ -297,9 +297,7 @@ export class FunctionInvocationRunner {
       if (result.outputRef.bytes > MAX_ACTION_OUTPUT_BYTES) {
         return this.tooLarge(result.outputRef.bytes);
       }
-      const store = await this.nc.jetstream().views.os(FUNCTION_OUTPUT_BUCKET);
-      const blob = await store.getBlob(result.outputRef.name);
-      await store.delete(result.outputRef.name).catch(() => undefined);
+      const blob = await new PayloadStore(this.nc, FUNCTION_OUTPUT_BUCKET).take(result.outputRef.name);
       if (!blob) {
         return {
           status: 'failed',
@@ -307,7 +305,7 @@ export class FunctionInvocationRunner {
           retryable: true,
         };
       }
-      output = JSON.parse(Buffer.from(blob).toString('utf8')) as unknown;
+      output = parseStoredJson(blob);
     } else {
       const bytes = Buffer.byteLength(JSON.stringify(output ?? null));
       if (bytes > MAX_ACTION_OUTPUT_BYTES) return this.tooLarge(bytes);

@@ -21,7 +21,7 @@ import {
   type StandardNangoConfig,
   type SyncDeploymentResult,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsHandler, parseStoredJson, PayloadStore } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { DeployedFunctionsCache } from './deployed-functions-cache';
@@ -170,13 +170,12 @@ export class FunctionsHandlers {
   private async bodyOf(request: DeployRequest): Promise<DeployBody> {
     if (request.body) return request.body;
     if (!request.bodyRef) throw new SwitchboardError('invalid_body', 'The deploy body is missing');
-    const store = await this.nc.jetstream().views.os(DEPLOY_PAYLOAD_BUCKET);
-    const blob = await store.getBlob(request.bodyRef);
+    const blob = await new PayloadStore(this.nc, DEPLOY_PAYLOAD_BUCKET).get(request.bodyRef);
     if (!blob) throw new SwitchboardError('invalid_body', 'The deploy body has expired; deploy again');
     let parsed: unknown;
     try {
       // A view of the blob, not a copy of it: a large project's body is tens of MB.
-      parsed = JSON.parse(Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).toString('utf8'));
+      parsed = parseStoredJson(blob);
     } catch {
       throw new SwitchboardError('invalid_body', 'The stored deploy body is not JSON');
     }
