@@ -802,6 +802,37 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
   });
 
   describe('versions', () => {
+    it('takes an input at the body limit for an action whose bundle is near its size cap', async () => {
+      const bundle = readFileSync(join(project, 'build', 'fakehub_actions_slow-echo.cjs'), 'utf8');
+      const deployed = await api('POST', '/sync/deploy', {
+        flowConfigs: [
+          {
+            syncName: 'big-echo',
+            providerConfigKey: 'fakehub',
+            type: 'action',
+            models: ['ActionOutput_fakehub_slowecho'],
+            runs: null,
+            // Real bundles carry inline source maps; this padding stands in for one (the cap is 768 KiB).
+            fileBody: { js: `${bundle}\n//# ${'x'.repeat(700 * 1024)}` },
+          },
+        ],
+        deployMode: 'single',
+      });
+      expect(deployed.status).toBe(200);
+      // The documented limit is the gateway's body limit (SWITCHBOARD_BODY_LIMIT_BYTES, 1 MiB): the
+      // request's envelope and the input together, a few bytes short of it.
+      const envelope = JSON.stringify({ action_name: 'big-echo', input: { waitMs: 0, blob: '' } });
+      const blob = 'y'.repeat(1024 * 1024 - Buffer.byteLength(envelope) - 16);
+      const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+        key: stack.secretKey,
+        headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub' },
+        body: { action_name: 'big-echo', input: { waitMs: 0, blob } },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ build: 'first' });
+      await nango.deleteFunction({ uniqueKey: 'fakehub', name: 'big-echo' }, { type: 'action' });
+    });
+
     it('keeps a running invocation on the version it started with while a redeploy swaps in a new one', async () => {
       const { id } = (await nango.triggerActionAsync('fakehub', CONNECTION, 'slow-echo', {
         waitMs: 3000,

@@ -12,6 +12,7 @@ import {
   sandboxLibrary,
   type RunLimits,
 } from '../sandbox/sandbox';
+import { BundleCache } from './bundle-cache';
 import { OutputStore } from './output-store';
 import { RunCancellations } from './run-cancellations';
 import { RunSlots } from './run-slots';
@@ -33,6 +34,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     @Inject(FUNCTIONS_RUNTIME_ENV) private readonly env: FunctionsRuntimeEnv,
     private readonly hostCalls: HostCalls,
     private readonly outputs: OutputStore,
+    private readonly bundles: BundleCache,
     private readonly cancellations: RunCancellations,
   ) {
     this.slots = new RunSlots(env.FUNCTIONS_MAX_CONCURRENT_RUNS);
@@ -150,6 +152,8 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     cancelled: AbortSignal,
     stopRun: (reason: string) => void,
   ): Promise<FunctionRunResult> {
+    // By its hash, from this replica's cache or the orchestrator (a request carries the bundle only rarely).
+    const code = await this.bundles.codeOf(req);
     const limits = this.limitsFor(req);
     const runContext = context.active();
     // `deadline` fires at the wall clock (provider calls stop, abortSignal fires in the script); `stop`
@@ -191,7 +195,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       outcome = await runInSandbox({
         type: req.function.type,
         name: req.function.name,
-        code: req.function.code,
+        code,
         input: req.input,
         connectionId: scope.connectionId,
         providerConfigKey: scope.providerConfigKey,

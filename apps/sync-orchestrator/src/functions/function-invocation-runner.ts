@@ -217,7 +217,8 @@ export class FunctionInvocationRunner {
         type: invocation.functionType as FunctionRunRequest['function']['type'],
         version: version.version,
         codeSha256: version.sha256,
-        code: version.codeJs,
+        // By its hash (the runtime keeps bundles); inline only when no function id lets the runtime ask.
+        ...(invocation.functionId === null ? { code: version.codeJs } : {}),
         ...(config.attributes && Object.keys(config.attributes).length > 0
           ? { attributes: config.attributes }
           : {}),

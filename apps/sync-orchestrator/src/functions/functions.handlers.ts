@@ -5,6 +5,8 @@ import {
   deployBodySchema,
   deployRequestSchema,
   fieldErrorsFromZod,
+  FUNCTION_BUNDLE_SUBJECTS,
+  functionBundleRequestSchema,
   FUNCTIONS_API_SUBJECTS,
   functionRequestSchema,
   listFunctionsRequestSchema,
@@ -13,6 +15,8 @@ import {
   type DeployBody,
   type DeployedFunction,
   type DeployRequest,
+  type FunctionBundleReply,
+  type FunctionBundleRequest,
   type FunctionCode,
   type FunctionRequest,
   type ListFunctionsResponse,
@@ -82,6 +86,20 @@ export class FunctionsHandlers {
     // The TypeScript the developer wrote when the CLI sent it; the compiled bundle otherwise.
     const code = fn.currentVersion?.codeTs ?? fn.currentVersion?.codeJs ?? '';
     return { type: fn.type as FunctionCode['type'], code };
+  }
+
+  /** A bundle by its hash, for functions-runtime: run requests carry the hash, not the bundle. */
+  @NatsHandler(FUNCTION_BUNDLE_SUBJECTS.get, functionBundleRequestSchema)
+  async bundle(request: FunctionBundleRequest): Promise<FunctionBundleReply> {
+    const code = await this.functions.bundle(
+      request.caller.environmentId,
+      Number(request.functionId),
+      request.codeSha256,
+    );
+    if (code === undefined) {
+      throw new SwitchboardError('not_found', 'No such bundle for this function in this environment');
+    }
+    return { code };
   }
 
   @NatsHandler(FUNCTIONS_API_SUBJECTS.delete, functionRequestSchema)
