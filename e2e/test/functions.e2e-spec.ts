@@ -802,21 +802,20 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
   });
 
   describe('versions', () => {
+    /** One action of the fakehub integration deployed on its own (the raw endpoint in single mode). */
+    const deployAction = (flow: Record<string, unknown>) =>
+      api('POST', '/sync/deploy', {
+        flowConfigs: [{ providerConfigKey: 'fakehub', type: 'action', runs: null, ...flow }],
+        deployMode: 'single',
+      });
+
     it('takes an input at the body limit for an action whose bundle is near its size cap', async () => {
       const bundle = readFileSync(join(project, 'build', 'fakehub_actions_slow-echo.cjs'), 'utf8');
-      const deployed = await api('POST', '/sync/deploy', {
-        flowConfigs: [
-          {
-            syncName: 'big-echo',
-            providerConfigKey: 'fakehub',
-            type: 'action',
-            models: ['ActionOutput_fakehub_slowecho'],
-            runs: null,
-            // Real bundles carry inline source maps; this padding stands in for one (the cap is 768 KiB).
-            fileBody: { js: `${bundle}\n//# ${'x'.repeat(700 * 1024)}` },
-          },
-        ],
-        deployMode: 'single',
+      const deployed = await deployAction({
+        syncName: 'big-echo',
+        models: ['ActionOutput_fakehub_slowecho'],
+        // Real bundles carry inline source maps; this padding stands in for one (the cap is 768 KiB).
+        fileBody: { js: `${bundle}\n//# ${'x'.repeat(700 * 1024)}` },
       });
       expect(deployed.status).toBe(200);
       // The documented limit is the gateway's body limit (SWITCHBOARD_BODY_LIMIT_BYTES, 1 MiB): the
@@ -842,19 +841,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       // A new build of the same action, deployed while the first run is still waiting.
       const bundle = readFileSync(join(project, 'build', 'fakehub_actions_slow-echo.cjs'), 'utf8');
       expect(bundle).toContain('"first"');
-      const redeployed = await api('POST', '/sync/deploy', {
-        flowConfigs: [
-          {
-            syncName: 'slow-echo',
-            providerConfigKey: 'fakehub',
-            type: 'action',
-            models: ['ActionOutput_fakehub_slowecho'],
-            runs: null,
-            version: '2.0.0',
-            fileBody: { js: bundle.replaceAll('"first"', '"second"') },
-          },
-        ],
-        deployMode: 'single',
+      const redeployed = await deployAction({
+        syncName: 'slow-echo',
+        models: ['ActionOutput_fakehub_slowecho'],
+        version: '2.0.0',
+        fileBody: { js: bundle.replaceAll('"first"', '"second"') },
       });
       expect(redeployed.body).toEqual([expect.objectContaining({ name: 'slow-echo', version: '2.0.0' })]);
       expect(await nango.triggerAction('fakehub', CONNECTION, 'slow-echo', { waitMs: 0 })).toEqual({
