@@ -9,6 +9,8 @@ import {
 } from '@switchboard/contracts';
 import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { Client } from '@temporalio/client';
+import { NATS_CONNECTION } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
 import type { InvocationWorkflowInput } from '../activities/action.activities';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { KnownConnections } from '../connections/known-connections';
@@ -19,10 +21,13 @@ import { DeployedFunctionsCache } from '../functions/deployed-functions-cache';
 import { FunctionInvocationRunner, type InvocationError } from '../functions/function-invocation-runner';
 
 /**
- * A run request (bundle + input) travels as one NATS message (1 MiB by default); what is left once the
- * envelope and headers are counted. A bigger input is refused up front rather than failing on the wire.
+ * A run request travels as one NATS message (the server's max_payload, 1 MiB unless configured): what is
+ * left for the input once the envelope and headers are counted. The bundle goes by its hash (the runtime
+ * keeps bundles), so the room does not depend on the bundle's size. A bigger input is refused up front
+ * rather than failing on the wire.
  */
-const MAX_RUN_REQUEST_BYTES = 960 * 1024;
+const RUN_REQUEST_ENVELOPE_BYTES = 64 * 1024;
+const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
 /** A run's logs not found: read again this often, this many times, before answering 404. */
 const UNWRITTEN_RETRY_MS = 50;
@@ -40,6 +45,7 @@ export class ActionsService {
     private readonly connections: KnownConnections,
     private readonly temporal: Client,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
 
   /**
@@ -71,7 +77,7 @@ export class ActionsService {
     if (!fn.enabled)
       throw new SwitchboardError('disabled_resource', `Action "${request.actionName}" is disabled`);
     const inputBytes = request.input === undefined ? 0 : Buffer.byteLength(JSON.stringify(request.input));
-    const room = MAX_RUN_REQUEST_BYTES - Buffer.byteLength(fn.currentVersion.codeJs);
+    const room = (this.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD_BYTES) - RUN_REQUEST_ENVELOPE_BYTES;
     if (inputBytes > room) {
       throw new SwitchboardError(
         'payload_too_large',
