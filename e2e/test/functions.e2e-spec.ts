@@ -494,14 +494,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         nango.triggerAction('fakehub', CONNECTION, 'summarize-items', { owner: 7 }),
       );
       expect(badInput).toMatchObject({ status: 400, data: { error: { code: 'invalid_action_input' } } });
-      // Bundle and input travel to the sandbox as one NATS message: an input that cannot fit is refused up front.
+      // The input's limit is the body limit (the bundle goes to the sandbox by its hash, not beside it).
       const huge = await failure(
-        nango.triggerAction('fakehub', CONNECTION, 'summarize-items', { owner: 'x'.repeat(990 * 1024) }),
+        nango.triggerAction('fakehub', CONNECTION, 'summarize-items', { owner: 'x'.repeat(1024 * 1024) }),
       );
-      expect(huge).toMatchObject({
-        status: 413,
-        data: { error: { code: 'payload_too_large', message: expect.stringContaining('accepts at most') } },
-      });
+      expect(huge).toMatchObject({ status: 413, data: { error: { code: 'payload_too_large' } } });
       const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
         key: stack.secretKey,
         headers: {
@@ -802,6 +799,36 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
   });
 
   describe('versions', () => {
+    /** One action of the fakehub integration deployed on its own (the raw endpoint in single mode). */
+    const deployAction = (flow: Record<string, unknown>) =>
+      api('POST', '/sync/deploy', {
+        flowConfigs: [{ providerConfigKey: 'fakehub', type: 'action', runs: null, ...flow }],
+        deployMode: 'single',
+      });
+
+    it('takes an input at the body limit for an action whose bundle is near its size cap', async () => {
+      const bundle = readFileSync(join(project, 'build', 'fakehub_actions_slow-echo.cjs'), 'utf8');
+      const deployed = await deployAction({
+        syncName: 'big-echo',
+        models: ['ActionOutput_fakehub_slowecho'],
+        // Real bundles carry inline source maps; this padding stands in for one (the cap is 768 KiB).
+        fileBody: { js: `${bundle}\n//# ${'x'.repeat(700 * 1024)}` },
+      });
+      expect(deployed.status).toBe(200);
+      // The documented limit is the gateway's body limit (SWITCHBOARD_BODY_LIMIT_BYTES, 1 MiB): the
+      // request's envelope and the input together, a few bytes short of it.
+      const envelope = JSON.stringify({ action_name: 'big-echo', input: { waitMs: 0, blob: '' } });
+      const blob = 'y'.repeat(1024 * 1024 - Buffer.byteLength(envelope) - 16);
+      const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
+        key: stack.secretKey,
+        headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub' },
+        body: { action_name: 'big-echo', input: { waitMs: 0, blob } },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ build: 'first' });
+      await nango.deleteFunction({ uniqueKey: 'fakehub', name: 'big-echo' }, { type: 'action' });
+    });
+
     it('keeps a running invocation on the version it started with while a redeploy swaps in a new one', async () => {
       const { id } = (await nango.triggerActionAsync('fakehub', CONNECTION, 'slow-echo', {
         waitMs: 3000,
@@ -811,19 +838,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       // A new build of the same action, deployed while the first run is still waiting.
       const bundle = readFileSync(join(project, 'build', 'fakehub_actions_slow-echo.cjs'), 'utf8');
       expect(bundle).toContain('"first"');
-      const redeployed = await api('POST', '/sync/deploy', {
-        flowConfigs: [
-          {
-            syncName: 'slow-echo',
-            providerConfigKey: 'fakehub',
-            type: 'action',
-            models: ['ActionOutput_fakehub_slowecho'],
-            runs: null,
-            version: '2.0.0',
-            fileBody: { js: bundle.replaceAll('"first"', '"second"') },
-          },
-        ],
-        deployMode: 'single',
+      const redeployed = await deployAction({
+        syncName: 'slow-echo',
+        models: ['ActionOutput_fakehub_slowecho'],
+        version: '2.0.0',
+        fileBody: { js: bundle.replaceAll('"first"', '"second"') },
       });
       expect(redeployed.body).toEqual([expect.objectContaining({ name: 'slow-echo', version: '2.0.0' })]);
       expect(await nango.triggerAction('fakehub', CONNECTION, 'slow-echo', { waitMs: 0 })).toEqual({

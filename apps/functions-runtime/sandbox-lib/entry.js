@@ -33,10 +33,10 @@ globalThis.__sandboxLib = {
   URL: once(() => require('core-js-pure/stable/url')),
   URLSearchParams: once(() => require('core-js-pure/stable/url-search-params')),
   Buffer: once(() => require('buffer').Buffer),
-  // unzipper's Open.buffer (prelude.ts): fflate's browser build, pure JavaScript.
+  // unzipper's Open.buffer (src/sandbox/prelude/modules.ts): fflate's browser build, pure JavaScript.
   fflate: once(() => require('fflate/browser')),
-  // require('soap') (prelude.ts): a SOAP client over fast-xml-parser, its HTTP through uncontrolledFetch.
+  // require('soap') (src/sandbox/prelude/modules.ts): a SOAP client over fast-xml-parser, its HTTP through uncontrolledFetch.
   soap: once(() => require('./soap.js').createSoapModule),
-  // require('botbuilder') (prelude.ts): the Bot Framework SDK's message and card builders, plain data only.
+  // require('botbuilder') (src/sandbox/prelude/modules.ts): the Bot Framework SDK's message and card builders, plain data only.
   botbuilder: once(() => require('./botbuilder.js').createBotbuilderModule),
 };

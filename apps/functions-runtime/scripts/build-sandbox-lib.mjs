@@ -1,7 +1,10 @@
-// Bundles what runs inside every sandbox isolate (zod as the nango CLI ships it, URL, URLSearchParams,
-// Buffer) into one plain script, dist/sandbox-lib.js. The runtime turns it into a V8 heap snapshot at
-// boot, so a new isolate starts with it already evaluated.
-import { mkdirSync } from 'node:fs';
+// Builds the two scripts every sandbox context evaluates, both plain scripts for an isolate with no Node:
+//
+// - dist/sandbox-lib.js: the library (zod as the nango CLI ships it, URL, URLSearchParams, Buffer). The
+//   runtime turns it into a V8 heap snapshot at boot, so a new isolate starts with it already evaluated.
+// - dist/prelude.js: src/sandbox/prelude/ (TypeScript, type-checked and linted with the app), a script
+//   whose completion value is the prelude's control function and which leaves no global name behind.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -20,3 +23,19 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
 });
+
+// Not minified: a script's stack trace through the prelude stays readable.
+const prelude = await build({
+  entryPoints: [join(app, 'src/sandbox/prelude/index.ts')],
+  write: false,
+  bundle: true,
+  format: 'iife',
+  globalName: 'prelude',
+  platform: 'neutral',
+  target: 'es2022',
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+// The IIFE's `var prelude` is local to this function, whose value completes the script.
+const code = prelude.outputFiles[0].text;
+writeFileSync(join(app, 'dist/prelude.js'), `(function () {\n${code}\nreturn prelude.control;\n})();\n`);

@@ -4,6 +4,7 @@ import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from './config/env';
 import { HostCalls } from './host/host-calls';
 import { ProxyClient } from './host/proxy-client';
 import { UncontrolledFetch } from './host/uncontrolled-fetch';
+import { BundleCache } from './runs/bundle-cache';
 import { OutputStore } from './runs/output-store';
 import { RunCancellations } from './runs/run-cancellations';
 import { RunsHandlers } from './runs/runs.handlers';
@@ -22,6 +23,7 @@ export class AppModule {
         UncontrolledFetch,
         HostCalls,
         OutputStore,
+        BundleCache,
         RunCancellations,
         RunsService,
       ],

@@ -4,7 +4,7 @@ import { ServiceKitModule } from '@switchboard/service-kit';
 import { AccessModule } from './access/access.module';
 import { GATEWAY_ENV, type GatewayEnv } from './config/env';
 import { AuthFlowsController } from './connect/auth-flows.controller';
-import { ConnectSessionController } from './connect/connect-session.controller';
+import { CurrentConnectSessionController } from './connect/current-connect-session.controller';
 import { ConnectSessionsController } from './connect/connect-sessions.controller';
 import { OAuthSockets } from './connect/oauth-sockets';
 import { ConnectionMetadataController } from './connections/connection-metadata.controller';
@@ -69,7 +69,7 @@ export class AppModule {
       // Session-token and browser routes (connect page, auth flows) are outside the key-scoped API list.
       controllers: [
         ...API_CONTROLLERS,
-        ConnectSessionController,
+        CurrentConnectSessionController,
         AuthFlowsController,
         ConsoleAuthController,
         LogosController,

@@ -15,7 +15,7 @@ import { createPgPool, createPrismaClient } from '@switchboard/db';
 import { connectNats, NatsRequester } from '@switchboard/messaging';
 import { createActionActivities } from './activities/action.activities';
 import { createSyncActivities } from './activities/sync.activities';
-import { InvocationRunner } from './actions/invocation-runner';
+import { FunctionInvocationRunner } from './functions/function-invocation-runner';
 import { loadEnv, type OrchestratorEnv } from './config/env';
 import { clientInterceptors, workerTracing } from './temporal/tracing';
 import { RecordsStore } from '@switchboard/records-store';
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
       workflowBundle: { codePath: bundlePath },
       activities: {
         ...createActionActivities({
-          runner: new InvocationRunner(db, nats, nc, env.SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS),
+          runner: new FunctionInvocationRunner(db, nats, nc, env.SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS),
           nc,
         }),
         ...createSyncActivities(syncRunner),

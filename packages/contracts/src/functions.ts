@@ -91,6 +91,30 @@ export const functionNameSchema = z
 /** A compiled bundle travels inline on NATS (default max payload 1 MiB); deploy refuses anything larger. */
 export const MAX_FUNCTION_BUNDLE_BYTES = 768 * 1024;
 
+/** Where the runtime fetches a bundle it does not hold yet, by its content hash (the orchestrator owns them). */
+export const FUNCTION_BUNDLE_SUBJECTS = {
+  get: 'orchestrator.v1.bundle.get',
+} as const;
+
+export const functionBundleRequestSchema = z.object({
+  caller: callerSchema,
+  /** The deployed function the bundle is a version of. */
+  functionId: z.string(),
+  codeSha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type FunctionBundleRequest = z.infer<typeof functionBundleRequestSchema>;
+
+export const functionBundleReplySchema = z.object({ code: z.string().max(MAX_FUNCTION_BUNDLE_BYTES) });
+export type FunctionBundleReply = z.infer<typeof functionBundleReplySchema>;
+
+export const FUNCTION_BUNDLE_REQUESTS = {
+  get: natsRequest({
+    subject: FUNCTION_BUNDLE_SUBJECTS.get,
+    request: functionBundleRequestSchema,
+    reply: functionBundleReplySchema,
+  }),
+};
+
 /**
  * The modules a function bundle may `require` (Nango allows url, crypto, zod, botbuilder, soap and unzipper;
  * the CLI keeps them out of the bundle). The functions runtime provides all of them inside its sandbox (`soap`
@@ -155,10 +179,13 @@ export const functionRunRequestSchema = z.object({
     name: functionNameSchema,
     type: z.enum(FUNCTION_TYPES),
     version: z.string(),
-    /** sha256 of `code`, hex: lets the runtime reuse what it compiled for the same bundle. */
+    /**
+     * sha256 of the bundle, hex: the runtime keeps bundles by it, and asks the orchestrator for one it
+     * does not hold (`FUNCTION_BUNDLE_SUBJECTS.get`), so a bundle does not travel with every run.
+     */
     codeSha256: z.string().regex(/^[0-9a-f]{64}$/),
-    /** The CommonJS bundle the CLI compiled (`fileBody.js`). */
-    code: z.string().max(MAX_FUNCTION_BUNDLE_BYTES),
+    /** The CommonJS bundle the CLI compiled (`fileBody.js`), when sent inline instead of by its hash. */
+    code: z.string().max(MAX_FUNCTION_BUNDLE_BYTES).optional(),
     /** JSON schema of the action's input, when the script declared one (validated before the script runs). */
     inputJsonSchema: z.unknown().optional(),
     /** The function's deployed `attributes` (Nango's flow attributes): `nango.getFlowAttributes()`. */

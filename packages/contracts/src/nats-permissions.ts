@@ -1,6 +1,11 @@
 import { OAUTH_SOCKET_SUBJECTS } from './connect';
 import { EVENT_STREAM, EVENT_SUBJECTS } from './events';
-import { FUNCTION_OUTPUT_BUCKET, FUNCTION_HOST_SUBJECTS, FUNCTIONS_SUBJECTS } from './functions';
+import {
+  FUNCTION_BUNDLE_SUBJECTS,
+  FUNCTION_OUTPUT_BUCKET,
+  FUNCTION_HOST_SUBJECTS,
+  FUNCTIONS_SUBJECTS,
+} from './functions';
 import { ACTION_REPLY_BUCKET, FUNCTIONS_API_SUBJECTS } from './functions-api';
 import { DEPLOY_PAYLOAD_BUCKET } from './function-deploy';
 import { HEALTH_SUBJECT_PATTERN, healthSubject, SERVICE_NAMES, type ServiceName } from './health';
@@ -139,6 +144,8 @@ export const NATS_GRANTS: Record<Exclude<NatsUser, 'admin'>, NatsGrant> = {
       FUNCTION_HOST_SUBJECTS.lockAcquire,
       FUNCTION_HOST_SUBJECTS.lockRelease,
       FUNCTION_HOST_SUBJECTS.lockReleaseAll,
+      // A bundle the runtime does not hold yet, by its hash.
+      FUNCTION_BUNDLE_SUBJECTS.get,
       // A sync's records and the sync controls a script may use.
       'orchestrator.v1.records.>',
       'orchestrator.v1.sync.>',

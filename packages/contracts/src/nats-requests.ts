@@ -5,7 +5,7 @@ import { CONNECTIONS_API_REQUESTS } from './connections-api';
 import { CONSOLE_OIDC_REQUESTS, CONSOLE_REQUESTS } from './console';
 import { ENVIRONMENT_VARIABLE_REQUESTS } from './environment-variables';
 import { DEPLOY_REQUESTS } from './function-deploy';
-import { FUNCTIONS_REQUESTS } from './functions';
+import { FUNCTION_BUNDLE_REQUESTS, FUNCTIONS_REQUESTS } from './functions';
 import { FUNCTION_HOST_REQUESTS, FUNCTIONS_API_REQUESTS, ON_EVENT_REQUESTS } from './functions-api';
 import { INTEGRATION_REQUESTS } from './integrations';
 import { AUTH_INTERNAL_REQUESTS, VAULT_REQUESTS } from './internal-auth';
@@ -40,6 +40,7 @@ export const NATS_REQUESTS: readonly NatsRequestDef[] = [
   ...Object.values(FUNCTIONS_REQUESTS),
   // sync-orchestrator
   ...Object.values(DEPLOY_REQUESTS),
+  ...Object.values(FUNCTION_BUNDLE_REQUESTS),
   ...Object.values(FUNCTION_HOST_REQUESTS),
   ...Object.values(FUNCTIONS_API_REQUESTS),
   ...Object.values(ON_EVENT_REQUESTS),

@@ -7,3 +7,4 @@ export * from './raw-reply';
 export * from './broadcast';
 export * from './payload-depth';
 export * from './dependency-errors';
+export * from './payload-store';

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { FUNCTION_OUTPUT_BUCKET } from '@switchboard/contracts';
-import { NATS_CONNECTION } from '@switchboard/messaging';
-import { nanos, type NatsConnection, type ObjectStore } from 'nats';
+import { NATS_CONNECTION, PayloadStore } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
 
 /** Unread outputs (a reader that died before deleting) are dropped by JetStream after a day. */
 const OUTPUT_TTL_MS = 24 * 60 * 60 * 1000;
@@ -12,23 +12,17 @@ const OUTPUT_TTL_MS = 24 * 60 * 60 * 1000;
  */
 @Injectable()
 export class OutputStore {
-  private bucket?: Promise<ObjectStore>;
+  private readonly store: PayloadStore;
 
-  constructor(@Inject(NATS_CONNECTION) private readonly nc: NatsConnection) {}
+  constructor(@Inject(NATS_CONNECTION) nc: NatsConnection) {
+    this.store = new PayloadStore(nc, FUNCTION_OUTPUT_BUCKET, { ttlMs: OUTPUT_TTL_MS });
+  }
 
   async put(
     invocationId: string,
     json: Buffer,
   ): Promise<{ bucket: typeof FUNCTION_OUTPUT_BUCKET; name: string; bytes: number }> {
-    this.bucket ??= this.nc
-      .jetstream()
-      .views.os(FUNCTION_OUTPUT_BUCKET, { ttl: nanos(OUTPUT_TTL_MS) })
-      .catch((error: unknown) => {
-        this.bucket = undefined;
-        throw error;
-      });
-    const store = await this.bucket;
-    await store.putBlob({ name: invocationId }, json);
-    return { bucket: FUNCTION_OUTPUT_BUCKET, name: invocationId, bytes: json.length };
+    const { name } = await this.store.put(json, { name: invocationId });
+    return { bucket: FUNCTION_OUTPUT_BUCKET, name, bytes: json.length };
   }
 }

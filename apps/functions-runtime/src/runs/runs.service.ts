@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { FunctionRunRequest, FunctionRunResult, FunctionType } from '@switchboard/contracts';
 import { context, SpanStatusCode, trace } from '@switchboard/observability';
 import { FUNCTIONS_RUNTIME_ENV, type FunctionsRuntimeEnv } from '../config/env';
@@ -7,10 +7,12 @@ import {
   configurePool,
   configureReadyContexts,
   configureSpares,
+  disposeSandbox,
   runInSandbox,
   sandboxLibrary,
   type RunLimits,
 } from '../sandbox/sandbox';
+import { BundleCache } from './bundle-cache';
 import { OutputStore } from './output-store';
 import { RunCancellations } from './run-cancellations';
 import { RunSlots } from './run-slots';
@@ -24,7 +26,7 @@ const tracer = trace.getTracer('@switchboard/functions-runtime');
  * answer (`status: 'failure'`); only a bad request or a broken object store is a transport error.
  */
 @Injectable()
-export class RunsService implements OnModuleInit {
+export class RunsService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('Runs');
   private readonly slots: RunSlots;
 
@@ -32,6 +34,7 @@ export class RunsService implements OnModuleInit {
     @Inject(FUNCTIONS_RUNTIME_ENV) private readonly env: FunctionsRuntimeEnv,
     private readonly hostCalls: HostCalls,
     private readonly outputs: OutputStore,
+    private readonly bundles: BundleCache,
     private readonly cancellations: RunCancellations,
   ) {
     this.slots = new RunSlots(env.FUNCTIONS_MAX_CONCURRENT_RUNS);
@@ -43,6 +46,11 @@ export class RunsService implements OnModuleInit {
     configureSpares(this.env.FUNCTIONS_SPARE_ISOLATES, this.env.FUNCTIONS_MEMORY_LIMIT_MB);
     configurePool(this.env.FUNCTIONS_POOLED_ISOLATES);
     configureReadyContexts(this.env.FUNCTIONS_READY_CONTEXTS);
+  }
+
+  /** The spare and pooled isolates go with the module (a test app closed, a shutdown). */
+  onModuleDestroy(): void {
+    disposeSandbox();
   }
 
   limitsFor(req: FunctionRunRequest): RunLimits {
@@ -144,6 +152,8 @@ export class RunsService implements OnModuleInit {
     cancelled: AbortSignal,
     stopRun: (reason: string) => void,
   ): Promise<FunctionRunResult> {
+    // By its hash, from this replica's cache or the orchestrator (a request carries the bundle only rarely).
+    const code = await this.bundles.codeOf(req);
     const limits = this.limitsFor(req);
     const runContext = context.active();
     // `deadline` fires at the wall clock (provider calls stop, abortSignal fires in the script); `stop`
@@ -185,7 +195,7 @@ export class RunsService implements OnModuleInit {
       outcome = await runInSandbox({
         type: req.function.type,
         name: req.function.name,
-        code: req.function.code,
+        code,
         input: req.input,
         connectionId: scope.connectionId,
         providerConfigKey: scope.providerConfigKey,

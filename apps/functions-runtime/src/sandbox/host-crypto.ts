@@ -1,7 +1,7 @@
 import { createHash, createHmac, createSign, getHashes, randomBytes, randomUUID } from 'node:crypto';
 
 /**
- * The synchronous half of a script's `crypto` module (prelude.ts): hashes, HMACs, signatures and random
+ * The synchronous half of a script's `crypto` module (prelude/crypto.ts): hashes, HMACs, signatures and random
  * bytes computed by Node's own crypto, so that results equal Node's byte for byte. The isolate calls it with
  * `applySync` and copies of its bytes (Uint8Arrays); it answers with a copy of the result. Nothing of the
  * host is handed in: no key objects, no streams, only bytes and strings.

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import {
   configurePool,
   configureSpares,
+  disposeSandbox,
   isolatesReturned,
   pooledIsolates,
   runInSandbox,
@@ -740,6 +741,21 @@ describe('runInSandbox', () => {
       await runInSandbox(request(busy, undefined, { poolKey: key }));
       const quick = await runInSandbox(request(action('return 1;'), undefined, { poolKey: key }));
       expect(quick.cpuTimeMs).toBeLessThan(50);
+    });
+
+    it('disposes of its idle isolates when the module stops, and serves runs again once configured', async () => {
+      const key = 'env-5\u0000fn-5\u0000sha-e';
+      await runInSandbox(request(probe, undefined, { poolKey: key }));
+      await isolatesReturned();
+      expect(pooledIsolates()).toBeGreaterThan(0);
+      disposeSandbox();
+      expect(pooledIsolates()).toBe(0);
+      const after = await runInSandbox(request(probe, undefined, { poolKey: key }));
+      expect(after).toMatchObject({ status: 'success', reusedIsolate: false, outputJson: clean });
+      await isolatesReturned();
+      // A pool that was disposed of keeps nothing until it is configured again.
+      expect(pooledIsolates()).toBe(0);
+      configurePool(4);
     });
   });
 });

@@ -13,7 +13,7 @@ import {
   FUNCTIONS_API_REQUESTS,
   FUNCTION_HOST_REQUESTS,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsRequester, PayloadStore } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
@@ -57,9 +57,7 @@ export class ActionsController {
       sendJson(reply, 200, result.output);
       return;
     }
-    const store = await this.nc.jetstream().views.os(ACTION_REPLY_BUCKET);
-    const blob = await store.getBlob(result.outputRef);
-    await store.delete(result.outputRef).catch(() => undefined);
+    const blob = await new PayloadStore(this.nc, ACTION_REPLY_BUCKET).take(result.outputRef);
     if (!blob) throw new SwitchboardError('server_error', 'The action output expired before it was sent');
     void reply.status(200).type('application/json').send(Buffer.from(blob));
   }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Body, Controller, Headers, HttpCode, Inject, Post, Query } from '@nestjs/common';
 import {
   DEPLOY_PAYLOAD_BUCKET,
@@ -11,8 +10,8 @@ import {
   deployRequestSchema,
   type NatsRequestDef,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
-import { nanos, StorageType, type NatsConnection } from 'nats';
+import { NATS_CONNECTION, NatsRequester, PayloadStore } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
@@ -99,22 +98,18 @@ export class DeployController {
     if (Number.isSafeInteger(received) && received > 0 && received <= INLINE_LIMIT_BYTES) {
       return this.nats.call(def, { caller, body }, { timeoutMs: DEPLOY_TIMEOUT_MS });
     }
-    const store = await this.nc.jetstream().views.os(DEPLOY_PAYLOAD_BUCKET, {
-      storage: StorageType.File,
-      // A backstop: the body is deleted below once the orchestrator answered.
-      ttl: nanos(15 * 60_000),
-    });
-    const bodyRef = randomUUID();
+    // A backstop TTL: the body is deleted below once the orchestrator answered.
+    const store = new PayloadStore(this.nc, DEPLOY_PAYLOAD_BUCKET, { storage: 'file', ttlMs: 15 * 60_000 });
     // Serialised function by function: a large project (tens of MB of bundles) is never one more string
     // beside the parsed body. The client publishes every chunk before it waits for their acks: tens of MB need more than its
     // default 5 s per ack on a busy server.
-    await store.put({ name: bodyRef }, ReadableStream.from(deployBodyChunks(body)), {
-      timeout: DEPLOY_TIMEOUT_MS,
+    const { name: bodyRef } = await store.put(ReadableStream.from(deployBodyChunks(body)), {
+      timeoutMs: DEPLOY_TIMEOUT_MS,
     });
     try {
       return await this.nats.call(def, { caller, bodyRef }, { timeoutMs: DEPLOY_TIMEOUT_MS });
     } finally {
-      await store.delete(bodyRef).catch(() => undefined);
+      await store.delete(bodyRef);
     }
   }
 }

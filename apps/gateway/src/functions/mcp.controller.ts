@@ -19,7 +19,7 @@ import {
   FUNCTIONS_API_REQUESTS,
   FUNCTION_HOST_REQUESTS,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsRequester, parseStoredJson, PayloadStore } from '@switchboard/messaging';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { NatsConnection } from 'nats';
 import { z } from 'zod';
@@ -226,10 +226,8 @@ export class McpController {
 
   /** An output too large for a NATS reply, from where the orchestrator put it (then deleted). */
   private async storedOutput(name: string): Promise<unknown> {
-    const store = await this.nc.jetstream().views.os(ACTION_REPLY_BUCKET);
-    const blob = await store.getBlob(name);
-    await store.delete(name).catch(() => undefined);
+    const blob = await new PayloadStore(this.nc, ACTION_REPLY_BUCKET).take(name);
     if (!blob) throw new SwitchboardError('server_error', 'The action output expired before it was sent');
-    return JSON.parse(Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).toString('utf8'));
+    return parseStoredJson(blob);
   }
 }

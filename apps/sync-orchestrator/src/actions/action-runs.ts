@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { ActionRun, ActionRunsPage, Caller, ListRunsQuery } from '@switchboard/contracts';
 import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import type { InvocationError } from './invocation-runner';
+import type { InvocationError } from '../functions/function-invocation-runner';
 
 /**
  * An environment's action runs, newest first, paged by (created_at, id) so that a page boundary is

@@ -9,20 +9,25 @@ import {
 } from '@switchboard/contracts';
 import { Prisma, type OrchestratorDb } from '@switchboard/db';
 import { Client } from '@temporalio/client';
+import { NATS_CONNECTION } from '@switchboard/messaging';
+import type { NatsConnection } from 'nats';
 import type { InvocationWorkflowInput } from '../activities/action.activities';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { KnownConnections } from '../connections/known-connections';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import type { FunctionWithVersion } from '../functions/function-config';
 import { invocationWorkflow } from '../workflows';
-import { ActionLookups } from './action-lookups';
-import { InvocationRunner, type InvocationError } from './invocation-runner';
+import { DeployedFunctionsCache } from '../functions/deployed-functions-cache';
+import { FunctionInvocationRunner, type InvocationError } from '../functions/function-invocation-runner';
 
 /**
- * A run request (bundle + input) travels as one NATS message (1 MiB by default); what is left once the
- * envelope and headers are counted. A bigger input is refused up front rather than failing on the wire.
+ * A run request travels as one NATS message (the server's max_payload, 1 MiB unless configured): what is
+ * left for the input once the envelope and headers are counted. The bundle goes by its hash (the runtime
+ * keeps bundles), so the room does not depend on the bundle's size. A bigger input is refused up front
+ * rather than failing on the wire.
  */
-const MAX_RUN_REQUEST_BYTES = 960 * 1024;
+const RUN_REQUEST_ENVELOPE_BYTES = 64 * 1024;
+const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
 /** A run's logs not found: read again this often, this many times, before answering 404. */
 const UNWRITTEN_RETRY_MS = 50;
@@ -35,11 +40,12 @@ const START_DEADLINE_MS = 5_000;
 export class ActionsService {
   constructor(
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
-    private readonly runner: InvocationRunner,
-    private readonly lookups: ActionLookups,
+    private readonly runner: FunctionInvocationRunner,
+    private readonly lookups: DeployedFunctionsCache,
     private readonly connections: KnownConnections,
     private readonly temporal: Client,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
 
   /**
@@ -71,7 +77,7 @@ export class ActionsService {
     if (!fn.enabled)
       throw new SwitchboardError('disabled_resource', `Action "${request.actionName}" is disabled`);
     const inputBytes = request.input === undefined ? 0 : Buffer.byteLength(JSON.stringify(request.input));
-    const room = MAX_RUN_REQUEST_BYTES - Buffer.byteLength(fn.currentVersion.codeJs);
+    const room = (this.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD_BYTES) - RUN_REQUEST_ENVELOPE_BYTES;
     if (inputBytes > room) {
       throw new SwitchboardError(
         'payload_too_large',
@@ -134,7 +140,7 @@ export class ActionsService {
         include: { logs: { orderBy: { id: 'asc' }, take: 10_000 } },
       });
     let invocation = await find();
-    // A synchronous action is answered before its row is written (InvocationRunner.runOnce); another
+    // A synchronous action is answered before its row is written (FunctionInvocationRunner.runOnce); another
     // replica may still be writing the row of the run id its caller was just given.
     for (let i = 0; !invocation && i < UNWRITTEN_RETRIES; i++) {
       await new Promise((resolve) => setTimeout(resolve, UNWRITTEN_RETRY_MS));

@@ -2,7 +2,7 @@ import { EVENT_SUBJECTS, type AsyncActionEvent, type Caller, type OnEventType } 
 import { publishEvent } from '@switchboard/messaging';
 import { Context } from '@temporalio/activity';
 import type { NatsConnection } from 'nats';
-import type { AttemptOutcome, InvocationRunner } from '../actions/invocation-runner';
+import type { AttemptOutcome, FunctionInvocationRunner } from '../functions/function-invocation-runner';
 import { stopAttempt } from '../functions/leased-run';
 
 /** What an async action's or on-event script's workflow carries (Temporal stores it in its history). */
@@ -27,7 +27,7 @@ export interface InvocationWorkflowInput {
 }
 
 export interface ActionActivityDeps {
-  runner: InvocationRunner;
+  runner: FunctionInvocationRunner;
   nc: NatsConnection;
 }
 

@@ -10,7 +10,7 @@ import {
 } from '@switchboard/contracts';
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
-import { ActionLookups } from '../actions/action-lookups';
+import { DeployedFunctionsCache } from './deployed-functions-cache';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { SyncsService, type RemovedSync } from '../syncs/syncs.service';
 import { DeployPlanner, keyOf, sha256, type Desired, type Plan } from './deploy-plan';
@@ -56,7 +56,7 @@ export class DeployService {
     private readonly planner: DeployPlanner,
     private readonly nats: NatsRequester,
     private readonly syncs: SyncsService,
-    private readonly lookups: ActionLookups,
+    private readonly lookups: DeployedFunctionsCache,
   ) {}
 
   async confirm(caller: Caller, body: DeployBody): Promise<ScriptDifferences> {

@@ -9,6 +9,8 @@ import {
   type DeployBody,
   type DeployedFunction,
   type DeployRequest,
+  type FunctionBundleReply,
+  type FunctionBundleRequest,
   type FunctionCode,
   type FunctionRequest,
   type ListFunctionsResponse,
@@ -18,11 +20,12 @@ import {
   type SyncDeploymentResult,
   DEPLOY_REQUESTS,
   FUNCTIONS_API_REQUESTS,
+  FUNCTION_BUNDLE_REQUESTS,
 } from '@switchboard/contracts';
-import { NATS_CONNECTION, NatsHandler } from '@switchboard/messaging';
+import { NATS_CONNECTION, NatsHandler, parseStoredJson, PayloadStore } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
-import { ActionLookups } from '../actions/action-lookups';
+import { DeployedFunctionsCache } from './deployed-functions-cache';
 import { DeployService } from './deploy.service';
 import { SyncsService } from '../syncs/syncs.service';
 import {
@@ -43,7 +46,7 @@ export class FunctionsHandlers {
     private readonly integrations: IntegrationDirectory,
     private readonly syncs: SyncsService,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    private readonly lookups: ActionLookups,
+    private readonly lookups: DeployedFunctionsCache,
   ) {}
 
   @NatsHandler(DEPLOY_REQUESTS.confirm)
@@ -80,6 +83,20 @@ export class FunctionsHandlers {
     // The TypeScript the developer wrote when the CLI sent it; the compiled bundle otherwise.
     const code = fn.currentVersion?.codeTs ?? fn.currentVersion?.codeJs ?? '';
     return { type: fn.type as FunctionCode['type'], code };
+  }
+
+  /** A bundle by its hash, for functions-runtime: run requests carry the hash, not the bundle. */
+  @NatsHandler(FUNCTION_BUNDLE_REQUESTS.get)
+  async bundle(request: FunctionBundleRequest): Promise<FunctionBundleReply> {
+    const code = await this.functions.bundle(
+      request.caller.environmentId,
+      Number(request.functionId),
+      request.codeSha256,
+    );
+    if (code === undefined) {
+      throw new SwitchboardError('not_found', 'No such bundle for this function in this environment');
+    }
+    return { code };
   }
 
   @NatsHandler(FUNCTIONS_API_REQUESTS.delete)
@@ -168,13 +185,12 @@ export class FunctionsHandlers {
   private async bodyOf(request: DeployRequest): Promise<DeployBody> {
     if (request.body) return request.body;
     if (!request.bodyRef) throw new SwitchboardError('invalid_body', 'The deploy body is missing');
-    const store = await this.nc.jetstream().views.os(DEPLOY_PAYLOAD_BUCKET);
-    const blob = await store.getBlob(request.bodyRef);
+    const blob = await new PayloadStore(this.nc, DEPLOY_PAYLOAD_BUCKET).get(request.bodyRef);
     if (!blob) throw new SwitchboardError('invalid_body', 'The deploy body has expired; deploy again');
     let parsed: unknown;
     try {
       // A view of the blob, not a copy of it: a large project's body is tens of MB.
-      parsed = JSON.parse(Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).toString('utf8'));
+      parsed = parseStoredJson(blob);
     } catch {
       throw new SwitchboardError('invalid_body', 'The stored deploy body is not JSON');
     }

@@ -3,11 +3,11 @@ import { SyncsModule } from '../syncs/syncs.module';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import type { OrchestratorDb } from '@switchboard/db';
 import type { NatsConnection } from 'nats';
-import { ActionLookups } from '../actions/action-lookups';
 import { ActionRuns } from '../actions/action-runs';
+import { DeployedFunctionsCache } from './deployed-functions-cache';
 import { ActionsHandlers } from '../actions/actions.handlers';
 import { ActionsService } from '../actions/actions.service';
-import { InvocationRunner } from '../actions/invocation-runner';
+import { FunctionInvocationRunner } from './function-invocation-runner';
 import { CheckpointsHandlers } from '../checkpoints/checkpoints.handlers';
 import { LocksHandlers } from '../locks/locks.handlers';
 import { KnownConnectionsModule } from '../connections/known-connections';
@@ -41,7 +41,7 @@ import { IntegrationDirectory } from './integration-directory';
     DeployService,
     FunctionsRepository,
     IntegrationDirectory,
-    ActionLookups,
+    DeployedFunctionsCache,
     ActionsService,
     ActionRuns,
     OnEventService,
@@ -49,10 +49,10 @@ import { IntegrationDirectory } from './integration-directory';
     SyncWebhooksService,
     SyncWebhooksConsumer,
     {
-      provide: InvocationRunner,
+      provide: FunctionInvocationRunner,
       inject: [ORCHESTRATOR_DB, NatsRequester, NATS_CONNECTION, ORCHESTRATOR_ENV],
       useFactory: (db: OrchestratorDb, nats: NatsRequester, nc: NatsConnection, env: OrchestratorEnv) =>
-        new InvocationRunner(db, nats, nc, env.SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS),
+        new FunctionInvocationRunner(db, nats, nc, env.SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS),
     },
   ],
   exports: [ActionsService],

@@ -39,6 +39,16 @@ export class FunctionsRepository {
     });
   }
 
+  /** The bundle of one of the function's versions, by its hash, if the function is in the environment. */
+  async bundle(environmentId: number, functionId: number, sha256: string): Promise<string | undefined> {
+    if (!Number.isSafeInteger(functionId)) return undefined;
+    const version = await this.db.functionVersion.findFirst({
+      where: { functionId, sha256, function: { environmentId } },
+      select: { codeJs: true },
+    });
+    return version?.codeJs;
+  }
+
   async page(
     environmentId: number,
     filter: FunctionFilter,

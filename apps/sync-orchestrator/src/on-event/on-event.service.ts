@@ -9,9 +9,9 @@ import type {
 } from '@switchboard/contracts';
 import type { OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
-import { ActionLookups } from '../actions/action-lookups';
+import { DeployedFunctionsCache } from '../functions/deployed-functions-cache';
 import { ActionsService } from '../actions/actions.service';
-import { InvocationRunner, type InvocationError } from '../actions/invocation-runner';
+import { FunctionInvocationRunner, type InvocationError } from '../functions/function-invocation-runner';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { ORCHESTRATOR_DB } from '../database/database.module';
 import { callerOfEnvironment } from '../functions/environment-caller';
@@ -55,11 +55,11 @@ export class OnEventService {
   constructor(
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly actions: ActionsService,
-    private readonly runner: InvocationRunner,
+    private readonly runner: FunctionInvocationRunner,
     private readonly integrations: IntegrationDirectory,
     private readonly nats: NatsRequester,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
-    private readonly lookups: ActionLookups,
+    private readonly lookups: DeployedFunctionsCache,
   ) {}
 
   /** A connection was created: start its integration's post-connection-creation scripts. */

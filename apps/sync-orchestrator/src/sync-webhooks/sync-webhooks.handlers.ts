@@ -5,11 +5,11 @@ import {
   SYNC_WEBHOOK_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsHandler } from '@switchboard/messaging';
-import { ActionLookups } from '../actions/action-lookups';
+import { DeployedFunctionsCache } from '../functions/deployed-functions-cache';
 
 @Controller()
 export class SyncWebhooksHandlers {
-  constructor(private readonly lookups: ActionLookups) {}
+  constructor(private readonly lookups: DeployedFunctionsCache) {}
 
   /**
    * webhook-relay asks which webhooks the integration's syncs subscribe to before it publishes a routed

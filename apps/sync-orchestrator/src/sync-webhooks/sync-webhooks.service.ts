@@ -5,7 +5,7 @@ import type { OrchestratorDb } from '@switchboard/db';
 import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import { ActionLookups } from '../actions/action-lookups';
+import { DeployedFunctionsCache } from '../functions/deployed-functions-cache';
 import { syncWorkflow } from '../workflows';
 
 /** One workflow per (webhook, sync row): a redelivered event finds it started, and starts nothing. */
@@ -28,7 +28,7 @@ export class SyncWebhooksService {
     @Inject(ORCHESTRATOR_DB) private readonly db: OrchestratorDb,
     private readonly temporal: Client,
     @Inject(ORCHESTRATOR_ENV) private readonly env: OrchestratorEnv,
-    private readonly lookups: ActionLookups,
+    private readonly lookups: DeployedFunctionsCache,
   ) {}
 
   /** Starts the runs one routed webhook causes; resolves with how many were started now. */

@@ -1,6 +1,6 @@
 import { envFragments, parseEnv } from '@switchboard/config';
 import { z } from 'zod';
-import { parseDuration, parseRetrySchedule } from '../delivery/retry-schedule';
+import { parseDuration, parseRetrySchedule } from '../dispatch/retry-schedule';
 
 const duration = (fallback: string) =>
   z

@@ -11,7 +11,7 @@ import type { RelayDb, WebhookDeliveryModel as DeliveryRow } from '@switchboard/
 import { NatsHandler } from '@switchboard/messaging';
 import type { z } from 'zod';
 import { RELAY_DB } from '../database/database.module';
-import { Dispatcher } from '../delivery/dispatcher';
+import { Dispatcher } from '../dispatch/dispatcher';
 import { WebhookRelayError } from '../webhook-relay.errors';
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);

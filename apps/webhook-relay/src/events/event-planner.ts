@@ -30,7 +30,7 @@ import {
 } from '@switchboard/providers';
 import type { z } from 'zod';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
-import type { NewDelivery } from '../delivery/deliveries.repository';
+import type { NewDelivery } from '../dispatch/deliveries.repository';
 import { EnvironmentDirectory } from '@switchboard/webhook-ingress';
 import { parseBody, routingLookups } from '@switchboard/webhook-ingress';
 import { SettingsService, type DeliverySettings } from '../settings/settings.service';

@@ -33,10 +33,10 @@ import { HealthRegistry } from '@switchboard/service-kit';
 import type { ConsumerMessages, JsMsg, NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { WEBHOOK_RELAY_ENV, type WebhookRelayEnv } from '../config/env';
-import { DeliveriesRepository, type NewDelivery } from '../delivery/deliveries.repository';
-import { AttemptLog } from '../delivery/attempt-log';
+import { DeliveriesRepository, type NewDelivery } from '../dispatch/deliveries.repository';
+import { AttemptLog } from '../dispatch/attempt-log';
 import { recordDropped } from '../metrics';
-import { Dispatcher, type FirstAttempt } from '../delivery/dispatcher';
+import { Dispatcher, type FirstAttempt } from '../dispatch/dispatcher';
 import { EventPlanner } from './event-planner';
 
 interface Subscription<S extends z.ZodType> {

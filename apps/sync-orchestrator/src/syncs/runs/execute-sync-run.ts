@@ -88,7 +88,8 @@ function runRequest(
       type: 'sync',
       version: version.version,
       codeSha256: version.sha256,
-      code: version.codeJs,
+      // By its hash (the runtime keeps bundles); inline only when no function id lets the runtime ask.
+      ...(version.functionId === null ? { code: version.codeJs } : {}),
       ...(config.attributes && Object.keys(config.attributes).length > 0
         ? { attributes: config.attributes }
         : {}),

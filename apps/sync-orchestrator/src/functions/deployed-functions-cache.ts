@@ -5,23 +5,24 @@ import { listenBroadcast, NATS_CONNECTION } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription } from 'nats';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import { storedConfig, type FunctionWithVersion } from '../functions/function-config';
-import { IntegrationDirectory } from '../functions/integration-directory';
+import { storedConfig, type FunctionWithVersion } from './function-config';
+import { IntegrationDirectory } from './integration-directory';
 
 /** How long an answer is trusted when no change announcement drops it first. */
 const TTL_MS = 5_000;
 
 /**
- * What a synchronous action needs before it runs, kept for a few seconds so a trigger costs no NATS
- * look-up and no query on the hot path (bench/README.md, "Why the current settings"): the deployed action with its
- * current version and the integration's provider (auth-connect's); the connection's existence is
- * `KnownConnections`'. Only found answers are kept, so a just-created integration or function is seen
+ * The deployed functions (with their current version), the integrations' providers and the syncs that
+ * take each provider's webhooks: what a synchronous action, an on-event script or a webhook needs before
+ * it runs, kept for a few seconds so a trigger costs no NATS look-up and no query on the hot path
+ * (bench/README.md, "Why the current settings"). The provider is auth-connect's; the connection's
+ * existence is `KnownConnections`'. Only found answers are kept, so a just-created integration or function is seen
  * at once. Changes drop what they touch: a deploy or delete on any replica announces
  * `orchestrator.v1.functions.changed` (this replica drops its entries before answering the deploy); the
  * TTL bounds a missed announcement.
  */
 @Injectable()
-export class ActionLookups implements OnApplicationShutdown {
+export class DeployedFunctionsCache implements OnApplicationShutdown {
   private readonly functions = new LRUCache<string, FunctionWithVersion>({ max: 10_000, ttl: TTL_MS });
   private readonly providers = new LRUCache<string, string>({ max: 10_000, ttl: TTL_MS });
   private readonly webhookSyncs = new LRUCache<string, WebhookSync[]>({ max: 10_000, ttl: TTL_MS });

@@ -8,7 +8,7 @@ import { sessionOf } from './session-of';
 
 /** The session itself, read and ended by the browser holding its token (`Authorization: Bearer nango_connect_session_…`). */
 @Controller('connect/session')
-export class ConnectSessionController {
+export class CurrentConnectSessionController {
   constructor(private readonly nats: NatsRequester) {}
 
   @Get()

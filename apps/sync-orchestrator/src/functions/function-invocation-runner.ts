@@ -11,13 +11,13 @@ import {
   type OnEventType,
 } from '@switchboard/contracts';
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
-import type { NatsRequester } from '@switchboard/messaging';
+import { parseStoredJson, PayloadStore, type NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import { Logger } from '@nestjs/common';
-import type { FunctionWithVersion, StoredConfig } from '../functions/function-config';
-import { runLeased } from '../functions/leased-run';
+import type { FunctionWithVersion, StoredConfig } from './function-config';
+import { runLeased } from './leased-run';
 
-const logger = new Logger('InvocationRunner');
+const logger = new Logger('FunctionInvocationRunner');
 
 /** Rows of answered actions being written at once beyond which an action's answer waits for its own. */
 const MAX_UNAWAITED_WRITES = 64;
@@ -89,7 +89,7 @@ function publicCode(code: FunctionFailureCode): ErrorCode {
  * (synchronous actions, answered within milliseconds of the script finishing) and the Temporal worker's
  * activity (async actions, on-event scripts) use it.
  */
-export class InvocationRunner {
+export class FunctionInvocationRunner {
   /** Synchronous actions answered whose rows are being written, by invocation id. */
   private readonly writing = new Map<string, Promise<void>>();
 
@@ -217,7 +217,8 @@ export class InvocationRunner {
         type: invocation.functionType as FunctionRunRequest['function']['type'],
         version: version.version,
         codeSha256: version.sha256,
-        code: version.codeJs,
+        // By its hash (the runtime keeps bundles); inline only when no function id lets the runtime ask.
+        ...(invocation.functionId === null ? { code: version.codeJs } : {}),
         ...(config.attributes && Object.keys(config.attributes).length > 0
           ? { attributes: config.attributes }
           : {}),
@@ -297,9 +298,7 @@ export class InvocationRunner {
       if (result.outputRef.bytes > MAX_ACTION_OUTPUT_BYTES) {
         return this.tooLarge(result.outputRef.bytes);
       }
-      const store = await this.nc.jetstream().views.os(FUNCTION_OUTPUT_BUCKET);
-      const blob = await store.getBlob(result.outputRef.name);
-      await store.delete(result.outputRef.name).catch(() => undefined);
+      const blob = await new PayloadStore(this.nc, FUNCTION_OUTPUT_BUCKET).take(result.outputRef.name);
       if (!blob) {
         return {
           status: 'failed',
@@ -307,7 +306,7 @@ export class InvocationRunner {
           retryable: true,
         };
       }
-      output = JSON.parse(Buffer.from(blob).toString('utf8')) as unknown;
+      output = parseStoredJson(blob);
     } else {
       const bytes = Buffer.byteLength(JSON.stringify(output ?? null));
       if (bytes > MAX_ACTION_OUTPUT_BYTES) return this.tooLarge(bytes);
