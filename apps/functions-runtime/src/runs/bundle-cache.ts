@@ -1,10 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import {
-  FUNCTION_BUNDLE_REQUESTS,
-  SwitchboardError,
-  type FunctionRunRequest,
-} from '@switchboard/contracts';
+import { FUNCTION_BUNDLE_REQUESTS, SwitchboardError, type FunctionRunRequest } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
 
