@@ -176,7 +176,7 @@ describe('functions-runtime: functions.v1.run', () => {
     await nc?.drain().catch(() => undefined);
     await stack?.stop();
     await fake?.close();
-  });
+  }, 60_000);
 
   describe('real bundles compiled by the nango CLI', () => {
     it('runs an action and returns its computed output with its logs', async () => {

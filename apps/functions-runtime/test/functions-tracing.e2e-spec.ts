@@ -111,7 +111,7 @@ describe('functions-runtime tracing', () => {
     await stack?.stop();
     collector?.server.close();
     await fake?.close();
-  });
+  }, 60_000);
 
   it('traces the run and its proxied calls under the caller’s trace, without secrets', async () => {
     const environment = await new NatsRequester(nc).call(ENVIRONMENT_REQUESTS.resolve, {

@@ -195,7 +195,7 @@ describe('a sync script saving records, read with listRecords', () => {
     await nc?.drain().catch(() => undefined);
     await db?.end().catch(() => undefined);
     await stack?.stop();
-  });
+  }, 60_000);
 
   it('saves more than one chunk of records in a run and pages through them with cursors', async () => {
     const saved = await runSync({ step: 'save', count: 1250 });
