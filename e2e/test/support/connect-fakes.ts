@@ -109,6 +109,9 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       const accessToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
       const tenant = tokenTenants.get(accessToken);
       if (!tenant) return json(res, 401, { error: 'invalid_token' });
+      // Like Squarespace's User-Agent: a header the catalog fills from the connection's config.
+      if (req.headers['x-tenant'] !== tenant)
+        return json(res, 400, { error: 'x-tenant must name the tenant' });
       accountLookups.push(accessToken);
       return json(res, 200, { portal: { id: `portal-${tenant}`, name: tenant } });
     }
@@ -419,6 +422,8 @@ fake-routed:
   token_url: ${providerUrl}/\${connectionConfig.tenant}/token
   post_connect:
     - url: ${providerUrl}/v1/account
+      headers:
+        x-tenant: \${connectionConfig.tenant}
       connection_config: { portalId: portal.id }
   docs: https://docs.example.com/fake-routed
   connection_config:

@@ -125,6 +125,26 @@ describe('webhook routing keys', () => {
   ])('accepts one the provider returns (%s)', (_source, extra) => {
     expect(ProviderDefinitionSchema.safeParse(routed(extra)).error?.issues).toBeUndefined();
   });
+
+  it('refuses a post_connect header naming connection config the entry does not declare', () => {
+    const call = (header: string) => ({
+      url: 'https://api.acme.example/me',
+      headers: { 'user-agent': header },
+      connection_config: { accountId: 'account.id' },
+    });
+    const declared = { connection_config: { app: { type: 'string', title: 'App' } } };
+    expect(
+      ProviderDefinitionSchema.safeParse(
+        routed({ ...declared, post_connect: [call('${connectionConfig.app}')] }),
+      ).error?.issues,
+    ).toBeUndefined();
+    const result = ProviderDefinitionSchema.safeParse(
+      routed({ ...declared, post_connect: [call('${connectionConfig.appName}')] }),
+    );
+    expect(result.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      ['post_connect.0.headers.user-agent', expect.stringContaining('"appName" is not declared')],
+    ]);
+  });
 });
 
 describe('token-issuing auth modes', () => {

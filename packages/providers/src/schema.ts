@@ -422,6 +422,11 @@ function collectTemplates(entry: ProviderDefinitionShape): { path: (string | num
   for (const field of ['authorization_url', 'token_url', 'refresh_url', 'request_url'] as const)
     add([field], entry[field]);
   for (const [key, value] of Object.entries(entry.token_headers ?? {})) add(['token_headers', key], value);
+  for (const [index, call] of (entry.post_connect ?? []).entries()) {
+    add(['post_connect', index, 'url'], call.url);
+    for (const [key, value] of Object.entries(call.headers ?? {}))
+      add(['post_connect', index, 'headers', key], value);
+  }
   for (const field of ['authorization_params', 'token_params', 'refresh_params'] as const) {
     for (const [key, value] of Object.entries(entry[field] ?? {})) add([field, key], value);
   }
