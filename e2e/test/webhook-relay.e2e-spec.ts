@@ -670,6 +670,23 @@ describe('webhook relay', () => {
         },
       },
       {
+        // accountId from GET /oauth/userinfo (the account flagged is_default).
+        provider: 'docusign',
+        config: (account) => ({ accountId: account }),
+        secret: `docusign-${randomUUID()}`,
+        signed: (account, marker, secret) => {
+          const body = JSON.stringify({
+            event: 'envelope-completed',
+            apiVersion: 'v2.1',
+            retryCount: 0,
+            generatedDateTime: new Date().toISOString(),
+            data: { accountId: account, userId: randomUUID(), envelopeId: marker },
+          });
+          const signature = createHmac('sha256', secret).update(body).digest('base64');
+          return { body, headers: { 'x-docusign-signature-1': signature } };
+        },
+      },
+      {
         // companyUuid from GET /v1/token_info (resource.uuid).
         provider: 'gusto-demo',
         config: (account) => ({ companyUuid: account }),

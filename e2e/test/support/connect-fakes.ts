@@ -113,7 +113,13 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       if (req.headers['x-tenant'] !== tenant)
         return json(res, 400, { error: 'x-tenant must name the tenant' });
       accountLookups.push(accessToken);
-      return json(res, 200, { portal: { id: `portal-${tenant}`, name: tenant } });
+      // Like DocuSign's accounts: the one the token is about is flagged among others.
+      return json(res, 200, {
+        portals: [
+          { id: `portal-${tenant}-old`, default: false },
+          { id: `portal-${tenant}`, name: tenant, default: true },
+        ],
+      });
     }
     if (req.method === 'GET' && url.pathname === '/v1/me') {
       const key = String(req.headers['x-api-key'] ?? '');
@@ -424,7 +430,7 @@ fake-routed:
     - url: ${providerUrl}/v1/account
       headers:
         x-tenant: \${connectionConfig.tenant}
-      connection_config: { portalId: portal.id }
+      connection_config: { portalId: 'portals[default=true].id' }
   docs: https://docs.example.com/fake-routed
   connection_config:
     tenant:

@@ -122,6 +122,17 @@ describe('webhook routing keys', () => {
         ],
       },
     ],
+    [
+      'a post_connect call picking the flagged element of a list',
+      {
+        post_connect: [
+          {
+            url: 'https://api.acme.example/me',
+            connection_config: { accountId: 'accounts[is_default=true].account_id' },
+          },
+        ],
+      },
+    ],
   ])('accepts one the provider returns (%s)', (_source, extra) => {
     expect(ProviderDefinitionSchema.safeParse(routed(extra)).error?.issues).toBeUndefined();
   });

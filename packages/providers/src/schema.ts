@@ -190,6 +190,10 @@ export const ProxySchema = z.strictObject({
   aws_sigv4: z.strictObject({ service: z.string().regex(/^[a-z0-9-]+$/), region: nonEmpty }).optional(),
 });
 
+/** A dot path into a provider's JSON answer (see valueAtPath in auth-connect). */
+const ANSWER_STEP = '[A-Za-z0-9_$@-]+(?:\\[[A-Za-z0-9_$@-]+=[A-Za-z0-9_$@-]*\\])?';
+const ANSWER_PATH = new RegExp(`^${ANSWER_STEP}(?:\\.${ANSWER_STEP})*$`);
+
 /**
  * A call Switchboard makes to the provider right after the token exchange, with the new access token, to
  * learn connection data the token response does not carry (the account a webhook names, e.g. HubSpot's
@@ -202,7 +206,8 @@ export const PostConnectCallSchema = z.strictObject({
   headers: headerMap.optional(),
   /** A JSON body (POST), e.g. a GraphQL query. */
   body: z.string().optional(),
-  connection_config: z.record(nonEmpty, z.string().regex(/^[A-Za-z0-9_$@-]+(?:\.[A-Za-z0-9_$@-]+)*$/)),
+  /** A step may pick an array's element by one of its fields: `accounts[is_default=true].account_id`. */
+  connection_config: z.record(nonEmpty, z.string().regex(ANSWER_PATH)),
 });
 export type PostConnectCall = z.infer<typeof PostConnectCallSchema>;
 
