@@ -137,6 +137,22 @@ describe('webhook routing keys', () => {
     expect(ProviderDefinitionSchema.safeParse(routed(extra)).error?.issues).toBeUndefined();
   });
 
+  it('refuses a post_connect call on an auth mode that never runs it', () => {
+    const result = ProviderDefinitionSchema.safeParse({
+      ...routed({
+        post_connect: [
+          { url: 'https://api.acme.example/me', connection_config: { accountId: 'account.id' } },
+        ],
+      }),
+      auth_mode: 'API_KEY',
+      authorization_url: undefined,
+      token_url: undefined,
+    });
+    expect(result.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      ['post_connect', 'runs after an OAuth 2 token exchange only, not for auth_mode API_KEY'],
+    ]);
+  });
+
   it('refuses a post_connect header naming connection config the entry does not declare', () => {
     const call = (header: string) => ({
       url: 'https://api.acme.example/me',

@@ -476,6 +476,15 @@ const ProviderDefinitionBase = z.strictObject(entryFields, {
 /** A complete provider (after any alias merge): what the rest of Switchboard reads. */
 export const ProviderDefinitionSchema = ProviderDefinitionBase.superRefine((entry, ctx) => {
   checkAuthRequirements(entry, ctx);
+  // Post-connect calls are made with the token an OAuth 2 code exchange returns, and nowhere else: on any
+  // other mode the keys they name would never be filled, and routing on them would route nothing.
+  if (entry.post_connect && entry.auth_mode !== 'OAUTH2') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['post_connect'],
+      message: `runs after an OAuth 2 token exchange only, not for auth_mode ${entry.auth_mode}`,
+    });
+  }
   if (entry.auth_mode === 'APP' && !entry.installation_check) {
     ctx.addIssue({
       code: 'custom',
