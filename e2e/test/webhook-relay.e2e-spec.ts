@@ -614,39 +614,140 @@ describe('webhook relay', () => {
       expect(JSON.parse(unrouted[0]!.body)).toEqual(JSON.parse(unknownBody));
     });
 
-    it('routes a Squarespace webhook by websiteId to the connection of that site only', async () => {
-      const secret = randomBytes(16).toString('hex');
-      await createOAuthIntegration('squarespace', 'squarespace-routed', secret);
-      const siteA = `site-${randomUUID()}`;
-      // websiteId comes from the post-connect call to Squarespace; an import stands in for the OAuth dance.
-      for (const [id, websiteId] of [
-        ['sq-a', siteA],
-        ['sq-b', `site-${randomUUID()}`],
-      ] as const) {
-        await importConnection('squarespace-routed', {
-          connection_id: id,
-          credentials: { type: 'OAUTH2', access_token: `tok-${id}` },
-          connection_config: { customappDescription: 'acme-app', websiteId },
-          webhook_url_override: `${receiver.url}/${id}`,
+    /**
+     * Providers that route by an account id the provider itself gives the connection (token answer or
+     * post-connect call; an import stands in for the OAuth dance here). Each builds a signed webhook for an
+     * account, the way the provider signs it.
+     */
+    const providerRouted: {
+      provider: string;
+      /** The connection config the provider's answer leaves on a connection of `account`. */
+      config: (account: string) => Record<string, string>;
+      secret: string;
+      signed: (
+        account: string,
+        marker: string,
+        secret: string,
+      ) => { body: string; headers: Record<string, string> };
+    }[] = [
+      {
+        // websiteId from GET /1.0/authorization/website.
+        provider: 'squarespace',
+        config: (account) => ({ customappDescription: 'acme-app', websiteId: account }),
+        secret: randomBytes(16).toString('hex'),
+        signed: (account, marker, secret) => {
+          const body = JSON.stringify({
+            id: randomUUID(),
+            websiteId: account,
+            topic: 'order.create',
+            data: { marker },
+          });
+          const signature = createHmac('sha256', Buffer.from(secret, 'hex')).update(body).digest('hex');
+          return { body, headers: { 'squarespace-signature': signature } };
+        },
+      },
+      {
+        // organization_id from the token answer.
+        provider: 'close',
+        config: (account) => ({ organization_id: account }),
+        secret: randomBytes(32).toString('hex'),
+        signed: (account, marker, secret) => {
+          const body = JSON.stringify({
+            subscription_id: `whsub_${randomUUID()}`,
+            event: {
+              id: `ev_${randomUUID()}`,
+              organization_id: account,
+              object_type: 'lead',
+              action: 'created',
+              data: { marker },
+            },
+          });
+          const timestamp = String(Math.floor(Date.now() / 1000));
+          const hash = createHmac('sha256', Buffer.from(secret, 'hex'))
+            .update(`${timestamp}${body}`)
+            .digest('hex');
+          return { body, headers: { 'close-sig-hash': hash, 'close-sig-timestamp': timestamp } };
+        },
+      },
+      {
+        // accountId from GET /oauth/userinfo (the account flagged is_default).
+        provider: 'docusign',
+        config: (account) => ({ accountId: account }),
+        secret: `docusign-${randomUUID()}`,
+        signed: (account, marker, secret) => {
+          const body = JSON.stringify({
+            event: 'envelope-completed',
+            apiVersion: 'v2.1',
+            retryCount: 0,
+            generatedDateTime: new Date().toISOString(),
+            data: { accountId: account, userId: randomUUID(), envelopeId: marker },
+          });
+          const signature = createHmac('sha256', secret).update(body).digest('base64');
+          return { body, headers: { 'x-docusign-signature-1': signature } };
+        },
+      },
+      {
+        // companyUuid from GET /v1/token_info (resource.uuid).
+        provider: 'gusto-demo',
+        config: (account) => ({ companyUuid: account }),
+        secret: `gusto-${randomUUID()}`,
+        signed: (account, marker, secret) => {
+          const body = JSON.stringify({
+            uuid: randomUUID(),
+            event_type: 'employee.created',
+            resource_type: 'Company',
+            resource_uuid: account,
+            entity_type: 'Employee',
+            entity_uuid: marker,
+            timestamp: Math.floor(Date.now() / 1000),
+          });
+          const signature = createHmac('sha256', secret).update(body).digest('hex');
+          return { body, headers: { 'x-gusto-signature': signature } };
+        },
+      },
+    ];
+
+    it.each(providerRouted)(
+      'routes a signed $provider webhook to the connection of the account it names only',
+      async ({ provider, config, secret, signed }) => {
+        const key = `${provider}-by-account`;
+        await createOAuthIntegration(provider, key, secret);
+        const accountA = `acct-${randomUUID()}`;
+        for (const [id, account] of [
+          [`${provider}-a`, accountA],
+          [`${provider}-b`, `acct-${randomUUID()}`],
+        ] as const) {
+          await importConnection(key, {
+            connection_id: id,
+            credentials: { type: 'OAUTH2', access_token: `tok-${id}` },
+            connection_config: config(account),
+            webhook_url_override: `${receiver.url}/${id}`,
+          });
+        }
+        const marker = `${provider}-a-${randomUUID()}`;
+        const hook = signed(accountA, marker, secret);
+        expect((await send(key, hook.body, hook.headers)).status).toBe(200);
+        await waitUntil(() => deliveredWith(marker).length > 0);
+        // A later webhook for an account no connection has goes out unrouted; once it is out, anything
+        // else for the first would be out too.
+        const unknownMarker = `${provider}-nobody-${randomUUID()}`;
+        const unknown = signed(`acct-${randomUUID()}`, unknownMarker, secret);
+        expect((await send(key, unknown.body, unknown.headers)).status).toBe(200);
+        await waitUntil(() => deliveredWith(unknownMarker).length > 0);
+
+        const hooks = deliveredWith(marker);
+        expect(hooks.map((h) => [h.path, JSON.parse(h.body).connectionId])).toEqual([
+          [`/${provider}-a`, `${provider}-a`],
+        ]);
+        expect(JSON.parse(hooks[0]!.body)).toMatchObject({
+          type: 'forward',
+          providerConfigKey: key,
+          payload: JSON.parse(hook.body),
+          verified: true,
         });
-      }
-      const marker = `sq-a-${randomUUID()}`;
-      const body = JSON.stringify({
-        id: randomUUID(),
-        websiteId: siteA,
-        topic: 'order.create',
-        data: { marker },
-      });
-      const signature = createHmac('sha256', Buffer.from(secret, 'hex')).update(body).digest('hex');
-      expect((await send('squarespace-routed', body, { 'squarespace-signature': signature })).status).toBe(
-        200,
-      );
-      await waitUntil(() => deliveredWith(marker).length > 0);
-      await new Promise((r) => setTimeout(r, 300));
-      expect(deliveredWith(marker).map((hook) => [hook.path, JSON.parse(hook.body).connectionId])).toEqual([
-        ['/sq-a', 'sq-a'],
-      ]);
-    });
+        expect(deliveredWith(unknownMarker).map((h) => h.path)).toEqual(['/primary']);
+      },
+    );
 
     it('verifies Standard Webhooks (Fathom) with the base64 whsec_ key, routed to the connection by email', async () => {
       const secret = `whsec_${randomBytes(24).toString('base64')}`;

@@ -109,8 +109,17 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       const accessToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
       const tenant = tokenTenants.get(accessToken);
       if (!tenant) return json(res, 401, { error: 'invalid_token' });
+      // Like Squarespace's User-Agent: a header the catalog fills from the connection's config.
+      if (req.headers['x-tenant'] !== tenant)
+        return json(res, 400, { error: 'x-tenant must name the tenant' });
       accountLookups.push(accessToken);
-      return json(res, 200, { portal: { id: `portal-${tenant}`, name: tenant } });
+      // Like DocuSign's accounts: the one the token is about is flagged among others.
+      return json(res, 200, {
+        portals: [
+          { id: `portal-${tenant}-old`, default: false },
+          { id: `portal-${tenant}`, name: tenant, default: true },
+        ],
+      });
     }
     if (req.method === 'GET' && url.pathname === '/v1/me') {
       const key = String(req.headers['x-api-key'] ?? '');
@@ -419,7 +428,9 @@ fake-routed:
   token_url: ${providerUrl}/\${connectionConfig.tenant}/token
   post_connect:
     - url: ${providerUrl}/v1/account
-      connection_config: { portalId: portal.id }
+      headers:
+        x-tenant: \${connectionConfig.tenant}
+      connection_config: { portalId: 'portals[default=true].id' }
   docs: https://docs.example.com/fake-routed
   connection_config:
     tenant:

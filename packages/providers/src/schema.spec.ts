@@ -122,8 +122,55 @@ describe('webhook routing keys', () => {
         ],
       },
     ],
+    [
+      'a post_connect call picking the flagged element of a list',
+      {
+        post_connect: [
+          {
+            url: 'https://api.acme.example/me',
+            connection_config: { accountId: 'accounts[is_default=true].account_id' },
+          },
+        ],
+      },
+    ],
   ])('accepts one the provider returns (%s)', (_source, extra) => {
     expect(ProviderDefinitionSchema.safeParse(routed(extra)).error?.issues).toBeUndefined();
+  });
+
+  it('refuses a post_connect call on an auth mode that never runs it', () => {
+    const result = ProviderDefinitionSchema.safeParse({
+      ...routed({
+        post_connect: [
+          { url: 'https://api.acme.example/me', connection_config: { accountId: 'account.id' } },
+        ],
+      }),
+      auth_mode: 'API_KEY',
+      authorization_url: undefined,
+      token_url: undefined,
+    });
+    expect(result.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      ['post_connect', 'runs after an OAuth 2 token exchange only, not for auth_mode API_KEY'],
+    ]);
+  });
+
+  it('refuses a post_connect header naming connection config the entry does not declare', () => {
+    const call = (header: string) => ({
+      url: 'https://api.acme.example/me',
+      headers: { 'user-agent': header },
+      connection_config: { accountId: 'account.id' },
+    });
+    const declared = { connection_config: { app: { type: 'string', title: 'App' } } };
+    expect(
+      ProviderDefinitionSchema.safeParse(
+        routed({ ...declared, post_connect: [call('${connectionConfig.app}')] }),
+      ).error?.issues,
+    ).toBeUndefined();
+    const result = ProviderDefinitionSchema.safeParse(
+      routed({ ...declared, post_connect: [call('${connectionConfig.appName}')] }),
+    );
+    expect(result.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      ['post_connect.0.headers.user-agent', expect.stringContaining('"appName" is not declared')],
+    ]);
   });
 });
 

@@ -190,6 +190,10 @@ export const ProxySchema = z.strictObject({
   aws_sigv4: z.strictObject({ service: z.string().regex(/^[a-z0-9-]+$/), region: nonEmpty }).optional(),
 });
 
+/** A dot path into a provider's JSON answer (see valueAtPath in auth-connect). */
+const ANSWER_STEP = '[A-Za-z0-9_$@-]+(?:\\[[A-Za-z0-9_$@-]+=[A-Za-z0-9_$@-]*\\])?';
+const ANSWER_PATH = new RegExp(`^${ANSWER_STEP}(?:\\.${ANSWER_STEP})*$`);
+
 /**
  * A call Switchboard makes to the provider right after the token exchange, with the new access token, to
  * learn connection data the token response does not carry (the account a webhook names, e.g. HubSpot's
@@ -202,7 +206,8 @@ export const PostConnectCallSchema = z.strictObject({
   headers: headerMap.optional(),
   /** A JSON body (POST), e.g. a GraphQL query. */
   body: z.string().optional(),
-  connection_config: z.record(nonEmpty, z.string().regex(/^[A-Za-z0-9_$@-]+(?:\.[A-Za-z0-9_$@-]+)*$/)),
+  /** A step may pick an array's element by one of its fields: `accounts[is_default=true].account_id`. */
+  connection_config: z.record(nonEmpty, z.string().regex(ANSWER_PATH)),
 });
 export type PostConnectCall = z.infer<typeof PostConnectCallSchema>;
 
@@ -422,6 +427,11 @@ function collectTemplates(entry: ProviderDefinitionShape): { path: (string | num
   for (const field of ['authorization_url', 'token_url', 'refresh_url', 'request_url'] as const)
     add([field], entry[field]);
   for (const [key, value] of Object.entries(entry.token_headers ?? {})) add(['token_headers', key], value);
+  for (const [index, call] of (entry.post_connect ?? []).entries()) {
+    add(['post_connect', index, 'url'], call.url);
+    for (const [key, value] of Object.entries(call.headers ?? {}))
+      add(['post_connect', index, 'headers', key], value);
+  }
   for (const field of ['authorization_params', 'token_params', 'refresh_params'] as const) {
     for (const [key, value] of Object.entries(entry[field] ?? {})) add([field, key], value);
   }
@@ -466,6 +476,15 @@ const ProviderDefinitionBase = z.strictObject(entryFields, {
 /** A complete provider (after any alias merge): what the rest of Switchboard reads. */
 export const ProviderDefinitionSchema = ProviderDefinitionBase.superRefine((entry, ctx) => {
   checkAuthRequirements(entry, ctx);
+  // Post-connect calls are made with the token an OAuth 2 code exchange returns, and nowhere else: on any
+  // other mode the keys they name would never be filled, and routing on them would route nothing.
+  if (entry.post_connect && entry.auth_mode !== 'OAUTH2') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['post_connect'],
+      message: `runs after an OAuth 2 token exchange only, not for auth_mode ${entry.auth_mode}`,
+    });
+  }
   if (entry.auth_mode === 'APP' && !entry.installation_check) {
     ctx.addIssue({
       code: 'custom',

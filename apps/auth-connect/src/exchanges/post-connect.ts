@@ -1,7 +1,7 @@
 import type { ResolvedProvider } from '@switchboard/providers';
 import { ProviderExchangeError } from './exchange.errors';
 import { callProvider } from './provider-http';
-import { interpolateUrl, type ConnectionConfig } from './templates';
+import { interpolateUrl, interpolateValue, type ConnectionConfig } from './templates';
 import { valueAtPath } from './value-at-path';
 
 /**
@@ -26,8 +26,12 @@ export async function runPostConnect(input: {
       accept: 'application/json',
       authorization: `Bearer ${accessToken}`,
     };
+    // A header may name the connection's config (Squarespace's User-Agent) as well as the new token.
     for (const [name, value] of Object.entries(call.headers ?? {}))
-      headers[name.toLowerCase()] = withToken(value, false);
+      headers[name.toLowerCase()] = value
+        .split('${accessToken}')
+        .map((part) => interpolateValue(part, input.connectionConfig))
+        .join(accessToken);
     const { body } = await callProvider({
       stage: 'post_connect',
       provider: provider.name,
