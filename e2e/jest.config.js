@@ -6,5 +6,7 @@ module.exports = {
   globalTeardown: '<rootDir>/jest-global-teardown.js',
   testSequencer: '<rootDir>/jest-sequencer.js',
   testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
-  testTimeout: 60_000,
+  // Tests and hooks boot stacks and wait on them while other workers do the same on two cores; a stack's
+  // own readiness deadline (TEST_STACK_READY_TIMEOUT_MS, 120 s under npm test) comes first.
+  testTimeout: 150_000,
 };

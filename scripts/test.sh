@@ -47,6 +47,8 @@ wait_port 127.0.0.1 "$NATS_PORT" 10 "test NATS"
 wait_port 127.0.0.1 "$TEMPORAL_PORT" 60 "test Temporal"
 export TEST_NATS_URL="nats://127.0.0.1:$NATS_PORT"
 export TEST_TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
+# Several stacks boot at once (one per jest worker): give each two minutes before calling it stuck.
+export TEST_STACK_READY_TIMEOUT_MS="${TEST_STACK_READY_TIMEOUT_MS:-120000}"
 export OTEL_TRACES_EXPORTER=none OTEL_METRICS_EXPORTER=none OTEL_LOGS_EXPORTER=none
 # One master key for every service a test starts: any instance joining a queue group can decrypt.
 export TEST_MASTER_KEYS="1:$(node -e "process.stdout.write(require('crypto').randomBytes(32).toString('base64'))")"
