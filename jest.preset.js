@@ -10,6 +10,9 @@ const esmOnly = ESM_ONLY.map((name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
+  // npm test runs several packages and workers at once on two cores: a test that takes 1 s alone can take
+  // ten times that meanwhile. A hung test still fails, later.
+  testTimeout: 30_000,
   transform: {
     [`/node_modules/(?:\\.pnpm/[^/]+/node_modules/)?(?:${esmOnly})/.+\\.js$`]: [
       '@swc/jest',

@@ -31,8 +31,13 @@ PIDS+=($!)
 
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/switchboard_test}"
 log "recreating the test database"
-psql -q "$(printf '%s' "$TEST_DATABASE_URL" | sed -E 's#/[^/?]+(\?.*)?$#/postgres#')" \
-  -c "DROP DATABASE IF EXISTS \"$(printf '%s' "$TEST_DATABASE_URL" | sed -E 's#.*/([^/?]+)(\?.*)?$#\1#')\" WITH (FORCE)" >/dev/null
+TEST_DB_NAME="$(printf '%s' "$TEST_DATABASE_URL" | sed -E 's#.*/([^/?]+)(\?.*)?$#\1#')"
+ADMIN_URL="$(printf '%s' "$TEST_DATABASE_URL" | sed -E 's#/[^/?]+(\?.*)?$#/postgres#')"
+psql -q "$ADMIN_URL" -c "DROP DATABASE IF EXISTS \"$TEST_DB_NAME\" WITH (FORCE)" >/dev/null
+# Lanes a stopped run left behind (copies of the test database, see packages/testing/src/lanes.ts).
+for lane_db in $(psql -At "$ADMIN_URL" -c "SELECT datname FROM pg_database WHERE datname LIKE '${TEST_DB_NAME}\_lane\_%'"); do
+  psql -q "$ADMIN_URL" -c "DROP DATABASE IF EXISTS \"$lane_db\" WITH (FORCE)" >/dev/null
+done
 migrate "$TEST_DATABASE_URL"
 
 export TEST_REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/1}"
@@ -42,6 +47,8 @@ wait_port 127.0.0.1 "$NATS_PORT" 10 "test NATS"
 wait_port 127.0.0.1 "$TEMPORAL_PORT" 60 "test Temporal"
 export TEST_NATS_URL="nats://127.0.0.1:$NATS_PORT"
 export TEST_TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
+# Several stacks boot at once (one per jest worker): give each two minutes before calling it stuck.
+export TEST_STACK_READY_TIMEOUT_MS="${TEST_STACK_READY_TIMEOUT_MS:-120000}"
 export OTEL_TRACES_EXPORTER=none OTEL_METRICS_EXPORTER=none OTEL_LOGS_EXPORTER=none
 # One master key for every service a test starts: any instance joining a queue group can decrypt.
 export TEST_MASTER_KEYS="1:$(node -e "process.stdout.write(require('crypto').randomBytes(32).toString('base64'))")"
@@ -68,8 +75,22 @@ log "running every test (unit, integration, end-to-end)"
 # Every failing test is listed once more at the end (turbo interleaves long logs) and kept for later reading.
 export SWITCHBOARD_TEST_FAILURES="$TEST_DIR/failures.txt"
 : >"$SWITCHBOARD_TEST_FAILURES"
+# Every jest worker has a NATS server and a database of its own (a lane, packages/testing/src/lanes.ts),
+# made from this configuration and this migrated database; nothing connects to the template itself.
+export TEST_NATS_CONF="$TEST_DIR/nats.conf"
+# setup_all built every package: `--only` keeps the test runs from restoring build outputs (rewriting
+# dist/ under a service another run is starting).
 status=0
-pnpm turbo run test --concurrency=1 --continue "$@" || status=$?
+if [ $# -gt 0 ]; then
+  pnpm turbo run test --only --concurrency=1 --continue "$@" || status=$?
+else
+  # The end-to-end files (the longest part, two jest workers) run beside every other package's tests.
+  pnpm turbo run test --only --continue --filter=@switchboard/e2e &
+  E2E_PID=$!
+  PIDS+=("$E2E_PID")
+  pnpm turbo run test --only --concurrency=1 --continue --filter='!@switchboard/e2e' || status=$?
+  wait "$E2E_PID" || status=$?
+fi
 if [ -s "$SWITCHBOARD_TEST_FAILURES" ]; then
   mkdir -p "$HOME/.cache/switchboard"
   cp "$SWITCHBOARD_TEST_FAILURES" "$HOME/.cache/switchboard/last-test-failures.txt"

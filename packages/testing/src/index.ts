@@ -1,4 +1,5 @@
 export * from './infrastructure';
+export * from './lanes';
 export * from './ports';
 export * from './repo';
 export * from './stack';

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { laneOfWorker } from './lanes';
 import { natsPasswordsFrom, type NatsPasswords } from './nats';
 
 export interface TestInfrastructure {
@@ -34,9 +35,12 @@ export async function resolveTestInfrastructure(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<TestInfrastructure> {
   if (ENV_NAMES.every((name) => env[name])) {
+    // A jest run with lanes (`@switchboard/testing/jest-lanes`) gives this worker a NATS server and a
+    // database of its own, so workers and packages tested at once never answer each other's requests.
+    const lane = laneOfWorker(env);
     return {
-      databaseUrl: env.TEST_DATABASE_URL!,
-      natsUrl: env.TEST_NATS_URL!,
+      databaseUrl: lane?.databaseUrl ?? env.TEST_DATABASE_URL!,
+      natsUrl: lane?.natsUrl ?? env.TEST_NATS_URL!,
       natsPasswords: natsPasswordsFrom(env),
       temporalAddress: env.TEST_TEMPORAL_ADDRESS!,
       redisUrl: env.TEST_REDIS_URL!,

@@ -1,0 +1,137 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { natsServerBinary } from './nats';
+import { freePort, portOpen } from './ports';
+
+/**
+ * A test lane: the NATS server and database one jest worker has to itself. The services of a stack
+ * answer requests on NATS in queue groups and sweep their tables, so two workers sharing a server or a
+ * database would answer and sweep each other's work; with a lane each, test files run in parallel.
+ * Temporal and Redis stay shared: every stack polls a task queue of its own and Redis keys are per
+ * account.
+ */
+export interface TestLane {
+  natsUrl: string;
+  databaseUrl: string;
+}
+
+/** Where the lanes of a jest run are handed to its workers (set by the global setup, read by each worker). */
+export const TEST_LANES_VARIABLE = 'SWITCHBOARD_TEST_LANES';
+
+export interface OpenLanes {
+  lanes: TestLane[];
+  close(): Promise<void>;
+}
+
+/**
+ * Opens `count` lanes when the run was given what they are made from: `TEST_NATS_CONF` (the NATS
+ * configuration `npm test` generated, whose users' passwords are in the environment) and
+ * `TEST_DATABASE_URL` (a migrated database, copied as a template for each lane). Without them (a
+ * developer's own services, testcontainers) it opens none and the workers share the `TEST_*` services.
+ */
+export async function openTestLanes(count: number, env: NodeJS.ProcessEnv = process.env): Promise<OpenLanes> {
+  const conf = env.TEST_NATS_CONF;
+  const template = env.TEST_DATABASE_URL;
+  if (!conf || !template || count < 1) return { lanes: [], close: async () => undefined };
+  const opened: { lane: TestLane; nats: ChildProcess; storeDir: string; database: string }[] = [];
+  const close = async () => {
+    await Promise.all(opened.map(({ nats }) => stopProcess(nats)));
+    for (const { storeDir, database } of opened) {
+      rmSync(storeDir, { recursive: true, force: true });
+      psql(template, `DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    }
+  };
+  try {
+    for (let index = 1; index <= count; index++) {
+      const database = `${databaseName(template)}_lane_${process.pid}_${index}`;
+      await createDatabaseFrom(template, database);
+      const storeDir = mkdtempSync(join(tmpdir(), 'switchboard-lane-nats-'));
+      const { url, child } = await startNats(conf, storeDir, env);
+      opened.push({
+        lane: { natsUrl: url, databaseUrl: withDatabase(template, database) },
+        nats: child,
+        storeDir,
+        database,
+      });
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { lanes: opened.map((o) => o.lane), close };
+}
+
+/** The lane of this jest worker (`JEST_WORKER_ID`, 1-based), if the run opened lanes. */
+export function laneOfWorker(env: NodeJS.ProcessEnv = process.env): TestLane | undefined {
+  const lanes = env[TEST_LANES_VARIABLE];
+  if (!lanes) return undefined;
+  const parsed = JSON.parse(lanes) as TestLane[];
+  const worker = Number(env.JEST_WORKER_ID ?? '1');
+  return parsed[(worker - 1) % parsed.length];
+}
+
+async function startNats(conf: string, storeDir: string, env: NodeJS.ProcessEnv) {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const child = spawn(
+      natsServerBinary(),
+      ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir],
+      {
+        env,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    let output = '';
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    const deadline = Date.now() + 10_000;
+    while (child.exitCode === null && Date.now() < deadline && !(await portOpen(port))) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    if (child.exitCode === null && (await portOpen(port))) {
+      child.stderr?.removeAllListeners('data');
+      child.stderr?.resume();
+      return { url: `nats://127.0.0.1:${port}`, child };
+    }
+    await stopProcess(child);
+    // Another process may take a port between the check and the server's bind: try another one.
+    if (attempt >= 3) throw new Error(`nats-server for a test lane did not start: ${output.slice(-2000)}`);
+  }
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+async function createDatabaseFrom(templateUrl: string, database: string) {
+  // Concurrent copies of one template can meet a short "being accessed by other users"; retry a few times.
+  for (let attempt = 1; ; attempt++) {
+    const result = psql(templateUrl, `CREATE DATABASE "${database}" TEMPLATE "${databaseName(templateUrl)}"`);
+    if (result.status === 0) return;
+    if (attempt >= 5 || !/being accessed by other users/.test(result.stderr)) {
+      throw new Error(`could not create the test lane's database ${database}: ${result.stderr.trim()}`);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+function psql(anyUrl: string, sql: string) {
+  return spawnSync('psql', ['-q', '-v', 'ON_ERROR_STOP=1', withDatabase(anyUrl, 'postgres'), '-c', sql], {
+    encoding: 'utf8',
+  });
+}
+
+function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.slice(1));
+}
+
+function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${encodeURIComponent(database)}`;
+  return parsed.toString();
+}
