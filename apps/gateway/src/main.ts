@@ -1,5 +1,6 @@
 import './tracing';
 import './openapi/zod-openapi';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
 import { bootstrapService } from '@switchboard/service-kit';
 import { AccessHook } from './access/access.hook';
@@ -7,7 +8,7 @@ import { ApiKeyResolver } from './access/api-key.resolver';
 import { AccountRateLimiter } from './access/rate-limiter';
 import { AppModule } from './app.module';
 import { OAuthSockets } from './connect/oauth-sockets';
-import { loadEnv } from './config/env';
+import { loadEnv, type GatewayEnv } from './config/env';
 import { ConsoleStatic, defaultConsoleDir } from './console/console-static';
 import { CORS_POLICY } from './http/cors';
 import { gatewayServerFactory, type FrontDoor } from './http/gateway-server';
@@ -59,56 +60,64 @@ async function main(): Promise<void> {
       serverFactory: gatewayServerFactory(() => frontDoors),
     },
     configure: async (app) => {
-      configureHttp(
-        app,
-        env.SWITCHBOARD_BODY_LIMIT_BYTES,
-        {
-          '/sync/deploy': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
-          '/sync/deploy/confirmation': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
-        },
-        env.SWITCHBOARD_JSON_MAX_DEPTH,
-      );
-      app.get(AccessHook).register(app.getHttpAdapter().getInstance());
-      registerTraceResponse(app.getHttpAdapter().getInstance());
-      app.enableCors({ origin: CORS_POLICY.origin, exposedHeaders: [...CORS_POLICY.exposedHeaders] });
-      // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
-      const fastify = app.getHttpAdapter().getInstance();
-      app.get(ProxyRoute).register(fastify);
-      const proxyDoor = new ProxyFrontDoor(
-        app.get(ApiKeyResolver),
-        app.get(AccountRateLimiter),
-        app.get(ProxyRoute),
-        fastify,
-      );
-      // Public, raw-bodied provider webhook ingress (its own scope and body parser).
-      const nats = app.get(NatsRequester);
-      const ingest =
-        env.SWITCHBOARD_WEBHOOK_INGRESS_MODE === 'remote'
-          ? remoteWebhookIngest(nats)
-          : embeddedWebhookIngest(
-              nats,
-              app.get(NATS_CONNECTION),
-              env.SWITCHBOARD_SERVER_URL,
-              env.SWITCHBOARD_JSON_MAX_DEPTH,
-            );
-      const webhookRoute = new ProviderWebhookRoute(ingest, app.get(AccountRateLimiter), {
-        perIp: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN,
-        perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,
-      });
-      webhookRoute.register(fastify);
-      // The console's single-page app at /console (public files; the data it shows needs a session).
-      await new ConsoleStatic(
-        env.SWITCHBOARD_CONSOLE_DIR ?? defaultConsoleDir(),
-        env.SWITCHBOARD_CONSOLE_TRACE_URL ?? null,
-      ).register(fastify);
-      // @nangohq/frontend's WebSocket on `/` (upgrades never reach Fastify's routes or the access hook).
-      app.get(OAuthSockets).attach(app.getHttpServer());
-      frontDoors = [
-        proxyDoor,
-        new WebhookFrontDoor(webhookRoute, app.get(AccountRateLimiter), env.SWITCHBOARD_TRUST_PROXY, fastify),
-      ];
+      frontDoors = await configureGateway(app, env);
     },
   });
+}
+
+/**
+ * Everything the gateway adds to Nest's app: body limits, the access hook, CORS, the proxy and webhook
+ * routes with their front doors (returned, for the server factory), the console and the OAuth socket.
+ */
+async function configureGateway(app: NestFastifyApplication, env: GatewayEnv): Promise<FrontDoor[]> {
+  configureHttp(
+    app,
+    env.SWITCHBOARD_BODY_LIMIT_BYTES,
+    {
+      '/sync/deploy': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
+      '/sync/deploy/confirmation': env.SWITCHBOARD_DEPLOY_BODY_LIMIT_BYTES,
+    },
+    env.SWITCHBOARD_JSON_MAX_DEPTH,
+  );
+  app.get(AccessHook).register(app.getHttpAdapter().getInstance());
+  registerTraceResponse(app.getHttpAdapter().getInstance());
+  app.enableCors({ origin: CORS_POLICY.origin, exposedHeaders: [...CORS_POLICY.exposedHeaders] });
+  // Last, so the route's scope inherits the access hook and CORS; it streams /proxy/* unparsed.
+  const fastify = app.getHttpAdapter().getInstance();
+  app.get(ProxyRoute).register(fastify);
+  const proxyDoor = new ProxyFrontDoor(
+    app.get(ApiKeyResolver),
+    app.get(AccountRateLimiter),
+    app.get(ProxyRoute),
+    fastify,
+  );
+  // Public, raw-bodied provider webhook ingress (its own scope and body parser).
+  const nats = app.get(NatsRequester);
+  const ingest =
+    env.SWITCHBOARD_WEBHOOK_INGRESS_MODE === 'remote'
+      ? remoteWebhookIngest(nats)
+      : embeddedWebhookIngest(
+          nats,
+          app.get(NATS_CONNECTION),
+          env.SWITCHBOARD_SERVER_URL,
+          env.SWITCHBOARD_JSON_MAX_DEPTH,
+        );
+  const webhookRoute = new ProviderWebhookRoute(ingest, app.get(AccountRateLimiter), {
+    perIp: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_IP_PER_MIN,
+    perEnvironment: env.SWITCHBOARD_WEBHOOK_RATE_LIMIT_PER_ENV_PER_MIN,
+  });
+  webhookRoute.register(fastify);
+  // The console's single-page app at /console (public files; the data it shows needs a session).
+  await new ConsoleStatic(
+    env.SWITCHBOARD_CONSOLE_DIR ?? defaultConsoleDir(),
+    env.SWITCHBOARD_CONSOLE_TRACE_URL ?? null,
+  ).register(fastify);
+  // @nangohq/frontend's WebSocket on `/` (upgrades never reach Fastify's routes or the access hook).
+  app.get(OAuthSockets).attach(app.getHttpServer());
+  return [
+    proxyDoor,
+    new WebhookFrontDoor(webhookRoute, app.get(AccountRateLimiter), env.SWITCHBOARD_TRUST_PROXY, fastify),
+  ];
 }
 
 main().catch((error: unknown) => {

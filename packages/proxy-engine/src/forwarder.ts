@@ -11,6 +11,7 @@ import {
   SwitchboardError,
   type Caller,
   type ConnectionCredentials,
+  type ProxyRequestHeaders,
   type ResolvedIntegration,
 } from '@switchboard/contracts';
 import { currentTraceId, trace } from '@switchboard/observability';
@@ -38,7 +39,7 @@ import {
   retryableStatus,
   type RetrySettings,
 } from './retry-policy';
-import { buildTarget, splitEndpoint } from './target';
+import { buildTarget, splitEndpoint, type Target } from './target';
 import { recordUpstream, recordUpstreamFailure } from './metrics';
 import { resolveBaseUrl } from './templates';
 
@@ -132,6 +133,7 @@ export class ProxyForwarder {
     }
   }
 
+  // eslint-disable-next-line max-lines-per-function -- the proxy's hot path: one async frame per call, its send loop sharing the call's plan, body and connection
   private async forward(call: ProxyCall, signal: CallAbort): Promise<void> {
     const options = parseProxyHeaders(call.req.headers);
     const environmentId = call.caller.environmentId;
@@ -143,12 +145,7 @@ export class ProxyForwarder {
     let connection =
       integration && this.connections.cachedConnection(environmentId, providerConfigKey, connectionId);
     if (call.candidate) {
-      if (
-        call.candidate.providerConfigKey !== providerConfigKey ||
-        call.candidate.connectionId !== connectionId
-      ) {
-        throw new ProxyError('forbidden', 'The candidate credentials are for another connection');
-      }
+      refuseOtherCandidate(call.candidate, providerConfigKey, connectionId);
       integration ??= await this.connections.integration(environmentId, providerConfigKey);
       connection = call.candidate;
     } else if (!integration || !connection)
@@ -164,48 +161,19 @@ export class ProxyForwarder {
       if (wait > 0) await signal.pause(wait);
     }
 
-    const override = options['base-url-override'];
-    const baseTemplate = provider.proxy?.base_url;
-    if (!override && !baseTemplate) {
-      throw new ProxyError('invalid_headers', 'This provider has no proxy base URL: send Base-Url-Override');
-    }
-    const { path, query } = splitEndpoint(call.url);
-    const targetFor = (plan: ConnectionPlan) =>
-      buildTarget(
-        override ? override : plan.baseUrl(),
-        override ? 'override' : 'provider',
-        path,
-        query,
-        plan.auth.query,
-      );
-    const planned = (plan: ConnectionPlan): ConnectionPlan =>
-      override && !call.credentialsOnAnyOrigin && !onProviderOrigin(override, plan)
-        ? uncredentialed(plan)
-        : plan;
-
-    let plan = planned(this.planFor(provider, integration, connection));
-    let target = targetFor(plan);
+    const route = this.router(call, options, provider, integration);
+    let { plan, target } = route(connection);
 
     const clientHeaders = forwardedRequestHeaders(call.req.headers);
     const requestBody: RequestBody =
-      call.body !== undefined
-        ? call.body === null || call.body.length === 0
-          ? NO_BODY
-          : { kind: 'buffer', data: call.body }
-        : hasBody(call.req.headers)
-          ? await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES)
-          : NO_BODY;
+      bodyGiven(call) ??
+      (hasBody(call.req.headers)
+        ? await readRequestBody(call.req, this.env.SWITCHBOARD_PROXY_REPLAY_BUFFER_BYTES)
+        : NO_BODY);
     let { body, form } = prepareBody(call.method, requestBody, clientHeaders, plan.auth.bodyFields);
     const replayable = requestBody.kind !== 'stream';
 
-    const retries = Math.min(options.retries ?? 0, this.env.SWITCHBOARD_PROXY_MAX_RETRIES);
-    const retrySettings: RetrySettings | undefined =
-      retries > 0
-        ? {
-            retryOn: new Set((options['retry-on'] ?? '').split(',').filter(Boolean).map(Number)),
-            providerCodes: provider.proxy?.retry?.error_code ?? [],
-          }
-        : undefined;
+    const { retries, retrySettings } = this.retryPolicy(options, provider);
     const decompress = options.decompress === 'true' || provider.proxy?.decompress === true;
 
     let attempt = 0;
@@ -248,18 +216,11 @@ export class ProxyForwarder {
         replayable
       ) {
         refreshed = true;
-        const fresh = await this.connections
-          .connection(environmentId, providerConfigKey, connectionId, true)
-          .catch(async (error: unknown) => {
-            await response.body.dump();
-            throw error;
-          });
-        if (!isDeepStrictEqual(fresh.credentials, connection.credentials)) {
-          await response.body.dump();
+        const fresh = await this.refreshedConnection(call, options, connection, response);
+        if (fresh) {
           connection = fresh;
           // A refresh may also change connection config (an instance URL), hence the base URL.
-          plan = planned(this.planFor(provider, integration, connection));
-          target = targetFor(plan);
+          ({ plan, target } = route(connection));
           ({ body, form } = prepareBody(call.method, requestBody, clientHeaders, plan.auth.bodyFields));
           continue;
         }
@@ -282,6 +243,76 @@ export class ProxyForwarder {
       // `return await`: returning the promise from an async function costs two more turns and a promise.
       return await sendResponse(call, response, decompress);
     }
+  }
+
+  /**
+   * How the call's connection becomes its plan and target URL. A Base-Url-Override off the provider's
+   * origins gets no credentials, unless the caller's key may send them to any origin.
+   */
+  private router(
+    call: ProxyCall,
+    options: ProxyRequestHeaders,
+    provider: ProviderProxySettings,
+    integration: ResolvedIntegration,
+  ): (connection: ConnectionCredentials) => { plan: ConnectionPlan; target: Target } {
+    const override = options['base-url-override'];
+    const baseTemplate = provider.proxy?.base_url;
+    if (!override && !baseTemplate) {
+      throw new ProxyError('invalid_headers', 'This provider has no proxy base URL: send Base-Url-Override');
+    }
+    const { path, query } = splitEndpoint(call.url);
+    return (connection) => {
+      const full = this.planFor(provider, integration, connection);
+      const plan =
+        override && !call.credentialsOnAnyOrigin && !onProviderOrigin(override, full)
+          ? uncredentialed(full)
+          : full;
+      const target = buildTarget(
+        override ? override : plan.baseUrl(),
+        override ? 'override' : 'provider',
+        path,
+        query,
+        plan.auth.query,
+      );
+      return { plan, target };
+    };
+  }
+
+  /** How many retries the call gets (capped by configuration), and on which statuses and provider codes. */
+  private retryPolicy(
+    options: ProxyRequestHeaders,
+    provider: ProviderProxySettings,
+  ): { retries: number; retrySettings: RetrySettings | undefined } {
+    const retries = Math.min(options.retries ?? 0, this.env.SWITCHBOARD_PROXY_MAX_RETRIES);
+    const retrySettings: RetrySettings | undefined =
+      retries > 0
+        ? {
+            retryOn: new Set((options['retry-on'] ?? '').split(',').filter(Boolean).map(Number)),
+            providerCodes: provider.proxy?.retry?.error_code ?? [],
+          }
+        : undefined;
+    return { retries, retrySettings };
+  }
+
+  /**
+   * After a 401: the connection's credentials refreshed now, or undefined when they did not change (the
+   * 401 is then the answer). The 401's body is dropped before another try.
+   */
+  private async refreshedConnection(
+    call: ProxyCall,
+    options: ProxyRequestHeaders,
+    connection: ConnectionCredentials,
+    response: UpstreamResponse,
+  ): Promise<ConnectionCredentials | undefined> {
+    const fresh = await this.connections
+      .connection(call.caller.environmentId, options['provider-config-key'], options['connection-id'], true)
+      .catch(async (error: unknown) => {
+        await response.body.dump();
+        throw error;
+      });
+    if (isDeepStrictEqual(fresh.credentials, connection.credentials)) return undefined;
+    await response.body.dump();
+    return fresh;
   }
 
   /** Both lookups at once; an unknown integration is reported before an unknown connection. */
@@ -462,4 +493,21 @@ function sendResponse(call: ProxyCall, response: UpstreamResponse, decompress: b
   call.res.writeHead(response.statusCode, headers);
   // If the caller leaves or the provider breaks off mid-body, both connections are torn down.
   return response.body.pipeTo(call.res, decoder?.());
+}
+
+/** A validation run's candidate credentials serve only the connection they are for. */
+function refuseOtherCandidate(
+  candidate: NonNullable<ProxyCall['candidate']>,
+  providerConfigKey: string,
+  connectionId: string,
+): void {
+  if (candidate.providerConfigKey !== providerConfigKey || candidate.connectionId !== connectionId) {
+    throw new ProxyError('forbidden', 'The candidate credentials are for another connection');
+  }
+}
+
+/** The body the caller handed over already read (undefined: it is still on the request). */
+function bodyGiven(call: ProxyCall): RequestBody | undefined {
+  if (call.body === undefined) return undefined;
+  return call.body === null || call.body.length === 0 ? NO_BODY : { kind: 'buffer', data: call.body };
 }

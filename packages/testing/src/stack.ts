@@ -138,105 +138,34 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   ) as Record<StackService, number>;
   const gatewayUrl = `http://127.0.0.1:${ports.gateway}`;
   const nats = options.nats ?? { url: infra.natsUrl, passwords: infra.natsPasswords };
-  const common: Record<string, string> = {
-    NATS_URL: nats.url,
-    DATABASE_URL: infra.databaseUrl,
-    REDIS_URL: infra.redisUrl,
-    TEMPORAL_ADDRESS: infra.temporalAddress,
-    SWITCHBOARD_MASTER_KEYS: `1:${randomBytes(32).toString('base64')}`,
-    SWITCHBOARD_SERVER_URL: gatewayUrl,
-    SWITCHBOARD_PROXY_URL: `http://127.0.0.1:${ports.proxy}`,
-    LOG_FORMAT: 'json',
-    OTEL_TRACES_EXPORTER: 'none',
-    // The connect page listens on a port of its own; any free one, unless a test names it (serviceEnv).
-    CONNECT_PORT: '0',
-    // Each stack's orchestrator and worker share a task queue no other stack polls.
-    TEMPORAL_TASK_QUEUE: `switchboard-e2e-${randomUUID()}`,
-    ...options.env,
-  };
+  const common = commonEnv(infra, ports, nats.url, gatewayUrl, options.env);
   // Master keys must be the same in every service of one stack.
   const masterKeys = process.env.TEST_MASTER_KEYS ?? common.SWITCHBOARD_MASTER_KEYS!;
 
-  const envOf = (name: StackService): Record<string, string> => ({
-    ...common,
-    SWITCHBOARD_MASTER_KEYS: masterKeys,
-    PORT: String(ports[name]),
-    ...natsCredentials(nats.passwords, name),
-    // The fake providers of the tests listen on loopback, which auth-connect's egress policy refuses otherwise.
-    ...(name === 'auth-connect' && common.SWITCHBOARD_EGRESS_ALLOW === undefined
-      ? { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' }
-      : {}),
-    ...options.serviceEnv?.[name],
-  });
-  const launch = (
-    name: StackService,
-    env: Record<string, string>,
-    label: string,
-    entry = 'dist/main.js',
-  ): RunningService => {
-    const output: string[] = [];
-    // Node's flags of the service as in its image (infra/node-flags.json): e.g. isolated-vm needs Node's own
-    // startup snapshot off in functions-runtime.
-    const flags = nodeFlagsOf(entry === 'dist/worker.js' ? 'sync-orchestrator-worker' : name);
-    const child = spawn(process.execPath, [...flags, join(root, 'apps', name, entry)], {
-      // Only its own NATS user: never the others' passwords the test runner may hold. Node's compile cache
-      // (on disk, keyed by each file's content) spares every later start the compilation of the same
-      // modules: a stack is eight Node processes loading much the same dependencies.
-      env: { NODE_COMPILE_CACHE: compileCacheDir(), ...withoutNatsSecrets(process.env), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const collect = (chunk: Buffer) => {
-      output.push(chunk.toString('utf8'));
-      if (process.env.SWITCHBOARD_TEST_LOGS) process.stderr.write(`[${label}] ${chunk.toString('utf8')}`);
-    };
-    child.stdout?.on('data', collect);
-    child.stderr?.on('data', collect);
-    return { name, port: Number(env.PORT), process: child, output };
-  };
+  const envOf = (name: StackService) =>
+    serviceEnv(name, { ...common, SWITCHBOARD_MASTER_KEYS: masterKeys }, ports, nats.passwords, options);
+  const launch = (name: StackService, env: Record<string, string>, label: string, entry?: string) =>
+    launchService(root, name, env, label, entry);
 
-  const services = {} as Record<StackService, RunningService>;
-  const replicas = {} as Record<StackService, RunningService[]>;
-  for (const name of ALL_SERVICES) {
-    services[name] = launch(name, envOf(name), name);
-    replicas[name] = [services[name]];
-    for (let i = 1; i < (options.replicas?.[name] ?? 1); i++) {
-      replicas[name].push(
-        launch(name, { ...envOf(name), PORT: String(await freePort()) }, `${name}#${i + 1}`),
-      );
-    }
-  }
+  const { services, replicas } = await launchServices(launch, envOf, options.replicas);
 
   // The orchestrator's Temporal worker runs async actions and on-event scripts: a process of its own, as
   // in production. It serves no HTTP, so readiness does not wait for it (it polls once Temporal answers).
-  const workers = [
-    launch(
-      'sync-orchestrator',
-      { ...envOf('sync-orchestrator'), ...natsCredentials(nats.passwords, 'sync-orchestrator-worker') },
-      'sync-orchestrator-worker',
-      'dist/worker.js',
-    ),
-  ];
+  const workers: RunningService[] = [];
   const startWorker = (env: Record<string, string> = {}) => {
+    const label = `sync-orchestrator-worker${workers.length === 0 ? '' : `#${workers.length + 1}`}`;
+    const workerEnv = natsCredentials(nats.passwords, 'sync-orchestrator-worker');
     const started = launch(
       'sync-orchestrator',
-      {
-        ...envOf('sync-orchestrator'),
-        ...natsCredentials(nats.passwords, 'sync-orchestrator-worker'),
-        ...env,
-      },
-      `sync-orchestrator-worker#${workers.length + 1}`,
+      { ...envOf('sync-orchestrator'), ...workerEnv, ...env },
+      label,
       'dist/worker.js',
     );
     workers.push(started);
     return started;
   };
+  startWorker();
 
-  const stopProcess = (child: ChildProcess, signal: NodeJS.Signals) =>
-    new Promise<number | null>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
-      child.once('exit', (code) => resolve(code));
-      child.kill(signal);
-    });
   const stopService = async (service: StackService, signal: NodeJS.Signals = 'SIGTERM') => {
     const codes = await Promise.all(replicas[service].map((r) => stopProcess(r.process, signal)));
     return codes[0] ?? null;
@@ -279,22 +208,136 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     },
   };
 
+  Object.assign(stack, await untilReady(stack, options.readyTimeoutMs ?? readyTimeoutDefault(), seeding));
+  return stack;
+}
+
+/** One process per service, and the extra replicas the options ask for (each on a port of its own). */
+async function launchServices(
+  launch: (name: StackService, env: Record<string, string>, label: string) => RunningService,
+  envOf: (name: StackService) => Record<string, string>,
+  replicaCounts: StackOptions['replicas'],
+): Promise<{
+  services: Record<StackService, RunningService>;
+  replicas: Record<StackService, RunningService[]>;
+}> {
+  const services = {} as Record<StackService, RunningService>;
+  const replicas = {} as Record<StackService, RunningService[]>;
+  for (const name of ALL_SERVICES) {
+    services[name] = launch(name, envOf(name), name);
+    replicas[name] = [services[name]];
+    for (let i = 1; i < (replicaCounts?.[name] ?? 1); i++) {
+      replicas[name].push(
+        launch(name, { ...envOf(name), PORT: String(await freePort()) }, `${name}#${i + 1}`),
+      );
+    }
+  }
+  return { services, replicas };
+}
+
+/** One service's environment: the stack's, its port and NATS user, and the test's `serviceEnv` for it. */
+function serviceEnv(
+  name: StackService,
+  common: Record<string, string>,
+  ports: Record<StackService, number>,
+  passwords: NatsPasswords,
+  options: StackOptions,
+): Record<string, string> {
+  return {
+    ...common,
+    PORT: String(ports[name]),
+    ...natsCredentials(passwords, name),
+    // The fake providers of the tests listen on loopback, which auth-connect's egress policy refuses otherwise.
+    ...(name === 'auth-connect' && common.SWITCHBOARD_EGRESS_ALLOW === undefined
+      ? { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' }
+      : {}),
+    ...options.serviceEnv?.[name],
+  };
+}
+
+/** What every service of a stack gets in its environment (a test's `env` on top). */
+function commonEnv(
+  infra: Awaited<ReturnType<typeof testInfrastructure>>,
+  ports: Record<StackService, number>,
+  natsUrl: string,
+  gatewayUrl: string,
+  env: Record<string, string> | undefined,
+): Record<string, string> {
+  return {
+    NATS_URL: natsUrl,
+    DATABASE_URL: infra.databaseUrl,
+    REDIS_URL: infra.redisUrl,
+    TEMPORAL_ADDRESS: infra.temporalAddress,
+    SWITCHBOARD_MASTER_KEYS: `1:${randomBytes(32).toString('base64')}`,
+    SWITCHBOARD_SERVER_URL: gatewayUrl,
+    SWITCHBOARD_PROXY_URL: `http://127.0.0.1:${ports.proxy}`,
+    LOG_FORMAT: 'json',
+    OTEL_TRACES_EXPORTER: 'none',
+    // The connect page listens on a port of its own; any free one, unless a test names it (serviceEnv).
+    CONNECT_PORT: '0',
+    // Each stack's orchestrator and worker share a task queue no other stack polls.
+    TEMPORAL_TASK_QUEUE: `switchboard-e2e-${randomUUID()}`,
+    ...env,
+  };
+}
+
+/** Starts one process of a service from its built `dist/`, its output collected (and shown with SWITCHBOARD_TEST_LOGS). */
+function launchService(
+  root: string,
+  name: StackService,
+  env: Record<string, string>,
+  label: string,
+  entry = 'dist/main.js',
+): RunningService {
+  const output: string[] = [];
+  // Node's flags of the service as in its image (infra/node-flags.json): e.g. isolated-vm needs Node's own
+  // startup snapshot off in functions-runtime.
+  const flags = nodeFlagsOf(entry === 'dist/worker.js' ? 'sync-orchestrator-worker' : name);
+  const child = spawn(process.execPath, [...flags, join(root, 'apps', name, entry)], {
+    // Only its own NATS user: never the others' passwords the test runner may hold. Node's compile cache
+    // (on disk, keyed by each file's content) spares every later start the compilation of the same
+    // modules: a stack is eight Node processes loading much the same dependencies.
+    env: { NODE_COMPILE_CACHE: compileCacheDir(), ...withoutNatsSecrets(process.env), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const collect = (chunk: Buffer) => {
+    output.push(chunk.toString('utf8'));
+    if (process.env.SWITCHBOARD_TEST_LOGS) process.stderr.write(`[${label}] ${chunk.toString('utf8')}`);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  return { name, port: Number(env.PORT), process: child, output };
+}
+
+/** Stops a process (resolves at once if it has exited) with its exit code. */
+function stopProcess(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  return new Promise<number | null>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+    child.once('exit', (code) => resolve(code));
+    child.kill(signal);
+  });
+}
+
+/**
+ * Waits until the stack answers and its account is seeded; a stack that does not come up is stopped and
+ * the error carries the end of each service's log.
+ */
+async function untilReady<T>(stack: Stack, timeoutMs: number, seeding: Promise<T>): Promise<T> {
   try {
-    await waitUntilReady(gatewayUrl, replicas, options.readyTimeoutMs ?? readyTimeoutDefault());
+    await waitUntilReady(stack.gatewayUrl, stack.replicas, timeoutMs);
     // The gateway's readiness sees one process per service, and not the proxy service when the proxy is
     // embedded in the gateway; every process (extra replicas too) must be up as well.
     await Promise.all(
-      Object.values(replicas)
+      Object.values(stack.replicas)
         .flat()
-        .map((r) => waitUntilLive(r, options.readyTimeoutMs ?? readyTimeoutDefault())),
+        .map((r) => waitUntilLive(r, timeoutMs)),
     );
-    Object.assign(stack, await seeding);
+    return await seeding;
   } catch (error) {
     await stack.stop();
     const logs = ALL_SERVICES.map((s) => `--- ${s} ---\n${stack.logs(s).slice(-3000)}`).join('\n');
     throw new Error(`${(error as Error).message}\n${logs}`);
   }
-  return stack;
 }
 
 async function waitUntilLive(service: RunningService, timeoutMs: number) {

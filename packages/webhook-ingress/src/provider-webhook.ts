@@ -244,48 +244,11 @@ export function verifySignature(
   const header = request.headers[recipe.header];
   if (!header) return { ok: false, reason: `missing ${recipe.header} header` };
 
-  let received: string[];
-  let signatureParams: Map<string, string[]> | undefined;
-  if (recipe.scheme === 'key-value') {
-    signatureParams = new Map();
-    for (const part of header.split(',')) {
-      const eq = part.indexOf('=');
-      if (eq <= 0) continue;
-      const key = part.slice(0, eq).trim();
-      signatureParams.set(key, [...(signatureParams.get(key) ?? []), part.slice(eq + 1).trim()]);
-    }
-    received = signatureParams.get(recipe.signature_key ?? '') ?? [];
-  } else if (recipe.separator) {
-    received = header
-      .split(recipe.separator)
-      .map((value) => value.trim())
-      .filter((value) => value !== '');
-  } else {
-    received = [header.trim()];
-  }
-  if (recipe.prefix) {
-    const prefix = recipe.prefix;
-    received = received.map((value) => (value.startsWith(prefix) ? value.slice(prefix.length) : value));
-  }
+  const { received, signatureParams } = receivedSignatures(recipe, header);
   if (received.length === 0) return { ok: false, reason: 'no signature in the header' };
 
-  let timestamp = '';
-  if (recipe.timestamp) {
-    const ts = recipe.timestamp;
-    const raw =
-      ts.from === 'header'
-        ? request.headers[ts.name]
-        : ts.from === 'signature'
-          ? signatureParams?.get(ts.name)?.[0]
-          : valuesAt({ from: 'body', path: ts.name }, request)[0];
-    if (!raw) return { ok: false, reason: 'missing signature timestamp' };
-    const at =
-      ts.format === 'unix' ? Number(raw) * 1000 : ts.format === 'unix_ms' ? Number(raw) : Date.parse(raw);
-    if (!Number.isFinite(at)) return { ok: false, reason: 'malformed signature timestamp' };
-    if (Math.abs(now - at) > ts.tolerance_seconds * 1000)
-      return { ok: false, reason: 'signature timestamp outside the tolerance' };
-    timestamp = raw;
-  }
+  const timestamp = signatureTimestamp(recipe, request, signatureParams, now);
+  if (typeof timestamp !== 'string') return timestamp;
 
   const algorithm = recipe.algorithm;
   if (isDigestAlgorithm(algorithm)) {
@@ -321,6 +284,61 @@ export function verifySignature(
   return matchesAny(received, recipe.encoding, expected)
     ? { ok: true }
     : { ok: false, reason: 'signature mismatch' };
+}
+
+/** The signatures a header carries (after the recipe's prefix), and its key-value parameters if it has them. */
+function receivedSignatures(
+  recipe: WebhookSignature,
+  header: string,
+): { received: string[]; signatureParams: Map<string, string[]> | undefined } {
+  let received: string[];
+  let signatureParams: Map<string, string[]> | undefined;
+  if (recipe.scheme === 'key-value') {
+    signatureParams = new Map();
+    for (const part of header.split(',')) {
+      const eq = part.indexOf('=');
+      if (eq <= 0) continue;
+      const key = part.slice(0, eq).trim();
+      signatureParams.set(key, [...(signatureParams.get(key) ?? []), part.slice(eq + 1).trim()]);
+    }
+    received = signatureParams.get(recipe.signature_key ?? '') ?? [];
+  } else if (recipe.separator) {
+    received = header
+      .split(recipe.separator)
+      .map((value) => value.trim())
+      .filter((value) => value !== '');
+  } else {
+    received = [header.trim()];
+  }
+  if (recipe.prefix) {
+    const prefix = recipe.prefix;
+    received = received.map((value) => (value.startsWith(prefix) ? value.slice(prefix.length) : value));
+  }
+  return { received, signatureParams };
+}
+
+/** The signed timestamp ('' when the recipe signs none), or why it is refused (missing, malformed, too old). */
+function signatureTimestamp(
+  recipe: WebhookSignature,
+  request: WebhookRequest,
+  signatureParams: Map<string, string[]> | undefined,
+  now: number,
+): string | { ok: false; reason: string } {
+  const ts = recipe.timestamp;
+  if (!ts) return '';
+  const raw =
+    ts.from === 'header'
+      ? request.headers[ts.name]
+      : ts.from === 'signature'
+        ? signatureParams?.get(ts.name)?.[0]
+        : valuesAt({ from: 'body', path: ts.name }, request)[0];
+  if (!raw) return { ok: false, reason: 'missing signature timestamp' };
+  const at =
+    ts.format === 'unix' ? Number(raw) * 1000 : ts.format === 'unix_ms' ? Number(raw) : Date.parse(raw);
+  if (!Number.isFinite(at)) return { ok: false, reason: 'malformed signature timestamp' };
+  if (Math.abs(now - at) > ts.tolerance_seconds * 1000)
+    return { ok: false, reason: 'signature timestamp outside the tolerance' };
+  return raw;
 }
 
 /** Whether any received digest is the expected one, compared in constant time. */

@@ -133,25 +133,8 @@ export class WebhookIngress {
     // Nothing to verify, store or forward: providers probe endpoints like this.
     if (rawBody.length === 0) return { status: 204, contentType: null, body: null };
 
-    const url = new URL(request.url, 'http://placeholder');
-    const webhook: WebhookRequest = {
-      rawBody,
-      headers: request.headers,
-      query: url.searchParams,
-      method: 'POST',
-      url: `${this.baseUrl}${url.pathname}${url.search}`,
-      parsed: undefined,
-    };
-    let tooDeep: WebhookBodyTooDeepError | undefined;
-    try {
-      webhook.parsed = parseBody(rawBody, request.headers['content-type'], this.deps.maxJsonDepth);
-    } catch (error) {
-      if (!(error instanceof WebhookBodyTooDeepError)) throw error;
-      tooDeep = error;
-      // Parsed anyway, only for the signature's values: JSON.parse does not recurse, and values are only
-      // read at their paths here. Nothing walks it whole, answers with it (no handshake) or stores it.
-      webhook.parsed = parseBody(rawBody, request.headers['content-type'], Infinity);
-    }
+    const { webhook, tooDeep: bodyTooDeep } = this.webhookRequest(request);
+    let tooDeep = bodyTooDeep;
 
     const handshake = tooDeep ? undefined : findHandshake(definition, webhook);
     const recipe = definition?.signature;
@@ -197,20 +180,7 @@ export class WebhookIngress {
       };
     }
     if (tooDeep) {
-      // Never deliverable: every walk of it after (routing, the forward's serialisation) would overflow the
-      // stack. Dead-lettered in the delivery log, not stored; the provider gets its 200, since sending the
-      // same bytes again cannot help (and a provider retrying a 4xx for days may disable the subscription).
-      this.deps.logger.warn(
-        `dead-lettered a ${integration.provider} webhook for ${request.providerConfigKey}: ${tooDeep.message}`,
-      );
-      await this.deps.recordRefusal({
-        kind: 'dead_lettered',
-        environmentId: environment.id,
-        provider: integration.provider,
-        providerConfigKey: request.providerConfigKey,
-        reason: tooDeep.message,
-        receivedAt: new Date().toISOString(),
-      });
+      await this.deadLetter(environment.id, integration, request.providerConfigKey, tooDeep);
       return SUCCESS;
     }
 
@@ -230,6 +200,57 @@ export class WebhookIngress {
       definition?.routing ?? [],
     );
     return SUCCESS;
+  }
+
+  /** The webhook as the signature recipes read it, its body parsed (and whether it nests too deeply). */
+  private webhookRequest(request: IngressInput): {
+    webhook: WebhookRequest;
+    tooDeep: WebhookBodyTooDeepError | undefined;
+  } {
+    const url = new URL(request.url, 'http://placeholder');
+    const webhook: WebhookRequest = {
+      rawBody: request.rawBody,
+      headers: request.headers,
+      query: url.searchParams,
+      method: 'POST',
+      url: `${this.baseUrl}${url.pathname}${url.search}`,
+      parsed: undefined,
+    };
+    let tooDeep: WebhookBodyTooDeepError | undefined;
+    try {
+      webhook.parsed = parseBody(request.rawBody, request.headers['content-type'], this.deps.maxJsonDepth);
+    } catch (error) {
+      if (!(error instanceof WebhookBodyTooDeepError)) throw error;
+      tooDeep = error;
+      // Parsed anyway, only for the signature's values: JSON.parse does not recurse, and values are only
+      // read at their paths here. Nothing walks it whole, answers with it (no handshake) or stores it.
+      webhook.parsed = parseBody(request.rawBody, request.headers['content-type'], Infinity);
+    }
+    return { webhook, tooDeep };
+  }
+
+  /**
+   * Never deliverable: every walk of it after (routing, the forward's serialisation) would overflow the
+   * stack. Dead-lettered in the delivery log, not stored; the provider gets its 200, since sending the
+   * same bytes again cannot help (and a provider retrying a 4xx for days may disable the subscription).
+   */
+  private async deadLetter(
+    environmentId: number,
+    integration: ResolvedIntegration,
+    providerConfigKey: string,
+    tooDeep: WebhookBodyTooDeepError,
+  ): Promise<void> {
+    this.deps.logger.warn(
+      `dead-lettered a ${integration.provider} webhook for ${providerConfigKey}: ${tooDeep.message}`,
+    );
+    await this.deps.recordRefusal({
+      kind: 'dead_lettered',
+      environmentId,
+      provider: integration.provider,
+      providerConfigKey,
+      reason: tooDeep.message,
+      receivedAt: new Date().toISOString(),
+    });
   }
 
   private async store(

@@ -51,15 +51,14 @@ export interface ProviderResponse {
   body: Record<string, unknown>;
 }
 
-/**
- * One call to a provider's token endpoint. A 2xx with a usable body is returned; anything else throws a
- * ProviderExchangeError whose message is our own sentence with the HTTP status and the provider's OAuth
- * error code (when it is a plain code); what the provider wrote goes to the log only, redacted in every
- * encoding. Redirects are not followed: a token endpoint that redirects would get our client secret
- * re-sent to wherever it points.
- */
-export async function callProvider(request: ProviderRequest): Promise<ProviderResponse> {
-  const label = `${request.provider} ${STAGE_LABEL[request.stage]}`;
+type Failure = (
+  failure: 'rejected' | 'unreachable' | 'invalid_response',
+  message: string,
+  extra?: { status?: number; error?: string; said?: string },
+) => ProviderExchangeError;
+
+/** Builds a call's errors: our sentence with the provider's plain error code, its words logged redacted. */
+function failureOf(request: ProviderRequest): Failure {
   // The header values we sent (a Basic header is base64 of `client_id:secret`) may come back whole.
   const secrets = [
     ...request.secrets,
@@ -67,11 +66,7 @@ export async function callProvider(request: ProviderRequest): Promise<ProviderRe
       .filter(([name]) => name.toLowerCase() === 'authorization')
       .flatMap(([, value]) => [value, value.replace(/^\S+\s+/, '')]),
   ];
-  const fail = (
-    failure: 'rejected' | 'unreachable' | 'invalid_response',
-    message: string,
-    extra: { status?: number; error?: string; said?: string } = {},
-  ) => {
+  return (failure, message, extra = {}) => {
     const code = extra.error !== undefined ? plainCode(extra.error, secrets) : undefined;
     const said = extra.said ? redactSecrets(extra.said.slice(0, MAX_REDACTED_CHARS), secrets) : undefined;
     const detail = said?.slice(0, MAX_DETAIL_CHARS);
@@ -89,6 +84,18 @@ export async function callProvider(request: ProviderRequest): Promise<ProviderRe
     logger.warn(`${error.message}${detail ? `; the provider said: ${detail}` : ''}`);
     return error;
   };
+}
+
+/**
+ * One call to a provider's token endpoint. A 2xx with a usable body is returned; anything else throws a
+ * ProviderExchangeError whose message is our own sentence with the HTTP status and the provider's OAuth
+ * error code (when it is a plain code); what the provider wrote goes to the log only, redacted in every
+ * encoding. Redirects are not followed: a token endpoint that redirects would get our client secret
+ * re-sent to wherever it points.
+ */
+export async function callProvider(request: ProviderRequest): Promise<ProviderResponse> {
+  const label = `${request.provider} ${STAGE_LABEL[request.stage]}`;
+  const fail = failureOf(request);
 
   let response: Response;
   try {

@@ -58,6 +58,19 @@ interface StateSecrets {
   installationId?: string;
 }
 
+/** What the provider's return brings to the exchange: the flow, its query and the state's secrets. */
+interface CallbackExchange {
+  ctx: FlowContext;
+  query: Record<string, string>;
+  secrets: StateSecrets;
+  connectionConfig: Record<string, unknown>;
+}
+
+interface ExchangedCredentials {
+  credentials: Credentials;
+  extraConfig: Record<string, unknown>;
+}
+
 const stateAad = (id: string) => `auth.oauth_states:${id}:secrets`;
 
 class CallbackError extends Error {
@@ -113,53 +126,13 @@ export class RedirectFlowsService {
         );
         break;
       }
-      case 'OAUTH1': {
-        const client = await this.contexts.oauthClient(ctx, req.clientOverride);
-        if (client.isOverride) secrets.client = client;
-        const callback = new URL(this.callbackUrl);
-        callback.searchParams.set('state', state);
-        const requestToken = await requestOAuth1RequestToken({
-          provider: ctx.provider,
-          consumer: { key: client.clientId, secret: client.clientSecret },
-          callbackUrl: callback.toString(),
-          connectionConfig,
-        });
-        secrets.requestToken = { key: requestToken.key, secret: requestToken.secret };
-        const scopes = await this.scopes(ctx);
-        url = buildOAuth1AuthorizeUrl({
-          provider: ctx.provider,
-          requestToken: requestToken.key,
-          scopes,
-          authorizationParams: ctx.defaults?.authorization_params ?? req.authorizationParams,
-          connectionConfig,
-        });
+      case 'OAUTH1':
+        url = await this.oauth1AuthorizeUrl(ctx, req, connectionConfig, state, secrets);
         break;
-      }
       case 'APP':
-      case 'CUSTOM': {
-        const integration = await this.contexts.integrationSecrets(ctx);
-        if (!integration.appLink || !integration.appId || !integration.privateKey) {
-          throw new AuthConnectError(
-            'invalid_connection',
-            `Integration "${ctx.providerConfigKey}" has no GitHub App configured yet`,
-          );
-        }
-        connectionConfig['appPublicLink'] = integration.appLink.replace(/\/$/, '');
-        const template =
-          ctx.provider.authorization_url ?? '${connectionConfig.appPublicLink}/installations/new';
-        const target = interpolateUrl(template, connectionConfig, ctx.provider);
-        target.searchParams.set('state', state);
-        url = target.toString();
-        // The installation is checked with a user code this flow asks for itself, after the install.
-        if (!ctx.provider.installation_check?.authorization_url) {
-          throw new AuthConnectError(
-            'invalid_connection',
-            `${ctx.provider.name} has no installation_check.authorization_url in the provider catalog`,
-          );
-        }
-        secrets.codeVerifier = randomBytes(32).toString('base64url');
+      case 'CUSTOM':
+        url = await this.githubAppInstallUrl(ctx, connectionConfig, state, secrets);
         break;
-      }
       default:
         throw new AuthConnectError('invalid_auth_mode', `${ctx.provider.auth_mode} is not a redirect flow`);
     }
@@ -167,24 +140,7 @@ export class RedirectFlowsService {
     if (req.browserBinding) secrets.browserBinding = req.browserBinding;
     else secrets.providerUrl = url;
     if (req.wsClientId) secrets.wsClientId = req.wsClientId;
-    const now = Date.now();
-    await this.db.oAuthState.deleteMany({
-      where: { environmentId: ctx.caller.environmentId, expiresAt: { lt: new Date(now) } },
-    });
-    await this.db.oAuthState.create({
-      data: {
-        id: state,
-        environmentId: ctx.caller.environmentId,
-        connectSessionId: ctx.session.id,
-        providerConfigKey: ctx.providerConfigKey,
-        provider: ctx.provider.name,
-        authMode: ctx.provider.auth_mode,
-        connectionId: ctx.connectionId,
-        connectionConfig: connectionConfig as Prisma.InputJsonValue,
-        secrets: this.cipher.encryptJson(secrets, stateAad(state)),
-        expiresAt: new Date(now + STATE_TTL_MS),
-      },
-    });
+    await this.saveState(ctx, state, connectionConfig, secrets);
     return { url, state };
   }
 
@@ -415,99 +371,201 @@ export class RedirectFlowsService {
     query: Record<string, string>,
     secrets: StateSecrets,
     connectionConfig: Record<string, unknown>,
-  ): Promise<{ credentials: Credentials; extraConfig: Record<string, unknown> }> {
-    const client = async () => secrets.client ?? (await this.contexts.oauthClient(ctx, {}));
+  ): Promise<ExchangedCredentials> {
     switch (ctx.provider.auth_mode) {
-      case 'OAUTH2': {
-        const code = query['code'];
-        if (!code) throw new CallbackError('callback_err', 'The provider sent no authorization code back');
-        const oauthClient = await client();
-        const result = await exchangeAuthorizationCode({
-          provider: ctx.provider,
-          client: oauthClient,
-          code,
-          redirectUri: this.callbackUrl,
-          ...(secrets.codeVerifier ? { codeVerifier: secrets.codeVerifier } : {}),
-          connectionConfig,
-          clientIsOverride: oauthClient.isOverride,
-        });
-        // Routing keys (the account a provider webhook names) come from the provider, with the new token.
-        const fromProvider = await runPostConnect({
-          provider: ctx.provider,
-          accessToken: result.credentials.access_token,
-          connectionConfig: { ...connectionConfig, ...result.connectionConfig },
-        });
-        return {
-          credentials: result.credentials as unknown as Credentials,
-          extraConfig: { ...result.connectionConfig, ...fromProvider },
-        };
-      }
-      case 'OAUTH1': {
-        const verifier = query['oauth_verifier'];
-        if (!verifier || !secrets.requestToken)
-          throw new CallbackError('callback_err', 'The provider sent no OAuth verifier back');
-        if (query['oauth_token'] && query['oauth_token'] !== secrets.requestToken.key) {
-          throw new CallbackError('callback_err', 'The provider sent back a different request token');
-        }
-        const oauthClient = await client();
-        const credentials = await exchangeOAuth1Verifier({
-          provider: ctx.provider,
-          consumer: { key: oauthClient.clientId, secret: oauthClient.clientSecret },
-          requestToken: secrets.requestToken,
-          verifier,
-          connectionConfig,
-        });
-        return { credentials: credentials as unknown as Credentials, extraConfig: {} };
-      }
+      case 'OAUTH2':
+        return this.exchangeOAuth2({ ctx, query, secrets, connectionConfig });
+      case 'OAUTH1':
+        return this.exchangeOAuth1({ ctx, query, secrets, connectionConfig });
       case 'APP':
-      case 'CUSTOM': {
-        // The installation the bound browser came back with first, never this return's query.
-        const installationId = secrets.installationId;
-        if (!installationId || !/^\d+$/.test(installationId)) {
-          throw new CallbackError(
-            'callback_err',
-            'GitHub sent no installation back (was the installation approved?)',
-          );
-        }
-        const integration = await this.contexts.integrationSecrets(ctx);
-        if (!integration.appId || !integration.privateKey) {
-          throw new AuthConnectError(
-            'invalid_connection',
-            `Integration "${ctx.providerConfigKey}" has no GitHub App configured`,
-          );
-        }
-        const config = { ...connectionConfig, installation_id: installationId };
-        const app = { appId: integration.appId, privateKey: integration.privateKey };
-        // The install redirect's installation_id is only a claim anyone can edit: it is accepted once the
-        // user token from this flow's own user authorization (PKCE) can see it (GET /user/installations).
-        const code = query['code'];
-        if (!code || !secrets.codeVerifier) {
-          throw new CallbackError(
-            'callback_err',
-            'GitHub sent no user authorization back, so the installation cannot be checked',
-          );
-        }
-        const input = {
-          ...app,
-          provider: ctx.provider,
-          client: await client(),
-          code,
-          redirectUri: this.callbackUrl,
-          codeVerifier: secrets.codeVerifier,
-          connectionConfig: config,
-        };
-        const result =
-          ctx.provider.auth_mode === 'APP'
-            ? await exchangeGithubAppInstallation(input)
-            : await exchangeGithubAppOAuth(input);
-        return {
-          credentials: result.credentials as unknown as Credentials,
-          extraConfig: { installation_id: installationId, ...result.connectionConfig },
-        };
-      }
+      case 'CUSTOM':
+        return this.exchangeGithubApp({ ctx, query, secrets, connectionConfig });
       default:
         throw new AuthConnectError('invalid_auth_mode', `${ctx.provider.auth_mode} is not a redirect flow`);
     }
+  }
+
+  private async exchangeOAuth2(callback: CallbackExchange): Promise<ExchangedCredentials> {
+    const { ctx, query, secrets, connectionConfig } = callback;
+    const code = query['code'];
+    if (!code) throw new CallbackError('callback_err', 'The provider sent no authorization code back');
+    const oauthClient = await this.flowClient(ctx, secrets);
+    const result = await exchangeAuthorizationCode({
+      provider: ctx.provider,
+      client: oauthClient,
+      code,
+      redirectUri: this.callbackUrl,
+      ...(secrets.codeVerifier ? { codeVerifier: secrets.codeVerifier } : {}),
+      connectionConfig,
+      clientIsOverride: oauthClient.isOverride,
+    });
+    // Routing keys (the account a provider webhook names) come from the provider, with the new token.
+    const fromProvider = await runPostConnect({
+      provider: ctx.provider,
+      accessToken: result.credentials.access_token,
+      connectionConfig: { ...connectionConfig, ...result.connectionConfig },
+    });
+    return {
+      credentials: result.credentials as unknown as Credentials,
+      extraConfig: { ...result.connectionConfig, ...fromProvider },
+    };
+  }
+
+  private async exchangeOAuth1(callback: CallbackExchange): Promise<ExchangedCredentials> {
+    const { ctx, query, secrets, connectionConfig } = callback;
+    const verifier = query['oauth_verifier'];
+    if (!verifier || !secrets.requestToken)
+      throw new CallbackError('callback_err', 'The provider sent no OAuth verifier back');
+    if (query['oauth_token'] && query['oauth_token'] !== secrets.requestToken.key) {
+      throw new CallbackError('callback_err', 'The provider sent back a different request token');
+    }
+    const oauthClient = await this.flowClient(ctx, secrets);
+    const credentials = await exchangeOAuth1Verifier({
+      provider: ctx.provider,
+      consumer: { key: oauthClient.clientId, secret: oauthClient.clientSecret },
+      requestToken: secrets.requestToken,
+      verifier,
+      connectionConfig,
+    });
+    return { credentials: credentials as unknown as Credentials, extraConfig: {} };
+  }
+
+  private async exchangeGithubApp(callback: CallbackExchange): Promise<ExchangedCredentials> {
+    const { ctx, query, secrets, connectionConfig } = callback;
+    // The installation the bound browser came back with first, never this return's query.
+    const installationId = secrets.installationId;
+    if (!installationId || !/^\d+$/.test(installationId)) {
+      throw new CallbackError(
+        'callback_err',
+        'GitHub sent no installation back (was the installation approved?)',
+      );
+    }
+    const integration = await this.contexts.integrationSecrets(ctx);
+    if (!integration.appId || !integration.privateKey) {
+      throw new AuthConnectError(
+        'invalid_connection',
+        `Integration "${ctx.providerConfigKey}" has no GitHub App configured`,
+      );
+    }
+    const config = { ...connectionConfig, installation_id: installationId };
+    const app = { appId: integration.appId, privateKey: integration.privateKey };
+    // The install redirect's installation_id is only a claim anyone can edit: it is accepted once the
+    // user token from this flow's own user authorization (PKCE) can see it (GET /user/installations).
+    const code = query['code'];
+    if (!code || !secrets.codeVerifier) {
+      throw new CallbackError(
+        'callback_err',
+        'GitHub sent no user authorization back, so the installation cannot be checked',
+      );
+    }
+    const input = {
+      ...app,
+      provider: ctx.provider,
+      client: await this.flowClient(ctx, secrets),
+      code,
+      redirectUri: this.callbackUrl,
+      codeVerifier: secrets.codeVerifier,
+      connectionConfig: config,
+    };
+    const result =
+      ctx.provider.auth_mode === 'APP'
+        ? await exchangeGithubAppInstallation(input)
+        : await exchangeGithubAppOAuth(input);
+    return {
+      credentials: result.credentials as unknown as Credentials,
+      extraConfig: { installation_id: installationId, ...result.connectionConfig },
+    };
+  }
+
+  /** The flow's override client, or the integration's own (looked up again, never kept in the state). */
+  private async flowClient(ctx: FlowContext, secrets: StateSecrets): Promise<OAuthClient> {
+    return secrets.client ?? (await this.contexts.oauthClient(ctx, {}));
+  }
+
+  /** OAuth 1.0a: a request token first (kept in the state's secrets), then the provider's authorize URL. */
+  private async oauth1AuthorizeUrl(
+    ctx: FlowContext,
+    req: StartFlowRequest,
+    connectionConfig: Record<string, unknown>,
+    state: string,
+    secrets: StateSecrets,
+  ): Promise<string> {
+    const client = await this.contexts.oauthClient(ctx, req.clientOverride);
+    if (client.isOverride) secrets.client = client;
+    const callback = new URL(this.callbackUrl);
+    callback.searchParams.set('state', state);
+    const requestToken = await requestOAuth1RequestToken({
+      provider: ctx.provider,
+      consumer: { key: client.clientId, secret: client.clientSecret },
+      callbackUrl: callback.toString(),
+      connectionConfig,
+    });
+    secrets.requestToken = { key: requestToken.key, secret: requestToken.secret };
+    const scopes = await this.scopes(ctx);
+    return buildOAuth1AuthorizeUrl({
+      provider: ctx.provider,
+      requestToken: requestToken.key,
+      scopes,
+      authorizationParams: ctx.defaults?.authorization_params ?? req.authorizationParams,
+      connectionConfig,
+    });
+  }
+
+  /** APP and CUSTOM: the GitHub App's installation page; the user authorization after it uses PKCE. */
+  private async githubAppInstallUrl(
+    ctx: FlowContext,
+    connectionConfig: Record<string, unknown>,
+    state: string,
+    secrets: StateSecrets,
+  ): Promise<string> {
+    const integration = await this.contexts.integrationSecrets(ctx);
+    if (!integration.appLink || !integration.appId || !integration.privateKey) {
+      throw new AuthConnectError(
+        'invalid_connection',
+        `Integration "${ctx.providerConfigKey}" has no GitHub App configured yet`,
+      );
+    }
+    connectionConfig['appPublicLink'] = integration.appLink.replace(/\/$/, '');
+    const template = ctx.provider.authorization_url ?? '${connectionConfig.appPublicLink}/installations/new';
+    const target = interpolateUrl(template, connectionConfig, ctx.provider);
+    target.searchParams.set('state', state);
+    const url = target.toString();
+    // The installation is checked with a user code this flow asks for itself, after the install.
+    if (!ctx.provider.installation_check?.authorization_url) {
+      throw new AuthConnectError(
+        'invalid_connection',
+        `${ctx.provider.name} has no installation_check.authorization_url in the provider catalog`,
+      );
+    }
+    secrets.codeVerifier = randomBytes(32).toString('base64url');
+    return url;
+  }
+
+  /** Keeps the pending flow (its secrets encrypted) and drops the environment's expired ones. */
+  private async saveState(
+    ctx: FlowContext,
+    state: string,
+    connectionConfig: Record<string, unknown>,
+    secrets: StateSecrets,
+  ): Promise<void> {
+    const now = Date.now();
+    await this.db.oAuthState.deleteMany({
+      where: { environmentId: ctx.caller.environmentId, expiresAt: { lt: new Date(now) } },
+    });
+    await this.db.oAuthState.create({
+      data: {
+        id: state,
+        environmentId: ctx.caller.environmentId,
+        connectSessionId: ctx.session.id,
+        providerConfigKey: ctx.providerConfigKey,
+        provider: ctx.provider.name,
+        authMode: ctx.provider.auth_mode,
+        connectionId: ctx.connectionId,
+        connectionConfig: connectionConfig as Prisma.InputJsonValue,
+        secrets: this.cipher.encryptJson(secrets, stateAad(state)),
+        expiresAt: new Date(now + STATE_TTL_MS),
+      },
+    });
   }
 
   private async oauth2AuthorizationUrl(

@@ -102,30 +102,8 @@ export async function refreshCredentials(input: RefreshCredentialsInput): Promis
           await refreshOAuth2Token({ provider, client, credentials: current, connectionConfig, ...timeout }),
         );
       }
-      case 'OAUTH2_CC': {
-        const current = parseStored(
-          clientCredentialsSchema,
-          credentials,
-          provider,
-        ) as OAuth2ClientCredentials;
-        // The end user typed their own client id and secret at connect time; the integration's are the fallback.
-        const client =
-          current.client_id && current.client_secret
-            ? { clientId: current.client_id, clientSecret: current.client_secret }
-            : integrationClient(integration, provider);
-        const scopes = scopesOf(connectionConfig['oauth_scopes']);
-        const clientCertificate = clientCertificateFor(provider, current);
-        return withConfig(
-          await requestClientCredentialsToken({
-            provider,
-            client,
-            ...(clientCertificate ? { clientCertificate } : {}),
-            connectionConfig,
-            ...(scopes ? { scopes } : {}),
-            ...timeout,
-          }),
-        );
-      }
+      case 'OAUTH2_CC':
+        return await renewClientCredentials(input, timeout);
       case 'APP': {
         return withConfig(
           await fetchInstallationToken({
@@ -136,22 +114,8 @@ export async function refreshCredentials(input: RefreshCredentialsInput): Promis
           }),
         );
       }
-      case 'CUSTOM': {
-        const current = parseStored(customSchema, credentials, provider) as Pick<CustomCredentials, 'user'>;
-        const client = current.user?.refresh_token
-          ? { client: integrationClient(integration, provider) }
-          : {};
-        return withConfig(
-          await refreshGithubAppOAuth({
-            provider,
-            ...client,
-            ...githubApp(integration, provider),
-            credentials: current,
-            connectionConfig,
-            ...timeout,
-          }),
-        );
-      }
+      case 'CUSTOM':
+        return await refreshCustom(input, timeout);
       case 'JWT':
         return {
           credentials: await mintJwt(provider, typedFields(credentials), connectionConfig, 'refresh'),
@@ -169,27 +133,76 @@ export async function refreshCredentials(input: RefreshCredentialsInput): Promis
           connectionConfig: twoStepConnectionConfig(provider, renewed.raw),
         });
       }
-      case 'BILL': {
-        const { username, password, organization_id, dev_key } = parseStored(
-          billSchema,
-          credentials,
-          provider,
-        );
-        return {
-          credentials: await billLogin({
-            provider,
-            login: { username, password, organization_id, dev_key },
-            stage: 'refresh',
-            ...timeout,
-          }),
-        };
-      }
+      case 'BILL':
+        return await renewBillSession(input, timeout);
       default:
         throw misconfigured(provider, `Switchboard cannot refresh ${credentials.type} credentials`);
     }
   } catch (error) {
     throw asRefreshFailure(error, provider);
   }
+}
+
+type Timeout = { timeoutMs?: number };
+
+/** OAUTH2_CC: a new client-credentials token, with the end user's own client when they typed one. */
+async function renewClientCredentials(
+  input: RefreshCredentialsInput,
+  timeout: Timeout,
+): Promise<RefreshTokenResult> {
+  const { provider, integration, credentials, connectionConfig } = input;
+  const current = parseStored(clientCredentialsSchema, credentials, provider) as OAuth2ClientCredentials;
+  // The end user typed their own client id and secret at connect time; the integration's are the fallback.
+  const client =
+    current.client_id && current.client_secret
+      ? { clientId: current.client_id, clientSecret: current.client_secret }
+      : integrationClient(integration, provider);
+  const scopes = scopesOf(connectionConfig['oauth_scopes']);
+  const clientCertificate = clientCertificateFor(provider, current);
+  return withConfig(
+    await requestClientCredentialsToken({
+      provider,
+      client,
+      ...(clientCertificate ? { clientCertificate } : {}),
+      connectionConfig,
+      ...(scopes ? { scopes } : {}),
+      ...timeout,
+    }),
+  );
+}
+
+/** CUSTOM: a new installation token, and the user token refreshed when there is one. */
+async function refreshCustom(input: RefreshCredentialsInput, timeout: Timeout): Promise<RefreshTokenResult> {
+  const { provider, integration, credentials, connectionConfig } = input;
+  const current = parseStored(customSchema, credentials, provider) as Pick<CustomCredentials, 'user'>;
+  const client = current.user?.refresh_token ? { client: integrationClient(integration, provider) } : {};
+  return withConfig(
+    await refreshGithubAppOAuth({
+      provider,
+      ...client,
+      ...githubApp(integration, provider),
+      credentials: current,
+      connectionConfig,
+      ...timeout,
+    }),
+  );
+}
+
+/** BILL: a new login with the stored username, password, organization and developer key. */
+async function renewBillSession(
+  input: RefreshCredentialsInput,
+  timeout: Timeout,
+): Promise<RefreshTokenResult> {
+  const { provider, credentials } = input;
+  const { username, password, organization_id, dev_key } = parseStored(billSchema, credentials, provider);
+  return {
+    credentials: await billLogin({
+      provider,
+      login: { username, password, organization_id, dev_key },
+      stage: 'refresh',
+      ...timeout,
+    }),
+  };
 }
 
 /** The fields the end user typed at connect time, stored beside the token they produced. */

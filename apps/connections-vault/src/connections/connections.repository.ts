@@ -152,64 +152,10 @@ export class ConnectionsRepository {
           let operation: 'creation' | 'override';
           if (existing) {
             operation = 'override';
-            row = await tx.connection.update({
-              where: { id: existing.id },
-              data: {
-                provider: write.provider,
-                credentials: write.sealCredentials(existing.id),
-                credentialsExpiresAt: write.credentialsExpiresAt,
-                connectionConfig: write.connectionConfig as Prisma.InputJsonObject,
-                ...(write.metadata !== undefined
-                  ? {
-                      metadata:
-                        write.metadata === null ? Prisma.DbNull : (write.metadata as Prisma.InputJsonObject),
-                    }
-                  : {}),
-                ...(write.tags !== undefined ? { tags: write.tags } : {}),
-                ...(write.endUser !== undefined
-                  ? {
-                      endUser:
-                        write.endUser === null
-                          ? Prisma.DbNull
-                          : (write.endUser as unknown as Prisma.InputJsonObject),
-                    }
-                  : {}),
-                ...(write.webhookUrlOverride !== undefined
-                  ? { webhookUrlOverride: write.webhookUrlOverride }
-                  : {}),
-                // New credentials from the end user: earlier refresh failures no longer apply.
-                refreshFailures: 0,
-                lastRefreshFailure: null,
-                lastRefreshSuccess: null,
-                lastRefreshError: Prisma.DbNull,
-                refreshLeaseOwner: null,
-                refreshLeaseUntil: null,
-              },
-            });
-            await tx.$executeRaw`UPDATE vault.connections SET errors = ${errorsWithout('auth')} WHERE id = ${existing.id}`;
-            row.errors = ((row.errors as ConnectionError[]) ?? []).filter((e) => e.type !== 'auth');
+            row = await this.overrideRow(tx, existing.id, write);
           } else {
             operation = 'creation';
-            const [{ id }] = (await tx.$queryRaw<{ id: number }[]>`
-              SELECT nextval(pg_get_serial_sequence('vault.connections', 'id'))::int AS id`) as [
-              { id: number },
-            ];
-            row = await tx.connection.create({
-              data: {
-                id,
-                environmentId: key.environmentId,
-                providerConfigKey: key.providerConfigKey,
-                connectionId: key.connectionId,
-                provider: write.provider,
-                credentials: write.sealCredentials(id),
-                credentialsExpiresAt: write.credentialsExpiresAt,
-                connectionConfig: write.connectionConfig as Prisma.InputJsonObject,
-                metadata: write.metadata ? (write.metadata as Prisma.InputJsonObject) : Prisma.DbNull,
-                tags: write.tags ?? {},
-                endUser: write.endUser ? (write.endUser as unknown as Prisma.InputJsonObject) : Prisma.DbNull,
-                webhookUrlOverride: write.webhookUrlOverride ?? null,
-              },
-            });
+            row = await this.createRow(tx, key, write);
           }
           await this.insertOutbox(tx, event(row, operation));
           return { row, operation };
@@ -220,6 +166,64 @@ export class ConnectionsRepository {
         throw error;
       }
     }
+  }
+
+  /** Overrides a stored connection: new credentials clear its refresh failures and its auth error. */
+  private async overrideRow(tx: Tx, id: number, write: ConnectionWrite): Promise<ConnectionRow> {
+    const row = await tx.connection.update({
+      where: { id },
+      data: {
+        provider: write.provider,
+        credentials: write.sealCredentials(id),
+        credentialsExpiresAt: write.credentialsExpiresAt,
+        connectionConfig: write.connectionConfig as Prisma.InputJsonObject,
+        ...(write.metadata !== undefined
+          ? {
+              metadata: write.metadata === null ? Prisma.DbNull : (write.metadata as Prisma.InputJsonObject),
+            }
+          : {}),
+        ...(write.tags !== undefined ? { tags: write.tags } : {}),
+        ...(write.endUser !== undefined
+          ? {
+              endUser:
+                write.endUser === null ? Prisma.DbNull : (write.endUser as unknown as Prisma.InputJsonObject),
+            }
+          : {}),
+        ...(write.webhookUrlOverride !== undefined ? { webhookUrlOverride: write.webhookUrlOverride } : {}),
+        // New credentials from the end user: earlier refresh failures no longer apply.
+        refreshFailures: 0,
+        lastRefreshFailure: null,
+        lastRefreshSuccess: null,
+        lastRefreshError: Prisma.DbNull,
+        refreshLeaseOwner: null,
+        refreshLeaseUntil: null,
+      },
+    });
+    await tx.$executeRaw`UPDATE vault.connections SET errors = ${errorsWithout('auth')} WHERE id = ${id}`;
+    row.errors = ((row.errors as ConnectionError[]) ?? []).filter((e) => e.type !== 'auth');
+    return row;
+  }
+
+  /** A new connection row, its id taken from the sequence first so its ciphertext can be bound to it. */
+  private async createRow(tx: Tx, key: ConnectionKey, write: ConnectionWrite): Promise<ConnectionRow> {
+    const [{ id }] = (await tx.$queryRaw<{ id: number }[]>`
+      SELECT nextval(pg_get_serial_sequence('vault.connections', 'id'))::int AS id`) as [{ id: number }];
+    return tx.connection.create({
+      data: {
+        id,
+        environmentId: key.environmentId,
+        providerConfigKey: key.providerConfigKey,
+        connectionId: key.connectionId,
+        provider: write.provider,
+        credentials: write.sealCredentials(id),
+        credentialsExpiresAt: write.credentialsExpiresAt,
+        connectionConfig: write.connectionConfig as Prisma.InputJsonObject,
+        metadata: write.metadata ? (write.metadata as Prisma.InputJsonObject) : Prisma.DbNull,
+        tags: write.tags ?? {},
+        endUser: write.endUser ? (write.endUser as unknown as Prisma.InputJsonObject) : Prisma.DbNull,
+        webhookUrlOverride: write.webhookUrlOverride ?? null,
+      },
+    });
   }
 
   async patch(

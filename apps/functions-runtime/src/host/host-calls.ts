@@ -42,6 +42,20 @@ const ALL: readonly FunctionType[] = ['action', 'on-event', 'sync'];
 const jsonObject = z.record(z.string(), z.unknown());
 const optionalKey = z.string().max(255).nullish();
 
+const connectionKey = (s: RunScope) => ({
+  caller: s.caller,
+  connectionId: s.connectionId,
+  providerConfigKey: s.providerConfigKey,
+});
+const hostScope = (s: RunScope) => ({
+  ...connectionKey(s),
+  functionName: s.functionName,
+  variant: s.variant,
+});
+// A sync run's checkpoint writes name the run and attempt: the orchestrator refuses them once it is over.
+const checkpointWriter = (s: RunScope) =>
+  s.type === 'sync' ? { runId: s.invocationId, attempt: s.attempt } : {};
+
 /** The connection a call names must be the run's own; naming none means the run's own. */
 function ownConnection(scope: RunScope, providerConfigKey?: string | null, connectionId?: string | null) {
   if (
@@ -222,29 +236,32 @@ export class HostCalls {
   }
 
   private build(): Record<string, HostCall<z.ZodType>> {
-    const key = (s: RunScope) => ({
-      caller: s.caller,
-      connectionId: s.connectionId,
-      providerConfigKey: s.providerConfigKey,
-    });
-    const connection = (s: RunScope) =>
-      s.candidate
-        ? Promise.resolve(candidateConnection(s, s.candidate))
-        : this.nats.call(CONNECTIONS_API_REQUESTS.get, {
-            ...key(s),
-            includeCredentials: true,
-            includeRefreshToken: false,
-            forceRefresh: false,
-            refreshGithubAppJwtToken: false,
-          });
-    const hostScope = (s: RunScope) => ({
-      ...key(s),
-      functionName: s.functionName,
-      variant: s.variant,
-    });
-    // A sync run's checkpoint writes name the run and attempt: the orchestrator refuses them once it is over.
-    const writer = (s: RunScope) => (s.type === 'sync' ? { runId: s.invocationId, attempt: s.attempt } : {});
+    return {
+      ...this.connectionCalls(),
+      ...this.metadataWriteCalls(),
+      ...this.environmentCalls(),
+      ...this.controlCalls(),
+      ...this.lockCalls(),
+      ...this.checkpointCalls(),
+      ...recordsHostCalls(this.nats),
+    };
+  }
 
+  /** The run's connection with its credentials; while it is validated, the candidate not stored yet. */
+  private connectionOf(s: RunScope): Promise<ApiPublicConnectionFull> {
+    return s.candidate
+      ? Promise.resolve(candidateConnection(s, s.candidate))
+      : this.nats.call(CONNECTIONS_API_REQUESTS.get, {
+          ...connectionKey(s),
+          includeCredentials: true,
+          includeRefreshToken: false,
+          forceRefresh: false,
+          refreshGithubAppJwtToken: false,
+        });
+  }
+
+  /** The run's connection, its token and metadata, its integration, and requests through the proxy. */
+  private connectionCalls(): Record<string, HostCall<z.ZodType>> {
     return {
       proxy: entry({
         types: ALL,
@@ -253,7 +270,7 @@ export class HostCalls {
           ownConnection(s, args.providerConfigKey, args.connectionId);
           if (s.deadline.aborted) throw new HostCallError('script_aborted', 'the run is out of time');
           return this.proxy.send(
-            { ...key(s), ...(s.candidate ? { candidate: s.candidate, provider: s.provider } : {}) },
+            { ...connectionKey(s), ...(s.candidate ? { candidate: s.candidate, provider: s.provider } : {}) },
             args,
             s.deadline,
           );
@@ -273,7 +290,7 @@ export class HostCalls {
         args: z.object({ providerConfigKey: optionalKey, connectionId: optionalKey }),
         run: (s, args) => {
           ownConnection(s, args.providerConfigKey, args.connectionId);
-          return connection(s);
+          return this.connectionOf(s);
         },
       }),
       getToken: entry({
@@ -293,8 +310,34 @@ export class HostCalls {
       getMetadata: entry({
         types: ALL,
         args: z.unknown(),
-        run: async (s) => (await connection(s)).metadata ?? {},
+        run: async (s) => (await this.connectionOf(s)).metadata ?? {},
       }),
+      // The run's own integration, as Nango's: its client secret only with include: ['credentials'] (README,
+      // "getIntegration"). Another integration is refused.
+      getIntegration: entry({
+        types: ALL,
+        args: z.object({
+          include: z
+            .array(z.enum(['webhook', 'credentials']))
+            .max(2)
+            .default([]),
+        }),
+        run: (s, args) =>
+          this.nats.call(INTEGRATION_REQUESTS.get, {
+            caller: s.caller,
+            uniqueKey: s.providerConfigKey,
+            include: {
+              webhook: args.include.includes('webhook'),
+              credentials: args.include.includes('credentials'),
+            },
+          }),
+      }),
+    };
+  }
+
+  /** Writes of the run's connection metadata (refused while the connection is validated). */
+  private metadataWriteCalls(): Record<string, HostCall<z.ZodType>> {
+    return {
       setMetadata: entry({
         types: ALL,
         args: z.object({ metadata: jsonObject, providerConfigKey: optionalKey, connectionId: optionalKey }),
@@ -327,6 +370,12 @@ export class HostCalls {
           });
         },
       }),
+    };
+  }
+
+  /** The environment's variables and webhook URL, and requests to any URL without credentials. */
+  private environmentCalls(): Record<string, HostCall<z.ZodType>> {
+    return {
       getEnvironmentVariables: entry({
         types: ALL,
         args: z.unknown(),
@@ -342,6 +391,21 @@ export class HostCalls {
           );
         },
       }),
+      // A request to any URL, without connection credentials, through the egress policy (uncontrolled-fetch.ts).
+      uncontrolledFetch: entry({
+        types: ALL,
+        args: uncontrolledFetchArgsSchema,
+        run: (s, args) => {
+          if (s.deadline.aborted) throw new HostCallError('script_aborted', 'the run is out of time');
+          return this.fetcher.send(args, s.deadline);
+        },
+      }),
+    };
+  }
+
+  /** Actions and syncs a script starts on any connection of its environment. */
+  private controlCalls(): Record<string, HostCall<z.ZodType>> {
+    return {
       // Nango lets a script trigger an action on any connection of its environment; the environment is
       // still the run's own (the orchestrator scopes by `caller`).
       triggerAction: entry({
@@ -421,35 +485,12 @@ export class HostCalls {
           return null;
         },
       }),
-      // A request to any URL, without connection credentials, through the egress policy (uncontrolled-fetch.ts).
-      uncontrolledFetch: entry({
-        types: ALL,
-        args: uncontrolledFetchArgsSchema,
-        run: (s, args) => {
-          if (s.deadline.aborted) throw new HostCallError('script_aborted', 'the run is out of time');
-          return this.fetcher.send(args, s.deadline);
-        },
-      }),
-      // The run's own integration, as Nango's: its client secret only with include: ['credentials'] (README,
-      // "getIntegration"). Another integration is refused.
-      getIntegration: entry({
-        types: ALL,
-        args: z.object({
-          include: z
-            .array(z.enum(['webhook', 'credentials']))
-            .max(2)
-            .default([]),
-        }),
-        run: (s, args) =>
-          this.nats.call(INTEGRATION_REQUESTS.get, {
-            caller: s.caller,
-            uniqueKey: s.providerConfigKey,
-            include: {
-              webhook: args.include.includes('webhook'),
-              credentials: args.include.includes('credentials'),
-            },
-          }),
-      }),
+    };
+  }
+
+  /** Cross-run locks of the run's connection. */
+  private lockCalls(): Record<string, HostCall<z.ZodType>> {
+    return {
       // Cross-run locks of the run's connection, held by this run (its invocation id) until released, until
       // the run ends, or until their TTL runs out.
       tryAcquireLock: entry({
@@ -487,6 +528,12 @@ export class HostCalls {
           return null;
         },
       }),
+    };
+  }
+
+  /** The function's checkpoint for the run's connection. */
+  private checkpointCalls(): Record<string, HostCall<z.ZodType>> {
+    return {
       getCheckpoint: entry({
         types: ALL,
         args: z.unknown(),
@@ -499,7 +546,7 @@ export class HostCalls {
         run: async (s, args) => {
           await this.nats.call(FUNCTION_HOST_REQUESTS.checkpointSave, {
             ...hostScope(s),
-            ...writer(s),
+            ...checkpointWriter(s),
             checkpoint: args.checkpoint,
           });
           return null;
@@ -509,11 +556,13 @@ export class HostCalls {
         types: ALL,
         args: z.unknown(),
         run: async (s) => {
-          await this.nats.call(FUNCTION_HOST_REQUESTS.checkpointClear, { ...hostScope(s), ...writer(s) });
+          await this.nats.call(FUNCTION_HOST_REQUESTS.checkpointClear, {
+            ...hostScope(s),
+            ...checkpointWriter(s),
+          });
           return null;
         },
       }),
-      ...recordsHostCalls(this.nats),
     };
   }
 }

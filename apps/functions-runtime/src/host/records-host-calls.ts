@@ -110,66 +110,77 @@ export function groupsOf(
 }
 
 /**
+ * Sends the groups in order, each dropped from the list as its request is made: the request holds only
+ * its encoded bytes, so no record of the batch stays reachable while the orchestrator writes it.
+ */
+async function sendGroups(
+  nats: NatsRequester,
+  s: RunScope,
+  model: string,
+  op: RecordWriteOp,
+  groups: Record<string, unknown>[][],
+): Promise<boolean> {
+  while (groups.length > 0) {
+    const merging = s.merging.get(model);
+    const reply = await nats.call(RECORDS_REQUESTS.write, {
+      ...runScopeOf(s, model),
+      op,
+      records: groups.shift() ?? [],
+      ...(merging ? { merging } : {}),
+    });
+    // Under ignore_if_modified_after the cursor follows the run's own writes.
+    if (merging?.strategy === 'ignore_if_modified_after') {
+      s.merging.set(model, { strategy: merging.strategy, cursor: reply.mergingCursor ?? null });
+    }
+  }
+  return true;
+}
+
+/** batchSave, batchUpdate, batchDelete. */
+function writeCall(nats: NatsRequester, call: string, op: RecordWriteOp) {
+  return entry({
+    types: SYNC,
+    args: batchArgs,
+    takesData: true,
+    // Not async: the arguments (a batch of up to 1000 records) are checked and grouped here, and only the
+    // groups are handed on (see `sendGroups`).
+    run: (s, args) => {
+      const model = modelOf(s, call, args.model);
+      // The budget follows the server's max_payload (8 MB on the generated configuration: a batch of
+      // 1000 records of 1 KB is one message and one store transaction, not two).
+      const budget = recordsMessageBytes(nats.maxPayload);
+      return sendGroups(nats, s, model, op, groupsOf(call, args.model, args.records, budget));
+    },
+  });
+}
+
+/** Deletes the model's records the run (or its deletion window) did not save. */
+function deleteUnseenCall(nats: NatsRequester, call: string, window: boolean) {
+  return entry({
+    types: SYNC,
+    args: modelArgs,
+    run: async (s, args) => {
+      const model = modelOf(s, call, args.model);
+      return nats.call(
+        RECORDS_REQUESTS.deleteUnseen,
+        { ...runScopeOf(s, model), ...(window ? { window } : {}) },
+        // Marking a large model's unseen records can take a while.
+        { timeoutMs: 120_000 },
+      );
+    },
+  });
+}
+
+/**
  * The sync API of a running script (`types: ['sync']`): batchSave/batchUpdate/batchDelete,
  * getRecordsByIds, trackDeletesStart/End, deleteRecordsFromPreviousExecutions, setMergingStrategy. The
  * orchestrator owns the records; these calls only scope, check and forward.
  */
 export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z.ZodType>> {
-  /**
-   * Sends the groups in order, each dropped from the list as its request is made: the request holds only
-   * its encoded bytes, so no record of the batch stays reachable while the orchestrator writes it.
-   */
-  const send = async (s: RunScope, model: string, op: RecordWriteOp, groups: Record<string, unknown>[][]) => {
-    while (groups.length > 0) {
-      const merging = s.merging.get(model);
-      const reply = await nats.call(RECORDS_REQUESTS.write, {
-        ...runScopeOf(s, model),
-        op,
-        records: groups.shift() ?? [],
-        ...(merging ? { merging } : {}),
-      });
-      // Under ignore_if_modified_after the cursor follows the run's own writes.
-      if (merging?.strategy === 'ignore_if_modified_after') {
-        s.merging.set(model, { strategy: merging.strategy, cursor: reply.mergingCursor ?? null });
-      }
-    }
-    return true;
-  };
-  const write = (call: string, op: RecordWriteOp) =>
-    entry({
-      types: SYNC,
-      args: batchArgs,
-      takesData: true,
-      // Not async: the arguments (a batch of up to 1000 records) are checked and grouped here, and only the
-      // groups are handed on (see `send`).
-      run: (s, args) => {
-        const model = modelOf(s, call, args.model);
-        // The budget follows the server's max_payload (8 MB on the generated configuration: a batch of
-        // 1000 records of 1 KB is one message and one store transaction, not two).
-        const budget = recordsMessageBytes(nats.maxPayload);
-        return send(s, model, op, groupsOf(call, args.model, args.records, budget));
-      },
-    });
-
-  const deleteUnseen = (call: string, window: boolean) =>
-    entry({
-      types: SYNC,
-      args: modelArgs,
-      run: async (s, args) => {
-        const model = modelOf(s, call, args.model);
-        return nats.call(
-          RECORDS_REQUESTS.deleteUnseen,
-          { ...runScopeOf(s, model), ...(window ? { window } : {}) },
-          // Marking a large model's unseen records can take a while.
-          { timeoutMs: 120_000 },
-        );
-      },
-    });
-
   return {
-    batchSave: write('batchSave', 'save'),
-    batchUpdate: write('batchUpdate', 'update'),
-    batchDelete: write('batchDelete', 'delete'),
+    batchSave: writeCall(nats, 'batchSave', 'save'),
+    batchUpdate: writeCall(nats, 'batchUpdate', 'update'),
+    batchDelete: writeCall(nats, 'batchDelete', 'delete'),
     getRecordsByIds: entry({
       types: SYNC,
       args: z.object({ model: modelArg, ids: z.array(z.string().max(256)).max(IDS_PER_CALL) }),
@@ -220,9 +231,9 @@ export function recordsHostCalls(nats: NatsRequester): Record<string, HostCall<z
         return null;
       },
     }),
-    trackDeletesEnd: deleteUnseen('trackDeletesEnd', true),
+    trackDeletesEnd: deleteUnseenCall(nats, 'trackDeletesEnd', true),
     // Nango's older call: what this run did not save, whatever earlier runs saved.
-    deleteRecordsFromPreviousExecutions: deleteUnseen('deleteRecordsFromPreviousExecutions', false),
+    deleteRecordsFromPreviousExecutions: deleteUnseenCall(nats, 'deleteRecordsFromPreviousExecutions', false),
     setMergingStrategy: entry({
       types: SYNC,
       args: z.object({ model: modelArg, strategy: z.enum(['override', 'ignore_if_modified_after']) }),

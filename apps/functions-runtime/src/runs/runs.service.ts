@@ -11,6 +11,7 @@ import {
   runInSandbox,
   sandboxLibrary,
   type RunLimits,
+  type SandboxOutcome,
 } from '../sandbox/sandbox';
 import { BundleCache } from './bundle-cache';
 import { OutputStore } from './output-store';
@@ -160,36 +161,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     // when the run is over (every host call stops). Between the two is the abort grace.
     const deadline = new AbortController();
     const stop = new AbortController();
-    const scope: RunScope = {
-      caller: req.caller,
-      invocationId: req.invocationId,
-      attempt: req.attempt,
-      functionName: req.function.name,
-      type: req.function.type,
-      connectionId: req.connection.connectionId,
-      providerConfigKey: req.connection.providerConfigKey,
-      provider: req.connection.provider,
-      variant: req.variant ?? 'base',
-      ...(req.sync ? { sync: req.sync } : {}),
-      merging: new Map(),
-      locks: { taken: false },
-      ...(req.candidate ? { candidate: req.candidate } : {}),
-      depth: req.depth,
-      deadline: deadline.signal,
-      signal: stop.signal,
-      stop: stopRun,
-      // A run waiting on an action it triggered gives its slot to that action (which may need one on this
-      // very process) and takes a slot again after: otherwise chains of triggers could hold every slot
-      // while waiting for one. The depth limit bounds how many runs wait like this per chain.
-      whileWaiting: async (wait) => {
-        slot.release();
-        try {
-          return await wait();
-        } finally {
-          slot.release = await this.slots.acquire();
-        }
-      },
-    };
+    const scope = this.runScope(req, slot, { deadline, stop, stopRun });
     let outcome;
     try {
       outcome = await runInSandbox({
@@ -222,6 +194,53 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       deadline.abort();
       stop.abort();
     }
+    return this.resultOf(req, outcome, limits);
+  }
+
+  /** What a host call knows of its run: who, which connection, its signals and its slot. */
+  private runScope(
+    req: FunctionRunRequest,
+    slot: { release: () => void },
+    run: { deadline: AbortController; stop: AbortController; stopRun: (reason: string) => void },
+  ): RunScope {
+    return {
+      caller: req.caller,
+      invocationId: req.invocationId,
+      attempt: req.attempt,
+      functionName: req.function.name,
+      type: req.function.type,
+      connectionId: req.connection.connectionId,
+      providerConfigKey: req.connection.providerConfigKey,
+      provider: req.connection.provider,
+      variant: req.variant ?? 'base',
+      ...(req.sync ? { sync: req.sync } : {}),
+      merging: new Map(),
+      locks: { taken: false },
+      ...(req.candidate ? { candidate: req.candidate } : {}),
+      depth: req.depth,
+      deadline: run.deadline.signal,
+      signal: run.stop.signal,
+      stop: run.stopRun,
+      // A run waiting on an action it triggered gives its slot to that action (which may need one on this
+      // very process) and takes a slot again after: otherwise chains of triggers could hold every slot
+      // while waiting for one. The depth limit bounds how many runs wait like this per chain.
+      whileWaiting: async (wait) => {
+        slot.release();
+        try {
+          return await wait();
+        } finally {
+          slot.release = await this.slots.acquire();
+        }
+      },
+    };
+  }
+
+  /** The run's answer: its output inline or stored, or a failure when it is over its limits. */
+  private async resultOf(
+    req: FunctionRunRequest,
+    outcome: SandboxOutcome,
+    limits: RunLimits,
+  ): Promise<FunctionRunResult> {
     const { logs, logsDropped, durationMs, cpuTimeMs } = outcome;
     const stats = { logs, logsDropped, durationMs, cpuTimeMs };
     if (outcome.status === 'failure') {

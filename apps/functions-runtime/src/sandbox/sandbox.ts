@@ -9,6 +9,7 @@ import {
   type SandboxLibrary,
 } from './isolates';
 import { hostCallArgs, parseResult, type HostCallArgs } from './run-result';
+import { RunWatch, type BrokenLimit } from './run-watch';
 import { SpareIsolates } from './spare-isolates';
 
 export type { HostCallArgs } from './run-result';
@@ -84,9 +85,6 @@ export type SandboxOutcome = {
       error: { code: FunctionFailureCode; message: string; payload?: unknown; cause?: { code: string } };
     }
 );
-
-/** How often the CPU clock of a running isolate is read. */
-const CPU_POLL_MS = 20;
 
 /** How many isolates of a key may be in the making (none ready) for a run to take a spare rather than wait. */
 const SPARE_FIRST_BELOW = 3;
@@ -230,10 +228,7 @@ async function isolateFor(
  */
 export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome> {
   const started = performance.now();
-  const logs: FunctionLog[] = [];
-  let logsDropped = 0;
-  let logChars = 0;
-  let broken: { code: FunctionFailureCode; message: string } | undefined;
+  const log: RunLog = { logs: [], dropped: 0, chars: 0 };
 
   const taken = await isolateFor(req.limits.memoryMb, req.poolKey);
   const { prepared, reused } = taken;
@@ -241,138 +236,40 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
   const { isolate } = prepared;
   prepared.runs++;
   running.add(isolate);
-  // Host promises of this run not settled yet (calls, sleeps): an isolate with any left is not reused.
-  let outstanding = 0;
-  const counted = <T>(promise: Promise<T>): Promise<T> => {
-    outstanding++;
-    return promise.finally(() => outstanding--);
-  };
-  // A spare's clock already holds the library's evaluation: the run is charged from here on, and for its
-  // bundle's module top level if a ready context evaluated it ahead of the run.
-  let cpuAtStart = Number(isolate.cpuTime) / 1e6 - ctx.loadCpuMs;
-  // The last reading is kept: a disposed isolate has no clock left to read.
-  let lastCpuMs = 0;
-  const cpuMs = () => {
-    if (!isolate.isDisposed) {
-      try {
-        lastCpuMs = Number(isolate.cpuTime) / 1e6 - cpuAtStart;
-      } catch {
-        // disposed between the check and the read
-      }
-    }
-    return lastCpuMs;
-  };
-  const end = (code: FunctionFailureCode, message: string) => {
-    // During the abort grace the answer is already script_timeout; a limit broken then still ends it.
-    broken ??= { code, message };
-    req.onWallClock();
-    if (!isolate.isDisposed) isolate.dispose();
-  };
-  const cpuWatch = setInterval(() => {
-    if (!isolate.isDisposed && cpuMs() > req.limits.cpuTimeMs) {
-      end('script_cpu_limit', `the function used more than ${req.limits.cpuTimeMs} ms of CPU time`);
-    }
-  }, CPU_POLL_MS);
-  let graceWatch: NodeJS.Timeout | undefined;
-  /** The wall clock, or a stop from outside: the script gets the abort grace to react, then it is disposed. */
-  const windDown = (code: FunctionFailureCode, message: string) => {
-    if (broken) return;
-    if (req.limits.abortGraceMs <= 0 || isolate.isDisposed) {
-      end(code, message);
-      return;
-    }
-    // The answer is decided now; the script only gets a moment to react to its abortSignal.
-    broken = { code, message };
-    req.onWallClock();
-    ctx.control
-      .apply(undefined, ['abort', message], { timeout: req.limits.abortGraceMs })
-      .catch(() => undefined);
-    graceWatch = setTimeout(() => {
-      if (!isolate.isDisposed) isolate.dispose();
-    }, req.limits.abortGraceMs);
-  };
-  const wallWatch = setTimeout(
-    () => windDown('script_timeout', `the function ran longer than ${req.limits.wallTimeMs} ms`),
-    req.limits.wallTimeMs,
-  );
-  const onAbort = () =>
-    windDown('script_aborted', `the run was stopped: ${String(req.abort?.reason ?? 'cancelled')}`);
-  req.abort?.addEventListener('abort', onAbort, { once: true });
-  if (req.abort?.aborted) onAbort();
+  const watch = new RunWatch(isolate, () => ctx, req);
+  const stats = (cpuTimeMs: number) => ({
+    logs: log.logs,
+    logsDropped: log.dropped,
+    durationMs: performance.now() - started,
+    cpuTimeMs,
+    reusedIsolate: reused,
+    readyContext: ready,
+  });
 
   let resultJson: string | undefined;
   let thrown: unknown;
   let cpuTimeMs = 0;
+  let host: HostBindings | undefined;
   try {
-    const hostCallRef = new ivm.Reference((name: unknown, args: unknown) => {
-      // The prelude sends [argsJson] or [data], copied (see hostCallArgs); anything else is a tampered sandbox.
-      const sent = hostCallArgs(args);
-      if (typeof name !== 'string' || sent === undefined) {
-        return Promise.resolve(
-          JSON.stringify({
-            ok: false,
-            error: {
-              code: 'invalid_arguments',
-              message: 'a host call must send its arguments as JSON text or as an object of plain data',
-            },
-          }),
-        );
-      }
-      return counted(req.hostCall(name, sent));
-    });
-    const hostLogRef = new ivm.Reference((level: FunctionLog['level'], message: string) => {
-      if (logs.length >= req.limits.logLines || logChars + message.length > req.limits.logTotalChars) {
-        logsDropped++;
-        return;
-      }
-      logChars += message.length;
-      logs.push({ level, message, at: new Date().toISOString() });
-    });
-    const hostSleepRef = new ivm.Reference((ms: number) =>
-      counted(
-        new Promise<void>((resolve) => {
-          // Never past the wall clock (the isolate is gone then); unref'd so it holds nothing up.
-          setTimeout(resolve, Math.min(ms, req.limits.wallTimeMs)).unref();
-        }),
-      ),
-    );
-    const meta = JSON.stringify({
-      type: req.type,
-      connectionId: req.connectionId,
-      providerConfigKey: req.providerConfigKey,
-      provider: req.provider,
-      invocationId: req.invocationId,
-      variant: req.variant,
-      entry: req.entry ?? 'exec',
-      lastSyncDate: req.lastSyncDate ?? null,
-      attributes: req.attributes ?? {},
-      outputLimitBytes: req.limits.outputBytes,
-      logLineChars: req.limits.logLineChars,
-    });
+    host = hostBindings(req, log);
+    const refs = host.refs;
+    const meta = runMeta(req);
     // The run's bindings, in one call: the prelude keeps them in its closures (no global holds them).
-    const bind = () => ctx.control.apply(undefined, ['bind', hostCallRef, hostLogRef, hostSleepRef, meta]);
+    const bind = () => ctx.control.apply(undefined, ['bind', ...refs, meta]);
     const inputJson = req.input === undefined ? undefined : JSON.stringify(req.input);
-    const start = () =>
-      ctx.control.apply(undefined, ['start', inputJson], {
-        result: { promise: true, copy: true },
-      }) as Promise<string>;
     // The ready context's module top level used a run capability (or the bundle reached code that did):
     // the run starts over on a new context, where the top level runs after the bindings, as before.
     const startOver = async () => {
       prepared.loadAhead = false;
       releaseContext(ctx);
-      cpuAtStart += ctx.loadCpuMs;
+      watch.cpuAtStart += ctx.loadCpuMs;
       ctx = await isolates.newContext(prepared);
       ready = false;
       if ((await bind()) !== 'ok') throw new Error('the sandbox prelude did not take the run');
     };
     if (ready && ctx.bundleLoaded) {
       // A ready context: bound and started in one crossing into the isolate (prelude/index.ts, `run`).
-      resultJson = (await ctx.control.apply(
-        undefined,
-        ['run', hostCallRef, hostLogRef, hostSleepRef, meta, inputJson],
-        { result: { promise: true, copy: true } },
-      )) as string;
+      resultJson = await runScript(ctx, ['run', ...refs, meta, inputJson]);
       if (typeof resultJson === 'string' && resultJson.startsWith('\u0000')) {
         resultJson = undefined;
         await startOver();
@@ -383,78 +280,164 @@ export async function runInSandbox(req: SandboxRequest): Promise<SandboxOutcome>
     }
     if (resultJson === undefined) {
       if (!ctx.bundleLoaded) {
-        let bundle: ivm.Script;
-        try {
-          bundle = await isolates.bundleIn(prepared, req.code, req.name);
-        } catch (error) {
-          const outcome: SandboxOutcome = {
+        const loadError = await loadBundle(prepared, ctx, req);
+        if (loadError !== undefined) {
+          return {
             status: 'failure',
-            error: {
-              code: 'script_load_error',
-              message: `the bundle does not compile: ${(error as Error).message}`,
-            },
-            logs,
-            logsDropped,
-            durationMs: performance.now() - started,
-            cpuTimeMs: cpuMs(),
-            reusedIsolate: reused,
-            readyContext: ready,
+            error: { code: 'script_load_error', message: loadError },
+            ...stats(watch.cpuMs()),
           };
-          return outcome;
         }
-        await bundle.run(ctx.context);
       }
-      resultJson = await start();
+      resultJson = await runScript(ctx, ['start', inputJson]);
     }
   } catch (error) {
     thrown = error;
   } finally {
     running.delete(isolate);
-    clearInterval(cpuWatch);
-    clearTimeout(wallWatch);
-    req.abort?.removeEventListener('abort', onAbort);
-    clearTimeout(graceWatch);
-    cpuTimeMs = cpuMs();
-    if (!broken && isolate.isDisposed) {
+    watch.stop();
+    cpuTimeMs = watch.cpuMs();
+    if (!watch.broken && isolate.isDisposed) {
       // isolated-vm disposes of an isolate by itself only when its heap is over the limit.
-      broken = {
-        code: 'script_memory_limit',
-        message: `the function used more than ${req.limits.memoryMb} MB of memory`,
-      };
+      watch.broken = memoryLimitBroken(req);
     }
-    if (!isolate.isDisposed) {
-      if (
-        req.poolKey !== undefined &&
-        !broken &&
-        thrown === undefined &&
-        outstanding === 0 &&
-        prepared.runs < MAX_RUNS_PER_ISOLATE
-      ) {
-        pool.giveBack(req.poolKey, prepared, ctx, { code: req.code, name: req.name });
-      } else isolate.dispose();
-    }
+    const clean = !watch.broken && thrown === undefined && host?.outstanding() === 0;
+    settleIsolate(req, prepared, ctx, clean);
   }
+  return outcomeOf(req, stats(cpuTimeMs), watch.broken, thrown, resultJson);
+}
 
-  const stats = {
-    logs,
-    logsDropped,
-    durationMs: performance.now() - started,
-    cpuTimeMs,
-    reusedIsolate: reused,
-    readyContext: ready,
+/** Runs the script through the prelude (`run` or `start`): its promise's result, copied out as JSON text. */
+async function runScript(
+  ctx: RunContext,
+  args: Parameters<RunContext['control']['apply']>[1],
+): Promise<string> {
+  return (await ctx.control.apply(undefined, args, { result: { promise: true, copy: true } })) as string;
+}
+
+/** What a run has logged so far, within its limits. */
+interface RunLog {
+  logs: FunctionLog[];
+  dropped: number;
+  chars: number;
+}
+
+interface HostBindings {
+  refs: [ivm.Reference, ivm.Reference, ivm.Reference];
+  outstanding: () => number;
+}
+
+/**
+ * The host functions a run's prelude calls (host call, log, sleep), and how many of their promises have
+ * not settled yet (calls, sleeps): an isolate with any left is not reused.
+ */
+function hostBindings(req: SandboxRequest, log: RunLog): HostBindings {
+  let outstanding = 0;
+  const counted = <T>(promise: Promise<T>): Promise<T> => {
+    outstanding++;
+    return promise.finally(() => outstanding--);
   };
+  const hostCallRef = new ivm.Reference((name: unknown, args: unknown) => {
+    // The prelude sends [argsJson] or [data], copied (see hostCallArgs); anything else is a tampered sandbox.
+    const sent = hostCallArgs(args);
+    if (typeof name !== 'string' || sent === undefined) {
+      return Promise.resolve(
+        JSON.stringify({
+          ok: false,
+          error: {
+            code: 'invalid_arguments',
+            message: 'a host call must send its arguments as JSON text or as an object of plain data',
+          },
+        }),
+      );
+    }
+    return counted(req.hostCall(name, sent));
+  });
+  const hostLogRef = new ivm.Reference((level: FunctionLog['level'], message: string) => {
+    if (log.logs.length >= req.limits.logLines || log.chars + message.length > req.limits.logTotalChars) {
+      log.dropped++;
+      return;
+    }
+    log.chars += message.length;
+    log.logs.push({ level, message, at: new Date().toISOString() });
+  });
+  const hostSleepRef = new ivm.Reference((ms: number) =>
+    counted(
+      new Promise<void>((resolve) => {
+        // Never past the wall clock (the isolate is gone then); unref'd so it holds nothing up.
+        setTimeout(resolve, Math.min(ms, req.limits.wallTimeMs)).unref();
+      }),
+    ),
+  );
+  return { refs: [hostCallRef, hostLogRef, hostSleepRef], outstanding: () => outstanding };
+}
+
+/** What the prelude knows of the run (`nango.connectionId`, `nango.lastSyncDate`, its limits, ...). */
+function runMeta(req: SandboxRequest): string {
+  return JSON.stringify({
+    type: req.type,
+    connectionId: req.connectionId,
+    providerConfigKey: req.providerConfigKey,
+    provider: req.provider,
+    invocationId: req.invocationId,
+    variant: req.variant,
+    entry: req.entry ?? 'exec',
+    lastSyncDate: req.lastSyncDate ?? null,
+    attributes: req.attributes ?? {},
+    outputLimitBytes: req.limits.outputBytes,
+    logLineChars: req.limits.logLineChars,
+  });
+}
+
+/** Evaluates the bundle's module top level in the run's context; a bundle that does not compile is named. */
+async function loadBundle(
+  prepared: PreparedIsolate,
+  ctx: RunContext,
+  req: SandboxRequest,
+): Promise<string | undefined> {
+  let bundle: ivm.Script;
+  try {
+    bundle = await isolates.bundleIn(prepared, req.code, req.name);
+  } catch (error) {
+    return `the bundle does not compile: ${(error as Error).message}`;
+  }
+  await bundle.run(ctx.context);
+  return undefined;
+}
+
+function memoryLimitBroken(req: SandboxRequest): BrokenLimit {
+  return {
+    code: 'script_memory_limit',
+    message: `the function used more than ${req.limits.memoryMb} MB of memory`,
+  };
+}
+
+/** A run's isolate afterwards: back to the pool if the run ended cleanly and it may serve more, else disposed. */
+function settleIsolate(
+  req: SandboxRequest,
+  prepared: PreparedIsolate,
+  ctx: RunContext,
+  clean: boolean,
+): void {
+  if (prepared.isolate.isDisposed) return;
+  if (req.poolKey !== undefined && clean && prepared.runs < MAX_RUNS_PER_ISOLATE) {
+    pool.giveBack(req.poolKey, prepared, ctx, { code: req.code, name: req.name });
+  } else prepared.isolate.dispose();
+}
+
+/** The run's answer: the limit it broke, what it threw, or its result. */
+function outcomeOf(
+  req: SandboxRequest,
+  stats: Omit<SandboxOutcome, 'status' | 'error' | 'outputJson'>,
+  broken: BrokenLimit | undefined,
+  thrown: unknown,
+  resultJson: string | undefined,
+): SandboxOutcome {
   if (broken) return { status: 'failure', error: broken, ...stats };
   if (thrown !== undefined || resultJson === undefined) {
     const message = thrown instanceof Error ? thrown.message : String(thrown);
     if (/memory limit/i.test(message)) {
-      return {
-        status: 'failure',
-        error: {
-          code: 'script_memory_limit',
-          message: `the function used more than ${req.limits.memoryMb} MB of memory`,
-        },
-        ...stats,
-      };
+      return { status: 'failure', error: memoryLimitBroken(req), ...stats };
     }
     return { status: 'failure', error: { code: 'script_runtime_error', message }, ...stats };
   }

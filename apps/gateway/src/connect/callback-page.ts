@@ -33,7 +33,26 @@ export function renderCallbackPage(
   // may read the outcome (it names the connection).
   const targets = [...new Set([new URL(connectUrl).origin, ...allowedOrigins])];
   const nonce = randomBytes(16).toString('base64');
-  const message = outcome.ok
+  const html = callbackHtml(outcome, nonce, {
+    message: openerMessage(outcome),
+    ok: outcome.ok,
+    back: backToConnectPage(outcome, connectUrl).toString(),
+    targets,
+  });
+  const csp = [
+    "default-src 'none'",
+    `script-src 'nonce-${nonce}'`,
+    `style-src 'nonce-${nonce}'`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+  return { status: outcome.ok ? 200 : 400, html, csp };
+}
+
+/** The message Nango's callback page posts to its opener. */
+function openerMessage(outcome: CallbackOutcome): Record<string, unknown> {
+  return outcome.ok
     ? {
         type: 'nango_oauth_callback_success',
         providerConfigKey: outcome.providerConfigKey,
@@ -46,6 +65,10 @@ export function renderCallbackPage(
         connectionId: outcome.connectionId,
         payload: { errorType: outcome.errorType, message: outcome.message },
       };
+}
+
+/** The connect page's address with the outcome in its query (where a page with no opener goes). */
+function backToConnectPage(outcome: CallbackOutcome, connectUrl: string): URL {
   const back = new URL(connectUrl);
   back.searchParams.set('oauth_result', outcome.ok ? 'success' : 'error');
   if (outcome.providerConfigKey) back.searchParams.set('provider_config_key', outcome.providerConfigKey);
@@ -53,10 +76,20 @@ export function renderCallbackPage(
     back.searchParams.set('connection_id', outcome.connectionId);
     if (outcome.displayName) back.searchParams.set('display_name', outcome.displayName);
   } else back.searchParams.set('error_type', outcome.errorType);
+  return back;
+}
 
+interface PageData {
+  message: Record<string, unknown>;
+  ok: boolean;
+  back: string;
+  targets: string[];
+}
+
+function callbackHtml(outcome: CallbackOutcome, nonce: string, data: PageData): string {
   const title = outcome.ok ? 'Connected' : 'The connection failed';
   const text = outcome.ok ? 'Your account is connected. You can close this window.' : outcome.message;
-  const html = `<!doctype html>
+  return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -73,9 +106,9 @@ h1{font-size:1.25rem;margin:0 0 8px}.error{color:#b42318}a{color:#2563eb}
 <main>
 <h1 id="title" tabindex="-1">${escapeHtml(title)}</h1>
 <p${outcome.ok ? '' : ' class="error" role="alert"'}>${escapeHtml(text)}</p>
-<p><a id="back" href="${escapeHtml(back.toString())}">Back to the connect page</a></p>
+<p><a id="back" href="${escapeHtml(data.back)}">Back to the connect page</a></p>
 </main>
-<script type="application/json" id="outcome">${scriptJson({ message, ok: outcome.ok, back: back.toString(), targets })}</script>
+<script type="application/json" id="outcome">${scriptJson(data)}</script>
 <script nonce="${nonce}">
 (function () {
   var data = JSON.parse(document.getElementById('outcome').textContent);
@@ -101,13 +134,4 @@ h1{font-size:1.25rem;margin:0 0 8px}.error{color:#b42318}a{color:#2563eb}
 </body>
 </html>
 `;
-  const csp = [
-    "default-src 'none'",
-    `script-src 'nonce-${nonce}'`,
-    `style-src 'nonce-${nonce}'`,
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-  ].join('; ');
-  return { status: outcome.ok ? 200 : 400, html, csp };
 }

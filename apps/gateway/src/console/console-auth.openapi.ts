@@ -33,6 +33,12 @@ export function registerConsolePaths(registry: OpenAPIRegistry): void {
       'The console session cookie set by sign-in (HttpOnly, Secure, SameSite=Strict). Writes also need the ' +
       "session's `X-CSRF-Token`; API routes name the environment in `X-Switchboard-Environment`.",
   });
+  registerSignInPaths(registry);
+  registerAdminPaths(registry);
+}
+
+/** Sign-in (password or OIDC), the signed-in user and sign-out. */
+function registerSignInPaths(registry: OpenAPIRegistry): void {
   registry.registerPath({
     method: 'get',
     path: '/console/api/config',
@@ -91,6 +97,10 @@ export function registerConsolePaths(registry: OpenAPIRegistry): void {
     request: { headers: csrfHeader },
     responses: { 204: { description: 'Signed out' }, ...refused },
   });
+}
+
+/** The account's console users and its audit log (admin only). */
+function registerAdminPaths(registry: OpenAPIRegistry): void {
   registry.registerPath({
     method: 'get',
     path: '/console/api/users',

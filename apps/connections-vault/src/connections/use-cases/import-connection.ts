@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import {
   refreshTokenResultSchema,
+  type ApiProvider,
   type ApiPublicConnectionFull,
   type Credentials,
   type ImportConnectionRequest,
@@ -41,31 +42,7 @@ export class ImportConnection {
     const provider = await this.nats.call(PROVIDER_REQUESTS.get, {
       name: integration.provider,
     });
-    if (provider.auth_mode !== body.credentials.type) {
-      throw new VaultError(
-        'invalid_body',
-        `Provider ${integration.provider} uses ${provider.auth_mode} auth; it does not accept ${body.credentials.type} credentials`,
-        [{ code: 'invalid_value', message: `must be ${provider.auth_mode}`, path: ['credentials', 'type'] }],
-      );
-    }
-
-    // An imported connection is refreshed against the catalog's token URL like any other: its host fields
-    // must name the provider's own domains, so the integration's client secret cannot be sent elsewhere.
-    const problems = connectionConfigValueProblems(
-      provider as unknown as HostFieldsProviderShape,
-      body.connection_config ?? {},
-    );
-    if (problems.length > 0) {
-      throw new VaultError(
-        'invalid_body',
-        'The connection config names a host or value the provider does not allow',
-        problems.map(([name, message]) => ({
-          code: 'invalid_format',
-          message: `${name} ${message}`,
-          path: ['connection_config', name],
-        })),
-      );
-    }
+    refuseUnfitBody(integration.provider, provider, body);
 
     const connectionId = body.connection_id ?? randomUUID();
     let connectionConfig: Record<string, unknown> = { ...(body.connection_config ?? {}) };
@@ -159,5 +136,38 @@ function storedCredentials(input: Exclude<ImportCredentials, { type: 'APP' | 'CU
     case 'TBA':
     case 'NONE':
       return { ...input };
+  }
+}
+
+/** The credentials must be of the provider's auth mode, and the config's host fields name its own domains. */
+function refuseUnfitBody(
+  providerName: string,
+  provider: ApiProvider,
+  body: ImportConnectionRequest['body'],
+): void {
+  if (provider.auth_mode !== body.credentials.type) {
+    throw new VaultError(
+      'invalid_body',
+      `Provider ${providerName} uses ${provider.auth_mode} auth; it does not accept ${body.credentials.type} credentials`,
+      [{ code: 'invalid_value', message: `must be ${provider.auth_mode}`, path: ['credentials', 'type'] }],
+    );
+  }
+
+  // An imported connection is refreshed against the catalog's token URL like any other: its host fields
+  // must name the provider's own domains, so the integration's client secret cannot be sent elsewhere.
+  const problems = connectionConfigValueProblems(
+    provider as unknown as HostFieldsProviderShape,
+    body.connection_config ?? {},
+  );
+  if (problems.length > 0) {
+    throw new VaultError(
+      'invalid_body',
+      'The connection config names a host or value the provider does not allow',
+      problems.map(([name, message]) => ({
+        code: 'invalid_format',
+        message: `${name} ${message}`,
+        path: ['connection_config', name],
+      })),
+    );
   }
 }

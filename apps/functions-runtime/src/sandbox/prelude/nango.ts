@@ -75,22 +75,7 @@ export function makeNango(abortSignal: RunAbortSignal): ScriptValue {
         include: include === undefined ? [] : Array.isArray(include) ? include : [include],
       });
     },
-    uncontrolledFetch: async (options: ScriptValue) => {
-      if (!options || typeof options !== 'object' || options.url === undefined) {
-        throw new TypeError('uncontrolledFetch needs { url }');
-      }
-      const body = options.body;
-      if (body !== undefined && body !== null && typeof body !== 'string') {
-        throw new TypeError('uncontrolledFetch: body must be a string');
-      }
-      const reply = await call('uncontrolledFetch', {
-        url: String(options.url),
-        method: String(options.method || 'GET').toUpperCase(),
-        headers: options.headers || {},
-        body: body === undefined ? null : body,
-      });
-      return responseOf(reply, (base64) => Buffer().from(base64, 'base64'));
-    },
+    uncontrolledFetch,
     tryAcquireLock: (options: ScriptValue) =>
       call('tryAcquireLock', { key: options && options.key, ttlMs: options && options.ttlMs }),
     releaseLock: (options: ScriptValue) => call('releaseLock', { key: options && options.key }),
@@ -100,17 +85,38 @@ export function makeNango(abortSignal: RunAbortSignal): ScriptValue {
     getCheckpoint: () => call('getCheckpoint', {}),
     saveCheckpoint: (checkpoint: unknown) => call('saveCheckpoint', { checkpoint }),
     clearCheckpoint: () => call('clearCheckpoint', {}),
-    zodValidateInput: async ({ zodSchema, input }: ScriptValue) => {
-      const result = zodSchema.safeParse(input);
-      if (result.success) return result;
-      throw new ActionError({
-        message: 'Invalid input provided',
-        issues: JSON.parse(JSON.stringify(result.error.issues)),
-      });
-    },
+    zodValidateInput,
   };
   if (m.type === 'sync') Object.assign(nango, syncCalls(m));
   return nango;
+}
+
+/** A request to any URL without the connection's credentials (the host applies the egress policy). */
+async function uncontrolledFetch(options: ScriptValue) {
+  if (!options || typeof options !== 'object' || options.url === undefined) {
+    throw new TypeError('uncontrolledFetch needs { url }');
+  }
+  const body = options.body;
+  if (body !== undefined && body !== null && typeof body !== 'string') {
+    throw new TypeError('uncontrolledFetch: body must be a string');
+  }
+  const reply = await call('uncontrolledFetch', {
+    url: String(options.url),
+    method: String(options.method || 'GET').toUpperCase(),
+    headers: options.headers || {},
+    body: body === undefined ? null : body,
+  });
+  return responseOf(reply, (base64) => Buffer().from(base64, 'base64'));
+}
+
+/** An action's input checked by its zod schema; a refusal is an ActionError with the issues. */
+async function zodValidateInput({ zodSchema, input }: ScriptValue) {
+  const result = zodSchema.safeParse(input);
+  if (result.success) return result;
+  throw new ActionError({
+    message: 'Invalid input provided',
+    issues: JSON.parse(JSON.stringify(result.error.issues)),
+  });
 }
 
 const isFiniteNumber = Number.isFinite;
@@ -132,36 +138,57 @@ function checkModel(name: string, model: unknown): asserts model is string {
   }
 }
 
+/** batchSave, batchUpdate, batchDelete: every record checked first, then sent in chunks of BATCH. */
+async function writeRecords(name: string, records: unknown, model: unknown): Promise<boolean> {
+  checkModel(name, model);
+  if (!Array.isArray(records)) throw new TypeError('nango.' + name + ' needs an array of records');
+  // Per chunk of BATCH: whether all its records are plain data (one odd record sends its chunk as text).
+  const asData: boolean[] = [];
+  for (let i = 0; i < records.length; i++) {
+    const record: unknown = records[i];
+    if (!hasRecordId(record)) {
+      throw new TypeError(
+        'nango.' +
+          name +
+          ': record ' +
+          i +
+          ' of model "' +
+          model +
+          '" has no id; every record needs an "id" (a non-empty string or a number)',
+      );
+    }
+    const chunk = (i / BATCH) | 0;
+    if (asData[chunk] !== false) asData[chunk] = plainData(record, 0);
+  }
+  for (let i = 0; i < records.length; i += BATCH) {
+    await call(name, { model, records: records.slice(i, i + BATCH) }, asData[(i / BATCH) | 0]);
+  }
+  return true;
+}
+
+/** getRecordsByIds: a Map keyed by the ids as the script gave them. */
+async function getRecordsByIds(ids: unknown, model: unknown): Promise<Map<unknown, unknown>> {
+  checkModel('getRecordsByIds', model);
+  if (!Array.isArray(ids)) throw new TypeError('nango.getRecordsByIds needs an array of ids');
+  const found = new Map<unknown, unknown>();
+  for (let i = 0; i < ids.length; i += 100) {
+    // Keyed by the ids as the script gave them (numbers stay numbers), as Nango's Map is.
+    const asGiven = new Map<string, unknown>(ids.slice(i, i + 100).map((id: unknown) => [String(id), id]));
+    const records: { id: string }[] = await call('getRecordsByIds', {
+      model,
+      ids: Array.from(asGiven.keys()),
+    });
+    for (const record of records) {
+      if (asGiven.has(record.id)) found.set(asGiven.get(record.id), record);
+    }
+  }
+  return found;
+}
+
 /** A sync's own calls: its variant, last sync date and the records calls. */
 function syncCalls(m: RunMeta): ScriptValue {
   const variant = m.variant;
-  const write = async (name: string, records: unknown, model: unknown) => {
-    checkModel(name, model);
-    if (!Array.isArray(records)) throw new TypeError('nango.' + name + ' needs an array of records');
-    // Per chunk of BATCH: whether all its records are plain data (one odd record sends its chunk as text).
-    const asData: boolean[] = [];
-    for (let i = 0; i < records.length; i++) {
-      const record: unknown = records[i];
-      if (!hasRecordId(record)) {
-        throw new TypeError(
-          'nango.' +
-            name +
-            ': record ' +
-            i +
-            ' of model "' +
-            model +
-            '" has no id; every record needs an "id" (a non-empty string or a number)',
-        );
-      }
-      const chunk = (i / BATCH) | 0;
-      if (asData[chunk] !== false) asData[chunk] = plainData(record, 0);
-    }
-    for (let i = 0; i < records.length; i += BATCH) {
-      await call(name, { model, records: records.slice(i, i + BATCH) }, asData[(i / BATCH) | 0]);
-    }
-    return true;
-  };
-  const batchSave = (records: unknown, model: unknown) => write('batchSave', records, model);
+  const batchSave = (records: unknown, model: unknown) => writeRecords('batchSave', records, model);
   // Nango's two forms: listRecords({ model, cursor?, limit? }) → { records, next_cursor } (a page), and
   // the SDK's listRecords(model, { cursor? }), an async generator over every record from the cursor on.
   const listPage = async (model: unknown, cursor: unknown, limit: unknown) => {
@@ -180,27 +207,9 @@ function syncCalls(m: RunMeta): ScriptValue {
     batchSave,
     // Deprecated in Nango, same as batchSave.
     batchSend: batchSave,
-    batchUpdate: (records: unknown, model: unknown) => write('batchUpdate', records, model),
-    batchDelete: (records: unknown, model: unknown) => write('batchDelete', records, model),
-    getRecordsByIds: async (ids: unknown, model: unknown) => {
-      checkModel('getRecordsByIds', model);
-      if (!Array.isArray(ids)) throw new TypeError('nango.getRecordsByIds needs an array of ids');
-      const found = new Map<unknown, unknown>();
-      for (let i = 0; i < ids.length; i += 100) {
-        // Keyed by the ids as the script gave them (numbers stay numbers), as Nango's Map is.
-        const asGiven = new Map<string, unknown>(
-          ids.slice(i, i + 100).map((id: unknown) => [String(id), id]),
-        );
-        const records: { id: string }[] = await call('getRecordsByIds', {
-          model,
-          ids: Array.from(asGiven.keys()),
-        });
-        for (const record of records) {
-          if (asGiven.has(record.id)) found.set(asGiven.get(record.id), record);
-        }
-      }
-      return found;
-    },
+    batchUpdate: (records: unknown, model: unknown) => writeRecords('batchUpdate', records, model),
+    batchDelete: (records: unknown, model: unknown) => writeRecords('batchDelete', records, model),
+    getRecordsByIds,
     listRecords: (modelOrOptions: ScriptValue, options?: ScriptValue) => {
       if (modelOrOptions && typeof modelOrOptions === 'object') {
         return listPage(modelOrOptions.model, modelOrOptions.cursor, modelOrOptions.limit);
