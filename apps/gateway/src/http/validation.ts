@@ -20,7 +20,8 @@ import { z } from 'zod';
  *
  * Inputs typed otherwise (`@Param('file') file: string`, `@Caller()`, …) are left as they are. When
  * several inputs of one request are invalid, the one declared last is reported (Nest resolves a
- * handler's parameters last first).
+ * handler's parameters last first). A check that must come before the inputs are parsed (the CLI's
+ * version on a deploy, the console's admin-only routes) is a guard: guards run before pipes.
  */
 
 /** A marker for the request's headers as a custom parameter (Nest runs no pipe on its own `@Headers()`). */
@@ -96,8 +97,6 @@ function parseWith<S extends z.ZodType>(source: Source, schema: S, input: unknow
   if (!result.success) throw invalid(source, result.error);
   return result.data;
 }
-export const parseBody = <S extends z.ZodType>(schema: S, body: unknown): z.infer<S> =>
-  parseWith(BODY, schema, body);
 export const parseQuery = <S extends z.ZodType>(schema: S, query: unknown): z.infer<S> =>
   parseWith(QUERY, schema, query);
 export const parseParams = <S extends z.ZodType>(schema: S, params: unknown): z.infer<S> =>
