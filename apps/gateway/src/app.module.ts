@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { ServiceKitModule } from '@switchboard/service-kit';
 import { AccessModule } from './access/access.module';
 import { GATEWAY_ENV, type GatewayEnv } from './config/env';
@@ -13,6 +13,7 @@ import { ConsoleAuthController } from './console/console-auth.controller';
 import { EnvironmentController } from './environment/environment.controller';
 import { EnvironmentSettingsController } from './environment-settings/environment-settings.controller';
 import { ErrorsFilter } from './http/errors.filter';
+import { ContractPipe } from './http/validation';
 import { ActionsController } from './functions/actions.controller';
 import { DeployController } from './functions/deploy.controller';
 import { FunctionsController } from './functions/functions.controller';
@@ -78,6 +79,7 @@ export class AppModule {
       providers: [
         { provide: GATEWAY_ENV, useValue: env },
         { provide: APP_FILTER, useClass: ErrorsFilter },
+        { provide: APP_PIPE, useClass: ContractPipe },
         ServicesHealth,
         OAuthSockets,
       ],

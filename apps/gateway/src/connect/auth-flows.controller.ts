@@ -25,26 +25,27 @@ import { z } from 'zod';
 import { Public, RequireSessionQuery } from '../access/route-access';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { statusForCode } from '../http/error-status';
-import { parseBody, parseParams, parseQuery } from '../http/validation';
+import { parseParams, parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
 import { renderCallbackPage } from './callback-page';
 import { clearedFlowCookies, flowCookies, isFlowState, newBrowserNonce, readFlowNonce } from './flow-cookie';
 import { OAuthSockets } from './oauth-sockets';
 import { sessionOf } from './session-of';
 
 const keyParams = z.object({ providerConfigKey: uniqueKeySchema });
-const tokenOnlyQuery = z.strictObject({ connect_session_token: z.string() });
 const launchParams = z.object({ state: z.uuid() });
 
-const FORM_BODIES = {
-  API_KEY: apiKeyFlowBodySchema,
-  BASIC: basicFlowBodySchema,
-  OAUTH2_CC: clientCredentialsFlowBodySchema,
-  TBA: tbaFlowBodySchema,
-  JWT: credentialFieldsFlowBodySchema,
-  TWO_STEP: credentialFieldsFlowBodySchema,
-  BILL: billFlowBodySchema,
-  SIGNATURE: signatureFlowBodySchema,
-} as const;
+class KeyParamsDto extends createZodDto(keyParams) {}
+class TokenOnlyQueryDto extends createZodDto(z.strictObject({ connect_session_token: z.string() })) {}
+class OAuthConnectBodyDto extends createZodDto(oauthConnectBodySchema.default({})) {}
+class FlowSubmitQueryDto extends createZodDto(flowSubmitQuerySchema) {}
+class ApiKeyFlowBodyDto extends createZodDto(apiKeyFlowBodySchema) {}
+class BasicFlowBodyDto extends createZodDto(basicFlowBodySchema) {}
+class ClientCredentialsFlowBodyDto extends createZodDto(clientCredentialsFlowBodySchema) {}
+class TbaFlowBodyDto extends createZodDto(tbaFlowBodySchema) {}
+class CredentialFieldsFlowBodyDto extends createZodDto(credentialFieldsFlowBodySchema) {}
+class BillFlowBodyDto extends createZodDto(billFlowBodySchema) {}
+class SignatureFlowBodyDto extends createZodDto(signatureFlowBodySchema) {}
 
 /** Query values as plain strings (a provider may repeat a key; the first one counts). */
 function flatQuery(query: unknown): Record<string, string> {
@@ -173,13 +174,10 @@ export class AuthFlowsController {
   @RequireSessionQuery()
   async connectFromPage(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() parsed: OAuthConnectBodyDto,
+    @Query() _query: TokenOnlyQueryDto,
+    @Param() { providerConfigKey }: KeyParamsDto,
   ) {
-    const { providerConfigKey } = parseParams(keyParams, params);
-    parseQuery(tokenOnlyQuery, query);
-    const parsed = parseBody(oauthConnectBodySchema, body ?? {});
     const { state } = await this.start(request, providerConfigKey, {
       params: parsed.params ?? {},
       authorizationParams: parsed.authorization_params ?? {},
@@ -240,11 +238,11 @@ export class AuthFlowsController {
   @RequireSessionQuery()
   async apiKey(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: ApiKeyFlowBodyDto,
+    @Query() query: FlowSubmitQueryDto,
+    @Param() { providerConfigKey }: KeyParamsDto,
   ) {
-    return this.submit(request, 'API_KEY', params, query, body);
+    return this.submit(request, 'API_KEY', providerConfigKey, query, body);
   }
 
   @Post('api-auth/basic/:providerConfigKey')
@@ -252,11 +250,11 @@ export class AuthFlowsController {
   @RequireSessionQuery()
   async basic(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: BasicFlowBodyDto,
+    @Query() query: FlowSubmitQueryDto,
+    @Param() { providerConfigKey }: KeyParamsDto,
   ) {
-    return this.submit(request, 'BASIC', params, query, body);
+    return this.submit(request, 'BASIC', providerConfigKey, query, body);
   }
 
   @Post('oauth2/auth/:providerConfigKey')
@@ -264,11 +262,11 @@ export class AuthFlowsController {
   @RequireSessionQuery()
   async clientCredentials(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: ClientCredentialsFlowBodyDto,
+    @Query() query: FlowSubmitQueryDto,
+    @Param() { providerConfigKey }: KeyParamsDto,
   ) {
-    return this.submit(request, 'OAUTH2_CC', params, query, body);
+    return this.submit(request, 'OAUTH2_CC', providerConfigKey, query, body);
   }
 
   @Post('auth/tba/:providerConfigKey')
@@ -276,11 +274,11 @@ export class AuthFlowsController {
   @RequireSessionQuery()
   async tba(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: TbaFlowBodyDto,
+    @Query() query: FlowSubmitQueryDto,
+    @Param() { providerConfigKey }: KeyParamsDto,
   ) {
-    return this.submit(request, 'TBA', params, query, body);
+    return this.submit(request, 'TBA', providerConfigKey, query, body);
   }
 
   @Post('auth/jwt/:providerConfigKey')
@@ -288,11 +286,11 @@ export class AuthFlowsController {
   @RequireSessionQuery()
   async jwt(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: CredentialFieldsFlowBodyDto,
+    @Query() query: FlowSubmitQueryDto,
+    @Param() { providerConfigKey }: KeyParamsDto,
   ) {
-    return this.submit(request, 'JWT', params, query, body);
+    return this.submit(request, 'JWT', providerConfigKey, query, body);
   }
 
   @Post('auth/two-step/:providerConfigKey')
@@ -300,11 +298,11 @@ export class AuthFlowsController {
   @RequireSessionQuery()
   async twoStep(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: CredentialFieldsFlowBodyDto,
+    @Query() query: FlowSubmitQueryDto,
+    @Param() { providerConfigKey }: KeyParamsDto,
   ) {
-    return this.submit(request, 'TWO_STEP', params, query, body);
+    return this.submit(request, 'TWO_STEP', providerConfigKey, query, body);
   }
 
   @Post('auth/bill/:providerConfigKey')
@@ -312,11 +310,11 @@ export class AuthFlowsController {
   @RequireSessionQuery()
   async bill(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: BillFlowBodyDto,
+    @Query() query: FlowSubmitQueryDto,
+    @Param() { providerConfigKey }: KeyParamsDto,
   ) {
-    return this.submit(request, 'BILL', params, query, body);
+    return this.submit(request, 'BILL', providerConfigKey, query, body);
   }
 
   @Post('auth/signature/:providerConfigKey')
@@ -324,11 +322,11 @@ export class AuthFlowsController {
   @RequireSessionQuery()
   async signature(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: SignatureFlowBodyDto,
+    @Query() query: FlowSubmitQueryDto,
+    @Param() { providerConfigKey }: KeyParamsDto,
   ) {
-    return this.submit(request, 'SIGNATURE', params, query, body);
+    return this.submit(request, 'SIGNATURE', providerConfigKey, query, body);
   }
 
   private async start(
@@ -418,12 +416,10 @@ export class AuthFlowsController {
   private async submit(
     request: FastifyRequest,
     mode: SubmitFlowMode,
-    params: unknown,
-    query: unknown,
-    body: unknown,
+    providerConfigKey: string,
+    parsedQuery: FlowSubmitQueryDto,
+    parsedBody: unknown,
   ): Promise<FlowResult> {
-    const { providerConfigKey } = parseParams(keyParams, params);
-    const parsedQuery = parseQuery(flowSubmitQuerySchema, query);
     if (parsedQuery.connection_id !== undefined) {
       throw new SwitchboardError(
         'invalid_query_params',
@@ -437,10 +433,9 @@ export class AuthFlowsController {
         ],
       );
     }
-    const parsedBody = parseBody(FORM_BODIES[mode], body);
     const { caller, sessionId } = sessionOf(request);
-    // FORM_BODIES[mode] parsed the body of this very mode, a pairing the compiler cannot follow through
-    // the lookup (`call` checks the pair against the union before sending).
+    // Each route's DTO parsed the body of its own mode, a pairing the compiler cannot follow through
+    // `submit` (`call` checks the pair against the union before sending).
     return this.nats.call(CONNECT_FLOW_REQUESTS.submit, {
       caller,
       sessionId,

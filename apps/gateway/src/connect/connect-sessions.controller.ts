@@ -9,7 +9,11 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseNoQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery } from '../http/validation';
+
+class CreateConnectSessionBodyDto extends createZodDto(createConnectSessionBodySchema) {}
+class ReconnectConnectSessionBodyDto extends createZodDto(reconnectConnectSessionBodySchema) {}
 
 /** `POST /connect/sessions` and its reconnect variant: a customer's backend asks for a session token. */
 @Controller('connect/sessions')
@@ -21,17 +25,10 @@ export class ConnectSessionsController {
   @RequireScope('environment:connect_sessions:write')
   async create(
     @Caller() caller: CallerType,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: CreateConnectSessionBodyDto,
+    @Query() _query: NoQuery,
   ): Promise<{ data: ConnectSessionCreated }> {
-    parseNoQuery(query);
-    const parsed = parseBody(createConnectSessionBodySchema, body);
-    return {
-      data: await this.nats.call(CONNECT_SESSION_REQUESTS.create, {
-        caller,
-        body: parsed,
-      }),
-    };
+    return { data: await this.nats.call(CONNECT_SESSION_REQUESTS.create, { caller, body }) };
   }
 
   @Post('reconnect')
@@ -39,16 +36,9 @@ export class ConnectSessionsController {
   @RequireScope('environment:connect_sessions:write')
   async reconnect(
     @Caller() caller: CallerType,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: ReconnectConnectSessionBodyDto,
+    @Query() _query: NoQuery,
   ): Promise<{ data: ConnectSessionCreated }> {
-    parseNoQuery(query);
-    const parsed = parseBody(reconnectConnectSessionBodySchema, body);
-    return {
-      data: await this.nats.call(CONNECT_SESSION_REQUESTS.reconnect, {
-        caller,
-        body: parsed,
-      }),
-    };
+    return { data: await this.nats.call(CONNECT_SESSION_REQUESTS.reconnect, { caller, body }) };
   }
 }

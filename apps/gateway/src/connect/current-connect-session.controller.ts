@@ -3,7 +3,7 @@ import { type ConnectSessionView, CONNECT_SESSION_REQUESTS } from '@switchboard/
 import { NatsRequester } from '@switchboard/messaging';
 import type { FastifyRequest } from 'fastify';
 import { RequireSession } from '../access/route-access';
-import { parseNoQuery } from '../http/validation';
+import { NoQuery } from '../http/validation';
 import { sessionOf } from './session-of';
 
 /** The session itself, read and ended by the browser holding its token (`Authorization: Bearer nango_connect_session_…`). */
@@ -13,8 +13,7 @@ export class CurrentConnectSessionController {
 
   @Get()
   @RequireSession()
-  async get(@Req() request: FastifyRequest, @Query() query: unknown): Promise<{ data: ConnectSessionView }> {
-    parseNoQuery(query);
+  async get(@Req() request: FastifyRequest, @Query() _query: NoQuery): Promise<{ data: ConnectSessionView }> {
     const { caller, sessionId } = sessionOf(request);
     return {
       data: await this.nats.call(CONNECT_SESSION_REQUESTS.get, { caller, sessionId }),
@@ -24,8 +23,7 @@ export class CurrentConnectSessionController {
   @Delete()
   @HttpCode(204)
   @RequireSession()
-  async delete(@Req() request: FastifyRequest, @Query() query: unknown): Promise<void> {
-    parseNoQuery(query);
+  async delete(@Req() request: FastifyRequest, @Query() _query: NoQuery): Promise<void> {
     const { caller, sessionId } = sessionOf(request);
     await this.nats.call(CONNECT_SESSION_REQUESTS.delete, { caller, sessionId });
   }

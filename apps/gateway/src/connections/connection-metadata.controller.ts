@@ -7,11 +7,15 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseNoQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery } from '../http/validation';
+
+class ConnectionMetadataBodyDto extends createZodDto(connectionMetadataBodySchema) {}
 
 /**
  * Connection metadata, for one connection or many at once (all or nothing). Both answer with the
- * request body as sent, which is what the official client hands back to its caller.
+ * request body as sent (the untyped `@Body()`, not the parsed one), which is what the official client
+ * hands back to its caller.
  */
 @Controller('connections/metadata')
 export class ConnectionMetadataController {
@@ -21,9 +25,12 @@ export class ConnectionMetadataController {
   @Post()
   @HttpCode(201)
   @RequireScope('environment:connections:write')
-  async set(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown): Promise<unknown> {
-    parseNoQuery(query);
-    const parsed = parseBody(connectionMetadataBodySchema, body);
+  async set(
+    @Caller() caller: CallerType,
+    @Body() parsed: ConnectionMetadataBodyDto,
+    @Body() body: unknown,
+    @Query() _query: NoQuery,
+  ): Promise<unknown> {
     await this.nats.call(CONNECTIONS_API_REQUESTS.setMetadata, { caller, body: parsed });
     return body;
   }
@@ -34,11 +41,10 @@ export class ConnectionMetadataController {
   @RequireScope('environment:connections:write')
   async update(
     @Caller() caller: CallerType,
-    @Query() query: unknown,
+    @Body() parsed: ConnectionMetadataBodyDto,
     @Body() body: unknown,
+    @Query() _query: NoQuery,
   ): Promise<unknown> {
-    parseNoQuery(query);
-    const parsed = parseBody(connectionMetadataBodySchema, body);
     await this.nats.call(CONNECTIONS_API_REQUESTS.updateMetadata, { caller, body: parsed });
     return body;
   }

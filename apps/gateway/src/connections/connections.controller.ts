@@ -18,7 +18,15 @@ import type { FastifyRequest } from 'fastify';
 import { ConsoleCredentialsAudit } from '../console/console-auth.audit';
 import { Caller, CallerScopes } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseParams, parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+
+class ListConnectionsQueryDto extends createZodDto(listConnectionsQuerySchema) {}
+class ImportConnectionBodyDto extends createZodDto(importConnectionBodySchema) {}
+class ConnectionParamsDto extends createZodDto(connectionParamsSchema) {}
+class GetConnectionQueryDto extends createZodDto(getConnectionQuerySchema) {}
+class ConnectionKeyQueryDto extends createZodDto(connectionKeyQuerySchema) {}
+/** The client may send no body at all: nothing to change. */
+class PatchConnectionBodyDto extends createZodDto(patchConnectionBodySchema.default({})) {}
 
 const READ_CREDENTIALS: Scope = 'environment:connections:read_credentials';
 /** Nango answers every connection when no limit is given. */
@@ -40,9 +48,8 @@ export class ConnectionsController {
   @RequireScope('environment:connections:read')
   async list(
     @Caller() caller: CallerType,
-    @Query() query: unknown,
+    @Query() q: ListConnectionsQueryDto,
   ): Promise<{ connections: ApiPublicConnection[] }> {
-    const q = parseQuery(listConnectionsQuerySchema, query);
     return this.nats.call(CONNECTIONS_API_REQUESTS.list, {
       caller,
       filters: {
@@ -65,12 +72,11 @@ export class ConnectionsController {
   async import(
     @Caller() caller: CallerType,
     @CallerScopes() scopes: Scope[],
-    @Body() body: unknown,
+    @Body() body: ImportConnectionBodyDto,
   ): Promise<ApiPublicConnectionFull> {
-    const parsed = parseBody(importConnectionBodySchema, body);
     return this.nats.call(CONNECTIONS_API_REQUESTS.import, {
       caller,
-      body: parsed,
+      body,
       includeCredentials: scopes.includes(READ_CREDENTIALS),
     });
   }
@@ -80,12 +86,10 @@ export class ConnectionsController {
   async get(
     @Caller() caller: CallerType,
     @CallerScopes() scopes: Scope[],
-    @Param() params: unknown,
-    @Query() query: unknown,
     @Req() request: FastifyRequest,
+    @Query() q: GetConnectionQueryDto,
+    @Param() { connectionId }: ConnectionParamsDto,
   ): Promise<ApiPublicConnectionFull> {
-    const { connectionId } = parseParams(connectionParamsSchema, params);
-    const q = parseQuery(getConnectionQuerySchema, query);
     const includeCredentials = scopes.includes(READ_CREDENTIALS);
     const asks = {
       force_refresh: q.force_refresh,
@@ -121,18 +125,15 @@ export class ConnectionsController {
   @RequireScope('environment:connections:write')
   async patch(
     @Caller() caller: CallerType,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: PatchConnectionBodyDto,
+    @Query() { provider_config_key }: ConnectionKeyQueryDto,
+    @Param() { connectionId }: ConnectionParamsDto,
   ): Promise<{ success: true }> {
-    const { connectionId } = parseParams(connectionParamsSchema, params);
-    const { provider_config_key } = parseQuery(connectionKeyQuerySchema, query);
-    const parsed = parseBody(patchConnectionBodySchema, body ?? {});
     return this.nats.call(CONNECTIONS_API_REQUESTS.patch, {
       caller,
       connectionId,
       providerConfigKey: provider_config_key,
-      body: parsed,
+      body,
     });
   }
 
@@ -140,11 +141,9 @@ export class ConnectionsController {
   @RequireScope('environment:connections:write')
   async delete(
     @Caller() caller: CallerType,
-    @Param() params: unknown,
-    @Query() query: unknown,
+    @Query() { provider_config_key }: ConnectionKeyQueryDto,
+    @Param() { connectionId }: ConnectionParamsDto,
   ): Promise<{ success: true }> {
-    const { connectionId } = parseParams(connectionParamsSchema, params);
-    const { provider_config_key } = parseQuery(connectionKeyQuerySchema, query);
     return this.nats.call(CONNECTIONS_API_REQUESTS.delete, {
       caller,
       connectionId,

@@ -5,6 +5,7 @@ import {
   Delete,
   Get,
   HttpCode,
+  Injectable,
   Inject,
   Param,
   Patch,
@@ -12,6 +13,9 @@ import {
   Query,
   Req,
   Res,
+  UseGuards,
+  type CanActivate,
+  type ExecutionContext,
 } from '@nestjs/common';
 import {
   CONSOLE_ROLE_SCOPES,
@@ -36,7 +40,7 @@ import { AccountRateLimiter, type RateVerdict } from '../access/rate-limiter';
 import { Public, RequireConsoleSession } from '../access/route-access';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { errorBody, sendError } from '../http/error-reply';
-import { parseBody, parseParams, parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
 import {
   clearedOidcCookie,
   clearedSessionCookie,
@@ -50,6 +54,55 @@ import {
   sameSecret,
   sessionCookie,
 } from './console-auth.session';
+
+class SignInBodyDto extends createZodDto(consoleSignInBodySchema) {}
+class CreateConsoleUserBodyDto extends createZodDto(createConsoleUserBodySchema) {}
+class UpdateConsoleUserBodyDto extends createZodDto(updateConsoleUserBodySchema) {}
+class ConsoleUserIdParamsDto extends createZodDto(consoleUserIdParamsSchema) {}
+class ConsoleAuditQueryDto extends createZodDto(consoleAuditQuerySchema) {}
+const AUDIT_REFUSAL = 'Only an admin reads the audit log';
+
+function sessionOf(request: FastifyRequest): VerifiedConsoleSession {
+  const session = request.consoleSession;
+  if (!session) throw new SwitchboardError('console_session_required', 'Sign in to the console first');
+  return session;
+}
+
+function adminOf(request: FastifyRequest, refusal = 'Only an admin manages console users'): ConsoleActor {
+  const session = sessionOf(request);
+  if (session.user.role !== 'admin') {
+    throw new SwitchboardError('forbidden', refusal);
+  }
+  return { accountId: session.accountId, userId: session.user.id, role: session.user.role };
+}
+
+/** Admins only, checked before the request's inputs are parsed (a refusal tells nothing of them). */
+class AdminOnly implements CanActivate {
+  constructor(private readonly refusal?: string) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    adminOf(context.switchToHttp().getRequest<FastifyRequest>(), this.refusal);
+    return true;
+  }
+}
+
+/** No login CSRF: another site cannot sign this browser in to an account of its choosing. */
+@Injectable()
+class SignInFromConsole implements CanActivate {
+  private readonly ownOrigin: string;
+
+  constructor(@Inject(GATEWAY_ENV) env: GatewayEnv) {
+    this.ownOrigin = new URL(env.SWITCHBOARD_SERVER_URL).origin;
+  }
+
+  canActivate(context: ExecutionContext): boolean {
+    const origin = context.switchToHttp().getRequest<FastifyRequest>().headers.origin;
+    if (origin !== undefined && origin !== this.ownOrigin) {
+      throw new SwitchboardError('csrf_token_invalid', 'Sign in from the console itself');
+    }
+    return true;
+  }
+}
 
 function describe(session: VerifiedConsoleSession, token: string): ConsoleMe {
   return {
@@ -87,17 +140,12 @@ export class ConsoleAuthController {
 
   @Post('sign-in')
   @Public()
+  @UseGuards(SignInFromConsole)
   async signIn(
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
-    @Body() body: unknown,
+    @Body() { email, password }: SignInBodyDto,
   ): Promise<FastifyReply> {
-    // No login CSRF: another site cannot sign this browser in to an account of its choosing.
-    const origin = request.headers.origin;
-    if (origin !== undefined && origin !== this.ownOrigin) {
-      return sendError(reply, 'csrf_token_invalid', 'Sign in from the console itself');
-    }
-    const { email, password } = parseBody(consoleSignInBodySchema, body);
     // Every attempt counts against the address; only failures count against the email, so its owner
     // is not locked out by signing in often, while guessing one account's password is.
     const emailKey = `console-sign-in-email:${createHash('sha256').update(email.trim().toLowerCase()).digest('hex')}`;
@@ -224,7 +272,7 @@ export class ConsoleAuthController {
   @RequireConsoleSession()
   me(@Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): ConsoleMe {
     reply.header('Cache-Control', 'no-store');
-    return describe(this.session(request), readConsoleCookie(request.headers.cookie)!);
+    return describe(sessionOf(request), readConsoleCookie(request.headers.cookie)!);
   }
 
   @Post('sign-out')
@@ -242,72 +290,52 @@ export class ConsoleAuthController {
   @Get('users')
   @RequireConsoleSession()
   async listUsers(@Req() request: FastifyRequest): Promise<{ users: ConsoleUser[] }> {
-    return this.nats.call(CONSOLE_REQUESTS.listUsers, { actor: this.admin(request) });
+    return this.nats.call(CONSOLE_REQUESTS.listUsers, { actor: adminOf(request) });
   }
 
   @Post('users')
   @RequireConsoleSession()
+  @UseGuards(new AdminOnly())
   @HttpCode(201)
-  async createUser(@Req() request: FastifyRequest, @Body() body: unknown): Promise<ConsoleUser> {
-    const actor = this.admin(request);
-    return this.nats.call(CONSOLE_REQUESTS.createUser, {
-      actor,
-      body: parseBody(createConsoleUserBodySchema, body),
-    });
+  async createUser(
+    @Req() request: FastifyRequest,
+    @Body() body: CreateConsoleUserBodyDto,
+  ): Promise<ConsoleUser> {
+    return this.nats.call(CONSOLE_REQUESTS.createUser, { actor: adminOf(request), body });
   }
 
   @Patch('users/:id')
   @RequireConsoleSession()
+  @UseGuards(new AdminOnly())
   async updateUser(
     @Req() request: FastifyRequest,
-    @Param() params: unknown,
-    @Body() body: unknown,
+    @Body() body: UpdateConsoleUserBodyDto,
+    @Param() { id }: ConsoleUserIdParamsDto,
   ): Promise<ConsoleUser> {
-    const actor = this.admin(request);
-    const { id } = parseParams(consoleUserIdParamsSchema, params);
-    return this.nats.call(CONSOLE_REQUESTS.updateUser, {
-      actor,
-      id,
-      body: parseBody(updateConsoleUserBodySchema, body),
-    });
+    return this.nats.call(CONSOLE_REQUESTS.updateUser, { actor: adminOf(request), id, body });
   }
 
   @Delete('users/:id')
   @RequireConsoleSession()
-  async deleteUser(@Req() request: FastifyRequest, @Param() params: unknown): Promise<ConsoleUser> {
-    const actor = this.admin(request);
-    const { id } = parseParams(consoleUserIdParamsSchema, params);
-    return this.nats.call(CONSOLE_REQUESTS.deleteUser, { actor, id });
+  @UseGuards(new AdminOnly())
+  async deleteUser(
+    @Req() request: FastifyRequest,
+    @Param() { id }: ConsoleUserIdParamsDto,
+  ): Promise<ConsoleUser> {
+    return this.nats.call(CONSOLE_REQUESTS.deleteUser, { actor: adminOf(request), id });
   }
 
   /** The account's audit log: credentials reads, sign-ins, console users' changes; admins only. */
   @Get('audit')
   @RequireConsoleSession()
+  @UseGuards(new AdminOnly(AUDIT_REFUSAL))
   async listAudit(
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
-    @Query() query: unknown,
+    @Query() query: ConsoleAuditQueryDto,
   ): Promise<ConsoleAuditPage> {
-    const actor = this.admin(request, 'Only an admin reads the audit log');
     reply.header('Cache-Control', 'no-store');
-    return this.nats.call(CONSOLE_REQUESTS.listAudit, {
-      actor,
-      query: parseQuery(consoleAuditQuerySchema, query),
-    });
-  }
-
-  private session(request: FastifyRequest): VerifiedConsoleSession {
-    const session = request.consoleSession;
-    if (!session) throw new SwitchboardError('console_session_required', 'Sign in to the console first');
-    return session;
-  }
-
-  private admin(request: FastifyRequest, refusal = 'Only an admin manages console users'): ConsoleActor {
-    const session = this.session(request);
-    if (session.user.role !== 'admin') {
-      throw new SwitchboardError('forbidden', refusal);
-    }
-    return { accountId: session.accountId, userId: session.user.id, role: session.user.role };
+    return this.nats.call(CONSOLE_REQUESTS.listAudit, { actor: adminOf(request, AUDIT_REFUSAL), query });
   }
 
   private tooMany(reply: FastifyReply, verdict: RateVerdict): FastifyReply {

@@ -10,7 +10,10 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseNoQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery } from '../http/validation';
+
+class PatchEnvironmentBodyDto extends createZodDto(patchEnvironmentBodySchema) {}
 
 /**
  * The caller's environment: its identity (auth-connect's, already known from the key) and its webhook
@@ -22,8 +25,7 @@ export class EnvironmentSettingsController {
 
   @Get()
   @RequireScope('environment:settings:read')
-  async get(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ data: ApiEnvironment }> {
-    parseNoQuery(query);
+  async get(@Caller() caller: CallerType, @Query() _query: NoQuery): Promise<{ data: ApiEnvironment }> {
     const state = await this.nats.call(WEBHOOK_REQUESTS.getSettings, {
       environmentId: caller.environmentId,
     });
@@ -34,11 +36,9 @@ export class EnvironmentSettingsController {
   @RequireScope('environment:settings:write')
   async update(
     @Caller() caller: CallerType,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() parsed: PatchEnvironmentBodyDto,
+    @Query() _query: NoQuery,
   ): Promise<{ data: ApiEnvironment }> {
-    parseNoQuery(query);
-    const parsed = parseBody(patchEnvironmentBodySchema, body);
     const state = await this.nats.call(WEBHOOK_REQUESTS.updateSettings, {
       environmentId: caller.environmentId,
       patch: parsed.webhook_settings,
@@ -50,8 +50,7 @@ export class EnvironmentSettingsController {
   @Post('webhook-signing-key/rotate')
   @HttpCode(200)
   @RequireScope('environment:settings:write')
-  async rotate(@Caller() caller: CallerType, @Query() query: unknown): Promise<{ data: RotatedSigningKey }> {
-    parseNoQuery(query);
+  async rotate(@Caller() caller: CallerType, @Query() _query: NoQuery): Promise<{ data: RotatedSigningKey }> {
     return {
       data: await this.nats.call(WEBHOOK_REQUESTS.rotateSigningKey, {
         environmentId: caller.environmentId,

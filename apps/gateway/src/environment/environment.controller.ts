@@ -15,7 +15,12 @@ import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { Caller, CallerScopes } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseNoQuery, parseParams } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery } from '../http/validation';
+
+class ReplaceVariablesBodyDto extends createZodDto(replaceEnvironmentVariablesBodySchema) {}
+class CreateApiKeyBodyDto extends createZodDto(createApiKeyBodySchema) {}
+class ApiKeyParamsDto extends createZodDto(z.object({ id: z.coerce.number().int().positive() })) {}
 
 @Controller()
 export class EnvironmentController {
@@ -24,8 +29,10 @@ export class EnvironmentController {
   /** A bare array, as the official client expects. */
   @Get('environment-variables')
   @RequireScope('environment:environment_variables:read')
-  async listVariables(@Caller() caller: CallerType, @Query() query: unknown): Promise<EnvironmentVariable[]> {
-    parseNoQuery(query);
+  async listVariables(
+    @Caller() caller: CallerType,
+    @Query() _query: NoQuery,
+  ): Promise<EnvironmentVariable[]> {
     return this.nats.call(ENVIRONMENT_VARIABLE_REQUESTS.list, { caller });
   }
 
@@ -34,13 +41,9 @@ export class EnvironmentController {
   @RequireScope('environment:environment_variables:write')
   async replaceVariables(
     @Caller() caller: CallerType,
-    @Body() body: unknown,
+    @Body() body: ReplaceVariablesBodyDto,
   ): Promise<EnvironmentVariable[]> {
-    const parsed = parseBody(replaceEnvironmentVariablesBodySchema, body);
-    return this.nats.call(ENVIRONMENT_VARIABLE_REQUESTS.replace, {
-      caller,
-      body: parsed,
-    });
+    return this.nats.call(ENVIRONMENT_VARIABLE_REQUESTS.replace, { caller, body });
   }
 
   /** The environment's active keys, without their secrets (what a key manager needs to pick one to revoke). */
@@ -48,9 +51,8 @@ export class EnvironmentController {
   @RequireScope('environment:api_keys:write')
   async listKeys(
     @Caller() caller: CallerType,
-    @Query() query: unknown,
+    @Query() _query: NoQuery,
   ): Promise<{ api_keys: ListedApiKey[] }> {
-    parseNoQuery(query);
     return this.nats.call(API_KEY_REQUESTS.list, { caller });
   }
 
@@ -60,9 +62,8 @@ export class EnvironmentController {
   async createKey(
     @Caller() caller: CallerType,
     @CallerScopes() scopes: Scope[],
-    @Body() body: unknown,
+    @Body() parsed: CreateApiKeyBodyDto,
   ): Promise<{ data: CreatedApiKey }> {
-    const parsed = parseBody(createApiKeyBodySchema, body);
     // A key may only hand out what it holds itself, or `api_keys:write` alone would grant every scope.
     const beyond = parsed.scopes.filter((scope) => !scopes.includes(scope));
     if (beyond.length > 0)
@@ -77,9 +78,8 @@ export class EnvironmentController {
   async revokeKey(
     @Caller() caller: CallerType,
     @CallerScopes() scopes: Scope[],
-    @Param() params: unknown,
+    @Param() { id }: ApiKeyParamsDto,
   ): Promise<{ success: true }> {
-    const { id } = parseParams(z.object({ id: z.coerce.number().int().positive() }), params);
     return this.nats.call(API_KEY_REQUESTS.revoke, { caller, scopes, id });
   }
 }

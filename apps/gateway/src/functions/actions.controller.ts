@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Body, Controller, Get, Headers, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import {
   RUN_ID_HEADER,
   SwitchboardError,
@@ -20,7 +20,12 @@ import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
-import { parseBody, parseHeaders, parseNoQuery, parseParams } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery, RequestHeaders } from '../http/validation';
+
+class TriggerActionHeadersDto extends createZodDto(triggerActionHeadersSchema) {}
+class TriggerActionBodyDto extends createZodDto(triggerActionBodySchema) {}
+class ActionIdParamsDto extends createZodDto(z.object({ id: z.string().min(1).max(255) })) {}
 
 /** Codes of an action that ran and failed (it has logs under its run id), not of a refused request. */
 const RUN_FAILURE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -33,7 +38,6 @@ const RUN_FAILURE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'script_timeout',
 ]);
 const isRunFailure = (code: ErrorCode): boolean => RUN_FAILURE_CODES.has(code);
-const idParams = z.object({ id: z.string().min(1).max(255) });
 
 /** An action's output as JSON whatever it is (a bare string too), as Nango answers it. */
 function sendJson(reply: FastifyReply, status: number, value: unknown): void {
@@ -70,14 +74,11 @@ export class ActionsController {
   @RequireScope('environment:actions:trigger')
   async trigger(
     @Caller() caller: CallerType,
-    @Headers() headers: Record<string, string | string[] | undefined>,
-    @Query() query: unknown,
-    @Body() body: unknown,
     @Res() reply: FastifyReply,
+    @Body() { action_name, input }: TriggerActionBodyDto,
+    @RequestHeaders() parsedHeaders: TriggerActionHeadersDto,
+    @Query() _query: NoQuery,
   ): Promise<void> {
-    parseNoQuery(query);
-    const parsedHeaders = parseHeaders(triggerActionHeadersSchema, headers);
-    const { action_name, input } = parseBody(triggerActionBodySchema, body);
     const isAsync = parsedHeaders['x-async'] === 'true';
     // Chosen here so that a run that fails is named in the answer as one that succeeds.
     const invocationId = isAsync ? undefined : randomUUID();
@@ -123,12 +124,10 @@ export class ActionsController {
   @RequireScope('environment:actions:trigger')
   async result(
     @Caller() caller: CallerType,
-    @Param() params: unknown,
-    @Query() query: unknown,
     @Res() reply: FastifyReply,
+    @Query() _query: NoQuery,
+    @Param() { id }: ActionIdParamsDto,
   ): Promise<void> {
-    const { id } = parseParams(idParams, params);
-    parseNoQuery(query);
     if (!z.string().uuid().safeParse(id).success) {
       throw new SwitchboardError('not_found', `No action '${id}' found`);
     }

@@ -1,4 +1,6 @@
+import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { MIN_CLI_VERSION, SwitchboardError } from '@switchboard/contracts';
+import type { FastifyRequest } from 'fastify';
 
 const parse = (version: string): number[] => version.split('.').map((part) => Number.parseInt(part, 10) || 0);
 
@@ -24,5 +26,17 @@ export function assertCliVersion(userAgent: string | undefined): void {
       'invalid_cli_version',
       `nango CLI ${match[1]} is too old to deploy here; upgrade to ${MIN_CLI_VERSION} or later (npm install nango@latest)`,
     );
+  }
+}
+
+/**
+ * `assertCliVersion` on a route, before its inputs are parsed: an old CLI sends an old payload, and it must
+ * be told to upgrade rather than that its body is invalid.
+ */
+@Injectable()
+export class SupportedCliGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    assertCliVersion(context.switchToHttp().getRequest<FastifyRequest>().headers['user-agent']);
+    return true;
   }
 }

@@ -1,4 +1,4 @@
-import { Body, Controller, Headers, HttpCode, Inject, Post, Query } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Inject, Post, Query, UseGuards } from '@nestjs/common';
 import {
   DEPLOY_PAYLOAD_BUCKET,
   DEPLOY_REQUESTS,
@@ -15,8 +15,11 @@ import type { NatsConnection } from 'nats';
 import type { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseBody, parseNoQuery } from '../http/validation';
-import { assertCliVersion } from './cli-version';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery } from '../http/validation';
+import { SupportedCliGuard } from './cli-version';
+
+class DeployBodyDto extends createZodDto(deployBodySchema) {}
 
 /** Bodies above this go through the object store: a NATS message holds 1 MiB by default, envelope included. */
 const INLINE_LIMIT_BYTES = 512 * 1024;
@@ -51,6 +54,7 @@ export function* deployBodyChunks(body: DeployBody): Generator<Uint8Array> {
 
 /** The two requests `nango deploy` makes (the CLI reads only the JSON, never the status). */
 @Controller('sync/deploy')
+@UseGuards(SupportedCliGuard)
 export class DeployController {
   constructor(
     private readonly nats: NatsRequester,
@@ -62,14 +66,11 @@ export class DeployController {
   @RequireScope('environment:functions:write')
   async confirmation(
     @Caller() caller: CallerType,
-    @Headers('user-agent') userAgent: string | undefined,
     @Headers('content-length') contentLength: string | undefined,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: DeployBodyDto,
+    @Query() _query: NoQuery,
   ): Promise<ScriptDifferences> {
-    assertCliVersion(userAgent);
-    parseNoQuery(query);
-    return this.send(DEPLOY_REQUESTS.confirm, caller, parseBody(deployBodySchema, body), contentLength);
+    return this.send(DEPLOY_REQUESTS.confirm, caller, body, contentLength);
   }
 
   @Post()
@@ -77,14 +78,11 @@ export class DeployController {
   @RequireScope('environment:functions:write')
   async deploy(
     @Caller() caller: CallerType,
-    @Headers('user-agent') userAgent: string | undefined,
     @Headers('content-length') contentLength: string | undefined,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: DeployBodyDto,
+    @Query() _query: NoQuery,
   ): Promise<SyncDeploymentResult[]> {
-    assertCliVersion(userAgent);
-    parseNoQuery(query);
-    return this.send(DEPLOY_REQUESTS.apply, caller, parseBody(deployBodySchema, body), contentLength);
+    return this.send(DEPLOY_REQUESTS.apply, caller, body, contentLength);
   }
 
   private async send<R extends z.ZodType>(

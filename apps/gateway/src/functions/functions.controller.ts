@@ -15,10 +15,13 @@ import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseParams, parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
 
-const integrationParams = z.object({ uniqueKey: uniqueKeySchema });
-const params = functionParamsSchema.extend({ uniqueKey: uniqueKeySchema });
+class IntegrationParamsDto extends createZodDto(z.object({ uniqueKey: uniqueKeySchema })) {}
+class FunctionParamsDto extends createZodDto(functionParamsSchema.extend({ uniqueKey: uniqueKeySchema })) {}
+class ListFunctionsQueryDto extends createZodDto(listFunctionsQuerySchema) {}
+class FunctionQueryDto extends createZodDto(functionQuerySchema) {}
+class DeleteFunctionQueryDto extends createZodDto(deleteFunctionQuerySchema) {}
 
 /** The deployed functions of an integration (`listFunctions`, `getFunction`, `getFunctionCode`, `deleteFunction`). */
 @Controller('integrations/:uniqueKey/functions')
@@ -29,33 +32,20 @@ export class FunctionsController {
   @RequireScope('environment:functions:read')
   async list(
     @Caller() caller: CallerType,
-    @Param() rawParams: unknown,
-    @Query() rawQuery: unknown,
+    @Query() query: ListFunctionsQueryDto,
+    @Param() { uniqueKey }: IntegrationParamsDto,
   ): Promise<ListFunctionsResponse> {
-    const { uniqueKey } = parseParams(integrationParams, rawParams);
-    const query = parseQuery(listFunctionsQuerySchema, rawQuery);
-    return this.nats.call(FUNCTIONS_API_REQUESTS.list, {
-      caller,
-      uniqueKey,
-      query,
-    });
+    return this.nats.call(FUNCTIONS_API_REQUESTS.list, { caller, uniqueKey, query });
   }
 
   @Get(':name')
   @RequireScope('environment:functions:read')
   async get(
     @Caller() caller: CallerType,
-    @Param() rawParams: unknown,
-    @Query() rawQuery: unknown,
+    @Query() { type }: FunctionQueryDto,
+    @Param() { uniqueKey, name }: FunctionParamsDto,
   ): Promise<{ data: DeployedFunction }> {
-    const { uniqueKey, name } = parseParams(params, rawParams);
-    const { type } = parseQuery(functionQuerySchema, rawQuery);
-    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.get, {
-      caller,
-      uniqueKey,
-      name,
-      type,
-    });
+    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.get, { caller, uniqueKey, name, type });
     return { data };
   }
 
@@ -63,11 +53,9 @@ export class FunctionsController {
   @RequireScope('environment:functions:read')
   async code(
     @Caller() caller: CallerType,
-    @Param() rawParams: unknown,
-    @Query() rawQuery: unknown,
+    @Query() { type }: FunctionQueryDto,
+    @Param() { uniqueKey, name }: FunctionParamsDto,
   ): Promise<FunctionCode> {
-    const { uniqueKey, name } = parseParams(params, rawParams);
-    const { type } = parseQuery(functionQuerySchema, rawQuery);
     return this.nats.call(FUNCTIONS_API_REQUESTS.code, { caller, uniqueKey, name, type });
   }
 
@@ -75,17 +63,10 @@ export class FunctionsController {
   @RequireScope('environment:functions:write')
   async delete(
     @Caller() caller: CallerType,
-    @Param() rawParams: unknown,
-    @Query() rawQuery: unknown,
+    @Query() { type }: DeleteFunctionQueryDto,
+    @Param() { uniqueKey, name }: FunctionParamsDto,
   ): Promise<{ data: { success: true } }> {
-    const { uniqueKey, name } = parseParams(params, rawParams);
-    const { type } = parseQuery(deleteFunctionQuerySchema, rawQuery);
-    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.delete, {
-      caller,
-      uniqueKey,
-      name,
-      type,
-    });
+    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.delete, { caller, uniqueKey, name, type });
     return { data };
   }
 }

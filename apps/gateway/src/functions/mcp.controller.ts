@@ -9,7 +9,7 @@ import {
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { Body, Controller, Get, Headers, Inject, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
 import {
   ACTION_REPLY_BUCKET,
   SwitchboardError,
@@ -27,12 +27,15 @@ import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { CodeStatusFilter } from '../http/code-status.filter';
-import { parseHeaders, parseNoQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery, RequestHeaders } from '../http/validation';
 
-const mcpHeadersSchema = z.object({
-  'connection-id': z.string().min(1).max(255),
-  'provider-config-key': z.string().min(1).max(255),
-});
+class McpHeadersDto extends createZodDto(
+  z.object({
+    'connection-id': z.string().min(1).max(255),
+    'provider-config-key': z.string().min(1).max(255),
+  }),
+) {}
 /** Pages of this many actions are read to list the tools (the functions API's largest page). */
 const PAGE = 100;
 
@@ -73,14 +76,12 @@ export class McpController {
   @RequireScope('environment:actions:trigger')
   async post(
     @Caller() caller: CallerType,
-    @Headers() headers: Record<string, string | string[] | undefined>,
-    @Query() query: unknown,
     @Body() body: unknown,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
+    @RequestHeaders() parsed: McpHeadersDto,
+    @Query() _query: NoQuery,
   ): Promise<void> {
-    parseNoQuery(query);
-    const parsed = parseHeaders(mcpHeadersSchema, headers);
     const connectionId = parsed['connection-id'];
     const providerConfigKey = parsed['provider-config-key'];
     await this.requireConnection(caller, connectionId, providerConfigKey);

@@ -10,9 +10,12 @@ import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseNoQuery, parseParams, parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery } from '../http/validation';
 
-const paramsSchema = z.object({ id: z.string().uuid() });
+class ListRunsQueryDto extends createZodDto(listRunsQuerySchema) {}
+class RunParamsDto extends createZodDto(z.object({ id: z.string().uuid() })) {}
+
 /**
  * The environment's action runs (newest first, filtered by integration, action, connection, status), and a
  * run's logs (`nango.log` lines of every attempt); the run id is in the trigger answer's header.
@@ -23,26 +26,18 @@ export class RunsController {
 
   @Get()
   @RequireScope('environment:functions:read')
-  async list(@Caller() caller: CallerType, @Query() query: unknown): Promise<ActionRunsPage> {
-    return this.nats.call(FUNCTIONS_API_REQUESTS.listRuns, {
-      caller,
-      query: parseQuery(listRunsQuerySchema, query),
-    });
+  async list(@Caller() caller: CallerType, @Query() query: ListRunsQueryDto): Promise<ActionRunsPage> {
+    return this.nats.call(FUNCTIONS_API_REQUESTS.listRuns, { caller, query });
   }
 
   @Get(':id/logs')
   @RequireScope('environment:functions:read')
   async logs(
     @Caller() caller: CallerType,
-    @Param() params: unknown,
-    @Query() query: unknown,
+    @Query() _query: NoQuery,
+    @Param() { id }: RunParamsDto,
   ): Promise<RunLogsResponse> {
-    const { id } = parseParams(paramsSchema, params);
-    parseNoQuery(query);
-    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.runLogs, {
-      caller,
-      id,
-    });
+    const data = await this.nats.call(FUNCTIONS_API_REQUESTS.runLogs, { caller, id });
     return { data };
   }
 }

@@ -9,7 +9,9 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+
+class ScriptsConfigQueryDto extends createZodDto(scriptsConfigQuerySchema) {}
 
 @Controller('scripts/config')
 export class ScriptsConfigController {
@@ -20,9 +22,8 @@ export class ScriptsConfigController {
   @RequireScope('environment:functions:read')
   async get(
     @Caller() caller: CallerType,
-    @Query() query: unknown,
+    @Query() { format }: ScriptsConfigQueryDto,
   ): Promise<StandardNangoConfig[] | { data: OpenAiFunction[] }> {
-    const { format } = parseQuery(scriptsConfigQuerySchema, query);
     return this.nats.call(FUNCTIONS_API_REQUESTS.scriptsConfig, { caller, format });
   }
 }

@@ -16,9 +16,14 @@ import { Caller, CallerScopes } from '../access/caller.decorator';
 import type { FastifyRequest } from 'fastify';
 import { ConsoleCredentialsAudit } from '../console/console-auth.audit';
 import { RequireScope, RequireScopeOrSession } from '../access/route-access';
-import { parseBody, parseNoQuery, parseParams, parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery } from '../http/validation';
 
-const paramsSchema = z.object({ uniqueKey: uniqueKeySchema });
+class IntegrationParamsDto extends createZodDto(z.object({ uniqueKey: uniqueKeySchema })) {}
+class GetIntegrationQueryDto extends createZodDto(getIntegrationQuerySchema) {}
+class CreateIntegrationBodyDto extends createZodDto(createIntegrationBodySchema) {}
+class UpdateIntegrationBodyDto extends createZodDto(updateIntegrationBodySchema) {}
+
 @Controller('integrations')
 export class IntegrationsController {
   constructor(
@@ -32,9 +37,8 @@ export class IntegrationsController {
   async list(
     @Caller() caller: CallerType,
     @Req() request: FastifyRequest,
-    @Query() query: unknown,
+    @Query() _query: NoQuery,
   ): Promise<{ data: Integration[] }> {
-    parseNoQuery(query);
     const data = await this.nats.call(INTEGRATION_REQUESTS.list, { caller });
     const allowed = request.connectSession?.allowedIntegrations;
     return { data: allowed ? data.filter((integration) => allowed.includes(integration.unique_key)) : data };
@@ -43,11 +47,11 @@ export class IntegrationsController {
   @Post()
   @HttpCode(200)
   @RequireScope('environment:integrations:write')
-  async create(@Caller() caller: CallerType, @Body() body: unknown): Promise<{ data: Integration }> {
-    const parsed = parseBody(createIntegrationBodySchema, body);
-    return {
-      data: await this.nats.call(INTEGRATION_REQUESTS.create, { caller, body: parsed }),
-    };
+  async create(
+    @Caller() caller: CallerType,
+    @Body() body: CreateIntegrationBodyDto,
+  ): Promise<{ data: Integration }> {
+    return { data: await this.nats.call(INTEGRATION_REQUESTS.create, { caller, body }) };
   }
 
   @Get(':uniqueKey')
@@ -55,12 +59,11 @@ export class IntegrationsController {
   async get(
     @Caller() caller: CallerType,
     @CallerScopes() scopes: Scope[],
-    @Param() params: unknown,
-    @Query() query: unknown,
     @Req() request: FastifyRequest,
+    @Query() query: GetIntegrationQueryDto,
+    @Param() { uniqueKey }: IntegrationParamsDto,
   ): Promise<{ data: Integration }> {
-    const { uniqueKey } = parseParams(paramsSchema, params);
-    const include = parseQuery(getIntegrationQuerySchema, query).include ?? [];
+    const include = query.include ?? [];
     const credentials = include.includes('credentials');
     if (credentials && !scopes.includes('environment:integrations:read_credentials')) {
       throw new SwitchboardError(
@@ -83,24 +86,18 @@ export class IntegrationsController {
   @RequireScope('environment:integrations:write')
   async update(
     @Caller() caller: CallerType,
-    @Param() params: unknown,
-    @Body() body: unknown,
+    @Body() body: UpdateIntegrationBodyDto,
+    @Param() { uniqueKey }: IntegrationParamsDto,
   ): Promise<{ data: Integration }> {
-    const { uniqueKey } = parseParams(paramsSchema, params);
-    const parsed = parseBody(updateIntegrationBodySchema, body);
-    return {
-      data: await this.nats.call(INTEGRATION_REQUESTS.update, {
-        caller,
-        uniqueKey,
-        body: parsed,
-      }),
-    };
+    return { data: await this.nats.call(INTEGRATION_REQUESTS.update, { caller, uniqueKey, body }) };
   }
 
   @Delete(':uniqueKey')
   @RequireScope('environment:integrations:write')
-  async delete(@Caller() caller: CallerType, @Param() params: unknown): Promise<{ success: true }> {
-    const { uniqueKey } = parseParams(paramsSchema, params);
+  async delete(
+    @Caller() caller: CallerType,
+    @Param() { uniqueKey }: IntegrationParamsDto,
+  ): Promise<{ success: true }> {
     return this.nats.call(INTEGRATION_REQUESTS.delete, { caller, uniqueKey });
   }
 }

@@ -3,9 +3,18 @@ import { Controller, Get, Header, Param } from '@nestjs/common';
 import { providerKeySchema } from '@switchboard/contracts';
 import { z } from 'zod';
 import { Public } from '../access/route-access';
-import { parseParams } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
 
-const paramsSchema = z.object({ file: z.string().regex(/\.svg$/) });
+/** `<provider key>.svg`, as the provider key alone. */
+class LogoParamsDto extends createZodDto(
+  z.object({
+    file: z
+      .string()
+      .regex(/\.svg$/)
+      .transform((file) => file.slice(0, -4))
+      .pipe(providerKeySchema),
+  }),
+) {}
 
 /**
  * `logo_url` of every provider points here. We ship no third-party trademarks, so each logo is a
@@ -17,9 +26,7 @@ export class LogosController {
   @Public()
   @Header('Content-Type', 'image/svg+xml')
   @Header('Cache-Control', 'public, max-age=86400')
-  logo(@Param() params: unknown): string {
-    const { file } = parseParams(paramsSchema, params);
-    const name = parseParams(z.object({ name: providerKeySchema }), { name: file.slice(0, -4) }).name;
+  logo(@Param() { file: name }: LogoParamsDto): string {
     const hue = createHash('sha256').update(name).digest()[0]! * (360 / 256);
     const letters = name
       .split(/[-_]/)

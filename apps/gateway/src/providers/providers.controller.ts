@@ -8,10 +8,11 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { z } from 'zod';
 import { RequireScope, RequireScopeOrSession } from '../access/route-access';
-import { parseParams, parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
 import { PROVIDER_TEMPLATES } from './templates';
 
-const paramsSchema = z.object({ provider: providerKeySchema });
+class ListProvidersQueryDto extends createZodDto(listProvidersQuerySchema) {}
+class ProviderParamsDto extends createZodDto(z.object({ provider: providerKeySchema })) {}
 
 @Controller('providers')
 export class ProvidersController {
@@ -19,23 +20,20 @@ export class ProvidersController {
 
   @Get()
   @RequireScopeOrSession('environment:providers:read')
-  async list(@Query() query: unknown): Promise<{ data: ApiProvider[] }> {
-    const { search } = parseQuery(listProvidersQuerySchema, query);
+  async list(@Query() { search }: ListProvidersQueryDto): Promise<{ data: ApiProvider[] }> {
     return { data: await this.nats.call(PROVIDER_REQUESTS.list, { search }) };
   }
 
   @Get(':provider')
   @RequireScopeOrSession('environment:providers:read')
-  async get(@Param() params: unknown): Promise<{ data: ApiProvider }> {
-    const { provider } = parseParams(paramsSchema, params);
+  async get(@Param() { provider }: ProviderParamsDto): Promise<{ data: ApiProvider }> {
     return { data: await this.nats.call(PROVIDER_REQUESTS.get, { name: provider }) };
   }
 
   /** Pre-built function templates (a few providers have some); an unknown provider is a 404. */
   @Get(':provider/templates')
   @RequireScope('environment:providers:read')
-  async templates(@Param() params: unknown): Promise<{ data: unknown[] }> {
-    const { provider } = parseParams(paramsSchema, params);
+  async templates(@Param() { provider }: ProviderParamsDto): Promise<{ data: unknown[] }> {
     // The catalog's name, so an alias finds its provider's templates.
     const found = await this.nats.call(PROVIDER_REQUESTS.get, { name: provider });
     return { data: PROVIDER_TEMPLATES[found.name] ?? PROVIDER_TEMPLATES[provider] ?? [] };

@@ -1,15 +1,5 @@
 import { Readable } from 'node:stream';
-import {
-  Body,
-  Controller,
-  Get,
-  Header,
-  Headers,
-  Patch,
-  Query,
-  StreamableFile,
-  UseFilters,
-} from '@nestjs/common';
+import { Body, Controller, Get, Header, Patch, Query, StreamableFile, UseFilters } from '@nestjs/common';
 import {
   listRecordsQuerySchema,
   pruneRecordsBodySchema,
@@ -26,7 +16,12 @@ import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { CodeStatusFilter } from '../http/code-status.filter';
-import { parseBody, parseHeaders, parseNoQuery, parseQuery } from '../http/validation';
+import { NoQuery, RequestHeaders } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+
+class ListRecordsQueryDto extends createZodDto(listRecordsQuerySchema) {}
+class PruneRecordsBodyDto extends createZodDto(pruneRecordsBodySchema) {}
+class RecordsHeadersDto extends createZodDto(recordsHeadersSchema) {}
 
 const RECORDS_OPEN = Buffer.from('{"records":[');
 const COMMA = Buffer.from(',');
@@ -48,11 +43,9 @@ export class RecordsController {
   @Header('Content-Type', 'application/json; charset=utf-8')
   async list(
     @Caller() caller: CallerType,
-    @Headers() headers: Record<string, string | string[] | undefined>,
-    @Query() query: unknown,
+    @RequestHeaders() h: RecordsHeadersDto,
+    @Query() q: ListRecordsQueryDto,
   ): Promise<StreamableFile> {
-    const q = parseQuery(listRecordsQuerySchema, query);
-    const h = parseHeaders(recordsHeadersSchema, headers);
     const modifiedAfter = q.delta ?? q.modified_after;
     const request: RecordsListRequest = {
       caller,
@@ -98,13 +91,10 @@ export class RecordsController {
   @RequireScope('environment:records:write')
   async prune(
     @Caller() caller: CallerType,
-    @Headers() headers: Record<string, string | string[] | undefined>,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @RequestHeaders() h: RecordsHeadersDto,
+    @Body() b: PruneRecordsBodyDto,
+    @Query() _query: NoQuery,
   ): Promise<PruneRecordsResponse> {
-    parseNoQuery(query);
-    const b = parseBody(pruneRecordsBodySchema, body);
-    const h = parseHeaders(recordsHeadersSchema, headers);
     return this.nats.call(RECORDS_REQUESTS.prune, {
       caller,
       providerConfigKey: h['provider-config-key'],

@@ -1,16 +1,4 @@
-import {
-  Body,
-  Controller,
-  Delete,
-  Get,
-  Headers,
-  HttpCode,
-  Param,
-  Post,
-  Put,
-  Query,
-  UseFilters,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, UseFilters } from '@nestjs/common';
 import {
   SwitchboardError,
   syncFrequencyBodySchema,
@@ -32,7 +20,16 @@ import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { CodeStatusFilter } from '../http/code-status.filter';
-import { parseBody, parseHeaders, parseNoQuery, parseParams, parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery, RequestHeaders } from '../http/validation';
+
+class SyncTriggerBodyDto extends createZodDto(syncTriggerBodySchema) {}
+class SyncTriggerHeadersDto extends createZodDto(syncTriggerHeadersSchema) {}
+class SyncPauseStartBodyDto extends createZodDto(syncPauseStartBodySchema) {}
+class SyncStatusQueryDto extends createZodDto(syncStatusQuerySchema) {}
+class SyncFrequencyBodyDto extends createZodDto(syncFrequencyBodySchema) {}
+class SyncVariantParamsDto extends createZodDto(syncVariantParamsSchema) {}
+class SyncVariantBodyDto extends createZodDto(syncVariantBodySchema) {}
 
 /**
  * Nango answers an unknown connection with 400 on the frequency and variant routes; trigger, pause and
@@ -51,13 +48,10 @@ export class SyncsController {
   @RequireScope('environment:syncs:update')
   async trigger(
     @Caller() caller: CallerType,
-    @Headers() headers: Record<string, string | string[] | undefined>,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @RequestHeaders() parsedHeaders: SyncTriggerHeadersDto,
+    @Body() parsed: SyncTriggerBodyDto,
+    @Query() _query: NoQuery,
   ): Promise<{ success: true }> {
-    parseNoQuery(query);
-    const parsed = parseBody(syncTriggerBodySchema, body);
-    const parsedHeaders = parseHeaders(syncTriggerHeadersSchema, headers);
     const providerConfigKey = parsed.provider_config_key || parsedHeaders['provider-config-key'];
     if (!providerConfigKey) {
       throw new SwitchboardError(
@@ -83,23 +77,22 @@ export class SyncsController {
   @Post('pause')
   @HttpCode(200)
   @RequireScope('environment:syncs:update')
-  pause(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown) {
-    return this.command(SYNC_REQUESTS.pause, caller, query, body);
+  pause(@Caller() caller: CallerType, @Body() body: SyncPauseStartBodyDto, @Query() _query: NoQuery) {
+    return this.command(SYNC_REQUESTS.pause, caller, body);
   }
 
   /** `startSync`: a paused schedule resumes and runs now; a started one is left alone. */
   @Post('start')
   @HttpCode(200)
   @RequireScope('environment:syncs:update')
-  start(@Caller() caller: CallerType, @Query() query: unknown, @Body() body: unknown) {
-    return this.command(SYNC_REQUESTS.start, caller, query, body);
+  start(@Caller() caller: CallerType, @Body() body: SyncPauseStartBodyDto, @Query() _query: NoQuery) {
+    return this.command(SYNC_REQUESTS.start, caller, body);
   }
 
   /** `syncStatus`: `syncs=*` or a comma list (`name` or `name::variant`). */
   @Get('status')
   @RequireScope('environment:syncs:read')
-  status(@Caller() caller: CallerType, @Query() rawQuery: unknown): Promise<SyncStatusResponse> {
-    const query = parseQuery(syncStatusQuerySchema, rawQuery);
+  status(@Caller() caller: CallerType, @Query() query: SyncStatusQueryDto): Promise<SyncStatusResponse> {
     const all = query.syncs === '*';
     const names = all ? [] : query.syncs.split(',').map((s) => s.trim());
     const invalid = names.filter((n) => !syncIdentifierSchema.safeParse(n).success || n.length === 0);
@@ -119,11 +112,9 @@ export class SyncsController {
   @RequireScope('environment:syncs:update')
   frequency(
     @Caller() caller: CallerType,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() parsed: SyncFrequencyBodyDto,
+    @Query() _query: NoQuery,
   ): Promise<{ frequency: string }> {
-    parseNoQuery(query);
-    const parsed = parseBody(syncFrequencyBodySchema, body);
     return this.nats.call(SYNC_REQUESTS.frequency, {
       caller,
       providerConfigKey: parsed.provider_config_key,
@@ -141,11 +132,11 @@ export class SyncsController {
   @RequireScope('environment:syncs:update')
   createVariant(
     @Caller() caller: CallerType,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: SyncVariantBodyDto,
+    @Query() _query: NoQuery,
+    @Param() params: SyncVariantParamsDto,
   ): Promise<SyncVariantResponse> {
-    return this.nats.call(SYNC_REQUESTS.variantCreate, this.variantRequest(caller, params, query, body));
+    return this.nats.call(SYNC_REQUESTS.variantCreate, variantRequest(caller, params, body));
   }
 
   /** `deleteSyncVariant` (the client sends a JSON body on DELETE). */
@@ -154,21 +145,18 @@ export class SyncsController {
   @RequireScope('environment:syncs:update')
   deleteVariant(
     @Caller() caller: CallerType,
-    @Param() params: unknown,
-    @Query() query: unknown,
-    @Body() body: unknown,
+    @Body() body: SyncVariantBodyDto,
+    @Query() _query: NoQuery,
+    @Param() params: SyncVariantParamsDto,
   ): Promise<{ success: true }> {
-    return this.nats.call(SYNC_REQUESTS.variantDelete, this.variantRequest(caller, params, query, body));
+    return this.nats.call(SYNC_REQUESTS.variantDelete, variantRequest(caller, params, body));
   }
 
   private command(
     def: typeof SYNC_REQUESTS.pause | typeof SYNC_REQUESTS.start,
     caller: CallerType,
-    query: unknown,
-    body: unknown,
+    parsed: SyncPauseStartBodyDto,
   ) {
-    parseNoQuery(query);
-    const parsed = parseBody(syncPauseStartBodySchema, body);
     return this.nats.call(def, {
       caller,
       providerConfigKey: parsed.provider_config_key,
@@ -176,17 +164,12 @@ export class SyncsController {
       syncs: parsed.syncs.map(toSyncIdentifier),
     });
   }
+}
 
-  private variantRequest(caller: CallerType, params: unknown, query: unknown, body: unknown) {
-    const { name, variant } = parseParams(syncVariantParamsSchema, params);
-    parseNoQuery(query);
-    const parsed = parseBody(syncVariantBodySchema, body);
-    return {
-      caller,
-      providerConfigKey: parsed.provider_config_key,
-      connectionId: parsed.connection_id,
-      name,
-      variant,
-    };
-  }
+function variantRequest(
+  caller: CallerType,
+  { name, variant }: SyncVariantParamsDto,
+  { provider_config_key, connection_id }: SyncVariantBodyDto,
+) {
+  return { caller, providerConfigKey: provider_config_key, connectionId: connection_id, name, variant };
 }

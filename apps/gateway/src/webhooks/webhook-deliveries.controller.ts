@@ -11,7 +11,11 @@ import {
 import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
-import { parseNoQuery, parseParams, parseQuery } from '../http/validation';
+import { createZodDto } from 'nestjs-zod';
+import { NoQuery } from '../http/validation';
+
+class ListDeliveriesQueryDto extends createZodDto(listDeliveriesQuerySchema) {}
+class DeliveryIdParamsDto extends createZodDto(deliveryIdParamsSchema) {}
 
 /** The environment's webhook delivery log (newest first) and redelivery. */
 @Controller('environment/webhook-deliveries')
@@ -20,23 +24,17 @@ export class WebhookDeliveriesController {
 
   @Get()
   @RequireScope('environment:webhooks:read')
-  async list(@Caller() caller: CallerType, @Query() query: unknown): Promise<DeliveryPage> {
-    const parsed = parseQuery(listDeliveriesQuerySchema, query);
-    return this.nats.call(WEBHOOK_REQUESTS.listDeliveries, {
-      environmentId: caller.environmentId,
-      query: parsed,
-    });
+  async list(@Caller() caller: CallerType, @Query() query: ListDeliveriesQueryDto): Promise<DeliveryPage> {
+    return this.nats.call(WEBHOOK_REQUESTS.listDeliveries, { environmentId: caller.environmentId, query });
   }
 
   @Get(':id')
   @RequireScope('environment:webhooks:read')
   async get(
     @Caller() caller: CallerType,
-    @Param() params: unknown,
-    @Query() query: unknown,
+    @Query() _query: NoQuery,
+    @Param() { id }: DeliveryIdParamsDto,
   ): Promise<{ data: WebhookDeliveryDetail }> {
-    const { id } = parseParams(deliveryIdParamsSchema, params);
-    parseNoQuery(query);
     return {
       data: await this.nats.call(WEBHOOK_REQUESTS.getDelivery, {
         environmentId: caller.environmentId,
@@ -51,11 +49,9 @@ export class WebhookDeliveriesController {
   @RequireScope('environment:webhooks:write')
   async redeliver(
     @Caller() caller: CallerType,
-    @Param() params: unknown,
-    @Query() query: unknown,
+    @Query() _query: NoQuery,
+    @Param() { id }: DeliveryIdParamsDto,
   ): Promise<{ data: WebhookDelivery }> {
-    const { id } = parseParams(deliveryIdParamsSchema, params);
-    parseNoQuery(query);
     return {
       data: await this.nats.call(WEBHOOK_REQUESTS.redeliver, {
         environmentId: caller.environmentId,
