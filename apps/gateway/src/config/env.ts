@@ -97,6 +97,11 @@ export const envSchema = z
       .int()
       .min(1024)
       .default(64 * 1_048_576),
+    /**
+     * How long `POST /sync/deploy(/confirmation)` waits for the orchestrator to plan or store a project, in ms:
+     * a ~1,700-function project takes well over a minute on a busy two-core host.
+     */
+    SWITCHBOARD_DEPLOY_TIMEOUT_MS: z.coerce.number().int().min(1000).default(300_000),
     /** How long a synchronous `POST /action/trigger` waits for the script (the orchestrator's limit, same name), in ms. */
     SWITCHBOARD_ACTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(900_000).default(900_000),
     /**

@@ -17,14 +17,13 @@ import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { createZodDto } from 'nestjs-zod';
 import { NoQuery } from '../http/validation';
+import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { SupportedCliGuard } from './cli-version';
 
 class DeployBodyDto extends createZodDto(deployBodySchema) {}
 
 /** Bodies above this go through the object store: a NATS message holds 1 MiB by default, envelope included. */
 const INLINE_LIMIT_BYTES = 512 * 1024;
-/** Storing many functions can take a while; the CLI waits as long as we need. */
-const DEPLOY_TIMEOUT_MS = 60_000;
 
 const encoder = new TextEncoder();
 
@@ -59,6 +58,7 @@ export class DeployController {
   constructor(
     private readonly nats: NatsRequester,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(GATEWAY_ENV) private readonly env: GatewayEnv,
   ) {}
 
   @Post('confirmation')
@@ -91,10 +91,12 @@ export class DeployController {
     body: DeployBody,
     contentLength: string | undefined,
   ): Promise<z.output<R>> {
+    // Storing many functions can take a while; the CLI waits as long as we let it.
+    const timeoutMs = this.env.SWITCHBOARD_DEPLOY_TIMEOUT_MS;
     // The request's own size says whether it fits a message, without serialising a large body whole.
     const received = Number(contentLength);
     if (Number.isSafeInteger(received) && received > 0 && received <= INLINE_LIMIT_BYTES) {
-      return this.nats.call(def, { caller, body }, { timeoutMs: DEPLOY_TIMEOUT_MS });
+      return this.nats.call(def, { caller, body }, { timeoutMs });
     }
     // A backstop TTL: the body is deleted below once the orchestrator answered.
     const store = new PayloadStore(this.nc, DEPLOY_PAYLOAD_BUCKET, { storage: 'file', ttlMs: 15 * 60_000 });
@@ -102,10 +104,10 @@ export class DeployController {
     // beside the parsed body. The client publishes every chunk before it waits for their acks: tens of MB need more than its
     // default 5 s per ack on a busy server.
     const { name: bodyRef } = await store.put(ReadableStream.from(deployBodyChunks(body)), {
-      timeoutMs: DEPLOY_TIMEOUT_MS,
+      timeoutMs,
     });
     try {
-      return await this.nats.call(def, { caller, bodyRef }, { timeoutMs: DEPLOY_TIMEOUT_MS });
+      return await this.nats.call(def, { caller, bodyRef }, { timeoutMs });
     } finally {
       await store.delete(bodyRef);
     }
