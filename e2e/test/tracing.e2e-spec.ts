@@ -10,6 +10,7 @@ import {
   startCollector,
   type CollectedSpan,
 } from './support/otlp-collector';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
 import { startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
 
 describe('tracing across services', () => {
@@ -47,7 +48,8 @@ describe('tracing across services', () => {
       },
     });
     expect([200, 201]).toContain(connection.status);
-  });
+    // A stack and one more replica: on a busy machine that takes longer than a test may.
+  }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();
