@@ -322,7 +322,8 @@ describe('token refresh across two vault replicas', () => {
     held.release('fail');
     expect(token).toBe(provider.currentAccessToken(tokens.refresh_token));
     expect(token).not.toBe(tokens.access_token);
-    expect(waited).toBeLessThan(LEASE_MS + 2_000);
+    // Once the lease ran out, not a default lease (30 s) later: the margin is for a loaded two-core machine.
+    expect(waited).toBeLessThan(LEASE_MS + 12_000);
     expect(provider.refreshCalls() - callsBefore).toBe(2);
     expect(provider.successfulRefreshes() - successesBefore).toBe(1);
     void first;
