@@ -1,9 +1,8 @@
 import { EVENT_CONSUMERS } from '@switchboard/contracts';
 import { startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
-import { consumerDrained } from './support/barriers';
+import { consumerDrained, noDeliveryPending } from './support/barriers';
 import { call } from './support/http';
-import { waitFor } from './support/processes';
 import { AuthEventPublisher } from './support/webhook-events';
 import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
 
@@ -227,17 +226,7 @@ describe('webhook delivery across a graceful relay restart', () => {
     // Nothing arrives twice, also once every event is acknowledged (nothing left for JetStream to redeliver)
     // and no delivery is left to send.
     await consumerDrained(stack.natsUrl, EVENT_CONSUMERS.relayAuth);
-    await waitFor('every delivery to be sent', async () => {
-      const pending = await call(
-        stack.gatewayUrl,
-        'GET',
-        '/environment/webhook-deliveries?status=pending&limit=1',
-        {
-          key: stack.secretKey,
-        },
-      );
-      return (pending.body as { data: unknown[] }).data.length === 0 ? true : undefined;
-    });
+    await noDeliveryPending(stack);
     expect(receiver.received.length).toBe(total);
   });
 });

@@ -2,6 +2,7 @@ import type { Stack } from '@switchboard/testing';
 import { connect } from 'nats';
 import { Client as PgClient } from 'pg';
 import { EVENT_STREAM } from '@switchboard/contracts';
+import { call } from './http';
 import { waitFor } from './processes';
 
 /*
@@ -79,5 +80,33 @@ export async function runFailedSince(
         .find((line) => /\): failure/.test(line)),
     timeoutMs,
     50,
+  );
+}
+
+/**
+ * Waits until the environment of `key` (the stack's own by default) has no webhook delivery pending: every
+ * delivery the relay planned has been sent (or given up on).
+ */
+export async function noDeliveryPending(
+  stack: Pick<Stack, 'gatewayUrl' | 'secretKey'>,
+  key = stack.secretKey,
+  timeoutMs = 60_000,
+): Promise<void> {
+  await waitFor(
+    'every webhook delivery to be sent',
+    async () => {
+      const pending = await call(
+        stack.gatewayUrl,
+        'GET',
+        '/environment/webhook-deliveries?status=pending&limit=1',
+        {
+          key,
+        },
+      );
+      if (pending.status !== 200) throw new Error(`deliveries answered ${pending.status}`);
+      return (pending.body as { data: unknown[] }).data.length === 0 ? true : undefined;
+    },
+    timeoutMs,
+    100,
   );
 }
