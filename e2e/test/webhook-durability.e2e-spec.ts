@@ -3,6 +3,7 @@ import { startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
 import { consumerDrained, noDeliveryPending } from './support/barriers';
 import { call } from './support/http';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { AuthEventPublisher } from './support/webhook-events';
 import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
 
@@ -40,10 +41,12 @@ function relayScenario(relayEnv: Record<string, string>): { get: () => Scenario 
           ...relayEnv,
         },
       },
+      // Three stacks in one file, on a machine other suites load too.
+      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
     });
     scenario.stack = stack;
     scenario.publisher = await AuthEventPublisher.connect(stack.natsUrl);
-  });
+  }, START_HOOK_TIMEOUT_MS);
   afterAll(async () => {
     await scenario.publisher?.close();
     await scenario.stack?.stop();
