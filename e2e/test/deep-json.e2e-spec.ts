@@ -10,6 +10,7 @@ import {
 } from '@switchboard/contracts';
 import { startStack, type Stack } from '@switchboard/testing';
 import { connect } from 'nats';
+import { consumerDrained, noDeliveryPending } from './support/barriers';
 import { call, expectError } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
@@ -285,7 +286,9 @@ describe('deeply nested provider webhooks', () => {
     expect((await sendLinear(JSON.stringify(next))).status).toBe(200);
     const [hook] = await receiver.waitFor(1, '/primary');
     expect(JSON.parse(hook!.body)).toEqual(next);
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    // Every stored webhook routed and every planned delivery sent: nothing more is on its way.
+    await consumerDrained(stack.natsUrl, EVENT_CONSUMERS.relayProviderWebhook);
+    await noDeliveryPending(stack);
     expect(receiver.received.map((h) => JSON.parse(h.body) as unknown)).toEqual([next]);
     expect(await deliveries('dead_lettered')).toEqual([dead]);
   });
@@ -342,7 +345,7 @@ describe('deeply nested provider webhooks', () => {
         pending: 0,
         unacked: 0,
       });
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await noDeliveryPending(stack);
       expect(receiver.received.length).toBe(before);
     } finally {
       await nc.close();

@@ -14,6 +14,12 @@ import { raw, startFakeProvider, writeProxyProvidersFile, type FakeProvider } fr
  */
 
 const HEADERS_TIMEOUT_MS = 1500;
+/**
+ * How much later than planned a loaded two-core machine may see a request answered: bounds on elapsed time
+ * tell the behaviour apart (the configured timeout against the default minute, no wait against a wait of
+ * seconds) with this margin, not by a tight timing.
+ */
+const BUSY_MACHINE_LATE_MS = 8_000;
 /** The engine's settings, for the gateway (it runs the engine: embedded mode, the default) and the proxy service. */
 const ENGINE_ENV = {
   SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
@@ -610,8 +616,9 @@ describe('proxy: credentials, errors and policies', () => {
       const elapsed = Date.now() - started;
       expectError(res, 504, 'gateway_timeout');
       expect(elapsed).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
-      expect(elapsed).toBeLessThan(HEADERS_TIMEOUT_MS + 1500);
-      const deadline = Date.now() + 2000;
+      // The configured time, not the default minute.
+      expect(elapsed).toBeLessThan(HEADERS_TIMEOUT_MS + BUSY_MACHINE_LATE_MS);
+      const deadline = Date.now() + BUSY_MACHINE_LATE_MS;
       while (fake.hangClosed === closedBefore && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 50));
       expect(fake.hangClosed).toBe(closedBefore + 1);
@@ -709,10 +716,12 @@ describe('proxy: credentials, errors and policies', () => {
       const [first, second] = fake.calls('rate-limited/governed');
       expect(second! - first!).toBeGreaterThanOrEqual(1900);
 
-      await proxy('GET', '/rate-limited/ungoverned?after=2', stack.secretKey, 'oauth2-ungoverned', 'c1');
+      // Ungoverned, a Retry-After of 4 s (within the configured wait) holds nothing back: the next call
+      // comes well before it, however busy the machine.
+      await proxy('GET', '/rate-limited/ungoverned?after=4', stack.secretKey, 'oauth2-ungoverned', 'c1');
       await proxy('GET', '/rate-limited/ungoverned', stack.secretKey, 'oauth2-ungoverned', 'c1');
       const [a, b] = fake.calls('rate-limited/ungoverned');
-      expect(b! - a!).toBeLessThan(1000);
+      expect(b! - a!).toBeLessThan(3500);
     });
 
     it('answers 429 at once when the known reset is further away than the configured wait', async () => {
@@ -721,7 +730,8 @@ describe('proxy: credentials, errors and policies', () => {
       const res = await proxy('GET', '/rate-limited/far', stack.secretKey, 'oauth2', 'c1');
       expectError(res, 429, 'too_many_request');
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(25);
-      expect(Date.now() - started).toBeLessThan(1000);
+      // At once: sooner than the configured wait (5 s) it would otherwise spend, however busy the machine.
+      expect(Date.now() - started).toBeLessThan(4000);
       expect(fake.calls('rate-limited/far')).toHaveLength(1);
     });
   });

@@ -3,6 +3,7 @@ import { Nango } from '@nangohq/node';
 import type { SyncStatusItem } from '@switchboard/contracts';
 import { startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
+import { finishedRuns, runFailedSince } from './support/barriers';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
@@ -23,8 +24,6 @@ interface ListedContact {
   id: string;
   _nango_metadata: { deleted_at: string | null };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * A sync run that outlives the sync timeout, through the public surface: the run ends as an error (status,
@@ -118,6 +117,7 @@ describe('a sync run longer than the sync timeout', () => {
     const triggeredAt = Date.now();
     await nango.triggerSync(KEY, [SYNC], CONNECTION);
     await held.requested;
+    const runsBefore = finishedRuns(stack).length;
 
     const failed = await finishedAfter(triggeredAt);
     const lasted = Date.parse(failed.finishedAt!) - triggeredAt;
@@ -149,10 +149,11 @@ describe('a sync run longer than the sync timeout', () => {
       new Webhook(signingKey).verify(hook.hook.body, headerRecord(hook.hook.headers)),
     ).not.toThrow();
 
-    // Its script is gone: the page it waited for, released now, leads to no further request.
+    // Its script is gone: the page it waited for, released now, leads to no further request (its run has
+    // ended in functions-runtime, as a failure).
     const pagesBefore = provider.pages.length;
     held.release();
-    await sleep(3000);
+    await runFailedSince(stack, runsBefore);
     expect(provider.pages.slice(pagesBefore)).toEqual([]);
     // Track deletes ran for no one: the contacts the run never reached are all there.
     expect(await liveContacts()).toEqual(everyone);

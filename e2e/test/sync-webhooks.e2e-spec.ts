@@ -2,7 +2,9 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
+import { EVENT_CONSUMERS } from '@switchboard/contracts';
 import { startStack, type Stack } from '@switchboard/testing';
+import { consumerDrained } from './support/barriers';
 import { call } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
@@ -40,6 +42,12 @@ describe("syncs' onWebhook handlers", () => {
       webhookTimestamp: Date.now(),
     };
     expect((await sendLinearWebhook(stack, body, LINEAR_SECRET, type)).status).toBe(200);
+  };
+
+  /** Every webhook received so far has been routed by the relay, and every routed one started its syncs' runs. */
+  const routed = async () => {
+    await consumerDrained(stack.natsUrl, EVENT_CONSUMERS.relayProviderWebhook);
+    await consumerDrained(stack.natsUrl, EVENT_CONSUMERS.orchestratorSyncWebhook);
   };
 
   const seenBy = async (connectionId: string): Promise<string[]> =>
@@ -105,7 +113,7 @@ describe("syncs' onWebhook handlers", () => {
 
     // A type the sync does not subscribe to runs nothing; the next subscribed one runs (after it).
     await linearWebhook('org-a', 'Comment', 'create', 'com-1');
-    await new Promise((r) => setTimeout(r, 1000));
+    await routed();
     await linearWebhook('org-a', 'Issue', 'update', 'iss-1');
     expect(await waitForSeen('conn-org-a', 'Issue:update:iss-1')).toEqual([
       'Issue:create:iss-1',
@@ -158,8 +166,9 @@ describe("syncs' onWebhook handlers", () => {
       expect(res.status).toBe(200);
     }
     await waitForSeen('conn-org-b', 'Issue:create:iss-twice');
-    // A marker after it: once it is seen, a second run of the first would have been seen too.
-    await new Promise((r) => setTimeout(r, 1000));
+    // Both deliveries routed, and every routed one handed to its sync; a marker after them: once it is seen,
+    // a second run of the first would have been seen too.
+    await routed();
     await linearWebhook('org-b', 'Issue', 'update', 'iss-marker');
     const seen = await waitForSeen('conn-org-b', 'Issue:update:iss-marker');
     expect(seen.filter((s) => s === 'Issue:create:iss-twice')).toHaveLength(1);

@@ -14,6 +14,7 @@ import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { connect } from 'nats';
 import { Client as PgClient } from 'pg';
 import { Webhook } from 'standardwebhooks';
+import { finishedRuns, runFailedSince } from './support/barriers';
 import { call, createKey, expectError } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
@@ -167,11 +168,15 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     });
   };
 
-  /** Releases a page held from a stopped (or fenced) script: it asks for no more, and the records stay the provider's. */
-  const expectNothingAfterRelease = async (held: { release(): void }) => {
+  /**
+   * Releases a page held from a stopped (or fenced) script, whose run functions-runtime had not finished at
+   * `runsBefore` (a count of `finishedRuns`): once that run has ended as a failure (stopped, or its late write
+   * refused), its script asked for no more pages, and the records stay the provider's.
+   */
+  const expectNothingAfterRelease = async (held: { release(): void }, runsBefore: number) => {
     const released = provider.pages.length;
     held.release();
-    await sleep(3000);
+    await runFailedSince(stack, runsBefore);
     expect(provider.pages.slice(released)).toEqual([]);
     await expectProviderData();
   };
@@ -713,6 +718,12 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     const { records: before } = await allRecords(CONN_A);
     const prune = { model: 'Contact', until_cursor: before.at(-1)!._nango_metadata.cursor };
     const pagesBefore = provider.pages.length;
+    // A trigger starts its workflow, and a schedule fired by hand records an action, before it is answered.
+    const [synced] = await status(CONN_A);
+    const lastTrigger = async () =>
+      (await temporal.workflow.getHandle(`sync-${synced!.id}-trigger`).describe()).runId;
+    const scheduleActions = async () => (await schedule(synced!.id)).info.numActionsTaken;
+    const [triggerBefore, actionsBefore] = [await lastTrigger(), await scheduleActions()];
 
     expect((await as(syncsRead, 'GET', statusPath)).status).toBe(200);
     for (const [method, path, body] of [
@@ -744,8 +755,12 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     }
     expect((await as(recordsRead, 'GET', '/records?model=Contact&limit=1')).status).toBe(200);
 
-    // Nothing the refused requests asked for happened: no run, no variant, no pause, no pruned payload.
-    await sleep(1000);
+    // Nothing the refused requests asked for happened: no run started (the trigger workflow and the schedule
+    // are as they were, and a trigger starts its run before it answers), no variant, no pause, no pruned payload.
+    expect({ trigger: await lastTrigger(), actions: await scheduleActions() }).toEqual({
+      trigger: triggerBefore,
+      actions: actionsBefore,
+    });
     expect(provider.pages.length).toBe(pagesBefore);
     const [item] = await status(CONN_A, '*');
     expect(item).toMatchObject({ status: 'SUCCESS', frequency: 'every hour' });
@@ -853,6 +868,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       held = provider.hold(oneRun[2]!);
       await nango.triggerSync(KEY, [SYNC], CONN_B);
       await held.requested;
+      const runsBefore = finishedRuns(stack).length;
       await triggered.terminate('the e2e test terminates it');
       const stopped = (await status(CONN_B))[0]!;
       // Its run could not close itself, yet it is not shown as still running; it left the checkpoint of
@@ -875,10 +891,10 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
         oneRun.slice(oneRun.indexOf(left!.cursor)),
       );
       // The terminated run's script was stopped (its activity heard of the termination, or its lease ran
-      // out; a late write of it would be refused): given its page now, it asks for no more.
+      // out; a late write of it would be refused): given its page now, it asks for no more until it ends.
       const released = provider.pages.length;
       held.release();
-      await sleep(3000);
+      await runFailedSince(stack, runsBefore);
       expect(provider.pages.slice(released)).toEqual([]);
     } finally {
       held.release();
@@ -1073,6 +1089,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     try {
       await nango.triggerSync(KEY, [SYNC], CONN_A);
       await held.requested;
+      const runsBefore = finishedRuns(stack).length;
       // The provider changes meanwhile; the held page still answers those contacts as they were.
       provider.change(100, 500);
       await nango.triggerSync(KEY, [SYNC], CONN_A, { reset: true });
@@ -1086,7 +1103,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       });
 
       // The cancelled run's page comes now: its script was stopped, it saves nothing and asks for no more.
-      await expectNothingAfterRelease(held);
+      await expectNothingAfterRelease(held, runsBefore);
       expect((await status(CONN_A))[0]!.checkpoint).toBeNull();
 
       // The next run starts from the start (no checkpoint of the old run) and deletes nothing.
@@ -1114,6 +1131,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     try {
       await nango.triggerSync(KEY, [SYNC], CONN_A);
       await held.requested;
+      const runsBefore = finishedRuns(stack).length;
       // Its worker dies: nobody is left to tell functions-runtime to stop the script, which waits on (until
       // its lease runs out, 5 s later).
       const worker = stack.workers.find((w) => w.process.exitCode === null && w.process.signalCode === null);
@@ -1132,7 +1150,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
       // The old script gets its stale page now, if its lease has not stopped it yet: its batchSave is
       // refused (sync_run_superseded), which ends it: no stale record, no checkpoint, no further page.
-      await expectNothingAfterRelease(held);
+      await expectNothingAfterRelease(held, runsBefore);
       expect((await status(CONN_A))[0]).toMatchObject({ status: 'SUCCESS', checkpoint: null });
     } finally {
       held.release();

@@ -10,6 +10,7 @@ import {
   startCollector,
   type CollectedSpan,
 } from './support/otlp-collector';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
 import { startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
 
 describe('tracing across services', () => {
@@ -47,7 +48,8 @@ describe('tracing across services', () => {
       },
     });
     expect([200, 201]).toContain(connection.status);
-  });
+    // A stack and one more replica: on a busy machine that takes longer than a test may.
+  }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
     await stack?.stop();
@@ -112,7 +114,8 @@ describe('tracing across services', () => {
     expect(attribute(server, 'switchboard.proxy.lane')).toBe('framework');
   });
 
-  it('makes one public request one trace, from the gateway into the owning service', async () => {
+  /** Lists the integrations through the gateway under a new trace, and waits for the spans of the listing. */
+  const tracedListing = async () => {
     const traceId = randomBytes(16).toString('hex');
     const res = await fetch(`${stack.gatewayUrl}/integrations`, {
       headers: {
@@ -121,9 +124,6 @@ describe('tracing across services', () => {
       },
     });
     expect(res.status).toBe(200);
-    // The answer names its trace (what the console links to a trace UI).
-    expect(res.headers.get('traceresponse')).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
-
     const deadline = Date.now() + 15_000;
     const ours = () => collector.spans.filter((s) => s.traceId === traceId);
     const handled = () =>
@@ -132,13 +132,19 @@ describe('tracing across services', () => {
     const gatewayServer = () => ours().some((s) => s.service === 'gateway' && s.kind === SERVER);
     while (!(handled() && gatewayServer()) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
+    return { traceId, res, spans: ours(), handled: handled() };
+  };
 
-    const spans = ours();
+  it('makes one public request one trace, from the gateway into the owning service', async () => {
+    const { traceId, res, spans, handled } = await tracedListing();
+    // The answer names its trace (what the console links to a trace UI).
+    expect(res.headers.get('traceresponse')).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+
     const services = new Set(spans.map((s) => s.service));
     expect(services).toEqual(new Set(['gateway', 'auth-connect']));
 
     // The span in auth-connect is the child of the gateway's NATS request span, itself inside the HTTP span.
-    const server = handled()!;
+    const server = handled!;
     const client = spans.find((s) => s.spanId === server.parentSpanId);
     expect(client).toMatchObject({ service: 'gateway', name: 'auth.v1.integrations.list send' });
     expect(spans.some((s) => s.service === 'gateway' && s.spanId === client!.parentSpanId)).toBe(true);
@@ -160,8 +166,9 @@ describe('tracing across services', () => {
     });
     expect(proxied.status).toBe(200);
     await proxied.text();
-    // The traced services export within ~100 ms (OTEL_BSP_SCHEDULE_DELAY); give them ten times that.
-    await new Promise((r) => setTimeout(r, 1000));
+    // A traced listing after them: once its spans from the gateway and auth-connect are in, whatever those
+    // services recorded for the requests before it has been exported too (each exports in order).
+    await tracedListing();
     // Not even auth-connect's span for the listing: without the SDK no trace context travels on NATS either.
     expect(collector.spans.filter((s) => s.traceId === traceId)).toEqual([]);
   });

@@ -1,6 +1,9 @@
+import { EVENT_CONSUMERS } from '@switchboard/contracts';
 import { startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
+import { consumerDrained, noDeliveryPending } from './support/barriers';
 import { call } from './support/http';
+import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { AuthEventPublisher } from './support/webhook-events';
 import { headerRecord, WebhookReceiver } from './support/webhook-receiver';
 
@@ -38,10 +41,12 @@ function relayScenario(relayEnv: Record<string, string>): { get: () => Scenario 
           ...relayEnv,
         },
       },
+      // Three stacks in one file, on a machine other suites load too.
+      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
     });
     scenario.stack = stack;
     scenario.publisher = await AuthEventPublisher.connect(stack.natsUrl);
-  });
+  }, START_HOOK_TIMEOUT_MS);
   afterAll(async () => {
     await scenario.publisher?.close();
     await scenario.stack?.stop();
@@ -221,8 +226,10 @@ describe('webhook delivery across a graceful relay restart', () => {
     const deadline = Date.now() + 60_000;
     while (ids().size < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(ids().size).toBe(total);
-    // Nothing arrives twice, also a little later (a redelivered event would be sent again).
-    await new Promise((r) => setTimeout(r, 1000));
+    // Nothing arrives twice, also once every event is acknowledged (nothing left for JetStream to redeliver)
+    // and no delivery is left to send.
+    await consumerDrained(stack.natsUrl, EVENT_CONSUMERS.relayAuth);
+    await noDeliveryPending(stack);
     expect(receiver.received.length).toBe(total);
   });
 });
@@ -263,8 +270,9 @@ describe('webhook retries across a graceful relay restart', () => {
     while (new Set(retried()).size < total && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
     expect(new Set(retried()).size).toBe(total);
-    // Longer than a lease (timeout 2 s + 2 s): a retry whose outcome was lost would be sent again by now.
-    await new Promise((r) => setTimeout(r, 5_000));
+    // A retry whose outcome was lost stays pending until its lease runs out and it is sent again: once no
+    // delivery is pending, every one was sent as often as it ever will be.
+    await noDeliveryPending(stack);
     expect(retried()).toHaveLength(total);
   });
 });

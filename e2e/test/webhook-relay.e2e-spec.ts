@@ -4,9 +4,11 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Nango } from '@nangohq/node';
+import { EVENT_CONSUMERS } from '@switchboard/contracts';
 import { repoRoot, type Stack } from '@switchboard/testing';
 import { SignJWT } from 'jose';
 import { Webhook } from 'standardwebhooks';
+import { consumerDrained } from './support/barriers';
 import { call, createKey, expectError } from './support/http';
 import {
   seedAccount,
@@ -274,8 +276,16 @@ describe('webhook relay', () => {
       return { rows: rows.length, count: rows.reduce((n, d) => n + d.attempts, 0) };
     };
 
+    /** The newest forward the relay planned for the environment of `key` (refused requests aside). */
+    const newestForward = async (key = stack.secretKey) => {
+      const log = (await api('GET', '/environment/webhook-deliveries?type=forward&limit=100', undefined, key))
+        .body as { data: { id: number; status: string }[] };
+      return Math.max(0, ...log.data.filter((d) => d.status !== 'refused').map((d) => d.id));
+    };
+
     it('refuses a bad signature with 401, forwards nothing, and shows it in the delivery log as refused', async () => {
       const before = receiver.received.length;
+      const forwardBefore = await newestForward();
       const mismatchBefore = await refusedCount('signature mismatch');
       const missingBefore = await refusedCount('missing linear-signature header');
       const forged = {
@@ -294,7 +304,9 @@ describe('webhook relay', () => {
         body: JSON.stringify(forged),
       });
       expect(unsigned.status).toBe(401);
-      await new Promise((r) => setTimeout(r, 1000));
+      // Every stored webhook routed, and no forward planned since: nothing is on its way to the receiver.
+      await consumerDrained(stack.natsUrl, EVENT_CONSUMERS.relayProviderWebhook);
+      expect(await newestForward()).toBe(forwardBefore);
       expect(receiver.received.length).toBe(before);
 
       expect((await refusedCount('signature mismatch')).count).toBe(mismatchBefore.count + 1);
@@ -319,7 +331,7 @@ describe('webhook relay', () => {
         409,
         'conflict',
       );
-      await new Promise((r) => setTimeout(r, 500));
+      expect(await newestForward()).toBe(forwardBefore);
       expect(receiver.received.length).toBe(before);
     });
 
@@ -1213,7 +1225,18 @@ describe('webhook relay', () => {
       });
       // Only the three admitted webhooks were stored and forwarded (in any order: deliveries run concurrently).
       await receiver.waitFor(3, '/flood');
-      await new Promise((r) => setTimeout(r, 1000));
+      // Every stored webhook routed, and the environment's deliveries are those three, none still to send.
+      await consumerDrained(stack.natsUrl, EVENT_CONSUMERS.relayProviderWebhook);
+      const planned = await waitFor('the flood to be delivered', async () => {
+        const log = (
+          await call(stack.gatewayUrl, 'GET', '/environment/webhook-deliveries?type=forward&limit=100', {
+            key: flooded.secretKey,
+          })
+        ).body as { data: { status: string }[] };
+        const statuses = log.data.map((d) => d.status);
+        return statuses.includes('pending') ? undefined : statuses;
+      });
+      expect(planned).toEqual(['delivered', 'delivered', 'delivered']);
       expect(
         receiver
           .on('/flood')

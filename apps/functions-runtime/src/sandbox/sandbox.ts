@@ -1,6 +1,6 @@
 import type { FunctionFailureCode, FunctionLog, FunctionType } from '@switchboard/contracts';
 import ivm from 'isolated-vm';
-import { IsolatePool, MAX_RUNS_PER_ISOLATE } from './isolate-pool';
+import { IsolatePool, MAX_RUNS_PER_ISOLATE, PREPARE_TIMEOUT_MS } from './isolate-pool';
 import {
   IsolateFactory,
   releaseContext,
@@ -113,9 +113,13 @@ export function configurePool(maxIdle: number): void {
   pool.configure(maxIdle);
 }
 
-/** Ready contexts on (the default) or off: `scripts/measure-runs.mjs` compares both in one process. */
-export function configureReadyContexts(on: boolean): void {
+/**
+ * Ready contexts on (the default) or off: `scripts/measure-runs.mjs` compares both in one process. With
+ * `prepareTimeoutMs`, how long making one may take (tests whose module top level is heavy on purpose).
+ */
+export function configureReadyContexts(on: boolean, prepareTimeoutMs = PREPARE_TIMEOUT_MS): void {
   pool.readyContexts = on;
+  pool.prepareTimeoutMs = prepareTimeoutMs;
 }
 
 /** Idle isolates kept right now (tests and metrics). */
@@ -126,6 +130,11 @@ export function pooledIsolates(): number {
 /** Resolves once every isolate whose run has ended is back in its pool or disposed of (tests). */
 export async function isolatesReturned(): Promise<void> {
   await pool.returned();
+}
+
+/** Resolves once the spares are made and every pooled isolate has its next ready context (tests). */
+export async function sandboxSettled(): Promise<void> {
+  await Promise.all([spares.stocked(), pool.contextsMade()]);
 }
 
 /** Disposes of every idle and spare isolate and drops the code cache (the module is stopping). */

@@ -16,6 +16,8 @@ export class SpareIsolates {
   private target = 0;
   private memory = 0;
   private refilling = false;
+  /** The spare being made right now, if any. */
+  private making: Promise<unknown> | undefined;
 
   constructor(private readonly factory: IsolateFactory) {}
 
@@ -49,6 +51,12 @@ export class SpareIsolates {
     return this.spares.map((s) => s.isolate);
   }
 
+  /** Resolves once as many spares are made as configured (tests). */
+  async stocked(): Promise<void> {
+    while (this.spares.length < this.target)
+      await (this.making ?? new Promise((resolve) => setImmediate(resolve)));
+  }
+
   dispose(): void {
     this.configure(0, this.memory);
   }
@@ -59,7 +67,7 @@ export class SpareIsolates {
     // Made one at a time, after the run that took one has started: preparing never competes with a
     // run for more than one of the isolate threads.
     setImmediate(() => {
-      this.factory
+      this.making = this.factory
         .prepare(this.memory)
         .then((prepared) => {
           if (this.spares.length < this.target && prepared.memoryMb === this.memory)
@@ -69,6 +77,7 @@ export class SpareIsolates {
         .catch((error: unknown) => logger.error(`could not prepare a spare isolate: ${String(error)}`))
         .finally(() => {
           this.refilling = false;
+          this.making = undefined;
           if (this.spares.length < this.target) this.refill();
         });
     });

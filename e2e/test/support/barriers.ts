@@ -1,0 +1,112 @@
+import type { Stack } from '@switchboard/testing';
+import { connect } from 'nats';
+import { Client as PgClient } from 'pg';
+import { EVENT_STREAM } from '@switchboard/contracts';
+import { call } from './http';
+import { waitFor } from './processes';
+
+/*
+ * Barriers for negative assertions: instead of waiting a fixed time for something that must not happen,
+ * wait for something observable that proves the system has handled what it would have acted on.
+ */
+
+/**
+ * Waits until a durable consumer of the event stream has nothing pending and nothing unacknowledged: every
+ * event published before the call has been handled (and acknowledged) by the service reading it.
+ */
+export async function consumerDrained(natsUrl: string, consumer: string, timeoutMs = 60_000): Promise<void> {
+  const nc = await connect({ servers: natsUrl });
+  try {
+    const jsm = await nc.jetstreamManager();
+    await waitFor(
+      `the consumer ${consumer} to handle every event`,
+      async () => {
+        const info = await jsm.consumers.info(EVENT_STREAM.name, consumer);
+        return info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
+      },
+      timeoutMs,
+      50,
+    );
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
+ * Waits until the vault's outbox holds no event: every event recorded with a change the vault made before
+ * the call (in the same transaction) has been published to the event stream.
+ */
+export async function outboxEmpty(databaseUrl: string, timeoutMs = 30_000): Promise<void> {
+  const db = new PgClient({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    await waitFor(
+      'the vault to publish its outbox',
+      async () => {
+        const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM vault.outbox_events');
+        return rows[0]!.n === 0 ? true : undefined;
+      },
+      timeoutMs,
+      50,
+    );
+  } finally {
+    await db.end();
+  }
+}
+
+/** The function runs functions-runtime has finished so far, in order (`<type> <name> (<invocation>): <outcome>`). */
+export function finishedRuns(stack: Pick<Stack, 'logs'>): string[] {
+  return [
+    ...stack
+      .logs('functions-runtime')
+      .matchAll(/\b(?:sync|action|on-event) \S+ \([^)]+\): (?:success|failure[^\n]*?) in \d+ ms/g),
+  ].map((m) => m[0]);
+}
+
+/**
+ * Waits until functions-runtime has finished a run that failed (stopped, aborted or refused) since `since`
+ * (a count of `finishedRuns`): the script that run was is over, it asks for nothing more.
+ */
+export async function runFailedSince(
+  stack: Pick<Stack, 'logs'>,
+  since: number,
+  timeoutMs = 60_000,
+): Promise<string> {
+  return waitFor(
+    'a stopped run to end',
+    async () =>
+      finishedRuns(stack)
+        .slice(since)
+        .find((line) => /\): failure/.test(line)),
+    timeoutMs,
+    50,
+  );
+}
+
+/**
+ * Waits until the environment of `key` (the stack's own by default) has no webhook delivery pending: every
+ * delivery the relay planned has been sent (or given up on).
+ */
+export async function noDeliveryPending(
+  stack: Pick<Stack, 'gatewayUrl' | 'secretKey'>,
+  key = stack.secretKey,
+  timeoutMs = 60_000,
+): Promise<void> {
+  await waitFor(
+    'every webhook delivery to be sent',
+    async () => {
+      const pending = await call(
+        stack.gatewayUrl,
+        'GET',
+        '/environment/webhook-deliveries?status=pending&limit=1',
+        {
+          key,
+        },
+      );
+      if (pending.status !== 200) throw new Error(`deliveries answered ${pending.status}`);
+      return (pending.body as { data: unknown[] }).data.length === 0 ? true : undefined;
+    },
+    timeoutMs,
+    100,
+  );
+}
