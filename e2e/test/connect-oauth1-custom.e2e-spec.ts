@@ -14,8 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { startStack, type Stack } from '@switchboard/testing';
-import { makeLoopbackCertificate } from './support/loopback-certificate';
+import { makeLoopbackCertificate, startStack, type Stack } from '@switchboard/testing';
 import { call, CookieJar } from './support/http';
 
 /**

@@ -5,7 +5,7 @@ import { createServer, request as httpsRequest, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeLoopbackCertificate } from './loopback-certificate';
+import { makeLoopbackCertificate } from '@switchboard/testing';
 
 /**
  * A fake third-party provider for the connect flows, on loopback over HTTPS (the catalog accepts only

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeLoopbackCertificate } from './loopback-certificate';
+import { makeLoopbackCertificate } from '@switchboard/testing';
 
 /**
  * A fake OAuth 2 provider on loopback, speaking HTTPS with a throwaway self-signed certificate (the

@@ -3,7 +3,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { makeLoopbackCertificate } from './loopback-certificate';
+import { makeLoopbackCertificate } from '@switchboard/testing';
 
 /**
  * A fake OpenID Connect provider on loopback, over HTTPS with a throwaway certificate (give the relying

@@ -1,3 +1,4 @@
+export * from './certificate';
 export * from './infrastructure';
 export * from './ports';
 export * from './repo';
