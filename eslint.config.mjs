@@ -47,4 +47,23 @@ export default tseslint.config(
       ],
     },
   },
+  // A NATS request by subject alone skips the definition's types and its check: services use `call`.
+  {
+    files: ['**/*.ts'],
+    ignores: [
+      '**/*.spec.ts',
+      '**/*.int-spec.ts',
+      '**/*.e2e-spec.ts',
+      'packages/messaging/src/nats-requester.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[property.name='requestUnchecked']",
+          message: 'Send a defined request with NatsRequester.call(definition, payload).',
+        },
+      ],
+    },
+  },
 );

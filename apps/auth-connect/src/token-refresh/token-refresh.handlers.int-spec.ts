@@ -453,7 +453,7 @@ describe('auth-connect internal subjects: token refresh and integration resolve'
   it('refuses a malformed request with invalid_body before doing anything', async () => {
     const error = await failure(
       // Sent by subject, past the caller's own check, to reach the handler's.
-      nats.request(AUTH_INTERNAL_REQUESTS.refresh.subject, {
+      nats.requestUnchecked(AUTH_INTERNAL_REQUESTS.refresh.subject, {
         environmentId: 'one',
         providerConfigKey: 'crm',
       }),
