@@ -1,5 +1,6 @@
 export * from './certificate';
 export * from './infrastructure';
+export * from './loopback-http-fake';
 export * from './ports';
 export * from './repo';
 export * from './stack';
