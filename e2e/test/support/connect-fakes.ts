@@ -1,11 +1,9 @@
 import { createHash, createVerify, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, request as httpsRequest, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeLoopbackCertificate } from '@switchboard/testing';
+import { serveLoopbackHttps } from '@switchboard/testing';
 
 /**
  * A fake third-party provider for the connect flows, on loopback over HTTPS (the catalog accepts only
@@ -66,7 +64,6 @@ interface PendingCode {
 }
 
 export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
-  const { keyFile, certFile } = makeLoopbackCertificate();
   const clientId = `client-${randomBytes(4).toString('hex')}`;
   const clientSecret = `secret-${randomBytes(12).toString('hex')}`;
   const goodApiKey = `key-${randomBytes(12).toString('hex')}`;
@@ -321,17 +318,10 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     return json(res, 404, { error: 'not_found' });
   };
 
-  const server: Server = createServer(
-    { key: readFileSync(keyFile), cert: readFileSync(certFile) },
-    (req, res) => {
-      handle(req, res).catch(() => json(res, 500, { error: 'server_error' }));
-    },
-  );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const https = await serveLoopbackHttps(handle);
   return {
-    url: `https://127.0.0.1:${port}`,
-    caFile: certFile,
+    url: https.url,
+    caFile: https.caFile,
     clientId,
     clientSecret,
     goodApiKey,
@@ -354,20 +344,8 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
       appSetupUrl = setupUrl;
       appPublicKey = publicKey;
     },
-    get: (target) =>
-      new Promise((resolve, reject) => {
-        const req = httpsRequest(target, { method: 'GET', ca: readFileSync(certFile) }, (res) => {
-          res.resume();
-          resolve({ status: res.statusCode ?? 0, location: res.headers.location });
-        });
-        req.on('error', reject);
-        req.end();
-      }),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    get: https.get,
+    stop: https.stop,
   };
 }
 

@@ -1,6 +1,7 @@
 export * from './certificate';
 export * from './infrastructure';
 export * from './loopback-http-fake';
+export * from './loopback-https';
 export * from './ports';
 export * from './repo';
 export * from './stack';
