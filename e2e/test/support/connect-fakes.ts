@@ -1,9 +1,10 @@
-import { createHash, createVerify, randomBytes } from 'node:crypto';
+import { createHash, createVerify, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serveLoopbackHttps } from '@switchboard/testing';
+import { call } from './http';
 
 /**
  * A fake third-party provider for the connect flows, on loopback over HTTPS (the catalog accepts only
@@ -347,6 +348,44 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     get: https.get,
     stop: https.stop,
   };
+}
+
+/** The key pair of the fake's GitHub-style app (RS256: the private key signs the app's JWTs). */
+export const appKeyPair = () =>
+  generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+  });
+
+/**
+ * Creates the `fake-app` integration (APP, with the app's OAuth client, which turns the user code of an
+ * install into the token that checks it) and sends the fake's app installs back to the gateway.
+ */
+export async function createFakeAppIntegration(
+  stack: { gatewayUrl: string; secretKey: string },
+  fake: ConnectFakeProvider,
+  uniqueKey: string,
+  appKeys: { publicKey: string; privateKey: string },
+): Promise<void> {
+  // Raw HTTP: @nangohq/node's types do not know an APP integration's optional OAuth client.
+  const created = await call(stack.gatewayUrl, 'POST', '/integrations', {
+    key: stack.secretKey,
+    body: {
+      provider: 'fake-app',
+      unique_key: uniqueKey,
+      credentials: {
+        type: 'APP',
+        app_id: '99',
+        app_link: `${fake.url}/apps/test-app`,
+        private_key: appKeys.privateKey,
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+      },
+    },
+  });
+  expect(created.status).toBe(200);
+  fake.setAppSetupUrl(`${stack.gatewayUrl}/app-auth/connect`, appKeys.publicKey);
 }
 
 /** A providers file (SWITCHBOARD_PROVIDERS_FILE) whose providers (OAuth 2, API key, basic, client credentials, app) point at the fake. */
