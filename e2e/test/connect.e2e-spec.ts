@@ -1,14 +1,15 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { connect, type NatsConnection } from 'nats';
 import { Client } from 'pg';
 import { waitForAuthEvents } from './support/auth-events';
 import {
   appKeyPair,
   createFakeAppIntegration,
+  fakeOAuthCredentials,
   startConnectFakeProvider,
-  writeConnectProvidersFile,
+  startConnectStack,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
 import {
@@ -55,16 +56,7 @@ describe('connect sessions and auth flows', () => {
 
   beforeAll(async () => {
     fake = await startConnectFakeProvider();
-    const connectPort = await freePort();
-    connectUrl = `http://127.0.0.1:${connectPort}`;
-    stack = await startStack({
-      env: {
-        SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
-        NODE_EXTRA_CA_CERTS: fake.caFile,
-        SWITCHBOARD_CONNECT_URL: connectUrl,
-      },
-      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
-    });
+    ({ stack, connectUrl } = await startConnectStack(fake));
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();
@@ -75,12 +67,7 @@ describe('connect sessions and auth flows', () => {
     await nango.createIntegration({
       provider: 'fake-oauth',
       unique_key: oauthIntegration,
-      credentials: {
-        type: 'OAUTH2',
-        client_id: fake.clientId,
-        client_secret: fake.clientSecret,
-        scopes: 'read,write',
-      },
+      credentials: fakeOAuthCredentials(fake, 'read,write'),
     });
     await nango.createIntegration({ provider: 'fake-cc', unique_key: ccIntegration });
     await nango.createIntegration({

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serveLoopbackHttps } from '@switchboard/testing';
+import { freePort, serveLoopbackHttps, startStack, type Stack } from '@switchboard/testing';
 import { call } from './http';
 
 /**
@@ -349,6 +349,39 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     stop: https.stop,
   };
 }
+
+/**
+ * A stack whose providers are the fake's (trusting its certificate) and whose auth-connect serves the
+ * connect UI on a port of its own, at `connectUrl`; `allowedOrigins` may frame the page or hear from it.
+ */
+export async function startConnectStack(
+  fake: ConnectFakeProvider,
+  options: { allowedOrigins?: string; readyTimeoutMs?: number } = {},
+): Promise<{ stack: Stack; connectUrl: string }> {
+  const connectPort = await freePort();
+  const connectUrl = `http://127.0.0.1:${connectPort}`;
+  const stack = await startStack({
+    env: {
+      SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
+      NODE_EXTRA_CA_CERTS: fake.caFile,
+      SWITCHBOARD_CONNECT_URL: connectUrl,
+      ...(options.allowedOrigins !== undefined
+        ? { SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: options.allowedOrigins }
+        : {}),
+    },
+    serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
+    ...(options.readyTimeoutMs !== undefined ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
+  });
+  return { stack, connectUrl };
+}
+
+/** The OAuth client of the fake's `fake-oauth` provider, as an integration's credentials. */
+export const fakeOAuthCredentials = (fake: ConnectFakeProvider, scopes: string) => ({
+  type: 'OAUTH2' as const,
+  client_id: fake.clientId,
+  client_secret: fake.clientSecret,
+  scopes,
+});
 
 /** The key pair of the fake's GitHub-style app (RS256: the private key signs the app's JWTs). */
 export const appKeyPair = () =>
