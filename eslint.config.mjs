@@ -58,4 +58,23 @@ export default tseslint.config(
       'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
     },
   },
+  // A NATS request by subject alone skips the definition's types and its check: services use `call`.
+  {
+    files: ['**/*.ts'],
+    ignores: [
+      '**/*.spec.ts',
+      '**/*.int-spec.ts',
+      '**/*.e2e-spec.ts',
+      'packages/messaging/src/nats-requester.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[property.name='requestUnchecked']",
+          message: 'Send a defined request with NatsRequester.call(definition, payload).',
+        },
+      ],
+    },
+  },
 );

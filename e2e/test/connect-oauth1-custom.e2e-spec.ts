@@ -7,15 +7,12 @@ import {
   timingSafeEqual,
   verify,
 } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, request as httpsRequest, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { startStack, type Stack } from '@switchboard/testing';
-import { makeLoopbackCertificate } from './support/loopback-certificate';
+import { serveLoopbackHttps, startStack, type Stack } from '@switchboard/testing';
 import { call, CookieJar } from './support/http';
 
 /**
@@ -65,7 +62,6 @@ interface Fake {
 }
 
 async function startFake(): Promise<Fake> {
-  const { keyFile, certFile } = makeLoopbackCertificate();
   const consumerKey = `ck-${randomBytes(4).toString('hex')}`;
   const consumerSecret = `cs-${randomBytes(12).toString('hex')}`;
   const clientId = `Iv1.${randomBytes(6).toString('hex')}`;
@@ -337,17 +333,10 @@ async function startFake(): Promise<Fake> {
     return json(res, 404, { error: 'not_found' });
   };
 
-  const server: Server = createServer(
-    { key: readFileSync(keyFile), cert: readFileSync(certFile) },
-    (req, res) => {
-      handle(req, res).catch(() => json(res, 500, { error: 'server_error' }));
-    },
-  );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const https = await serveLoopbackHttps(handle);
   return {
-    url: `https://127.0.0.1:${port}`,
-    caFile: certFile,
+    url: https.url,
+    caFile: https.caFile,
     consumerKey,
     consumerSecret,
     clientId,
@@ -359,20 +348,8 @@ async function startFake(): Promise<Fake> {
       gatewayCallback = callback;
       appPublicKey = publicKey;
     },
-    get: (target) =>
-      new Promise((resolve, reject) => {
-        const req = httpsRequest(target, { method: 'GET', ca: readFileSync(certFile) }, (res) => {
-          res.resume();
-          resolve({ status: res.statusCode ?? 0, location: res.headers.location });
-        });
-        req.on('error', reject);
-        req.end();
-      }),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    get: https.get,
+    stop: https.stop,
   };
 }
 

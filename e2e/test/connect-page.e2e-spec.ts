@@ -1,12 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { repoRoot, type Stack } from '@switchboard/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './support/chromium';
 import {
+  fakeOAuthCredentials,
   startConnectFakeProvider,
-  writeConnectProvidersFile,
+  startConnectStack,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
 import { STACK_READY_TIMEOUT_MS } from './support/processes';
@@ -49,29 +50,17 @@ describe('the connect page in Chromium', () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     fake = await startConnectFakeProvider();
-    const connectPort = await freePort();
-    stack = await startStack({
-      env: {
-        SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
-        NODE_EXTRA_CA_CERTS: fake.caFile,
-        SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
-        // The customer's app lives on the fake's origin here: only it may frame the page or hear from it.
-        SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: fake.url,
-      },
-      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
+    ({ stack } = await startConnectStack(fake, {
+      // The customer's app lives on the fake's origin here: only it may frame the page or hear from it.
+      allowedOrigins: fake.url,
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
+    }));
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     await nango.createIntegration({ provider: 'fake-key', unique_key: keyIntegration });
     await nango.createIntegration({
       provider: 'fake-oauth',
       unique_key: oauthIntegration,
-      credentials: {
-        type: 'OAUTH2',
-        client_id: fake.clientId,
-        client_secret: fake.clientSecret,
-        scopes: 'read',
-      },
+      credentials: fakeOAuthCredentials(fake, 'read'),
     });
     browser = await launchChromium();
     // The fake provider's certificate is a throwaway self-signed one.

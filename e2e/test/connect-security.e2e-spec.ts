@@ -1,14 +1,16 @@
-import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
 import {
+  appKeyPair,
+  createFakeAppIntegration,
   startConnectFakeProvider,
   writeConnectProvidersFile,
   type ConnectFakeProvider,
   type GithubUser,
 } from './support/connect-fakes';
-import { call, CookieJar, expectError } from './support/http';
+import { call, CookieJar, createConnectSession, expectError, withSessionToken } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { WebhookReceiver } from './support/webhook-receiver';
 
@@ -33,19 +35,10 @@ describe('connect flows refuse what a hostile end user sends', () => {
   const appIntegration = `app-${run}`;
   const customIntegration = `app-oauth-${run}`;
   const routedIntegration = `routed-${run}`;
-  const appKeys = generateKeyPairSync('rsa', {
-    modulusLength: 2048,
-    publicKeyEncoding: { type: 'spki', format: 'pem' },
-    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
-  });
+  const appKeys = appKeyPair();
 
-  const session = async (body: Record<string, unknown>) => {
-    const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', { key: stack.secretKey, body });
-    expect({ status: res.status, body: res.body }).toEqual({ status: 201, body: expect.anything() });
-    return (res.body as { data: { token: string } }).data.token;
-  };
-  const withToken = (path: string, token: string) =>
-    `${path}${path.includes('?') ? '&' : '?'}connect_session_token=${encodeURIComponent(token)}`;
+  const session = (body: Record<string, unknown>) =>
+    createConnectSession(stack.gatewayUrl, stack.secretKey, body);
   const connectionCount = async (providerConfigKey: string) =>
     Number(
       (
@@ -97,23 +90,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       credentials: oauthCredentials,
     });
     await nango.createIntegration({ provider: 'fake-key', unique_key: keyIntegration });
-    // Raw HTTP: @nangohq/node's types do not know an APP integration's optional OAuth client.
-    const created = await call(stack.gatewayUrl, 'POST', '/integrations', {
-      key: stack.secretKey,
-      body: {
-        provider: 'fake-app',
-        unique_key: appIntegration,
-        credentials: {
-          type: 'APP',
-          app_id: '99',
-          app_link: `${fake.url}/apps/test-app`,
-          private_key: appKeys.privateKey,
-          client_id: fake.clientId,
-          client_secret: fake.clientSecret,
-        },
-      },
-    });
-    expect(created.status).toBe(200);
+    await createFakeAppIntegration(stack, fake, appIntegration, appKeys);
     await nango.createIntegration({
       provider: 'fake-app-oauth',
       unique_key: customIntegration,
@@ -126,7 +103,6 @@ describe('connect flows refuse what a hostile end user sends', () => {
         private_key: appKeys.privateKey,
       },
     } as Parameters<Nango['createIntegration']>[0]);
-    fake.setAppSetupUrl(`${stack.gatewayUrl}/app-auth/connect`, appKeys.publicKey);
   }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -141,7 +117,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
     it('refuses a host field pointing the token URL at the end user’s server: nothing is sent there, nothing stored', async () => {
       const token = await session({ tags: { end_user_id: 'exfil-host' } });
       const popup = await fetch(
-        `${stack.gatewayUrl}${withToken(`/oauth/connect/${hostedIntegration}?params%5Bhost%5D=${encodeURIComponent(attackerHost())}`, token)}`,
+        `${stack.gatewayUrl}${withSessionToken(`/oauth/connect/${hostedIntegration}?params%5Bhost%5D=${encodeURIComponent(attackerHost())}`, token)}`,
         { redirect: 'manual' },
       );
       expect(popup.status).toBe(400);
@@ -150,7 +126,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const page = await call(
         stack.gatewayUrl,
         'POST',
-        withToken(`/oauth/connect/${hostedIntegration}`, token),
+        withSessionToken(`/oauth/connect/${hostedIntegration}`, token),
         {
           body: { params: { host: attackerHost() } },
         },
@@ -168,7 +144,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const undeclared = await call(
         stack.gatewayUrl,
         'POST',
-        withToken(`/oauth/connect/${oauthIntegration}`, token),
+        withSessionToken(`/oauth/connect/${oauthIntegration}`, token),
         { body: { params: { tenant: 'acme', token_url: `${attacker.url}/steal`, team: 'other-team' } } },
       );
       const detail = expectError(undeclared, 400, 'invalid_connection');
@@ -179,7 +155,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const apiKey = await call(
         stack.gatewayUrl,
         'POST',
-        withToken(
+        withSessionToken(
           `/api-auth/api-key/${keyIntegration}?params%5Bbase_url%5D=https%3A%2F%2Fevil.invalid`,
           token,
         ),
@@ -228,7 +204,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
   describe('OAuth state bound to the browser that started the flow', () => {
     const start = async (token: string, jar: CookieJar) => {
       const res = await fetch(
-        `${stack.gatewayUrl}${withToken(`/oauth/connect/${oauthIntegration}?params%5Btenant%5D=acme`, token)}`,
+        `${stack.gatewayUrl}${withSessionToken(`/oauth/connect/${oauthIntegration}?params%5Btenant%5D=acme`, token)}`,
         { redirect: 'manual' },
       );
       expect(res.status).toBe(302);
@@ -328,7 +304,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const started = await call(
         stack.gatewayUrl,
         'POST',
-        withToken(`/oauth/connect/${oauthIntegration}`, token),
+        withSessionToken(`/oauth/connect/${oauthIntegration}`, token),
         {
           body: { params: { tenant: 'acme' } },
         },
@@ -359,9 +335,12 @@ describe('connect flows refuse what a hostile end user sends', () => {
     const install = async (endUserId: string, user: GithubUser = 'acme', integration = appIntegration) => {
       const browser = new CookieJar();
       const token = await session({ end_user: { id: endUserId } });
-      const start = await fetch(`${stack.gatewayUrl}${withToken(`/oauth/connect/${integration}`, token)}`, {
-        redirect: 'manual',
-      });
+      const start = await fetch(
+        `${stack.gatewayUrl}${withSessionToken(`/oauth/connect/${integration}`, token)}`,
+        {
+          redirect: 'manual',
+        },
+      );
       expect(start.status).toBe(302);
       browser.take(start);
       fake.actAs(user);
@@ -564,7 +543,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
         });
         const browser = new CookieJar();
         const token = await session({ end_user: { id: `echo-${run}` } });
-        const start = await fetch(`${stack.gatewayUrl}${withToken(`/oauth/connect/${key}`, token)}`, {
+        const start = await fetch(`${stack.gatewayUrl}${withSessionToken(`/oauth/connect/${key}`, token)}`, {
           redirect: 'manual',
         });
         expect(start.status).toBe(302);
@@ -590,7 +569,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const key = `echo-cc-${run}`;
       await nango.createIntegration({ provider: 'fake-echo-cc', unique_key: key });
       const token = await session({ end_user: { id: `echo-cc-${run}` } });
-      const res = await call(stack.gatewayUrl, 'POST', withToken(`/oauth2/auth/${key}`, token), {
+      const res = await call(stack.gatewayUrl, 'POST', withSessionToken(`/oauth2/auth/${key}`, token), {
         body: { client_id: 'machine-id', client_secret: secret },
       });
       const error = expectError(res, 400, 'invalid_credentials');
@@ -613,7 +592,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const started = await call(
         stack.gatewayUrl,
         'POST',
-        withToken(`/oauth/connect/${routedIntegration}`, token),
+        withSessionToken(`/oauth/connect/${routedIntegration}`, token),
         {
           body: { params: { tenant, ...extra.params } },
         },
@@ -707,7 +686,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const first = await call(
         stack.gatewayUrl,
         'POST',
-        withToken(`/api-auth/api-key/${keyIntegration}`, token),
+        withSessionToken(`/api-auth/api-key/${keyIntegration}`, token),
         {
           body: { apiKey: fake.goodApiKey },
         },
@@ -716,7 +695,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const again = await call(
         stack.gatewayUrl,
         'POST',
-        withToken(`/api-auth/api-key/${keyIntegration}`, token),
+        withSessionToken(`/api-auth/api-key/${keyIntegration}`, token),
         {
           body: { apiKey: fake.goodApiKey },
         },
@@ -735,7 +714,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const hostile = await call(
         stack.gatewayUrl,
         'POST',
-        withToken(`/oauth/connect/${oauthIntegration}`, token),
+        withSessionToken(`/oauth/connect/${oauthIntegration}`, token),
         {
           body: {
             params: { tenant: 'acme' },
@@ -757,7 +736,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
         ['user_scope'],
       ]);
       const popup = await fetch(
-        `${stack.gatewayUrl}${withToken(`/oauth/connect/${oauthIntegration}?params%5Btenant%5D=acme&authorization_params%5Bscope%5D=admin`, token)}`,
+        `${stack.gatewayUrl}${withSessionToken(`/oauth/connect/${oauthIntegration}?params%5Btenant%5D=acme&authorization_params%5Bscope%5D=admin`, token)}`,
         { redirect: 'manual' },
       );
       expect(popup.status).toBe(400);

@@ -1,15 +1,26 @@
-import { createHash, generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { connect, type NatsConnection } from 'nats';
 import { Client } from 'pg';
 import { waitForAuthEvents } from './support/auth-events';
 import {
+  appKeyPair,
+  createFakeAppIntegration,
+  fakeOAuthCredentials,
   startConnectFakeProvider,
-  writeConnectProvidersFile,
+  startConnectStack,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
-import { call, CookieJar, createKey, expectError, failure } from './support/http';
+import {
+  call,
+  CookieJar,
+  createConnectSession,
+  createKey,
+  expectError,
+  failure,
+  withSessionToken,
+} from './support/http';
 
 /**
  * Connect sessions and the auth flows behind them, through the gateway: the official `@nangohq/node`
@@ -36,37 +47,16 @@ describe('connect sessions and auth flows', () => {
   const ccIntegration = `cc-${run}`;
   const tbaIntegration = `tba-${run}`;
   const appIntegration = `app-${run}`;
-  const appKeys = generateKeyPairSync('rsa', {
-    modulusLength: 2048,
-    publicKeyEncoding: { type: 'spki', format: 'pem' },
-    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
-  });
+  const appKeys = appKeyPair();
 
-  const session = async (body: Record<string, unknown>) => {
-    const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', { key: stack.secretKey, body });
-    expect({ status: res.status, body: res.body }).toEqual({ status: 201, body: expect.anything() });
-    return (res.body as { data: { token: string } }).data.token;
-  };
+  const session = (body: Record<string, unknown>) =>
+    createConnectSession(stack.gatewayUrl, stack.secretKey, body);
   const flow = (method: string, path: string, token: string, body?: unknown) =>
-    call(
-      stack.gatewayUrl,
-      method,
-      `${path}${path.includes('?') ? '&' : '?'}connect_session_token=${encodeURIComponent(token)}`,
-      { body },
-    );
+    call(stack.gatewayUrl, method, withSessionToken(path, token), { body });
 
   beforeAll(async () => {
     fake = await startConnectFakeProvider();
-    const connectPort = await freePort();
-    connectUrl = `http://127.0.0.1:${connectPort}`;
-    stack = await startStack({
-      env: {
-        SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
-        NODE_EXTRA_CA_CERTS: fake.caFile,
-        SWITCHBOARD_CONNECT_URL: connectUrl,
-      },
-      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
-    });
+    ({ stack, connectUrl } = await startConnectStack(fake));
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();
@@ -77,12 +67,7 @@ describe('connect sessions and auth flows', () => {
     await nango.createIntegration({
       provider: 'fake-oauth',
       unique_key: oauthIntegration,
-      credentials: {
-        type: 'OAUTH2',
-        client_id: fake.clientId,
-        client_secret: fake.clientSecret,
-        scopes: 'read,write',
-      },
+      credentials: fakeOAuthCredentials(fake, 'read,write'),
     });
     await nango.createIntegration({ provider: 'fake-cc', unique_key: ccIntegration });
     await nango.createIntegration({
@@ -90,25 +75,7 @@ describe('connect sessions and auth flows', () => {
       unique_key: tbaIntegration,
       credentials: { type: 'TBA', client_id: 'consumer-key', client_secret: 'consumer-secret' },
     });
-    // Raw HTTP: @nangohq/node's types do not know an APP integration's optional OAuth client.
-    const created = await call(stack.gatewayUrl, 'POST', '/integrations', {
-      key: stack.secretKey,
-      body: {
-        provider: 'fake-app',
-        unique_key: appIntegration,
-        credentials: {
-          type: 'APP',
-          app_id: '99',
-          app_link: `${fake.url}/apps/test-app`,
-          private_key: appKeys.privateKey,
-          // The app's OAuth client: it turns the user code of an install into the token that checks it.
-          client_id: fake.clientId,
-          client_secret: fake.clientSecret,
-        },
-      },
-    });
-    expect(created.status).toBe(200);
-    fake.setAppSetupUrl(`${stack.gatewayUrl}/app-auth/connect`, appKeys.publicKey);
+    await createFakeAppIntegration(stack, fake, appIntegration, appKeys);
   }, 120_000);
 
   afterAll(async () => {

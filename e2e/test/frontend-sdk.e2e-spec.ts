@@ -3,12 +3,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { repoRoot, type Stack } from '@switchboard/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './support/chromium';
 import {
+  fakeOAuthCredentials,
   startConnectFakeProvider,
-  writeConnectProvidersFile,
+  startConnectStack,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
 import { STACK_READY_TIMEOUT_MS } from './support/processes';
@@ -106,28 +107,15 @@ describe('@nangohq/frontend 0.71.10 in Chromium', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     fake = await startConnectFakeProvider();
     customer = await startCustomerApp();
-    const connectPort = await freePort();
-    connectUrl = `http://127.0.0.1:${connectPort}`;
-    stack = await startStack({
-      env: {
-        SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
-        NODE_EXTRA_CA_CERTS: fake.caFile,
-        SWITCHBOARD_CONNECT_URL: connectUrl,
-        SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: customer.url,
-      },
-      serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
+    ({ stack, connectUrl } = await startConnectStack(fake, {
+      allowedOrigins: customer.url,
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
+    }));
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     await nango.createIntegration({
       provider: 'fake-oauth',
       unique_key: oauthIntegration,
-      credentials: {
-        type: 'OAUTH2',
-        client_id: fake.clientId,
-        client_secret: fake.clientSecret,
-        scopes: 'read',
-      },
+      credentials: fakeOAuthCredentials(fake, 'read'),
     });
     browser = await launchChromium();
     context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1000, height: 760 } });

@@ -4,6 +4,7 @@ import { freePort, startStack, type RunningService, type Stack } from '@switchbo
 import { call, createKey, expectError, type ApiResponse } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
 import { raw, startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
+import { startRecordingRelay, type RecordingRelay, type RelayedRequest } from './support/recording-relay';
 
 /**
  * What the proxy adds and refuses: each auth mode's credential on the provider request (and never the
@@ -50,57 +51,6 @@ async function canary(host: string): Promise<{ port: number; hits: number; close
   };
 }
 
-interface Captured {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body: Buffer;
-}
-interface Neighbour {
-  url: string;
-  /** Pass requests on to the proxy service (else answer 502 itself, keeping them unspent). */
-  forward: boolean;
-  captured: Captured[];
-  close(): Promise<void>;
-}
-
-/** Sits on the gateway → proxy service hop, recording each request as sent (a sniffing neighbour). */
-async function startNeighbour(target: string): Promise<Neighbour> {
-  const state: Neighbour = { url: '', forward: true, captured: [], close: async () => undefined };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(req.headers))
-        if (typeof value === 'string' && !['host', 'connection', 'keep-alive'].includes(name))
-          headers[name] = value;
-      const captured = {
-        method: req.method ?? 'GET',
-        url: req.url ?? '/',
-        headers,
-        body: Buffer.concat(chunks),
-      };
-      state.captured.push(captured);
-      if (!state.forward) {
-        res.writeHead(502).end();
-        return;
-      }
-      raw(target, captured.method, captured.url, captured.headers, captured.body).then(
-        (answer) => {
-          res.writeHead(answer.status, answer.headers);
-          res.end(answer.body);
-        },
-        () => res.writeHead(502).end(),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
-  return state;
-}
-
 describe('proxy: credentials, errors and policies', () => {
   let stack: Stack;
   let fake: FakeProvider;
@@ -111,7 +61,7 @@ describe('proxy: credentials, errors and policies', () => {
   let remoteGateway: RunningService;
   /** A remote-mode gateway whose hop to the proxy service passes a network neighbour that records it. */
   let tappedGateway: RunningService;
-  let neighbour: Neighbour;
+  let neighbour: RecordingRelay;
 
   const proxy = (
     method: string,
@@ -130,6 +80,34 @@ describe('proxy: credentials, errors and policies', () => {
   const echo = (res: ApiResponse) => {
     expect(res.status).toBe(200);
     return res.body as Echo;
+  };
+  /**
+   * Sends a request of each credentialed integration (as `send` makes it) that lands on the foreign
+   * server: none carries a token, key, client secret or password (nor the integration's `secrets`).
+   */
+  const expectNoCredentialAbroad = async (
+    send: (providerConfigKey: string) => Promise<ApiResponse>,
+    secrets: string[],
+  ) => {
+    const before = foreign.seen.length;
+    const integrations = ['secret-header', 'oauth2', 'api-key', 'api-key-query', 'basic', 'oauth1'];
+    for (const providerConfigKey of integrations) {
+      const seen = echo(await send(providerConfigKey));
+      expect(seen.headers.authorization).toBeUndefined();
+      expect(seen.headers['x-api-key']).toBeUndefined();
+      expect(seen.url).toBe('/echo');
+      const everything = JSON.stringify(seen);
+      for (const secret of [
+        'client-secret-etsy',
+        'at-secret-header',
+        'at-1',
+        'key-header',
+        'l0velace',
+        ...secrets,
+      ])
+        expect(everything).not.toContain(secret);
+    }
+    expect(foreign.seen.length).toBe(before + integrations.length);
   };
 
   async function integration(provider: string, uniqueKey: string, extra: Record<string, unknown> = {}) {
@@ -193,7 +171,7 @@ describe('proxy: credentials, errors and policies', () => {
     });
     await connection('secret-header', 'c1', { type: 'OAUTH2', access_token: 'at-secret-header' });
     remoteGateway = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_MODE: 'remote' });
-    neighbour = await startNeighbour(`http://127.0.0.1:${stack.services.proxy.port}`);
+    neighbour = await startRecordingRelay([`http://127.0.0.1:${stack.services.proxy.port}`]);
     tappedGateway = await stack.startReplica('gateway', {
       SWITCHBOARD_PROXY_MODE: 'remote',
       SWITCHBOARD_PROXY_URL: neighbour.url,
@@ -361,33 +339,11 @@ describe('proxy: credentials, errors and policies', () => {
     it.each(gateways)(
       '%s: a proxy-only key aiming the override at another origin reaches it with no token, key or client secret',
       async (_mode, gatewayUrl) => {
-        const before = foreign.seen.length;
-        for (const providerConfigKey of [
-          'secret-header',
-          'oauth2',
-          'api-key',
-          'api-key-query',
-          'basic',
-          'oauth1',
-        ]) {
-          const seen = echo(
-            await via(gatewayUrl(), proxyOnly, { 'base-url-override': foreign.url }, providerConfigKey),
-          );
-          expect(seen.headers.authorization).toBeUndefined();
-          expect(seen.headers['x-api-key']).toBeUndefined();
-          expect(seen.url).toBe('/echo');
-          const everything = JSON.stringify(seen);
-          for (const secret of [
-            'client-secret-etsy',
-            'at-secret-header',
-            'at-1',
-            'key-header',
-            'key query',
-            'l0velace',
-          ])
-            expect(everything).not.toContain(secret);
-        }
-        expect(foreign.seen.length).toBe(before + 6);
+        await expectNoCredentialAbroad(
+          (providerConfigKey) =>
+            via(gatewayUrl(), proxyOnly, { 'base-url-override': foreign.url }, providerConfigKey),
+          ['key query'],
+        );
       },
     );
 
@@ -446,33 +402,10 @@ describe('proxy: credentials, errors and policies', () => {
     it.each(gateways)(
       '%s: a proxy-only key asking to forward headers on redirect sends no credential to another origin',
       async (_mode, gatewayUrl) => {
-        const before = foreign.seen.length;
-        for (const providerConfigKey of [
-          'secret-header',
-          'oauth2',
-          'api-key',
-          'api-key-query',
-          'basic',
-          'oauth1',
-        ]) {
-          const seen = echo(
-            await followed(gatewayUrl(), proxyOnly, providerConfigKey, `${foreign.url}/echo`),
-          );
-          expect(seen.headers.authorization).toBeUndefined();
-          expect(seen.headers['x-api-key']).toBeUndefined();
-          expect(seen.url).toBe('/echo');
-          const everything = JSON.stringify(seen);
-          for (const secret of [
-            'client-secret-etsy',
-            'at-secret-header',
-            'at-1',
-            'key-header',
-            'api_key',
-            'l0velace',
-          ])
-            expect(everything).not.toContain(secret);
-        }
-        expect(foreign.seen.length).toBe(before + 6);
+        await expectNoCredentialAbroad(
+          (providerConfigKey) => followed(gatewayUrl(), proxyOnly, providerConfigKey, `${foreign.url}/echo`),
+          ['api_key'],
+        );
       },
     );
 
@@ -573,7 +506,7 @@ describe('proxy: credentials, errors and policies', () => {
           headers: { 'provider-config-key': 'api-key', 'connection-id': 'c1' },
           ...(body === undefined ? {} : { body }),
         });
-      const resend = (captured: Captured, headers: Record<string, string> = {}, body = captured.body) =>
+      const resend = (captured: RelayedRequest, headers: Record<string, string> = {}, body = captured.body) =>
         raw(proxyService, captured.method, captured.url, { ...captured.headers, ...headers }, body);
 
       // Passed on once: the provider answers; the same bytes sent again are refused, and reach no provider.

@@ -1,6 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, request, type Server, type ServerResponse } from 'node:http';
+import { createServer, request, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { call } from './support/http';
 import { waitFor } from './support/processes';
 import { startTcpForwarder } from './support/tcp-forwarder';
 import { raw } from './support/proxy-fakes';
+import { startRecordingRelay, type RecordingRelay, type RelayedRequest } from './support/recording-relay';
 import { linearIntegration } from './support/webhook-events';
 import { WebhookReceiver } from './support/webhook-receiver';
 
@@ -31,70 +32,6 @@ const RELAY_ENV = {
   SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
   SWITCHBOARD_WEBHOOK_ACK_WAIT: '2s',
 };
-
-interface Captured {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body: Buffer;
-  /** The proxy replica the balancer sent it to (undefined when held back). */
-  target?: string;
-}
-
-/**
- * What sits in front of the proxy replicas: it sends each request to the next replica in turn and
- * records it as sent (a neighbour on that hop could do the same).
- */
-async function startBalancer() {
-  const state = {
-    url: '',
-    targets: [] as string[],
-    forward: true,
-    captured: [] as Captured[],
-    next: 0,
-    server: undefined as Server | undefined,
-  };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(req.headers))
-        if (typeof value === 'string' && !['host', 'connection', 'keep-alive'].includes(name))
-          headers[name] = value;
-      const captured: Captured = {
-        method: req.method ?? 'GET',
-        url: req.url ?? '/',
-        headers,
-        body: Buffer.concat(chunks),
-      };
-      state.captured.push(captured);
-      if (!state.forward) {
-        res.writeHead(502).end();
-        return;
-      }
-      const target = state.targets[state.next++ % state.targets.length]!;
-      captured.target = target;
-      // Streams the answer as the proxy sends it.
-      const upstream = request(
-        `${target}${captured.url}`,
-        { method: captured.method, headers: captured.headers },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-          answer.on('error', () => res.destroy());
-        },
-      );
-      upstream.on('error', () => (res.headersSent ? res.destroy() : res.writeHead(502).end()));
-      res.on('close', () => upstream.destroy());
-      upstream.end(captured.body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.server = server;
-  return state;
-}
 
 /** A provider API on loopback: `/echo` answers at once, `/hold` and `/half` wait for `release()`. */
 async function startApi() {
@@ -165,7 +102,7 @@ function outcome(url: string, headers: Record<string, string>): Promise<Outcome>
 describe('two replicas of every service', () => {
   let provider: FakeOAuthProvider;
   let api: Awaited<ReturnType<typeof startApi>>;
-  let balancer: Awaited<ReturnType<typeof startBalancer>>;
+  let balancer: RecordingRelay;
   let stack: Stack;
   let db: Client;
   let receiver: WebhookReceiver;
@@ -185,7 +122,7 @@ describe('two replicas of every service', () => {
     [provider, api, balancer, receiver] = await Promise.all([
       startFakeOAuthProvider({ delayMs: 200 }),
       startApi(),
-      startBalancer(),
+      startRecordingRelay(),
       new WebhookReceiver().start(),
     ]);
     const dir = mkdtempSync(join(tmpdir(), 'replica-providers-'));
@@ -281,11 +218,7 @@ describe('two replicas of every service', () => {
     await stack?.stop();
     await receiver?.stop();
     api?.release();
-    await Promise.all([
-      provider?.stop(),
-      api?.close(),
-      new Promise<void>((resolve) => (balancer?.server ? balancer.server.close(() => resolve()) : resolve())),
-    ]);
+    await Promise.all([provider?.stop(), api?.close(), balancer?.close()]);
   });
 
   it('sends one refresh to the provider for 200 reads of an expiring connection spread over both gateways and both vaults', async () => {
@@ -343,7 +276,7 @@ describe('two replicas of every service', () => {
 
   it('refuses a signed gateway request replayed to the other proxy replica, and still takes one it never saw', async () => {
     const [first] = gatewayUrls();
-    const replay = (captured: Captured, target: string) =>
+    const replay = (captured: RelayedRequest, target: string) =>
       raw(target, captured.method, captured.url, captured.headers, captured.body);
     const otherThan = (target: string) => balancer.targets.find((t) => t !== target)!;
 

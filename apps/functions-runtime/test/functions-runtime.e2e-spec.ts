@@ -9,11 +9,11 @@ import {
   type Caller,
   type FunctionRunRequest,
   type FunctionRunResult,
-  ENVIRONMENT_REQUESTS,
   FUNCTIONS_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
+import { stackCaller } from './support/stack-caller';
 import { connect, type NatsConnection } from 'nats';
 import {
   ITEM_IDS,
@@ -135,15 +135,7 @@ describe('functions-runtime: functions.v1.run', () => {
     });
     nc = await connect({ servers: stack.natsUrl });
     nats = new NatsRequester(nc);
-    const environment = await nats.call(ENVIRONMENT_REQUESTS.resolve, {
-      uuid: stack.environmentUuid,
-    });
-    caller = {
-      accountId: environment.accountId,
-      environmentId: environment.id,
-      environmentUuid: environment.uuid,
-      environmentName: environment.name,
-    };
+    caller = await stackCaller(nats, stack.environmentUuid);
     expect(
       (
         await gateway('POST', '/integrations', {

@@ -3,9 +3,10 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { ENVIRONMENT_REQUESTS, FUNCTIONS_SUBJECTS } from '@switchboard/contracts';
+import { FUNCTIONS_SUBJECTS } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
+import { stackCaller } from './support/stack-caller';
 import { connect, headers as natsHeaders, type NatsConnection } from 'nats';
 import {
   startFakePagesProvider,
@@ -114,9 +115,7 @@ describe('functions-runtime tracing', () => {
   }, 60_000);
 
   it('traces the run and its proxied calls under the caller’s trace, without secrets', async () => {
-    const environment = await new NatsRequester(nc).call(ENVIRONMENT_REQUESTS.resolve, {
-      uuid: stack.environmentUuid,
-    });
+    const caller = await stackCaller(new NatsRequester(nc), stack.environmentUuid);
     const code = readFileSync(join(__dirname, 'fixtures', 'list-items.cjs'), 'utf8');
     const traceId = randomBytes(16).toString('hex');
     const hdrs = natsHeaders();
@@ -125,12 +124,7 @@ describe('functions-runtime tracing', () => {
       pattern: FUNCTIONS_SUBJECTS.run,
       id: randomUUID(),
       data: {
-        caller: {
-          accountId: environment.accountId,
-          environmentId: environment.id,
-          environmentUuid: environment.uuid,
-          environmentName: environment.name,
-        },
+        caller,
         invocationId: randomUUID(),
         function: {
           id: 'fn',

@@ -7,11 +7,11 @@ import {
   type Caller,
   type FunctionRunRequest,
   type FunctionRunResult,
-  ENVIRONMENT_REQUESTS,
   FUNCTIONS_REQUESTS,
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
+import { stackCaller } from './support/stack-caller';
 import { connect, type NatsConnection } from 'nats';
 import { Client } from 'pg';
 import { writePagesProvidersFile } from './support/fake-pages-provider';
@@ -159,15 +159,7 @@ describe('a sync script saving records, read with listRecords', () => {
     });
     nc = await connect({ servers: stack.natsUrl });
     nats = new NatsRequester(nc);
-    const environment = await nats.call(ENVIRONMENT_REQUESTS.resolve, {
-      uuid: stack.environmentUuid,
-    });
-    caller = {
-      accountId: environment.accountId,
-      environmentId: environment.id,
-      environmentUuid: environment.uuid,
-      environmentName: environment.name,
-    };
+    caller = await stackCaller(nats, stack.environmentUuid);
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { makeLoopbackCertificate } from './loopback-certificate';
+import { makeLoopbackCertificate } from '@switchboard/testing';
 
 /**
  * A fake provider for the token-issuing auth modes, on loopback over HTTPS. Each API route checks the

@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeLoopbackCertificate } from './loopback-certificate';
+import { serveLoopbackHttps } from '@switchboard/testing';
 
 /**
  * A fake OAuth 2 provider on loopback, speaking HTTPS with a throwaway self-signed certificate (the
@@ -48,8 +46,6 @@ interface Family {
 }
 
 export async function startFakeOAuthProvider(options: { delayMs?: number } = {}): Promise<FakeOAuthProvider> {
-  const { dir, keyFile, certFile: caFile } = makeLoopbackCertificate('fake-oauth-');
-
   const clientId = `client-${randomBytes(4).toString('hex')}`;
   const clientSecret = `secret-${randomBytes(12).toString('hex')}`;
   const families = new Map<string, Family>(); // any refresh token ever issued → its family
@@ -143,15 +139,8 @@ export async function startFakeOAuthProvider(options: { delayMs?: number } = {})
     });
   };
 
-  const server: Server = createServer(
-    { key: readFileSync(keyFile), cert: readFileSync(caFile) },
-    (req, res) => {
-      handle(req, res).catch(() => send(res, 500, { error: 'server_error' }));
-    },
-  );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const url = `https://127.0.0.1:${port}`;
+  const https = await serveLoopbackHttps(handle, 'fake-oauth-');
+  const { url, caFile } = https;
 
   return {
     url,
@@ -184,11 +173,7 @@ export async function startFakeOAuthProvider(options: { delayMs?: number } = {})
     setDelay: (ms) => {
       delayMs = ms;
     },
-    stop: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      rmSync(dir, { recursive: true, force: true });
-    },
+    stop: https.stop,
   };
 }
 

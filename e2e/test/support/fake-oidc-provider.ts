@@ -1,9 +1,6 @@
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { makeLoopbackCertificate } from './loopback-certificate';
+import { serveLoopbackHttps } from '@switchboard/testing';
 
 /**
  * A fake OpenID Connect provider on loopback, over HTTPS with a throwaway certificate (give the relying
@@ -41,8 +38,6 @@ function signJwt(privateKey: KeyObject, kid: string, claims: Record<string, unkn
 }
 
 export async function startFakeOidcProvider(): Promise<FakeOidcProvider> {
-  const { dir, keyFile, certFile: caFile } = makeLoopbackCertificate('fake-oidc-');
-
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const kid = randomBytes(8).toString('hex');
   const clientId = `console-${randomBytes(4).toString('hex')}`;
@@ -153,25 +148,18 @@ export async function startFakeOidcProvider(): Promise<FakeOidcProvider> {
     return json(res, 404, { error: 'not_found' });
   };
 
-  const server = createServer({ key: readFileSync(keyFile), cert: readFileSync(caFile) }, (req, res) => {
-    handle(req, res).catch(() => json(res, 500, { error: 'server_error' }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  issuer = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const https = await serveLoopbackHttps(handle, 'fake-oidc-');
+  issuer = https.url;
 
   return {
     issuer,
-    caFile,
+    caFile: https.caFile,
     clientId,
     clientSecret,
     signInAs: (user) => {
       next = user;
     },
     refusedTokenRequests: () => refused,
-    stop: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      rmSync(dir, { recursive: true, force: true });
-    },
+    stop: https.stop,
   };
 }

@@ -83,6 +83,21 @@ export async function createKey(
   return (res.body as { data: { secret_key: string } }).data.secret_key;
 }
 
+/** Creates a connect session with the secret key (answered 201); returns its token. */
+export async function createConnectSession(
+  baseUrl: string,
+  secretKey: string,
+  body: Record<string, unknown>,
+): Promise<string> {
+  const res = await call(baseUrl, 'POST', '/connect/sessions', { key: secretKey, body });
+  expect({ status: res.status, body: res.body }).toEqual({ status: 201, body: expect.anything() });
+  return (res.body as { data: { token: string } }).data.token;
+}
+
+/** `path` with a connect session token in its query, as the connect UI sends it. */
+export const withSessionToken = (path: string, token: string) =>
+  `${path}${path.includes('?') ? '&' : '?'}connect_session_token=${encodeURIComponent(token)}`;
+
 /** What the official client throws for a non-2xx answer (an AxiosError): the status and the body. */
 export async function failure(promise: Promise<unknown>): Promise<{ status: number; data: unknown }> {
   try {

@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { loadCatalog } from '@switchboard/providers';
-import { makeLoopbackCertificate } from './loopback-certificate';
+import { makeLoopbackCertificate } from '@switchboard/testing';
 
 /**
  * TWO_STEP providers (a token obtained by a first call with the connect form's fields), each described

@@ -1,18 +1,9 @@
 import { createSecretKey } from 'node:crypto';
 import { PROXY_INTERNAL_HEADERS, PROXY_UNSIGNED_PAYLOAD, type ProxyCaller } from '@switchboard/contracts';
 import { proxyBodyDigest, signProxyCall, verifyProxyCall, type ProxyCallHeaders } from './proxy-signature';
+import { proxyCallFixture, signedProxyCall } from './testing';
 
-const key = createSecretKey(Buffer.from('k'.repeat(32)));
-const caller: ProxyCaller = {
-  accountId: 1,
-  environmentId: 2,
-  environmentUuid: '00000000-0000-4000-8000-000000000000',
-  environmentName: 'dev',
-  keyId: 3,
-  credentialsOnAnyOrigin: false,
-};
-const now = 1_700_000_000_000;
-const url = '/proxy/users?page=2';
+const { key, caller, now, url, connection } = proxyCallFixture;
 const candidate = {
   connectionId: 'c1',
   providerConfigKey: 'github',
@@ -21,28 +12,17 @@ const candidate = {
   connectionConfig: {},
   metadata: null,
 };
-const connection = { 'provider-config-key': 'github', 'connection-id': 'c1' };
 
 /** What arrives at the proxy: the client's headers plus the signed internal ones. */
-function signed(
+const signed = (
   options: { signingKey?: string; at?: number; who?: ProxyCaller; bodyDigest?: string } = {},
-): ProxyCallHeaders {
-  const signingKey = options.signingKey ? createSecretKey(Buffer.from(options.signingKey)) : key;
-  return {
-    ...connection,
-    ...signProxyCall(
-      signingKey,
-      {
-        method: 'GET',
-        url,
-        caller: options.who ?? caller,
-        headers: connection,
-        bodyDigest: options.bodyDigest ?? proxyBodyDigest(undefined),
-      },
-      options.at ?? now,
-    ),
-  };
-}
+): ProxyCallHeaders =>
+  signedProxyCall({
+    key: options.signingKey ? createSecretKey(Buffer.from(options.signingKey)) : undefined,
+    at: options.at,
+    caller: options.who,
+    bodyDigest: options.bodyDigest,
+  });
 
 describe('signProxyCall and verifyProxyCall', () => {
   it('returns the caller signed for this method, URL and connection', () => {

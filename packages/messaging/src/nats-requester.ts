@@ -59,12 +59,20 @@ export class NatsRequester {
         );
       }
     }
-    return this.request<NatsReplyOf<D>>(def.subject, data, options);
+    return this.send<NatsReplyOf<D>>(def.subject, data, options);
   }
 
   /**
-   * A request by its subject alone, its reply type asserted by the caller. Only for subjects that have
-   * no definition (tests of the transport itself); services use `call`.
+   * A request by its subject alone, sent without the caller's check, its reply type asserted by the
+   * caller: only for what must reach a handler past `call` (tests of the transport and of the handlers'
+   * own checks). Services use `call`.
+   */
+  requestUnchecked<T>(subject: string, data: unknown, options: RequestOptions = {}): Promise<T> {
+    return this.send<T>(subject, data, options);
+  }
+
+  /**
+   * Request/reply by subject, as `call` and `requestUnchecked` send it.
    *
    * The payload is encoded before the request starts, and only its bytes are kept until they are published:
    * an async function keeps every variable it holds across an await, so `data` (a batch of 1000 records,
@@ -72,7 +80,7 @@ export class NatsRequester {
    * generation's collections, and pile up in old and large-object space until a full collection
    * (bench/README.md, "Why the current settings").
    */
-  request<T>(subject: string, data: unknown, options: RequestOptions = {}): Promise<T> {
+  private send<T>(subject: string, data: unknown, options: RequestOptions = {}): Promise<T> {
     let packet: Uint8Array | undefined;
     try {
       packet = Buffer.from(JSON.stringify({ pattern: subject, data, id: randomUUID() }));

@@ -106,7 +106,7 @@ export function serveRaw<S extends z.ZodType, M>(
 
 /**
  * The requester side of `serveRaw`: sends `data` as JSON, returns the reply's metadata and its body bytes
- * (a view of the received message, not copied). Errors as `NatsRequester.request`, with the same client
+ * (a view of the received message, not copied). Errors as `NatsRequester.call`, with the same client
  * span and `messaging.client.operation.duration`.
  */
 export async function requestRaw<M>(

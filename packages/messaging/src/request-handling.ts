@@ -98,7 +98,7 @@ export function handleRequest<S extends z.ZodType, R>(
 }
 
 /**
- * The client side of every request (`NatsRequester.request` and `requestRaw`): a client span whose trace
+ * The client side of every request (`NatsRequester.call`, `requestUnchecked` and `requestRaw`): a client span whose trace
  * context `send` puts in the message headers it is given, `messaging.client.operation.duration`, and the
  * error code on the span when `send` throws.
  */

@@ -1,31 +1,21 @@
-import { randomInt, randomUUID } from 'node:crypto';
-import { MasterKeyring } from '@switchboard/crypto';
-import { createPgPool, createPrismaClient, type PgPool, type PrismaClient } from '@switchboard/db';
+import { randomUUID } from 'node:crypto';
+import type { PgPool, PrismaClient } from '@switchboard/db';
 import { testInfrastructure } from '@switchboard/testing';
-import { Cursor, type RecordScope } from './record-keys';
-import { RecordsStore } from './records.store';
+import { Cursor } from './record-keys';
+import type { RecordsStore } from './records.store';
 import { RecordsStoreError } from './records-store.errors';
 import type { StoredRecord, WriteFence } from './records.types';
+import { RecordsTestWorld } from './testing';
 
 jest.setTimeout(60_000);
 
 /** The records store against a real Postgres: Nango's semantics, counts, cursors, encryption at rest. */
 describe('RecordsStore (Postgres)', () => {
+  const world = new RecordsTestWorld();
+  const { environmentId, newScope, items, all } = world;
   let db: PrismaClient;
   let pool: PgPool;
   let store: RecordsStore;
-  // A random environment keeps this file's rows apart from every other test's.
-  const environmentId = randomInt(1_000_000, 2_000_000_000);
-  let n = 0;
-  const newScope = (): RecordScope => ({
-    environmentId,
-    providerConfigKey: 'fake-crm',
-    connectionId: `conn-${++n}-${randomUUID()}`,
-  });
-  const items = (from: number, to: number, extra: Record<string, unknown> = {}) =>
-    Array.from({ length: to - from }, (_, i) => ({ id: from + i, name: `item ${from + i}`, ...extra }));
-  const all = async (scope: RecordScope, model: string, query: Record<string, unknown> = {}) =>
-    (await store.list(scope, model, { limit: 10_000, ...query })).records;
   const byId = (records: StoredRecord[]) => new Map(records.map((r) => [r.id, r]));
   const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?\+00:00$/;
 
@@ -33,17 +23,10 @@ describe('RecordsStore (Postgres)', () => {
     // A session time zone far from UTC: the API's timestamps must still read `+00:00`.
     const url = new URL((await testInfrastructure()).databaseUrl);
     url.searchParams.set('options', '-c TimeZone=Pacific/Kiritimati');
-    db = createPrismaClient(url.toString(), { poolSize: 10 });
-    pool = createPgPool(url.toString(), { poolSize: 10 });
-    store = new RecordsStore(pool, new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`));
+    ({ db, pool, store } = await world.open(url.toString(), 10));
   });
 
-  afterAll(async () => {
-    await db.$executeRaw`DELETE FROM orchestrator.records WHERE environment_id = ${environmentId}`;
-    await db.$executeRaw`DELETE FROM orchestrator.record_counts WHERE environment_id = ${environmentId}`;
-    await db.$disconnect();
-    await pool.end();
-  });
+  afterAll(() => world.close());
 
   it('saves records with Nango ids and metadata, and counts what a run added', async () => {
     const scope = newScope();

@@ -1,44 +1,6 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { makeLoopbackCertificatePem } from '@switchboard/testing';
 import { AuthConnectError } from '../auth-connect.errors';
 import { clientCertificateFor } from './client-certificate';
-
-/** A throwaway self-signed certificate and its key (EC P-256), made by the openssl CLI. */
-function selfSigned(): { cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'client-cert-'));
-  try {
-    const run = spawnSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=client',
-      ],
-      { encoding: 'utf8' },
-    );
-    if (run.status !== 0) throw new Error(run.stderr);
-    return {
-      cert: readFileSync(join(dir, 'cert.pem'), 'utf8'),
-      key: readFileSync(join(dir, 'key.pem'), 'utf8'),
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 const adp = { mutual_tls: true, display_name: 'ADP' };
 
@@ -54,8 +16,8 @@ function messageOf(fn: () => unknown): string {
 }
 
 describe('clientCertificateFor', () => {
-  const pair = selfSigned();
-  const other = selfSigned();
+  const pair = makeLoopbackCertificatePem();
+  const other = makeLoopbackCertificatePem();
 
   it('asks nothing of a provider without mutual TLS', () => {
     expect(clientCertificateFor({ display_name: 'Acme' }, {})).toBeUndefined();

@@ -1,7 +1,7 @@
 import { createVerify, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResolvedProvider } from '@switchboard/providers';
+import { LoopbackHttpFake, requestBody } from '@switchboard/testing';
 import { ProviderExchangeError } from './exchange.errors';
 import {
   createGithubAppJwt,
@@ -24,32 +24,19 @@ const INSTALLATION_ID = '987654';
  * rules (iss = app id, issued in the past, expiring at most 10 minutes ahead) before issuing an
  * installation token, and runs the user OAuth code exchange of a GitHub App.
  */
-class FakeGithub {
+class FakeGithub extends LoopbackHttpFake {
   readonly installationCalls: { installation: string; accept?: string; apiVersion?: string }[] = [];
   userTokenCalls = 0;
   installationListCalls = 0;
   /** User token → the installations that user can see (GET /user/installations). */
   private readonly visible = new Map<string, string[]>();
-  private server!: Server;
-  url = '';
 
-  constructor(private readonly publicKey: KeyObject) {}
-
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  constructor(private readonly publicKey: KeyObject) {
+    super();
   }
 
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString('utf8');
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await requestBody(req);
     const url = new URL(req.url ?? '/', this.url);
     const send = (status: number, json: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });

@@ -6,9 +6,9 @@ import {
   timingSafeEqual,
   type KeyObject,
 } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResolvedProvider } from '@switchboard/providers';
+import { LoopbackHttpFake, requestBody } from '@switchboard/testing';
 import { ProviderExchangeError } from './exchange.errors';
 import {
   buildOAuth1AuthorizeUrl,
@@ -37,7 +37,7 @@ interface Consumer {
   publicKey?: KeyObject;
 }
 
-class FakeOAuth1Provider {
+class FakeOAuth1Provider extends LoopbackHttpFake {
   readonly consumers = new Map<string, Consumer>();
   private readonly temporary = new Map<
     string,
@@ -46,24 +46,9 @@ class FakeOAuth1Provider {
   private readonly access = new Map<string, { secret: string; consumer: string }>();
   private readonly nonces = new Set<string>();
   readonly verified: string[] = [];
-  private server!: Server;
-  url = '';
 
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString('utf8');
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await requestBody(req);
     const url = new URL(req.url ?? '/', this.url);
     const form = (req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')
       ? body

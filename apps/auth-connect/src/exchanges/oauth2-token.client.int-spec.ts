@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResolvedProvider } from '@switchboard/providers';
+import { LoopbackHttpFake, requestBody } from '@switchboard/testing';
 import { ProviderExchangeError } from './exchange.errors';
 import { closeProviderEgress, configureProviderEgress } from './provider-egress';
 import {
@@ -30,7 +30,7 @@ const KNOWN_CLIENTS = new Map([
   [OWN_APP.client_id, OWN_APP.client_secret],
 ]);
 
-class FakeAuthServer {
+class FakeAuthServer extends LoopbackHttpFake {
   readonly seen: Seen[] = [];
   readonly codes = new Map<string, { challenge?: string; redirectUri: string }>();
   refreshTokens = new Set<string>(['rt-initial']);
@@ -46,19 +46,6 @@ class FakeAuthServer {
       },
     });
   expectedAuth: 'basic' | 'basic-form-encoded' | 'body' | 'custom' = 'body';
-  private server!: Server;
-  url = '';
-
-  async start(host = '127.0.0.1'): Promise<void> {
-    this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server.listen(0, host, resolve));
-    this.url = `http://${host}:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
 
   /** What the authorization endpoint would remember when the end user consents. */
   issueCode(redirectUri: string, challenge?: string): string {
@@ -67,10 +54,8 @@ class FakeAuthServer {
     return code;
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const text = await requestBody(req);
     const contentType = req.headers['content-type'] ?? '';
     const url = new URL(req.url ?? '/', this.url);
     const fields: Record<string, string> = contentType.includes('json')

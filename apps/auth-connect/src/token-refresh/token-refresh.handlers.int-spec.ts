@@ -1,7 +1,6 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Module, type DynamicModule, type INestMicroservice, type LoggerService } from '@nestjs/common';
@@ -16,7 +15,7 @@ import {
 import type { AuthDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { ServiceKitModule } from '@switchboard/service-kit';
-import { testInfrastructure } from '@switchboard/testing';
+import { LoopbackHttpFake, requestBody, testInfrastructure } from '@switchboard/testing';
 import { jwtVerify } from 'jose';
 import { connect, type NatsConnection } from 'nats';
 import { AUTH_CONNECT_ENV, envSchema, type AuthConnectEnv } from '../config/env';
@@ -37,29 +36,16 @@ const OAUTH_SECRET = `oauth-secret-${randomBytes(6).toString('hex')}`;
 const CC_SECRET = `cc-secret-${randomBytes(6).toString('hex')}`;
 const INSTALLATION_ID = '4242';
 
-class FakeProvider {
+class FakeProvider extends LoopbackHttpFake {
   readonly calls: { path: string; authorization?: string; fields: Record<string, string> }[] = [];
   readonly liveRefreshTokens = new Set<string>();
-  private server!: Server;
-  url = '';
 
-  constructor(private readonly appPublicKey: Parameters<typeof jwtVerify>[1]) {}
-
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  constructor(private readonly appPublicKey: Parameters<typeof jwtVerify>[1]) {
+    super();
   }
 
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const fields = Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const fields = Object.fromEntries(new URLSearchParams(await requestBody(req)));
     const url = new URL(req.url ?? '/', this.url);
     this.calls.push({
       path: url.pathname,
@@ -453,7 +439,7 @@ describe('auth-connect internal subjects: token refresh and integration resolve'
   it('refuses a malformed request with invalid_body before doing anything', async () => {
     const error = await failure(
       // Sent by subject, past the caller's own check, to reach the handler's.
-      nats.request(AUTH_INTERNAL_REQUESTS.refresh.subject, {
+      nats.requestUnchecked(AUTH_INTERNAL_REQUESTS.refresh.subject, {
         environmentId: 'one',
         providerConfigKey: 'crm',
       }),

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { actionScript as action, sandboxRequest } from './sandbox-request.fixture';
 import {
   configurePool,
   configureReadyContexts,
@@ -20,9 +21,6 @@ import {
  */
 
 const fixture = (name: string) => readFileSync(join(__dirname, '../../test/fixtures', `${name}.cjs`), 'utf8');
-const action = (body: string) =>
-  `"use strict";\nmodule.exports = { default: { type: "action", exec: async (nango, input) => {\n${body}\n} } };`;
-
 /**
  * What CPU time a run that does next to nothing may be charged on a loaded two-core machine (its own
  * binding and answer, with the machine's caches cold); CPU-time checks compare against work well above it.
@@ -34,35 +32,18 @@ const BUSY_MACHINE_LATE_MS = 5_000;
 const CPU_TEST_TIMEOUT_MS = 60_000;
 
 const hostCalls: string[] = [];
-const request = (code: string, input: unknown, overrides: Partial<SandboxRequest> = {}): SandboxRequest => ({
-  type: 'action',
-  name: 'spec',
-  code,
-  input,
-  connectionId: 'conn-1',
-  providerConfigKey: 'github',
-  provider: 'github',
-  invocationId: '00000000-0000-4000-8000-000000000000',
-  variant: 'base',
-  limits: {
-    memoryMb: 32,
-    cpuTimeMs: 1000,
-    wallTimeMs: 3000,
-    outputBytes: 1024,
-    logLines: 3,
-    logLineChars: 80,
-    logTotalChars: 100_000,
-    abortGraceMs: 500,
-  },
-  hostCall: (name) => {
-    hostCalls.push(name);
-    return Promise.resolve(
-      JSON.stringify({ ok: false, error: { code: 'script_forbidden_call', message: `no ${name} here` } }),
-    );
-  },
-  onWallClock: () => undefined,
-  ...overrides,
-});
+const LIMITS = {
+  memoryMb: 32,
+  cpuTimeMs: 1000,
+  wallTimeMs: 3000,
+  outputBytes: 1024,
+  logLines: 3,
+  logLineChars: 80,
+  logTotalChars: 100_000,
+  abortGraceMs: 500,
+};
+const request = (code: string, input: unknown, overrides: Partial<SandboxRequest> = {}): SandboxRequest =>
+  sandboxRequest(LIMITS, code, input, overrides, (name) => hostCalls.push(name));
 
 describe('runInSandbox', () => {
   it('runs a CLI bundle with its inline sourcemap up to its first host call', async () => {

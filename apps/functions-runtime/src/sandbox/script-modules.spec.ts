@@ -1,42 +1,25 @@
 import { createHash, createHmac, createSign, createVerify, generateKeyPairSync } from 'node:crypto';
 import { zipSync } from 'fflate';
 import { configurePool, runInSandbox, type SandboxRequest } from './sandbox';
+import { actionScript as action, sandboxRequest } from './sandbox-request.fixture';
 
 /**
  * The modules and globals a script requires (crypto, unzipper) and the sandbox-only SDK calls
  * (setLogger, getFlowAttributes), against Node's own results. Needs `dist/sandbox-lib.js` (the app's build).
  */
 
-const action = (body: string) =>
-  `"use strict";\nmodule.exports = { default: { type: "action", exec: async (nango, input) => {\n${body}\n} } };`;
-
-const request = (code: string, input: unknown, overrides: Partial<SandboxRequest> = {}): SandboxRequest => ({
-  type: 'action',
-  name: 'spec',
-  code,
-  input,
-  connectionId: 'conn-1',
-  providerConfigKey: 'github',
-  provider: 'github',
-  invocationId: '00000000-0000-4000-8000-000000000000',
-  variant: 'base',
-  limits: {
-    memoryMb: 64,
-    cpuTimeMs: 5000,
-    wallTimeMs: 10_000,
-    outputBytes: 1024 * 1024,
-    logLines: 100,
-    logLineChars: 200,
-    logTotalChars: 100_000,
-    abortGraceMs: 500,
-  },
-  hostCall: (name) =>
-    Promise.resolve(
-      JSON.stringify({ ok: false, error: { code: 'script_forbidden_call', message: `no ${name}` } }),
-    ),
-  onWallClock: () => undefined,
-  ...overrides,
-});
+const LIMITS = {
+  memoryMb: 64,
+  cpuTimeMs: 5000,
+  wallTimeMs: 10_000,
+  outputBytes: 1024 * 1024,
+  logLines: 100,
+  logLineChars: 200,
+  logTotalChars: 100_000,
+  abortGraceMs: 500,
+};
+const request = (code: string, input: unknown, overrides: Partial<SandboxRequest> = {}): SandboxRequest =>
+  sandboxRequest(LIMITS, code, input, overrides);
 
 async function output(code: string, input: unknown = {}, overrides: Partial<SandboxRequest> = {}) {
   const result = await runInSandbox(request(code, input, overrides));

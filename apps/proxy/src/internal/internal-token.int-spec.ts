@@ -1,33 +1,12 @@
-import { createSecretKey } from 'node:crypto';
-import type { ProxyCaller } from '@switchboard/contracts';
-import { proxyBodyDigest, signProxyCall } from '@switchboard/crypto';
+import { proxyCallFixture, signedProxyCall } from '@switchboard/crypto/testing';
 import { freePort, testInfrastructure } from '@switchboard/testing';
 import Redis from 'ioredis';
 import { GatewaySignatures, RedisNonces } from './internal-token';
 
-const key = createSecretKey(Buffer.from('k'.repeat(32)));
-const caller: ProxyCaller = {
-  accountId: 1,
-  environmentId: 2,
-  environmentUuid: '00000000-0000-4000-8000-000000000000',
-  environmentName: 'dev',
-  keyId: 3,
-  credentialsOnAnyOrigin: false,
-};
-const url = '/proxy/users';
-const connection = { 'provider-config-key': 'github', 'connection-id': 'c1' };
+const { key, url } = proxyCallFixture;
 
 /** A gateway request, signed now with a fresh nonce. */
-const signed = (): Record<string, string> => ({
-  ...connection,
-  ...signProxyCall(key, {
-    method: 'GET',
-    url,
-    caller,
-    headers: connection,
-    bodyDigest: proxyBodyDigest(undefined),
-  }),
-});
+const signed = () => signedProxyCall({ at: Date.now() });
 
 /** Two verifiers on one Redis behave as two proxy replicas. */
 describe('GatewaySignatures with nonces in Redis', () => {

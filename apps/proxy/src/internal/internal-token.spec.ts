@@ -1,29 +1,15 @@
-import { createHash, createSecretKey } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { PROXY_INTERNAL_HEADERS, PROXY_UNSIGNED_PAYLOAD, type ProxyCaller } from '@switchboard/contracts';
-import { signProxyCall } from '@switchboard/crypto';
+import { PROXY_INTERNAL_HEADERS, PROXY_UNSIGNED_PAYLOAD } from '@switchboard/contracts';
+import { proxyCallFixture, signedProxyCall } from '@switchboard/crypto/testing';
 import { checkedBody, GatewaySignatures } from './internal-token';
 
-const key = createSecretKey(Buffer.from('k'.repeat(32)));
-const caller: ProxyCaller = {
-  accountId: 1,
-  environmentId: 2,
-  environmentUuid: '00000000-0000-4000-8000-000000000000',
-  environmentName: 'dev',
-  keyId: 3,
-  credentialsOnAnyOrigin: false,
-};
-const now = 1_700_000_000_000;
-const url = '/proxy/users?page=2';
-const connection = { 'provider-config-key': 'github', 'connection-id': 'c1' };
+const { key, caller, now, url } = proxyCallFixture;
 const digestOf = (body: string) => createHash('sha256').update(body).digest('base64url');
 
 /** The headers a gateway in remote mode sends. */
-const signed = (): IncomingHttpHeaders => ({
-  ...connection,
-  ...signProxyCall(key, { method: 'GET', url, caller, headers: connection, bodyDigest: digestOf('') }, now),
-});
+const signed = (): IncomingHttpHeaders => signedProxyCall();
 
 describe('GatewaySignatures', () => {
   it('returns the caller the gateway signed', async () => {

@@ -15,7 +15,7 @@ import type { InvocationWorkflowInput } from '../activities/action.activities';
 import { ORCHESTRATOR_ENV, type OrchestratorEnv } from '../config/env';
 import { KnownConnections } from '../connections/known-connections';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import type { FunctionWithVersion } from '../functions/function-config';
+import { WITH_VERSION, type FunctionWithVersion } from '../functions/function-config';
 import { invocationWorkflow } from '../workflows';
 import { DeployedFunctionsCache } from '../functions/deployed-functions-cache';
 import { FunctionInvocationRunner, type InvocationError } from '../functions/function-invocation-runner';
@@ -268,7 +268,7 @@ export class ActionsService {
   ): Promise<FunctionWithVersion[]> {
     return this.db.deployedFunction.findMany({
       where: { environmentId, providerConfigKey, type: 'on-event', event, enabled: true },
-      include: { currentVersion: true },
+      include: WITH_VERSION,
       orderBy: { name: 'asc' },
     });
   }

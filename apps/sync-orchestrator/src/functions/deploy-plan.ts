@@ -18,6 +18,7 @@ import { parseSyncInterval } from '../syncs/frequency';
 import {
   configOfFlow,
   configOfOnEvent,
+  VERSION_WITHOUT_CODE,
   type FunctionWithVersion,
   type StoredConfig,
 } from './function-config';
@@ -36,11 +37,16 @@ export interface Desired {
   models: string[];
 }
 
+/** A deployed function as a deploy compares it: with its TypeScript (a change of it alone is a new version). */
+export type ExistingFunction = Omit<FunctionWithVersion, 'currentVersion'> & {
+  currentVersion: (NonNullable<FunctionWithVersion['currentVersion']> & { codeTs: string | null }) | null;
+};
+
 export interface Plan {
   mode: DeployMode;
   desired: Desired[];
-  existing: FunctionWithVersion[];
-  toDelete: FunctionWithVersion[];
+  existing: ExistingFunction[];
+  toDelete: ExistingFunction[];
 }
 
 export const keyOf = (f: { providerConfigKey: string; type: string; name: string }) =>
@@ -99,10 +105,10 @@ export class DeployPlanner {
     const read = (where: Prisma.DeployedFunctionWhereInput) =>
       reader.deployedFunction.findMany({
         where: { environmentId, ...where },
-        include: { currentVersion: true },
+        include: { currentVersion: { select: { ...VERSION_WITHOUT_CODE, codeTs: true } } },
       });
     const wanted = new Set(desired.map(keyOf));
-    let existing: FunctionWithVersion[];
+    let existing: ExistingFunction[];
     if (mode === 'all') existing = await read({});
     else {
       const keys = new Set(desired.map((d) => d.providerConfigKey));

@@ -5,7 +5,7 @@ import { listenBroadcast, NATS_CONNECTION } from '@switchboard/messaging';
 import { LRUCache } from 'lru-cache';
 import type { NatsConnection, Subscription } from 'nats';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import { storedConfig, type FunctionWithVersion } from './function-config';
+import { storedConfig, WITH_VERSION, type FunctionWithVersion } from './function-config';
 import { IntegrationDirectory } from './integration-directory';
 
 /** How long an answer is trusted when no change announcement drops it first. */
@@ -54,7 +54,7 @@ export class DeployedFunctionsCache implements OnApplicationShutdown {
       where: {
         environmentId_providerConfigKey_type_name: { environmentId, providerConfigKey, type: 'action', name },
       },
-      include: { currentVersion: true },
+      include: WITH_VERSION,
     });
     if (found?.currentVersion) this.functions.set(key, found);
     return found;
@@ -80,7 +80,7 @@ export class DeployedFunctionsCache implements OnApplicationShutdown {
     if (cached) return cached;
     const functions = await this.db.deployedFunction.findMany({
       where: { environmentId, providerConfigKey, type: 'sync', enabled: true },
-      include: { currentVersion: true },
+      include: WITH_VERSION,
     });
     const syncs = functions
       .filter((fn) => fn.currentVersion)

@@ -6,6 +6,7 @@ import type {
   OpenAiFunction,
   StandardNangoConfig,
 } from '@switchboard/contracts';
+import type { OrchestratorDb } from '@switchboard/db';
 
 /** What a version stores besides its code: the flow config as deployed, in Nango's field names. */
 export interface StoredConfig {
@@ -26,7 +27,7 @@ export interface StoredConfig {
   sdk_version: string | null;
 }
 
-/** A function row with its current version, as the repository reads it. */
+/** A function row with its current version (without its code), as the repository reads it. */
 export interface FunctionWithVersion {
   id: number;
   providerConfigKey: string;
@@ -39,11 +40,35 @@ export interface FunctionWithVersion {
   currentVersion: {
     id: string;
     version: string;
-    codeJs: string;
-    codeTs: string | null;
     sha256: string;
     config: unknown;
   } | null;
+}
+
+/**
+ * The columns of a version read to list, deploy or run it: all but its code, which functions-runtime
+ * asks for by hash (`orchestrator.v1.bundle.get`) and keeps, so a run reads no bundle here.
+ */
+export const VERSION_WITHOUT_CODE = { id: true, version: true, sha256: true, config: true } as const;
+
+/** A function's current version as `FunctionWithVersion` holds it (a Prisma `include`). */
+export const WITH_VERSION = { currentVersion: { select: VERSION_WITHOUT_CODE } } as const;
+
+/** A version as a run request is made of it: by hash, and the function it belongs to (null once deleted). */
+export const VERSION_TO_RUN = { ...VERSION_WITHOUT_CODE, functionId: true } as const;
+
+/**
+ * The bundle a run request carries inline: only when it names no function, so functions-runtime cannot
+ * ask for it by hash (the version of a deleted function, kept for what still runs it). Else nothing is read.
+ */
+export async function inlineBundle(
+  db: Pick<OrchestratorDb, 'functionVersion'>,
+  versionId: string,
+  functionId: number | null,
+): Promise<{ code?: string }> {
+  if (functionId !== null) return {};
+  const version = await db.functionVersion.findUnique({ where: { id: versionId }, select: { codeJs: true } });
+  return version ? { code: version.codeJs } : {};
 }
 
 export function configOfFlow(flow: FlowConfig, sdkVersion: string | undefined): StoredConfig {

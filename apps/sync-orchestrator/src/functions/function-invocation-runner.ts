@@ -14,7 +14,12 @@ import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { parseStoredJson, PayloadStore, type NatsRequester } from '@switchboard/messaging';
 import type { NatsConnection } from 'nats';
 import { Logger } from '@nestjs/common';
-import type { FunctionWithVersion, StoredConfig } from './function-config';
+import {
+  inlineBundle,
+  VERSION_WITHOUT_CODE,
+  type FunctionWithVersion,
+  type StoredConfig,
+} from './function-config';
 import { runLeased } from './leased-run';
 
 const logger = new Logger('FunctionInvocationRunner');
@@ -104,7 +109,10 @@ export class FunctionInvocationRunner {
   async attempt(input: AttemptInput): Promise<AttemptOutcome> {
     const invocation = await this.db.invocation.findUnique({ where: { id: input.invocationId } });
     if (!invocation) throw new Error(`invocation ${input.invocationId} not found`);
-    const version = await this.db.functionVersion.findUnique({ where: { id: invocation.versionId } });
+    const version = await this.db.functionVersion.findUnique({
+      where: { id: invocation.versionId },
+      select: VERSION_WITHOUT_CODE,
+    });
     const startedAt = new Date();
     await this.db.invocation.update({
       where: { id: invocation.id },
@@ -119,8 +127,9 @@ export class FunctionInvocationRunner {
         retryable: false,
       };
     } else {
+      const inline = await inlineBundle(this.db, version.id, invocation.functionId);
       ({ outcome, logs } = await this.run(
-        this.requestFor(invocation, version, input),
+        this.requestFor(invocation, version, input, inline),
         input.wallTimeMs,
         input.heartbeat,
       ));
@@ -203,8 +212,9 @@ export class FunctionInvocationRunner {
       providerConfigKey: string;
       connectionId: string;
     },
-    version: { version: string; sha256: string; codeJs: string; config: unknown },
+    version: { version: string; sha256: string; config: unknown },
     input: AttemptInput,
+    inline: { code?: string } = {},
   ): FunctionRunRequest & { lease: { ttlMs: number } } {
     const config = version.config as unknown as StoredConfig;
     const definitions = (config.json_schema?.definitions ?? {}) as Record<string, unknown>;
@@ -218,7 +228,7 @@ export class FunctionInvocationRunner {
         version: version.version,
         codeSha256: version.sha256,
         // By its hash (the runtime keeps bundles); inline only when no function id lets the runtime ask.
-        ...(invocation.functionId === null ? { code: version.codeJs } : {}),
+        ...inline,
         ...(config.attributes && Object.keys(config.attributes).length > 0
           ? { attributes: config.attributes }
           : {}),

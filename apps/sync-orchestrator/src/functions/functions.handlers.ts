@@ -80,8 +80,7 @@ export class FunctionsHandlers {
   @NatsHandler(FUNCTIONS_API_REQUESTS.code)
   async code(request: FunctionRequest): Promise<FunctionCode> {
     const fn = await this.one(request);
-    // The TypeScript the developer wrote when the CLI sent it; the compiled bundle otherwise.
-    const code = fn.currentVersion?.codeTs ?? fn.currentVersion?.codeJs ?? '';
+    const code = fn.currentVersion ? await this.functions.code(fn.currentVersion.id) : '';
     return { type: fn.type as FunctionCode['type'], code };
   }
 

@@ -2,9 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FunctionType } from '@switchboard/contracts';
 import type { OrchestratorDb, Prisma } from '@switchboard/db';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import type { FunctionWithVersion } from './function-config';
-
-const withVersion = { currentVersion: true } as const;
+import { WITH_VERSION, type FunctionWithVersion } from './function-config';
 
 export interface FunctionFilter {
   providerConfigKey?: string;
@@ -34,7 +32,7 @@ export class FunctionsRepository {
   find(environmentId: number, filter: FunctionFilter): Promise<FunctionWithVersion[]> {
     return this.db.deployedFunction.findMany({
       where: this.where(environmentId, filter),
-      include: withVersion,
+      include: WITH_VERSION,
       orderBy: [{ providerConfigKey: 'asc' }, { type: 'asc' }, { name: 'asc' }],
     });
   }
@@ -49,6 +47,15 @@ export class FunctionsRepository {
     return version?.codeJs;
   }
 
+  /** The code shown for a function's version: the TypeScript the CLI sent, else the compiled bundle. */
+  async code(versionId: string): Promise<string> {
+    const version = await this.db.functionVersion.findUnique({
+      where: { id: versionId },
+      select: { codeJs: true, codeTs: true },
+    });
+    return version?.codeTs ?? version?.codeJs ?? '';
+  }
+
   async page(
     environmentId: number,
     filter: FunctionFilter,
@@ -59,7 +66,7 @@ export class FunctionsRepository {
     const [rows, total] = await Promise.all([
       this.db.deployedFunction.findMany({
         where,
-        include: withVersion,
+        include: WITH_VERSION,
         orderBy: [{ name: 'asc' }, { type: 'asc' }],
         skip: page * limit,
         take: limit,

@@ -3,7 +3,7 @@ import { BASE_VARIANT, CONNECTION_REQUESTS, type SyncCommandRequest } from '@swi
 import type { OrchestratorDb } from '@switchboard/db';
 import { NatsRequester } from '@switchboard/messaging';
 import { ORCHESTRATOR_DB } from '../database/database.module';
-import type { FunctionWithVersion } from '../functions/function-config';
+import { WITH_VERSION, type FunctionWithVersion } from '../functions/function-config';
 import { OrchestratorError } from '../sync-orchestrator.errors';
 import type { RecordScope } from './sync-records';
 
@@ -100,7 +100,7 @@ export class SyncLookups {
   syncFunctions(environmentId: number, providerConfigKey: string): Promise<FunctionWithVersion[]> {
     return this.db.deployedFunction.findMany({
       where: { environmentId, providerConfigKey, type: 'sync', enabled: true },
-      include: { currentVersion: true },
+      include: WITH_VERSION,
     });
   }
 

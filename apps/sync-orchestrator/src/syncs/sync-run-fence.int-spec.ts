@@ -1,7 +1,7 @@
-import { randomInt, randomUUID } from 'node:crypto';
-import { MasterKeyring } from '@switchboard/crypto';
-import { createPgPool, createPrismaClient, type PgPool, type PrismaClient } from '@switchboard/db';
-import { RecordsStore, type RecordScope } from '@switchboard/records-store';
+import { randomUUID } from 'node:crypto';
+import type { PrismaClient } from '@switchboard/db';
+import type { RecordsStore } from '@switchboard/records-store';
+import { RecordsTestWorld } from '@switchboard/records-store/testing';
 import { testInfrastructure } from '@switchboard/testing';
 import { holdSyncRun } from './sync-run-fence';
 
@@ -9,35 +9,16 @@ jest.setTimeout(60_000);
 
 /** The sync run fence on the records store's writes, against a real Postgres. */
 describe('holdSyncRun (records writes)', () => {
+  const world = new RecordsTestWorld();
+  const { environmentId, newScope, items, all } = world;
   let db: PrismaClient;
-  let pool: PgPool;
   let store: RecordsStore;
-  // A random environment keeps this file's rows apart from every other test's.
-  const environmentId = randomInt(1_000_000, 2_000_000_000);
-  const newScope = (): RecordScope => ({
-    environmentId,
-    providerConfigKey: 'fake-crm',
-    connectionId: `conn-${randomUUID()}`,
-  });
-  const items = (from: number, to: number) =>
-    Array.from({ length: to - from }, (_, i) => ({ id: from + i, name: `item ${from + i}` }));
-  const all = async (scope: RecordScope, model: string) =>
-    (await store.list(scope, model, { limit: 10_000 })).records;
 
   beforeAll(async () => {
-    const url = (await testInfrastructure()).databaseUrl;
-    db = createPrismaClient(url, { poolSize: 4 });
-    pool = createPgPool(url, { poolSize: 4 });
-    store = new RecordsStore(pool, new MasterKeyring(`1:${MasterKeyring.generateKeyMaterial()}`));
+    ({ db, store } = await world.open((await testInfrastructure()).databaseUrl, 4));
   });
 
-  afterAll(async () => {
-    await db.$executeRaw`DELETE FROM orchestrator.records WHERE environment_id = ${environmentId}`;
-    await db.$executeRaw`DELETE FROM orchestrator.record_counts WHERE environment_id = ${environmentId}`;
-    await db.$executeRaw`DELETE FROM orchestrator.syncs WHERE environment_id = ${environmentId}`;
-    await db.$disconnect();
-    await pool.end();
-  });
+  afterAll(() => world.close());
 
   it('fences a write inside its transaction: a stale attempt, a closed run or a run of another scope writes nothing', async () => {
     const scope = newScope();

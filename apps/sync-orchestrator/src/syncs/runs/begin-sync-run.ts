@@ -158,7 +158,10 @@ export class BeginSyncRun {
 
   /** A full resync also forgets deletion windows left open (Nango drops its track-deletes checkpoints). */
   private async forgetDeleteWindows(sync: SyncRow, versionId: string): Promise<void> {
-    const version = await this.deps.db.functionVersion.findUnique({ where: { id: versionId } });
+    const version = await this.deps.db.functionVersion.findUnique({
+      where: { id: versionId },
+      select: { config: true },
+    });
     const models = ((version?.config ?? { returns: [] }) as unknown as StoredConfig).returns;
     await this.deps.records.closeDeleteWindows(
       {

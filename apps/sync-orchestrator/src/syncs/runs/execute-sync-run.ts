@@ -1,10 +1,12 @@
 import { functionRunResultSchema, type FunctionRunRequest } from '@switchboard/contracts';
-import type { StoredConfig } from '../../functions/function-config';
+import { inlineBundle, VERSION_TO_RUN, type StoredConfig } from '../../functions/function-config';
 import { runLeased, stopAttempt } from '../../functions/leased-run';
 import type { BegunSyncRun, SyncRunOutcome, SyncRunnerDeps } from './sync-run';
 
 type RunWithSync = Awaited<ReturnType<typeof findRun>>;
-type Version = NonNullable<Awaited<ReturnType<SyncRunnerDeps['db']['functionVersion']['findUnique']>>>;
+const findVersion = (deps: SyncRunnerDeps, versionId: string) =>
+  deps.db.functionVersion.findUnique({ where: { id: versionId }, select: VERSION_TO_RUN });
+type Version = NonNullable<Awaited<ReturnType<typeof findVersion>>>;
 
 const findRun = (deps: SyncRunnerDeps, runId: string) =>
   deps.db.syncRun.findUniqueOrThrow({ where: { id: runId }, include: { sync: true } });
@@ -25,19 +27,18 @@ export class ExecuteSyncRun {
   ): Promise<SyncRunOutcome> {
     const { db } = this.deps;
     const run = await findRun(this.deps, begun.runId);
-    const version = run.versionId
-      ? await db.functionVersion.findUnique({ where: { id: run.versionId } })
-      : null;
+    const version = run.versionId ? await findVersion(this.deps, run.versionId) : null;
     if (!version) {
       return { status: 'failed', error: { type: 'script_error', description: 'The sync was deleted' } };
     }
     await db.syncRun.update({ where: { id: run.id }, data: { attempts: attempt } });
+    const inline = await inlineBundle(db, version.id, version.functionId);
     // Renewed with each heartbeat; a runtime replica that stops confirming it ends this attempt
     // (`function_runtime_lost`, thrown: Temporal tries again, from the script's last checkpoint).
     const reply = await runLeased({
       nc: this.deps.nc,
       nats: this.deps.nats,
-      request: runRequest(begun, run, version, attempt),
+      request: runRequest(begun, run, version, inline, attempt),
       // The runtime ends the script at the wall time; the margin is for loading and answering.
       timeoutMs: begun.timeoutMs + 30_000,
       heartbeat,
@@ -75,6 +76,7 @@ function runRequest(
   begun: BegunSyncRun,
   run: RunWithSync,
   version: Version,
+  inline: { code?: string },
   attempt: number,
 ): FunctionRunRequest & { lease: { ttlMs: number } } {
   const config = version.config as unknown as StoredConfig;
@@ -89,7 +91,7 @@ function runRequest(
       version: version.version,
       codeSha256: version.sha256,
       // By its hash (the runtime keeps bundles); inline only when no function id lets the runtime ask.
-      ...(version.functionId === null ? { code: version.codeJs } : {}),
+      ...inline,
       ...(config.attributes && Object.keys(config.attributes).length > 0
         ? { attributes: config.attributes }
         : {}),

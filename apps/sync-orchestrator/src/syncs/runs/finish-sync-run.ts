@@ -35,7 +35,7 @@ export class FinishSyncRun {
     if (!run || run.status !== SYNC_RUN_STATUS.running) return;
     const { sync } = run;
     const version = run.versionId
-      ? await db.functionVersion.findUnique({ where: { id: run.versionId } })
+      ? await db.functionVersion.findUnique({ where: { id: run.versionId }, select: { config: true } })
       : null;
     const config = (version?.config ?? { returns: [], track_deletes: false }) as unknown as StoredConfig;
     const scope = {
