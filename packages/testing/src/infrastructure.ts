@@ -35,15 +35,16 @@ export async function resolveTestInfrastructure(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<TestInfrastructure> {
   if (ENV_NAMES.every((name) => env[name])) {
-    // A jest run with lanes (`@switchboard/testing/jest-lanes`) gives this worker a NATS server and a
-    // database of its own, so workers and packages tested at once never answer each other's requests.
+    // A jest run with lanes (`@switchboard/testing/jest-lanes`) gives this worker a NATS server, a
+    // database and a Redis database of its own, so workers and packages tested at once never answer each
+    // other's requests or share a rate-limit window.
     const lane = laneOfWorker(env);
     return {
       databaseUrl: lane?.databaseUrl ?? env.TEST_DATABASE_URL!,
       natsUrl: lane?.natsUrl ?? env.TEST_NATS_URL!,
       natsPasswords: natsPasswordsFrom(env),
       temporalAddress: env.TEST_TEMPORAL_ADDRESS!,
-      redisUrl: env.TEST_REDIS_URL!,
+      redisUrl: lane?.redisUrl ?? env.TEST_REDIS_URL!,
       source: 'environment',
       stop: async () => undefined,
     };

@@ -6,7 +6,9 @@ import { portOpen } from './ports';
 
 // Lanes are made from what `npm test` provides (the generated NATS configuration and the migrated test
 // database); a run without them (a developer's own services) has nothing to make them from.
-const provided = Boolean(process.env.TEST_NATS_CONF && process.env.TEST_DATABASE_URL);
+const provided = Boolean(
+  process.env.TEST_NATS_CONF && process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL,
+);
 const describeWithLanes = provided ? describe : describe.skip;
 
 describeWithLanes('test lanes', () => {
@@ -18,6 +20,9 @@ describeWithLanes('test lanes', () => {
       expect(opened.lanes).toHaveLength(2);
       expect(first!.natsUrl).not.toBe(second!.natsUrl);
       expect(first!.databaseUrl).not.toBe(second!.databaseUrl);
+      // Accounts are numbered alike in every lane's database: their rate-limit windows must not meet.
+      expect(first!.redisUrl).not.toBe(second!.redisUrl);
+      expect(first!.redisUrl).not.toBe(process.env.TEST_REDIS_URL);
 
       // A request on one lane's NATS is never answered by a service on the other's.
       const admin = natsCredentials(natsPasswordsFrom(process.env), 'admin');
@@ -73,8 +78,16 @@ describeWithLanes('test lanes', () => {
 
 describe('a worker finding its lane', () => {
   const lanes = JSON.stringify([
-    { natsUrl: 'nats://127.0.0.1:1', databaseUrl: 'postgresql://postgres@127.0.0.1:5432/one' },
-    { natsUrl: 'nats://127.0.0.1:2', databaseUrl: 'postgresql://postgres@127.0.0.1:5432/two' },
+    {
+      natsUrl: 'nats://127.0.0.1:1',
+      databaseUrl: 'postgresql://postgres@127.0.0.1:5432/one',
+      redisUrl: 'redis://127.0.0.1:6379/2',
+    },
+    {
+      natsUrl: 'nats://127.0.0.1:2',
+      databaseUrl: 'postgresql://postgres@127.0.0.1:5432/two',
+      redisUrl: 'redis://127.0.0.1:6379/3',
+    },
   ]);
 
   it('takes the lane of its jest worker number', () => {

@@ -6,15 +6,17 @@ import { natsServerBinary } from './nats';
 import { freePort, portOpen } from './ports';
 
 /**
- * A test lane: the NATS server and database one jest worker has to itself. The services of a stack
- * answer requests on NATS in queue groups and sweep their tables, so two workers sharing a server or a
- * database would answer and sweep each other's work; with a lane each, test files run in parallel.
- * Temporal and Redis stay shared: every stack polls a task queue of its own and Redis keys are per
- * account.
+ * A test lane: the NATS server, database and Redis database one jest worker has to itself. The services of
+ * a stack answer requests on NATS in queue groups and sweep their tables, so two workers sharing a server
+ * or a database would answer and sweep each other's work; and every lane's database numbers its accounts
+ * from the same point, so rate-limit windows in one Redis database (`account:<id>`) would be shared by
+ * two lanes' accounts. With a lane each, test files run in parallel. Temporal stays shared: every stack
+ * polls a task queue of its own.
  */
 export interface TestLane {
   natsUrl: string;
   databaseUrl: string;
+  redisUrl: string;
 }
 
 /** Where the lanes of a jest run are handed to its workers (set by the global setup, read by each worker). */
@@ -34,7 +36,8 @@ export interface OpenLanes {
 export async function openTestLanes(count: number, env: NodeJS.ProcessEnv = process.env): Promise<OpenLanes> {
   const conf = env.TEST_NATS_CONF;
   const template = env.TEST_DATABASE_URL;
-  if (!conf || !template || count < 1) return { lanes: [], close: async () => undefined };
+  const redis = env.TEST_REDIS_URL;
+  if (!conf || !template || !redis || count < 1) return { lanes: [], close: async () => undefined };
   const opened: { lane: TestLane; nats: ChildProcess; storeDir: string; database: string }[] = [];
   const close = async () => {
     await Promise.all(opened.map(({ nats }) => stopProcess(nats)));
@@ -50,7 +53,7 @@ export async function openTestLanes(count: number, env: NodeJS.ProcessEnv = proc
       const storeDir = mkdtempSync(join(tmpdir(), 'switchboard-lane-nats-'));
       const { url, child } = await startNats(conf, storeDir, env);
       opened.push({
-        lane: { natsUrl: url, databaseUrl: withDatabase(template, database) },
+        lane: { natsUrl: url, databaseUrl: withDatabase(template, database), redisUrl: laneRedis(redis) },
         nats: child,
         storeDir,
         database,
@@ -118,6 +121,32 @@ async function createDatabaseFrom(templateUrl: string, database: string) {
     }
     await new Promise((r) => setTimeout(r, 500));
   }
+}
+
+/**
+ * A Redis database for a lane, emptied: the next of databases 1-15 other than the run's own, round robin
+ * over every lane opened on this server (a counter in the run's database), so lanes open at once get
+ * different ones.
+ */
+function laneRedis(runUrl: string): string {
+  const own = Number(new URL(runUrl).pathname.slice(1) || '0');
+  const candidates = Array.from({ length: 15 }, (_, i) => i + 1).filter((db) => db !== own);
+  const counter = redisCli(runUrl, ['INCR', 'switchboard:test-lanes']);
+  const db = candidates[Number(counter) % candidates.length]!;
+  const url = new URL(runUrl);
+  url.pathname = `/${db}`;
+  redisCli(url.toString(), ['FLUSHDB']);
+  return url.toString();
+}
+
+function redisCli(url: string, args: string[]): string {
+  const result = spawnSync('redis-cli', ['-u', url, ...args], { encoding: 'utf8' });
+  if (result.status !== 0 || /^ERR/m.test(result.stdout)) {
+    throw new Error(
+      `redis-cli ${args[0]} for a test lane failed: ${(result.stderr || result.stdout).trim()}`,
+    );
+  }
+  return result.stdout.trim();
 }
 
 function psql(anyUrl: string, sql: string) {
