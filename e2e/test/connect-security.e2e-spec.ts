@@ -705,11 +705,14 @@ describe('connect flows refuse what a hostile end user sends', () => {
     describe('of an API-key provider, from a post-connect call made with the typed key', () => {
       const keyRouted = `key-routed-${run}`;
       const svixSecret = `whsec_${randomBytes(24).toString('base64')}`;
-      const connectKey = async (apiKey: string, params?: Record<string, string>) => {
+      const connectKey = async (apiKey: string, params: Record<string, string> = {}) => {
         const token = await session({ end_user: { id: `key-routed-${randomUUID()}` } });
-        return call(stack.gatewayUrl, 'POST', withToken(`/api-auth/api-key/${keyRouted}`, token), {
-          body: { apiKey, ...(params ? { params } : {}) },
-        });
+        // The page sends connection config as `params[k]=v` in the query.
+        const query = Object.entries(params)
+          .map(([k, v]) => `params%5B${encodeURIComponent(k)}%5D=${encodeURIComponent(v)}`)
+          .join('&');
+        const path = `/api-auth/api-key/${keyRouted}${query ? `?${query}` : ''}`;
+        return call(stack.gatewayUrl, 'POST', withToken(path, token), { body: { apiKey } });
       };
       /** Signed as Svix signs Clerk's webhooks. */
       const svixWebhook = (body: unknown) => {
