@@ -1,4 +1,4 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
@@ -12,6 +12,7 @@ import {
 } from './support/connect-fakes';
 import { call, CookieJar, createConnectSession, expectError, withSessionToken } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { svixHeaders } from './support/webhook-events';
 import { WebhookReceiver } from './support/webhook-receiver';
 
 /**
@@ -48,6 +49,11 @@ describe('connect flows refuse what a hostile end user sends', () => {
       ).rows[0].n,
     );
   const attackerHost = () => attacker.url.replace(/^https:\/\//, '');
+  /** Raw HTTP: @nangohq/node's types know neither an APP integration's OAuth client nor an API key's webhook secret. */
+  const createIntegration = async (body: Record<string, unknown>) => {
+    const created = await call(stack.gatewayUrl, 'POST', '/integrations', { key: stack.secretKey, body });
+    expect(created.status).toBe(200);
+  };
 
   beforeAll(async () => {
     fake = await startConnectFakeProvider();
@@ -619,20 +625,16 @@ describe('connect flows refuse what a hostile end user sends', () => {
     };
 
     beforeAll(async () => {
-      const created = await call(stack.gatewayUrl, 'POST', '/integrations', {
-        key: stack.secretKey,
-        body: {
-          provider: 'fake-routed',
-          unique_key: routedIntegration,
-          credentials: {
-            type: 'OAUTH2',
-            client_id: fake.clientId,
-            client_secret: fake.clientSecret,
-            webhook_secret: ROUTED_WEBHOOK_SECRET,
-          },
+      await createIntegration({
+        provider: 'fake-routed',
+        unique_key: routedIntegration,
+        credentials: {
+          type: 'OAUTH2',
+          client_id: fake.clientId,
+          client_secret: fake.clientSecret,
+          webhook_secret: ROUTED_WEBHOOK_SECRET,
         },
       });
-      expect(created.status).toBe(200);
       const settings = await call(stack.gatewayUrl, 'PATCH', '/environment', {
         key: stack.secretKey,
         body: { webhook_settings: { primary_url: `${receiver.url}/primary` } },
@@ -677,6 +679,108 @@ describe('connect flows refuse what a hostile end user sends', () => {
       expect(forwardsTo(victim.connectionId!)).toHaveLength(1);
       await new Promise((r) => setTimeout(r, 500));
       expect(forwardsTo(attacker.connectionId!)).toEqual([]);
+    });
+
+    describe('of an API-key provider, from a post-connect call made with the typed key', () => {
+      const keyRouted = `key-routed-${run}`;
+      const svixSecret = `whsec_${randomBytes(24).toString('base64')}`;
+      const connectKey = async (apiKey: string, params: Record<string, string> = {}) => {
+        const token = await session({ end_user: { id: `key-routed-${randomUUID()}` } });
+        // The page sends connection config as `params[k]=v` in the query.
+        const query = Object.entries(params)
+          .map(([k, v]) => `params%5B${encodeURIComponent(k)}%5D=${encodeURIComponent(v)}`)
+          .join('&');
+        const path = `/api-auth/api-key/${keyRouted}${query ? `?${query}` : ''}`;
+        return call(stack.gatewayUrl, 'POST', withSessionToken(path, token), { body: { apiKey } });
+      };
+      /** Signed as Svix signs Clerk's webhooks. */
+      const svixWebhook = (body: unknown) => {
+        const text = JSON.stringify(body);
+        return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/${keyRouted}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...svixHeaders(svixSecret, text) },
+          body: text,
+        });
+      };
+      const deliveredWith = (marker: string) => receiver.received.filter((r) => r.body.includes(marker));
+      const until = async (done: () => boolean) => {
+        const deadline = Date.now() + 15_000;
+        while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      };
+
+      beforeAll(() =>
+        createIntegration({
+          provider: 'fake-key-routed',
+          unique_key: keyRouted,
+          credentials: { type: 'API_KEY', webhook_secret: svixSecret },
+        }),
+      );
+
+      it('stores the instance each key belongs to, and routes a signed webhook to that connection only', async () => {
+        const [acme, globex] = [`acme${run}`, `globex${run}`];
+        const ids: string[] = [];
+        for (const name of [acme, globex]) {
+          const res = await connectKey(`sk_test_${name}`);
+          expect(res.status).toBe(200);
+          const { connectionId } = res.body as { connectionId: string };
+          ids.push(connectionId);
+          const stored = await nango.getConnection(keyRouted, connectionId);
+          expect(stored.connection_config).toMatchObject({ instance_id: `ins_${name}` });
+        }
+        // Asked with the key where the proxy puts it (Authorization: Bearer), once per connect.
+        expect(fake.instanceLookups.filter((key) => key.endsWith(run))).toEqual([
+          `sk_test_${acme}`,
+          `sk_test_${globex}`,
+        ]);
+        // Claiming an instance from the page is refused, nothing stored.
+        const claimed = await connectKey(`sk_test_other${run}`, { instance_id: `ins_${acme}` });
+        expect(expectError(claimed, 400, 'invalid_connection').errors?.map((e) => e.path)).toEqual([
+          ['params', 'instance_id'],
+        ]);
+        expect(await connectionCount(keyRouted)).toBe(2);
+
+        const marker = `acme-${randomUUID()}`;
+        const hook = await svixWebhook({
+          data: { id: `user_${marker}`, object: 'user' },
+          instance_id: `ins_${acme}`,
+          object: 'event',
+          type: 'user.created',
+        });
+        expect(hook.status).toBe(200);
+        await until(() => deliveredWith(marker).length > 0);
+        // A later one for an instance no connection has goes out unrouted; once it is out, anything else
+        // for the first would be out too.
+        const unknownMarker = `nobody-${randomUUID()}`;
+        const unknown = await svixWebhook({
+          data: { id: `user_${unknownMarker}` },
+          instance_id: `ins_nobody${run}`,
+          object: 'event',
+          type: 'user.created',
+        });
+        expect(unknown.status).toBe(200);
+        await until(() => deliveredWith(unknownMarker).length > 0);
+
+        const forwards = deliveredWith(marker).map((r) => JSON.parse(r.body) as Record<string, unknown>);
+        expect(forwards).toEqual([
+          expect.objectContaining({ type: 'forward', providerConfigKey: keyRouted, connectionId: ids[0] }),
+        ]);
+        expect(deliveredWith(unknownMarker).map((r) => r.path)).toEqual(['/primary']);
+      });
+
+      it('fails the connect when the post-connect call is refused: nothing stored, neither the key nor the provider’s words shown', async () => {
+        const before = await connectionCount(keyRouted);
+        const badKey = `sk_live_${randomBytes(12).toString('hex')}`;
+        const res = await connectKey(badKey);
+        const error = expectError(res, 400, 'invalid_credentials');
+        expect(error.message).toContain('post-connect call failed: the provider answered HTTP 401');
+        expect(fake.instanceLookups).toContain(badKey);
+        const shown = JSON.stringify(res.body);
+        expect(shown).not.toContain(badKey);
+        expect(shown).not.toContain('is not valid here');
+        expect(await connectionCount(keyRouted)).toBe(before);
+        for (const service of ['gateway', 'auth-connect', 'connections-vault'] as const)
+          expect(stack.logs(service)).not.toContain(badKey);
+      });
     });
   });
 

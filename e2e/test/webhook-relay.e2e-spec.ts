@@ -17,7 +17,13 @@ import {
   waitFor,
   type ExtraProcess,
 } from './support/processes';
-import { AuthEventPublisher, linearIntegration, sendLinearWebhook } from './support/webhook-events';
+import {
+  AuthEventPublisher,
+  linearIntegration,
+  sendLinearWebhook,
+  standardWebhookHeaders,
+  svixHeaders,
+} from './support/webhook-events';
 import { headerRecord, WebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
 import { standardStack } from './support/standard-stack';
 
@@ -628,11 +634,13 @@ describe('webhook relay', () => {
 
     /**
      * Providers that route by an account id the provider itself gives the connection (token answer or
-     * post-connect call; an import stands in for the OAuth dance here). Each builds a signed webhook for an
+     * post-connect call; an import stands in for the OAuth dance or the API-key connect here). Each builds a signed webhook for an
      * account, the way the provider signs it.
      */
     const providerRouted: {
       provider: string;
+      /** An API-key provider (integration and connections of that mode); OAuth 2 otherwise. */
+      apiKey?: true;
       /** The connection config the provider's answer leaves on a connection of `account`. */
       config: (account: string) => Record<string, string>;
       secret: string;
@@ -699,6 +707,23 @@ describe('webhook relay', () => {
         },
       },
       {
+        // instance_id from GET /v1/instance, asked with the secret key (connect-security shows the connect).
+        provider: 'clerk',
+        apiKey: true,
+        config: (account) => ({ instance_id: account }),
+        secret: `whsec_${randomBytes(24).toString('base64')}`,
+        signed: (account, marker, secret) => {
+          const body = JSON.stringify({
+            data: { id: `user_${marker}`, object: 'user' },
+            instance_id: account,
+            object: 'event',
+            timestamp: Date.now(),
+            type: 'user.created',
+          });
+          return { body, headers: svixHeaders(secret, body) };
+        },
+      },
+      {
         // companyUuid from GET /v1/token_info (resource.uuid).
         provider: 'gusto-demo',
         config: (account) => ({ companyUuid: account }),
@@ -721,9 +746,10 @@ describe('webhook relay', () => {
 
     it.each(providerRouted)(
       'routes a signed $provider webhook to the connection of the account it names only',
-      async ({ provider, config, secret, signed }) => {
+      async ({ provider, apiKey, config, secret, signed }) => {
         const key = `${provider}-by-account`;
-        await createOAuthIntegration(provider, key, secret);
+        if (apiKey) await createIntegration(provider, key, { type: 'API_KEY', webhook_secret: secret });
+        else await createOAuthIntegration(provider, key, secret);
         const accountA = `acct-${randomUUID()}`;
         for (const [id, account] of [
           [`${provider}-a`, accountA],
@@ -731,7 +757,9 @@ describe('webhook relay', () => {
         ] as const) {
           await importConnection(key, {
             connection_id: id,
-            credentials: { type: 'OAUTH2', access_token: `tok-${id}` },
+            credentials: apiKey
+              ? { type: 'API_KEY', apiKey: `key-${id}` }
+              : { type: 'OAUTH2', access_token: `tok-${id}` },
             connection_config: config(account),
             webhook_url_override: `${receiver.url}/${id}`,
           });
@@ -772,15 +800,6 @@ describe('webhook relay', () => {
         webhook_url_override: `${receiver.url}/fathom-ana`,
       });
       const meeting = (marker: string) => ({ title: marker, recorded_by: { email } });
-      const standardSigned = (body: string, key: string) => {
-        const id = `msg_${randomUUID()}`;
-        const at = new Date();
-        return {
-          'webhook-id': id,
-          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-          'webhook-signature': new Webhook(key).sign(id, at, body),
-        };
-      };
       const forgedMarker = `forged-${randomUUID()}`;
       const forgedBody = JSON.stringify(meeting(forgedMarker));
       const marker = `fathom-${randomUUID()}`;
@@ -790,9 +809,9 @@ describe('webhook relay', () => {
         {
           marker: forgedMarker,
           body: forgedBody,
-          headers: standardSigned(forgedBody, `whsec_${randomBytes(24).toString('base64')}`),
+          headers: standardWebhookHeaders(`whsec_${randomBytes(24).toString('base64')}`, forgedBody),
         },
-        { marker, body, headers: standardSigned(body, secret) },
+        { marker, body, headers: standardWebhookHeaders(secret, body) },
       );
       expect(hook!.path).toBe('/fathom-ana');
       expect(JSON.parse(hook!.body)).toEqual({

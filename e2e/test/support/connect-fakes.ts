@@ -16,6 +16,8 @@ import { call } from './http';
  *   `POST /{tenant}/token` accepts each code once, only with the client's secret, the same redirect URI and
  *   a `code_verifier` whose SHA-256 is the challenge.
  * - An API-key verification endpoint, `GET /v1/me`, that answers 200 only to `x-api-key: <the good key>`.
+ * - A Clerk-like `GET /v1/instance` that names the instance a secret key belongs to: `Bearer sk_test_<name>`
+ *   is instance `ins_<name>`; any other key is refused with an answer that quotes it back.
  */
 export interface ConnectFakeProvider {
   url: string;
@@ -48,6 +50,8 @@ export interface ConnectFakeProvider {
   actAs(user: GithubUser): void;
   /** Access tokens that asked `GET /v1/account` which account they belong to (a post-connect call). */
   accountLookups: string[];
+  /** API keys that asked `GET /v1/instance` which instance they belong to (a post-connect call). */
+  instanceLookups: string[];
   /** Where the fake GitHub-style app install sends the browser back (the app's "Setup URL"). */
   setAppSetupUrl(url: string, appPublicKey: string): void;
   /** A GET to the fake from the test itself (trusting its certificate): the status and the redirect target. */
@@ -77,6 +81,7 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
   const installationTokens: string[] = [];
   const installationTokenRequests: string[] = [];
   const accountLookups: string[] = [];
+  const instanceLookups: string[] = [];
   /** Access token → the tenant whose code it was issued for: its account is `portal-<tenant>`. */
   const tokenTenants = new Map<string, string>();
   let installationChecks = 0;
@@ -118,6 +123,14 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
           { id: `portal-${tenant}`, name: tenant, default: true },
         ],
       });
+    }
+    if (req.method === 'GET' && url.pathname === '/v1/instance') {
+      const key = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+      instanceLookups.push(key);
+      const name = /^sk_test_([a-z0-9]+)$/.exec(key)?.[1];
+      // A careless provider: its refusal quotes the key it was given, in its own words.
+      if (!name) return json(res, 401, { errors: [{ message: `Secret key ${key} is not valid here` }] });
+      return json(res, 200, { object: 'instance', id: `ins_${name}`, environment_type: 'development' });
     }
     if (req.method === 'GET' && url.pathname === '/v1/me') {
       const key = String(req.headers['x-api-key'] ?? '');
@@ -343,6 +356,7 @@ export async function startConnectFakeProvider(): Promise<ConnectFakeProvider> {
     installationTokens,
     installationTokenRequests,
     accountLookups,
+    instanceLookups,
     get installationChecks() {
       return installationChecks;
     },
@@ -513,6 +527,42 @@ fake-key:
       title: API key
       description: Found under Settings → API.
       secret: true
+
+fake-key-routed:
+  display_name: Fake Key Routed
+  categories: [other]
+  auth_mode: API_KEY
+  proxy:
+    base_url: ${providerUrl}
+    headers:
+      authorization: Bearer \${apiKey}
+  # As Clerk: the key's instance, asked with the key where the proxy puts it, routes Svix-signed webhooks.
+  post_connect:
+    - url: ${providerUrl}/v1/instance
+      connection_config: { instance_id: id }
+  docs: https://docs.example.com/fake-key-routed
+  credentials:
+    apiKey:
+      type: string
+      title: Secret key
+      secret: true
+  webhook:
+    signature:
+      header: svix-signature
+      encoding: base64
+      separator: ' '
+      prefix: v1,
+      payload: '{header:svix-id}.{timestamp}.{body}'
+      secret_prefix: whsec_
+      secret_encoding: base64
+      timestamp:
+        from: header
+        name: svix-timestamp
+        format: unix
+        tolerance_seconds: 300
+    routing:
+      - value: { from: body, path: instance_id }
+        match: connection_config.instance_id
 
 fake-basic:
   display_name: Fake Basic

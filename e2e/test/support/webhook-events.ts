@@ -1,6 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { EVENT_SUBJECTS, type AuthEvent } from '@switchboard/contracts';
 import { connect, headers as natsHeaders, type NatsConnection } from 'nats';
+import { Webhook } from 'standardwebhooks';
 
 /**
  * Publishes auth events on JetStream exactly as the vault does (its outbox publishes the same schema to
@@ -77,3 +78,23 @@ export function sendLinearWebhook(
     body: text,
   });
 }
+
+/**
+ * A Standard Webhooks signature of `id.timestamp.body` keyed by the `whsec_` secret's bytes, under the
+ * `webhook-` names, or the `svix-` ones Svix sends (Clerk's webhooks).
+ */
+export function standardWebhookHeaders(
+  secret: string,
+  body: string,
+  names: 'webhook' | 'svix' = 'webhook',
+): Record<string, string> {
+  const id = `msg_${randomUUID()}`;
+  const at = new Date();
+  return {
+    [`${names}-id`]: id,
+    [`${names}-timestamp`]: String(Math.floor(at.getTime() / 1000)),
+    [`${names}-signature`]: new Webhook(secret).sign(id, at, body),
+  };
+}
+
+export const svixHeaders = (secret: string, body: string) => standardWebhookHeaders(secret, body, 'svix');

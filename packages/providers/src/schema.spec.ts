@@ -137,19 +137,32 @@ describe('webhook routing keys', () => {
     expect(ProviderDefinitionSchema.safeParse(routed(extra)).error?.issues).toBeUndefined();
   });
 
-  it('refuses a post_connect call on an auth mode that never runs it', () => {
-    const result = ProviderDefinitionSchema.safeParse({
-      ...routed({
-        post_connect: [
-          { url: 'https://api.acme.example/me', connection_config: { accountId: 'account.id' } },
-        ],
-      }),
-      auth_mode: 'API_KEY',
-      authorization_url: undefined,
-      token_url: undefined,
-    });
+  /** The routed entry on another auth mode, without the OAuth URLs. */
+  const routedOn = (auth_mode: string, extra: Record<string, unknown> = {}) => ({
+    ...routed({
+      post_connect: [{ url: 'https://api.acme.example/me', connection_config: { accountId: 'account.id' } }],
+    }),
+    auth_mode,
+    authorization_url: undefined,
+    token_url: undefined,
+    ...extra,
+  });
+
+  it.each(['API_KEY', 'BASIC'])('accepts a post_connect call on %s, whose connect runs it', (mode) => {
+    expect(ProviderDefinitionSchema.safeParse(routedOn(mode)).error?.issues).toBeUndefined();
+  });
+
+  it.each([
+    ['OAUTH2_CC', { token_url: 'https://login.acme.example/token' }],
+    ['NONE', {}],
+    ['TBA', {}],
+  ])('refuses a post_connect call on %s, whose connect never runs it', (mode, extra) => {
+    const result = ProviderDefinitionSchema.safeParse(routedOn(mode, extra));
     expect(result.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
-      ['post_connect', 'runs after an OAuth 2 token exchange only, not for auth_mode API_KEY'],
+      [
+        'post_connect',
+        `runs after an OAuth 2 token exchange or an API key / basic connect only, not for auth_mode ${mode}`,
+      ],
     ]);
   });
 

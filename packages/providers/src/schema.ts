@@ -28,6 +28,9 @@ export type AuthMode = (typeof AUTH_MODES)[number];
 /** Modes that run a browser redirect and therefore need both ends of the dance. */
 export const REDIRECT_AUTH_MODES: readonly AuthMode[] = ['OAUTH2', 'OAUTH1'];
 
+/** Modes whose connect flow runs the catalog's `post_connect` calls before the connection is stored. */
+export const POST_CONNECT_AUTH_MODES: readonly AuthMode[] = ['OAUTH2', 'API_KEY', 'BASIC'];
+
 export const PROVIDER_KEY_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 const PLACEHOLDER = /\$\{([^{}]*)\}/g;
@@ -476,13 +479,14 @@ const ProviderDefinitionBase = z.strictObject(entryFields, {
 /** A complete provider (after any alias merge): what the rest of Switchboard reads. */
 export const ProviderDefinitionSchema = ProviderDefinitionBase.superRefine((entry, ctx) => {
   checkAuthRequirements(entry, ctx);
-  // Post-connect calls are made with the token an OAuth 2 code exchange returns, and nowhere else: on any
-  // other mode the keys they name would never be filled, and routing on them would route nothing.
-  if (entry.post_connect && entry.auth_mode !== 'OAUTH2') {
+  // Post-connect calls are made with the token an OAuth 2 code exchange returns or with the API key / basic
+  // pair an end user typed, and nowhere else: on any other mode the keys they name would never be filled,
+  // and routing on them would route nothing.
+  if (entry.post_connect && !POST_CONNECT_AUTH_MODES.includes(entry.auth_mode)) {
     ctx.addIssue({
       code: 'custom',
       path: ['post_connect'],
-      message: `runs after an OAuth 2 token exchange only, not for auth_mode ${entry.auth_mode}`,
+      message: `runs after an OAuth 2 token exchange or an API key / basic connect only, not for auth_mode ${entry.auth_mode}`,
     });
   }
   if (entry.auth_mode === 'APP' && !entry.installation_check) {

@@ -3,38 +3,13 @@ import { AuthConnectError } from '../auth-connect.errors';
 import { fetch } from 'undici';
 import { providerEgress } from '../exchanges/provider-egress';
 import { interpolateUrl } from '../exchanges/templates';
-
-/** What an end user typed for an API_KEY or BASIC provider. */
-export type TypedCredentials =
-  | { type: 'API_KEY'; apiKey: string }
-  | { type: 'BASIC'; username: string; password: string };
+import {
+  fillCredentialTemplate,
+  typedCredentialPlacement,
+  type TypedCredentials,
+} from '../exchanges/credential-placement';
 
 const CHECK_TIMEOUT_MS = 10_000;
-const PLACEHOLDER = /\$\{([^{}]+)\}/g;
-
-/**
- * Fills `${apiKey}`, `${username}`, `${password}` (also as `${credentials.x}`) and `${connectionConfig.x}`
- * in a proxy header, query or path template. An unknown placeholder becomes empty, as the proxy does.
- */
-export function fillCredentialTemplate(
-  template: string,
-  credentials: TypedCredentials,
-  connectionConfig: Record<string, unknown>,
-): string {
-  const values: Record<string, string> =
-    credentials.type === 'API_KEY'
-      ? { apiKey: credentials.apiKey }
-      : { username: credentials.username, password: credentials.password };
-  return template.replace(PLACEHOLDER, (_m, name: string) => {
-    const key = name.replace(/^credentials\./, '');
-    if (key in values) return values[key] ?? '';
-    if (name.startsWith('connectionConfig.')) {
-      const value = connectionConfig[name.slice('connectionConfig.'.length)];
-      return typeof value === 'string' || typeof value === 'number' ? String(value) : '';
-    }
-    return '';
-  });
-}
 
 /**
  * Tries the credentials against the provider's `proxy.verification` endpoints, with the headers and query
@@ -52,15 +27,10 @@ export async function checkCredentials(
   if (!proxy || !verification) return;
   const base = interpolateUrl(verification.base_url_override ?? proxy.base_url, connectionConfig, provider);
 
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(proxy.headers ?? {}))
-    headers[name.toLowerCase()] = fillCredentialTemplate(value, credentials, connectionConfig);
+  const placed = typedCredentialPlacement(provider, credentials, connectionConfig);
+  const headers = placed.headers;
   for (const [name, value] of Object.entries(verification.headers ?? {})) {
     headers[name.toLowerCase()] = fillCredentialTemplate(value, credentials, connectionConfig);
-  }
-  if (credentials.type === 'BASIC' && !headers['authorization']) {
-    headers['authorization'] =
-      `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
   }
 
   let lastStatus: number | undefined;
@@ -69,9 +39,7 @@ export async function checkCredentials(
   for (const endpoint of verification.endpoints) {
     const path = fillCredentialTemplate(endpoint, credentials, connectionConfig);
     const url = new URL(base.toString().replace(/\/$/, '') + (path.startsWith('/') ? path : `/${path}`));
-    for (const [name, value] of Object.entries(proxy.query ?? {})) {
-      url.searchParams.set(name, fillCredentialTemplate(value, credentials, connectionConfig));
-    }
+    for (const [name, value] of placed.query) url.searchParams.set(name, value);
     try {
       const res = await fetch(url, {
         method: verification.method,

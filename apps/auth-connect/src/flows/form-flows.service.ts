@@ -10,8 +10,10 @@ import {
   mintJwt,
   requestClientCredentialsToken,
   requestTwoStepToken,
+  runPostConnect,
   twoStepConnectionConfig,
 } from '../exchanges';
+import type { TypedCredentials } from '../exchanges/credential-placement';
 import { clientCertificateFor } from '../exchanges/client-certificate';
 import { checkCredentials } from './credential-check';
 import { FlowContextService, type FlowContext } from './flow-context.service';
@@ -46,22 +48,36 @@ export class FormFlowsService {
     return this.completion.complete(ctx, credentials, { ...connectionConfig, ...extraConfig });
   }
 
+  /**
+   * An API key or basic pair: checked against the provider, then the catalog's post-connect calls made
+   * with it (the account a webhook names), all before anything is stored.
+   */
+  private async typedCredentials(
+    ctx: FlowContext,
+    typed: TypedCredentials,
+    connectionConfig: Record<string, unknown>,
+  ): Promise<{ credentials: Credentials; extraConfig: Record<string, unknown> }> {
+    await checkCredentials(ctx.provider, typed, connectionConfig);
+    const extraConfig = ctx.provider.post_connect
+      ? await runPostConnect({ provider: ctx.provider, auth: { typed }, connectionConfig })
+      : {};
+    return { credentials: typed, extraConfig };
+  }
+
   private async credentialsFor(
     ctx: FlowContext,
     req: SubmitFlowRequest,
     connectionConfig: Record<string, unknown>,
   ): Promise<{ credentials: Credentials; extraConfig: Record<string, unknown> }> {
     switch (req.mode) {
-      case 'API_KEY': {
-        const typed = { type: 'API_KEY' as const, apiKey: req.body.apiKey };
-        await checkCredentials(ctx.provider, typed, connectionConfig);
-        return { credentials: typed, extraConfig: {} };
-      }
-      case 'BASIC': {
-        const typed = { type: 'BASIC' as const, username: req.body.username, password: req.body.password };
-        await checkCredentials(ctx.provider, typed, connectionConfig);
-        return { credentials: typed, extraConfig: {} };
-      }
+      case 'API_KEY':
+        return this.typedCredentials(ctx, { type: 'API_KEY', apiKey: req.body.apiKey }, connectionConfig);
+      case 'BASIC':
+        return this.typedCredentials(
+          ctx,
+          { type: 'BASIC', username: req.body.username, password: req.body.password },
+          connectionConfig,
+        );
       case 'OAUTH2_CC': {
         const override = ctx.defaults?.connection_config?.oauth_scopes_override;
         const scopes = override ? override.split(/[\s,]+/).filter(Boolean) : [];

@@ -402,7 +402,7 @@ export class RedirectFlowsService {
     // Routing keys (the account a provider webhook names) come from the provider, with the new token.
     const fromProvider = await runPostConnect({
       provider: ctx.provider,
-      accessToken: result.credentials.access_token,
+      auth: { accessToken: result.credentials.access_token },
       connectionConfig: { ...connectionConfig, ...result.connectionConfig },
     });
     return {
