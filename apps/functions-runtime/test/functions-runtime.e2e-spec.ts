@@ -373,9 +373,9 @@ describe('functions-runtime: functions.v1.run', () => {
       },
       {
         attempt: 'a memory bomb',
-        // 32 MB a step: the 64 MB limit is met in a few allocations, long before the CPU limit, even when
-        // the machine is busy and every collection near the limit takes its time.
-        body: 'const hoard = []; for (;;) hoard.push(new Array(4e6).fill(Math.random()));',
+        // Arrays of up to 100,000 elements keep V8's fast elements (a longer `new Array(n)` is a hash table,
+        // slow to fill): the 64 MB limit is met in milliseconds of CPU, far from the CPU limit on a busy host.
+        body: 'const hoard = []; for (;;) hoard.push(new Array(5e4).fill(Math.random()));',
         code: 'script_memory_limit',
       },
       {
