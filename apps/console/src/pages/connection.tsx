@@ -381,6 +381,8 @@ function Records({ connection }: { connection: ApiPublicConnection }) {
   const [modifiedAfter, setModifiedAfter] = useState('');
   const [deletedOnly, setDeletedOnly] = useState(false);
   const { page, cursor, reset, go } = useCursorPages<string>();
+  // The syncs' counts of the model: while a run saves records they change, and the page is read again.
+  const saved = (status.data?.syncs ?? []).map((s) => (model ? (s.recordCount[model] ?? 0) : 0)).join(',');
   const records = useEnvQuery(
     [
       'records',
@@ -390,6 +392,7 @@ function Records({ connection }: { connection: ApiPublicConnection }) {
       modifiedAfter,
       deletedOnly,
       cursor,
+      saved,
     ],
     () =>
       api<RecordsPage>('/records', {
