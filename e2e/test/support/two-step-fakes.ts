@@ -209,7 +209,7 @@ export const TWO_STEP_CASES: TwoStepCase[] = [
       method: 'POST',
       path: '/auth/v1/authenticate',
       headers: { 'ecu360-api-key': 'ecu-api-key' },
-      body: { json: { userName: 'ecu-user', password: 'ecu-password', isEncrypted: 'false', mfaToken: '' } },
+      body: { json: { userName: 'ecu-user', password: 'ecu-password', isEncrypted: false, mfaToken: '' } },
       answer: (t) => ({ jwtToken: t }),
     },
     api: { path: '/api/v1/users', token: bearer },
@@ -531,7 +531,8 @@ export const TWO_STEP_CASES: TwoStepCase[] = [
       answer: (t) => ({ data: { signIn: { token: t } } }),
     },
     api: { path: '/graphql', token: header('x-token') },
-    expiry: 'none',
+    // signIn tokens last 12 hours (the catalog's fixed lifetime).
+    expiry: 'fixed',
   },
   {
     provider: 'setmore',

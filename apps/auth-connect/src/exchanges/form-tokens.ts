@@ -303,12 +303,13 @@ export async function requestTwoStepToken(input: {
       : undefined;
   const withAssertion = (template: string) =>
     assertion === undefined ? template : template.split('${jwt}').join(assertion);
-  const params: Record<string, string> = {};
+  // Numbers and booleans of the catalog stay typed in a JSON body; forms and queries carry their text.
+  const params: Record<string, string | number | boolean> = {};
   for (const [name, template] of Object.entries(provider.token_params ?? {})) {
     const value =
       typeof template === 'string'
         ? fillFieldTemplate(withAssertion(template), fields, connectionConfig)
-        : String(template);
+        : template;
     if (value === undefined) throw rejected(provider, stage, `the token parameter ${name} cannot be filled`);
     params[name] = value;
   }
@@ -322,10 +323,12 @@ export async function requestTwoStepToken(input: {
   switch (method === 'GET' ? 'query' : (provider.body_format ?? 'json')) {
     case 'form':
       headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = new URLSearchParams(params).toString();
+      body = new URLSearchParams(
+        Object.entries(params).map(([name, value]): [string, string] => [name, String(value)]),
+      ).toString();
       break;
     case 'query':
-      for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
+      for (const [name, value] of Object.entries(params)) url.searchParams.set(name, String(value));
       break;
     case 'json':
       headers['content-type'] = 'application/json';
