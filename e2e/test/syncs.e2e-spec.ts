@@ -519,7 +519,8 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       await waitForRun(CONN_A, before);
 
       await nango.pauseSync(KEY, [SYNC], CONN_A);
-      expect((await status(CONN_A))[0]!.status).toBe('PAUSED');
+      const paused = (await status(CONN_A))[0]!;
+      expect(paused.status).toBe('PAUSED');
       expect(
         await runScript(`await nango.startSync("${KEY}", ["${SYNC}"], "${CONN_A}"); return "started";`),
       ).toMatchObject({
@@ -527,7 +528,8 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
         output: 'started',
       });
       expect((await status(CONN_A))[0]!.status).not.toBe('PAUSED');
-      await waitForQuiet();
+      // A start runs the sync at once: that run ends before the next test reads the sync's state.
+      await waitForRun(CONN_A, paused.finishedAt);
 
       // A sync the environment does not have: the orchestrator's answer reaches the script as an error.
       expect(
