@@ -27,7 +27,9 @@ const waitForOk = async (request: () => Promise<{ status: number; body: unknown 
 // Runs cut short (overlapping, cancelled, terminated, their worker killed) and connections changed while the
 // orchestrator is down: on a stack of this file's own, whose processes the tests stop, kill and replace.
 describe('syncs on Temporal: runs that overlap, are cancelled or lose their worker, and services that go down', () => {
-  const suite = new SyncsSuite();
+  // Enough contacts for a run of several pages to be cut short on any of them; fewer than the other file's,
+  // as every test here runs the whole sync again more than once.
+  const suite = new SyncsSuite(1500);
   let stack: Stack;
   let provider: ContactsProvider;
   let nango: Nango;
@@ -197,8 +199,9 @@ describe('syncs on Temporal: runs that overlap, are cancelled or lose their work
   });
 
   it('a worker killed mid-run: its script stops when its lease runs out, another worker resumes from the checkpoint, no record lost or repeated', async () => {
-    // Slow pages of 50: the run takes ~25 s, long enough to kill it midway.
-    provider.pageSize = 50;
+    // Slow pages of 25: the run takes ~25 s, long enough to kill it midway and for its lease to run out
+    // before its script could finish it.
+    provider.pageSize = 25;
     provider.pageDelayMs = 400;
     provider.change(200, 500);
     const before = (await status(CONN_A))[0]!;
@@ -248,7 +251,8 @@ describe('syncs on Temporal: runs that overlap, are cancelled or lose their work
     // One worker takes the run; the second starts once the run is under way, so the run is the first's.
     expect(alive()).toHaveLength(1);
     const [doomed] = alive();
-    provider.pageSize = 50;
+    // Slow pages of 25 (as above).
+    provider.pageSize = 25;
     provider.pageDelayMs = 400;
     provider.change(150, 600);
     const before = (await status(CONN_A))[0]!;
@@ -260,10 +264,13 @@ describe('syncs on Temporal: runs that overlap, are cancelled or lose their work
       if (Date.now() > deadline) throw new Error('the run never started');
       await sleep(50);
     }
+    const runsBefore = finishedRuns(stack).length;
     const survivor = stack.startWorker();
     doomed!.process.kill('SIGKILL');
     await new Promise((resolve) => doomed!.process.once('exit', resolve));
-    // The run is under way on the doomed worker; the rest of it (on the survivor) need not be slow.
+    // Once the doomed worker's script has been stopped (its lease ran out), the rest of the run, on the
+    // survivor, need not be slow.
+    await runFailedSince(stack, runsBefore);
     provider.pageDelayMs = 0;
 
     const done = await waitForRun(CONN_A, before.finishedAt, SYNC, 150_000);

@@ -14,7 +14,7 @@ export const KEY = 'recordhub';
 export const CONN_A = 'conn-a';
 export const CONN_B = 'conn-b';
 export const SYNC = 'contacts';
-/** How many contacts the provider starts with. */
+/** How many contacts the provider starts with, unless a spec asks for another number. */
 export const INITIAL = 3000;
 
 export interface NangoRecord {
@@ -47,7 +47,7 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 
 /**
  * The world of the syncs specs: the `contacts` sync of the `syncs-project` fixture on the `recordhub`
- * integration, two connections (CONN_A, CONN_B) to a fake contacts provider of INITIAL contacts, and the
+ * integration, two connections (CONN_A, CONN_B) to a fake contacts provider (of INITIAL contacts), and the
  * environment's webhooks sent to a receiver; with the readings and waits the specs share. `start` sets it
  * up on the stack it is given; `deploy` deploys the project with the nango CLI.
  */
@@ -61,9 +61,11 @@ export class SyncsSuite {
   signingKey!: string;
   private temporalConnection: Connection | undefined;
 
+  constructor(private readonly contacts = INITIAL) {}
+
   async start(startStack: () => Promise<Stack>): Promise<void> {
     [this.provider, this.receiver] = await Promise.all([
-      new ContactsProvider(API_KEY, INITIAL).start(),
+      new ContactsProvider(API_KEY, this.contacts).start(),
       new WebhookReceiver().start(),
     ]);
     this.stack = await startStack();
