@@ -31,7 +31,9 @@ export function standardStackOptions(): StackOptions {
 
 /** The jest worker's standard stack (started by the first file that asks), with a fresh account for this file. */
 export function standardStack(): Promise<Stack> {
-  return startStack({ ...standardStackOptions(), shared: true, readyTimeoutMs: STACK_READY_TIMEOUT_MS });
+  // Twice the usual wait, as for the other stacks that boot beside a file of the other worker booting its
+  // own on two busy cores (a file's start-up hook may allow less: it fails first then).
+  return startStack({ ...standardStackOptions(), shared: true, readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS });
 }
 
 /**
