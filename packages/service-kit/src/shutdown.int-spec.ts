@@ -29,10 +29,14 @@ interface Exit {
   afterMs: number;
 }
 
-function exited(child: ChildProcess, since: () => number): Promise<Exit> {
-  return new Promise((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal, afterMs: Date.now() - since() })),
+/** Sends SIGTERM; answers how the process ended, and how long after the signal. */
+function terminate(child: ChildProcess): Promise<Exit> {
+  const signalledAt = Date.now();
+  const exit = new Promise<Exit>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal, afterMs: Date.now() - signalledAt })),
   );
+  child.kill('SIGTERM');
+  return exit;
 }
 
 async function waitForOutput(output: () => string, text: string, timeoutMs = 45_000): Promise<void> {
@@ -98,10 +102,7 @@ describe('a service on SIGTERM', () => {
     const service = await startService();
     const inFlight = get(service.port, '/slow', service.agent);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    let signalledAt = 0;
-    const exit = exited(service.child, () => signalledAt);
-    signalledAt = Date.now();
-    service.child.kill('SIGTERM');
+    const exit = terminate(service.child);
     expect(await inFlight).toEqual({ status: 200, body: JSON.stringify({ done: true }) });
     const result = await exit;
     expect({ code: result.code, signal: result.signal }).toEqual({ code: 0, signal: null });
@@ -112,11 +113,7 @@ describe('a service on SIGTERM', () => {
     const service = await startService({ SHUTDOWN_TIMEOUT_MS: '2000' });
     const hanging = get(service.port, '/hang', service.agent).catch((error: Error) => error);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    let signalledAt = 0;
-    const exit = exited(service.child, () => signalledAt);
-    signalledAt = Date.now();
-    service.child.kill('SIGTERM');
-    const result = await exit;
+    const result = await terminate(service.child);
     expect({ code: result.code, signal: result.signal }).toEqual({ code: 1, signal: null });
     expect(result.afterMs).toBeGreaterThanOrEqual(2_000);
     expect(result.afterMs).toBeLessThan(2_000 + SLACK_MS);
@@ -129,11 +126,7 @@ describe('a service on SIGTERM', () => {
     const service = await startService();
     service.child.stdout!.destroy();
     service.child.stderr!.destroy();
-    let signalledAt = 0;
-    const exit = exited(service.child, () => signalledAt);
-    signalledAt = Date.now();
-    service.child.kill('SIGTERM');
-    const result = await exit;
+    const result = await terminate(service.child);
     expect({ code: result.code, signal: result.signal }).toEqual({ code: 0, signal: null });
     expect(result.afterMs).toBeLessThan(SLACK_MS);
   });
