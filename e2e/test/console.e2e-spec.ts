@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
@@ -14,8 +15,8 @@ import { WebhookReceiver } from './support/webhook-receiver';
 /**
  * The console in a real browser (Debian's Chromium driven by playwright-core) against one running stack:
  * a team member signs in, creates an integration, sends a connect link and finishes it as the customer,
- * deploys a sync with the `nango` CLI, runs it and reads its records, redelivers a webhook, creates and
- * revokes an API key, and signs out. Every page is checked with axe-core (no serious or critical
+ * deploys a sync with the `nango` CLI, runs it and reads its records, redelivers a webhook, sets a webhook
+ * public key, creates and revokes an API key, and signs out. Every page is checked with axe-core (no serious or critical
  * violation) and photographed into e2e/artifacts/console/.
  */
 
@@ -629,6 +630,77 @@ describe('the console in Chromium', () => {
     );
     expect(after).not.toBe(before);
     await check('15-signing-key-rotated');
+  });
+
+  it('sets the webhook public key of a provider that signs with one, refusing what the API refuses', async () => {
+    const first = generateKeyPairSync('ed25519');
+    const second = generateKeyPairSync('ed25519');
+    const spki = (key: KeyObject) => key.export({ type: 'spki', format: 'pem' }).toString();
+    await page.getByRole('link', { name: 'Integrations' }).click();
+    await page.getByRole('link', { name: 'New integration' }).click();
+    await page
+      .getByLabel(/^Provider/)
+      .first()
+      .fill('highlevel');
+    await page.getByRole('option', { name: /\(highlevel\)$/ }).click();
+    await page.getByLabel('Unique key').fill('highlevel-keys');
+    await page.getByLabel(/^Client ID/).fill('ghl-client');
+    await page.getByLabel(/^Client secret/).fill('ghl-secret-1');
+    // A private key is refused in the form, with the API's words, and nothing is sent.
+    await page
+      .getByLabel(/^Webhook public key/)
+      .fill(first.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
+    await page.getByText('webhook_public_key is a private key').waitFor();
+    await page.getByRole('button', { name: 'Create integration' }).click();
+    await page.getByRole('heading', { name: 'New integration' }).waitFor();
+    const path = '/integrations/highlevel-keys';
+    expectError(await call(stack.gatewayUrl, 'GET', path, { key: stack.secretKey }), 404, 'not_found');
+
+    await page.getByLabel(/^Webhook public key/).fill(spki(first.publicKey));
+    await page.getByRole('button', { name: 'Create integration' }).click();
+    await page.getByRole('heading', { name: 'Integration highlevel-keys' }).waitFor();
+    const webhookUrl = (await page.getByTestId('webhook-url').textContent())!;
+    // Stored (no answer shows it): HighLevel webhooks signed with its private key are accepted.
+    const body = JSON.stringify({ type: 'ContactCreate', locationId: 'loc-console', webhookId: 'wh-1' });
+    const webhook = async (key: KeyObject) =>
+      (
+        await fetch(webhookUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-ghl-signature': sign(null, Buffer.from(body), key).toString('base64'),
+          },
+          body,
+        })
+      ).status;
+    expect(await webhook(first.privateKey)).toBe(200);
+    expect(await webhook(second.privateKey)).toBe(401);
+    await check('16-webhook-public-key');
+
+    // Editing: an RSA key is the API's to refuse (HighLevel signs with Ed25519), and its message is shown.
+    const edit = page.getByRole('form', { name: 'Edit integration' });
+    await edit.getByLabel(/^Client ID/).fill('ghl-client');
+    await edit.getByLabel(/^Client secret/).fill('ghl-secret-2');
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    await edit.getByLabel(/^Webhook public key/).fill(spki(rsa.publicKey));
+    await edit.getByRole('button', { name: 'Save', exact: true }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'The integration was not saved' })
+      .filter({ hasText: 'ed25519' })
+      .waitFor();
+    expect(await webhook(first.privateKey)).toBe(200);
+
+    await edit.getByLabel(/^Webhook public key/).fill(spki(second.publicKey));
+    await edit.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    // The webhook ingress keeps an integration for a few seconds: the new key applies within them.
+    const until = Date.now() + 20_000;
+    while ((await webhook(second.privateKey)) !== 200 && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(await webhook(second.privateKey)).toBe(200);
+    expect(await webhook(first.privateKey)).toBe(401);
   });
 
   it('creates an API key that works, revokes it, and signs out', async () => {

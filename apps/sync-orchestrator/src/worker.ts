@@ -29,6 +29,9 @@ import { SyncRunner } from './syncs/sync-runner';
  * made, dist/workflow-bundle.js) and `activities/` natively.
  */
 async function main(): Promise<void> {
+  // With its log pipe gone (a killed parent), EPIPE on the next line would kill the worker mid-activity:
+  // its logs are lost anyway, and a SIGTERM still stops it cleanly (as bootstrapService does for services).
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   const env = loadEnv();
   const bundlePath = workflowBundlePath(__dirname);
   if (!existsSync(bundlePath)) {

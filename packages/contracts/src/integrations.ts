@@ -34,7 +34,8 @@ const privateKeySchema = z
 /**
  * The provider's public key its webhooks are signed with (PEM or base64 DER SubjectPublicKeyInfo), for a
  * provider whose catalog recipe is rsa-sha256 or ed25519: an RSA key does not fit the 255 characters of a
- * webhook secret. Write-only: no answer shows it. Replaced with the rest of the credentials on an update.
+ * webhook secret. Write-only: no answer shows it. An update that sends credentials without it keeps the
+ * stored one (as it keeps the webhook secret).
  */
 const webhookPublicKeySchema = z.string().min(1).max(16384);
 

@@ -1,4 +1,5 @@
 import type { DynamicModule, INestApplication, LogLevel, Type } from '@nestjs/common';
+import type { Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { NestFactory } from '@nestjs/core';
 import { Transport, type MicroserviceOptions } from '@nestjs/microservices';
@@ -39,7 +40,14 @@ export interface BootstrapOptions {
    * service starts; V8 reads it at every collection (NODE_OPTIONS would refuse the flag).
    */
   heapGrowingPercent?: number;
+  /**
+   * How long SIGTERM/SIGINT waits for the requests and work in flight (default 5 s). Past it the open
+   * connections are cut and the process exits 1: a stop is never held up by a client or a hung dependency.
+   */
+  shutdownTimeoutMs?: number;
 }
+
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 5_000;
 
 /** One per process: the gateway's front door records into the same histogram. */
 export const httpServerMetrics = new HttpServerMetrics();
@@ -65,10 +73,22 @@ function recordHttpMetrics(app: NestFastifyApplication): void {
 }
 
 /**
+ * A service whose stdout or stderr pipe is closed (whoever read its logs is gone, e.g. a killed parent)
+ * gets EPIPE on its next log line; unheard, that error would kill it there, in the middle of its work or of
+ * its shutdown. Its logs are lost anyway: it carries on, and a SIGTERM still stops it cleanly.
+ */
+function ignoreClosedLogPipes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    if (stream.listenerCount('error') === 0) stream.on('error', () => undefined);
+  }
+}
+
+/**
  * Starts a service: its HTTP server (health, readiness and whatever routes it has) and its NATS
  * microservice in the queue group named after the service, so replicas share the work.
  */
 export async function bootstrapService(options: BootstrapOptions): Promise<INestApplication> {
+  ignoreClosedLogPipes();
   if (options.heapGrowingPercent !== undefined) {
     setFlagsFromString(`--heap-growing-percent=${options.heapGrowingPercent}`);
   }
@@ -104,10 +124,22 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
+    const timeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    const server = app.getHttpServer() as Server;
+    const deadline = setTimeout(() => {
+      logger.error(`shutdown deadline of ${timeoutMs} ms passed, exiting with work still in flight`);
+      server.closeAllConnections();
+      process.exit(1);
+    }, timeoutMs);
+    deadline.unref();
     logger.log(`${signal} received, shutting down`);
-    const force = setTimeout(() => process.exit(1), 10_000);
-    force.unref();
+    // Closing the server ends only the idle connections; a kept-alive one whose request is still in flight
+    // would hold the close until the client or the keep-alive timeout (72 s) lets go. So every connection is
+    // closed as soon as it is idle: its response is sent in full first.
+    const idle = setInterval(() => server.closeIdleConnections(), 50);
+    idle.unref();
     await app.close().catch((e: unknown) => logger.error(`shutdown error: ${String(e)}`));
+    clearInterval(idle);
     await stopTracing();
     process.exit(0);
   };

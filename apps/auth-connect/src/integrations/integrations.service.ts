@@ -146,7 +146,7 @@ export class IntegrationsService {
       const current = this.openSecrets(existing);
       const credentials = body.credentials;
       Object.assign(data, credentials ? this.plainCredentialColumns(credentials) : {});
-      const merged = credentials ? this.secretsOf(credentials) : current.secrets;
+      const merged = credentials ? this.updatedSecrets(current.secrets, credentials) : current.secrets;
       data.secrets = this.cipher.encryptJson(
         { ...merged, custom: body.custom ?? current.custom },
         secretsAad(existing.id),
@@ -306,13 +306,32 @@ export class IntegrationsService {
     return {
       ...('client_secret' in credentials ? { client_secret: credentials.client_secret } : {}),
       ...('private_key' in credentials ? { private_key: credentials.private_key } : {}),
-      ...('webhook_secret' in credentials && credentials.webhook_secret !== undefined
+      // An empty webhook secret is none: it must never become an HMAC key.
+      ...('webhook_secret' in credentials && credentials.webhook_secret
         ? { webhook_secret: credentials.webhook_secret }
         : {}),
       ...('webhook_public_key' in credentials && credentials.webhook_public_key !== undefined
         ? { webhook_public_key: credentials.webhook_public_key }
         : {}),
     };
+  }
+
+  /**
+   * The secrets after an update that sends `credentials`. As Nango's PATCH: the client credentials are
+   * replaced, but a webhook secret or public key the update does not send is kept (rotating a client secret
+   * must not silently break webhook verification); an empty `webhook_secret` removes the stored one.
+   */
+  private updatedSecrets(
+    current: IntegrationSecrets,
+    credentials: IntegrationCredentialsInput,
+  ): IntegrationSecrets {
+    const kept: IntegrationSecrets = {
+      ...(current.webhook_secret !== undefined ? { webhook_secret: current.webhook_secret } : {}),
+      ...(current.webhook_public_key !== undefined ? { webhook_public_key: current.webhook_public_key } : {}),
+    };
+    const next = { ...kept, ...this.secretsOf(credentials) };
+    if ('webhook_secret' in credentials && credentials.webhook_secret === '') delete next.webhook_secret;
+    return next;
   }
 
   private sealSecrets(

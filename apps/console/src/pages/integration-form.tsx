@@ -17,28 +17,28 @@ import { useEnvMutation, useEnvQuery } from '../api/hooks';
 import { ErrorAlert } from '../components/error-alert';
 import { MutationError } from '../components/mutation-feedback';
 import { Page } from '../components/page';
-import { credentialsFor } from './integration-fields';
+import { credentialsFor, type ProviderShape } from './integration-fields';
 
 /**
  * The fields of an integration's credentials, built from its provider's `auth_mode`. Secrets are
  * write-only: an edit leaves them empty, and the credentials are sent only when the user typed some.
  */
 export function IntegrationFields({
-  authMode,
+  provider,
   values,
   onChange,
   editing,
 }: {
-  authMode: string;
+  provider: ProviderShape;
   values: Record<string, string>;
   onChange(name: string, value: string): void;
   editing: boolean;
 }) {
-  const credentials = credentialsFor(authMode);
+  const credentials = credentialsFor(provider);
   if (!credentials) {
     return (
       <Text size="sm" c="dimmed">
-        {authMode} integrations hold no credentials of their own: each connection brings its own.
+        {provider.auth_mode} integrations hold no credentials of their own: each connection brings its own.
       </Text>
     );
   }
@@ -55,6 +55,7 @@ export function IntegrationFields({
           onChange: (event: { currentTarget: { value: string } }) =>
             onChange(field.name, event.currentTarget.value),
           autoComplete: 'off',
+          error: (values[field.name] && field.problem?.(values[field.name]!)) || undefined,
         };
         if (field.multiline) return <Textarea {...common} autosize minRows={3} />;
         if (field.secret) return <PasswordInput {...common} />;
@@ -64,12 +65,19 @@ export function IntegrationFields({
   );
 }
 
+/** Whether a typed credential is one the API would refuse for a reason the form can tell before sending. */
+export function credentialsRefused(provider: ProviderShape, values: Record<string, string>): boolean {
+  return (credentialsFor(provider)?.fields ?? []).some(
+    (field) => !!values[field.name] && !!field.problem?.(values[field.name]!),
+  );
+}
+
 /** The `credentials` object for the API, or undefined when nothing was typed (an edit keeps them). */
 export function credentialsBody(
-  authMode: string,
+  provider: ProviderShape,
   values: Record<string, string>,
 ): Record<string, string> | undefined {
-  const credentials = credentialsFor(authMode);
+  const credentials = credentialsFor(provider);
   if (!credentials) return undefined;
   const filled = Object.fromEntries(
     credentials.fields.filter((f) => (values[f.name] ?? '') !== '').map((f) => [f.name, values[f.name]!]),
@@ -101,7 +109,7 @@ export function NewIntegrationPage() {
           unique_key: uniqueKey,
           ...(displayName ? { display_name: displayName } : {}),
           forward_webhooks: forwardWebhooks,
-          credentials: schema.data ? credentialsBody(schema.data.data.auth_mode, values) : undefined,
+          credentials: schema.data ? credentialsBody(schema.data.data, values) : undefined,
         },
       }),
     [['integrations']],
@@ -109,6 +117,7 @@ export function NewIntegrationPage() {
   );
   const submit = (event: FormEvent) => {
     event.preventDefault();
+    if (schema.data && credentialsRefused(schema.data.data, values)) return;
     create.mutate(undefined);
   };
   return (
@@ -152,7 +161,7 @@ export function NewIntegrationPage() {
           {schema.isError && <ErrorAlert error={schema.error} title="Could not load the provider" />}
           {schema.data && (
             <IntegrationFields
-              authMode={schema.data.data.auth_mode}
+              provider={schema.data.data}
               values={values}
               onChange={(name, value) => setValues((v) => ({ ...v, [name]: value }))}
               editing={false}

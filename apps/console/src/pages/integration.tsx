@@ -21,7 +21,7 @@ import { MutationError } from '../components/mutation-feedback';
 import { Page } from '../components/page';
 import { Pager } from '../components/pager';
 import { QueryState } from '../components/query-state';
-import { credentialsBody, IntegrationFields } from './integration-form';
+import { credentialsBody, credentialsRefused, IntegrationFields } from './integration-form';
 
 export function IntegrationPage() {
   const uniqueKey = useParams().uniqueKey!;
@@ -54,7 +54,7 @@ function IntegrationDetail({ integration, path }: { integration: Integration; pa
         method: 'PATCH',
         body: {
           display_name: displayName,
-          credentials: provider.data ? credentialsBody(provider.data.data.auth_mode, values) : undefined,
+          credentials: provider.data ? credentialsBody(provider.data.data, values) : undefined,
         },
       }),
     [['integrations']],
@@ -65,6 +65,7 @@ function IntegrationDetail({ integration, path }: { integration: Integration; pa
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
+    if (provider.data && credentialsRefused(provider.data.data, values)) return;
     update.mutate(undefined);
   };
   const writable = can('environment:integrations:write');
@@ -103,7 +104,7 @@ function IntegrationDetail({ integration, path }: { integration: Integration; pa
             />
             {provider.data && (
               <IntegrationFields
-                authMode={provider.data.data.auth_mode}
+                provider={provider.data.data}
                 values={values}
                 onChange={(name, value) => setValues((v) => ({ ...v, [name]: value }))}
                 editing
