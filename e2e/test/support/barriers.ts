@@ -54,7 +54,11 @@ export async function outboxEmpty(databaseUrl: string, timeoutMs = 30_000): Prom
   }
 }
 
-/** The function runs functions-runtime has finished so far, in order (`<type> <name> (<invocation>): <outcome>`). */
+/**
+ * The function runs functions-runtime has finished so far, in order (`<type> <name> (<invocation>): <outcome>`).
+ * Read from its log because nothing else sees a stopped run end: the runtime answers its caller on a private
+ * inbox, and a run whose workflow was terminated has no caller left to record the end in a row or an event.
+ */
 export function finishedRuns(stack: Pick<Stack, 'logs'>): string[] {
   return [
     ...stack
