@@ -26,6 +26,7 @@ declare const window: {
   events: unknown[];
   addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void;
   open: (url?: string, target?: string, features?: string) => unknown;
+  opener: { postMessage(message: unknown, targetOrigin: string): void };
 };
 declare const document: {
   activeElement: BrowserElement | null;
@@ -307,11 +308,17 @@ module.exports = { default: { type: "onEvent", event: "validate-connection", des
         host.evaluate((link) => void window.open(link, '_blank', 'popup'), data.connect_link),
       ]);
       await popup.waitForSelector('h1:has-text("This link has expired")');
-      await new Promise((r) => setTimeout(r, 300));
+      // The page posts its message in the same task that shows the heading. A marker posted after it to any
+      // origin arrives after it (messages from one window arrive in order): once the host has the marker,
+      // the page's message, if the host was allowed to hear it, has arrived too.
+      await popup.evaluate(() => window.opener.postMessage({ type: 'barrier' }, '*'));
+      await host.waitForFunction(() =>
+        window.events.some((e) => (e as { type?: string }).type === 'barrier'),
+      );
       const events = (await host.evaluate(() => window.events)) as { type: string }[];
       await popup.close();
       await host.close();
-      return events.map((e) => e.type);
+      return events.map((e) => e.type).filter((type) => type !== 'barrier');
     };
     expect(await heard(`${fake.url}/customer-app`)).toEqual(['error']);
     expect(await heard(`${stack.gatewayUrl}/health`)).toEqual([]);

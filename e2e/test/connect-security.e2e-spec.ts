@@ -10,6 +10,7 @@ import {
   type ConnectFakeProvider,
   type GithubUser,
 } from './support/connect-fakes';
+import { providerWebhooksSettled } from './support/barriers';
 import { call, CookieJar, createConnectSession, expectError, withSessionToken } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { svixHeaders } from './support/webhook-events';
@@ -677,7 +678,8 @@ describe('connect flows refuse what a hostile end user sends', () => {
       while (forwardsTo(victim.connectionId!).length === 0 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 100));
       expect(forwardsTo(victim.connectionId!)).toHaveLength(1);
-      await new Promise((r) => setTimeout(r, 500));
+      // Every forward the webhook could cause is out: one to the attacker would have been received by now.
+      await providerWebhooksSettled(stack);
       expect(forwardsTo(attacker.connectionId!)).toEqual([]);
     });
 

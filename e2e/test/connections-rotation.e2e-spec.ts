@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
 import { freePort, runRewrapCli, startStack, type RunningService, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
+import { waitFor } from './support/processes';
 
 /**
  * Rotating the master key of a running installation: roll a keyring with the new version out to the
@@ -97,9 +98,13 @@ describe('master key rotation', () => {
     let replaced = false;
     let reading = true;
     let reads = 0;
+    let rewrapDone = false;
+    /** Per reader, the reads it started after the rewrap had finished and completed. */
+    const readsAfterRewrap = [0, 0, 0, 0];
     const wrong: string[] = [];
-    const readers = Array.from({ length: 4 }, async (_, r) => {
+    const readers = readsAfterRewrap.map(async (_, r) => {
       for (let n = 0; reading; n++) {
+        const afterRewrap = rewrapDone;
         const id = `c-${(r * 11 + n) % COUNT}`;
         try {
           // c-3 is re-imported concurrently: a read that starts before that write is acknowledged may
@@ -114,6 +119,7 @@ describe('master key rotation', () => {
           );
         }
         reads++;
+        if (afterRewrap) readsAfterRewrap[r]!++;
       }
     });
     const [report] = await Promise.all([
@@ -132,8 +138,14 @@ describe('master key rotation', () => {
         replaced = true;
       }),
     ]);
-    // Keep reading a little after the rewrap too.
-    await new Promise((r) => setTimeout(r, 500));
+    // Keep reading after the rewrap too: every reader completes a few reads it started once it was over.
+    rewrapDone = true;
+    await waitFor(
+      'every reader to read after the rewrap',
+      async () => (readsAfterRewrap.every((n) => n >= 3) ? true : undefined),
+      30_000,
+      20,
+    );
     reading = false;
     await Promise.all(readers);
 

@@ -5,6 +5,7 @@ import { Nango } from '@nangohq/node';
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { repoRoot, startStack, type Stack } from '@switchboard/testing';
 import { Webhook } from 'standardwebhooks';
+import { authWebhooksSettled } from './support/barriers';
 import { startItemsProvider, ITEM_NAMES, type ItemsProvider } from './support/functions-fakes';
 import { call, createKey, expectError, failure } from './support/http';
 import { nangoCli, nangoDeploy, prepareProject } from './support/nango-cli';
@@ -1061,9 +1062,9 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const storedKey = async (connectionId: string) =>
         ((await nango.getConnection('fakehub', connectionId)) as { credentials: { apiKey?: string } })
           .credentials.apiKey;
-      /** The auth webhooks sent for imports, after giving a late one time to arrive. */
+      /** The auth webhooks sent for imports, once every one the stack had cause to send is out. */
       const importHooks = async () => {
-        await new Promise((r) => setTimeout(r, 1_500));
+        await authWebhooksSettled(stack);
         return receiver.on(HOOKS).map((h) => {
           const body = JSON.parse(h.body) as Record<string, unknown>;
           return { connectionId: body.connectionId, operation: body.operation, success: body.success };

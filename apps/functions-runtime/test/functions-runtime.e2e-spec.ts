@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  environmentCaller,
   FUNCTION_OUTPUT_BUCKET,
   FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
@@ -13,7 +14,6 @@ import {
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
-import { stackCaller } from './support/stack-caller';
 import { connect, type NatsConnection } from 'nats';
 import {
   ITEM_IDS,
@@ -135,7 +135,7 @@ describe('functions-runtime: functions.v1.run', () => {
     });
     nc = await connect({ servers: stack.natsUrl });
     nats = new NatsRequester(nc);
-    caller = await stackCaller(nats, stack.environmentUuid);
+    caller = await environmentCaller(nats, { uuid: stack.environmentUuid });
     expect(
       (
         await gateway('POST', '/integrations', {

@@ -3,10 +3,9 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { FUNCTIONS_SUBJECTS } from '@switchboard/contracts';
+import { environmentCaller, FUNCTIONS_SUBJECTS } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
-import { stackCaller } from './support/stack-caller';
 import { connect, headers as natsHeaders, type NatsConnection } from 'nats';
 import {
   startFakePagesProvider,
@@ -115,7 +114,7 @@ describe('functions-runtime tracing', () => {
   }, 60_000);
 
   it('traces the run and its proxied calls under the caller’s trace, without secrets', async () => {
-    const caller = await stackCaller(new NatsRequester(nc), stack.environmentUuid);
+    const caller = await environmentCaller(new NatsRequester(nc), { uuid: stack.environmentUuid });
     const code = readFileSync(join(__dirname, 'fixtures', 'list-items.cjs'), 'utf8');
     const traceId = randomBytes(16).toString('hex');
     const hdrs = natsHeaders();

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import {
+  environmentCaller,
   functionRunResultSchema,
   type Caller,
   type FunctionRunRequest,
@@ -11,7 +12,6 @@ import {
 } from '@switchboard/contracts';
 import { NatsRequester } from '@switchboard/messaging';
 import { startStack, type Stack } from '@switchboard/testing';
-import { stackCaller } from './support/stack-caller';
 import { connect, type NatsConnection } from 'nats';
 import { Client } from 'pg';
 import { writePagesProvidersFile } from './support/fake-pages-provider';
@@ -159,7 +159,7 @@ describe('a sync script saving records, read with listRecords', () => {
     });
     nc = await connect({ servers: stack.natsUrl });
     nats = new NatsRequester(nc);
-    caller = await stackCaller(nats, stack.environmentUuid);
+    caller = await environmentCaller(nats, { uuid: stack.environmentUuid });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();

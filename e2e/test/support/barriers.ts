@@ -1,7 +1,7 @@
 import type { Stack } from '@switchboard/testing';
 import { connect } from 'nats';
 import { Client as PgClient } from 'pg';
-import { EVENT_STREAM } from '@switchboard/contracts';
+import { EVENT_CONSUMERS, EVENT_STREAM } from '@switchboard/contracts';
 import { call } from './http';
 import { waitFor } from './processes';
 
@@ -54,7 +54,11 @@ export async function outboxEmpty(databaseUrl: string, timeoutMs = 30_000): Prom
   }
 }
 
-/** The function runs functions-runtime has finished so far, in order (`<type> <name> (<invocation>): <outcome>`). */
+/**
+ * The function runs functions-runtime has finished so far, in order (`<type> <name> (<invocation>): <outcome>`).
+ * Read from its log because nothing else sees a stopped run end: the runtime answers its caller on a private
+ * inbox, and a run whose workflow was terminated has no caller left to record the end in a row or an event.
+ */
 export function finishedRuns(stack: Pick<Stack, 'logs'>): string[] {
   return [
     ...stack
@@ -109,4 +113,28 @@ export async function noDeliveryPending(
     timeoutMs,
     100,
   );
+}
+
+/**
+ * Waits until every auth webhook (connection created, overridden, refreshed...) the stack had cause to send
+ * has been sent: the vault's outbox is published, the relay has handled every auth event, and no delivery
+ * is pending. A webhook not received by then is one that was never planned.
+ */
+export async function authWebhooksSettled(
+  stack: Pick<Stack, 'gatewayUrl' | 'secretKey' | 'natsUrl' | 'databaseUrl'>,
+): Promise<void> {
+  await outboxEmpty(stack.databaseUrl);
+  await consumerDrained(stack.natsUrl, EVENT_CONSUMERS.relayAuth);
+  await noDeliveryPending(stack);
+}
+
+/**
+ * Waits until every provider webhook received so far has been handled by the relay (forwarded, or stored
+ * without a forward) and no delivery is pending: a forward not received by then is one that was never planned.
+ */
+export async function providerWebhooksSettled(
+  stack: Pick<Stack, 'gatewayUrl' | 'secretKey' | 'natsUrl'>,
+): Promise<void> {
+  await consumerDrained(stack.natsUrl, EVENT_CONSUMERS.relayProviderWebhook);
+  await noDeliveryPending(stack);
 }

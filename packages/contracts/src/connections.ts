@@ -1,6 +1,16 @@
 import { z } from 'zod';
 import { natsRequest } from './nats-request';
 
+/**
+ * The headers naming the connection a client call acts on, lower-cased as Node delivers them: records,
+ * actions, MCP and the proxy take them.
+ */
+export const connectionHeadersSchema = z.object({
+  'connection-id': z.string().min(1).max(255),
+  'provider-config-key': z.string().min(1).max(255),
+});
+export type ConnectionHeaders = z.infer<typeof connectionHeadersSchema>;
+
 /** Connections are owned by the vault; only what other services need today is here. */
 export const CONNECTION_SUBJECTS = {
   countForIntegration: 'vault.v1.connections.count-for-integration',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { natsRequest, successReplySchema } from './nats-request';
+import { connectionHeadersSchema } from './connections';
 import { callerSchema } from './context';
 import {
   actionTriggerRequestSchema,
@@ -217,9 +218,7 @@ export const triggerActionBodySchema = z.object({
   action_name: functionNameSchema,
   input: z.unknown().optional(),
 });
-export const triggerActionHeadersSchema = z.object({
-  'connection-id': z.string().min(1).max(255),
-  'provider-config-key': z.string().min(1).max(255),
+export const triggerActionHeadersSchema = connectionHeadersSchema.extend({
   'x-async': z.enum(['true', 'false']).optional(),
   'x-max-retries': z
     .string()

@@ -72,13 +72,6 @@ export function recordsMessageBytes(maxPayload: number | undefined): number {
 
 // ---- public API -------------------------------------------------------------------------------------
 
-/** `Connection-Id` and `Provider-Config-Key`, lower-cased as Node delivers them. */
-export const recordsHeadersSchema = z.object({
-  'connection-id': z.string().min(1).max(255),
-  'provider-config-key': z.string().min(1).max(255),
-});
-export type RecordsHeaders = z.infer<typeof recordsHeadersSchema>;
-
 /** Nango accepts `modified_after`/`delta` only within the last 12 months. */
 const LOOKBACK_MS = 365 * 24 * 60 * 60 * 1000;
 const withinLookback = z.iso

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Caller } from './context';
 import { natsRequest } from './nats-request';
 
 /**
@@ -469,6 +470,32 @@ export const ENVIRONMENT_REQUESTS = {
     reply: resolvedEnvironmentSchema,
   }),
 };
+
+/** What sends the environment request: the messaging package's `NatsRequester`, or a test's. */
+export interface EnvironmentResolver {
+  call(
+    def: (typeof ENVIRONMENT_REQUESTS)['resolve'],
+    data: ResolveEnvironmentRequest,
+  ): Promise<ResolvedEnvironment>;
+}
+
+/**
+ * The caller acting in an environment (by id or public UUID) without an API key of its own: a background
+ * run (a scheduled sync, an on-event script), as the gateway would send it. auth-connect answers; an
+ * unknown environment rejects with its error.
+ */
+export async function environmentCaller(
+  nats: EnvironmentResolver,
+  environment: ResolveEnvironmentRequest,
+): Promise<Caller> {
+  const resolved = await nats.call(ENVIRONMENT_REQUESTS.resolve, environment);
+  return {
+    accountId: resolved.accountId,
+    environmentId: resolved.id,
+    environmentUuid: resolved.uuid,
+    environmentName: resolved.name,
+  };
+}
 
 /** Which webhook types an integration's syncs take (sync-orchestrator answers). */
 export const SYNC_WEBHOOK_REQUESTS = {

@@ -1,9 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { natsServerBinary } from './nats';
-import { freePort, portOpen } from './ports';
+import { spawnSync } from 'node:child_process';
+import { spawnNatsServer, type NatsServer } from './nats';
 
 /**
  * A test lane: the NATS server, database and Redis database one jest worker has to itself. The services of
@@ -38,24 +34,23 @@ export async function openTestLanes(count: number, env: NodeJS.ProcessEnv = proc
   const template = env.TEST_DATABASE_URL;
   const redis = env.TEST_REDIS_URL;
   if (!conf || !template || !redis || count < 1) return { lanes: [], close: async () => undefined };
-  const opened: { lane: TestLane; nats: ChildProcess; storeDir: string; database: string }[] = [];
+  const opened: { lane: TestLane; nats: NatsServer; database: string }[] = [];
   const close = async () => {
-    await Promise.all(opened.map(({ nats }) => stopProcess(nats)));
-    for (const { storeDir, database } of opened) {
-      rmSync(storeDir, { recursive: true, force: true });
-      psql(template, `DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
-    }
+    await Promise.all(opened.map(({ nats }) => nats.stop()));
+    for (const { database } of opened) psql(template, `DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
   };
   try {
     for (let index = 1; index <= count; index++) {
       const database = `${databaseName(template)}_lane_${process.pid}_${index}`;
       await createDatabaseFrom(template, database);
-      const storeDir = mkdtempSync(join(tmpdir(), 'switchboard-lane-nats-'));
-      const { url, child } = await startNats(conf, storeDir, env);
+      const nats = await spawnNatsServer({ conf, env, purpose: 'nats-server for a test lane' });
       opened.push({
-        lane: { natsUrl: url, databaseUrl: withDatabase(template, database), redisUrl: laneRedis(redis) },
-        nats: child,
-        storeDir,
+        lane: {
+          natsUrl: nats.url,
+          databaseUrl: withDatabase(template, database),
+          redisUrl: laneRedis(redis),
+        },
+        nats,
         database,
       });
     }
@@ -73,42 +68,6 @@ export function laneOfWorker(env: NodeJS.ProcessEnv = process.env): TestLane | u
   const parsed = JSON.parse(lanes) as TestLane[];
   const worker = Number(env.JEST_WORKER_ID ?? '1');
   return parsed[(worker - 1) % parsed.length];
-}
-
-async function startNats(conf: string, storeDir: string, env: NodeJS.ProcessEnv) {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const child = spawn(
-      natsServerBinary(),
-      ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir],
-      {
-        env,
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
-    let output = '';
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    const deadline = Date.now() + 10_000;
-    while (child.exitCode === null && Date.now() < deadline && !(await portOpen(port))) {
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    if (child.exitCode === null && (await portOpen(port))) {
-      child.stderr?.removeAllListeners('data');
-      child.stderr?.resume();
-      return { url: `nats://127.0.0.1:${port}`, child };
-    }
-    await stopProcess(child);
-    // Another process may take a port between the check and the server's bind: try another one.
-    if (attempt >= 3) throw new Error(`nats-server for a test lane did not start: ${output.slice(-2000)}`);
-  }
-}
-
-function stopProcess(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
 }
 
 async function createDatabaseFrom(templateUrl: string, database: string) {

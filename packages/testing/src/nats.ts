@@ -56,13 +56,74 @@ export function natsServerBinary(): string {
   return found;
 }
 
-export interface AuthenticatedNats {
+/** A nats-server process this package started, with JetStream in a store directory of its own. */
+export interface NatsServer {
   url: string;
+  process: ChildProcess;
+  /** What the server wrote to stdout and stderr. */
+  logs(): string;
+  /** Stops the server and removes its store directory. */
+  stop(): Promise<void>;
+}
+
+export interface NatsServerOptions {
+  /** The configuration file the server runs (`-c`). */
+  conf: string;
+  /** The server's environment: the configuration reads the users' passwords from it. */
+  env?: NodeJS.ProcessEnv;
+  /** What the server is for, in the error when it does not start. */
+  purpose?: string;
+  /**
+   * How many ports to try: another process may take a free port between the check and the server's bind,
+   * and the server then exits; the next try takes another port.
+   */
+  attempts?: number;
+}
+
+/**
+ * Starts nats-server with JetStream on a free loopback port, from `conf`, and waits until the port takes
+ * connections.
+ */
+export async function spawnNatsServer(options: NatsServerOptions): Promise<NatsServer> {
+  const { conf, env = process.env, purpose = `nats-server with ${conf}`, attempts = 3 } = options;
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const storeDir = mkdtempSync(join(tmpdir(), 'switchboard-nats-'));
+    const child = spawn(
+      natsServerBinary(),
+      ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const output: string[] = [];
+    const collect = (chunk: Buffer) => output.push(chunk.toString('utf8'));
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    const stop = () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          rmSync(storeDir, { recursive: true, force: true });
+          resolve();
+        };
+        if (child.exitCode !== null || child.signalCode !== null) return done();
+        child.once('exit', done);
+        child.kill('SIGTERM');
+      });
+    const deadline = Date.now() + 10_000;
+    let open = false;
+    while (child.exitCode === null && Date.now() < deadline && !(open = await portOpen(port))) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    if (open && child.exitCode === null) {
+      return { url: `nats://127.0.0.1:${port}`, process: child, logs: () => output.join(''), stop };
+    }
+    await stop();
+    if (attempt >= attempts) throw new Error(`${purpose} did not start: ${output.join('').slice(-2000)}`);
+  }
+}
+
+export interface AuthenticatedNats extends NatsServer {
   /** Every user's password (admin included). */
   passwords: Record<NatsUser, string>;
-  process: ChildProcess;
-  logs(): string;
-  stop(): Promise<void>;
 }
 
 /**
@@ -71,46 +132,11 @@ export interface AuthenticatedNats {
  * random passwords. For tests of the permissions themselves, whatever server the rest of the suite uses.
  */
 export async function startAuthenticatedNats(): Promise<AuthenticatedNats> {
-  const port = await freePort();
-  const storeDir = mkdtempSync(join(tmpdir(), 'switchboard-nats-'));
   const passwords = Object.fromEntries(
     NATS_USERS.map((user) => [user, `pw${randomBytes(18).toString('hex')}`]),
   ) as Record<NatsUser, string>;
   const env = { ...process.env };
   for (const user of NATS_USERS) env[natsPasswordVariable(user)] = passwords[user];
-  const conf = join(repoRoot(), 'infra/nats/nats.conf');
-  const child = spawn(
-    natsServerBinary(),
-    ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir],
-    { env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const output: string[] = [];
-  const collect = (chunk: Buffer) => output.push(chunk.toString('utf8'));
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        rmSync(storeDir, { recursive: true, force: true });
-        resolve();
-      };
-      if (child.exitCode !== null || child.signalCode !== null) return done();
-      child.once('exit', done);
-      child.kill('SIGTERM');
-    });
-  const deadline = Date.now() + 10_000;
-  while (!(await portOpen(port))) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      await stop();
-      throw new Error(`nats-server with ${conf} did not start: ${output.join('')}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return {
-    url: `nats://127.0.0.1:${port}`,
-    passwords,
-    process: child,
-    logs: () => output.join(''),
-    stop,
-  };
+  const server = await spawnNatsServer({ conf: join(repoRoot(), 'infra/nats/nats.conf'), env });
+  return { ...server, passwords };
 }

@@ -1,4 +1,5 @@
 import {
+  connectionHeadersSchema,
   deleteFunctionQuerySchema,
   deployBodySchema,
   deployedFunctionSchema,
@@ -140,7 +141,7 @@ export const FUNCTIONS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
       "MCP (Streamable HTTP, stateless) for one connection (`Connection-Id`, `Provider-Config-Key`): its integration's enabled actions as tools (`tools/list`, with their input schema and description); `tools/call` runs the action as `POST /action/trigger` does, a failure being a tool result with `isError: true`",
     scope: 'environment:actions:trigger',
     request: {
-      headers: z.object({ 'connection-id': z.string(), 'provider-config-key': z.string() }),
+      headers: connectionHeadersSchema,
       body: json(z.record(z.string(), z.unknown()).meta({ description: 'A JSON-RPC 2.0 message' })),
     },
     ok: { status: 200, schema: z.unknown(), description: 'The JSON-RPC answer (202 for a notification)' },

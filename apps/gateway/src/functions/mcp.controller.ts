@@ -22,20 +22,13 @@ import {
 import { NATS_CONNECTION, NatsRequester, parseStoredJson, PayloadStore } from '@switchboard/messaging';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { NatsConnection } from 'nats';
-import { z } from 'zod';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { CodeStatusFilter } from '../http/code-status.filter';
-import { createZodDto } from 'nestjs-zod';
+import { ConnectionHeadersDto } from '../http/connection-headers';
 import { NoQuery, RequestHeaders } from '../http/validation';
 
-class McpHeadersDto extends createZodDto(
-  z.object({
-    'connection-id': z.string().min(1).max(255),
-    'provider-config-key': z.string().min(1).max(255),
-  }),
-) {}
 /** Pages of this many actions are read to list the tools (the functions API's largest page). */
 const PAGE = 100;
 
@@ -79,7 +72,7 @@ export class McpController {
     @Body() body: unknown,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
-    @RequestHeaders() parsed: McpHeadersDto,
+    @RequestHeaders() parsed: ConnectionHeadersDto,
     @Query() _query: NoQuery,
   ): Promise<void> {
     const connectionId = parsed['connection-id'];

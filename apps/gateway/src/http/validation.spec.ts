@@ -2,7 +2,7 @@ import { Body, Controller, Get, Param, Post, Query, type INestApplication } from
 import { APP_FILTER, APP_PIPE, NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Module } from '@nestjs/common';
-import { recordsHeadersSchema } from '@switchboard/contracts';
+import { connectionHeadersSchema } from '@switchboard/contracts';
 import { createZodDto } from 'nestjs-zod';
 import { z } from 'zod';
 import { ErrorsFilter } from './errors.filter';
@@ -10,7 +10,7 @@ import { ContractPipe, NoQuery, RequestHeaders } from './validation';
 
 class ItemParams extends createZodDto(z.object({ id: z.coerce.number().int().positive() })) {}
 class ItemBody extends createZodDto(z.strictObject({ name: z.string().min(1) })) {}
-class ItemHeaders extends createZodDto(recordsHeadersSchema) {}
+class ItemHeaders extends createZodDto(connectionHeadersSchema) {}
 class ListQuery extends createZodDto(z.object({ limit: z.coerce.number().int().max(100).default(10) })) {}
 
 @Controller('items')

@@ -4,7 +4,6 @@ import {
   listRecordsQuerySchema,
   pruneRecordsBodySchema,
   recordModelKey,
-  recordsHeadersSchema,
   RECORDS_SUBJECTS,
   type Caller as CallerType,
   type PruneRecordsResponse,
@@ -16,12 +15,12 @@ import { NatsRequester } from '@switchboard/messaging';
 import { Caller } from '../access/caller.decorator';
 import { RequireScope } from '../access/route-access';
 import { CodeStatusFilter } from '../http/code-status.filter';
+import { ConnectionHeadersDto } from '../http/connection-headers';
 import { NoQuery, RequestHeaders } from '../http/validation';
 import { createZodDto } from 'nestjs-zod';
 
 class ListRecordsQueryDto extends createZodDto(listRecordsQuerySchema) {}
 class PruneRecordsBodyDto extends createZodDto(pruneRecordsBodySchema) {}
-class RecordsHeadersDto extends createZodDto(recordsHeadersSchema) {}
 
 const RECORDS_OPEN = Buffer.from('{"records":[');
 const COMMA = Buffer.from(',');
@@ -43,7 +42,7 @@ export class RecordsController {
   @Header('Content-Type', 'application/json; charset=utf-8')
   async list(
     @Caller() caller: CallerType,
-    @RequestHeaders() h: RecordsHeadersDto,
+    @RequestHeaders() h: ConnectionHeadersDto,
     @Query() q: ListRecordsQueryDto,
   ): Promise<StreamableFile> {
     const modifiedAfter = q.delta ?? q.modified_after;
@@ -91,7 +90,7 @@ export class RecordsController {
   @RequireScope('environment:records:write')
   async prune(
     @Caller() caller: CallerType,
-    @RequestHeaders() h: RecordsHeadersDto,
+    @RequestHeaders() h: ConnectionHeadersDto,
     @Body() b: PruneRecordsBodyDto,
     @Query() _query: NoQuery,
   ): Promise<PruneRecordsResponse> {

@@ -3,7 +3,7 @@ import {
   listRecordsResponseSchema,
   pruneRecordsBodySchema,
   pruneRecordsResponseSchema,
-  recordsHeadersSchema,
+  connectionHeadersSchema,
 } from '@switchboard/contracts';
 import { json, type DocumentedRoute } from '../openapi/documented-route';
 
@@ -19,7 +19,7 @@ export const RECORDS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
     summary:
       "A page of the records a connection's syncs saved for a model (and variant), ordered by last modification; `next_cursor` continues it. `filter` keeps added, updated or deleted records (Nango's combinations included); `modified_after`/`delta` must be within the last 12 months",
     scope: 'environment:records:read',
-    request: { headers: recordsHeadersSchema, query: listRecordsQuerySchema },
+    request: { headers: connectionHeadersSchema, query: listRecordsQuerySchema },
     ok: { status: 200, schema: listRecordsResponseSchema, description: 'Records with `_nango_metadata`' },
     errors: {
       ...unknownConnection,
@@ -32,7 +32,7 @@ export const RECORDS_DOCUMENTED_ROUTES: DocumentedRoute[] = [
     summary:
       'Empty the payload of records up to and including `until_cursor` (at most `limit`, 1000 by default); their cursors stay valid. `has_more` says whether to call again',
     scope: 'environment:records:write',
-    request: { headers: recordsHeadersSchema, body: json(pruneRecordsBodySchema) },
+    request: { headers: connectionHeadersSchema, body: json(pruneRecordsBodySchema) },
     ok: { status: 200, schema: pruneRecordsResponseSchema, description: 'How many records were pruned' },
     errors: unknownConnection,
   },

@@ -1,4 +1,4 @@
-import { SwitchboardError, type Caller, ENVIRONMENT_REQUESTS } from '@switchboard/contracts';
+import { environmentCaller, SwitchboardError, type Caller } from '@switchboard/contracts';
 import type { NatsRequester } from '@switchboard/messaging';
 
 /**
@@ -10,13 +10,7 @@ export async function callerOfEnvironment(
   environmentId: number,
 ): Promise<Caller | undefined> {
   try {
-    const env = await nats.call(ENVIRONMENT_REQUESTS.resolve, { id: environmentId });
-    return {
-      accountId: env.accountId,
-      environmentId: env.id,
-      environmentUuid: env.uuid,
-      environmentName: env.name,
-    };
+    return await environmentCaller(nats, { id: environmentId });
   } catch (error) {
     if (error instanceof SwitchboardError && ['unknown_environment', 'not_found'].includes(error.code)) {
       return undefined;
