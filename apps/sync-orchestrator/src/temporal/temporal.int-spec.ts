@@ -10,7 +10,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle }
 import { AppModule } from '../app.module';
 import { envSchema } from '../config/env';
 import { TemporalHealthCheck } from './temporal.health';
-import { bundleWorkflows } from './workflow-bundle';
+import { currentWorkflowBundle } from '../../test/workflows/current-bundle';
 
 jest.setTimeout(30_000);
 
@@ -29,9 +29,9 @@ describe('sync-orchestrator on Temporal', () => {
     const infra = await testInfrastructure();
     temporalAddress = infra.temporalAddress;
     Runtime.install({ logger: new DefaultLogger('WARN') });
-    // Bundled once from the .ts source as the build bundles dist/ (the SDK's bundler compiles TypeScript).
+    // The build's bundle, or the sources bundled now when they changed since the build.
     [workflowBundle, nativeConnection, connection] = await Promise.all([
-      bundleWorkflows(require.resolve('../workflows'), new DefaultLogger('WARN')),
+      currentWorkflowBundle(),
       NativeConnection.connect({ address: temporalAddress }),
       Connection.connect({ address: temporalAddress }),
     ]);

@@ -10,7 +10,8 @@ export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
 
 /**
  * `workflows/` with everything the sandbox runs (the OpenTelemetry workflow interceptors), as the worker
- * runs it. The build writes it to dist/; the replay and workflow tests bundle the sources the same way.
+ * runs it. The build writes it to dist/; the replay and workflow tests load that file, or bundle the sources
+ * the same way when they changed after the build (test/workflows/current-bundle.ts).
  */
 export function bundleWorkflows(workflowsPath: string, logger?: Logger): Promise<WorkflowBundle> {
   return bundleWorkflowCode({

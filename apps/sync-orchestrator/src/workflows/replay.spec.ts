@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { workerTracing } from '../temporal/tracing';
-import { bundleWorkflows } from '../temporal/workflow-bundle';
+import { currentWorkflowBundle } from '../../test/workflows/current-bundle';
 
 /**
  * Determinism: the histories in test/fixtures/workflow-histories/ (recorded runs, as Temporal exports them)
@@ -41,7 +41,7 @@ let current: WorkflowBundle;
 
 beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  current = await bundleWorkflows(require.resolve('./index'));
+  current = await currentWorkflowBundle();
 });
 
 describe('recorded workflow histories replayed against the current workflows', () => {

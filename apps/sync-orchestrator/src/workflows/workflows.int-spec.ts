@@ -15,7 +15,7 @@ import {
 } from '../../test/workflows/stand-in-activities';
 import { SyncSchedules } from '../syncs/sync-schedules';
 import { workerTracing } from '../temporal/tracing';
-import { bundleWorkflows } from '../temporal/workflow-bundle';
+import { currentWorkflowBundle } from '../../test/workflows/current-bundle';
 import { invocationWorkflow, syncWorkflow } from './index';
 import { syncTriggerWorkflowIdOf } from './sync.workflow';
 
@@ -124,7 +124,7 @@ let bundle: WorkflowBundle;
 beforeAll(async () => {
   // Not WARN: the worker would log each failure of a stand-in attempt that the test provokes.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  bundle = await bundleWorkflows(require.resolve('./index'), new DefaultLogger('WARN'));
+  bundle = await currentWorkflowBundle();
 });
 
 describe('syncWorkflow and invocationWorkflow on a Temporal dev server', () => {
