@@ -208,8 +208,11 @@ describe('webhook delivery across a graceful relay restart', () => {
       }
     };
     const firstHundred = stream(0, 100);
-    const started = Date.now() + 30_000;
-    while (receiver.received.length < 20 && Date.now() < started) await new Promise((r) => setTimeout(r, 5));
+    // Deliveries go out in waves (one at a time per connection): the 20th answer can end a wave, so also
+    // wait for the next wave to be out before stopping the relay.
+    const deadline = Date.now() + 30_000;
+    while ((receiver.received.length < 20 || receiver.inFlight === 0) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 5));
     expect(receiver.inFlight).toBeGreaterThan(0);
     const stopping = stack.stopService('webhook-relay', 'SIGTERM');
     await firstHundred;
@@ -223,8 +226,8 @@ describe('webhook delivery across a graceful relay restart', () => {
       await Promise.all(events.slice(i, i + 50).map((e) => publisher.publish(e)));
     await stack.startReplica('webhook-relay');
     const ids = () => new Set(receiver.received.map((r) => r.headers['webhook-id']));
-    const deadline = Date.now() + 60_000;
-    while (ids().size < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const allDeadline = Date.now() + 60_000;
+    while (ids().size < total && Date.now() < allDeadline) await new Promise((r) => setTimeout(r, 100));
     expect(ids().size).toBe(total);
     // Nothing arrives twice, also once every event is acknowledged (nothing left for JetStream to redeliver)
     // and no delivery is left to send.

@@ -107,7 +107,10 @@ export class SyncsSuite {
 
   status = (connectionId: string, syncs: string[] | '*' = [SYNC]) => this.statusOf(syncs, connectionId);
 
-  /** Waits until the sync of the connection has finished a run after `after` (ISO), and answers its status. */
+  /**
+   * Waits until the sync of the connection has finished a run after `after` (ISO), and answers its status.
+   * A 503 (Temporal slow to answer on a loaded machine) is what the API tells a client to retry: so does this.
+   */
   waitForRun = async (
     connectionId: string,
     after: string | null | undefined,
@@ -116,7 +119,12 @@ export class SyncsSuite {
   ) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const [item] = await this.status(connectionId, [name]);
+      let item: SyncStatusItem | undefined;
+      try {
+        [item] = await this.status(connectionId, [name]);
+      } catch (error) {
+        if ((error as { response?: { status?: number } }).response?.status !== 503) throw error;
+      }
       if (item && item.status !== 'RUNNING' && item.finishedAt && (!after || item.finishedAt > after)) {
         return item;
       }
