@@ -5,7 +5,7 @@ import { EVENT_CONSUMERS, EVENT_STREAM, type SyncStatusItem } from '@switchboard
 import { startStack, type Stack } from '@switchboard/testing';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import { connect } from 'nats';
-import { finishedRuns, runFailedSince } from './support/barriers';
+import { finishedRuns, runFailedSince, runningSyncRun } from './support/barriers';
 import { call } from './support/http';
 import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
@@ -215,13 +215,14 @@ describe('syncs on Temporal: runs that overlap, are cancelled or lose their work
       await sleep(50);
     }
     const runsBefore = finishedRuns(stack).length;
+    const runId = await runningSyncRun(stack.databaseUrl, CONN_A);
     const [worker] = stack.workers;
     worker!.process.kill('SIGKILL');
     await new Promise((resolve) => worker!.process.once('exit', resolve));
     // No worker for a while: the orphaned script's lease (the heartbeat timeout, 5 s) runs out and
     // functions-runtime stops it. A script still running asks for its next page as soon as one is answered
     // (each after 400 ms): none comes after the stop.
-    await runFailedSince(stack, runsBefore);
+    await runFailedSince(stack, runsBefore, { runId });
     const stoppedAt = Date.now();
     await sleep(3 * provider.pageDelayMs);
     expect(pagesOfA().filter((p) => p.at > stoppedAt)).toEqual([]);
@@ -265,12 +266,13 @@ describe('syncs on Temporal: runs that overlap, are cancelled or lose their work
       await sleep(50);
     }
     const runsBefore = finishedRuns(stack).length;
+    const runId = await runningSyncRun(stack.databaseUrl, CONN_A);
     const survivor = stack.startWorker();
     doomed!.process.kill('SIGKILL');
     await new Promise((resolve) => doomed!.process.once('exit', resolve));
     // Once the doomed worker's script has been stopped (its lease ran out), the rest of the run, on the
     // survivor, need not be slow.
-    await runFailedSince(stack, runsBefore);
+    await runFailedSince(stack, runsBefore, { runId });
     provider.pageDelayMs = 0;
 
     const done = await waitForRun(CONN_A, before.finishedAt, SYNC, 150_000);

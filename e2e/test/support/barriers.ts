@@ -69,22 +69,40 @@ export function finishedRuns(stack: Pick<Stack, 'logs'>): string[] {
 
 /**
  * Waits until functions-runtime has finished a run that failed (stopped, aborted or refused) since `since`
- * (a count of `finishedRuns`): the script that run was is over, it asks for nothing more.
+ * (a count of `finishedRuns`): the script that run was is over, it asks for nothing more. With `runId`
+ * (see `runningSyncRun`), only that run's end counts: another run failing meanwhile proves nothing.
  */
 export async function runFailedSince(
   stack: Pick<Stack, 'logs'>,
   since: number,
-  timeoutMs = 60_000,
+  { runId, timeoutMs = 60_000 }: { runId?: string; timeoutMs?: number } = {},
 ): Promise<string> {
   return waitFor(
-    'a stopped run to end',
+    runId ? `the run ${runId} to end as a failure` : 'a stopped run to end',
     async () =>
       finishedRuns(stack)
         .slice(since)
-        .find((line) => /\): failure/.test(line)),
+        .find((line) => /\): failure/.test(line) && (!runId || line.includes(`(${runId}):`))),
     timeoutMs,
     50,
   );
+}
+
+/** The id of the latest sync run in progress for a connection (the invocation functions-runtime logs it under). */
+export async function runningSyncRun(databaseUrl: string, connectionId: string): Promise<string> {
+  const db = new PgClient({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ id: string }>(
+      `SELECT r.id FROM orchestrator.sync_runs r JOIN orchestrator.syncs s ON s.id = r.sync_id
+        WHERE s.connection_id = $1 AND r.status = 'RUNNING' ORDER BY r.started_at DESC LIMIT 1`,
+      [connectionId],
+    );
+    if (rows.length === 0) throw new Error(`no run in progress for ${connectionId}`);
+    return rows[0]!.id;
+  } finally {
+    await db.end();
+  }
 }
 
 /**
