@@ -36,7 +36,7 @@ describe('syncs on Temporal: runs that overlap, are cancelled or lose their work
   let temporal: Client;
   const { status, statusOf, waitForRun, allRecords, schedule, expectProviderData, importWithSchedule } =
     suite;
-  const { expectNothingAfterRelease } = suite;
+  const { expectNothingAfterRelease, startSlowRun } = suite;
 
   const api = (method: string, path: string, body?: unknown) =>
     call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
@@ -199,21 +199,8 @@ describe('syncs on Temporal: runs that overlap, are cancelled or lose their work
   });
 
   it('a worker killed mid-run: its script stops when its lease runs out, another worker resumes from the checkpoint, no record lost or repeated', async () => {
-    // Slow pages of 25: the run takes ~25 s, long enough to kill it midway and for its lease to run out
-    // before its script could finish it.
-    provider.pageSize = 25;
-    provider.pageDelayMs = 400;
-    provider.change(200, 500);
-    const before = (await status(CONN_A))[0]!;
-    const pagesBefore = provider.pages.length;
-    const pagesOfA = () => provider.pages.slice(pagesBefore).filter((p) => p.connection === CONN_A);
-    await nango.triggerSync(KEY, [SYNC], CONN_A);
-    // Wait until the run has checkpointed a few pages in.
-    const deadline = Date.now() + 30_000;
-    while (pagesOfA().length < 12) {
-      if (Date.now() > deadline) throw new Error('the run never started');
-      await sleep(50);
-    }
+    // Checkpointed a few pages in.
+    const { before, pagesOf: pagesOfA } = await startSlowRun(CONN_A, 200, 500, 12);
     const runsBefore = finishedRuns(stack).length;
     const runId = await runningSyncRun(stack.databaseUrl, CONN_A);
     const [worker] = stack.workers;
@@ -252,19 +239,7 @@ describe('syncs on Temporal: runs that overlap, are cancelled or lose their work
     // One worker takes the run; the second starts once the run is under way, so the run is the first's.
     expect(alive()).toHaveLength(1);
     const [doomed] = alive();
-    // Slow pages of 25 (as above).
-    provider.pageSize = 25;
-    provider.pageDelayMs = 400;
-    provider.change(150, 600);
-    const before = (await status(CONN_A))[0]!;
-    const pagesBefore = provider.pages.length;
-    const pagesOfA = () => provider.pages.slice(pagesBefore).filter((p) => p.connection === CONN_A);
-    await nango.triggerSync(KEY, [SYNC], CONN_A);
-    const deadline = Date.now() + 30_000;
-    while (pagesOfA().length < 8) {
-      if (Date.now() > deadline) throw new Error('the run never started');
-      await sleep(50);
-    }
+    const { before, pagesOf: pagesOfA } = await startSlowRun(CONN_A, 150, 600, 8);
     const runsBefore = finishedRuns(stack).length;
     const runId = await runningSyncRun(stack.databaseUrl, CONN_A);
     const survivor = stack.startWorker();

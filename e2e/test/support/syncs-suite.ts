@@ -199,6 +199,28 @@ export class SyncsSuite {
   };
 
   /**
+   * Renames `changed` contacts from `from` on, triggers a run of the sync for `connectionId` with slow pages
+   * of 25 (400 ms each: a run of ~25 s, long enough to cut it short midway and for its lease to run out
+   * before its script could finish) and waits until it has fetched `pages` pages. Answers the status before
+   * the run and the pages of the connection fetched since the trigger.
+   */
+  startSlowRun = async (connectionId: string, changed: number, from: number, pages: number) => {
+    this.provider.pageSize = 25;
+    this.provider.pageDelayMs = 400;
+    this.provider.change(changed, from);
+    const before = (await this.status(connectionId))[0]!;
+    const pagesBefore = this.provider.pages.length;
+    const pagesOf = () => this.provider.pages.slice(pagesBefore).filter((p) => p.connection === connectionId);
+    await this.nango.triggerSync(KEY, [SYNC], connectionId);
+    const deadline = Date.now() + 30_000;
+    while (pagesOf().length < pages) {
+      if (Date.now() > deadline) throw new Error('the run never started');
+      await sleep(50);
+    }
+    return { before, pagesOf };
+  };
+
+  /**
    * Releases a page held from a stopped (or fenced) script, whose run functions-runtime had not finished at
    * `runsBefore` (a count of `finishedRuns`): once that run has ended as a failure (stopped, or its late write
    * refused), its script asked for no more pages, and the records stay the provider's.
