@@ -38,8 +38,6 @@ RUN apt-get update \
 ENV npm_config_nodedir=/usr/local \
     PRISMA_SCHEMA_ENGINE_BINARY=/app/packages/db/tools/schema-engine-wasm-shim.mjs
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
-# pnpm applies the patches (pnpm-workspace.yaml patchedDependencies) at install.
-COPY patches ./patches
 COPY --parents apps/*/package.json packages/*/package.json e2e/package.json ./
 # The store is a cache mount: package tarballs and the built isolated-vm (pnpm's side-effects
 # cache) survive between builds, so a source change does not rebuild native code.

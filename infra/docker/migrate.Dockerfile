@@ -32,8 +32,6 @@ FROM base AS migrate
 ENV npm_config_nodedir=/usr/local \
     PRISMA_SCHEMA_ENGINE_BINARY=/app/packages/db/tools/schema-engine-wasm-shim.mjs
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
-# pnpm applies the patches (pnpm-workspace.yaml patchedDependencies) at install.
-COPY patches ./patches
 COPY --parents apps/*/package.json packages/*/package.json e2e/package.json ./
 # Only packages/db's dependency graph: no isolated-vm build, no compiler in this image.
 RUN --mount=type=cache,id=switchboard-pnpm-store,target=/pnpm/store \
