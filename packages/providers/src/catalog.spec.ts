@@ -1,8 +1,8 @@
-import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BUILT_IN_CATALOG_PATH, loadCatalog } from './catalog';
+import { BUILT_IN_CATALOG_PATH, COMPILED_CATALOG_PATH, loadCatalog } from './catalog';
 import { ProviderCatalogError } from './catalog.errors';
 import { CORE_PROVIDERS, MIN_PROVIDER_COUNT, coverageProblems, requiredProviderKeys } from './coverage';
 import { parse as parseYaml } from 'yaml';
@@ -152,6 +152,16 @@ describe('built-in catalog', () => {
 
   it('reads the catalog shipped next to the package sources', () => {
     expect(BUILT_IN_CATALOG_PATH).toBe(path.resolve(__dirname, '..', 'catalog', 'providers.yaml'));
+  });
+
+  it("starts from the build's compiled catalog, made from this YAML and holding the same providers", () => {
+    const compiled = JSON.parse(readFileSync(COMPILED_CATALOG_PATH, 'utf8')) as { source: string };
+    const yaml = readFileSync(BUILT_IN_CATALOG_PATH);
+    expect(compiled.source).toBe(createHash('sha256').update(yaml).digest('hex'));
+    // The same file as an overrides file replaces every entry with one parsed and checked from the YAML.
+    const parsed = loadCatalog({ overridesFile: BUILT_IN_CATALOG_PATH });
+    expect(catalog.list()).toEqual(parsed.list());
+    expect(catalog.size).toBe(parsed.size);
   });
 });
 

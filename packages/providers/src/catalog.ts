@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
@@ -16,6 +17,13 @@ import {
  * and `dist/` once built; both sit next to `catalog/`.
  */
 export const BUILT_IN_CATALOG_PATH = path.resolve(__dirname, '..', 'catalog', 'providers.yaml');
+
+/**
+ * The built-in catalog as the package build leaves it, parsed and checked (`writeCompiledCatalog`): a
+ * service starts by reading it instead of parsing and validating the YAML again. It names the YAML text it
+ * was made from; a catalog edited after the build is parsed as before.
+ */
+export const COMPILED_CATALOG_PATH = path.resolve(__dirname, '..', 'dist', 'catalog.compiled.json');
 
 /** The variable apps read (in their own env schema) to find an operator's overrides file. */
 export const PROVIDERS_FILE_ENV = 'SWITCHBOARD_PROVIDERS_FILE';
@@ -39,24 +47,79 @@ export interface LoadCatalogOptions {
 const MAX_YAML_ALIASES = 200;
 
 export function loadCatalog(opts: LoadCatalogOptions = {}): ProviderCatalog {
-  const builtInFile = BUILT_IN_CATALOG_PATH;
-  const builtIn = readCatalogFile(builtInFile);
-  const providers = resolveFile(builtIn, () => undefined, '');
+  const builtIn = loadBuiltIn();
+  const providers = new Map(builtIn.definitions);
 
   if (opts.overridesFile !== undefined) {
     const overrides = readCatalogFile(path.resolve(opts.overridesFile));
     const resolved = resolveFile(
       overrides,
-      (key) =>
-        builtIn.entries.has(key)
-          ? { file: builtInFile, entry: builtIn.entries.get(key) as ProviderEntry }
-          : undefined,
+      (key) => {
+        const entry = builtIn.entries.get(key);
+        return entry ? { file: BUILT_IN_CATALOG_PATH, entry } : undefined;
+      },
       ' nor in the built-in catalog',
     );
     for (const [name, definition] of resolved) providers.set(name, definition);
   }
 
   return new InMemoryProviderCatalog(providers);
+}
+
+/** The built-in catalog: its entries as written (for overrides' aliases) and resolved. */
+interface BuiltInCatalog {
+  /** sha256 of the YAML text. */
+  source: string;
+  entries: Map<string, ProviderEntry>;
+  definitions: Map<string, ProviderDefinition>;
+}
+
+interface CompiledCatalog {
+  source: string;
+  entries: Record<string, ProviderEntry>;
+  definitions: Record<string, ProviderDefinition>;
+}
+
+function loadBuiltIn(): BuiltInCatalog {
+  const text = readCatalogText(BUILT_IN_CATALOG_PATH);
+  const source = createHash('sha256').update(text).digest('hex');
+  return readCompiledCatalog(source) ?? compileBuiltIn(text, source);
+}
+
+function compileBuiltIn(text: string, source: string): BuiltInCatalog {
+  const file = parseCatalogText(BUILT_IN_CATALOG_PATH, text);
+  return { source, entries: file.entries, definitions: resolveFile(file, () => undefined, '') };
+}
+
+/** The compiled catalog if there is one made from this YAML text (`source`); anything else is ignored. */
+function readCompiledCatalog(source: string): BuiltInCatalog | undefined {
+  let compiled: CompiledCatalog;
+  try {
+    compiled = JSON.parse(readFileSync(COMPILED_CATALOG_PATH, 'utf8')) as CompiledCatalog;
+  } catch {
+    return undefined;
+  }
+  if (compiled.source !== source) return undefined;
+  return {
+    source,
+    entries: new Map(Object.entries(compiled.entries)),
+    definitions: new Map(Object.entries(compiled.definitions)),
+  };
+}
+
+/**
+ * Parses and checks the built-in catalog (throwing its problems) and writes it to `COMPILED_CATALOG_PATH`,
+ * for services to start from. The package build runs it (`validate-cli`).
+ */
+export function writeCompiledCatalog(): void {
+  const text = readCatalogText(BUILT_IN_CATALOG_PATH);
+  const builtIn = compileBuiltIn(text, createHash('sha256').update(text).digest('hex'));
+  const compiled: CompiledCatalog = {
+    source: builtIn.source,
+    entries: Object.fromEntries(builtIn.entries),
+    definitions: Object.fromEntries(builtIn.definitions),
+  };
+  writeFileSync(COMPILED_CATALOG_PATH, JSON.stringify(compiled));
 }
 
 interface CatalogFile {
@@ -68,17 +131,22 @@ interface CatalogFile {
   problems: CatalogProblem[];
 }
 
-function readCatalogFile(file: string): CatalogFile {
-  let text: string;
+function readCatalogText(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new ProviderCatalogError('catalog_unreadable', [
       { file, path: '', message: `cannot be read: ${reason}` },
     ]);
   }
+}
 
+function readCatalogFile(file: string): CatalogFile {
+  return parseCatalogText(file, readCatalogText(file));
+}
+
+function parseCatalogText(file: string, text: string): CatalogFile {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ProviderCatalogError(
