@@ -208,8 +208,8 @@ describe('webhook delivery across a graceful relay restart', () => {
       }
     };
     const firstHundred = stream(0, 100);
-    // Deliveries go out in waves (one at a time per connection): the 20th answer can end a wave, so also
-    // wait for the next wave to be out before stopping the relay.
+    // Deliveries to one endpoint go out in waves (at most 16 at a time, answered together by this receiver):
+    // the 20th answer can end a wave, so also wait for the next wave to be out before stopping the relay.
     const deadline = Date.now() + 30_000;
     while ((receiver.received.length < 20 || receiver.inFlight === 0) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 5));
