@@ -1,6 +1,6 @@
 /**
- * The GET phase's HTTP client, in a process of its own (forked by run.ts), as a customer's backend would
- * be: the bench process holds the store phase's rows, a Prisma client and the stack's logs, and its
+ * The GET phase's HTTP client, in a process of its own (forked by path-get.ts), as a customer's backend
+ * would be: the bench process holds the store phase's rows, a Prisma client and the stack's logs, and its
  * collections of that heap landed inside the page timings. The parent sends `warm` (pages not counted),
  * then `measure`; each answer goes back over the IPC channel. It exits when the channel closes.
  */
