@@ -8,9 +8,10 @@ import { WebhookReceiver } from './support/webhook-receiver';
 import { linearIntegration, sendLinearWebhook } from './support/webhook-events';
 
 /**
- * The gateway verifies and stores provider webhooks itself by default (webhook-relay.e2e-spec.ts covers that
- * mode); with `SWITCHBOARD_WEBHOOK_INGRESS_MODE=remote` it hands them to the relay, and the provider must
- * get the same answers: 200 success once stored, 401 invalid_signature and a refused row otherwise.
+ * The gateway verifies and stores provider webhooks itself by default (webhook-relay-forwarding.e2e-spec.ts
+ * covers that mode); with `SWITCHBOARD_WEBHOOK_INGRESS_MODE=remote` it hands them to the relay, and the
+ * provider must get the same answers: 200 success once stored, 401 invalid_signature and a refused row
+ * otherwise.
  */
 
 const LINEAR_SECRET = `lin-${randomUUID()}`;
