@@ -14,7 +14,6 @@ import {
 import { providerWebhooksSettled } from './support/barriers';
 import { call, CookieJar, expectError, withSessionToken } from './support/http';
 import { START_HOOK_TIMEOUT_MS } from './support/processes';
-import type { WebhookReceiver } from './support/webhook-receiver';
 
 /**
  * Attacks an end user holding a connect link can try through the public surface (gateway, connect page,
@@ -23,8 +22,7 @@ import type { WebhookReceiver } from './support/webhook-receiver';
  * loopback; `attacker` is a second fake standing in for a server the end user controls.
  */
 describe('connect flows refuse what a hostile end user sends', () => {
-  let stack: Stack, nango: Nango, receiver: WebhookReceiver;
-  let fake: ConnectFakeProvider, attacker: ConnectFakeProvider;
+  let stack: Stack, nango: Nango, fake: ConnectFakeProvider, attacker: ConnectFakeProvider;
   const run = randomUUID().slice(0, 8);
   const world = new ConnectAttackWorld(run);
   const {
@@ -34,12 +32,12 @@ describe('connect flows refuse what a hostile end user sends', () => {
     app: appIntegration,
     custom: customIntegration,
     routed: routedIntegration,
+    keyRouted,
   } = world.integrations;
-  const { session, connectionCount } = world;
-  const attackerHost = () => attacker.url.replace(/^https:\/\//, '');
+  const { session, connectionCount, attackerHost, deliveredWith } = world;
 
   beforeAll(async () => {
-    ({ stack, nango, fake, attacker, receiver } = await world.start());
+    ({ stack, nango, fake, attacker } = await world.start());
   }, START_HOOK_TIMEOUT_MS);
 
   afterAll(() => world.stop());
@@ -430,9 +428,8 @@ describe('connect flows refuse what a hostile end user sends', () => {
   });
 
   describe('webhook routing keys come from the provider, never from the browser', () => {
-    const keyRouted = `key-routed-${run}`;
     const { createRouted, createKeyRouted, connectRouted, providerWebhook, connectKey, svixWebhook } =
-      routedFlows(world, run, routedIntegration, keyRouted);
+      routedFlows(world, run);
 
     beforeAll(createRouted);
 
@@ -473,8 +470,6 @@ describe('connect flows refuse what a hostile end user sends', () => {
     });
 
     describe('of an API-key provider, from a post-connect call made with the typed key', () => {
-      const deliveredWith = (marker: string) => receiver.received.filter((r) => r.body.includes(marker));
-
       beforeAll(createKeyRouted);
 
       it('stores the instance each key belongs to, and routes a signed webhook to that connection only', async () => {

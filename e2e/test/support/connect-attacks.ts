@@ -30,7 +30,10 @@ export class ConnectAttackWorld {
   readonly appKeys = appKeyPair();
 
   /** The integrations the attacks go through, named for the run. */
-  readonly integrations;
+  readonly integrations: Record<
+    'oauth' | 'hosted' | 'key' | 'app' | 'custom' | 'routed' | 'keyRouted',
+    string
+  >;
 
   constructor(run: string) {
     this.integrations = {
@@ -40,6 +43,7 @@ export class ConnectAttackWorld {
       app: `app-${run}`,
       custom: `app-oauth-${run}`,
       routed: `routed-${run}`,
+      keyRouted: `key-routed-${run}`,
     };
   }
 
@@ -117,6 +121,12 @@ export class ConnectAttackWorld {
         )
       ).rows[0].n,
     );
+
+  /** The attacker's server as a host name, as an end user would type it. */
+  attackerHost = () => this.attacker.url.replace(/^https:\/\//, '');
+
+  /** What the receiver got that carries `marker`. */
+  deliveredWith = (marker: string) => this.receiver.received.filter((r) => r.body.includes(marker));
 
   /** The forwards of the environment's webhooks the receiver got for a connection. */
   forwardsTo = (connectionId: string) =>
@@ -263,7 +273,8 @@ export const connectLogs = (stack: Stack) =>
  * The end user's side: a connect of each completed in a browser; the provider's side: their signed
  * webhooks, which the environment forwards to the world's receiver.
  */
-export function routedFlows(world: ConnectAttackWorld, run: string, routed: string, keyRouted: string) {
+export function routedFlows(world: ConnectAttackWorld, run: string) {
+  const { routed, keyRouted } = world.integrations;
   const routedSecret = 'routed-webhook-secret';
   const svixSecret = `whsec_${randomBytes(24).toString('base64')}`;
   /** Creates `routed` and sends the environment's webhooks to the receiver's `/primary`. */
