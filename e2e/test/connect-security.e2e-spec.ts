@@ -1,20 +1,19 @@
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { Nango } from '@nangohq/node';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
-import { Client } from 'pg';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Nango } from '@nangohq/node';
+import type { Stack } from '@switchboard/testing';
+import type { ConnectFakeProvider, GithubUser } from './support/connect-fakes';
 import {
-  appKeyPair,
-  createFakeAppIntegration,
-  startConnectFakeProvider,
-  writeConnectProvidersFile,
-  type ConnectFakeProvider,
-  type GithubUser,
-} from './support/connect-fakes';
+  ConnectAttackWorld,
+  connectLogs,
+  expectNoSecretIn,
+  githubAppBrowser,
+  oauthBrowser,
+  routedFlows,
+  until,
+} from './support/connect-attacks';
 import { providerWebhooksSettled } from './support/barriers';
-import { call, CookieJar, createConnectSession, expectError, withSessionToken } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
-import { svixHeaders } from './support/webhook-events';
-import { WebhookReceiver } from './support/webhook-receiver';
+import { call, CookieJar, expectError, withSessionToken } from './support/http';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
 
 /**
  * Attacks an end user holding a connect link can try through the public surface (gateway, connect page,
@@ -23,102 +22,25 @@ import { WebhookReceiver } from './support/webhook-receiver';
  * loopback; `attacker` is a second fake standing in for a server the end user controls.
  */
 describe('connect flows refuse what a hostile end user sends', () => {
-  let stack: Stack;
-  let nango: Nango;
-  let db: Client;
-  let fake: ConnectFakeProvider;
-  let attacker: ConnectFakeProvider;
-  let receiver: WebhookReceiver;
-  const ROUTED_WEBHOOK_SECRET = 'routed-webhook-secret';
+  let stack: Stack, nango: Nango, fake: ConnectFakeProvider, attacker: ConnectFakeProvider;
   const run = randomUUID().slice(0, 8);
-  const oauthIntegration = `oauth-${run}`;
-  const hostedIntegration = `hosted-${run}`;
-  const keyIntegration = `key-${run}`;
-  const appIntegration = `app-${run}`;
-  const customIntegration = `app-oauth-${run}`;
-  const routedIntegration = `routed-${run}`;
-  const appKeys = appKeyPair();
-
-  const session = (body: Record<string, unknown>) =>
-    createConnectSession(stack.gatewayUrl, stack.secretKey, body);
-  const connectionCount = async (providerConfigKey: string) =>
-    Number(
-      (
-        await db.query('SELECT count(*)::int AS n FROM vault.connections WHERE provider_config_key = $1', [
-          providerConfigKey,
-        ])
-      ).rows[0].n,
-    );
-  const attackerHost = () => attacker.url.replace(/^https:\/\//, '');
-  /** Raw HTTP: @nangohq/node's types know neither an APP integration's OAuth client nor an API key's webhook secret. */
-  const createIntegration = async (body: Record<string, unknown>) => {
-    const created = await call(stack.gatewayUrl, 'POST', '/integrations', { key: stack.secretKey, body });
-    expect(created.status).toBe(200);
-  };
+  const world = new ConnectAttackWorld(run);
+  const {
+    oauth: oauthIntegration,
+    hosted: hostedIntegration,
+    key: keyIntegration,
+    app: appIntegration,
+    custom: customIntegration,
+    routed: routedIntegration,
+    keyRouted,
+  } = world.integrations;
+  const { session, connectionCount, attackerHost, deliveredWith } = world;
 
   beforeAll(async () => {
-    fake = await startConnectFakeProvider();
-    attacker = await startConnectFakeProvider();
-    receiver = await new WebhookReceiver().start();
-    const connectPort = await freePort();
-    stack = await startStack({
-      env: {
-        SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
-        NODE_EXTRA_CA_CERTS: fake.caFile,
-        SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
-      },
-      serviceEnv: {
-        'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' },
-        'webhook-relay': {
-          SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
-          SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,300ms,600ms',
-          SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
-        },
-      },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
-    nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
-    db = new Client({ connectionString: stack.databaseUrl });
-    await db.connect();
-    const oauthCredentials = {
-      type: 'OAUTH2' as const,
-      client_id: fake.clientId,
-      client_secret: fake.clientSecret,
-      scopes: 'read',
-    };
-    await nango.createIntegration({
-      provider: 'fake-oauth',
-      unique_key: oauthIntegration,
-      credentials: oauthCredentials,
-    });
-    await nango.createIntegration({
-      provider: 'fake-hosted',
-      unique_key: hostedIntegration,
-      credentials: oauthCredentials,
-    });
-    await nango.createIntegration({ provider: 'fake-key', unique_key: keyIntegration });
-    await createFakeAppIntegration(stack, fake, appIntegration, appKeys);
-    await nango.createIntegration({
-      provider: 'fake-app-oauth',
-      unique_key: customIntegration,
-      credentials: {
-        type: 'CUSTOM',
-        client_id: fake.clientId,
-        client_secret: fake.clientSecret,
-        app_id: '99',
-        app_link: `${fake.url}/apps/test-app`,
-        private_key: appKeys.privateKey,
-      },
-    } as Parameters<Nango['createIntegration']>[0]);
+    ({ stack, nango, fake, attacker } = await world.start());
   }, START_HOOK_TIMEOUT_MS);
 
-  afterAll(async () => {
-    await db?.end();
-    await stack?.stop();
-    await fake?.stop();
-    await attacker?.stop();
-    await receiver?.stop();
-  });
+  afterAll(() => world.stop());
 
   describe('client-secret exfiltration through connection config', () => {
     it('refuses a host field pointing the token URL at the end user’s server: nothing is sent there, nothing stored', async () => {
@@ -209,20 +131,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
   });
 
   describe('OAuth state bound to the browser that started the flow', () => {
-    const start = async (token: string, jar: CookieJar) => {
-      const res = await fetch(
-        `${stack.gatewayUrl}${withSessionToken(`/oauth/connect/${oauthIntegration}?params%5Btenant%5D=acme`, token)}`,
-        { redirect: 'manual' },
-      );
-      expect(res.status).toBe(302);
-      jar.take(res);
-      return { res, authorizeUrl: new URL(res.headers.get('location')!) };
-    };
-    const atProvider = async (authorizeUrl: URL) => {
-      const res = await fake.get(authorizeUrl);
-      expect(res.status).toBe(302);
-      return new URL(res.location!);
-    };
+    const { start, atProvider } = oauthBrowser(world, oauthIntegration);
 
     it('sets an HttpOnly, SameSite=Lax nonce cookie scoped to the callback paths', async () => {
       const token = await session({ tags: { end_user_id: 'cookie-shape' } });
@@ -338,41 +247,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
   });
 
   describe('GitHub App installation takeover', () => {
-    /** An APP flow started in a fresh browser, installed at the fake GitHub by `user`: the setup URL sent back. */
-    const install = async (endUserId: string, user: GithubUser = 'acme', integration = appIntegration) => {
-      const browser = new CookieJar();
-      const token = await session({ end_user: { id: endUserId } });
-      const start = await fetch(
-        `${stack.gatewayUrl}${withSessionToken(`/oauth/connect/${integration}`, token)}`,
-        {
-          redirect: 'manual',
-        },
-      );
-      expect(start.status).toBe(302);
-      browser.take(start);
-      fake.actAs(user);
-      const back = await fake.get(new URL(start.headers.get('location')!)).finally(() => fake.actAs('acme'));
-      expect(back.status).toBe(302);
-      const setup = new URL(back.location!);
-      expect(setup.searchParams.get('code')).toMatch(/^ghcode_/);
-      return { browser, setup };
-    };
-    /** The rest of the flow in `browser`: the setup URL, the user authorization as `user`, the result page. */
-    const complete = async (
-      browser: CookieJar,
-      setup: URL,
-      user: GithubUser = 'acme',
-      tamper: (callback: URL) => void = () => undefined,
-    ) => {
-      const installed = await fetch(setup, { headers: browser.headers(), redirect: 'manual' });
-      if (installed.status !== 302) return installed;
-      fake.actAs(user);
-      const authorized = await fake.get(installed.headers.get('location')!).finally(() => fake.actAs('acme'));
-      expect(authorized.status).toBe(302);
-      const callback = new URL(authorized.location!);
-      tamper(callback);
-      return fetch(callback, { headers: browser.headers() });
-    };
+    const { install, complete } = githubAppBrowser(world);
     const attacker = () => `app-attacker-${run}-${randomUUID().slice(0, 4)}`;
 
     it("refuses another organisation's installation_id: the installing user's token cannot see it, no token minted", async () => {
@@ -510,34 +385,8 @@ describe('connect flows refuse what a hostile end user sends', () => {
   describe("a provider's error text never reaches the end user", () => {
     // `+ / = ~` and a space: raw-only redaction missed them once URL-encoded.
     const secret = `Sx+9/a=b~c d_${run}`;
-    const formEncode = (v: string) => new URLSearchParams({ x: v }).toString().slice(2);
-    const lowerHex = (v: string) => v.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase());
-    const forms = (clientId: string) =>
-      [
-        secret,
-        encodeURIComponent(secret),
-        formEncode(secret),
-        lowerHex(encodeURIComponent(secret)),
-        lowerHex(formEncode(secret)),
-        JSON.stringify(secret).slice(1, -1),
-        Buffer.from(secret).toString('base64'),
-        Buffer.from(`${clientId}:${secret}`).toString('base64'),
-        Buffer.from(`${formEncode(clientId)}:${formEncode(secret)}`).toString('base64'),
-        // the echo cut short after nine characters of the secret
-        secret.slice(0, 9),
-        formEncode(secret.slice(0, 9)),
-      ] as const;
-    const expectNoSecret = (text: string, clientId: string) => {
-      for (const form of forms(clientId))
-        expect({ form, leaked: text.includes(form) }).toEqual({ form, leaked: false });
-      // nor the provider's raw answer (it echoes our request body)
-      expect(text).not.toContain('grant_type=');
-      expect(text).not.toContain('client_secret');
-    };
-    const allLogs = () =>
-      (['gateway', 'auth-connect', 'connections-vault', 'webhook-relay'] as const)
-        .map((service) => stack.logs(service))
-        .join('\n');
+    const expectNoSecret = (text: string, clientId: string) => expectNoSecretIn(text, secret, clientId);
+    const allLogs = () => connectLogs(stack);
 
     it.each(['fake-echo', 'fake-echo-basic'])(
       '%s: the callback page shows a code and a sentence, never the client secret in any encoding; the logs neither',
@@ -548,15 +397,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
           unique_key: key,
           credentials: { type: 'OAUTH2', client_id: fake.clientId, client_secret: secret, scopes: 'read' },
         });
-        const browser = new CookieJar();
-        const token = await session({ end_user: { id: `echo-${run}` } });
-        const start = await fetch(`${stack.gatewayUrl}${withSessionToken(`/oauth/connect/${key}`, token)}`, {
-          redirect: 'manual',
-        });
-        expect(start.status).toBe(302);
-        browser.take(start);
-        const back = await fake.get(new URL(start.headers.get('location')!));
-        const page = await fetch(back.location!, { headers: browser.headers() });
+        const page = await world.oauthRoundTrip(key, `echo-${run}`);
         const html = await page.text();
         expect(page.status).toBe(400);
         // What the page posts to the SDK: the error type and our own sentence with the provider's code.
@@ -587,61 +428,10 @@ describe('connect flows refuse what a hostile end user sends', () => {
   });
 
   describe('webhook routing keys come from the provider, never from the browser', () => {
-    const connectRouted = async (
-      tenant: string,
-      extra: { params?: Record<string, string>; defaults?: unknown } = {},
-    ) => {
-      const browser = new CookieJar();
-      const token = await session({
-        end_user: { id: `routed-${tenant}-${run}` },
-        ...(extra.defaults ? { integrations_config_defaults: { [routedIntegration]: extra.defaults } } : {}),
-      });
-      const started = await call(
-        stack.gatewayUrl,
-        'POST',
-        withSessionToken(`/oauth/connect/${routedIntegration}`, token),
-        {
-          body: { params: { tenant, ...extra.params } },
-        },
-      );
-      if (started.status !== 200) return { started, connectionId: undefined };
-      const launch = await fetch((started.body as { url: string }).url, { redirect: 'manual' });
-      browser.take(launch);
-      const approved = await fake.get(new URL(launch.headers.get('location')!));
-      const page = await fetch(new URL(approved.location!), { headers: browser.headers() });
-      const html = await page.text();
-      expect(page.status).toBe(200);
-      return { started, connectionId: /"connectionId":"([^"]+)"/.exec(html)![1]! };
-    };
-    const providerWebhook = (body: unknown) => {
-      const text = JSON.stringify(body);
-      return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/${routedIntegration}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-fake-signature': createHmac('sha256', ROUTED_WEBHOOK_SECRET).update(text).digest('hex'),
-        },
-        body: text,
-      });
-    };
+    const { createRouted, createKeyRouted, connectRouted, providerWebhook, connectKey, svixWebhook } =
+      routedFlows(world, run);
 
-    beforeAll(async () => {
-      await createIntegration({
-        provider: 'fake-routed',
-        unique_key: routedIntegration,
-        credentials: {
-          type: 'OAUTH2',
-          client_id: fake.clientId,
-          client_secret: fake.clientSecret,
-          webhook_secret: ROUTED_WEBHOOK_SECRET,
-        },
-      });
-      const settings = await call(stack.gatewayUrl, 'PATCH', '/environment', {
-        key: stack.secretKey,
-        body: { webhook_settings: { primary_url: `${receiver.url}/primary` } },
-      });
-      expect(settings.status).toBe(200);
-    });
+    beforeAll(createRouted);
 
     it("ignores a browser-supplied routing key, and does not forward another tenant's provider webhook to the attacker", async () => {
       const victim = await connectRouted('victim');
@@ -663,11 +453,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
       const stored = await nango.getConnection(routedIntegration, attacker.connectionId!);
       expect(stored.connection_config).toMatchObject({ portalId: 'portal-attacker' });
 
-      const forwardsTo = (connectionId: string) =>
-        receiver.received.filter((r) => {
-          const body = JSON.parse(r.body) as { type?: string; connectionId?: string };
-          return body.type === 'forward' && body.connectionId === connectionId;
-        });
+      const { forwardsTo } = world;
       const hook = await providerWebhook({
         portalId: 'portal-victim',
         event: 'contact.created',
@@ -684,39 +470,7 @@ describe('connect flows refuse what a hostile end user sends', () => {
     });
 
     describe('of an API-key provider, from a post-connect call made with the typed key', () => {
-      const keyRouted = `key-routed-${run}`;
-      const svixSecret = `whsec_${randomBytes(24).toString('base64')}`;
-      const connectKey = async (apiKey: string, params: Record<string, string> = {}) => {
-        const token = await session({ end_user: { id: `key-routed-${randomUUID()}` } });
-        // The page sends connection config as `params[k]=v` in the query.
-        const query = Object.entries(params)
-          .map(([k, v]) => `params%5B${encodeURIComponent(k)}%5D=${encodeURIComponent(v)}`)
-          .join('&');
-        const path = `/api-auth/api-key/${keyRouted}${query ? `?${query}` : ''}`;
-        return call(stack.gatewayUrl, 'POST', withSessionToken(path, token), { body: { apiKey } });
-      };
-      /** Signed as Svix signs Clerk's webhooks. */
-      const svixWebhook = (body: unknown) => {
-        const text = JSON.stringify(body);
-        return fetch(`${stack.gatewayUrl}/webhook/${stack.environmentUuid}/${keyRouted}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...svixHeaders(svixSecret, text) },
-          body: text,
-        });
-      };
-      const deliveredWith = (marker: string) => receiver.received.filter((r) => r.body.includes(marker));
-      const until = async (done: () => boolean) => {
-        const deadline = Date.now() + 15_000;
-        while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      };
-
-      beforeAll(() =>
-        createIntegration({
-          provider: 'fake-key-routed',
-          unique_key: keyRouted,
-          credentials: { type: 'API_KEY', webhook_secret: svixSecret },
-        }),
-      );
+      beforeAll(createKeyRouted);
 
       it('stores the instance each key belongs to, and routes a signed webhook to that connection only', async () => {
         const [acme, globex] = [`acme${run}`, `globex${run}`];

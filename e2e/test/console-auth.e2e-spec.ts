@@ -1,39 +1,29 @@
-import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import { repoRoot, startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { Client } from 'pg';
-import { request as httpsRequest } from 'node:https';
-import { readFileSync } from 'node:fs';
-import { launchChromium } from './support/chromium';
+import {
+  consoleClient,
+  consoleTables,
+  COOKIE,
+  importGithubConnection,
+  oidcBrowser,
+  PER_ADDRESS_PER_MIN,
+  PER_EMAIL_PER_MIN,
+  sessionCookieOf,
+  signInWithSsoButton,
+  startConsoleStack,
+  type Browser,
+  type Me,
+} from './support/console-browser';
 import { startFakeOidcProvider, type FakeOidcProvider } from './support/fake-oidc-provider';
-import { call, expectError, type ApiResponse } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { call, expectError } from './support/http';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
 
 /**
  * The console's server side, through the gateway: people sign in with the first admin made by the real
  * CLI, sessions live in an HttpOnly cookie, writes need the session's CSRF token from the gateway's own
  * origin, and roles map onto the API's scopes.
  */
-
-const COOKIE = 'switchboard_console';
-const PER_EMAIL_PER_MIN = 4;
-const PER_ADDRESS_PER_MIN = 5;
-
-interface Me {
-  user: { id: string; email: string; role: string };
-  csrf_token: string;
-  environments: { name: string }[];
-  scopes: string[];
-}
-
-/** One browser: its console cookie and CSRF token, sent the way the console's SPA sends them. */
-interface Browser {
-  cookie: string;
-  csrf: string;
-  me: Me;
-}
-
 describe('console sign-in, sessions, roles and CSRF', () => {
   let stack: Stack;
   let db: Client;
@@ -42,105 +32,14 @@ describe('console sign-in, sessions, roles and CSRF', () => {
   const adminEmail = `admin-${run}@example.com`;
   const adminPassword = `first admin ${randomUUID()}`;
   let admin: Browser;
-
-  /** A request as the console sends it: the cookie, the environment, and the CSRF token on writes. */
-  const consoleCall = (
-    method: string,
-    path: string,
-    options: {
-      cookie?: string;
-      csrf?: string;
-      environment?: string | null;
-      body?: unknown;
-      headers?: Record<string, string>;
-    } = {},
-  ): Promise<ApiResponse> =>
-    call(stack.gatewayUrl, method, path, {
-      body: options.body,
-      headers: {
-        ...(options.cookie ? { cookie: `${COOKIE}=${options.cookie}` } : {}),
-        ...(options.csrf ? { 'x-csrf-token': options.csrf } : {}),
-        ...(options.environment === null
-          ? {}
-          : { 'x-switchboard-environment': options.environment ?? 'dev' }),
-        ...options.headers,
-      },
-    });
-  const as = (
-    browser: Browser,
-    method: string,
-    path: string,
-    body?: unknown,
-    extra: Record<string, string> = {},
-  ) => consoleCall(method, path, { cookie: browser.cookie, csrf: browser.csrf, body, headers: extra });
-
-  /**
-   * The gateway trusts one proxy hop here, so each sign-in comes from an address of its own unless a test
-   * names one: only the per-address test spends an address's window.
-   */
-  const someAddress = () => `10.${randomBytes(3).join('.')}`;
-  const signInRaw = (email: string, password: string, headers: Record<string, string> = {}) =>
-    fetch(`${stack.gatewayUrl}/console/api/sign-in`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-forwarded-for': someAddress(), ...headers },
-      body: JSON.stringify({ email, password }),
-    });
-  const sessionCookieOf = (res: Response): string | undefined => {
-    const line = res.headers.getSetCookie().find((l) => l.startsWith(`${COOKIE}=`));
-    return line?.split(';')[0]?.slice(COOKIE.length + 1);
-  };
-  const signIn = async (email: string, password: string): Promise<Browser> => {
-    const res = await signInRaw(email, password);
-    const body = (await res.json()) as Me;
-    expect({ status: res.status, body }).toEqual({
-      status: 200,
-      body: expect.objectContaining({ user: expect.anything() }),
-    });
-    return { cookie: sessionCookieOf(res)!, csrf: body.csrf_token, me: body };
-  };
-  const createUser = async (role: string): Promise<{ id: string; email: string; password: string }> => {
-    const email = `${role}-${randomUUID().slice(0, 8)}@example.com`;
-    const password = `pw for ${role} ${randomUUID()}`;
-    const res = await as(admin, 'POST', '/console/api/users', { email, role, password });
-    expect({ status: res.status, body: res.body }).toEqual({
-      status: 201,
-      body: expect.objectContaining({ email, role, id: expect.any(String) }),
-    });
-    return { id: (res.body as { id: string }).id, email, password };
-  };
-  const integrationKeys = async (): Promise<string[]> => {
-    const res = await call(stack.gatewayUrl, 'GET', '/integrations', { key: stack.secretKey });
-    return (res.body as { data: { unique_key: string }[] }).data.map((i) => i.unique_key);
-  };
-  const cli = (args: string[], input: string, env: Record<string, string> = {}) =>
-    spawnSync(
-      process.execPath,
-      [join(repoRoot(), 'packages/cli/dist/main.js'), 'console', 'users', ...args],
-      {
-        input,
-        encoding: 'utf8',
-        env: { ...process.env, DATABASE_URL: stack.databaseUrl, SWITCHBOARD_CONSOLE_PASSWORD: '', ...env },
-      },
-    );
+  const { consoleCall, as, signInRaw, signIn, integrationKeys, createWithCli, me, audit, ...client } =
+    consoleClient(() => stack);
+  const createUser = (role: string) => client.createUser(admin, role);
+  const tables = consoleTables(() => db);
 
   beforeAll(async () => {
     idp = await startFakeOidcProvider();
-    stack = await startStack({
-      serviceEnv: {
-        'auth-connect': {
-          SWITCHBOARD_CONSOLE_OIDC_ISSUER: idp.issuer,
-          SWITCHBOARD_CONSOLE_OIDC_CLIENT_ID: idp.clientId,
-          SWITCHBOARD_CONSOLE_OIDC_CLIENT_SECRET: idp.clientSecret,
-          NODE_EXTRA_CA_CERTS: idp.caFile,
-        },
-        gateway: {
-          SWITCHBOARD_CONSOLE_SIGN_IN_PER_EMAIL_PER_MIN: String(PER_EMAIL_PER_MIN),
-          SWITCHBOARD_CONSOLE_SIGN_IN_PER_IP_PER_MIN: String(PER_ADDRESS_PER_MIN),
-          SWITCHBOARD_TRUST_PROXY: '1',
-        },
-      },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
+    stack = await startConsoleStack(idp);
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();
   }, START_HOOK_TIMEOUT_MS);
@@ -151,44 +50,25 @@ describe('console sign-in, sessions, roles and CSRF', () => {
   });
 
   it('creates the first admin with the CLI (password on stdin); a weak password creates nobody', async () => {
-    const weak = cli(
-      ['create', '--email', `weak-${run}@example.com`, '--role', 'admin', '--account', stack.accountName],
-      'short\n',
-    );
+    const weak = createWithCli(`weak-${run}@example.com`, 'admin', 'short\n');
     expect(weak.status).toBe(1);
     expect(weak.stderr).toContain('at least 12 characters');
-    const asEmail = cli(
-      ['create', '--email', `same-${run}@example.com`, '--role', 'admin', '--account', stack.accountName],
-      `same-${run}@example.com\n`,
-    );
+    const asEmail = createWithCli(`same-${run}@example.com`, 'admin', `same-${run}@example.com\n`);
     expect(asEmail.status).toBe(1);
     expect(asEmail.stderr).toContain('must not be the email');
-    const { rows: none } = await db.query('select 1 from auth.console_users where email like $1', [
-      `%-${run}@example.com`,
-    ]);
+    const none = await tables.consoleUsersLike(`%-${run}@example.com`);
     expect(none).toHaveLength(0);
 
-    const created = cli(
-      ['create', '--email', adminEmail.toUpperCase(), '--role', 'admin', '--account', stack.accountName],
-      `${adminPassword}\n`,
-    );
+    const created = createWithCli(adminEmail.toUpperCase(), 'admin', `${adminPassword}\n`);
     expect(created.stderr).toBe('');
     expect(created.status).toBe(0);
     expect(JSON.parse(created.stdout)).toMatchObject({ email: adminEmail, role: 'admin' });
-    const { rows } = await db.query('select password_hash from auth.console_users where email = $1', [
-      adminEmail,
-    ]);
+    const rows = await tables.passwordHashes(adminEmail);
     expect(rows[0].password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
     expect(rows[0].password_hash).not.toContain(adminPassword);
 
     // The same email again: refused, from the environment variable this time.
-    const again = cli(
-      ['create', '--email', adminEmail, '--role', 'viewer', '--account', stack.accountName],
-      '',
-      {
-        SWITCHBOARD_CONSOLE_PASSWORD: adminPassword,
-      },
-    );
+    const again = createWithCli(adminEmail, 'viewer', '', { SWITCHBOARD_CONSOLE_PASSWORD: adminPassword });
     expect(again.status).toBe(1);
     expect(again.stderr).toContain('already exists');
   });
@@ -261,15 +141,12 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     });
     admin = { cookie: sessionCookieOf(res)!, csrf: body.csrf_token, me: body };
     // Only the cookie's hash is stored.
-    const { rows } = await db.query(
-      'select s.token_hash from auth.console_sessions s join auth.console_users u on u.id = s.user_id where u.email = $1',
-      [adminEmail],
-    );
+    const rows = await tables.sessionHashesOf(adminEmail);
     expect(rows.map((r) => r.token_hash).join()).not.toContain(admin.cookie);
 
-    const me = await consoleCall('GET', '/console/api/me', { cookie: admin.cookie, environment: null });
-    expect(me.status).toBe(200);
-    expect(me.body).toEqual(body);
+    const own = await me(admin.cookie);
+    expect(own.status).toBe(200);
+    expect(own.body).toEqual(body);
   });
 
   it('never keeps a cookie planted before sign-in (session fixation)', async () => {
@@ -278,27 +155,15 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     expect(res.status).toBe(200);
     const issued = sessionCookieOf(res)!;
     expect(issued).not.toBe(planted);
-    expectError(
-      await consoleCall('GET', '/console/api/me', { cookie: planted, environment: null }),
-      401,
-      'console_session_required',
-    );
-    expect((await consoleCall('GET', '/console/api/me', { cookie: issued, environment: null })).status).toBe(
-      200,
-    );
+    expectError(await me(planted), 401, 'console_session_required');
+    expect((await me(issued)).status).toBe(200);
 
     // A live session sent along is replaced, not reused, and ends.
     const again = await signInRaw(adminEmail, adminPassword, { cookie: `${COOKIE}=${issued}` });
     const next = sessionCookieOf(again)!;
     expect(next).not.toBe(issued);
-    expectError(
-      await consoleCall('GET', '/console/api/me', { cookie: issued, environment: null }),
-      401,
-      'console_session_required',
-    );
-    expect((await consoleCall('GET', '/console/api/me', { cookie: next, environment: null })).status).toBe(
-      200,
-    );
+    expectError(await me(issued), 401, 'console_session_required');
+    expect((await me(next)).status).toBe(200);
   });
 
   it('refuses a cookie-authenticated write without, or with a wrong, X-CSRF-Token or from a foreign origin; nothing is stored', async () => {
@@ -391,25 +256,7 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     const accessToken = `at-${randomUUID()}`;
     const clientSecret = `cs-${randomUUID()}`;
 
-    beforeAll(async () => {
-      await call(stack.gatewayUrl, 'POST', '/integrations', {
-        key: stack.secretKey,
-        body: {
-          provider: 'github',
-          unique_key: integration,
-          credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: clientSecret },
-        },
-      });
-      const imported = await call(stack.gatewayUrl, 'POST', '/connections', {
-        key: stack.secretKey,
-        body: {
-          provider_config_key: integration,
-          connection_id: connectionId,
-          credentials: { type: 'OAUTH2', access_token: accessToken },
-        },
-      });
-      expect(imported.status).toBe(201);
-    });
+    beforeAll(() => importGithubConnection(stack, { integration, connectionId, accessToken, clientSecret }));
 
     it('a viewer reads but cannot write, cannot read credentials or variables, and cannot manage users', async () => {
       const made = await createUser('viewer');
@@ -515,10 +362,7 @@ describe('console sign-in, sessions, roles and CSRF', () => {
       expect(secret.status).toBe(200);
       expect(secret.text).toContain(clientSecret);
 
-      const { rows } = await db.query(
-        "select user_id, user_email, action, target, environment_id, created_at from auth.console_audit_events where user_id = $1 and action like '%.read_credentials' order by id",
-        [admin.me.user.id],
-      );
+      const rows = await tables.credentialsReads(admin.me.user.id);
       expect(rows).toEqual([
         expect.objectContaining({
           user_email: adminEmail,
@@ -536,10 +380,7 @@ describe('console sign-in, sessions, roles and CSRF', () => {
       await call(stack.gatewayUrl, 'GET', `/connections/${connectionId}?provider_config_key=${integration}`, {
         key: stack.secretKey,
       });
-      const { rows: after } = await db.query(
-        "select count(*)::int as n from auth.console_audit_events where user_id = $1 and action like '%.read_credentials'",
-        [admin.me.user.id],
-      );
+      const after = await tables.credentialsReadCount(admin.me.user.id);
       expect(after[0].n).toBe(2);
     });
 
@@ -597,17 +438,6 @@ describe('console sign-in, sessions, roles and CSRF', () => {
   });
 
   it('shows an admin the audit log, newest first and paged: sign-ins, users, roles, credentials reads', async () => {
-    type AuditPage = {
-      data: { id: number; action: string; user_email: string; environment: string | null; target: unknown }[];
-      next_cursor: string | null;
-    };
-    const audit = async (who: Browser, query: string) => {
-      const res = await consoleCall('GET', `/console/api/audit${query}`, {
-        cookie: who.cookie,
-        environment: null,
-      });
-      return { status: res.status, body: res.body as AuditPage, res };
-    };
     const made = await createUser('viewer');
     await signIn(made.email, made.password);
     expect((await as(admin, 'PATCH', `/console/api/users/${made.id}`, { role: 'developer' })).status).toBe(
@@ -654,14 +484,8 @@ describe('console sign-in, sessions, roles and CSRF', () => {
   it('ends a session at its absolute expiry and after the idle timeout', async () => {
     const expired = await signIn(adminEmail, adminPassword);
     const idle = await signIn(adminEmail, adminPassword);
-    await db.query(
-      "update auth.console_sessions set expires_at = now() - interval '1 second' where token_hash = encode(sha256($1::bytea), 'hex')",
-      [expired.cookie],
-    );
-    await db.query(
-      "update auth.console_sessions set last_seen_at = now() - interval '12 hours 1 minute' where token_hash = encode(sha256($1::bytea), 'hex')",
-      [idle.cookie],
-    );
+    await tables.expire(expired.cookie);
+    await tables.idle(idle.cookie);
     for (const browser of [expired, idle]) {
       expectError(await as(browser, 'GET', '/integrations'), 401, 'console_session_required');
       expectError(await as(browser, 'GET', '/console/api/me'), 401, 'console_session_required');
@@ -682,10 +506,7 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     expect(res.headers.getSetCookie()).toEqual([
       `${COOKIE}=; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=0`,
     ]);
-    const { rows } = await db.query(
-      "select 1 from auth.console_sessions where token_hash = encode(sha256($1::bytea), 'hex')",
-      [browser.cookie],
-    );
+    const rows = await tables.sessionsOf(browser.cookie);
     expect(rows).toHaveLength(0);
     expectError(await as(browser, 'GET', '/console/api/me'), 401, 'console_session_required');
     expectError(await as(browser, 'GET', '/integrations'), 401, 'console_session_required');
@@ -728,62 +549,13 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     expect(config.body).toEqual({ oidc: { enabled: true, label: 'Sign in with SSO' } });
 
     idp.signInAs({ email: adminEmail, email_verified: true });
-    const chromium = await launchChromium();
-    try {
-      // The fake provider's certificate is its own; the gateway's address is its own too (throttling).
-      const context = await chromium.newContext({
-        ignoreHTTPSErrors: true,
-        extraHTTPHeaders: { 'x-forwarded-for': someAddress() },
-      });
-      const page = await context.newPage();
-      page.setDefaultTimeout(15_000);
-      await page.goto(`${stack.gatewayUrl}/console/sign-in`);
-      const button = page.getByRole('link', { name: 'Sign in with SSO' });
-      await button.click();
-      await page.waitForURL(`${stack.gatewayUrl}/console/integrations`);
-      await page
-        .getByTestId('signed-in-as')
-        .filter({ hasText: `${adminEmail} (admin)` })
-        .waitFor();
-    } finally {
-      await chromium.close();
-    }
-    const { rows } = await db.query(
-      "select target from auth.console_audit_events where user_id = $1 and action = 'console.sign_in' order by id desc limit 1",
-      [admin.me.user.id],
-    );
+    await signInWithSsoButton(stack, `${adminEmail} (admin)`);
+    const rows = await tables.lastSignIn(admin.me.user.id);
     expect(rows).toEqual([{ target: { method: 'oidc' } }]);
   });
 
   it('signs in through the OIDC provider the user whose verified email it vouches for, in the browser that started', async () => {
-    /** The browser at the provider (its certificate is the fake's own). */
-    const atProvider = (url: string) =>
-      new Promise<{ status: number; location: string }>((resolve, reject) => {
-        httpsRequest(url, { ca: readFileSync(idp.caFile) }, (res) => {
-          res.resume();
-          resolve({ status: res.statusCode ?? 0, location: res.headers.location ?? '' });
-        })
-          .on('error', reject)
-          .end();
-      });
-    const begin = async () => {
-      const res = await fetch(`${stack.gatewayUrl}/console/api/oidc/start`, {
-        redirect: 'manual',
-        headers: { 'x-forwarded-for': someAddress() },
-      });
-      expect(res.status).toBe(302);
-      const location = res.headers.get('location')!;
-      expect(location.startsWith(`${idp.issuer}/authorize?`)).toBe(true);
-      expect(new URL(location).searchParams.get('code_challenge_method')).toBe('S256');
-      const line = res.headers.getSetCookie()[0]!;
-      expect(line).toMatch(/; HttpOnly; Secure; SameSite=Lax; Path=\/console\/api\/oidc; Max-Age=600$/);
-      const back = await atProvider(location);
-      expect(back.status).toBe(302);
-      expect(back.location.startsWith(`${stack.gatewayUrl}/console/api/oidc/callback?`)).toBe(true);
-      return { cookie: line.split(';')[0]!, callback: back.location };
-    };
-    const finish = (callback: string, cookie?: string) =>
-      fetch(callback, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+    const { begin, finish } = oidcBrowser(stack, idp);
 
     idp.signInAs({ email: adminEmail.toUpperCase(), email_verified: true });
     const first = await begin();
@@ -803,9 +575,9 @@ describe('console sign-in, sessions, roles and CSRF', () => {
     expect(done.headers.getSetCookie()).toEqual(
       expect.arrayContaining([expect.stringMatching(/^switchboard_console_oidc=; .*Max-Age=0$/)]),
     );
-    const me = await consoleCall('GET', '/console/api/me', { cookie: issued, environment: null });
-    expect(me.status).toBe(200);
-    expect(me.body).toMatchObject({ user: { email: adminEmail, role: 'admin' } });
+    const signedIn = await me(issued);
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.body).toMatchObject({ user: { email: adminEmail, role: 'admin' } });
 
     // The same code again is refused by the provider: no second session.
     const replay = await finish(first.callback, first.cookie);

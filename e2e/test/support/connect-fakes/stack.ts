@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
+import { freePort, startStack, type Stack, type StackOptions } from '@switchboard/testing';
 import { call } from '../http';
 import type { ConnectFakeProvider } from './provider';
 import { writeConnectProvidersFile } from './providers-file';
@@ -7,10 +7,11 @@ import { writeConnectProvidersFile } from './providers-file';
 /**
  * A stack whose providers are the fake's (trusting its certificate) and whose auth-connect serves the
  * connect UI on a port of its own, at `connectUrl`; `allowedOrigins` may frame the page or hear from it.
+ * `serviceEnv` adds variables of other services.
  */
 export async function startConnectStack(
   fake: ConnectFakeProvider,
-  options: { allowedOrigins?: string; readyTimeoutMs?: number } = {},
+  options: { allowedOrigins?: string; readyTimeoutMs?: number; serviceEnv?: StackOptions['serviceEnv'] } = {},
 ): Promise<{ stack: Stack; connectUrl: string }> {
   const connectPort = await freePort();
   const connectUrl = `http://127.0.0.1:${connectPort}`;
@@ -23,7 +24,10 @@ export async function startConnectStack(
         ? { SWITCHBOARD_CONNECT_ALLOWED_ORIGINS: options.allowedOrigins }
         : {}),
     },
-    serviceEnv: { 'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' } },
+    serviceEnv: {
+      ...options.serviceEnv,
+      'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' },
+    },
     ...(options.readyTimeoutMs !== undefined ? { readyTimeoutMs: options.readyTimeoutMs } : {}),
   });
   return { stack, connectUrl };
