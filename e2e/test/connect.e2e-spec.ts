@@ -26,6 +26,7 @@ import {
   startConnect,
   tokenHash,
   TOKEN,
+  unknownIntegrationsSession,
   UUID_V4,
   viewerSession,
 } from './support/connect-flows';
@@ -105,12 +106,7 @@ describe('connect sessions and auth flows', () => {
     it('refuses integrations that do not exist, naming each path', async () => {
       const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
         key: stack.secretKey,
-        body: {
-          end_user: { id: 'u1' },
-          allowed_integrations: [keyIntegration, 'nope-1'],
-          integrations_config_defaults: { 'nope-2': { user_scopes: 'x' } },
-          overrides: { 'nope-3': { docs_connect: 'https://docs.example.com/x' } },
-        },
+        body: unknownIntegrationsSession(keyIntegration),
       });
       const error = expectError(res, 400, 'invalid_body');
       expect(error.errors?.map((e) => e.path)).toEqual([

@@ -262,3 +262,11 @@ export const expectedAuthorizeQuery = (fake: ConnectFakeProvider, gatewayUrl: st
   code_challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
   code_challenge_method: 'S256',
 });
+
+/** A session body naming integrations that do not exist in three places. */
+export const unknownIntegrationsSession = (keyIntegration: string) => ({
+  end_user: { id: 'u1' },
+  allowed_integrations: [keyIntegration, 'nope-1'],
+  integrations_config_defaults: { 'nope-2': { user_scopes: 'x' } },
+  overrides: { 'nope-3': { docs_connect: 'https://docs.example.com/x' } },
+});
