@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
 import type { Stack } from '@switchboard/testing';
 import { connect, type NatsConnection } from 'nats';
@@ -6,12 +6,30 @@ import { Client } from 'pg';
 import { waitForAuthEvents } from './support/auth-events';
 import {
   appKeyPair,
-  createFakeAppIntegration,
-  fakeOAuthCredentials,
   startConnectFakeProvider,
   startConnectStack,
   type ConnectFakeProvider,
 } from './support/connect-fakes';
+import {
+  callbackConnectionId,
+  connectIntegrationKeys,
+  createConnectIntegrations,
+  expectedAuthorizeQuery,
+  expectInvalidSessionBody,
+  expectNotLogged,
+  expectUnauthorized,
+  importKeyConnection,
+  installApp,
+  invalidBodyFailure,
+  invalidSessionBodies,
+  oauthBrowser,
+  startConnect,
+  tokenHash,
+  TOKEN,
+  unknownIntegrationsSession,
+  UUID_V4,
+  viewerSession,
+} from './support/connect-flows';
 import {
   call,
   CookieJar,
@@ -28,9 +46,6 @@ import {
  * raw HTTP for the browser-side routes and every error. Providers are a fake on loopback.
  */
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const TOKEN = /^nango_connect_session_[0-9a-f]{64}$/;
-
 describe('connect sessions and auth flows', () => {
   let stack: Stack;
   let nango: Nango;
@@ -40,13 +55,9 @@ describe('connect sessions and auth flows', () => {
   let connectUrl: string;
   const startedAt = new Date(Date.now() - 1000);
   const run = randomUUID().slice(0, 8);
-  const keyIntegration = `key-${run}`;
-  const oauthIntegration = `oauth-${run}`;
-  const basicIntegration = `basic-${run}`;
-  const otherIntegration = `other-${run}`;
-  const ccIntegration = `cc-${run}`;
-  const tbaIntegration = `tba-${run}`;
-  const appIntegration = `app-${run}`;
+  const integrations = connectIntegrationKeys(run);
+  const { keyIntegration, oauthIntegration, basicIntegration, otherIntegration } = integrations;
+  const { ccIntegration, tbaIntegration, appIntegration } = integrations;
   const appKeys = appKeyPair();
 
   const session = (body: Record<string, unknown>) =>
@@ -61,21 +72,7 @@ describe('connect sessions and auth flows', () => {
     db = new Client({ connectionString: stack.databaseUrl });
     await db.connect();
     nc = await connect({ servers: stack.natsUrl });
-    await nango.createIntegration({ provider: 'fake-key', unique_key: keyIntegration });
-    await nango.createIntegration({ provider: 'fake-basic', unique_key: basicIntegration });
-    await nango.createIntegration({ provider: 'fake-key', unique_key: otherIntegration });
-    await nango.createIntegration({
-      provider: 'fake-oauth',
-      unique_key: oauthIntegration,
-      credentials: fakeOAuthCredentials(fake, 'read,write'),
-    });
-    await nango.createIntegration({ provider: 'fake-cc', unique_key: ccIntegration });
-    await nango.createIntegration({
-      provider: 'netsuite-tba',
-      unique_key: tbaIntegration,
-      credentials: { type: 'TBA', client_id: 'consumer-key', client_secret: 'consumer-secret' },
-    });
-    await createFakeAppIntegration(stack, fake, appIntegration, appKeys);
+    await createConnectIntegrations(nango, stack, fake, integrations, appKeys);
   }, 120_000);
 
   afterAll(async () => {
@@ -98,8 +95,9 @@ describe('connect sessions and auth flows', () => {
       expect(expires).toBeGreaterThanOrEqual(before + 30 * 60_000 - 1000);
       expect(expires).toBeLessThanOrEqual(Date.now() + 30 * 60_000 + 1000);
 
-      const hash = createHash('sha256').update(data.token).digest('hex');
-      const rows = await db.query('SELECT * FROM auth.connect_sessions WHERE token_hash = $1', [hash]);
+      const rows = await db.query('SELECT * FROM auth.connect_sessions WHERE token_hash = $1', [
+        tokenHash(data.token),
+      ]);
       expect(rows.rowCount).toBe(1);
       expect(JSON.stringify(rows.rows)).not.toContain(data.token);
       expect(JSON.stringify(rows.rows)).not.toContain(data.token.slice('nango_connect_session_'.length));
@@ -108,12 +106,7 @@ describe('connect sessions and auth flows', () => {
     it('refuses integrations that do not exist, naming each path', async () => {
       const res = await call(stack.gatewayUrl, 'POST', '/connect/sessions', {
         key: stack.secretKey,
-        body: {
-          end_user: { id: 'u1' },
-          allowed_integrations: [keyIntegration, 'nope-1'],
-          integrations_config_defaults: { 'nope-2': { user_scopes: 'x' } },
-          overrides: { 'nope-3': { docs_connect: 'https://docs.example.com/x' } },
-        },
+        body: unknownIntegrationsSession(keyIntegration),
       });
       const error = expectError(res, 400, 'invalid_body');
       expect(error.errors?.map((e) => e.path)).toEqual([
@@ -124,29 +117,9 @@ describe('connect sessions and auth flows', () => {
     });
 
     it('checks tags, the end user, the webhook URL override and docs links', async () => {
-      const bad = async (body: Record<string, unknown>, path: (string | number)[]) => {
-        const error = expectError(
-          await call(stack.gatewayUrl, 'POST', '/connect/sessions', { key: stack.secretKey, body }),
-          400,
-          'invalid_body',
-        );
-        expect(error.errors?.map((e) => e.path)).toContainEqual(path);
-      };
-      const eleven = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, 'v']));
-      await bad({ tags: eleven }, ['tags']);
-      await bad({ tags: { '1bad': 'v' } }, ['tags', '1bad']);
-      await bad({ tags: { Team: 'a', team: 'b' } }, ['tags', 'team']);
-      await bad({ tags: { ok: 'x'.repeat(256) } }, ['tags', 'ok']);
-      await bad({ allowed_integrations: [keyIntegration] }, ['end_user']);
-      await bad({ end_user: { id: 'u', email: 'not-an-email' } }, ['end_user', 'email']);
-      await bad({ tags: { a: 'b' }, webhook_url_override: 'ftp://example.com/hook' }, [
-        'webhook_url_override',
-      ]);
-      await bad(
-        { tags: { a: 'b' }, overrides: { [keyIntegration]: { docs_connect: 'javascript:alert(1)' } } },
-        ['overrides', keyIntegration, 'docs_connect'],
-      );
-      await bad({ tags: { a: 'b' }, unknown_field: true }, ['unknown_field']);
+      for (const [body, path] of invalidSessionBodies(keyIntegration)) {
+        await expectInvalidSessionBody(stack, body, path);
+      }
     });
 
     it('needs the connect_sessions:write scope', async () => {
@@ -161,57 +134,15 @@ describe('connect sessions and auth flows', () => {
 
   describe('the session token as a bearer', () => {
     it('GET /connect/session shows the end user, allowed integrations, defaults (without a preset client secret) and overrides', async () => {
-      const token = await session({
-        end_user: {
-          id: `viewer-${run}`,
-          email: 'grace@example.com',
-          display_name: 'Grace',
-          tags: { plan: 'pro' },
-        },
-        organization: { id: 'org-1', display_name: 'Org One' },
-        allowed_integrations: [keyIntegration, oauthIntegration],
-        integrations_config_defaults: {
-          [oauthIntegration]: {
-            connection_config: {
-              tenant: 'acme',
-              oauth_client_id_override: 'preset-id',
-              oauth_client_secret_override: 'PRESET-SECRET',
-            },
-          },
-          [keyIntegration]: {
-            connection_config: { oauth_client_id_override: '', oauth_client_secret_override: '' },
-          },
-        },
-        overrides: { [keyIntegration]: { docs_connect: 'https://docs.example.com/our-guide' } },
-      });
+      const viewer = viewerSession(run, keyIntegration, oauthIntegration);
+      const token = await session(viewer.body);
       const res = await call(stack.gatewayUrl, 'GET', '/connect/session', {
         key: token,
         headers: { 'content-type': 'application/json' },
       });
       expect(res.status).toBe(200);
       expect(res.text).not.toContain('PRESET-SECRET');
-      expect(res.body).toEqual({
-        data: {
-          endUser: {
-            id: `viewer-${run}`,
-            email: 'grace@example.com',
-            display_name: 'Grace',
-            tags: { plan: 'pro' },
-            organization: { id: 'org-1', display_name: 'Org One' },
-          },
-          connectUISettings: expect.objectContaining({ showWatermark: expect.any(Boolean) }),
-          allowed_integrations: [keyIntegration, oauthIntegration],
-          integrations_config_defaults: {
-            [oauthIntegration]: {
-              connection_config: { tenant: 'acme', oauth_client_id_override: 'preset-id' },
-            },
-            [keyIntegration]: {
-              connection_config: { oauth_client_id_override: '', oauth_client_secret_override: '' },
-            },
-          },
-          overrides: { [keyIntegration]: { docs_connect: 'https://docs.example.com/our-guide' } },
-        },
-      });
+      expect(res.body).toEqual(viewer.expected);
     });
 
     it('lists only the allowed integrations, and reads providers', async () => {
@@ -255,52 +186,30 @@ describe('connect sessions and auth flows', () => {
     });
 
     it('answers 401 for a malformed, unknown, expired or deleted token, and for a secret key on session routes', async () => {
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: 'nango_connect_session_abc' }),
-        401,
-        'invalid_connect_session_token_format',
-      );
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: stack.secretKey }),
-        401,
-        'invalid_connect_session_token_format',
-      );
-      expectError(await call(stack.gatewayUrl, 'GET', '/connect/session', {}), 401, 'missing_auth_header');
+      const badFormat = 'invalid_connect_session_token_format';
+      const unknownToken = 'unknown_connect_session_token';
+      await expectUnauthorized(stack.gatewayUrl, '/connect/session', 'nango_connect_session_abc', badFormat);
+      await expectUnauthorized(stack.gatewayUrl, '/connect/session', stack.secretKey, badFormat);
+      await expectUnauthorized(stack.gatewayUrl, '/connect/session', undefined, 'missing_auth_header');
       const unknown = `nango_connect_session_${'a'.repeat(64)}`;
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: unknown }),
-        401,
-        'unknown_connect_session_token',
-      );
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/integrations', { key: unknown }),
-        401,
-        'unknown_connect_session_token',
-      );
+      await expectUnauthorized(stack.gatewayUrl, '/connect/session', unknown, unknownToken);
+      await expectUnauthorized(stack.gatewayUrl, '/integrations', unknown, unknownToken);
 
       const expiring = await session({ tags: { end_user_id: 'expiring' } });
       await db.query(
         `UPDATE auth.connect_sessions SET expires_at = now() - interval '1 second' WHERE token_hash = $1`,
-        [createHash('sha256').update(expiring).digest('hex')],
+        [tokenHash(expiring)],
       );
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: expiring }),
-        401,
-        'unknown_connect_session_token',
-      );
+      await expectUnauthorized(stack.gatewayUrl, '/connect/session', expiring, unknownToken);
 
       const deleted = await session({ tags: { end_user_id: 'deleted' } });
       const del = await call(stack.gatewayUrl, 'DELETE', '/connect/session', { key: deleted });
       expect(del.status).toBe(204);
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/connect/session', { key: deleted }),
-        401,
-        'unknown_connect_session_token',
-      );
+      await expectUnauthorized(stack.gatewayUrl, '/connect/session', deleted, unknownToken);
       expectError(
         await flow('POST', `/api-auth/api-key/${keyIntegration}`, deleted, { apiKey: fake.goodApiKey }),
         401,
-        'unknown_connect_session_token',
+        unknownToken,
       );
     });
   });
@@ -352,10 +261,7 @@ describe('connect sessions and auth flows', () => {
       ]);
 
       // What the end user typed never reaches a log.
-      for (const service of Object.keys(stack.services) as (keyof Stack['services'])[]) {
-        expect(stack.logs(service)).not.toContain(fake.goodApiKey);
-        expect(stack.logs(service)).not.toContain(wrongKey);
-      }
+      expectNotLogged(stack, [fake.goodApiKey, wrongKey]);
     });
 
     it("lets waitForConnection find the end user's new connection", async () => {
@@ -439,21 +345,12 @@ describe('connect sessions and auth flows', () => {
   const browser = new CookieJar();
 
   describe('OAuth 2 authorization code', () => {
-    const startFlow = async (token: string, tenant = 'acme') => {
-      const res = await fetch(
-        `${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}&params%5Btenant%5D=${tenant}`,
-        { redirect: 'manual' },
-      );
-      expect(res.status).toBe(302);
-      browser.take(res);
-      return new URL(res.headers.get('location')!);
-    };
-    /** The fake provider auto-approves: its redirect goes straight back to our callback. */
-    const approve = async (authorizeUrl: URL) => {
-      const res = await fake.get(authorizeUrl);
-      expect(res.status).toBe(302);
-      return new URL(res.location!);
-    };
+    const { startFlow, approve } = oauthBrowser(
+      () => stack,
+      () => fake,
+      browser,
+      oauthIntegration,
+    );
 
     it('sends PKCE S256, a state, the scopes with the provider separator and its params; the callback stores the tokens', async () => {
       const userId = `oauth-user-${run}`;
@@ -465,16 +362,7 @@ describe('connect sessions and auth flows', () => {
       const authorizeUrl = await startFlow(token);
       expect(authorizeUrl.origin + authorizeUrl.pathname).toBe(`${fake.url}/acme/authorize`);
       const q = authorizeUrl.searchParams;
-      expect(Object.fromEntries(q)).toEqual({
-        response_type: 'code',
-        client_id: fake.clientId,
-        redirect_uri: `${stack.gatewayUrl}/oauth/callback`,
-        scope: 'read,write',
-        prompt: 'consent',
-        state: expect.stringMatching(/^[0-9a-f-]{36}$/),
-        code_challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
-        code_challenge_method: 'S256',
-      });
+      expect(Object.fromEntries(q)).toEqual(expectedAuthorizeQuery(fake, stack.gatewayUrl));
       expect(authorizeUrl.toString()).not.toContain(fake.clientSecret);
 
       const callbackUrl = await approve(authorizeUrl);
@@ -487,7 +375,7 @@ describe('connect sessions and auth flows', () => {
       expect(fake.tokenRequests.at(-1)).toMatchObject({ outcome: 'issued' });
       expect(fake.tokenRequests.at(-1)!.params.get('code_verifier')).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
-      const connectionId = /"connectionId":"([^"]+)"/.exec(html)?.[1];
+      const connectionId = callbackConnectionId(html);
       expect(connectionId).toMatch(UUID_V4);
       const connection = await nango.getConnection(oauthIntegration, connectionId!);
       expect(connection.credentials).toMatchObject({
@@ -519,21 +407,22 @@ describe('connect sessions and auth flows', () => {
       expect(html).toContain('nango_oauth_callback_error');
       expect(html).toContain('access_denied');
 
-      const missing = await fetch(
-        `${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}`,
-        { redirect: 'manual' },
-      );
+      const missing = await startConnect(stack.gatewayUrl, oauthIntegration, token);
       expect(missing.status).toBe(400);
       expect(await missing.text()).toContain('Tenant is required');
-      const hostile = await fetch(
-        `${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}&params%5Btenant%5D=evil.example%2Fx`,
-        { redirect: 'manual' },
+      const hostile = await startConnect(
+        stack.gatewayUrl,
+        oauthIntegration,
+        token,
+        '&params%5Btenant%5D=evil.example%2Fx',
       );
       expect(hostile.status).toBe(400);
 
-      const secretInUrl = await fetch(
-        `${stack.gatewayUrl}/oauth/connect/${oauthIntegration}?connect_session_token=${token}&params%5Btenant%5D=acme&credentials%5Boauth_client_secret_override%5D=s3cret`,
-        { redirect: 'manual' },
+      const secretInUrl = await startConnect(
+        stack.gatewayUrl,
+        oauthIntegration,
+        token,
+        '&params%5Btenant%5D=acme&credentials%5Boauth_client_secret_override%5D=s3cret',
       );
       expect(secretInUrl.status).toBe(400);
     });
@@ -575,7 +464,7 @@ describe('connect sessions and auth flows', () => {
       const page = await fetch(await approve(authorizeUrl), { headers: browser.headers() });
       const html = await page.text();
       expect(page.status).toBe(200);
-      const connectionId = /"connectionId":"([^"]+)"/.exec(html)![1]!;
+      const connectionId = callbackConnectionId(html)!;
       const connection = await nango.getConnection(oauthIntegration, connectionId);
       expect(connection.credentials).toMatchObject({
         type: 'OAUTH2',
@@ -642,31 +531,8 @@ describe('connect sessions and auth flows', () => {
         end_user: { id: `app-user-${run}` },
         allowed_integrations: [appIntegration],
       });
-      const start = await fetch(
-        `${stack.gatewayUrl}/oauth/connect/${appIntegration}?connect_session_token=${token}`,
-        { redirect: 'manual' },
-      );
-      expect(start.status).toBe(302);
-      browser.take(start);
-      const install = new URL(start.headers.get('location')!);
-      expect(install.origin + install.pathname).toBe(`${fake.url}/apps/test-app/installations/new`);
-      const back = await fake.get(install);
-      expect(back.status).toBe(302);
-      const setup = new URL(back.location!);
-      expect(setup.origin + setup.pathname).toBe(`${stack.gatewayUrl}/app-auth/connect`);
-      // The installation back, the same browser goes on to the app's user authorization (PKCE, same state).
-      const installed = await fetch(setup, { headers: browser.headers(), redirect: 'manual' });
-      expect(installed.status).toBe(302);
-      const authorize = new URL(installed.headers.get('location')!);
-      expect(authorize.origin + authorize.pathname).toBe(`${fake.url}/gh/login/oauth/authorize`);
-      expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
-      expect(authorize.searchParams.get('state')).toBe(setup.searchParams.get('state'));
-      const authorized = await fake.get(authorize);
-      expect(authorized.status).toBe(302);
-      const page = await fetch(authorized.location!, { headers: browser.headers() });
-      const html = await page.text();
-      expect(page.status).toBe(200);
-      const connectionId = /"connectionId":"([^"]+)"/.exec(html)![1]!;
+      const html = await installApp(stack, fake, browser, appIntegration, token);
+      const connectionId = callbackConnectionId(html)!;
       const connection = await nango.getConnection(appIntegration, connectionId);
       expect(connection.credentials).toMatchObject({
         type: 'APP',
@@ -721,32 +587,14 @@ describe('connect sessions and auth flows', () => {
       const unknown = await failure(
         nango.createReconnectSession({ connection_id: 'no-such-connection', integration_id: keyIntegration }),
       );
-      expect(unknown).toEqual({
-        status: 400,
-        data: { error: expect.objectContaining({ code: 'invalid_body' }) },
-      });
+      expect(unknown).toEqual(invalidBodyFailure());
 
-      const imported = await call(stack.gatewayUrl, 'POST', '/connections', {
-        key: stack.secretKey,
-        body: {
-          provider_config_key: keyIntegration,
-          connection_id: `imported-${run}`,
-          credentials: { type: 'API_KEY', apiKey: 'imported' },
-        },
-      });
+      const imported = await importKeyConnection(stack, keyIntegration, `imported-${run}`);
       expect(imported.status).toBeLessThan(300);
       const notSession = await failure(
         nango.createReconnectSession({ connection_id: `imported-${run}`, integration_id: keyIntegration }),
       );
-      expect(notSession).toEqual({
-        status: 400,
-        data: {
-          error: expect.objectContaining({
-            code: 'invalid_body',
-            message: expect.stringContaining('connect session'),
-          }),
-        },
-      });
+      expect(notSession).toEqual(invalidBodyFailure(expect.stringContaining('connect session')));
     });
   });
 });

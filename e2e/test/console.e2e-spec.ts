@@ -1,15 +1,28 @@
-import { execFile } from 'node:child_process';
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, repoRoot, startStack, type Stack } from '@switchboard/testing';
+import { freePort, type Stack } from '@switchboard/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './support/chromium';
+import {
+  ARTIFACTS,
+  checkPage,
+  connectAsCustomer,
+  createConsoleUser,
+  deployFakehub,
+  openConsolePage,
+  pickProvider,
+  postSignedWebhook,
+  startConsoleStack,
+  tabTo as tabToIn,
+  type BrowserDocument,
+  type FocusedElement,
+  waitForTextChange,
+} from './support/console-driver';
 import { call, expectError } from './support/http';
 import { nangoDeploy, prepareProject } from './support/nango-cli';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
-import { writeProxyProvidersFile } from './support/proxy-fakes';
-import { ContactsProvider, loopbackEgress } from './support/syncs-fakes';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
+import { ContactsProvider } from './support/syncs-fakes';
 import { WebhookReceiver } from './support/webhook-receiver';
 
 /**
@@ -20,57 +33,16 @@ import { WebhookReceiver } from './support/webhook-receiver';
  * violation) and photographed into e2e/artifacts/console/.
  */
 
-/** Functions given to page.evaluate run in the browser; the few browser globals they touch. */
-interface AxeResult {
-  violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[];
-}
-declare const axe: { run(context: unknown, options: unknown): Promise<AxeResult> };
-declare const document: {
-  activeElement: {
-    getAttribute(name: string): string | null;
-    textContent: string | null;
-    tagName: string;
-  } | null;
-};
+/** Functions given to page.evaluate run in the browser; the browser global they touch. */
+declare const document: BrowserDocument;
 
 jest.setTimeout(90_000);
 
-const ARTIFACTS = join(repoRoot(), 'e2e', 'artifacts', 'console');
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 // Console emails are unique across accounts, and every stack of the suite shares one database.
 const EMAIL = `ada-${Math.random().toString(36).slice(2, 8)}@example.com`;
 const PASSWORD = 'correct horse battery staple';
 const API_KEY = 'recordhub-api-key';
 const CONTACTS = 30;
-
-/** `switchboard console users create`, as an operator creates the first admin. */
-function createConsoleUser(stack: Stack, email: string, role: string, password: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      [
-        join(repoRoot(), 'packages/cli/dist/main.js'),
-        'console',
-        'users',
-        'create',
-        '--email',
-        email,
-        '--role',
-        role,
-        '--account',
-        stack.accountName,
-      ],
-      {
-        env: {
-          PATH: process.env.PATH,
-          DATABASE_URL: stack.databaseUrl,
-          SWITCHBOARD_CONSOLE_PASSWORD: password,
-        },
-      },
-      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
-    );
-  });
-}
 
 describe('the console in Chromium', () => {
   let stack: Stack;
@@ -87,74 +59,19 @@ describe('the console in Chromium', () => {
 
   const console$ = (path: string) => `${stack.gatewayUrl}/console${path}`;
 
-  /** axe-core on the page as it is now: no serious or critical violation; then a screenshot. */
-  const check = async (name: string) => {
-    // Evaluated over the DevTools protocol, so the page's CSP (no inline script) does not apply to it.
-    await page.evaluate(AXE_SOURCE);
-    const result = await page.evaluate(() =>
-      axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
-    );
-    const serious = result.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => ({
-        id: v.id,
-        impact: v.impact,
-        help: v.help,
-        targets: v.nodes.map((n) => n.target).slice(0, 5),
-      }));
-    await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-    expect({ page: name, serious }).toEqual({ page: name, serious: [] });
-  };
-
-  /** Presses Tab until the focused element matches, as a keyboard user would (at most `max` presses). */
-  const tabTo = async (
-    matches: (el: { label: string | null; text: string; tag: string; placeholder: string | null }) => boolean,
-    max = 40,
-  ) => {
-    for (let i = 0; i < max; i++) {
-      const el = await page.evaluate(() => ({
-        label: document.activeElement?.getAttribute('aria-label') ?? null,
-        text: (document.activeElement?.textContent ?? '').trim(),
-        tag: document.activeElement?.tagName ?? '',
-        placeholder: document.activeElement?.getAttribute('placeholder') ?? null,
-      }));
-      if (matches(el)) return;
-      await page.keyboard.press('Tab');
-    }
-    throw new Error('the element was never focused with Tab');
-  };
+  const check = (name: string) => checkPage(page, name);
+  const tabTo = (matches: (el: FocusedElement) => boolean, max?: number) => tabToIn(page, matches, max);
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     provider = await new ContactsProvider(API_KEY, CONTACTS).start();
     receiver = await new WebhookReceiver().start();
     const connectPort = await freePort();
     connectUrl = `http://127.0.0.1:${connectPort}`;
-    stack = await startStack({
-      env: {
-        SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile(),
-        SWITCHBOARD_CONNECT_URL: connectUrl,
-      },
-      serviceEnv: loopbackEgress({
-        'auth-connect': { CONNECT_PORT: String(connectPort), CONNECT_HOST: '127.0.0.1' },
-        // A revoked key is refused at once (no verified-key cache).
-        gateway: { SWITCHBOARD_KEY_CACHE_TTL_MS: '0' },
-      }),
-      readyTimeoutMs: 2 * STACK_READY_TIMEOUT_MS,
-    });
+    stack = await startConsoleStack(connectPort, connectUrl);
     await createConsoleUser(stack, EMAIL, 'admin', PASSWORD);
     project = prepareProject('syncs-project');
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('console', (message) => {
-      // An API error answer (which the page shows) is logged by Chromium too: expected, not a fault.
-      const apiError = /^Failed to load resource: the server responded with a status of \d{3}/;
-      if (message.type() === 'error' && !apiError.test(message.text())) browserErrors.push(message.text());
-    });
-    page.on('pageerror', (error) => browserErrors.push(error.message));
-    page.on('dialog', (dialog) => void dialog.accept());
+    ({ context, page } = await openConsolePage(browser, browserErrors));
   }, 2 * START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -215,11 +132,7 @@ describe('the console in Chromium', () => {
     await page.getByRole('link', { name: 'Integrations' }).click();
     await page.getByText('No integration yet.').waitFor();
     await page.getByRole('link', { name: 'New integration' }).click();
-    await page
-      .getByLabel(/^Provider/)
-      .first()
-      .fill('fake-api-key');
-    await page.getByRole('option', { name: /\(fake-api-key\)$/ }).click();
+    await pickProvider(page, 'fake-api-key');
     await page.getByLabel('Unique key').fill('recordhub');
     await page.getByLabel('Display name').fill('Record Hub');
     await page.getByText('API_KEY integrations hold no credentials of their own').waitFor();
@@ -289,14 +202,7 @@ describe('the console in Chromium', () => {
     await page.keyboard.press('Escape');
 
     // The customer opens the link and connects.
-    const customer = await context.newPage();
-    await customer.goto(link);
-    await customer.getByLabel(/Origin/).fill(provider.url);
-    await customer.getByLabel(/Account/).fill('acme');
-    await customer.getByLabel(/API key/).fill(API_KEY);
-    await customer.getByRole('button', { name: 'Connect', exact: true }).click();
-    await customer.waitForSelector('h1:has-text("is connected")');
-    await customer.close();
+    await connectAsCustomer(context, link, provider.url, API_KEY);
 
     await page.reload();
     const rows = page.getByRole('table', { name: 'Connections' }).getByRole('row');
@@ -477,25 +383,9 @@ describe('the console in Chromium', () => {
 
   it('runs an action with a JSON input and shows its runs, their outcome and logs', async () => {
     // A second project, `fakehub` (its integration and connection made through the API, as a script would).
+    await deployFakehub(stack, provider.url, API_KEY);
     const api = (method: string, path: string, body?: unknown) =>
       call(stack.gatewayUrl, method, path, { key: stack.secretKey, body });
-    expect(
-      (await api('POST', '/integrations', { provider: 'fake-api-key', unique_key: 'fakehub' })).status,
-    ).toBe(200);
-    const imported = await api('POST', '/connections', {
-      provider_config_key: 'fakehub',
-      connection_id: 'conn-fakehub',
-      credentials: { type: 'API_KEY', apiKey: API_KEY },
-      connection_config: { origin: provider.url, account: 'acme' },
-    });
-    expect([200, 201]).toContain(imported.status);
-    const actions = prepareProject('functions-project');
-    try {
-      const deploy = await nangoDeploy(actions, stack.gatewayUrl, stack.secretKey);
-      expect(deploy.stdout).toContain('Successfully deployed the functions');
-    } finally {
-      rmSync(actions, { recursive: true, force: true });
-    }
 
     await page.getByRole('link', { name: 'Functions' }).click();
     await page.getByTestId('function-slow-echo').getByRole('button', { name: 'Open slow-echo' }).click();
@@ -616,13 +506,7 @@ describe('the console in Chromium', () => {
     expect(before).not.toContain('•');
     await page.getByRole('button', { name: 'Rotate signing key' }).click();
     await page.getByText('The previous key still signs until').waitFor();
-    await page.waitForFunction(
-      (old) =>
-        (
-          globalThis as unknown as { document: { querySelector(s: string): { textContent: string } | null } }
-        ).document.querySelector('[data-testid="signing-key"]')?.textContent !== old,
-      before,
-    );
+    await waitForTextChange(page, 'signing-key', before);
     const after = (await key.textContent())!;
     const environment = await call(stack.gatewayUrl, 'GET', '/environment', { key: stack.secretKey });
     expect((environment.body as { data: { webhook_signing_key: string } }).data.webhook_signing_key).toBe(
@@ -638,11 +522,7 @@ describe('the console in Chromium', () => {
     const spki = (key: KeyObject) => key.export({ type: 'spki', format: 'pem' }).toString();
     await page.getByRole('link', { name: 'Integrations' }).click();
     await page.getByRole('link', { name: 'New integration' }).click();
-    await page
-      .getByLabel(/^Provider/)
-      .first()
-      .fill('highlevel');
-    await page.getByRole('option', { name: /\(highlevel\)$/ }).click();
+    await pickProvider(page, 'highlevel');
     await page.getByLabel('Unique key').fill('highlevel-keys');
     await page.getByLabel(/^Client ID/).fill('ghl-client');
     await page.getByLabel(/^Client secret/).fill('ghl-secret-1');
@@ -662,17 +542,7 @@ describe('the console in Chromium', () => {
     const webhookUrl = (await page.getByTestId('webhook-url').textContent())!;
     // Stored (no answer shows it): HighLevel webhooks signed with its private key are accepted.
     const body = JSON.stringify({ type: 'ContactCreate', locationId: 'loc-console', webhookId: 'wh-1' });
-    const webhook = async (key: KeyObject) =>
-      (
-        await fetch(webhookUrl, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-ghl-signature': sign(null, Buffer.from(body), key).toString('base64'),
-          },
-          body,
-        })
-      ).status;
+    const webhook = (key: KeyObject) => postSignedWebhook(webhookUrl, body, key);
     expect(await webhook(first.privateKey)).toBe(200);
     expect(await webhook(second.privateKey)).toBe(401);
     await check('16-webhook-public-key');

@@ -1,9 +1,20 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { freePort, startStack, type RunningService, type Stack } from '@switchboard/testing';
-import { call, createKey, expectError, type ApiResponse } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
-import { raw, startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
+import type { RunningService, Stack } from '@switchboard/testing';
+import { call, createKey, expectError } from './support/http';
+import { START_HOOK_TIMEOUT_MS, waitFor } from './support/processes';
+import { raw, startFakeProvider, type FakeProvider } from './support/proxy-fakes';
+import {
+  BUSY_MACHINE_LATE_MS,
+  canary,
+  createProxyConnections,
+  createProxyIntegrations,
+  echo,
+  expectNoCredentialAbroad,
+  HEADERS_TIMEOUT_MS,
+  importConnection,
+  startProxyPolicyStack,
+  type Canary,
+  type Echo,
+} from './support/proxy-policy-setup';
 import { startRecordingRelay, type RecordingRelay, type RelayedRequest } from './support/recording-relay';
 
 /**
@@ -14,48 +25,11 @@ import { startRecordingRelay, type RecordingRelay, type RelayedRequest } from '.
  * service runs beside it for the trust-boundary test.
  */
 
-const HEADERS_TIMEOUT_MS = 1500;
-/**
- * How much later than planned a loaded two-core machine may see a request answered: bounds on elapsed time
- * tell the behaviour apart (the configured timeout against the default minute, no wait against a wait of
- * seconds) with this margin, not by a tight timing.
- */
-const BUSY_MACHINE_LATE_MS = 8_000;
-/** The engine's settings, for the gateway (it runs the engine: embedded mode, the default) and the proxy service. */
-const ENGINE_ENV = {
-  SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
-  SWITCHBOARD_PROXY_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-  SWITCHBOARD_PROXY_RETRY_BASE_MS: '20',
-  SWITCHBOARD_PROXY_RATE_LIMIT_MAX_WAIT_MS: '5000',
-};
-
-interface Echo {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** A listener on a loopback address outside the allow-list: it must never see a connection. */
-async function canary(host: string): Promise<{ port: number; hits: number; close(): Promise<void> }> {
-  let hits = 0;
-  const server: Server = createServer((_req, res) => res.end('leaked'));
-  server.on('connection', () => hits++);
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    get hits() {
-      return hits;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 describe('proxy: credentials, errors and policies', () => {
   let stack: Stack;
   let fake: FakeProvider;
-  let canary4: Awaited<ReturnType<typeof canary>>;
-  let canary6: Awaited<ReturnType<typeof canary>>;
+  let canary4: Canary;
+  let canary6: Canary;
   /** A server the caller of a proxy-only key controls, on an allowed address: it must never see a credential. */
   let foreign: FakeProvider;
   let remoteGateway: RunningService;
@@ -77,63 +51,6 @@ describe('proxy: credentials, errors and policies', () => {
       headers: { 'provider-config-key': providerConfigKey, 'connection-id': connectionId, ...headers },
       ...(body === undefined ? {} : { body }),
     });
-  const echo = (res: ApiResponse) => {
-    expect(res.status).toBe(200);
-    return res.body as Echo;
-  };
-  /**
-   * Sends a request of each credentialed integration (as `send` makes it) that lands on the foreign
-   * server: none carries a token, key, client secret or password (nor the integration's `secrets`).
-   */
-  const expectNoCredentialAbroad = async (
-    send: (providerConfigKey: string) => Promise<ApiResponse>,
-    secrets: string[],
-  ) => {
-    const before = foreign.seen.length;
-    const integrations = ['secret-header', 'oauth2', 'api-key', 'api-key-query', 'basic', 'oauth1'];
-    for (const providerConfigKey of integrations) {
-      const seen = echo(await send(providerConfigKey));
-      expect(seen.headers.authorization).toBeUndefined();
-      expect(seen.headers['x-api-key']).toBeUndefined();
-      expect(seen.url).toBe('/echo');
-      const everything = JSON.stringify(seen);
-      for (const secret of [
-        'client-secret-etsy',
-        'at-secret-header',
-        'at-1',
-        'key-header',
-        'l0velace',
-        ...secrets,
-      ])
-        expect(everything).not.toContain(secret);
-    }
-    expect(foreign.seen.length).toBe(before + integrations.length);
-  };
-
-  async function integration(provider: string, uniqueKey: string, extra: Record<string, unknown> = {}) {
-    const res = await call(stack.gatewayUrl, 'POST', '/integrations', {
-      key: stack.secretKey,
-      body: { provider, unique_key: uniqueKey, ...extra },
-    });
-    expect(res.status).toBe(200);
-  }
-  async function connection(
-    providerConfigKey: string,
-    connectionId: string,
-    credentials: Record<string, unknown>,
-    config: Record<string, unknown> = {},
-  ) {
-    const res = await call(stack.gatewayUrl, 'POST', '/connections', {
-      key: stack.secretKey,
-      body: {
-        provider_config_key: providerConfigKey,
-        connection_id: connectionId,
-        credentials,
-        connection_config: { origin: fake.url, ...config },
-      },
-    });
-    expect([200, 201]).toContain(res.status);
-  }
 
   beforeAll(async () => {
     [fake, foreign, canary4, canary6] = await Promise.all([
@@ -142,34 +59,8 @@ describe('proxy: credentials, errors and policies', () => {
       canary('127.0.0.2'),
       canary('::1'),
     ]);
-    stack = await startStack({
-      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      serviceEnv: {
-        'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
-        gateway: ENGINE_ENV,
-        proxy: ENGINE_ENV,
-      },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
-    const oauth = { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' };
-    await integration('fake-oauth2', 'oauth2', { credentials: oauth });
-    await integration('fake-oauth2', 'oauth2-ungoverned', {
-      credentials: oauth,
-      integration_config: { proxy_rate_limit_governance: false },
-    });
-    await integration('fake-api-key', 'api-key');
-    await integration('fake-api-key-query', 'api-key-query');
-    await integration('fake-api-key-body', 'api-key-body');
-    await integration('fake-basic', 'basic');
-    await integration('fake-oauth1', 'oauth1', {
-      credentials: { type: 'OAUTH1', client_id: 'consumer-key', client_secret: 'oauth1-consumer-secret' },
-    });
-    await integration('fake-tba', 'tba');
-    await integration('fake-no-base', 'no-base');
-    await integration('fake-client-secret-header', 'secret-header', {
-      credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'client-secret-etsy' },
-    });
-    await connection('secret-header', 'c1', { type: 'OAUTH2', access_token: 'at-secret-header' });
+    stack = await startProxyPolicyStack();
+    await createProxyIntegrations(stack, fake.url);
     remoteGateway = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_MODE: 'remote' });
     neighbour = await startRecordingRelay([`http://127.0.0.1:${stack.services.proxy.port}`]);
     tappedGateway = await stack.startReplica('gateway', {
@@ -177,35 +68,7 @@ describe('proxy: credentials, errors and policies', () => {
       SWITCHBOARD_PROXY_URL: neighbour.url,
     });
 
-    await connection('oauth2', 'c1', { type: 'OAUTH2', access_token: 'at-1', refresh_token: 'rt-0' });
-    await connection('oauth2-ungoverned', 'c1', { type: 'OAUTH2', access_token: 'at-1' });
-    await connection('oauth2', 'expired', {
-      type: 'OAUTH2',
-      access_token: 'at-old',
-      refresh_token: 'rt-old',
-      expires_at: new Date(Date.now() - 60_000).toISOString(),
-    });
-    await connection('api-key', 'c1', { type: 'API_KEY', apiKey: 'key-header' }, { account: 'acme' });
-    await connection('api-key-query', 'c1', { type: 'API_KEY', apiKey: 'key query&=' });
-    await connection('api-key-body', 'c1', { type: 'API_KEY', apiKey: 'key-body' });
-    await connection('basic', 'c1', { type: 'BASIC', username: 'ada', password: 'l0velace:' });
-    await connection('oauth1', 'c1', {
-      type: 'OAUTH1',
-      oauth_token: 'token-1',
-      oauth_token_secret: 'oauth1-token-secret',
-    });
-    await connection(
-      'tba',
-      'c1',
-      {
-        type: 'TBA',
-        token_id: 'tid',
-        token_secret: 'oauth1-token-secret',
-        config_override: { client_id: 'ck', client_secret: 'oauth1-consumer-secret' },
-      },
-      { accountId: '1234-sb1' },
-    );
-    await connection('no-base', 'c1', { type: 'API_KEY', apiKey: 'k' });
+    await createProxyConnections(stack, fake.url);
   }, START_HOOK_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -340,6 +203,7 @@ describe('proxy: credentials, errors and policies', () => {
       '%s: a proxy-only key aiming the override at another origin reaches it with no token, key or client secret',
       async (_mode, gatewayUrl) => {
         await expectNoCredentialAbroad(
+          foreign,
           (providerConfigKey) =>
             via(gatewayUrl(), proxyOnly, { 'base-url-override': foreign.url }, providerConfigKey),
           ['key query'],
@@ -403,6 +267,7 @@ describe('proxy: credentials, errors and policies', () => {
       '%s: a proxy-only key asking to forward headers on redirect sends no credential to another origin',
       async (_mode, gatewayUrl) => {
         await expectNoCredentialAbroad(
+          foreign,
           (providerConfigKey) => followed(gatewayUrl(), proxyOnly, providerConfigKey, `${foreign.url}/echo`),
           ['api_key'],
         );
@@ -679,10 +544,10 @@ describe('proxy: credentials, errors and policies', () => {
           headers: { 'provider-config-key': 'api-key', 'connection-id': 'cached' },
         });
 
-      await connection('api-key', 'cached', { type: 'API_KEY', apiKey: 'key-v1' });
+      await importConnection(stack, fake.url, 'api-key', 'cached', { type: 'API_KEY', apiKey: 'key-v1' });
       expect(echo(await via('/echo')).headers['x-api-key']).toBe('key-v1');
 
-      await connection('api-key', 'cached', { type: 'API_KEY', apiKey: 'key-v2' });
+      await importConnection(stack, fake.url, 'api-key', 'cached', { type: 'API_KEY', apiKey: 'key-v2' });
       await waitFor(
         'the re-imported key',
         async () => ((await via('/echo')).body as Echo).headers['x-api-key'] === 'key-v2' || undefined,
