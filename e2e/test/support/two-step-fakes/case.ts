@@ -53,7 +53,7 @@ export interface RecordedCall {
   body: TokenBody;
 }
 
-/** Helpers the rows are written with. */
+/** Small functions the rows are written with. */
 export const basic = (user: string, pass: string) =>
   `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
 export const inSeconds = (ttl: number) => new Date(Date.now() + ttl * 1000).toISOString();
