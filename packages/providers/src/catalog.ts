@@ -82,13 +82,21 @@ interface CompiledCatalog {
 
 function loadBuiltIn(): BuiltInCatalog {
   const text = readCatalogText(BUILT_IN_CATALOG_PATH);
-  const source = createHash('sha256').update(text).digest('hex');
-  return readCompiledCatalog(source) ?? compileBuiltIn(text, source);
+  return readCompiledCatalog(sourceOf(text)) ?? compileBuiltIn(text);
 }
 
-function compileBuiltIn(text: string, source: string): BuiltInCatalog {
+/** What names the YAML text a compiled catalog was made from. */
+function sourceOf(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+function compileBuiltIn(text: string): BuiltInCatalog {
   const file = parseCatalogText(BUILT_IN_CATALOG_PATH, text);
-  return { source, entries: file.entries, definitions: resolveFile(file, () => undefined, '') };
+  return {
+    source: sourceOf(text),
+    entries: file.entries,
+    definitions: resolveFile(file, () => undefined, ''),
+  };
 }
 
 /** The compiled catalog if there is one made from this YAML text (`source`); anything else is ignored. */
@@ -112,8 +120,7 @@ function readCompiledCatalog(source: string): BuiltInCatalog | undefined {
  * for services to start from. The package build runs it (`validate-cli`).
  */
 export function writeCompiledCatalog(): void {
-  const text = readCatalogText(BUILT_IN_CATALOG_PATH);
-  const builtIn = compileBuiltIn(text, createHash('sha256').update(text).digest('hex'));
+  const builtIn = compileBuiltIn(readCatalogText(BUILT_IN_CATALOG_PATH));
   const compiled: CompiledCatalog = {
     source: builtIn.source,
     entries: Object.fromEntries(builtIn.entries),
