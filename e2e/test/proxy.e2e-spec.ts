@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Nango } from '@nangohq/node';
-import { freePort, startStack, type RunningService, type Stack } from '@switchboard/testing';
+import type { RunningService, Stack } from '@switchboard/testing';
 import { call } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS } from './support/processes';
+import { START_HOOK_TIMEOUT_MS } from './support/processes';
 import {
   BIG_BYTES,
   BINARY_BODY,
@@ -16,7 +16,7 @@ import {
   rawDigest,
   rssBytes,
   startFakeProvider,
-  writeProxyProvidersFile,
+  startProxyEngineStack,
   type FakeProvider,
   type RawResponse,
 } from './support/proxy-fakes';
@@ -67,15 +67,7 @@ describe('proxy: responses pass through unchanged', () => {
 
   beforeAll(async () => {
     [fake, other] = await Promise.all([startFakeProvider('a'), startFakeProvider('b')]);
-    stack = await startStack({
-      env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-      serviceEnv: {
-        'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
-        gateway: ENGINE_ENV,
-        proxy: ENGINE_ENV,
-      },
-      readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-    });
+    stack = await startProxyEngineStack(ENGINE_ENV);
     remoteGateway = await stack.startReplica('gateway', { SWITCHBOARD_PROXY_MODE: 'remote' });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     const integration = await call(stack.gatewayUrl, 'POST', '/integrations', {

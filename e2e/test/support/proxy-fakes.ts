@@ -13,6 +13,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { freePort, startStack, type Stack } from '@switchboard/testing';
+import { STACK_READY_TIMEOUT_MS } from './processes';
 
 /** Fixed so a direct and a proxied answer of the same route are byte-identical, headers included. */
 export const FIXED_DATE = 'Tue, 04 Mar 2025 10:00:00 GMT';
@@ -542,4 +544,20 @@ export function rssBytes(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
   return Number(kb ?? 0) * 1024;
+}
+
+/**
+ * A stack with these fake providers in its catalog and `engineEnv` (egress, retry and timeout settings) in
+ * both places the proxy engine runs: the gateway (embedded mode) and the proxy service.
+ */
+export async function startProxyEngineStack(engineEnv: Record<string, string>): Promise<Stack> {
+  return startStack({
+    env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
+    serviceEnv: {
+      'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
+      gateway: engineEnv,
+      proxy: engineEnv,
+    },
+    readyTimeoutMs: STACK_READY_TIMEOUT_MS,
+  });
 }

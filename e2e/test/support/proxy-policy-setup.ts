@@ -1,9 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
+import type { Stack } from '@switchboard/testing';
 import { call, type ApiResponse } from './http';
-import { STACK_READY_TIMEOUT_MS } from './processes';
-import { writeProxyProvidersFile, type FakeProvider } from './proxy-fakes';
+import { startProxyEngineStack, type FakeProvider } from './proxy-fakes';
 
 /**
  * The stack, integrations and connections of the proxy policy suite, the listeners that must never be
@@ -50,16 +49,8 @@ export async function canary(host: string): Promise<{ port: number; hits: number
 }
 
 /** The stack with the proxy providers and the engine settings, in the gateway and the proxy service. */
-export async function startProxyPolicyStack(): Promise<Stack> {
-  return startStack({
-    env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
-    serviceEnv: {
-      'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' },
-      gateway: ENGINE_ENV,
-      proxy: ENGINE_ENV,
-    },
-    readyTimeoutMs: STACK_READY_TIMEOUT_MS,
-  });
+export function startProxyPolicyStack(): Promise<Stack> {
+  return startProxyEngineStack(ENGINE_ENV);
 }
 
 /** The 200 of the fake provider's echo route, as the body it echoed. */
