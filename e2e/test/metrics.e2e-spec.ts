@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ALL_SERVICES, freePort, startStack, type Stack, type StackService } from '@switchboard/testing';
+import { ALL_SERVICES, startStack, type Stack, type StackService } from '@switchboard/testing';
 import { call } from './support/http';
 import { startFakeProvider, writeProxyProvidersFile, type FakeProvider } from './support/proxy-fakes';
 import { AuthEventPublisher } from './support/webhook-events';
@@ -7,8 +7,8 @@ import { WebhookReceiver } from './support/webhook-receiver';
 
 /**
  * The metrics SREs watch, read the way Prometheus reads them: every service runs with
- * `OTEL_METRICS_EXPORTER=prometheus` on a loopback port of its own (the exporter keeps the values in
- * memory and renders them on each scrape), and each test scrapes before and after real traffic through
+ * `OTEL_METRICS_EXPORTER=prometheus` on a loopback port of its own (the stack's `metrics` option; the
+ * exporter keeps the values in memory and renders them on each scrape), and each test scrapes before and after real traffic through
  * the public API, NATS and JetStream, and asserts the instruments moved.
  */
 
@@ -47,10 +47,8 @@ describe('metrics', () => {
   let fake: FakeProvider;
   let receiver: WebhookReceiver;
   let publisher: AuthEventPublisher;
-  const ports = {} as Record<StackService, number>;
-
   const scrape = async (service: StackService): Promise<Sample[]> => {
-    const res = await fetch(`http://127.0.0.1:${ports[service]}/metrics`);
+    const res = await fetch(`http://127.0.0.1:${stack.metricsPorts[service]}/metrics`);
     expect(res.status).toBe(200);
     return parse(await res.text());
   };
@@ -68,23 +66,20 @@ describe('metrics', () => {
 
   beforeAll(async () => {
     [fake, receiver] = await Promise.all([startFakeProvider('a'), new WebhookReceiver().start()]);
-    for (const service of ALL_SERVICES) ports[service] = await freePort();
-    const serviceEnv = {} as Record<StackService, Record<string, string>>;
-    for (const s of ALL_SERVICES) serviceEnv[s] = { OTEL_EXPORTER_PROMETHEUS_PORT: String(ports[s]) };
-    Object.assign(serviceEnv.gateway, { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' });
-    Object.assign(serviceEnv['webhook-relay'], {
-      SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
-      SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,200ms,400ms',
-      SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
-    });
     stack = await startStack({
+      metrics: true,
       env: {
-        OTEL_METRICS_EXPORTER: 'prometheus',
-        OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
         SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile(),
         SWITCHBOARD_RATE_LIMIT_PER_MIN: String(RATE_LIMIT),
       },
-      serviceEnv,
+      serviceEnv: {
+        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
+        'webhook-relay': {
+          SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',
+          SWITCHBOARD_WEBHOOK_RETRY_SCHEDULE: '0,200ms,400ms',
+          SWITCHBOARD_WEBHOOK_POLL_INTERVAL: '100ms',
+        },
+      },
     });
     publisher = await AuthEventPublisher.connect(stack.natsUrl);
     const integration = await call(stack.gatewayUrl, 'POST', '/integrations', {
@@ -254,9 +249,13 @@ describe('metrics', () => {
     );
   });
 
-  it('serves every service’s metrics, named after the service', async () => {
-    for (const service of ALL_SERVICES) {
-      const res = await fetch(`http://127.0.0.1:${ports[service]}/metrics`);
+  it('serves every service’s metrics, named after the service, and the Temporal worker’s', async () => {
+    const processes = [
+      ...ALL_SERVICES.map((s) => [s, s] as const),
+      ['sync-orchestrator-worker', 'sync-orchestrator'] as const,
+    ];
+    for (const [process, service] of processes) {
+      const res = await fetch(`http://127.0.0.1:${stack.metricsPorts[process]}/metrics`);
       const text = await res.text();
       expect(text).toContain(`service_name="${service}"`);
     }

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -57,4 +57,72 @@ describe('stopTracing with an OTLP metric exporter on', () => {
     // Without the bound, the stop would last the exporter's timeout.
     expect(await stopMs(60_000)).toBeGreaterThanOrEqual(4_900);
   }, 60_000);
+});
+
+/**
+ * A service asked to serve its metrics to Prometheus either serves them or does not start: a port taken
+ * by another process is reported with its address and the process exits, where the exporter alone would
+ * log nothing and leave the scraper with no target.
+ */
+const METRICS_CHILD = `
+const o = require(${JSON.stringify(join(__dirname, '..', 'dist', 'index.js'))});
+o.startTracing('metrics-test');
+o.metrics.getMeter('test').createCounter('test.requests').add(1);
+setTimeout(() => process.exit(0), 20_000);
+`;
+
+describe('startTracing with the Prometheus exporter', () => {
+  const start = (port: number) =>
+    spawn(process.execPath, ['-e', METRICS_CHILD], {
+      env: {
+        ...process.env,
+        OTEL_TRACES_EXPORTER: 'none',
+        OTEL_METRICS_EXPORTER: 'prometheus',
+        OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
+        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  const exited = (child: ChildProcess) =>
+    new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  it('exits at start-up, naming the address, when the port is taken', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const { port } = holder.address() as AddressInfo;
+    try {
+      const child = start(port);
+      let stderr = '';
+      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      expect(await exited(child)).toBe(1);
+      expect(stderr).toContain(
+        `metrics-test: the Prometheus metrics endpoint cannot listen on 127.0.0.1:${port} (EADDRINUSE)`,
+      );
+    } finally {
+      holder.close();
+    }
+  }, 30_000);
+
+  it('serves the metrics on a free port', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const child = start(port);
+    const ended = exited(child);
+    try {
+      let body = '';
+      for (let i = 0; i < 100 && !body; i++) {
+        body = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+          (res) => res.text(),
+          () => new Promise<string>((resolve) => setTimeout(() => resolve(''), 100)),
+        );
+      }
+      expect(body).toContain('test_requests_total');
+      expect(body).toContain('service_name="metrics-test"');
+    } finally {
+      child.kill();
+      await ended;
+    }
+  }, 30_000);
 });

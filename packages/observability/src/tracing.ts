@@ -1,8 +1,11 @@
 import {
   context,
+  diag,
+  DiagLogLevel,
   propagation,
   trace,
   type Context,
+  type DiagLogger,
   type TextMapGetter,
   type TextMapSetter,
 } from '@opentelemetry/api';
@@ -44,10 +47,12 @@ export function startTracing(serviceName: string, options: TracingOptions = {}):
   // should not push to a collector nobody configured. Logs stay off (they go to stdout).
   process.env.OTEL_METRICS_EXPORTER ??= 'none';
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
+  const name = process.env.OTEL_SERVICE_NAME ?? serviceName;
+  diag.setLogger(telemetryErrors(name), DiagLogLevel.ERROR);
   sdk = new NodeSDK({
     views: METRIC_VIEWS,
     resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME ?? serviceName,
+      [ATTR_SERVICE_NAME]: name,
       [ATTR_SERVICE_VERSION]: options.version ?? '0.1.0',
     }),
     // Random ids, except for spans re-recorded from another runtime (recordForeignSpans).
@@ -92,6 +97,39 @@ export function startTracing(serviceName: string, options: TracingOptions = {}):
     ],
   });
   sdk.start();
+}
+
+/**
+ * OpenTelemetry reports its own failures through `diag`, which prints nothing until a logger is set. They
+ * go to stderr, as messages only (an exporter's error may carry a response body). One of them stops the
+ * service: its Prometheus endpoint not listening (the port taken, or not allowed), since the scraper would
+ * then find nothing and nobody would be told why; the process exits at start-up with the address.
+ */
+function telemetryErrors(serviceName: string): DiagLogger {
+  const ignore = () => undefined;
+  const text = (value: unknown) =>
+    value instanceof Error ? value.message : typeof value === 'string' ? value : '';
+  return {
+    error: (message: unknown, ...args: unknown[]) => {
+      const listen = [message, ...args].find(
+        (value): value is NodeJS.ErrnoException & { address?: string; port?: number } =>
+          value instanceof Error && (value as NodeJS.ErrnoException).syscall === 'listen',
+      );
+      if (listen) {
+        process.stderr.write(
+          `${serviceName}: the Prometheus metrics endpoint cannot listen on ${listen.address}:${listen.port} (${listen.code})\n`,
+        );
+        process.exit(1);
+      }
+      process.stderr.write(
+        `${serviceName}: OpenTelemetry: ${[message, ...args].map(text).join(' ').trim()}\n`,
+      );
+    },
+    warn: ignore,
+    info: ignore,
+    debug: ignore,
+    verbose: ignore,
+  };
 }
 
 /**

@@ -38,6 +38,12 @@ export interface StackOptions {
    * the e2e test environment this starts a stack of the file's own.
    */
   shared?: boolean;
+  /**
+   * Serve metrics for Prometheus (`OTEL_METRICS_EXPORTER=prometheus`) from the first process of each
+   * service and the first worker, each on a loopback port of its own (`Stack.metricsPorts`). Other
+   * replicas and workers export none. Ports are picked anew when a start is retried.
+   */
+  metrics?: boolean;
 }
 
 /** Where `startStack` finds the shared stacks of the jest worker (set by `@switchboard/testing/jest-environment`). */
@@ -91,6 +97,8 @@ export interface Stack {
   workers: RunningService[];
   /** Starts one more worker with the orchestrator's environment plus `env`; stopped with the stack. */
   startWorker(env?: Record<string, string>): RunningService;
+  /** With `metrics`: where each service's first process, and the first worker, serve `/metrics`. */
+  metricsPorts: Partial<Record<StackService | 'sync-orchestrator-worker', number>>;
   stop(): Promise<void>;
 }
 
@@ -144,8 +152,10 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
 
   const envOf = (name: StackService) =>
     serviceEnv(name, { ...common, SWITCHBOARD_MASTER_KEYS: masterKeys }, ports, nats.passwords, options);
+  const { metricsPorts, metricsEnv } = await metricsEndpoints(options.metrics === true);
+  // Only the first process of each (labelled with its bare name) serves metrics.
   const launch = (name: StackService, env: Record<string, string>, label: string, entry?: string) =>
-    launchService(root, name, env, label, entry);
+    launchService(root, name, { ...env, ...metricsEnv(label) }, label, entry);
 
   const { services, replicas } = await launchServices(launch, envOf, options.replicas);
 
@@ -200,6 +210,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     startReplica,
     workers,
     startWorker,
+    metricsPorts,
     stop: async () => {
       await Promise.all([
         ...ALL_SERVICES.map((s) => stopService(s)),
@@ -210,6 +221,35 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
 
   Object.assign(stack, await untilReady(stack, options.readyTimeoutMs ?? readyTimeoutDefault(), seeding));
   return stack;
+}
+
+type MeteredProcess = StackService | 'sync-orchestrator-worker';
+
+/**
+ * With `metrics`, a loopback port for the Prometheus endpoint of each service's first process and of the
+ * first worker, and the exporter's variables for a process by its label: those of its port, or none for
+ * the others (replicas and later workers, labelled `name#2`, ...), which would bind the same port and
+ * stop on finding it taken.
+ */
+async function metricsEndpoints(enabled: boolean): Promise<{
+  metricsPorts: Stack['metricsPorts'];
+  metricsEnv: (label: string) => Record<string, string>;
+}> {
+  const metricsPorts: Stack['metricsPorts'] = {};
+  if (!enabled) return { metricsPorts, metricsEnv: () => ({}) };
+  for (const name of [...ALL_SERVICES, 'sync-orchestrator-worker'] as const)
+    metricsPorts[name] = await freePort();
+  const metricsEnv = (label: string): Record<string, string> => {
+    const port = metricsPorts[label as MeteredProcess];
+    return port === undefined
+      ? { OTEL_METRICS_EXPORTER: 'none' }
+      : {
+          OTEL_METRICS_EXPORTER: 'prometheus',
+          OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
+          OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
+        };
+  };
+  return { metricsPorts, metricsEnv };
 }
 
 /** One process per service, and the extra replicas the options ask for (each on a port of its own). */
