@@ -50,6 +50,9 @@ describe('master key rotation', () => {
 
   beforeAll(async () => {
     stack = await startStack({
+      // Integrations (auth-connect), connections (the vault, which asks the orchestrator for the
+      // integration's validate-connection script) and the API in front are all these tests touch.
+      services: ['gateway', 'auth-connect', 'connections-vault', 'sync-orchestrator'],
       env: { SWITCHBOARD_RATE_LIMIT_PER_MIN: '100000' },
       serviceEnv: { 'auth-connect': { CONNECT_PORT: String(await freePort()), CONNECT_HOST: '127.0.0.1' } },
       readyTimeoutMs: 150_000,

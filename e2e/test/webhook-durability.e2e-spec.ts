@@ -33,6 +33,8 @@ function relayScenario(relayEnv: Record<string, string>): { get: () => Scenario 
     const receiver = await new WebhookReceiver().start();
     scenario.receiver = receiver;
     const stack = await startStack({
+      // The API (the gateway, and auth-connect for its keys) and the relay are all these tests touch.
+      services: ['gateway', 'auth-connect', 'webhook-relay'],
       serviceEnv: {
         'webhook-relay': {
           SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',

@@ -54,6 +54,8 @@ describe('master key rotation of webhook signing keys', () => {
   beforeAll(async () => {
     receiver = await new WebhookReceiver().start();
     stack = await startStack({
+      // The API (the gateway, and auth-connect for its keys) and the relay are all these tests touch.
+      services: ['gateway', 'auth-connect', 'webhook-relay'],
       serviceEnv: {
         'webhook-relay': {
           SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1',

@@ -91,7 +91,11 @@ describe('webhook relay killed repeatedly', () => {
 
   beforeAll(async () => {
     receiver = await new WebhookReceiver().start();
-    stack = await startStack({ serviceEnv: { 'webhook-relay': RELAY_ENV } });
+    // The API (the gateway, and auth-connect for its keys) and the relay are all this test touches.
+    stack = await startStack({
+      services: ['gateway', 'auth-connect', 'webhook-relay'],
+      serviceEnv: { 'webhook-relay': RELAY_ENV },
+    });
     publisher = await AuthEventPublisher.connect(stack.natsUrl);
   });
 

@@ -44,6 +44,13 @@ export interface StackOptions {
    * replicas and workers export none. Ports are picked anew when a start is retried.
    */
   metrics?: boolean;
+  /**
+   * Start only these services (default: all), for a file whose tests touch a few (a boot costs about a
+   * CPU-second per process). The worker starts with `sync-orchestrator`. Readiness is then each started
+   * process's own (`GET /ready?scope=self`): the gateway's view lists every service. `Stack.services` has
+   * entries for the started ones only; what the others own answers 503.
+   */
+  services?: readonly StackService[];
 }
 
 /** Where `startStack` finds the shared stacks of the jest worker (set by `@switchboard/testing/jest-environment`). */
@@ -78,7 +85,7 @@ export interface Stack {
    * clients): every process of the stack connects as its own service's user.
    */
   natsCredentials(user: NatsUser): Record<string, string>;
-  /** The first process of each service. */
+  /** The first process of each service (of each started one, with `StackOptions.services`). */
   services: Record<StackService, RunningService>;
   /** Every running process of each service: `services[name]` first, then extra replicas. */
   replicas: Record<StackService, RunningService[]>;
@@ -157,7 +164,8 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   const launch = (name: StackService, env: Record<string, string>, label: string, entry?: string) =>
     launchService(root, name, { ...env, ...metricsEnv(label) }, label, entry);
 
-  const { services, replicas } = await launchServices(launch, envOf, options.replicas);
+  const started = options.services ?? ALL_SERVICES;
+  const { services, replicas } = await launchServices(launch, envOf, options.replicas, started);
 
   // The orchestrator's Temporal worker runs async actions and on-event scripts: a process of its own, as
   // in production. It serves no HTTP, so readiness does not wait for it (it polls once Temporal answers).
@@ -174,7 +182,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     workers.push(started);
     return started;
   };
-  startWorker();
+  if (started.includes('sync-orchestrator')) startWorker();
 
   const stopService = async (service: StackService, signal: NodeJS.Signals = 'SIGTERM') => {
     const codes = await Promise.all(replicas[service].map((r) => stopProcess(r.process, signal)));
@@ -219,7 +227,9 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     },
   };
 
-  Object.assign(stack, await untilReady(stack, options.readyTimeoutMs ?? readyTimeoutDefault(), seeding));
+  const everyService = started.length === ALL_SERVICES.length;
+  const timeoutMs = options.readyTimeoutMs ?? readyTimeoutDefault();
+  Object.assign(stack, await untilReady(stack, timeoutMs, seeding, everyService));
   return stack;
 }
 
@@ -257,13 +267,17 @@ async function launchServices(
   launch: (name: StackService, env: Record<string, string>, label: string) => RunningService,
   envOf: (name: StackService) => Record<string, string>,
   replicaCounts: StackOptions['replicas'],
+  started: readonly StackService[],
 ): Promise<{
   services: Record<StackService, RunningService>;
   replicas: Record<StackService, RunningService[]>;
 }> {
   const services = {} as Record<StackService, RunningService>;
-  const replicas = {} as Record<StackService, RunningService[]>;
-  for (const name of ALL_SERVICES) {
+  const replicas = Object.fromEntries(ALL_SERVICES.map((s) => [s, []])) as unknown as Record<
+    StackService,
+    RunningService[]
+  >;
+  for (const name of started) {
     services[name] = launch(name, envOf(name), name);
     replicas[name] = [services[name]];
     for (let i = 1; i < (replicaCounts?.[name] ?? 1); i++) {
@@ -362,9 +376,18 @@ function stopProcess(child: ChildProcess, signal: NodeJS.Signals): Promise<numbe
  * Waits until the stack answers and its account is seeded; a stack that does not come up is stopped and
  * the error carries the end of each service's log.
  */
-async function untilReady<T>(stack: Stack, timeoutMs: number, seeding: Promise<T>): Promise<T> {
+async function untilReady<T>(
+  stack: Stack,
+  timeoutMs: number,
+  seeding: Promise<T>,
+  everyService: boolean,
+): Promise<T> {
   try {
-    await waitUntilReady(stack.gatewayUrl, stack.replicas, timeoutMs);
+    if (everyService) await waitUntilReady(stack.gatewayUrl, stack.replicas, timeoutMs);
+    else
+      await Promise.all(
+        Object.values(stack.services).map((s) => waitUntilLive(s, timeoutMs, '/ready?scope=self')),
+      );
     // The gateway's readiness sees one process per service, and not the proxy service when the proxy is
     // embedded in the gateway; every process (extra replicas too) must be up as well.
     await Promise.all(
@@ -380,7 +403,7 @@ async function untilReady<T>(stack: Stack, timeoutMs: number, seeding: Promise<T
   }
 }
 
-async function waitUntilLive(service: RunningService, timeoutMs: number) {
+async function waitUntilLive(service: RunningService, timeoutMs: number, path = '/health') {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (service.process.exitCode !== null) {
@@ -389,13 +412,13 @@ async function waitUntilLive(service: RunningService, timeoutMs: number) {
       );
     }
     try {
-      if ((await fetch(`http://127.0.0.1:${service.port}/health`)).status === 200) return;
+      if ((await fetch(`http://127.0.0.1:${service.port}${path}`)).status === 200) return;
     } catch {
       // not listening yet
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${service.name} replica not live after ${timeoutMs} ms`);
+  throw new Error(`${service.name} replica not answering ${path} after ${timeoutMs} ms`);
 }
 
 async function waitUntilReady(
