@@ -21,6 +21,7 @@ import {
   type TwoStepCase,
   type TwoStepFake,
 } from './support/two-step-fakes';
+import { CONNECT_SERVICES } from './support/connect-fakes/stack';
 
 /**
  * The auth modes where Switchboard obtains the credential itself — a JWT it signs (Snowflake key pair,
@@ -133,6 +134,7 @@ describe('auth modes that issue their own tokens', () => {
     writeFileSync(caFile, readFileSync(fake.caFile, 'utf8') + readFileSync(twoStep.caFile, 'utf8'));
     const connectPort = await freePort();
     stack = await startStack({
+      services: CONNECT_SERVICES,
       env: {
         SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
         SWITCHBOARD_PROVIDERS_FILE: providersFile,

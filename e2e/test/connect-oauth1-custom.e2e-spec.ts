@@ -3,6 +3,7 @@ import { Nango } from '@nangohq/node';
 import { startStack, type Stack } from '@switchboard/testing';
 import { call, CookieJar } from './support/http';
 import { startFake, writeProvidersFile, type Fake } from './support/oauth1-custom-fakes';
+import { CONNECT_SERVICES } from './support/connect-fakes/stack';
 
 /**
  * The two redirect flows that need more than one provider call, through the real connect flow:
@@ -62,6 +63,7 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
   beforeAll(async () => {
     fake = await startFake();
     stack = await startStack({
+      services: CONNECT_SERVICES,
       env: { SWITCHBOARD_PROVIDERS_FILE: writeProvidersFile(fake.url), NODE_EXTRA_CA_CERTS: fake.caFile },
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });

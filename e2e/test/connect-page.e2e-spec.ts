@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { repoRoot, type Stack } from '@switchboard/testing';
+import { ALL_SERVICES, repoRoot, type Stack } from '@switchboard/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './support/chromium';
 import {
@@ -52,6 +52,8 @@ describe('the connect page in Chromium', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     fake = await startConnectFakeProvider();
     ({ stack } = await startConnectStack(fake, {
+      // A validate-connection script is deployed and run here.
+      services: ALL_SERVICES,
       // The customer's app lives on the fake's origin here: only it may frame the page or hear from it.
       allowedOrigins: fake.url,
       readyTimeoutMs: STACK_READY_TIMEOUT_MS,

@@ -17,6 +17,7 @@ import {
   type FakeOAuthProvider,
 } from './support/fake-oauth-provider';
 import { waitFor } from './support/processes';
+import { CONNECT_SERVICES } from './support/connect-fakes/stack';
 
 /**
  * Token refresh through the whole stack with TWO connections-vault processes: the vault decides, the
@@ -115,6 +116,7 @@ describe('token refresh across two vault replicas', () => {
     provider = await startFakeOAuthProvider({ delayMs: 200 });
     const providersFile = writeProvidersFile(provider, integration);
     stack = await startStack({
+      services: CONNECT_SERVICES,
       replicas: { 'connections-vault': 2 },
       env: { SWITCHBOARD_PROVIDERS_FILE: providersFile, SWITCHBOARD_RATE_LIMIT_PER_MIN: '100000' },
       serviceEnv: {

@@ -15,6 +15,7 @@ import {
   type Pki,
   type RecordedRequest,
 } from './support/provider-quirks-fakes';
+import { CONNECT_SERVICES } from './support/connect-fakes/stack';
 
 /**
  * Catalog entries whose providers bend the usual protocols, driven through the gateway against fakes on
@@ -232,6 +233,7 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
     );
     const connectPort = await freePort();
     stack = await startStack({
+      services: CONNECT_SERVICES,
       env: {
         SWITCHBOARD_CONNECT_URL: `http://127.0.0.1:${connectPort}`,
         SWITCHBOARD_PROVIDERS_FILE: providersFile,

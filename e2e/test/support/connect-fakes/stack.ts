@@ -1,21 +1,42 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { freePort, startStack, type Stack, type StackOptions } from '@switchboard/testing';
+import { freePort, startStack, type Stack, type StackOptions, type StackService } from '@switchboard/testing';
 import { call } from '../http';
 import type { ConnectFakeProvider } from './provider';
 import { writeConnectProvidersFile } from './providers-file';
 
 /**
+ * What connect flows touch: the API, auth-connect (integrations, the connect UI, the exchanges with the
+ * provider), the vault (credentials), the orchestrator (asked for a validate-connection script) and the
+ * relay (the auth webhooks). Not the proxy service (the gateway runs the proxy engine itself) nor the
+ * functions runtime (no script is deployed).
+ */
+export const CONNECT_SERVICES: readonly StackService[] = [
+  'gateway',
+  'auth-connect',
+  'connections-vault',
+  'sync-orchestrator',
+  'webhook-relay',
+];
+
+/**
  * A stack whose providers are the fake's (trusting its certificate) and whose auth-connect serves the
  * connect UI on a port of its own, at `connectUrl`; `allowedOrigins` may frame the page or hear from it.
- * `serviceEnv` adds variables of other services.
+ * `serviceEnv` adds variables of other services. Only the services of a connect flow are started (see
+ * `CONNECT_SERVICES`) unless `services` says otherwise.
  */
 export async function startConnectStack(
   fake: ConnectFakeProvider,
-  options: { allowedOrigins?: string; readyTimeoutMs?: number; serviceEnv?: StackOptions['serviceEnv'] } = {},
+  options: {
+    allowedOrigins?: string;
+    readyTimeoutMs?: number;
+    serviceEnv?: StackOptions['serviceEnv'];
+    services?: readonly StackService[];
+  } = {},
 ): Promise<{ stack: Stack; connectUrl: string }> {
   const connectPort = await freePort();
   const connectUrl = `http://127.0.0.1:${connectPort}`;
   const stack = await startStack({
+    services: options.services ?? CONNECT_SERVICES,
     env: {
       SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
       NODE_EXTRA_CA_CERTS: fake.caFile,
