@@ -1,61 +1,28 @@
-import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Nango } from '@nangohq/node';
 import type { AuthEvent } from '@switchboard/contracts';
 import type { Stack } from '@switchboard/testing';
-import { connect, type NatsConnection } from 'nats';
-import { Client } from 'pg';
 import { waitForAuthEvents } from './support/auth-events';
+import { ConnectionsWorld, expectClientError, PLUS_ZERO } from './support/connections-world';
 import { call, createKey, expectError, failure } from './support/http';
-import { standardStack } from './support/standard-stack';
+import { WebhookReceiver } from './support/webhook-receiver';
 
 /**
  * The connections and metadata API through the gateway, driven by the official, unmodified
  * `@nangohq/node` client (and raw HTTP for the import, which the client has no method for).
  */
 
-const PLUS_ZERO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/;
-
 describe('connections through @nangohq/node 0.71.10', () => {
+  const world = new ConnectionsWorld();
+  const { gh, keys, run, secrets, secret, api, importConnection } = world;
   let stack: Stack;
   let nango: Nango;
-  let db: Client;
-  let nc: NatsConnection;
-  const startedAt = new Date(Date.now() - 1000);
-  const secrets: string[] = [];
-  const secret = (prefix: string) => {
-    const value = `${prefix}_SENTINEL_${randomUUID().replace(/-/g, '')}`;
-    secrets.push(value);
-    return value;
-  };
-
-  const run = randomUUID().slice(0, 8);
-  const gh = `gh-${run}`;
-  const keys = `keys-${run}`;
-
-  const importConnection = async (body: Record<string, unknown>, key?: string) =>
-    call(stack.gatewayUrl, 'POST', '/connections', { key: key ?? stack.secretKey, body });
 
   beforeAll(async () => {
-    stack = await standardStack();
-    nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
-    db = new Client({ connectionString: stack.databaseUrl });
-    await db.connect();
-    nc = await connect({ servers: stack.natsUrl });
-    await nango.createIntegration({
-      provider: 'github',
-      unique_key: gh,
-      credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: secret('cs') },
-    });
-    await nango.createIntegration({ provider: 'anthropic', unique_key: keys });
+    await world.start();
+    ({ stack, nango } = world);
   }, 180_000);
 
-  afterAll(async () => {
-    await nc?.close();
-    await db?.end();
-    await stack?.stop();
-  });
+  afterAll(() => world.stop());
 
   describe('import (POST /connections)', () => {
     it('stores an OAuth 2 connection and answers 201 with the full connection, refresh token withheld', async () => {
@@ -127,7 +94,7 @@ describe('connections through @nangohq/node 0.71.10', () => {
 
       const mine = (events: AuthEvent[]) =>
         events.filter((e) => e.connectionId === 'key-conn' && e.providerConfigKey === keys);
-      const events = mine(await waitForAuthEvents(nc, startedAt, (all) => mine(all).length >= 2));
+      const events = mine(await waitForAuthEvents(world.nc, world.startedAt, (all) => mine(all).length >= 2));
       expect(events.map((e) => e.operation)).toEqual(['creation', 'override']);
       for (const event of events) {
         expect(event).toMatchObject({
@@ -183,14 +150,14 @@ describe('connections through @nangohq/node 0.71.10', () => {
       });
       expectError(tooManyTags, 400, 'invalid_body');
 
-      const { rows } = await db.query(
+      const { rows } = await world.db.query(
         `SELECT count(*)::int AS n FROM vault.connections WHERE connection_id LIKE 'nope-%'`,
       );
       expect(rows[0].n).toBe(0);
     });
 
     it('stores credentials only as envelope ciphertext bound to the row', async () => {
-      const { rows } = await db.query(
+      const { rows } = await world.db.query(
         `SELECT id, credentials FROM vault.connections WHERE connection_id = 'imported-1' AND provider_config_key = $1`,
         [gh],
       );
@@ -200,27 +167,7 @@ describe('connections through @nangohq/node 0.71.10', () => {
   });
 
   describe('list (GET /connections)', () => {
-    beforeAll(async () => {
-      for (const [id, user, org, tags] of [
-        ['list-a', 'u-a', 'org-1', { plan: 'free', region: 'eu' }],
-        ['list-b', 'u-b', 'org-1', { plan: 'pro', region: 'eu' }],
-        ['list-c', 'u-c', 'org-2', { plan: 'pro', region: 'us' }],
-      ] as const) {
-        const res = await importConnection({
-          provider_config_key: keys,
-          connection_id: id,
-          credentials: { type: 'API_KEY', apiKey: secret('key') },
-          end_user: {
-            id: user,
-            display_name: `Person ${user}`,
-            email: `${user}@example.com`,
-            organization: { id: org },
-          },
-          tags: { ...tags },
-        });
-        expect(res.status).toBe(201);
-      }
-    });
+    beforeAll(() => world.importListConnections());
 
     it('lists newest first with created, tags, errors, end_user and metadata, and never credentials', async () => {
       const { connections } = await nango.listConnections();
@@ -283,26 +230,9 @@ describe('connections through @nangohq/node 0.71.10', () => {
     });
 
     it('refuses unknown parameters and out-of-range limits', async () => {
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/connections?foo=1', { key: stack.secretKey }),
-        400,
-        'invalid_query_params',
-      );
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/connections?limit=0', { key: stack.secretKey }),
-        400,
-        'invalid_query_params',
-      );
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/connections?limit=2001', { key: stack.secretKey }),
-        400,
-        'invalid_query_params',
-      );
-      expectError(
-        await call(stack.gatewayUrl, 'GET', '/connections?page=-1', { key: stack.secretKey }),
-        400,
-        'invalid_query_params',
-      );
+      for (const query of ['foo=1', 'limit=0', 'limit=2001', 'page=-1']) {
+        expectError(await api('GET', `/connections?${query}`), 400, 'invalid_query_params');
+      }
     });
 
     it("is what waitForConnection polls to find an end user's connection", async () => {
@@ -358,37 +288,24 @@ describe('connections through @nangohq/node 0.71.10', () => {
     });
 
     it('answers not_found for an unknown connection and unknown_provider_config for an unknown integration', async () => {
-      expect(await failure(nango.getConnection(gh, 'does-not-exist'))).toEqual({
-        status: 404,
-        data: { error: expect.objectContaining({ code: 'not_found' }) },
-      });
-      expect(await failure(nango.getConnection('no-such-integration', 'x'))).toEqual({
-        status: 404,
-        data: { error: expect.objectContaining({ code: 'unknown_provider_config' }) },
-      });
+      await expectClientError(nango.getConnection(gh, 'does-not-exist'), 404, 'not_found');
+      await expectClientError(
+        nango.getConnection('no-such-integration', 'x'),
+        404,
+        'unknown_provider_config',
+      );
     });
 
     it('requires provider_config_key and refuses malformed booleans', async () => {
+      expectError(await api('GET', '/connections/imported-1'), 400, 'invalid_query_params');
       expectError(
-        await call(stack.gatewayUrl, 'GET', '/connections/imported-1', { key: stack.secretKey }),
+        await api('GET', `/connections/imported-1?provider_config_key=${gh}&force_refresh=maybe`),
         400,
         'invalid_query_params',
       );
-      expectError(
-        await call(
-          stack.gatewayUrl,
-          'GET',
-          `/connections/imported-1?provider_config_key=${gh}&force_refresh=maybe`,
-          { key: stack.secretKey },
-        ),
-        400,
-        'invalid_query_params',
-      );
-      const ok = await call(
-        stack.gatewayUrl,
+      const ok = await api(
         'GET',
         `/connections/imported-1?provider_config_key=${gh}&force_refresh=no&refresh_token=0`,
-        { key: stack.secretKey },
       );
       expect(ok.status).toBe(200);
     });
@@ -413,7 +330,7 @@ describe('connections through @nangohq/node 0.71.10', () => {
       });
 
       // At rest: neither the config column nor any other column holds it in plain text.
-      const { rows } = await db.query<{ row: string; config: Record<string, unknown> }>(
+      const { rows } = await world.db.query<{ row: string; config: Record<string, unknown> }>(
         `SELECT c::text AS row, connection_config AS config FROM vault.connections c
           WHERE provider_config_key = $1 AND connection_id = 'dd-1'`,
         [dd],
@@ -444,23 +361,20 @@ describe('connections through @nangohq/node 0.71.10', () => {
       // With read_credentials it is shown, and the proxy still sends it to the provider.
       const full = await nango.getConnection(dd, 'dd-1');
       expect(full.connection_config).toEqual({ siteParameter: 'datadoghq.eu', applicationKey });
-      const seen: Record<string, string | string[] | undefined>[] = [];
-      const provider = createServer((req, res) => {
-        seen.push(req.headers);
-        res.end('{}');
-      });
-      await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+      const provider = await new WebhookReceiver().start();
       try {
-        const origin = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
         await nango.get({
           providerConfigKey: dd,
           connectionId: 'dd-1',
           endpoint: '/v1/validate',
-          baseUrlOverride: origin,
+          baseUrlOverride: provider.url,
         });
-        expect(seen[0]).toMatchObject({ 'dd-api-key': apiKey, 'dd-application-key': applicationKey });
+        expect(provider.received[0]!.headers).toMatchObject({
+          'dd-api-key': apiKey,
+          'dd-application-key': applicationKey,
+        });
       } finally {
-        await new Promise<void>((resolve) => provider.close(() => resolve()));
+        await provider.stop();
       }
     });
   });
@@ -484,11 +398,7 @@ describe('connections through @nangohq/node 0.71.10', () => {
         client.getConnection(gh, 'imported-1', true),
         client.getConnection(gh, 'imported-1', false, true),
       ]) {
-        const refused = await failure(forced);
-        expect(refused).toEqual({
-          status: 403,
-          data: { error: expect.objectContaining({ code: 'forbidden' }) },
-        });
+        await expectClientError(forced, 403, 'forbidden');
       }
       expect(
         (
@@ -554,19 +464,12 @@ describe('connections through @nangohq/node 0.71.10', () => {
 
     it('refuses unknown fields and bad URLs, and answers not_found for an unknown connection', async () => {
       const patch = (body: unknown, id = 'list-a') =>
-        call(stack.gatewayUrl, 'PATCH', `/connections/${id}?provider_config_key=${keys}`, {
-          key: stack.secretKey,
-          body,
-        });
+        api('PATCH', `/connections/${id}?provider_config_key=${keys}`, body);
       expectError(await patch({ metadata: {} }), 400, 'invalid_body');
       expectError(await patch({ webhook_url_override: 'ftp://example.com' }), 400, 'invalid_body');
       expectError(await patch({ tags: { '1bad': 'x' } }), 400, 'invalid_body');
       expectError(await patch({ tags: {} }, 'missing-conn'), 404, 'not_found');
-      expectError(
-        await call(stack.gatewayUrl, 'PATCH', '/connections/list-a', { key: stack.secretKey, body: {} }),
-        400,
-        'invalid_query_params',
-      );
+      expectError(await api('PATCH', '/connections/list-a', {}), 400, 'invalid_query_params');
     });
   });
 
@@ -612,32 +515,18 @@ describe('connections through @nangohq/node 0.71.10', () => {
       expect(await nango.getMetadata(keys, 'list-a')).toEqual({ batch: 1 });
       expect(await nango.getMetadata(keys, 'list-c')).toEqual({ batch: 1 });
 
-      const single = await failure(nango.setMetadata(keys, 'ghost', { x: 1 }));
-      expect(single).toEqual({
-        status: 404,
-        data: { error: expect.objectContaining({ code: 'unknown_connection' }) },
-      });
+      await expectClientError(nango.setMetadata(keys, 'ghost', { x: 1 }), 404, 'unknown_connection');
     });
 
     it('refuses a body that is not { metadata, connection_id, provider_config_key }', async () => {
-      const post = (body: unknown) =>
-        call(stack.gatewayUrl, 'POST', '/connections/metadata', { key: stack.secretKey, body });
-      expectError(await post({ connection_id: 'list-a', provider_config_key: keys }), 400, 'invalid_body');
-      expectError(
-        await post({ connection_id: 'list-a', provider_config_key: keys, metadata: [1] }),
-        400,
-        'invalid_body',
-      );
-      expectError(
-        await post({ connection_id: [], provider_config_key: keys, metadata: {} }),
-        400,
-        'invalid_body',
-      );
-      expectError(
-        await post({ connection_id: 'list-a', provider_config_key: keys, metadata: {}, other: 1 }),
-        400,
-        'invalid_body',
-      );
+      for (const body of [
+        { connection_id: 'list-a', provider_config_key: keys },
+        { connection_id: 'list-a', provider_config_key: keys, metadata: [1] },
+        { connection_id: [], provider_config_key: keys, metadata: {} },
+        { connection_id: 'list-a', provider_config_key: keys, metadata: {}, other: 1 },
+      ]) {
+        expectError(await api('POST', '/connections/metadata', body), 400, 'invalid_body');
+      }
     });
   });
 
@@ -664,14 +553,12 @@ describe('connections through @nangohq/node 0.71.10', () => {
         connection_id: 'attacker',
         credentials: { type: 'OAUTH2', access_token: secret('at') },
       });
-      await db.query(
+      await world.db.query(
         `UPDATE vault.connections SET credentials = (SELECT credentials FROM vault.connections WHERE provider_config_key = $1 AND connection_id = 'victim')
          WHERE provider_config_key = $1 AND connection_id = 'attacker'`,
         [gh],
       );
-      const stolen = await call(stack.gatewayUrl, 'GET', `/connections/attacker?provider_config_key=${gh}`, {
-        key: stack.secretKey,
-      });
+      const stolen = await api('GET', `/connections/attacker?provider_config_key=${gh}`);
       expectError(stolen, 500, 'server_error');
       expect(stolen.text).not.toContain(victimToken);
       expect(await nango.getToken(gh, 'victim')).toBe(victimToken);

@@ -1,11 +1,8 @@
-import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
-import { FUNCTIONS_SUBJECTS } from '@switchboard/contracts';
 import type { Stack } from '@switchboard/testing';
 import { type Client, ScheduleNotFoundError } from '@temporalio/client';
-import { connect } from 'nats';
 import { Client as PgClient } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { call, createKey, expectError } from './support/http';
@@ -13,7 +10,17 @@ import { nangoDeploy } from './support/nango-cli';
 import { START_HOOK_TIMEOUT_MS } from './support/processes';
 import { standardStack } from './support/standard-stack';
 import type { ContactsProvider } from './support/syncs-fakes';
-import { CONN_A, CONN_B, INITIAL, KEY, SYNC, SyncsSuite } from './support/syncs-suite';
+import { openScriptRunner } from './support/script-runs';
+import {
+  CONN_A,
+  CONN_B,
+  INITIAL,
+  KEY,
+  recordRows,
+  SYNC,
+  SyncsSuite,
+  variantRows,
+} from './support/syncs-suite';
 import { headerRecord } from './support/webhook-receiver';
 
 jest.setTimeout(240_000);
@@ -37,10 +44,9 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     schedule,
     waitForQuiet,
     importWithSchedule,
+    api,
+    records,
   } = suite;
-
-  const api = (method: string, path: string, body?: unknown) =>
-    call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
 
   beforeAll(async () => {
     await suite.start(() => standardStack());
@@ -134,14 +140,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     ]);
     const tooMany = Array.from({ length: 101 }, (_, i) => `c-${i}`);
     const query = tooMany.map((id) => `ids=${id}`).join('&');
-    expectError(
-      await call(stack.gatewayUrl, 'GET', `/records?model=Contact&${query}`, {
-        key: stack.secretKey,
-        headers: { 'provider-config-key': KEY, 'connection-id': CONN_A },
-      }),
-      400,
-      'invalid_query_params',
-    );
+    expectError(await records(CONN_A, `&${query}`), 400, 'invalid_query_params');
   });
 
   it('a page with a record that no longer decrypts answers server_error, never a short page', async () => {
@@ -149,36 +148,17 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     // 100th and then at the 700th place of a 1000-record page.
     const db = new PgClient({ connectionString: stack.databaseUrl });
     await db.connect();
-    const rowAt = async (offset: number) =>
-      (
-        await db.query<{ id: string; payload: Buffer }>(
-          `SELECT r.id::text, r.payload FROM orchestrator.records r
-          JOIN auth.environments e ON e.id::text = r.environment_id::text
-          WHERE e.uuid = $1 AND r.provider_config_key = $2 AND r.connection_id = $3 AND r.model = 'Contact'
-          ORDER BY r.updated_at, r.id OFFSET $4 LIMIT 1`,
-          [stack.environmentUuid, KEY, CONN_A, offset],
-        )
-      ).rows[0]!;
-    const donor = await rowAt(0);
-    const page = () =>
-      call(stack.gatewayUrl, 'GET', '/records?model=Contact&limit=1000', {
-        key: stack.secretKey,
-        headers: { 'provider-config-key': KEY, 'connection-id': CONN_A },
-      });
+    const rows = recordRows(db, stack, CONN_A);
+    const donor = await rows.at(0);
+    const page = () => records(CONN_A, '&limit=1000');
     try {
       for (const offset of [99, 699]) {
-        const victim = await rowAt(offset);
-        await db.query('UPDATE orchestrator.records SET payload = $2 WHERE id = $1::uuid', [
-          victim.id,
-          donor.payload,
-        ]);
+        const victim = await rows.at(offset);
+        await rows.setPayload(victim.id, donor.payload);
         try {
           expectError(await page(), 500, 'server_error');
         } finally {
-          await db.query('UPDATE orchestrator.records SET payload = $2 WHERE id = $1::uuid', [
-            victim.id,
-            victim.payload,
-          ]);
+          await rows.setPayload(victim.id, victim.payload);
         }
       }
       // Whole again.
@@ -314,30 +294,16 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     const base = (await status(CONN_A))[0]!;
     const db = new PgClient({ connectionString: stack.databaseUrl });
     await db.connect();
-    const siblings = async () =>
-      (
-        await db.query<{ variant: string }>(
-          `SELECT s.variant FROM orchestrator.syncs s
-           JOIN orchestrator.syncs b USING (environment_id, provider_config_key, connection_id, name)
-           WHERE b.id = $1`,
-          [base.id],
-        )
-      ).rows.map((r) => r.variant);
+    const variants = variantRows(db, base.id);
     try {
-      const filler = await db.query(
-        `INSERT INTO orchestrator.syncs (id, environment_id, provider_config_key, connection_id, name, variant, updated_at)
-         SELECT gen_random_uuid(), environment_id, provider_config_key, connection_id, name, 'cap-' || g, now()
-         FROM orchestrator.syncs, generate_series(1, 97) AS g WHERE id = $1`,
-        [base.id],
-      );
-      expect(filler.rowCount).toBe(97);
+      expect(await variants.fill(97)).toBe(97);
       const raced = await Promise.all(Array.from({ length: 24 }, (_, i) => post(`race-${i}`)));
       const won = raced.filter((r) => r.status === 200);
       expect(won).toHaveLength(1);
       for (const lost of raced.filter((r) => r.status !== 200)) expectError(lost, 400, 'resource_capped');
       const winner = (won[0]!.body as { variant: string }).variant;
       expect(expectError(await post('one-more'), 400, 'resource_capped').message).toContain('100');
-      const all = await siblings();
+      const all = await variants.siblings();
       expect(all).toHaveLength(100);
       expect(all.filter((v) => v.startsWith('race-'))).toEqual([winner]);
       // The winner is a variant like any other: scheduled, run at once, then deleted here.
@@ -351,12 +317,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
         }),
       ).toEqual({ success: true });
     } finally {
-      await db.query(
-        `DELETE FROM orchestrator.syncs s USING orchestrator.syncs b
-         WHERE b.id = $1 AND s.environment_id = b.environment_id AND s.provider_config_key = b.provider_config_key
-           AND s.connection_id = b.connection_id AND s.name = b.name AND s.variant LIKE 'cap-%'`,
-        [base.id],
-      );
+      await variants.removeFilled();
       await db.end();
     }
 
@@ -428,11 +389,6 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
     expect(missing.body).toEqual({ error: { code: 'invalid_body', message: 'Connection not found' } });
     expectError(await api('GET', `/sync/status?syncs=*`), 400, 'invalid_query_params');
     // GET /records of an unknown connection: unknown_connection, even with a cursor the page read refuses.
-    const records = (connectionId: string, query = '') =>
-      call(stack.gatewayUrl, 'GET', `/records?model=Contact${query}`, {
-        key: stack.secretKey,
-        headers: { 'provider-config-key': KEY, 'connection-id': connectionId },
-      });
     expectError(await records('nobody'), 400, 'unknown_connection');
     expectError(await records('nobody', '&cursor=not-a-cursor'), 400, 'unknown_connection');
     expectError(await records(CONN_A, '&cursor=not-a-cursor'), 400, 'invalid_cursor');
@@ -466,52 +422,15 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
   it('a script controls syncs with nango.triggerSync and nango.startSync', async () => {
     // An action bundle run by functions-runtime as the orchestrator asks for one (FUNCTIONS_SUBJECTS.run).
-    const nc = await connect({ servers: stack.natsUrl });
-    const db = new PgClient({ connectionString: stack.databaseUrl });
-    await db.connect();
+    const scripts = await openScriptRunner(stack, {
+      connectionId: CONN_A,
+      providerConfigKey: KEY,
+      provider: 'fake-api-key',
+    });
     try {
-      const env = (
-        await db.query<{ id: number; account_id: number; name: string }>(
-          'SELECT id, account_id, name FROM auth.environments WHERE uuid = $1',
-          [stack.environmentUuid],
-        )
-      ).rows[0]!;
-      const runScript = async (body: string) => {
-        const code = `"use strict"; module.exports = { default: { type: "action", exec: async (nango) => { ${body} } } };`;
-        const request = {
-          caller: {
-            accountId: env.account_id,
-            environmentId: env.id,
-            environmentUuid: stack.environmentUuid,
-            environmentName: env.name,
-          },
-          invocationId: randomUUID(),
-          function: {
-            id: 'fn-sync-control',
-            name: 'sync-control',
-            type: 'action',
-            version: '0.0.1',
-            codeSha256: createHash('sha256').update(code).digest('hex'),
-            code,
-          },
-          connection: { connectionId: CONN_A, providerConfigKey: KEY, provider: 'fake-api-key' },
-          input: {},
-          attempt: 1,
-          depth: 0,
-          limits: {},
-        };
-        const msg = await nc.request(
-          FUNCTIONS_SUBJECTS.run,
-          JSON.stringify({ pattern: FUNCTIONS_SUBJECTS.run, id: randomUUID(), data: request }),
-          { timeout: 60_000 },
-        );
-        return (JSON.parse(Buffer.from(msg.data).toString('utf8')) as { response: { data: unknown } })
-          .response.data;
-      };
-
       const before = (await status(CONN_A))[0]!.finishedAt;
       expect(
-        await runScript(`await nango.triggerSync("${KEY}", "${CONN_A}", "${SYNC}"); return "triggered";`),
+        await scripts.run(`await nango.triggerSync("${KEY}", "${CONN_A}", "${SYNC}"); return "triggered";`),
       ).toMatchObject({
         status: 'success',
         output: 'triggered',
@@ -522,7 +441,7 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
       const paused = (await status(CONN_A))[0]!;
       expect(paused.status).toBe('PAUSED');
       expect(
-        await runScript(`await nango.startSync("${KEY}", ["${SYNC}"], "${CONN_A}"); return "started";`),
+        await scripts.run(`await nango.startSync("${KEY}", ["${SYNC}"], "${CONN_A}"); return "started";`),
       ).toMatchObject({
         status: 'success',
         output: 'started',
@@ -533,13 +452,12 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
 
       // A sync the environment does not have: the orchestrator's answer reaches the script as an error.
       expect(
-        await runScript(
+        await scripts.run(
           `try { await nango.triggerSync("${KEY}", "${CONN_A}", "nope"); return "no error"; } catch (e) { return e.code; }`,
         ),
       ).toMatchObject({ status: 'success', output: 'no_syncs_found' });
     } finally {
-      await nc.close();
-      await db.end();
+      await scripts.close();
     }
   });
 
@@ -665,18 +583,14 @@ describe('syncs on Temporal: schedules, control, records and the sync webhook', 
   it('a new connection gets its schedule when authorised; deleting it removes schedule and records', async () => {
     const item = await importWithSchedule('conn-c');
     await waitForRun('conn-c', null);
-    const records = () =>
-      call(stack.gatewayUrl, 'GET', '/records?model=Contact&limit=1', {
-        key: stack.secretKey,
-        headers: { 'provider-config-key': KEY, 'connection-id': 'conn-c' },
-      });
+    const readOnce = () => records('conn-c', '&limit=1');
     // Read once: the orchestrator now knows the connection exists (and keeps that for a few seconds).
-    expect((await records()).status).toBe(200);
+    expect((await readOnce()).status).toBe(200);
 
     await nango.deleteConnection(KEY, 'conn-c');
     await expect(schedule(item.id)).rejects.toBeInstanceOf(ScheduleNotFoundError);
     // The deletion's announcement dropped what it knew: the very next read is refused, not served.
-    expectError(await records(), 400, 'unknown_connection');
+    expectError(await readOnce(), 400, 'unknown_connection');
     expect((await statusOf('*')).map((s) => s.connection_id).sort()).toEqual([CONN_A, CONN_B]);
   });
 });

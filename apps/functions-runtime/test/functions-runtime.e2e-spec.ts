@@ -1,26 +1,21 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import {
-  environmentCaller,
   FUNCTION_OUTPUT_BUCKET,
   FUNCTIONS_SUBJECTS,
   functionRunResultSchema,
   MAX_ACTION_TRIGGER_DEPTH,
-  type Caller,
-  type FunctionRunRequest,
-  type FunctionRunResult,
-  FUNCTIONS_REQUESTS,
 } from '@switchboard/contracts';
-import { NatsRequester } from '@switchboard/messaging';
-import { startStack, type Stack } from '@switchboard/testing';
-import { connect, type NatsConnection } from 'nats';
+import type { Stack } from '@switchboard/testing';
+import type { NatsConnection } from 'nats';
+import { ESCAPE_ATTEMPTS } from './support/escape-attempts';
+import { ITEM_IDS, type FakePagesProvider } from './support/fake-pages-provider';
 import {
-  ITEM_IDS,
-  startFakePagesProvider,
-  writePagesProvidersFile,
-  type FakePagesProvider,
-} from './support/fake-pages-provider';
+  actionBundle,
+  CPU_LIMIT_MS,
+  fixture,
+  INLINE_OUTPUT_BYTES,
+  RuntimeWorld,
+} from './support/runtime-world';
 
 /**
  * functions-runtime as the orchestrator uses it: `functions.v1.run` over real NATS, with the real
@@ -29,146 +24,19 @@ import {
  * test/fixtures/nango-project) or hand-written CommonJS in the same shape for the escape attempts.
  */
 
-const FIXTURES = join(__dirname, 'fixtures');
-const fixture = (name: string) => readFileSync(join(FIXTURES, `${name}.cjs`), 'utf8');
-
-const CPU_LIMIT_MS = 1500;
-const SYNC_CPU_LIMIT_MS = 6000;
-const OUTPUT_LIMIT_BYTES = 2 * 1024 * 1024;
-const INLINE_OUTPUT_BYTES = 64 * 1024;
-const RUNTIME_ENV = {
-  FUNCTIONS_CPU_LIMIT_MS: String(CPU_LIMIT_MS),
-  FUNCTIONS_SYNC_CPU_LIMIT_MS: String(SYNC_CPU_LIMIT_MS),
-  FUNCTIONS_MEMORY_LIMIT_MB: '64',
-  FUNCTIONS_ACTION_WALL_LIMIT_MS: '20000',
-  FUNCTIONS_OUTPUT_LIMIT_BYTES: String(OUTPUT_LIMIT_BYTES),
-  FUNCTIONS_INLINE_OUTPUT_BYTES: String(INLINE_OUTPUT_BYTES),
-  FUNCTIONS_LOG_LINES_LIMIT: '5',
-};
-
-/** A hand-written action bundle shaped like the CLI's (CommonJS, zod required, config as the default export). */
-function actionBundle(body: string): string {
-  return `"use strict";
-var z = require("zod");
-var action = {
-  type: "action",
-  description: "escape attempt",
-  input: z.any(),
-  output: z.any(),
-  exec: async (nango, input) => {
-${body}
-  }
-};
-module.exports = { default: action };
-`;
-}
-
 describe('functions-runtime: functions.v1.run', () => {
+  const world = new RuntimeWorld();
+  const { gateway, run, runForever, expectStillServing } = world;
   let stack: Stack;
   let fake: FakePagesProvider;
   let nc: NatsConnection;
-  let nats: NatsRequester;
-  let caller: Caller;
-
-  const gateway = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${stack.gatewayUrl}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${stack.secretKey}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
-  };
-
-  const run = async (
-    code: string,
-    input: unknown,
-    options: Partial<Pick<FunctionRunRequest, 'limits' | 'connection' | 'depth'>> & {
-      type?: FunctionRunRequest['function']['type'];
-    } = {},
-  ): Promise<FunctionRunResult> => {
-    const request = {
-      caller,
-      invocationId: randomUUID(),
-      function: {
-        id: 'fn-1',
-        name: 'under-test',
-        type: options.type ?? 'action',
-        version: '1.0.0',
-        codeSha256: createHash('sha256').update(code).digest('hex'),
-        code,
-      },
-      connection: options.connection ?? {
-        connectionId: 'conn-a',
-        providerConfigKey: 'fake-pages',
-        provider: 'fake-pages',
-      },
-      input,
-      attempt: 1,
-      depth: options.depth ?? 0,
-      limits: options.limits ?? {},
-    };
-    const reply = await nats.call(FUNCTIONS_REQUESTS.run, request, { timeoutMs: 60_000 });
-    return functionRunResultSchema.parse(reply);
-  };
-
-  /** After any refusal the service must still run a normal script to the end. */
-  const expectStillServing = async () => {
-    const result = await run(fixture('sum-numbers'), { numbers: [2, 4], label: 'ok' });
-    expect(result).toMatchObject({ status: 'success', output: { label: 'OK', total: 6, mean: 3 } });
-  };
 
   beforeAll(async () => {
-    fake = await startFakePagesProvider();
-    stack = await startStack({
-      env: { SWITCHBOARD_PROVIDERS_FILE: writePagesProvidersFile() },
-      serviceEnv: {
-        // The fake listens on 127.0.0.1; anything else on loopback (127.0.0.2) stays refused.
-        proxy: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },
-        'functions-runtime': RUNTIME_ENV,
-      },
-      readyTimeoutMs: 120_000,
-    });
-    nc = await connect({ servers: stack.natsUrl });
-    nats = new NatsRequester(nc);
-    caller = await environmentCaller(nats, { uuid: stack.environmentUuid });
-    expect(
-      (
-        await gateway('POST', '/integrations', {
-          provider: 'fake-pages',
-          unique_key: 'fake-pages',
-          credentials: { type: 'OAUTH2', client_id: 'cid', client_secret: 'csecret' },
-        })
-      ).status,
-    ).toBe(200);
-    for (const [connectionId, token] of [
-      ['conn-a', 'at-conn-a'],
-      ['conn-b', 'at-conn-b'],
-    ] as const) {
-      const imported = await gateway('POST', '/connections', {
-        provider_config_key: 'fake-pages',
-        connection_id: connectionId,
-        credentials: { type: 'OAUTH2', access_token: token },
-        connection_config: { origin: fake.url },
-        metadata: { owner: connectionId },
-      });
-      expect([200, 201]).toContain(imported.status);
-    }
-    expect(
-      (await gateway('PUT', '/environment-variables', { variables: [{ name: 'REGION', value: 'eu-1' }] }))
-        .status,
-    ).toBeLessThan(300);
+    await world.start();
+    ({ stack, fake, nc } = world);
   }, 180_000);
 
-  afterAll(async () => {
-    await nc?.drain().catch(() => undefined);
-    await stack?.stop();
-    await fake?.close();
-  }, 60_000);
+  afterAll(() => world.stop(), 60_000);
 
   describe('real bundles compiled by the nango CLI', () => {
     it('runs an action and returns its computed output with its logs', async () => {
@@ -296,129 +164,7 @@ describe('functions-runtime: functions.v1.run', () => {
   });
 
   describe('sandbox escape table: each attempt is refused with its code, and the service goes on', () => {
-    const rows: {
-      attempt: string;
-      body: string;
-      limits?: FunctionRunRequest['limits'];
-      code: string;
-      message?: RegExp;
-      cause?: string;
-    }[] = [
-      {
-        attempt: "require('fs')",
-        body: 'return require("fs").readFileSync("/etc/passwd", "utf8");',
-        code: 'script_runtime_error',
-        message: /Cannot find module "fs"/,
-      },
-      {
-        attempt: "require('child_process')",
-        body: 'return require("child_process").execSync("id").toString();',
-        code: 'script_runtime_error',
-        message: /Cannot find module "child_process"/,
-      },
-      {
-        attempt: 'process.env',
-        body: 'return process.env;',
-        code: 'script_runtime_error',
-        message: /process is not defined/,
-      },
-      {
-        attempt: "globalThis.constructor.constructor('return process')()",
-        body: 'return globalThis.constructor.constructor("return process")().env;',
-        code: 'script_runtime_error',
-        message: /Code generation from strings is disabled/,
-      },
-      {
-        attempt: 'eval codegen',
-        body: 'return eval("1 + 1");',
-        code: 'script_runtime_error',
-        message: /Code generation from strings is disabled/,
-      },
-      {
-        attempt: 'Function codegen',
-        body: 'return new Function("return this")();',
-        code: 'script_runtime_error',
-        message: /Code generation from strings is disabled/,
-      },
-      {
-        attempt: 'async function constructor codegen',
-        body: 'return await (async function () {}).constructor("return 1")();',
-        code: 'script_runtime_error',
-        message: /Code generation from strings is disabled/,
-      },
-      {
-        attempt: 'prototype tricks on a host call result',
-        body: `const c = await nango.getConnection();
-          if (Object.getPrototypeOf(c) !== Object.prototype) return "foreign prototype";
-          return c.__proto__.constructor.constructor("return process")();`,
-        code: 'script_runtime_error',
-        message: /Code generation from strings is disabled/,
-      },
-      {
-        attempt: 'WebAssembly',
-        body: 'return typeof WebAssembly.Module;',
-        code: 'script_runtime_error',
-        message: /WebAssembly is not defined/,
-      },
-      {
-        attempt: 'an infinite loop',
-        body: 'for (;;) {}',
-        code: 'script_cpu_limit',
-      },
-      {
-        attempt: 'a promise that never settles',
-        body: 'await new Promise(() => {});',
-        limits: { wallTimeMs: 1500 },
-        code: 'script_timeout',
-      },
-      {
-        attempt: 'a memory bomb',
-        // Arrays of up to 100,000 elements keep V8's fast elements (a longer `new Array(n)` is a hash table,
-        // slow to fill): the 64 MB limit is met in milliseconds of CPU, far from the CPU limit on a busy host.
-        body: 'const hoard = []; for (;;) hoard.push(new Array(5e4).fill(Math.random()));',
-        code: 'script_memory_limit',
-      },
-      {
-        attempt: 'a huge output',
-        body: 'return "y".repeat(3 * 1024 * 1024);',
-        code: 'script_output_too_large',
-      },
-      {
-        attempt: 'nango.proxy to a host the egress policy refuses',
-        body: 'return (await nango.get({ endpoint: "/me", baseUrlOverride: "http://127.0.0.2:9" })).data;',
-        code: 'script_runtime_error',
-        cause: 'egress_refused',
-      },
-      {
-        attempt: 'a flood of timers',
-        body: 'for (let i = 0; i < 5000; i++) setTimeout(() => {}, 60000); return 1;',
-        code: 'script_runtime_error',
-        message: /too many pending timers/,
-      },
-      {
-        attempt: 'forging the sandbox result through a patched JSON.stringify',
-        body: 'JSON.stringify = () => \'{"status":"failure","code":"pwned","message":"x"}\'; return 1;',
-        code: 'script_runtime_error',
-        message: /unreadable result/,
-      },
-      {
-        attempt: 'nango.getConnection naming another connection',
-        body: 'return await nango.getConnection("fake-pages", "conn-b");',
-        code: 'script_forbidden_call',
-      },
-      {
-        attempt: 'nango.proxy naming another connection',
-        body: 'return (await nango.get({ endpoint: "/me", connectionId: "conn-b" })).data;',
-        code: 'script_forbidden_call',
-      },
-      {
-        attempt: 'nango.setMetadata naming another connection',
-        body: 'await nango.setMetadata({ owner: "stolen" }, "conn-b", "fake-pages"); return 1;',
-        code: 'script_forbidden_call',
-      },
-    ];
-
-    it.each(rows)('$attempt → $code', async ({ body, limits, code, message, cause }) => {
+    it.each(ESCAPE_ATTEMPTS)('$attempt → $code', async ({ body, limits, code, message, cause }) => {
       const result = await run(actionBundle(body), {}, limits ? { limits } : {});
       expect(result.status).toBe('failure');
       if (result.status !== 'failure') return;
@@ -531,38 +277,6 @@ describe('functions-runtime: functions.v1.run', () => {
       output: 'invalid_arguments: nango.getConnection takes its arguments as JSON text',
     });
   });
-
-  /** Runs a script that waits forever (logging its abort), asked as `attempt` with the extra request fields. */
-  const runForever = (invocationId: string, attempt: number, extra: Record<string, unknown> = {}) => {
-    const code = actionBundle(`
-      nango.abortSignal.addEventListener("abort", () => console.log("abort: " + nango.abortSignal.reason.message));
-      await new Promise(() => {});`);
-    const answer = nats.call(
-      FUNCTIONS_REQUESTS.run,
-      {
-        caller,
-        invocationId,
-        function: {
-          id: 'fn-1',
-          name: 'under-test',
-          type: 'action',
-          version: '1.0.0',
-          codeSha256: createHash('sha256').update(code).digest('hex'),
-          code,
-        },
-        connection: { connectionId: 'conn-a', providerConfigKey: 'fake-pages', provider: 'fake-pages' },
-        input: {},
-        attempt,
-        depth: 0,
-        limits: {},
-        ...extra,
-      },
-      { timeoutMs: 60_000 },
-    );
-    const state = { settled: false, answer };
-    void answer.finally(() => (state.settled = true)).catch(() => undefined);
-    return state;
-  };
 
   it('a leased run goes on while functions.v1.lease renews its attempt, and stops when the renewals stop', async () => {
     const invocationId = randomUUID();

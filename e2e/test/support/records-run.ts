@@ -5,6 +5,7 @@ import type { Stack } from '@switchboard/testing';
 import { connect, type NatsConnection } from 'nats';
 import { Client } from 'pg';
 import { call } from './http';
+import { callerOf } from './script-runs';
 
 /** A connection with a sync run in progress, whose records a test saves as the run's script would. */
 export interface RecordsRun {
@@ -32,18 +33,7 @@ export async function openRecordsRun(
   const db = new Client({ connectionString: stack.databaseUrl });
   await db.connect();
   const nc: NatsConnection = await connect({ servers: stack.natsUrl });
-  const env = (
-    await db.query<{ id: number; account_id: number; name: string }>(
-      'SELECT id, account_id, name FROM auth.environments WHERE uuid = $1',
-      [stack.environmentUuid],
-    )
-  ).rows[0]!;
-  const caller: Caller = {
-    accountId: env.account_id,
-    environmentId: env.id,
-    environmentUuid: stack.environmentUuid,
-    environmentName: env.name,
-  };
+  const caller = await callerOf(db, stack.environmentUuid);
   await nango.createIntegration({ provider: 'anthropic', unique_key: integration });
   const res = await call(stack.gatewayUrl, 'POST', '/connections', {
     key: stack.secretKey,

@@ -3,8 +3,9 @@ import { Nango } from '@nangohq/node';
 import type { SyncStatusItem } from '@switchboard/contracts';
 import type { Stack } from '@switchboard/testing';
 import { Client, Connection } from '@temporalio/client';
+import type { Client as PgClient } from 'pg';
 import { runFailedSince } from './barriers';
-import { call } from './http';
+import { call, type ApiResponse } from './http';
 import { nangoDeploy, prepareProject } from './nango-cli';
 import { ContactsProvider, setUpRecordhub } from './syncs-fakes';
 import { WebhookReceiver } from './webhook-receiver';
@@ -100,6 +101,20 @@ export class SyncsSuite {
     await Promise.all([this.provider?.close(), this.receiver?.stop()]);
     if (this.project) rmSync(this.project, { recursive: true, force: true });
   }
+
+  /** A raw request to the gateway with the environment's secret key, and a JSON body when one is given. */
+  api = (method: string, path: string, body?: unknown): Promise<ApiResponse> =>
+    call(this.stack.gatewayUrl, method, path, {
+      key: this.stack.secretKey,
+      ...(body !== undefined ? { body } : {}),
+    });
+
+  /** GET /records of the `Contact` model for a connection of the integration, `query` appended as is. */
+  records = (connectionId: string, query = ''): Promise<ApiResponse> =>
+    call(this.stack.gatewayUrl, 'GET', `/records?model=Contact${query}`, {
+      key: this.stack.secretKey,
+      headers: { 'provider-config-key': KEY, 'connection-id': connectionId },
+    });
 
   // @nangohq/node's SyncStatus type lacks fields the server sends (connection_id, variant, ...).
   statusOf = async (syncs: string[] | '*', connectionId?: string) =>
@@ -232,6 +247,7 @@ export class SyncsSuite {
     expect(this.provider.pages.slice(released)).toEqual([]);
     await this.expectProviderData();
   };
+
   /** Imports a connection and waits for its sync to appear with a running schedule. */
   importWithSchedule = async (connectionId: string): Promise<SyncStatusItem> => {
     const imported = await call(this.stack.gatewayUrl, 'POST', '/connections', {
@@ -253,5 +269,70 @@ export class SyncsSuite {
     if (!item) throw new Error(`no sync appeared for ${connectionId}`);
     expect((await this.schedule(item.id)).state.paused).toBe(false);
     return item;
+  };
+}
+
+/** A stored `Contact` record of a connection, as its row holds it: the id and the sealed payload. */
+export interface RecordRow {
+  id: string;
+  payload: Buffer;
+}
+
+/**
+ * The `Contact` row of `connectionId` at `offset` in the order the record pages follow (updated_at, then
+ * id), read straight from the orchestrator's table, and a way to put a payload back into a row: for tests
+ * that damage one record of a page on purpose and repair it after.
+ */
+export function recordRows(db: PgClient, stack: Stack, connectionId: string) {
+  return {
+    at: async (offset: number): Promise<RecordRow> =>
+      (
+        await db.query<RecordRow>(
+          `SELECT r.id::text, r.payload FROM orchestrator.records r
+          JOIN auth.environments e ON e.id::text = r.environment_id::text
+          WHERE e.uuid = $1 AND r.provider_config_key = $2 AND r.connection_id = $3 AND r.model = 'Contact'
+          ORDER BY r.updated_at, r.id OFFSET $4 LIMIT 1`,
+          [stack.environmentUuid, KEY, connectionId, offset],
+        )
+      ).rows[0]!,
+    setPayload: async (id: string, payload: Buffer): Promise<void> => {
+      await db.query('UPDATE orchestrator.records SET payload = $2 WHERE id = $1::uuid', [id, payload]);
+    },
+  };
+}
+
+/**
+ * The variants of one sync on one connection, as rows of `orchestrator.syncs` (`baseId` is the base
+ * variant's row): `siblings` lists them all, `fill` writes `count` rows named `cap-1`.. as variants created
+ * earlier leave them (not scheduled: no run starts), and `removeFilled` deletes those rows again.
+ */
+export function variantRows(db: PgClient, baseId: string) {
+  return {
+    siblings: async (): Promise<string[]> =>
+      (
+        await db.query<{ variant: string }>(
+          `SELECT s.variant FROM orchestrator.syncs s
+           JOIN orchestrator.syncs b USING (environment_id, provider_config_key, connection_id, name)
+           WHERE b.id = $1`,
+          [baseId],
+        )
+      ).rows.map((r) => r.variant),
+    fill: async (count: number): Promise<number | null> =>
+      (
+        await db.query(
+          `INSERT INTO orchestrator.syncs (id, environment_id, provider_config_key, connection_id, name, variant, updated_at)
+         SELECT gen_random_uuid(), environment_id, provider_config_key, connection_id, name, 'cap-' || g, now()
+         FROM orchestrator.syncs, generate_series(1, $2::int) AS g WHERE id = $1`,
+          [baseId, count],
+        )
+      ).rowCount,
+    removeFilled: async (): Promise<void> => {
+      await db.query(
+        `DELETE FROM orchestrator.syncs s USING orchestrator.syncs b
+         WHERE b.id = $1 AND s.environment_id = b.environment_id AND s.provider_config_key = b.provider_config_key
+           AND s.connection_id = b.connection_id AND s.name = b.name AND s.variant LIKE 'cap-%'`,
+        [baseId],
+      );
+    },
   };
 }
