@@ -14,7 +14,7 @@ const SHARED = /\bstandardStack(WithGateway)?\(|shared:\s*true/;
 
 // The longest files with stacks of their own, longest first (measured one at a time on a quiet machine).
 const LONGEST = [
-  'functions.e2e-spec.ts',
+  'functions-processes.e2e-spec.ts',
   'syncs-recovery.e2e-spec.ts',
   'console.e2e-spec.ts',
   'replicas.e2e-spec.ts',

@@ -11,7 +11,7 @@ import type { BegunSyncRun, SyncBusy, SyncRunHolder, SyncRunOutcome } from '../.
  * what is cancelled, what is retried) is the subject here, so the sync's state is kept in memory with the
  * rules of `SyncRunner` (one run holds a sync; a full resync is taken by the next run that begins; a run is
  * closed once), and a script is a gate the test opens. What the real activities do against Postgres, NATS
- * and functions-runtime is covered end to end (e2e/test/syncs.e2e-spec.ts, functions.e2e-spec.ts).
+ * and functions-runtime is covered end to end (e2e/test/syncs.e2e-spec.ts, functions-*.e2e-spec.ts).
  */
 
 const CALLER: Caller = {
