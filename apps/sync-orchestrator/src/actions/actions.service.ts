@@ -29,9 +29,12 @@ import { FunctionInvocationRunner, type InvocationError } from '../functions/fun
 const RUN_REQUEST_ENVELOPE_BYTES = 64 * 1024;
 const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
-/** A run's logs not found: read again this often, this many times, before answering 404. */
-const UNWRITTEN_RETRY_MS = 50;
-const UNWRITTEN_RETRIES = 4;
+/**
+ * A run's logs not found: read again after these waits (1.55 s in all) before answering 404. The replica
+ * that ran a synchronous action writes its row after answering, and its first write after a start (a new
+ * database connection) was seen to take longer than 200 ms.
+ */
+const UNWRITTEN_RETRY_MS = [50, 100, 200, 400, 800];
 
 /** How long starting a workflow may take before Temporal counts as unavailable. */
 const START_DEADLINE_MS = 5_000;
@@ -142,8 +145,8 @@ export class ActionsService {
     let invocation = await find();
     // A synchronous action is answered before its row is written (FunctionInvocationRunner.runOnce); another
     // replica may still be writing the row of the run id its caller was just given.
-    for (let i = 0; !invocation && i < UNWRITTEN_RETRIES; i++) {
-      await new Promise((resolve) => setTimeout(resolve, UNWRITTEN_RETRY_MS));
+    for (let i = 0; !invocation && i < UNWRITTEN_RETRY_MS.length; i++) {
+      await new Promise((resolve) => setTimeout(resolve, UNWRITTEN_RETRY_MS[i]));
       invocation = await find();
     }
     if (!invocation) throw new SwitchboardError('not_found', `No run '${id}' found`);
