@@ -47,6 +47,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => providerApi.listen(0, '127.0.0.1', resolve));
   stack = await startStack({
+    // No script runs here, and the gateway runs the proxy engine itself.
+    services: ['gateway', 'auth-connect', 'connections-vault', 'sync-orchestrator', 'webhook-relay'],
     env: { SWITCHBOARD_PROVIDERS_FILE: writeProxyProvidersFile() },
     serviceEnv: {
       gateway: { SWITCHBOARD_EGRESS_ALLOW: '127.0.0.1' },

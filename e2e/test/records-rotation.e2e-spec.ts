@@ -72,7 +72,13 @@ describe('sync records master key rotation', () => {
   };
 
   beforeAll(async () => {
-    stack = await startStack({ env: { SWITCHBOARD_RATE_LIMIT_PER_MIN: '100000' }, readyTimeoutMs: 150_000 });
+    stack = await startStack({
+      // The connection (auth-connect, the vault) and the records store (the orchestrator and its worker)
+      // behind the API: no script runs, nothing is proxied or sent out.
+      services: ['gateway', 'auth-connect', 'connections-vault', 'sync-orchestrator'],
+      env: { SWITCHBOARD_RATE_LIMIT_PER_MIN: '100000' },
+      readyTimeoutMs: 150_000,
+    });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     run = await openRecordsRun(stack, nango, { integration, connectionId, syncName: 'contacts' });
   }, 180_000);
