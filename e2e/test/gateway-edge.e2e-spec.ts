@@ -37,6 +37,26 @@ describe('gateway edge', () => {
   const integrationKeys = async () =>
     ((await get('/integrations')).body as { data: { unique_key: string }[] }).data.map((i) => i.unique_key);
 
+  describe('API reference', () => {
+    it('serves the OpenAPI document for this server, and the docs page with its assets, without a key', async () => {
+      const document = await call(stack.gatewayUrl, 'GET', '/openapi.json');
+      expect(document.status).toBe(200);
+      expect(document.body).toMatchObject({
+        openapi: expect.stringMatching(/^3\.1\./),
+        servers: [{ url: stack.gatewayUrl }],
+        paths: expect.objectContaining({ '/integrations': expect.any(Object) }),
+      });
+      const page = await call(stack.gatewayUrl, 'GET', '/docs');
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('<script src="/docs/assets/swagger-ui-bundle.js"></script>');
+      const bundle = await fetch(`${stack.gatewayUrl}/docs/assets/swagger-ui-bundle.js`);
+      expect(bundle.status).toBe(200);
+      expect(bundle.headers.get('content-type')).toBe('application/javascript; charset=utf-8');
+      expect(await bundle.text()).toContain('SwaggerUIBundle');
+      expectError(await call(stack.gatewayUrl, 'GET', '/docs/assets/package.json'), 404, 'not_found');
+    });
+  });
+
   describe('probes', () => {
     it('GET /health answers 200 {"result":"ok"} without a key', async () => {
       const res = await call(stack.gatewayUrl, 'GET', '/health');

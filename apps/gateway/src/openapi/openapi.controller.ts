@@ -1,12 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Controller, Get, Header, Inject, Param, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { SwitchboardError } from '@switchboard/contracts';
-import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { Public } from '../access/route-access';
 import { GATEWAY_ENV, type GatewayEnv } from '../config/env';
 import { buildOpenApiDocument } from './document';
+
+/**
+ * swagger-ui's built assets. Found by the package's manifest rather than by its main module, which loads
+ * the 2 MB bundle as JavaScript into the gateway at every start only to say where the files are.
+ */
+const ASSETS_DIR = dirname(require.resolve('swagger-ui-dist/package.json'));
 
 const ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
@@ -16,16 +21,16 @@ const ASSETS: Record<string, string> = {
 /** The OpenAPI document and a docs page served from local assets (works on machines with no internet). */
 @Controller()
 export class OpenApiController {
-  private readonly document: string;
+  private document: string | undefined;
 
-  constructor(@Inject(GATEWAY_ENV) env: GatewayEnv) {
-    this.document = JSON.stringify(buildOpenApiDocument(env.SWITCHBOARD_SERVER_URL));
-  }
+  constructor(@Inject(GATEWAY_ENV) private readonly env: GatewayEnv) {}
 
   @Get('openapi.json')
   @Public()
   @Header('Content-Type', 'application/json; charset=utf-8')
   openapi(): string {
+    // Built on first use, not at start-up: most gateways are never asked for it.
+    this.document ??= JSON.stringify(buildOpenApiDocument(this.env.SWITCHBOARD_SERVER_URL));
     return this.document;
   }
 
@@ -47,6 +52,6 @@ export class OpenApiController {
     await reply
       .type(type)
       .header('Cache-Control', 'public, max-age=86400')
-      .send(readFileSync(join(getAbsoluteFSPath(), file)));
+      .send(readFileSync(join(ASSETS_DIR, file)));
   }
 }
