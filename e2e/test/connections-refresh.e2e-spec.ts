@@ -12,11 +12,12 @@ import { Client } from 'pg';
 import { authEventsSince } from './support/auth-events';
 import { outboxEmpty } from './support/barriers';
 import {
+  fakeOAuthProviderYaml,
   startFakeOAuthProvider,
-  writeProvidersFile,
   type FakeOAuthProvider,
 } from './support/fake-oauth-provider';
 import { waitFor } from './support/processes';
+import { writeProvidersFile } from './support/providers-file';
 
 /**
  * Token refresh through the whole stack with TWO connections-vault processes: the vault decides, the
@@ -113,7 +114,7 @@ describe('token refresh across two vault replicas', () => {
 
   beforeAll(async () => {
     provider = await startFakeOAuthProvider({ delayMs: 200 });
-    const providersFile = writeProvidersFile(provider, integration);
+    const providersFile = writeProvidersFile(fakeOAuthProviderYaml(provider, integration));
     stack = await startStack({
       replicas: { 'connections-vault': 2 },
       env: { SWITCHBOARD_PROVIDERS_FILE: providersFile, SWITCHBOARD_RATE_LIMIT_PER_MIN: '100000' },

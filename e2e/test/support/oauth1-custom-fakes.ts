@@ -1,13 +1,11 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual, verify } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { serveLoopbackHttps } from '@switchboard/testing';
+import { appConnectionConfigYaml } from './providers-file';
 
 /**
- * The fake provider of the OAuth 1.0a and GitHub App OAuth (CUSTOM) connect flows, and the providers file
- * that points both integrations at it. It checks every OAuth 1.0a signature itself from RFC 5849 §3.4 and
+ * The fake provider of the OAuth 1.0a and GitHub App OAuth (CUSTOM) connect flows, and the providers that
+ * point both integrations at it. It checks every OAuth 1.0a signature itself from RFC 5849 §3.4 and
  * every app JWT with the app's public key.
  */
 
@@ -340,11 +338,9 @@ export async function startFake(): Promise<Fake> {
   };
 }
 
-export function writeProvidersFile(providerUrl: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'oauth1-custom-providers-')), 'providers.yaml');
-  writeFileSync(
-    file,
-    `fake-oauth1:
+/** The two providers of these flows (OAuth 1.0a and GitHub App OAuth), pointing at the fake. */
+export function oauth1CustomProvidersYaml(providerUrl: string): string {
+  return `fake-oauth1:
   display_name: Fake OAuth1
   categories: [other]
   auth_mode: OAUTH1
@@ -369,19 +365,5 @@ fake-github-app-oauth:
   proxy:
     base_url: ${providerUrl}/gh/api
   docs: https://docs.example.com/fake-github-app-oauth
-  connection_config:
-    appPublicLink:
-      type: string
-      title: App public link
-      format: uri
-      pattern: '^${providerUrl.replace(/\./g, '\\.')}/gh/apps/[a-z-]+$'
-      automated: true
-    installation_id:
-      type: string
-      title: Installation ID
-      pattern: '^[0-9]+$'
-      automated: true
-`,
-  );
-  return file;
+${appConnectionConfigYaml(`^${providerUrl.replace(/\./g, '\\.')}/gh/apps/[a-z-]+$`)}`;
 }

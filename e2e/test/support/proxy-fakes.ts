@@ -1,5 +1,5 @@
-import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createHash, createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import {
   Agent,
   createServer,
@@ -10,11 +10,10 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import { STACK_READY_TIMEOUT_MS } from './processes';
+import { writeProvidersFile } from './providers-file';
 
 /** Fixed so a direct and a proxied answer of the same route are byte-identical, headers included. */
 export const FIXED_DATE = 'Tue, 04 Mar 2025 10:00:00 GMT';
@@ -430,18 +429,7 @@ export function writeProxyProvidersFile(): string {
     },
     'fake-no-base': { ...common, display_name: 'Fake without base URL', auth_mode: 'API_KEY' },
   };
-  // YAML is a superset of JSON, so the catalog loader reads this as is. Named by its content, so every
-  // file asking for it names the same path and stacks started with it can be shared (standard-stack.ts).
-  const text = JSON.stringify(providers, null, 2);
-  const file = join(
-    tmpdir(),
-    `switchboard-proxy-providers-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.json`,
-  );
-  // Written under a name of its own, then renamed: a service reading the path never sees half a file.
-  const partial = `${file}.${process.pid}.${randomUUID()}`;
-  writeFileSync(partial, text);
-  renameSync(partial, file);
-  return file;
+  return writeProvidersFile(providers);
 }
 
 export interface RawResponse {

@@ -1,8 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { freePort, startStack, type Stack, type StackOptions } from '@switchboard/testing';
 import { call } from '../http';
+import { writeProvidersFile } from '../providers-file';
 import type { ConnectFakeProvider } from './provider';
-import { writeConnectProvidersFile } from './providers-file';
+import { connectProvidersYaml } from './providers-yaml';
 
 /**
  * A stack whose providers are the fake's (trusting its certificate) and whose auth-connect serves the
@@ -17,7 +18,7 @@ export async function startConnectStack(
   const connectUrl = `http://127.0.0.1:${connectPort}`;
   const stack = await startStack({
     env: {
-      SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
+      SWITCHBOARD_PROVIDERS_FILE: writeProvidersFile(connectProvidersYaml(fake.url)),
       NODE_EXTRA_CA_CERTS: fake.caFile,
       SWITCHBOARD_CONNECT_URL: connectUrl,
       ...(options.allowedOrigins !== undefined
