@@ -11,7 +11,14 @@ import {
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
+import {
+  freePort,
+  oauth1SignatureBase,
+  oauth1SigningKey,
+  parseOAuthAuthorization,
+  startStack,
+  type Stack,
+} from '@switchboard/testing';
 import { STACK_READY_TIMEOUT_MS } from './processes';
 import { writeProvidersFile } from './providers-file';
 
@@ -70,9 +77,6 @@ export interface FakeProvider {
   close(): Promise<void>;
 }
 
-const rfc3986 = (s: string) =>
-  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-
 /** An RFC 5849 signature check written independently of the library the proxy signs with. */
 export function oauth1Valid(
   header: string | undefined,
@@ -81,19 +85,11 @@ export function oauth1Valid(
   form: Record<string, string>,
   algo: 'sha1' | 'sha256',
 ): boolean {
-  if (!header?.startsWith('OAuth ')) return false;
-  const params = Object.fromEntries(
-    [...header.slice(6).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, decodeURIComponent(m[2]!)]),
-  );
-  const { oauth_signature: signature, realm: _realm, ...oauth } = params;
-  const all = [...Object.entries(oauth), ...url.searchParams.entries(), ...Object.entries(form)]
-    .map(([k, v]) => [rfc3986(k), rfc3986(v)] as const)
-    .sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : a[0] < b[0] ? -1 : 1))
-    .map(([k, v]) => `${k}=${v}`)
-    .join('&');
-  const base = [method, rfc3986(`${url.origin}${url.pathname}`), rfc3986(all)].join('&');
-  const key = `${rfc3986(OAUTH1_SECRETS.consumerSecret)}&${rfc3986(OAUTH1_SECRETS.tokenSecret)}`;
-  return createHmac(algo, key).update(base).digest('base64') === signature;
+  const params = parseOAuthAuthorization(header);
+  if (!params) return false;
+  const base = oauth1SignatureBase(method, url, params, Object.entries(form));
+  const key = oauth1SigningKey(OAUTH1_SECRETS.consumerSecret, OAUTH1_SECRETS.tokenSecret);
+  return createHmac(algo, key).update(base).digest('base64') === params['oauth_signature'];
 }
 
 async function readAll(req: IncomingMessage): Promise<Buffer> {
