@@ -7,6 +7,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { authModesProvidersYaml, startAuthModesFake, type AuthModesFake } from './support/auth-modes-fakes';
 import { call, expectError } from './support/http';
 import { STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
+import { writeProvidersFile } from './support/providers-file';
 import {
   HEYMARKET,
   TWO_STEP_CASES,
@@ -127,8 +128,9 @@ describe('auth modes that issue their own tokens', () => {
     });
     twoStep = await startTwoStepFake();
     const dir = mkdtempSync(join(tmpdir(), 'auth-modes-'));
-    const providersFile = join(dir, 'providers.yaml');
-    writeFileSync(providersFile, authModesProvidersYaml(fake.url) + twoStepProvidersYaml(twoStep.url));
+    const providersFile = writeProvidersFile(
+      authModesProvidersYaml(fake.url) + twoStepProvidersYaml(twoStep.url),
+    );
     // Both fakes' certificates, trusted by the services through one file.
     const caFile = join(dir, 'ca.pem');
     writeFileSync(caFile, readFileSync(fake.caFile, 'utf8') + readFileSync(twoStep.caFile, 'utf8'));

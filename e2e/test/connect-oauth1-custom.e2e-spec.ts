@@ -2,7 +2,8 @@ import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
 import { startStack, type Stack } from '@switchboard/testing';
 import { call, CookieJar } from './support/http';
-import { startFake, writeProvidersFile, type Fake } from './support/oauth1-custom-fakes';
+import { oauth1CustomProvidersYaml, startFake, type Fake } from './support/oauth1-custom-fakes';
+import { writeProvidersFile } from './support/providers-file';
 import { CONNECT_SERVICES } from './support/connect-fakes/stack';
 
 /**
@@ -64,7 +65,10 @@ describe('connect flows: OAuth 1.0a and GitHub App OAuth (CUSTOM)', () => {
     fake = await startFake();
     stack = await startStack({
       services: CONNECT_SERVICES,
-      env: { SWITCHBOARD_PROVIDERS_FILE: writeProvidersFile(fake.url), NODE_EXTRA_CA_CERTS: fake.caFile },
+      env: {
+        SWITCHBOARD_PROVIDERS_FILE: writeProvidersFile(oauth1CustomProvidersYaml(fake.url)),
+        NODE_EXTRA_CA_CERTS: fake.caFile,
+      },
     });
     nango = new Nango({ secretKey: stack.secretKey, host: stack.gatewayUrl });
     fake.setGatewayCallback(`${stack.gatewayUrl}/oauth/callback`, appKeys.publicKey);

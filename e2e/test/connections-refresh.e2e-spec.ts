@@ -12,12 +12,13 @@ import { Client } from 'pg';
 import { authEventsSince } from './support/auth-events';
 import { outboxEmpty } from './support/barriers';
 import {
+  fakeOAuthProviderYaml,
   startFakeOAuthProvider,
-  writeProvidersFile,
   type FakeOAuthProvider,
 } from './support/fake-oauth-provider';
 import { waitFor } from './support/processes';
 import { CONNECT_SERVICES } from './support/connect-fakes/stack';
+import { writeProvidersFile } from './support/providers-file';
 
 /**
  * Token refresh through the whole stack with TWO connections-vault processes: the vault decides, the
@@ -114,7 +115,7 @@ describe('token refresh across two vault replicas', () => {
 
   beforeAll(async () => {
     provider = await startFakeOAuthProvider({ delayMs: 200 });
-    const providersFile = writeProvidersFile(provider, integration);
+    const providersFile = writeProvidersFile(fakeOAuthProviderYaml(provider, integration));
     stack = await startStack({
       services: CONNECT_SERVICES,
       replicas: { 'connections-vault': 2 },

@@ -1,7 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { freePort, startStack, type Stack } from '@switchboard/testing';
 import aws4 from 'aws4';
@@ -16,6 +13,7 @@ import {
   type RecordedRequest,
 } from './support/provider-quirks-fakes';
 import { CONNECT_SERVICES } from './support/connect-fakes/stack';
+import { writeProvidersFile } from './support/providers-file';
 
 /**
  * Catalog entries whose providers bend the usual protocols, driven through the gateway against fakes on
@@ -185,10 +183,7 @@ describe('provider quirks: TikTok OAuth spellings and AWS SigV4', () => {
       { requireClientCertificate: true },
     );
 
-    const dir = mkdtempSync(join(tmpdir(), 'quirk-providers-'));
-    const providersFile = join(dir, 'providers.yaml');
-    writeFileSync(
-      providersFile,
+    const providersFile = writeProvidersFile(
       [
         'tiktok-accounts:',
         '  alias: tiktok-accounts',

@@ -1,16 +1,18 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, request, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Nango } from '@nangohq/node';
 import { startStack, type RunningService, type Stack } from '@switchboard/testing';
 import { Client } from 'pg';
-import { startFakeOAuthProvider, type FakeOAuthProvider } from './support/fake-oauth-provider';
+import {
+  fakeOAuthProviderYaml,
+  startFakeOAuthProvider,
+  type FakeOAuthProvider,
+} from './support/fake-oauth-provider';
 import { call } from './support/http';
 import { waitFor } from './support/processes';
 import { startTcpForwarder } from './support/tcp-forwarder';
+import { writeProvidersFile } from './support/providers-file';
 import { raw } from './support/proxy-fakes';
 import { startRecordingRelay, type RecordingRelay, type RelayedRequest } from './support/recording-relay';
 import { linearIntegration } from './support/webhook-events';
@@ -125,30 +127,21 @@ describe('two replicas of every service', () => {
       startRecordingRelay(),
       new WebhookReceiver().start(),
     ]);
-    const dir = mkdtempSync(join(tmpdir(), 'replica-providers-'));
-    const providersFile = join(dir, 'providers.yaml');
-    writeFileSync(
-      providersFile,
-      [
-        `${integration}:`,
-        '  display_name: Fake OAuth',
-        '  categories: [dev-tools]',
-        '  docs: https://example.com/docs/fake-oauth',
-        '  auth_mode: OAUTH2',
-        `  authorization_url: ${provider.url}/oauth/authorize`,
-        `  token_url: ${provider.tokenUrl}`,
-        `${apiIntegration}:`,
-        '  display_name: Fake API',
-        '  categories: [dev-tools]',
-        '  docs: https://example.com/docs/fake-api',
-        '  auth_mode: API_KEY',
-        '  proxy:',
-        "    base_url: '${connectionConfig.origin}'",
-        "    headers: { x-api-key: '${apiKey}' }",
-        '  connection_config:',
-        "    origin: { type: string, title: Origin, pattern: '^http://127\\.0\\.0\\.1:[0-9]+$' }",
-        '',
-      ].join('\n'),
+    const providersFile = writeProvidersFile(
+      fakeOAuthProviderYaml(provider, integration) +
+        [
+          `${apiIntegration}:`,
+          '  display_name: Fake API',
+          '  categories: [dev-tools]',
+          '  docs: https://example.com/docs/fake-api',
+          '  auth_mode: API_KEY',
+          '  proxy:',
+          "    base_url: '${connectionConfig.origin}'",
+          "    headers: { x-api-key: '${apiKey}' }",
+          '  connection_config:',
+          "    origin: { type: string, title: Origin, pattern: '^http://127\\.0\\.0\\.1:[0-9]+$' }",
+          '',
+        ].join('\n'),
     );
     stack = await startStack({
       replicas: Object.fromEntries(

@@ -23,6 +23,26 @@ describe('webhook relay', () => {
     const { deliveredWith, send, refusesForgedDeliversSigned } = catalog;
     const { createIntegration, createOAuthIntegration, importConnection } = catalog;
 
+    /**
+     * A forged and a signed webhook of `event`, each with a marker of its own (the signed one's starting
+     * with `prefix`), headed by what `forgedHeaders` and `signedHeaders` make of their bodies.
+     */
+    const forgedAndSigned = (
+      prefix: string,
+      event: (marker: string) => string,
+      forgedHeaders: (body: string) => Record<string, string>,
+      signedHeaders: (body: string) => Record<string, string>,
+    ) => {
+      const webhook = (marker: string, headers: (body: string) => Record<string, string>) => {
+        const body = event(marker);
+        return { marker, body, headers: headers(body) };
+      };
+      return [
+        webhook(`forged-${randomUUID()}`, forgedHeaders),
+        webhook(`${prefix}-${randomUUID()}`, signedHeaders),
+      ] as const;
+    };
+
     it('verifies Dixa webhooks with the hex-decoded key an API-key integration stores as its webhook secret', async () => {
       const secret = randomBytes(16).toString('hex');
       await createIntegration('dixa', 'dixa-hooks', { type: 'API_KEY', webhook_secret: secret });
@@ -38,13 +58,13 @@ describe('webhook relay', () => {
         const v1 = createHmac('sha256', key).update(`${t}.${body}`).digest('hex');
         return { 'x-dixa-signature': `t=${t},v1=${v1}` };
       };
-      const forged = { marker: `forged-${randomUUID()}`, body: '', headers: {} };
-      forged.body = event(forged.marker);
-      // Keyed by the secret's text instead of its bytes: what a recipe without `secret_encoding` would check.
-      forged.headers = dixaSigned(forged.body, secret);
-      const signed = { marker: `dixa-${randomUUID()}`, body: '', headers: {} };
-      signed.body = event(signed.marker);
-      signed.headers = dixaSigned(signed.body, Buffer.from(secret, 'hex'));
+      const [forged, signed] = forgedAndSigned(
+        'dixa',
+        event,
+        // Keyed by the secret's text instead of its bytes: what a recipe without `secret_encoding` would check.
+        (body) => dixaSigned(body, secret),
+        (body) => dixaSigned(body, Buffer.from(secret, 'hex')),
+      );
       const [hook] = await refusesForgedDeliversSigned('dixa-hooks', forged, signed);
       // Nothing names the connection: the raw payload goes to the environment's URL.
       expect(hook!.path).toBe('/primary');
@@ -166,26 +186,20 @@ describe('webhook relay', () => {
         webhook_url_override: `${relay.receiver.url}/fathom-ana`,
       });
       const meeting = (marker: string) => ({ title: marker, recorded_by: { email } });
-      const forgedMarker = `forged-${randomUUID()}`;
-      const forgedBody = JSON.stringify(meeting(forgedMarker));
-      const marker = `fathom-${randomUUID()}`;
-      const body = JSON.stringify(meeting(marker));
-      const [hook] = await refusesForgedDeliversSigned(
-        'fathom-hooks',
-        {
-          marker: forgedMarker,
-          body: forgedBody,
-          headers: standardWebhookHeaders(`whsec_${randomBytes(24).toString('base64')}`, forgedBody),
-        },
-        { marker, body, headers: standardWebhookHeaders(secret, body) },
+      const [forged, signed] = forgedAndSigned(
+        'fathom',
+        (marker) => JSON.stringify(meeting(marker)),
+        (body) => standardWebhookHeaders(`whsec_${randomBytes(24).toString('base64')}`, body),
+        (body) => standardWebhookHeaders(secret, body),
       );
+      const [hook] = await refusesForgedDeliversSigned('fathom-hooks', forged, signed);
       expect(hook!.path).toBe('/fathom-ana');
       expect(JSON.parse(hook!.body)).toEqual({
         from: 'fathom',
         type: 'forward',
         providerConfigKey: 'fathom-hooks',
         connectionId: 'fathom-ana',
-        payload: meeting(marker),
+        payload: meeting(signed.marker),
         verified: true,
       });
     });
@@ -196,21 +210,15 @@ describe('webhook relay', () => {
       const event = (marker: string) =>
         JSON.stringify({ eventId: randomUUID(), event: 'peopleCreated', resourceIds: [1], uri: marker });
       const hmacHex = (text: string) => createHmac('sha256', systemKey).update(text).digest('hex');
-      const forgedMarker = `forged-${randomUUID()}`;
-      const forgedBody = event(forgedMarker);
-      const marker = `fub-${randomUUID()}`;
-      const body = event(marker);
-      const [hook] = await refusesForgedDeliversSigned(
-        'fub-hooks',
+      const [forged, signed] = forgedAndSigned(
+        'fub',
+        event,
         // Right key, but over the body itself rather than its base64.
-        { marker: forgedMarker, body: forgedBody, headers: { 'fub-signature': hmacHex(forgedBody) } },
-        {
-          marker,
-          body,
-          headers: { 'fub-signature': hmacHex(Buffer.from(body).toString('base64')) },
-        },
+        (body) => ({ 'fub-signature': hmacHex(body) }),
+        (body) => ({ 'fub-signature': hmacHex(Buffer.from(body).toString('base64')) }),
       );
-      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(body));
+      const [hook] = await refusesForgedDeliversSigned('fub-hooks', forged, signed);
+      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(signed.body));
     });
 
     it("verifies Recharge's SHA-256 digest of the client secret and body, which is no HMAC", async () => {
@@ -220,32 +228,22 @@ describe('webhook relay', () => {
         webhook_secret: clientSecret,
       });
       const event = (marker: string) => JSON.stringify({ charge: { id: 4242, note: marker } });
-      const forgedMarker = `forged-${randomUUID()}`;
-      const forgedBody = event(forgedMarker);
-      const marker = `recharge-${randomUUID()}`;
-      const body = event(marker);
-      const [hook] = await refusesForgedDeliversSigned(
-        'recharge-hooks',
+      const [forged, signed] = forgedAndSigned(
+        'recharge',
+        event,
         // The right secret, but as the HMAC key the header's name suggests.
-        {
-          marker: forgedMarker,
-          body: forgedBody,
-          headers: {
-            'x-recharge-hmac-sha256': createHmac('sha256', clientSecret).update(forgedBody).digest('hex'),
-            'x-recharge-topic': 'charge/paid',
-          },
-        },
-        {
-          marker,
-          body,
-          headers: {
-            'x-recharge-hmac-sha256': createHash('sha256').update(`${clientSecret}${body}`).digest('hex'),
-            'x-recharge-topic': 'charge/paid',
-          },
-        },
+        (body) => ({
+          'x-recharge-hmac-sha256': createHmac('sha256', clientSecret).update(body).digest('hex'),
+          'x-recharge-topic': 'charge/paid',
+        }),
+        (body) => ({
+          'x-recharge-hmac-sha256': createHash('sha256').update(`${clientSecret}${body}`).digest('hex'),
+          'x-recharge-topic': 'charge/paid',
+        }),
       );
+      const [hook] = await refusesForgedDeliversSigned('recharge-hooks', forged, signed);
       expect(hook!.path).toBe('/primary');
-      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(body));
+      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(signed.body));
     });
 
     it('verifies HighLevel Ed25519 signatures with the public key the integration stores, else HighLevel’s own', async () => {
@@ -269,25 +267,18 @@ describe('webhook relay', () => {
       const ed25519 = (body: string, key = privateKey) => ({
         'x-ghl-signature': sign(null, Buffer.from(body), key).toString('base64'),
       });
-      const forgedMarker = `forged-${randomUUID()}`;
-      const forgedBody = JSON.stringify(event(forgedMarker));
-      const marker = `hl-${randomUUID()}`;
-      const payload = event(marker);
-      const body = JSON.stringify(payload);
-      const [hook] = await refusesForgedDeliversSigned(
-        'highlevel-hooks',
-        {
-          marker: forgedMarker,
-          body: forgedBody,
-          headers: ed25519(forgedBody, generateKeyPairSync('ed25519').privateKey),
-        },
-        { marker, body, headers: ed25519(body) },
+      const [forged, signed] = forgedAndSigned(
+        'hl',
+        (marker) => JSON.stringify(event(marker)),
+        (body) => ed25519(body, generateKeyPairSync('ed25519').privateKey),
+        (body) => ed25519(body),
       );
+      const [hook] = await refusesForgedDeliversSigned('highlevel-hooks', forged, signed);
       expect(hook!.path).toBe('/highlevel');
       expect(JSON.parse(hook!.body)).toMatchObject({
         type: 'forward',
         connectionId: 'hl-location',
-        payload,
+        payload: JSON.parse(signed.body),
         verified: true,
       });
 
@@ -342,23 +333,17 @@ describe('webhook relay', () => {
         wiseSigned(event(`original-${randomUUID()}`)),
       );
       expect(tampered.status).toBe(401);
-      const forgedMarker = `forged-${randomUUID()}`;
-      const forgedBody = event(forgedMarker);
-      const marker = `wise-${randomUUID()}`;
-      const body = event(marker);
-      const [hook] = await refusesForgedDeliversSigned(
-        'wise-hooks',
-        {
-          marker: forgedMarker,
-          body: forgedBody,
-          headers: wiseSigned(forgedBody, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey),
-        },
-        { marker, body, headers: wiseSigned(body) },
+      const [forged, signed] = forgedAndSigned(
+        'wise',
+        event,
+        (body) => wiseSigned(body, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey),
+        (body) => wiseSigned(body),
       );
+      const [hook] = await refusesForgedDeliversSigned('wise-hooks', forged, signed);
       expect(deliveredWith(tamperedMarker)).toEqual([]);
       // Nothing names a connection: the raw payload goes to the environment's URL.
       expect(hook!.path).toBe('/primary');
-      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(body));
+      expect(JSON.parse(hook!.body)).toEqual(JSON.parse(signed.body));
     });
 
     it('refuses a webhook public key that is unreadable, private, of another algorithm or for an HMAC provider, storing nothing', async () => {
@@ -470,14 +455,14 @@ describe('webhook relay', () => {
         'x-github-delivery': randomUUID(),
         'x-hub-signature-256': `sha256=${createHmac('sha256', key).update(body).digest('hex')}`,
       });
-      const forgedMarker = `forged-${randomUUID()}`;
-      const forgedBody = push(forgedMarker);
-      const marker = `gh-app-${randomUUID()}`;
-      const body = push(marker);
       await refusesForgedDeliversSigned(
         'gh-app-hooks',
-        { marker: forgedMarker, body: forgedBody, headers: githubSigned(forgedBody, `not-${secret}`) },
-        { marker, body, headers: githubSigned(body, secret) },
+        ...forgedAndSigned(
+          'gh-app',
+          push,
+          (body) => githubSigned(body, `not-${secret}`),
+          (body) => githubSigned(body, secret),
+        ),
       );
     });
 

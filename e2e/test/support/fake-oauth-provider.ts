@@ -1,8 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { serveLoopbackHttps } from '@switchboard/testing';
 
 /**
@@ -177,22 +174,16 @@ export async function startFakeOAuthProvider(options: { delayMs?: number } = {})
   };
 }
 
-/** An operator providers file adding `key` as an OAUTH2 provider whose endpoints are the fake's. */
-export function writeProvidersFile(provider: FakeOAuthProvider, key = 'fake-oauth'): string {
-  const dir = mkdtempSync(join(tmpdir(), 'fake-providers-'));
-  const file = join(dir, 'providers.yaml');
-  writeFileSync(
-    file,
-    [
-      `${key}:`,
-      '  display_name: Fake OAuth',
-      '  categories: [dev-tools]',
-      '  docs: https://example.com/docs/fake-oauth',
-      '  auth_mode: OAUTH2',
-      `  authorization_url: ${provider.url}/oauth/authorize`,
-      `  token_url: ${provider.tokenUrl}`,
-      '',
-    ].join('\n'),
-  );
-  return file;
+/** The providers-file entry of `key` as an OAUTH2 provider whose endpoints are the fake's. */
+export function fakeOAuthProviderYaml(provider: FakeOAuthProvider, key = 'fake-oauth'): string {
+  return [
+    `${key}:`,
+    '  display_name: Fake OAuth',
+    '  categories: [dev-tools]',
+    '  docs: https://example.com/docs/fake-oauth',
+    '  auth_mode: OAUTH2',
+    `  authorization_url: ${provider.url}/oauth/authorize`,
+    `  token_url: ${provider.tokenUrl}`,
+    '',
+  ].join('\n');
 }

@@ -1,29 +1,18 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual, verify } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { serveLoopbackHttps } from '@switchboard/testing';
+import {
+  oauth1SignatureBase,
+  oauth1SigningKey,
+  parseOAuthAuthorization,
+  serveLoopbackHttps,
+} from '@switchboard/testing';
+import { appConnectionConfigYaml } from './providers-file';
 
 /**
- * The fake provider of the OAuth 1.0a and GitHub App OAuth (CUSTOM) connect flows, and the providers file
- * that points both integrations at it. It checks every OAuth 1.0a signature itself from RFC 5849 §3.4 and
+ * The fake provider of the OAuth 1.0a and GitHub App OAuth (CUSTOM) connect flows, and the providers that
+ * point both integrations at it. It checks every OAuth 1.0a signature itself from RFC 5849 §3.4 and
  * every app JWT with the app's public key.
  */
-
-const enc = (value: string) =>
-  encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-
-function parseOAuthHeader(value: string | undefined): Record<string, string> | undefined {
-  if (!value?.startsWith('OAuth ')) return undefined;
-  const out: Record<string, string> = {};
-  for (const part of value.slice('OAuth '.length).split(',')) {
-    const match = /^\s*([^=\s]+)="([^"]*)"\s*$/.exec(part);
-    if (!match) return undefined;
-    out[decodeURIComponent(match[1]!)] = decodeURIComponent(match[2]!);
-  }
-  return out;
-}
 
 export interface Fake {
   url: string;
@@ -96,17 +85,8 @@ export async function startFake(): Promise<Fake> {
     const nonce = `${header['oauth_timestamp']}:${header['oauth_nonce']}`;
     if (!header['oauth_nonce'] || nonces.has(nonce)) return 'nonce_used';
     nonces.add(nonce);
-    const params = [
-      ...url.searchParams,
-      ...Object.entries(header).filter(([key]) => key !== 'oauth_signature' && key !== 'realm'),
-    ]
-      .map(([k, v]) => [enc(k), enc(v)] as const)
-      .sort(([ak, av], [bk, bv]) => (ak === bk ? (av < bv ? -1 : av > bv ? 1 : 0) : ak < bk ? -1 : 1))
-      .map(([k, v]) => `${k}=${v}`)
-      .join('&');
-    const base = `${method.toUpperCase()}&${enc(`${url.protocol}//${url.host.toLowerCase()}${url.pathname}`)}&${enc(params)}`;
-    const expected = createHmac('sha1', `${enc(consumerSecret)}&${enc(tokenSecret)}`)
-      .update(base)
+    const expected = createHmac('sha1', oauth1SigningKey(consumerSecret, tokenSecret))
+      .update(oauth1SignatureBase(method, url, header))
       .digest('base64');
     const got = header['oauth_signature'] ?? '';
     return expected.length === got.length && timingSafeEqual(Buffer.from(expected), Buffer.from(got))
@@ -169,7 +149,7 @@ export async function startFake(): Promise<Fake> {
       req.method === 'POST' &&
       (url.pathname === '/o1/request_token' || url.pathname === '/o1/access_token')
     ) {
-      const header = parseOAuthHeader(req.headers.authorization);
+      const header = parseOAuthAuthorization(req.headers.authorization);
       if (!header) {
         fake.oauth1Calls.push({ path: url.pathname, signature: 'absent', outcome: 'refused' });
         return form(res, 401, 'oauth_problem=parameter_absent');
@@ -340,11 +320,9 @@ export async function startFake(): Promise<Fake> {
   };
 }
 
-export function writeProvidersFile(providerUrl: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'oauth1-custom-providers-')), 'providers.yaml');
-  writeFileSync(
-    file,
-    `fake-oauth1:
+/** The two providers of these flows (OAuth 1.0a and GitHub App OAuth), pointing at the fake. */
+export function oauth1CustomProvidersYaml(providerUrl: string): string {
+  return `fake-oauth1:
   display_name: Fake OAuth1
   categories: [other]
   auth_mode: OAUTH1
@@ -369,19 +347,5 @@ fake-github-app-oauth:
   proxy:
     base_url: ${providerUrl}/gh/api
   docs: https://docs.example.com/fake-github-app-oauth
-  connection_config:
-    appPublicLink:
-      type: string
-      title: App public link
-      format: uri
-      pattern: '^${providerUrl.replace(/\./g, '\\.')}/gh/apps/[a-z-]+$'
-      automated: true
-    installation_id:
-      type: string
-      title: Installation ID
-      pattern: '^[0-9]+$'
-      automated: true
-`,
-  );
-  return file;
+${appConnectionConfigYaml(`^${providerUrl.replace(/\./g, '\\.')}/gh/apps/[a-z-]+$`)}`;
 }

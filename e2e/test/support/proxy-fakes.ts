@@ -1,5 +1,5 @@
-import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createHash, createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import {
   Agent,
   createServer,
@@ -10,11 +10,17 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { freePort, startStack, type Stack } from '@switchboard/testing';
+import {
+  freePort,
+  oauth1SignatureBase,
+  oauth1SigningKey,
+  parseOAuthAuthorization,
+  startStack,
+  type Stack,
+} from '@switchboard/testing';
 import { STACK_READY_TIMEOUT_MS } from './processes';
+import { writeProvidersFile } from './providers-file';
 
 /** Fixed so a direct and a proxied answer of the same route are byte-identical, headers included. */
 export const FIXED_DATE = 'Tue, 04 Mar 2025 10:00:00 GMT';
@@ -71,9 +77,6 @@ export interface FakeProvider {
   close(): Promise<void>;
 }
 
-const rfc3986 = (s: string) =>
-  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-
 /** An RFC 5849 signature check written independently of the library the proxy signs with. */
 export function oauth1Valid(
   header: string | undefined,
@@ -82,19 +85,11 @@ export function oauth1Valid(
   form: Record<string, string>,
   algo: 'sha1' | 'sha256',
 ): boolean {
-  if (!header?.startsWith('OAuth ')) return false;
-  const params = Object.fromEntries(
-    [...header.slice(6).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, decodeURIComponent(m[2]!)]),
-  );
-  const { oauth_signature: signature, realm: _realm, ...oauth } = params;
-  const all = [...Object.entries(oauth), ...url.searchParams.entries(), ...Object.entries(form)]
-    .map(([k, v]) => [rfc3986(k), rfc3986(v)] as const)
-    .sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : a[0] < b[0] ? -1 : 1))
-    .map(([k, v]) => `${k}=${v}`)
-    .join('&');
-  const base = [method, rfc3986(`${url.origin}${url.pathname}`), rfc3986(all)].join('&');
-  const key = `${rfc3986(OAUTH1_SECRETS.consumerSecret)}&${rfc3986(OAUTH1_SECRETS.tokenSecret)}`;
-  return createHmac(algo, key).update(base).digest('base64') === signature;
+  const params = parseOAuthAuthorization(header);
+  if (!params) return false;
+  const base = oauth1SignatureBase(method, url, params, Object.entries(form));
+  const key = oauth1SigningKey(OAUTH1_SECRETS.consumerSecret, OAUTH1_SECRETS.tokenSecret);
+  return createHmac(algo, key).update(base).digest('base64') === params['oauth_signature'];
 }
 
 async function readAll(req: IncomingMessage): Promise<Buffer> {
@@ -430,18 +425,7 @@ export function writeProxyProvidersFile(): string {
     },
     'fake-no-base': { ...common, display_name: 'Fake without base URL', auth_mode: 'API_KEY' },
   };
-  // YAML is a superset of JSON, so the catalog loader reads this as is. Named by its content, so every
-  // file asking for it names the same path and stacks started with it can be shared (standard-stack.ts).
-  const text = JSON.stringify(providers, null, 2);
-  const file = join(
-    tmpdir(),
-    `switchboard-proxy-providers-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.json`,
-  );
-  // Written under a name of its own, then renamed: a service reading the path never sees half a file.
-  const partial = `${file}.${process.pid}.${randomUUID()}`;
-  writeFileSync(partial, text);
-  renameSync(partial, file);
-  return file;
+  return writeProvidersFile(providers);
 }
 
 export interface RawResponse {

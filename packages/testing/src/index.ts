@@ -10,3 +10,4 @@ export * from './nats';
 export * from './rewrap-cli';
 export * from './temporal-cli';
 export * from './shared-stacks';
+export * from './oauth1';

@@ -8,7 +8,13 @@ import {
 } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResolvedProvider } from '@switchboard/providers';
-import { LoopbackHttpFake, requestBody } from '@switchboard/testing';
+import {
+  LoopbackHttpFake,
+  oauth1SignatureBase,
+  oauth1SigningKey,
+  parseOAuthAuthorization,
+  requestBody,
+} from '@switchboard/testing';
 import { ProviderExchangeError } from './exchange.errors';
 import {
   buildOAuth1AuthorizeUrl,
@@ -27,9 +33,6 @@ const unexpected = (): never => {
  * A fake OAuth 1.0a provider that verifies every signature itself, straight from RFC 5849 §3.4 with
  * node:crypto (no OAuth library), so a signing mistake on our side cannot be mirrored by the fake.
  */
-
-const enc = (value: string) =>
-  encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 interface Consumer {
   secret: string;
@@ -71,7 +74,7 @@ class FakeOAuth1Provider extends LoopbackHttpFake {
       return void res.end();
     }
 
-    const header = parseAuthorization(req.headers.authorization);
+    const header = parseOAuthAuthorization(req.headers.authorization);
     if (!header) return reply(401, 'oauth_problem=parameter_absent');
     const consumer = this.consumers.get(header['oauth_consumer_key'] ?? '');
     if (!consumer) return reply(401, 'oauth_problem=consumer_key_unknown');
@@ -127,19 +130,8 @@ class FakeOAuth1Provider extends LoopbackHttpFake {
     if (!header['oauth_nonce'] || this.nonces.has(nonce)) return 'nonce_used';
     this.nonces.add(nonce);
 
-    const params: [string, string][] = [
-      ...url.searchParams,
-      ...new URLSearchParams(form),
-      ...Object.entries(header).filter(([key]) => key !== 'oauth_signature' && key !== 'realm'),
-    ];
-    const normalized = params
-      .map(([k, v]) => [enc(k), enc(v)] as const)
-      .sort(([ak, av], [bk, bv]) => (ak === bk ? (av < bv ? -1 : av > bv ? 1 : 0) : ak < bk ? -1 : 1))
-      .map(([k, v]) => `${k}=${v}`)
-      .join('&');
-    const baseUri = `${url.protocol}//${url.host.toLowerCase()}${url.pathname}`;
-    const base = `${method.toUpperCase()}&${enc(baseUri)}&${enc(normalized)}`;
-    const key = `${enc(consumer.secret)}&${enc(tokenSecret)}`;
+    const base = oauth1SignatureBase(method, url, header, new URLSearchParams(form));
+    const key = oauth1SigningKey(consumer.secret, tokenSecret);
     const signature = header['oauth_signature'] ?? '';
     const same = (a: string, b: string) =>
       a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -156,17 +148,6 @@ class FakeOAuth1Provider extends LoopbackHttpFake {
         return same(key, signature) ? undefined : 'signature_invalid';
     }
   }
-}
-
-function parseAuthorization(value: string | undefined): Record<string, string> | undefined {
-  if (!value?.startsWith('OAuth ')) return undefined;
-  const out: Record<string, string> = {};
-  for (const part of value.slice('OAuth '.length).split(',')) {
-    const match = /^\s*([^=\s]+)="([^"]*)"\s*$/.exec(part);
-    if (!match) return undefined;
-    out[decodeURIComponent(match[1]!)] = decodeURIComponent(match[2]!);
-  }
-  return out;
 }
 
 const provider = (fake: FakeOAuth1Provider, method: OAuth1SignatureMethod = 'HMAC-SHA1'): ResolvedProvider =>

@@ -1,3 +1,3 @@
 export { type ConnectFakeProvider, type GithubUser, startConnectFakeProvider } from './provider';
 export { appKeyPair, createFakeAppIntegration, fakeOAuthCredentials, startConnectStack } from './stack';
-export { writeConnectProvidersFile } from './providers-file';
+export { connectProvidersYaml } from './providers-yaml';

@@ -1,8 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { freePort, startStack, type Stack, type StackOptions, type StackService } from '@switchboard/testing';
 import { call } from '../http';
+import { writeProvidersFile } from '../providers-file';
 import type { ConnectFakeProvider } from './provider';
-import { writeConnectProvidersFile } from './providers-file';
+import { connectProvidersYaml } from './providers-yaml';
 
 /**
  * What connect flows touch: the API, auth-connect (integrations, the connect UI, the exchanges with the
@@ -38,7 +39,7 @@ export async function startConnectStack(
   const stack = await startStack({
     services: options.services ?? CONNECT_SERVICES,
     env: {
-      SWITCHBOARD_PROVIDERS_FILE: writeConnectProvidersFile(fake.url),
+      SWITCHBOARD_PROVIDERS_FILE: writeProvidersFile(connectProvidersYaml(fake.url)),
       NODE_EXTRA_CA_CERTS: fake.caFile,
       SWITCHBOARD_CONNECT_URL: connectUrl,
       ...(options.allowedOrigins !== undefined

@@ -1,15 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { appConnectionConfigYaml } from '../providers-file';
 
-/** A providers file (SWITCHBOARD_PROVIDERS_FILE) whose providers (OAuth 2, API key, basic, client credentials, app) point at the fake. */
-export function writeConnectProvidersFile(providerUrl: string): string {
+/** The providers (OAuth 2, API key, basic, client credentials, app) of the connect stack, pointing at the fake. */
+export function connectProvidersYaml(providerUrl: string): string {
   const hostPattern = `^${providerUrl.replace(/^https:\/\//, '').replace(/\./g, '\\.')}$`;
   const appLinkPattern = `^${providerUrl.replace(/\./g, '\\.')}/apps/[a-z-]+$`;
-  const file = join(mkdtempSync(join(tmpdir(), 'connect-providers-')), 'providers.yaml');
-  writeFileSync(
-    file,
-    `fake-oauth:
+  return `fake-oauth:
   display_name: Fake OAuth
   categories: [other]
   auth_mode: OAUTH2
@@ -170,19 +165,7 @@ fake-app:
     token_url: ${providerUrl}/gh/login/oauth/access_token
     installations_url: ${providerUrl}/gh/user/installations
   docs: https://docs.example.com/fake-app
-  connection_config:
-    appPublicLink:
-      type: string
-      title: App public link
-      format: uri
-      pattern: '${appLinkPattern}'
-      automated: true
-    installation_id:
-      type: string
-      title: Installation ID
-      pattern: '^[0-9]+$'
-      automated: true
-
+${appConnectionConfigYaml(appLinkPattern)}
 fake-app-oauth:
   display_name: Fake App OAuth
   categories: [other]
@@ -196,19 +179,5 @@ fake-app-oauth:
   proxy:
     base_url: ${providerUrl}
   docs: https://docs.example.com/fake-app-oauth
-  connection_config:
-    appPublicLink:
-      type: string
-      title: App public link
-      format: uri
-      pattern: '${appLinkPattern}'
-      automated: true
-    installation_id:
-      type: string
-      title: Installation ID
-      pattern: '^[0-9]+$'
-      automated: true
-`,
-  );
-  return file;
+${appConnectionConfigYaml(appLinkPattern)}`;
 }
