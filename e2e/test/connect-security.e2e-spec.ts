@@ -35,6 +35,9 @@ describe('connect flows refuse what a hostile end user sends', () => {
     keyRouted,
   } = world.integrations;
   const { session, connectionCount, attackerHost, deliveredWith } = world;
+  /** A POST by the end user's browser, with the connect session's token. */
+  const postAsEndUser = (path: string, token: string, body: unknown) =>
+    call(stack.gatewayUrl, 'POST', withSessionToken(path, token), { body });
 
   beforeAll(async () => {
     ({ stack, nango, fake, attacker } = await world.start());
@@ -52,14 +55,9 @@ describe('connect flows refuse what a hostile end user sends', () => {
       expect(popup.status).toBe(400);
       expect(await popup.text()).toContain('Your instance host has an invalid format');
 
-      const page = await call(
-        stack.gatewayUrl,
-        'POST',
-        withSessionToken(`/oauth/connect/${hostedIntegration}`, token),
-        {
-          body: { params: { host: attackerHost() } },
-        },
-      );
+      const page = await postAsEndUser(`/oauth/connect/${hostedIntegration}`, token, {
+        params: { host: attackerHost() },
+      });
       expect(expectError(page, 400, 'invalid_connection').errors?.map((e) => e.path)).toEqual([
         ['params', 'host'],
       ]);
@@ -70,25 +68,18 @@ describe('connect flows refuse what a hostile end user sends', () => {
 
     it('refuses params the provider form does not declare, and fields the provider fills itself', async () => {
       const token = await session({ tags: { end_user_id: 'exfil-undeclared' } });
-      const undeclared = await call(
-        stack.gatewayUrl,
-        'POST',
-        withSessionToken(`/oauth/connect/${oauthIntegration}`, token),
-        { body: { params: { tenant: 'acme', token_url: `${attacker.url}/steal`, team: 'other-team' } } },
-      );
+      const undeclared = await postAsEndUser(`/oauth/connect/${oauthIntegration}`, token, {
+        params: { tenant: 'acme', token_url: `${attacker.url}/steal`, team: 'other-team' },
+      });
       const detail = expectError(undeclared, 400, 'invalid_connection');
       expect(detail.errors?.map((e) => e.path)).toEqual([
         ['params', 'token_url'],
         ['params', 'team'],
       ]);
-      const apiKey = await call(
-        stack.gatewayUrl,
-        'POST',
-        withSessionToken(
-          `/api-auth/api-key/${keyIntegration}?params%5Bbase_url%5D=https%3A%2F%2Fevil.invalid`,
-          token,
-        ),
-        { body: { apiKey: fake.goodApiKey } },
+      const apiKey = await postAsEndUser(
+        `/api-auth/api-key/${keyIntegration}?params%5Bbase_url%5D=https%3A%2F%2Fevil.invalid`,
+        token,
+        { apiKey: fake.goodApiKey },
       );
       expect(expectError(apiKey, 400, 'invalid_connection').errors?.map((e) => e.path)).toEqual([
         ['params', 'base_url'],
@@ -217,14 +208,9 @@ describe('connect flows refuse what a hostile end user sends', () => {
     it("binds the connect page's POST start to the first browser that opens its launch URL", async () => {
       const before = await connectionCount(oauthIntegration);
       const token = await session({ tags: { end_user_id: 'launch' } });
-      const started = await call(
-        stack.gatewayUrl,
-        'POST',
-        withSessionToken(`/oauth/connect/${oauthIntegration}`, token),
-        {
-          body: { params: { tenant: 'acme' } },
-        },
-      );
+      const started = await postAsEndUser(`/oauth/connect/${oauthIntegration}`, token, {
+        params: { tenant: 'acme' },
+      });
       expect(started.status).toBe(200);
       const launchUrl = (started.body as { url: string }).url;
       expect(launchUrl).not.toContain(fake.url);
@@ -543,23 +529,13 @@ describe('connect flows refuse what a hostile end user sends', () => {
   describe('small holes', () => {
     it('ends the connect session once its connection is stored: the token stops working', async () => {
       const token = await session({ end_user: { id: `once-${run}` } });
-      const first = await call(
-        stack.gatewayUrl,
-        'POST',
-        withSessionToken(`/api-auth/api-key/${keyIntegration}`, token),
-        {
-          body: { apiKey: fake.goodApiKey },
-        },
-      );
+      const first = await postAsEndUser(`/api-auth/api-key/${keyIntegration}`, token, {
+        apiKey: fake.goodApiKey,
+      });
       expect(first.status).toBe(200);
-      const again = await call(
-        stack.gatewayUrl,
-        'POST',
-        withSessionToken(`/api-auth/api-key/${keyIntegration}`, token),
-        {
-          body: { apiKey: fake.goodApiKey },
-        },
-      );
+      const again = await postAsEndUser(`/api-auth/api-key/${keyIntegration}`, token, {
+        apiKey: fake.goodApiKey,
+      });
       expectError(again, 401, 'unknown_connect_session_token');
       const read = await call(stack.gatewayUrl, 'GET', '/connect/session', {
         headers: { authorization: `Bearer ${token}` },
@@ -571,23 +547,16 @@ describe('connect flows refuse what a hostile end user sends', () => {
     it('refuses end-user authorization_params that replace the flow’s own parameters or widen its scopes', async () => {
       const token = await session({ tags: { end_user_id: 'params' } });
       const before = fake.authorizeRequests.length;
-      const hostile = await call(
-        stack.gatewayUrl,
-        'POST',
-        withSessionToken(`/oauth/connect/${oauthIntegration}`, token),
-        {
-          body: {
-            params: { tenant: 'acme' },
-            authorization_params: {
-              response_type: 'token',
-              redirect_uri: `${attacker.url}/catch`,
-              state: 'mine',
-              scope: 'admin',
-            },
-            user_scope: 'admin',
-          },
+      const hostile = await postAsEndUser(`/oauth/connect/${oauthIntegration}`, token, {
+        params: { tenant: 'acme' },
+        authorization_params: {
+          response_type: 'token',
+          redirect_uri: `${attacker.url}/catch`,
+          state: 'mine',
+          scope: 'admin',
         },
-      );
+        user_scope: 'admin',
+      });
       expect(expectError(hostile, 400, 'invalid_connection').errors?.map((e) => e.path)).toEqual([
         ['authorization_params', 'response_type'],
         ['authorization_params', 'redirect_uri'],

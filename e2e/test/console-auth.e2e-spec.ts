@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Stack } from '@switchboard/testing';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import {
   consoleClient,
   consoleTables,
@@ -11,11 +11,12 @@ import {
   PER_EMAIL_PER_MIN,
   sessionCookieOf,
   signInWithSsoButton,
-  startConsoleStack,
+  startConsoleWorld,
+  type ConsoleWorld,
   type Browser,
   type Me,
 } from './support/console-browser';
-import { startFakeOidcProvider, type FakeOidcProvider } from './support/fake-oidc-provider';
+import type { FakeOidcProvider } from './support/fake-oidc-provider';
 import { call, expectError } from './support/http';
 import { START_HOOK_TIMEOUT_MS } from './support/processes';
 
@@ -37,17 +38,12 @@ describe('console sign-in, sessions, roles and CSRF', () => {
   const createUser = (role: string) => client.createUser(admin, role);
   const tables = consoleTables(() => db);
 
+  let world: ConsoleWorld | undefined;
   beforeAll(async () => {
-    idp = await startFakeOidcProvider();
-    stack = await startConsoleStack(idp);
-    db = new Client({ connectionString: stack.databaseUrl });
-    await db.connect();
+    world = await startConsoleWorld();
+    ({ stack, db, idp } = world);
   }, START_HOOK_TIMEOUT_MS);
-  afterAll(async () => {
-    await db?.end();
-    await stack?.stop();
-    await idp?.stop();
-  });
+  afterAll(() => world?.stop());
 
   it('creates the first admin with the CLI (password on stdin); a weak password creates nobody', async () => {
     const weak = createWithCli(`weak-${run}@example.com`, 'admin', 'short\n');

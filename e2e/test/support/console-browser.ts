@@ -4,9 +4,9 @@ import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { repoRoot, startStack, type Stack } from '@switchboard/testing';
-import type { Client } from 'pg';
+import { Client } from 'pg';
 import { launchChromium } from './chromium';
-import type { FakeOidcProvider } from './fake-oidc-provider';
+import { startFakeOidcProvider, type FakeOidcProvider } from './fake-oidc-provider';
 import { call, type ApiResponse } from './http';
 import { STACK_READY_TIMEOUT_MS } from './processes';
 
@@ -63,6 +63,40 @@ export function startConsoleStack(idp: FakeOidcProvider): Promise<Stack> {
  * The gateway trusts one proxy hop here, so each sign-in comes from an address of its own unless a test
  * names one: only the per-address test spends an address's window.
  */
+/** A fake identity provider, a console stack signing in through it, and a client of the stack's database. */
+export interface ConsoleWorld {
+  idp: FakeOidcProvider;
+  stack: Stack;
+  db: Client;
+  stop(): Promise<void>;
+}
+
+/** Starts a `ConsoleWorld` (what is started is stopped again if a later part fails). */
+export async function startConsoleWorld(): Promise<ConsoleWorld> {
+  const idp = await startFakeOidcProvider();
+  let stack: Stack | undefined;
+  try {
+    stack = await startConsoleStack(idp);
+    const db = new Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    const started = stack;
+    return {
+      idp,
+      stack,
+      db,
+      stop: async () => {
+        await db.end();
+        await started.stop();
+        await idp.stop();
+      },
+    };
+  } catch (error) {
+    await stack?.stop();
+    await idp.stop();
+    throw error;
+  }
+}
+
 export const someAddress = () => `10.${randomBytes(3).join('.')}`;
 
 /** The console session cookie a response sets, if any. */
