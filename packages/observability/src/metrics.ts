@@ -35,7 +35,7 @@ export const METRIC_VIEWS: ViewOptions[] = [
 /**
  * The meter of a package or app. Instruments must be created after `startTracing` registered the meter
  * provider (the API has no proxy meter: one made earlier stays a no-op), which holds for module-level
- * instruments because `tracing.ts` is the first import of every `main.ts`.
+ * instruments because `tracing.ts` is the first import of every `service.ts`.
  */
 export function meterFor(name: string): Meter {
   return metrics.getMeter(name);

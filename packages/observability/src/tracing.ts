@@ -23,7 +23,7 @@ let sdk: NodeSDK | undefined;
 
 /**
  * Starts OpenTelemetry for this process. Call it before anything imports `http`, `pg` or Nest, i.e. as
- * the first import of `main.ts`, or those modules are not patched. The exporter is chosen by the standard
+ * the first import of a service's entry (`service.ts`), or those modules are not patched. The exporter is chosen by the standard
  * variables (`OTEL_TRACES_EXPORTER`, `OTEL_EXPORTER_OTLP_ENDPOINT`, ...); `OTEL_SERVICE_NAME` wins over
  * the name given here.
  */

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Inject,
@@ -32,7 +32,11 @@ export class ConnectPageServer implements OnApplicationBootstrap, OnApplicationS
 
   /** Builds the server without listening (tests inject requests into it). */
   build(): FastifyInstance {
-    const dir = join(__dirname, 'static');
+    // Next to this module in the sources and in tsc's output; under connect-page/ from the service's bundle.
+    const dir = [join(__dirname, 'static'), join(__dirname, 'connect-page', 'static')].find((d) =>
+      existsSync(d),
+    );
+    if (!dir) throw new Error("the connect page's static files are missing from the build");
     const apiUrl = this.env.SWITCHBOARD_SERVER_URL.replace(/\/$/, '');
     const apiOrigin = new URL(apiUrl).origin;
     const read = (file: string) => readFileSync(join(dir, file), 'utf8');

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import ivm from 'isolated-vm';
+import { readBuildOutput } from './build-output';
 import { CodeCache, sourceKey } from './code-cache';
 import { hostCrypto } from './host-crypto';
 import { preludeSource } from './prelude';
@@ -88,7 +87,7 @@ export class IsolateFactory {
 
   library(): SandboxLibrary {
     if (!this.loaded) {
-      const source = readFileSync(join(__dirname, '..', '..', 'dist', 'sandbox-lib.js'), 'utf8');
+      const source = readBuildOutput('sandbox-lib.js');
       const scratch = new ivm.Isolate({ memoryLimit: 64 });
       try {
         const script = scratch.compileScriptSync(source, {

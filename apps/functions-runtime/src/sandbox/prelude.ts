@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readBuildOutput } from './build-output';
 
 /**
  * The script evaluated in every run's fresh context before the function bundle: src/sandbox/prelude/
@@ -8,6 +7,6 @@ import { join } from 'node:path';
  */
 let source: string | undefined;
 export function preludeSource(): string {
-  source ??= readFileSync(join(__dirname, '..', '..', 'dist', 'prelude.js'), 'utf8');
+  source ??= readBuildOutput('prelude.js');
   return source;
 }

@@ -19,7 +19,7 @@ export const envSchema = z.object({
     )
     .default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
-  /** Shared by the service (which starts workflows) and worker.ts (which runs them); both must agree. */
+  /** Shared by the service (which starts workflows) and temporal-worker.ts (which runs them); both must agree. */
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchboard-syncs'),
   /**
    * Longest one schedule operation (a few Temporal calls) may take before the request is answered 503
@@ -54,7 +54,7 @@ export const envSchema = z.object({
   SWITCHBOARD_ACTION_HEARTBEAT_TIMEOUT_MS: z.coerce.number().int().min(3_000).max(600_000).default(30_000),
   /**
    * Connections of the records store's own node-postgres pool (its writes and page reads bypass Prisma),
-   * beside the Prisma client's pool; in the service and in worker.ts each.
+   * beside the Prisma client's pool; in the service and in temporal-worker.ts each.
    */
   SWITCHBOARD_RECORDS_DB_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5),
 });

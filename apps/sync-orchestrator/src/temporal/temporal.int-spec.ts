@@ -61,7 +61,7 @@ describe('sync-orchestrator on Temporal', () => {
   });
 
   it("builds a worker from the service's workflows that polls its task queue", async () => {
-    // What `worker.ts` does with the build's bundle: `workflows/` bundled for the sandbox (a forbidden
+    // What `temporal-worker.ts` does with the build's bundle: `workflows/` bundled for the sandbox (a forbidden
     // import fails here) and a worker polling TEMPORAL_TASK_QUEUE, which Temporal then lists among the
     // queue's pollers.
     const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowBundle });

@@ -36,7 +36,7 @@ class TemporalLifecycle implements OnModuleInit, OnApplicationShutdown {
 /**
  * The Temporal client this service starts and queries workflows with, injectable by its class. The
  * connection is lazy so the service boots (and answers /health) while Temporal is still starting; /ready
- * says when it is reachable. Workflows themselves run in the separate worker process (`worker.ts`).
+ * says when it is reachable. Workflows themselves run in the separate worker process (`temporal-worker.ts`).
  */
 @Global()
 @Module({
