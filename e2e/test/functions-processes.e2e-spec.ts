@@ -3,7 +3,12 @@ import { startStack, type Stack } from '@switchboard/testing';
 import { ITEM_NAMES, type ItemsProvider } from './support/functions-fakes';
 import { API_KEY, CONNECTION, FunctionsSuite } from './support/functions-suite';
 import { call, expectError } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
+import {
+  START_HOOK_TIMEOUT_MS,
+  STACK_READY_TIMEOUT_MS,
+  waitFor,
+  waitUntilPolling,
+} from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
 
 jest.setTimeout(180_000);
@@ -167,7 +172,9 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         const { id } = accepted.body as { id: string };
         await waitFor('the script to call the provider', async () => (hold.held >= 1 ? true : undefined));
         const doomed = stack.workers[0]!;
-        stack.startWorker();
+        // The other worker polls before the kill: its boot (seconds on a loaded host) is no part of the
+        // retry's time.
+        await waitUntilPolling(stack.startWorker());
         const exited = new Promise((resolve) => doomed.process.once('exit', resolve));
         doomed.process.kill('SIGKILL');
         await exited;
