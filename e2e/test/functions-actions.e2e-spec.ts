@@ -19,7 +19,7 @@ jest.setTimeout(180_000);
 // (one deploy of the project for both).
 describe('functions: deploy with the nango CLI, the functions API and actions', () => {
   const suite = new FunctionsSuite();
-  const { api, importKey, listedIds } = suite;
+  const { api, importKey, listedIds, trigger } = suite;
   let stack: Stack;
   let provider: ItemsProvider;
   let receiver: WebhookReceiver;
@@ -77,11 +77,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
     });
 
     it("shows the metadata the script wrote through the connections API, and the run's logs", async () => {
-      const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
-        key: stack.secretKey,
-        headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub' },
-        body: { action_name: 'summarize-items', input: { owner: 'acme', pageSize: 5 } },
-      });
+      const res = await trigger('summarize-items', { owner: 'acme', pageSize: 5 });
       expect(res.status).toBe(200);
       const runId = res.headers.get('x-switchboard-run-id');
       expect(runId).toMatch(/^[0-9a-f-]{36}$/);
@@ -143,16 +139,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         nango.triggerAction('fakehub', CONNECTION, 'summarize-items', { owner: 'x'.repeat(1024 * 1024) }),
       );
       expect(huge).toMatchObject({ status: 413, data: { error: { code: 'payload_too_large' } } });
-      const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
-        key: stack.secretKey,
-        headers: {
-          'connection-id': CONNECTION,
-          'provider-config-key': 'fakehub',
-          'x-async': 'true',
-          'x-max-retries': '9',
-        },
-        body: { action_name: 'summarize-items', input: { owner: 'acme' } },
-      });
+      const res = await trigger(
+        'summarize-items',
+        { owner: 'acme' },
+        { 'x-async': 'true', 'x-max-retries': '9' },
+      );
       expectError(res, 400, 'invalid_headers');
     });
 
@@ -165,16 +156,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
         (await api('GET', '/environment')).body as { data: { webhook_signing_key: string } }
       ).data.webhook_signing_key;
 
-      const accepted = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
-        key: stack.secretKey,
-        headers: {
-          'connection-id': CONNECTION,
-          'provider-config-key': 'fakehub',
-          'x-async': 'true',
-          'x-max-retries': '1',
-        },
-        body: { action_name: 'summarize-items', input: { owner: 'acme' } },
-      });
+      const accepted = await trigger(
+        'summarize-items',
+        { owner: 'acme' },
+        { 'x-async': 'true', 'x-max-retries': '1' },
+      );
       expect(accepted.status).toBe(202);
       const { id, statusUrl } = accepted.body as { id: string; statusUrl: string };
       expect(statusUrl).toBe(`/action/${id}`);
@@ -241,16 +227,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
 
   describe('retries', () => {
     it('tries a failing async action 1 + X-Max-Retries times, then answers its error', async () => {
-      const accepted = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
-        key: stack.secretKey,
-        headers: {
-          'connection-id': CONNECTION,
-          'provider-config-key': 'fakehub',
-          'x-async': 'true',
-          'x-max-retries': '2',
-        },
-        body: { action_name: 'refuse', input: { reason: 'again' } },
-      });
+      const accepted = await trigger(
+        'refuse',
+        { reason: 'again' },
+        { 'x-async': 'true', 'x-max-retries': '2' },
+      );
       expect(accepted.status).toBe(202);
       const { id } = accepted.body as { id: string };
       expect(accepted.headers.get('x-switchboard-run-id')).toBe(id);
@@ -290,11 +271,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       // request's envelope and the input together, a few bytes short of it.
       const envelope = JSON.stringify({ action_name: 'big-echo', input: { waitMs: 0, blob: '' } });
       const blob = 'y'.repeat(1024 * 1024 - Buffer.byteLength(envelope) - 16);
-      const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
-        key: stack.secretKey,
-        headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub' },
-        body: { action_name: 'big-echo', input: { waitMs: 0, blob } },
-      });
+      const res = await trigger('big-echo', { waitMs: 0, blob });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ build: 'first' });
       await nango.deleteFunction({ uniqueKey: 'fakehub', name: 'big-echo' }, { type: 'action' });

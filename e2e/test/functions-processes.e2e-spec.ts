@@ -1,9 +1,14 @@
 import type { Nango } from '@nangohq/node';
 import { startStack, type Stack } from '@switchboard/testing';
 import { ITEM_NAMES, type ItemsProvider } from './support/functions-fakes';
-import { API_KEY, CONNECTION, FunctionsSuite } from './support/functions-suite';
-import { call, expectError } from './support/http';
-import { START_HOOK_TIMEOUT_MS, STACK_READY_TIMEOUT_MS, waitFor } from './support/processes';
+import { API_KEY, FunctionsSuite } from './support/functions-suite';
+import { expectError } from './support/http';
+import {
+  START_HOOK_TIMEOUT_MS,
+  STACK_READY_TIMEOUT_MS,
+  waitFor,
+  waitUntilPolling,
+} from './support/processes';
 import { writeProxyProvidersFile } from './support/proxy-fakes';
 
 jest.setTimeout(180_000);
@@ -13,7 +18,7 @@ jest.setTimeout(180_000);
 // These stop, kill and add processes, so this file has a stack of its own.
 describe('functions: deploy with the nango CLI, the functions API and actions', () => {
   const suite = new FunctionsSuite();
-  const { api, importKey, listedIds } = suite;
+  const { api, importKey, listedIds, trigger } = suite;
   let stack: Stack;
   let provider: ItemsProvider;
   let nango: Nango;
@@ -45,11 +50,7 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
       const second = await stack.startReplica('sync-orchestrator');
       try {
         for (let i = 0; i < 20; i++) {
-          const res = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
-            key: stack.secretKey,
-            headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub' },
-            body: { action_name: 'summarize-items', input: { owner: `acme-${i}`, pageSize: 5 } },
-          });
+          const res = await trigger('summarize-items', { owner: `acme-${i}`, pageSize: 5 });
           expect(res.status).toBe(200);
           const runId = res.headers.get('x-switchboard-run-id');
           const logs = await api('GET', `/functions/runs/${runId}/logs`);
@@ -79,15 +80,11 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
   describe('a functions-runtime replica killed mid-run', () => {
     it('ends its actions within the lease: an async one retried on the other replica, the others failed with function_runtime_lost', async () => {
       const hold = provider.holdAccount();
-      const trigger = (headers: Record<string, string>, owner: string) =>
-        call(stack.gatewayUrl, 'POST', '/action/trigger', {
-          key: stack.secretKey,
-          headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub', ...headers },
-          body: { action_name: 'summarize-items', input: { owner, pageSize: 5 } },
-        });
-      const synchronous = trigger({}, 'sync-killed');
-      const retried = await trigger({ 'x-async': 'true', 'x-max-retries': '1' }, 'async-retried');
-      const once = await trigger({ 'x-async': 'true', 'x-max-retries': '0' }, 'async-once');
+      const summarize = (owner: string, headers: Record<string, string> = {}) =>
+        trigger('summarize-items', { owner, pageSize: 5 }, headers);
+      const synchronous = summarize('sync-killed');
+      const retried = await summarize('async-retried', { 'x-async': 'true', 'x-max-retries': '1' });
+      const once = await summarize('async-once', { 'x-async': 'true', 'x-max-retries': '0' });
       expect([retried.status, once.status]).toEqual([202, 202]);
       const retriedId = (retried.body as { id: string }).id;
       const onceId = (once.body as { id: string }).id;
@@ -153,21 +150,18 @@ describe('functions: deploy with the nango CLI, the functions API and actions', 
     it('an async action whose worker is SIGKILLed is run again by another worker once the first script is stopped', async () => {
       const hold = provider.holdAccount();
       try {
-        const accepted = await call(stack.gatewayUrl, 'POST', '/action/trigger', {
-          key: stack.secretKey,
-          headers: {
-            'connection-id': CONNECTION,
-            'provider-config-key': 'fakehub',
-            'x-async': 'true',
-            'x-max-retries': '0',
-          },
-          body: { action_name: 'summarize-items', input: { owner: 'worker-killed', pageSize: 5 } },
-        });
+        const accepted = await trigger(
+          'summarize-items',
+          { owner: 'worker-killed', pageSize: 5 },
+          { 'x-async': 'true', 'x-max-retries': '0' },
+        );
         expect(accepted.status).toBe(202);
         const { id } = accepted.body as { id: string };
         await waitFor('the script to call the provider', async () => (hold.held >= 1 ? true : undefined));
         const doomed = stack.workers[0]!;
-        stack.startWorker();
+        // The other worker polls before the kill: its boot (seconds on a loaded host) is no part of the
+        // retry's time.
+        await waitUntilPolling(stack.startWorker());
         const exited = new Promise((resolve) => doomed.process.once('exit', resolve));
         doomed.process.kill('SIGKILL');
         await exited;

@@ -82,6 +82,17 @@ export class FunctionsSuite {
       ...(body !== undefined ? { body } : {}),
     });
 
+  /**
+   * A raw `POST /action/trigger` of an action on CONNECTION, for what the official client hides (the status,
+   * the run id header, 202 answers); `headers` adds e.g. X-Async and X-Max-Retries.
+   */
+  trigger = (action: string, input: unknown, headers: Record<string, string> = {}) =>
+    call(this.stack.gatewayUrl, 'POST', '/action/trigger', {
+      key: this.stack.secretKey,
+      headers: { 'connection-id': CONNECTION, 'provider-config-key': 'fakehub', ...headers },
+      body: { action_name: action, input },
+    });
+
   /** An import of a fakehub key, its auth webhooks routed to IMPORT_HOOKS. */
   importKey = (connectionId: string, apiKey: string, account = 'acme') =>
     this.api('POST', '/connections', {

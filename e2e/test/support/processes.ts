@@ -8,6 +8,7 @@ import {
   repoRoot,
   testInfrastructure,
   withoutNatsSecrets,
+  type RunningService,
   type Stack,
 } from '@switchboard/testing';
 
@@ -68,6 +69,24 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, everyMs));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+/**
+ * Waits until a worker from `stack.startWorker()` polls its task queue (it says so in its log). The worker
+ * serves no HTTP and starting it does not wait: a test that needs it soon (to take over from a worker it
+ * kills) waits for this first, so a slow boot on a loaded host is not counted against the takeover.
+ */
+export async function waitUntilPolling(worker: RunningService): Promise<void> {
+  const seen = await waitFor(
+    'the new worker to poll its task queue',
+    async () => {
+      if (worker.output.join('').includes('worker polling task queue')) return 'polling';
+      return worker.process.exitCode !== null || worker.process.signalCode !== null ? 'exited' : undefined;
+    },
+    readyTimeout(),
+  );
+  if (seen === 'exited')
+    throw new Error(`the new worker exited before polling: ${worker.output.join('').slice(-2000)}`);
 }
 
 /**
