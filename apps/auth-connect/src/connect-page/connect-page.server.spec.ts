@@ -30,6 +30,16 @@ describe('ConnectPageServer', () => {
     expect(js.statusCode).toBe(200);
     expect(js.headers['content-type']).toMatch(/^text\/javascript/);
     expect(js.body).toContain('session_token');
+    // The page's scripts, in the order it runs them: each one is served as JavaScript.
+    const page = (await app.inject({ method: 'GET', url: '/' })).body;
+    const scripts = Array.from(page.matchAll(/<script src="([^"]+)"><\/script>/g), (match) => match[1] ?? '');
+    expect(scripts).toEqual(['/assets/connect-shell.js', '/assets/connect-form.js', '/assets/connect.js']);
+    for (const url of scripts) {
+      const res = await app.inject({ method: 'GET', url });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^text\/javascript/);
+      expect(res.body).toContain('window.SwitchboardConnect');
+    }
     expect((await app.inject({ method: 'GET', url: '/assets/connect.css' })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/assets/..%2Fconnect-page.server.ts' })).statusCode).toBe(
       404,

@@ -44,8 +44,12 @@ export class ConnectPageServer implements OnApplicationBootstrap, OnApplicationS
     const index = read('index.html')
       .replace('__API_URL__', escapeAttribute(apiUrl))
       .replace('__ALLOWED_ORIGINS__', escapeAttribute(allowed.join(' ')));
+    const script = (file: string): Asset => ({ type: 'text/javascript; charset=utf-8', body: read(file) });
+    // index.html loads the scripts in this order.
     const assets: Record<string, Asset> = {
-      'connect.js': { type: 'text/javascript; charset=utf-8', body: read('connect.js') },
+      'connect-shell.js': script('connect-shell.js'),
+      'connect-form.js': script('connect-form.js'),
+      'connect.js': script('connect.js'),
       'connect.css': { type: 'text/css; charset=utf-8', body: read('connect.css') },
     };
     const csp = [
