@@ -27,24 +27,23 @@ const EXTERNAL = [
   'pg-native',
 ];
 
-// Nest and its platform adapters require their optional peers (class-validator, @nestjs/platform-express,
-// @fastify/view, the other transports' clients, ...) only when an app uses them. One that is not installed
-// stays a plain require in the bundle: it fails at run time exactly where it would have without the bundle.
-const optionalPeers = {
-  name: 'optional-peers',
-  setup(build) {
-    build.onResolve({ filter: /^[@a-z]/ }, async (args) => {
-      if (args.pluginData?.probing) return undefined;
-      const found = await build.resolve(args.path, {
-        kind: args.kind,
-        resolveDir: args.resolveDir,
-        importer: args.importer,
-        pluginData: { probing: true },
-      });
-      return found.errors.length > 0 ? { path: args.path, external: true } : undefined;
-    });
-  },
-};
+// Optional peers of Nest and its adapters, required only by features none of the services uses (class
+// validation, the Express platform, views, websockets, the other transports). Left as plain requires, they
+// fail at run time exactly where they would have without the bundle. A new one makes the build fail with
+// esbuild's "Could not resolve" and its name, to be added here.
+const OPTIONAL_PEERS = [
+  'class-validator',
+  'class-transformer',
+  '@nestjs/platform-express',
+  '@nestjs/websockets',
+  '@nestjs/websockets/*',
+  '@nestjs/swagger',
+  '@fastify/view',
+  'kafkajs',
+  'mqtt',
+  'amqplib',
+  'amqp-connection-manager',
+];
 
 const entries = process.argv.slice(2).map((pair) => {
   const [from, to] = pair.split('=');
@@ -60,8 +59,7 @@ for (const { from, to } of entries) {
     platform: 'node',
     target: 'node24',
     format: 'cjs',
-    external: EXTERNAL,
-    plugins: [optionalPeers],
+    external: [...EXTERNAL, ...OPTIONAL_PEERS],
     // Not minified: names stay as written (Nest's log contexts are class names; tsc's CommonJS modules are
     // each wrapped whole, so nothing of ours is renamed).
     sourcemap: 'linked',
