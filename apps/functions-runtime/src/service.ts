@@ -1,21 +1,6 @@
 import './tracing';
-import { bootstrapService } from '@switchboard/service-kit';
+import { runService } from '@switchboard/service-kit';
 import { AppModule } from './app.module';
 import { loadEnv } from './config/env';
 
-async function main(): Promise<void> {
-  const env = loadEnv();
-  await bootstrapService({
-    name: 'functions-runtime',
-    module: AppModule.forRoot(env),
-    port: env.PORT,
-    nats: env,
-    logLevel: env.LOG_LEVEL,
-    logFormat: env.LOG_FORMAT,
-  });
-}
-
-main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : error);
-  process.exit(1);
-});
+runService('functions-runtime', loadEnv, (env) => ({ module: AppModule.forRoot(env) }));

@@ -2,7 +2,7 @@ import './tracing';
 import './openapi/zod-openapi';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { NATS_CONNECTION, NatsRequester } from '@switchboard/messaging';
-import { bootstrapService } from '@switchboard/service-kit';
+import { runService } from '@switchboard/service-kit';
 import { AccessHook } from './access/access.hook';
 import { ApiKeyResolver } from './access/api-key.resolver';
 import { AccountRateLimiter } from './access/rate-limiter';
@@ -22,17 +22,11 @@ import { ProviderWebhookRoute } from './webhooks/provider-webhook.route';
 import { WebhookFrontDoor } from './webhooks/webhook-front-door';
 import { embeddedWebhookIngest, remoteWebhookIngest } from './webhooks/webhook-ingest';
 
-async function main(): Promise<void> {
-  const env = loadEnv();
+runService('gateway', loadEnv, (env) => {
   let frontDoors: FrontDoor[] = [];
-  await bootstrapService({
-    name: 'gateway',
+  return {
     module: AppModule.forRoot(env),
-    port: env.PORT,
     host: env.HOST,
-    nats: env,
-    logLevel: env.LOG_LEVEL,
-    logFormat: env.LOG_FORMAT,
     // A steady heap that moves 1.3 MB record pages: room to grow between full collections (service-kit).
     heapGrowingPercent: 100,
     bodyParser: false,
@@ -62,8 +56,8 @@ async function main(): Promise<void> {
     configure: async (app) => {
       frontDoors = await configureGateway(app, env);
     },
-  });
-}
+  };
+});
 
 /**
  * Everything the gateway adds to Nest's app: body limits, the access hook, CORS, the proxy and webhook
@@ -119,8 +113,3 @@ async function configureGateway(app: NestFastifyApplication, env: GatewayEnv): P
     new WebhookFrontDoor(webhookRoute, app.get(AccountRateLimiter), env.SWITCHBOARD_TRUST_PROXY, fastify),
   ];
 }
-
-main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : error);
-  process.exit(1);
-});

@@ -1,23 +1,10 @@
 import './tracing';
-import { bootstrapService } from '@switchboard/service-kit';
+import { runService } from '@switchboard/service-kit';
 import { AppModule } from './app.module';
 import { loadEnv } from './config/env';
 
-async function main(): Promise<void> {
-  const env = loadEnv();
-  await bootstrapService({
-    name: 'sync-orchestrator',
-    module: AppModule.forRoot(env),
-    port: env.PORT,
-    nats: env,
-    logLevel: env.LOG_LEVEL,
-    logFormat: env.LOG_FORMAT,
-    // A steady heap that moves 1.3 MB record pages: room to grow between full collections (service-kit).
-    heapGrowingPercent: 100,
-  });
-}
-
-main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : error);
-  process.exit(1);
-});
+runService('sync-orchestrator', loadEnv, (env) => ({
+  module: AppModule.forRoot(env),
+  // A steady heap that moves 1.3 MB record pages: room to grow between full collections (service-kit).
+  heapGrowingPercent: 100,
+}));

@@ -147,3 +147,40 @@ export async function bootstrapService(options: BootstrapOptions): Promise<INest
   process.once('SIGINT', () => void shutdown('SIGINT'));
   return app;
 }
+
+/** What every service's environment holds for `runService`: its port, its logging and its NATS user. */
+export interface ServiceEnv extends NatsSettings {
+  PORT: number;
+  LOG_LEVEL: BootstrapOptions['logLevel'];
+  LOG_FORMAT: BootstrapOptions['logFormat'];
+}
+
+/** A service's own options, from its environment: its module and whatever it adds (routes, Fastify's). */
+export type ServiceOptions = Omit<BootstrapOptions, 'name' | 'port' | 'nats' | 'logLevel' | 'logFormat'>;
+
+/**
+ * A service's entry: loads its environment and starts it (`bootstrapService`) with its port, logging and
+ * NATS user from there. A failure (an invalid environment, a dependency out of reach) exits 1 with the
+ * error's message alone on stderr: never a stack, whose frames could carry configuration values.
+ */
+export function runService<Env extends ServiceEnv>(
+  name: ServiceName,
+  loadEnv: () => Env,
+  options: (env: Env) => ServiceOptions,
+): void {
+  const start = async () => {
+    const env = loadEnv();
+    await bootstrapService({
+      name,
+      port: env.PORT,
+      nats: env,
+      logLevel: env.LOG_LEVEL,
+      logFormat: env.LOG_FORMAT,
+      ...options(env),
+    });
+  };
+  start().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}

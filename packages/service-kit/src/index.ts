@@ -1,4 +1,5 @@
 export * from './bootstrap';
+export * from './build-output';
 export * from './health.registry';
 export * from './health.controller';
 export * from './service-kit.module';

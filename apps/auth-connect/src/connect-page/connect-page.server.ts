@@ -8,6 +8,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { buildOutputPath } from '@switchboard/service-kit';
 import { AUTH_CONNECT_ENV, type AuthConnectEnv } from '../config/env';
 
 interface Asset {
@@ -32,11 +33,10 @@ export class ConnectPageServer implements OnApplicationBootstrap, OnApplicationS
 
   /** Builds the server without listening (tests inject requests into it). */
   build(): FastifyInstance {
-    // Next to this module in the sources and in tsc's output; under connect-page/ from the service's bundle.
-    const dir = [join(__dirname, 'static'), join(__dirname, 'connect-page', 'static')].find((d) =>
-      existsSync(d),
-    );
-    if (!dir) throw new Error("the connect page's static files are missing from the build");
+    // The build copies them to dist/connect-page/static: found there from the sources, tsc's output and the
+    // service's bundle alike.
+    const dir = buildOutputPath(__dirname, 'connect-page/static');
+    if (!existsSync(dir)) throw new Error("the connect page's static files are missing from the build");
     const apiUrl = this.env.SWITCHBOARD_SERVER_URL.replace(/\/$/, '');
     const apiOrigin = new URL(apiUrl).origin;
     const read = (file: string) => readFileSync(join(dir, file), 'utf8');
