@@ -1,5 +1,6 @@
 import {
   bootStack,
+  closeSeedClients,
   seedTestAccount,
   SHARED_STACKS_KEY,
   type RunningService,
@@ -24,9 +25,13 @@ export function sharedStacks(): SharedStacks {
   return holder[SHARED_STACKS_KEY];
 }
 
-/** Stops the worker's shared stacks, if any were started (a jest global teardown). */
+/**
+ * Stops the worker's shared stacks, if any were started, and closes the seed's database clients (a jest
+ * global teardown).
+ */
 export async function stopSharedStacks(): Promise<void> {
   await (globalThis as Record<symbol, SharedStacks | undefined>)[SHARED_STACKS_KEY]?.stopAll();
+  await closeSeedClients();
 }
 
 function createSharedStacks(): SharedStacks {

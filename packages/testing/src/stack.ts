@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsUser } from '@switchboard/contracts';
@@ -219,18 +220,27 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     workers,
     startWorker,
     metricsPorts,
-    stop: async () => {
-      await Promise.all([
-        ...ALL_SERVICES.map((s) => stopService(s)),
-        ...workers.map((w) => stopProcess(w.process, 'SIGTERM')),
-      ]);
-    },
+    stop: () => stopStack(replicas, workers),
   };
 
   const everyService = started.length === ALL_SERVICES.length;
   const timeoutMs = options.readyTimeoutMs ?? readyTimeoutDefault();
   Object.assign(stack, await untilReady(stack, timeoutMs, seeding, everyService));
   return stack;
+}
+
+/**
+ * Stops every process of a stack, and closes the seed's database clients (a later seed opens one again,
+ * cheaply: its modules stay loaded).
+ */
+async function stopStack(replicas: Stack['replicas'], workers: RunningService[]): Promise<void> {
+  await Promise.all([
+    ...Object.values(replicas)
+      .flat()
+      .map((r) => stopProcess(r.process, 'SIGTERM')),
+    ...workers.map((w) => stopProcess(w.process, 'SIGTERM')),
+    closeSeedClients(),
+  ]);
 }
 
 type MeteredProcess = StackService | 'sync-orchestrator-worker';
@@ -445,7 +455,45 @@ async function waitUntilReady(
   throw new Error(`stack not ready after ${timeoutMs} ms; last readiness answer: ${last}`);
 }
 
-/** A fresh account in the database with one environment and a full-scope secret key (the stack's own seed). */
+/** What the in-process seed uses of auth-connect's build and of @switchboard/db (their own types are not a dependency). */
+interface SeedModules {
+  seedDevelopment(
+    db: SeedClient,
+    secretKey: string,
+    accountName: string,
+  ): Promise<{ environmentUuid: string }>;
+  createPrismaClient(databaseUrl: string, options: { poolSize: number }): SeedClient;
+}
+interface SeedClient {
+  $disconnect(): Promise<void>;
+}
+
+let seedModules: SeedModules | undefined;
+/** A client per database URL, and the seeds running on each (closing waits for them). */
+const seedClients = new Map<string, { client: SeedClient; running: Set<Promise<unknown>> }>();
+
+/**
+ * auth-connect's own seed (`seedDevelopment`, what `dist/seed-cli.js` runs) and `createPrismaClient`, loaded
+ * with Node's require from the repo root rather than jest's module registry: the Prisma client is most of a
+ * seed's cost, and Node's module cache loads it once per process instead of once per test file.
+ */
+function loadSeedModules(): SeedModules {
+  if (seedModules) return seedModules;
+  const authConnect = join(repoRoot(), 'apps/auth-connect');
+  const load = createRequire(join(authConnect, 'package.json'));
+  const { seedDevelopment } = load(join(authConnect, 'dist/seed/seed.js')) as Pick<
+    SeedModules,
+    'seedDevelopment'
+  >;
+  const { createPrismaClient } = load('@switchboard/db') as Pick<SeedModules, 'createPrismaClient'>;
+  seedModules = { seedDevelopment, createPrismaClient };
+  return seedModules;
+}
+
+/**
+ * A fresh account in the database with one environment and a full-scope secret key (the stack's own seed).
+ * It runs in this process, over a client kept per database URL until `closeSeedClients()` (a stack's `stop()`).
+ */
 export async function seedTestAccount(databaseUrl: string): Promise<{
   secretKey: string;
   accountName: string;
@@ -453,26 +501,37 @@ export async function seedTestAccount(databaseUrl: string): Promise<{
 }> {
   const secretKey = randomUUID();
   const accountName = `test-${randomUUID()}`;
-  const child = spawn(process.execPath, [join(repoRoot(), 'apps/auth-connect/dist/seed-cli.js')], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      SWITCHBOARD_SECRET_KEY: secretKey,
-      SEED_ACCOUNT_NAME: accountName,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const code = await new Promise<number | null>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', resolve);
-  });
-  if (code !== 0) throw new Error(`seed failed: ${stderr}`);
-  const seeded = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { environmentUuid: string };
-  return { secretKey, accountName, environmentUuid: seeded.environmentUuid };
+  const { seedDevelopment, createPrismaClient } = loadSeedModules();
+  let entry = seedClients.get(databaseUrl);
+  if (!entry) {
+    entry = { client: createPrismaClient(databaseUrl, { poolSize: 2 }), running: new Set() };
+    seedClients.set(databaseUrl, entry);
+  }
+  const seeding = seedDevelopment(entry.client, secretKey, accountName);
+  entry.running.add(seeding);
+  try {
+    const seeded = await seeding;
+    return { secretKey, accountName, environmentUuid: seeded.environmentUuid };
+  } catch (error) {
+    throw new Error(`seed failed: ${(error as Error).message}`, { cause: error });
+  } finally {
+    entry.running.delete(seeding);
+  }
+}
+
+/**
+ * Closes the seed's database clients once their running seeds end, so no connection outlives the tests
+ * and nothing keeps the process (or jest) from exiting. A later seed opens a new client.
+ */
+export async function closeSeedClients(): Promise<void> {
+  const entries = [...seedClients.values()];
+  seedClients.clear();
+  await Promise.all(
+    entries.map(async ({ client, running }) => {
+      await Promise.allSettled(running);
+      await client.$disconnect();
+    }),
+  );
 }
 
 /** Applies the migrations to a database (used when testcontainers provided a blank one). */
