@@ -293,7 +293,8 @@
       });
     });
     if (!focused) {
-      // A refused key or password: back to the first credential field, ready to retype (the alert is announced).
+      // A refused key or password: back to the first credential field, ready to retype (the alert is
+      // announced).
       var retry = Object.keys(inputs)
         .map(function (key) {
           return inputs[key];
