@@ -158,17 +158,30 @@ export function verificationKeyOf(
 
 /** The bytes of an HMAC key: the secret without its `secret_prefix`, decoded per `secret_encoding`. */
 export function hmacKey(recipe: WebhookSignature, secret: string): Buffer | undefined {
+  const key = hmacKeyText(recipe, secret);
+  return key && Buffer.from(key.text, key.encoding);
+}
+
+/**
+ * An HMAC key as text and the encoding that turns it into {@link hmacKey}'s bytes (undefined when the text
+ * is not valid in that encoding). `createHmac` is given the text: for a Buffer key node:crypto first asks
+ * whether it is a KeyObject or a CryptoKey, each by throwing and catching an error, on every webhook.
+ */
+function hmacKeyText(
+  recipe: WebhookSignature,
+  secret: string,
+): { text: string; encoding: 'hex' | 'base64' | 'utf8' } | undefined {
   const prefix = recipe.secret_prefix;
   const unprefixed = prefix && secret.startsWith(prefix) ? secret.slice(prefix.length) : secret;
   const text = unprefixed.trim();
   if (recipe.secret_encoding === 'hex') {
-    return /^([0-9a-fA-F]{2})+$/.test(text) ? Buffer.from(text, 'hex') : undefined;
+    return /^([0-9a-fA-F]{2})+$/.test(text) ? { text, encoding: 'hex' } : undefined;
   }
   if (recipe.secret_encoding === 'base64') {
-    const key = /^[A-Za-z0-9+/_-]+={0,2}$/.test(text) ? Buffer.from(text, 'base64') : undefined;
-    return key && key.length > 0 ? key : undefined;
+    const valid = /^[A-Za-z0-9+/_-]+={0,2}$/.test(text) && Buffer.from(text, 'base64').length > 0;
+    return valid ? { text, encoding: 'base64' } : undefined;
   }
-  return Buffer.from(unprefixed, 'utf8');
+  return { text: unprefixed, encoding: 'utf8' };
 }
 
 /** The public key of a recipe with a public-key algorithm, if the material is one of the right type. */
@@ -278,9 +291,11 @@ export function verifySignature(
     });
     return matches ? { ok: true } : { ok: false, reason: 'signature mismatch' };
   }
-  const key = hmacKey(recipe, secret);
+  const key = hmacKeyText(recipe, secret);
   if (!key) return { ok: false, reason: `the webhook secret is not ${recipe.secret_encoding ?? 'a key'}` };
-  const expected = createHmac(algorithm.slice('hmac-'.length), key).update(message).digest();
+  const expected = createHmac(algorithm.slice('hmac-'.length), key.text, { encoding: key.encoding })
+    .update(message)
+    .digest();
   return matchesAny(received, recipe.encoding, expected)
     ? { ok: true }
     : { ok: false, reason: 'signature mismatch' };
