@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Nango } from '@nangohq/node';
 import { runRewrapCli, startStack, type RunningService, type Stack } from '@switchboard/testing';
+import { waitUntilPolling } from './support/processes';
 import { openRecordsRun, type RecordsRun } from './support/records-run';
 
 /**
@@ -53,7 +54,8 @@ describe('sync records master key rotation', () => {
     const alive = (r: RunningService) => r.process.exitCode === null && r.process.signalCode === null;
     const previous = [...stack.replicas['sync-orchestrator'].filter(alive), ...stack.workers.filter(alive)];
     await stack.startReplica('sync-orchestrator', { SWITCHBOARD_MASTER_KEYS: keyring });
-    stack.startWorker({ SWITCHBOARD_MASTER_KEYS: keyring });
+    // The old processes stop only once the new worker polls: its task queue is never left without one.
+    await waitUntilPolling(stack.startWorker({ SWITCHBOARD_MASTER_KEYS: keyring }));
     for (const old of previous) {
       const exited = new Promise((resolve) => old.process.once('exit', resolve));
       old.process.kill('SIGTERM');
