@@ -116,16 +116,29 @@ export class SyncsSuite {
       headers: { 'provider-config-key': KEY, 'connection-id': connectionId },
     });
 
-  // @nangohq/node's SyncStatus type lacks fields the server sends (connection_id, variant, ...).
-  statusOf = async (syncs: string[] | '*', connectionId?: string) =>
-    (await this.nango.syncStatus(KEY, syncs, connectionId)).syncs as unknown as SyncStatusItem[];
+  /**
+   * The syncs' status. A 503 (Temporal slower than the orchestrator's deadline on a loaded machine) tells
+   * the client to retry, and the read has no effect: so it is asked again, for up to 30 s; a 503 past that
+   * fails with the API's message.
+   */
+  statusOf = async (syncs: string[] | '*', connectionId?: string) => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        // @nangohq/node's SyncStatus type lacks fields the server sends (connection_id, variant, ...).
+        return (await this.nango.syncStatus(KEY, syncs, connectionId)).syncs as unknown as SyncStatusItem[];
+      } catch (error) {
+        const response = (error as { response?: { status?: number; data?: unknown } }).response;
+        if (response?.status !== 503) throw error;
+        if (Date.now() > deadline) throw new Error(`GET /sync/status: 503 ${JSON.stringify(response.data)}`);
+        await sleep(500);
+      }
+    }
+  };
 
   status = (connectionId: string, syncs: string[] | '*' = [SYNC]) => this.statusOf(syncs, connectionId);
 
-  /**
-   * Waits until the sync of the connection has finished a run after `after` (ISO), and answers its status.
-   * A 503 (Temporal slow to answer on a loaded machine) is what the API tells a client to retry: so does this.
-   */
+  /** Waits until the sync of the connection has finished a run after `after` (ISO), and answers its status. */
   waitForRun = async (
     connectionId: string,
     after: string | null | undefined,
@@ -134,12 +147,7 @@ export class SyncsSuite {
   ) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      let item: SyncStatusItem | undefined;
-      try {
-        [item] = await this.status(connectionId, [name]);
-      } catch (error) {
-        if ((error as { response?: { status?: number } }).response?.status !== 503) throw error;
-      }
+      const [item] = await this.status(connectionId, [name]);
       if (item && item.status !== 'RUNNING' && item.finishedAt && (!after || item.finishedAt > after)) {
         return item;
       }
