@@ -20,6 +20,8 @@ const LONGEST = [
   'webhook-sigkill.e2e-spec.ts',
   'functions-processes.e2e-spec.ts',
   'replicas.e2e-spec.ts',
+  // One test, but it waits out a 20 s sync timeout: last, it would be the run's tail.
+  'sync-timeout.e2e-spec.ts',
 ];
 
 class LongestFirstSequencer extends Sequencer {

@@ -58,10 +58,10 @@ log "checking docker-compose.yml against the apps and their Dockerfiles"
 node infra/validate-compose.mjs >/dev/null || die "infra/validate-compose.mjs failed (run it for details)"
 node scripts/lib/nats-config.mjs --check || die "infra/nats/nats.conf or the Helm chart's copy is out of date (pnpm nats:config)"
 
-log "linting (typescript-eslint, type-aware), checking the format (Prettier) and type-checking every workspace"
-# ESLint runs on one core: the format check and the type check (turbo, several tsc at once) take the other
-# meanwhile, and the tests start as soon as those two pass (ESLint outlasts the type check by about a minute,
-# which would leave a core idle); its verdict is read after the tests.
+log "checking the format (Prettier), then running every test while ESLint (type-aware) and the type check run"
+# The tests leave a core idle for a good part of their run (stacks booting, runs waiting on leases and
+# timeouts): ESLint (one process) and the type check (one tsc at a time) run beside them and take it, and
+# their verdicts are read after the tests. Only the format check, a few seconds, comes first.
 pnpm lint >"$TEST_DIR/lint.log" 2>&1 &
 LINT_PID=$!
 PIDS+=("$LINT_PID")
@@ -69,10 +69,12 @@ pnpm format:check >/dev/null || die "files not formatted as Prettier would (pnpm
 # Each package's build (composite, tsconfig.build.json) has type-checked its src; its typecheck (tsconfig.json,
 # which references the build) checks the tests and whatever the build leaves out, against the build's .d.ts
 # files. setup_all built every package: `--only` runs the checks without restoring the builds' outputs
-# under the running ESLint.
-pnpm turbo run typecheck --only --output-logs=errors-only || die "type check failed (pnpm typecheck)"
+# under the running tests.
+pnpm turbo run typecheck --only --concurrency=1 --output-logs=errors-only >"$TEST_DIR/typecheck.log" 2>&1 &
+TYPECHECK_PID=$!
+PIDS+=("$TYPECHECK_PID")
 
-log "running every test (unit, integration, end-to-end) while ESLint finishes"
+log "running every test (unit, integration, end-to-end) while ESLint and the type check run"
 # Every failing test is listed once more at the end (turbo interleaves long logs) and kept for later reading.
 export SWITCHBOARD_TEST_FAILURES="$TEST_DIR/failures.txt"
 : >"$SWITCHBOARD_TEST_FAILURES"
@@ -91,6 +93,11 @@ else
   PIDS+=("$E2E_PID")
   pnpm turbo run test --only --concurrency=1 --continue --filter='!@switchboard/e2e' || status=$?
   wait "$E2E_PID" || status=$?
+fi
+if ! wait "$TYPECHECK_PID"; then
+  cat "$TEST_DIR/typecheck.log" >&2
+  log "type check failed (pnpm typecheck)"
+  status=1
 fi
 if ! wait "$LINT_PID"; then
   cat "$TEST_DIR/lint.log" >&2
