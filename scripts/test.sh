@@ -58,23 +58,25 @@ log "checking docker-compose.yml against the apps and their Dockerfiles"
 node infra/validate-compose.mjs >/dev/null || die "infra/validate-compose.mjs failed (run it for details)"
 node scripts/lib/nats-config.mjs --check || die "infra/nats/nats.conf or the Helm chart's copy is out of date (pnpm nats:config)"
 
-log "checking the format (Prettier), then running every test while ESLint (type-aware) and the type check run"
+log "running every test while ESLint (type-aware), the format check (Prettier) and the type check run"
 # The tests leave a core idle for a good part of their run (stacks booting, runs waiting on leases and
-# timeouts): ESLint (one process) and the type check (one tsc at a time) run beside them and take it, and
-# their verdicts are read after the tests. Only the format check, a few seconds, comes first.
+# timeouts): the three checks run beside them, one after the other (ESLint on its own, then the format
+# check and the type check, one tsc at a time), and their verdicts are read after the tests.
 pnpm lint >"$TEST_DIR/lint.log" 2>&1 &
 LINT_PID=$!
 PIDS+=("$LINT_PID")
-pnpm format:check >/dev/null || die "files not formatted as Prettier would (pnpm format:check lists them; pnpm format rewrites)"
 # Each package's build (composite, tsconfig.build.json) has type-checked its src; its typecheck (tsconfig.json,
 # which references the build) checks the tests and whatever the build leaves out, against the build's .d.ts
 # files. setup_all built every package: `--only` runs the checks without restoring the builds' outputs
 # under the running tests.
-pnpm turbo run typecheck --only --concurrency=1 --output-logs=errors-only >"$TEST_DIR/typecheck.log" 2>&1 &
-TYPECHECK_PID=$!
-PIDS+=("$TYPECHECK_PID")
+(
+  pnpm format:check >"$TEST_DIR/format.log" 2>&1 || echo format >>"$TEST_DIR/checks-failed"
+  pnpm turbo run typecheck --only --concurrency=1 --output-logs=errors-only >"$TEST_DIR/typecheck.log" 2>&1 ||
+    echo typecheck >>"$TEST_DIR/checks-failed"
+) &
+CHECKS_PID=$!
+PIDS+=("$CHECKS_PID")
 
-log "running every test (unit, integration, end-to-end) while ESLint and the type check run"
 # Every failing test is listed once more at the end (turbo interleaves long logs) and kept for later reading.
 export SWITCHBOARD_TEST_FAILURES="$TEST_DIR/failures.txt"
 : >"$SWITCHBOARD_TEST_FAILURES"
@@ -94,7 +96,13 @@ else
   pnpm turbo run test --only --concurrency=1 --continue --filter='!@switchboard/e2e' || status=$?
   wait "$E2E_PID" || status=$?
 fi
-if ! wait "$TYPECHECK_PID"; then
+wait "$CHECKS_PID" || true
+if grep -qx format "$TEST_DIR/checks-failed" 2>/dev/null; then
+  grep -v '^Checking formatting' "$TEST_DIR/format.log" >&2 || true
+  log "files not formatted as Prettier would (pnpm format:check lists them; pnpm format rewrites)"
+  status=1
+fi
+if grep -qx typecheck "$TEST_DIR/checks-failed" 2>/dev/null; then
   cat "$TEST_DIR/typecheck.log" >&2
   log "type check failed (pnpm typecheck)"
   status=1
