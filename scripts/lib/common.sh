@@ -75,7 +75,7 @@ ensure_toolchain() {
   command -v redis-server >/dev/null || need+=(redis-server)
   # Tests serve fake providers over HTTPS with throwaway certificates made by the openssl CLI.
   command -v openssl >/dev/null || need+=(openssl)
-  # node-gyp builds @switchboard/crypto's AES-GCM addon (and isolated-vm when its prebuilt binary does not load).
+  # node-gyp builds isolated-vm when its prebuilt binary does not load.
   command -v python3 >/dev/null || need+=(python3)
   command -v make >/dev/null || need+=(make)
   command -v cc >/dev/null || need+=(gcc)

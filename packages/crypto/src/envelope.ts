@@ -1,5 +1,4 @@
 import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
-import { NATIVE_AAD_CHARACTERS, nativeAead, type NativeAead } from './native-aead';
 
 const FORMAT = 'sb1';
 /** Same layout, but the data key is shared by a batch of values (see `EnvelopeCipher.sharedKey`). */
@@ -94,12 +93,6 @@ const TAG_BYTES = 16;
 
 const DECRYPTION_FAILED = 'decryption failed: wrong key, tampered data or ciphertext from another row';
 
-/** An unwrapped shared key: as a KeyObject for Node's ciphers, and as the addon's context where it loaded. */
-interface SharedKeyEntry {
-  key: KeyObject;
-  native?: object;
-}
-
 function open(key: Buffer | KeyObject, nonce: Buffer, ciphertext: Buffer, tag: Buffer, aad: Buffer): Buffer {
   try {
     if (tag.length !== TAG_BYTES) throw new Error('truncated tag');
@@ -137,26 +130,11 @@ const unb64 = (s: string | undefined) => {
  * `sealBytes` writes the same envelope in binary (for a bytea column); every reading method takes either.
  */
 export class EnvelopeCipher {
-  private readonly sharedKeys = new Map<string, SharedKeyEntry>();
+  private readonly sharedKeys = new Map<string, KeyObject>();
   /** The binary form's last shared key and the bytes that name it (a page's values share a few keys). */
-  private lastBinaryKey: { id: Buffer; key: SharedKeyEntry } | undefined;
-  private readonly native: NativeAead | undefined;
+  private lastBinaryKey: { id: Buffer; key: KeyObject } | undefined;
 
-  /**
-   * `options.native: false` leaves the AES-GCM addon aside (native-aead.ts): every value is then sealed and
-   * opened by Node's ciphers, as where the addon was not built. Both write and read the same bytes.
-   */
-  constructor(
-    private readonly keyring: MasterKeyring,
-    options: { native?: boolean } = {},
-  ) {
-    this.native = options.native === false ? undefined : nativeAead;
-  }
-
-  /** Whether binary values are sealed and opened by the AES-GCM addon. */
-  get usesNativeAead(): boolean {
-    return this.native !== undefined;
-  }
+  constructor(private readonly keyring: MasterKeyring) {}
 
   /**
    * A fresh data key for a batch of values, wrapped by the current master key once. Keep it for one batch
@@ -165,8 +143,6 @@ export class EnvelopeCipher {
   sharedKey(): SharedDataKey {
     const raw = randomBytes(KEY_BYTES);
     const dataKey = createSecretKey(raw);
-    // The binary form is sealed by the addon where it loaded (the text form stays on Node's cipher).
-    const sealer = this.native ? { native: this.native, context: this.native.sealContext(raw) } : undefined;
     const version = this.keyring.currentVersion;
     const wrapped = seal(this.keyring.secretKey(version), raw, sharedWrapAad(version));
     const header = sharedHeader(version, wrapped);
@@ -194,15 +170,6 @@ export class EnvelopeCipher {
         return `${prefix}.${b64(sealed.nonce)}.${b64(sealed.ciphertext)}.${b64(sealed.tag)}`;
       },
       sealBytes: (plaintext: string, aad: string) => {
-        if (sealer && aad.length <= NATIVE_AAD_CHARACTERS) {
-          // The plaintext's UTF-8 is written where its ciphertext goes and encrypted there by the addon.
-          const out = Buffer.allocUnsafe(BIN.ciphertext + Buffer.byteLength(plaintext));
-          header.copy(out, 0);
-          nextNonce().copy(out, BIN.nonce);
-          out.write(plaintext, BIN.ciphertext);
-          sealer.native.seal(sealer.context, out, BIN.nonce, BIN.tag, BIN.ciphertext, out.length, aad);
-          return out;
-        }
         const sealed = seal(dataKey, Buffer.from(plaintext, 'utf8'), Buffer.from(aad, 'utf8'), nextNonce());
         const out = Buffer.allocUnsafe(BIN.ciphertext + sealed.ciphertext.length);
         header.copy(out, 0);
@@ -239,32 +206,13 @@ export class EnvelopeCipher {
   /**
    * As `decrypt`, the plaintext as the bytes it was sealed from (for callers that write bytes on). Takes the
    * text forms and the binary one (`sealBytes`); bytes in another format are read as a text envelope.
-   * With `into` (a buffer the caller reuses), a binary value opened by the addon is written there and the
-   * answer is a view of it, valid until the caller's next use of `into`: no buffer made per value.
    */
-  decryptBytes(blob: string | Buffer, aad: string, into?: Buffer): Buffer {
+  decryptBytes(blob: string | Buffer, aad: string): Buffer {
     if (typeof blob !== 'string') {
       if (blob[0] !== FORMAT_SHARED_BYTES) return this.decryptBytes(blob.toString('latin1'), aad);
       if (blob.length < BIN.ciphertext) throw new CryptoError('malformed ciphertext');
-      const key = this.sharedKeyOfBytes(blob);
-      if (this.native && key.native && aad.length <= NATIVE_AAD_CHARACTERS) {
-        const length = blob.length - BIN.ciphertext;
-        const out = into && into.length >= length ? into : Buffer.allocUnsafe(length);
-        const opened = this.native.open(
-          key.native,
-          blob,
-          BIN.nonce,
-          BIN.tag,
-          BIN.ciphertext,
-          blob.length,
-          aad,
-          out,
-        );
-        if (opened < 0) throw new CryptoError(DECRYPTION_FAILED);
-        return out.subarray(0, opened);
-      }
       return open(
-        key.key,
+        this.sharedKeyOfBytes(blob),
         blob.subarray(BIN.nonce, BIN.tag),
         blob.subarray(BIN.ciphertext),
         blob.subarray(BIN.tag, BIN.ciphertext),
@@ -299,14 +247,14 @@ export class EnvelopeCipher {
 
   /** The shared key of a batch, unwrapped once and then kept (bounded, oldest dropped first). */
   private openSharedKey(parts: Parsed): KeyObject {
-    return this.cachedSharedKey(parts.keyId, () => this.unwrapSharedKey(parts)).key;
+    return this.cachedSharedKey(parts.keyId, () => this.unwrapSharedKey(parts));
   }
 
   /**
    * As `openSharedKey`, of the binary form. The previous value's key is found by comparing its 64 naming
    * bytes in place: no string, no views made per value (what a page allocates per record is most of its GC).
    */
-  private sharedKeyOfBytes(blob: Buffer): SharedKeyEntry {
+  private sharedKeyOfBytes(blob: Buffer): KeyObject {
     const last = this.lastBinaryKey;
     if (last && last.id.compare(blob, BIN.version, BIN.nonce) === 0) return last.key;
     const bin = parseBytes(blob);
@@ -329,14 +277,11 @@ export class EnvelopeCipher {
    * Both forms share the cache: their ids never collide (the binary one is 64 characters, the text one
    * longer), and a key read in both forms is merely unwrapped once per form.
    */
-  private cachedSharedKey(id: string, unwrap: () => Buffer): SharedKeyEntry {
+  private cachedSharedKey(id: string, unwrap: () => Buffer): KeyObject {
     const cached = this.sharedKeys.get(id);
     if (cached) return cached;
     const raw = unwrap();
-    const entry: SharedKeyEntry = {
-      key: createSecretKey(raw),
-      ...(this.native ? { native: this.native.keyContext(raw) } : {}),
-    };
+    const entry = createSecretKey(raw);
     raw.fill(0);
     if (this.sharedKeys.size >= SHARED_KEY_CACHE)
       this.sharedKeys.delete(this.sharedKeys.keys().next().value!);

@@ -16,7 +16,7 @@ import type { LastAction, ListJsonResult, ListQuery, ListResult, StoredRecord } 
 
 /** One record of a page, its payload still as the JSON bytes it was saved as. */
 interface PageRecord {
-  /** The decrypted payload (UTF-8 JSON), null when pruned: a view of a buffer the next record reuses. */
+  /** The decrypted payload (UTF-8 JSON), null when pruned. */
   payload: Buffer | null;
   externalId: string;
   metadata: StoredRecord['_nango_metadata'];
@@ -24,13 +24,11 @@ interface PageRecord {
 
 /**
  * The read side of the records store: `GET /records` pages (as records or as JSON bytes) and a model's
- * last cursor. Payloads are decrypted as their rows arrive, into buffers reused for every record.
+ * last cursor. Payloads are decrypted as their rows arrive.
  */
 export class RecordsReader {
   /** See `scratchCopy`. */
   private scratch = Buffer.allocUnsafe(64 * 1024);
-  /** Where a page's payloads are decrypted, one after the other (`plainScratch`). */
-  private plain = Buffer.allocUnsafe(64 * 1024);
 
   constructor(
     private readonly pool: PgPool,
@@ -76,9 +74,8 @@ export class RecordsReader {
     const chunks: (Buffer | string)[] = [];
     const page = await this.page(scope, model, query, (r) => {
       if (chunks.length > 0) chunks.push(',');
-      // The payload is a view of a buffer the next record reuses: its piece is kept as a copy.
-      for (const piece of recordJson(r.payload, r.externalId, r.metadata))
-        chunks.push(typeof piece === 'string' ? piece : Buffer.from(piece));
+      // Each payload is a buffer of its own (the decipher's output): its pieces are kept as they are.
+      chunks.push(...recordJson(r.payload, r.externalId, r.metadata));
     });
     return { recordsJson: chunks, count: page.count, next_cursor: page.next_cursor };
   }
@@ -97,18 +94,8 @@ export class RecordsReader {
   }
 
   /**
-   * A buffer for a plaintext of up to `bytes` (the sealed value's length bounds it), reused for every
-   * record: the AES-GCM addon decrypts into it, so a page makes no buffer per record (`decryptBytes`).
-   */
-  private plainScratch(bytes: number): Buffer {
-    if (bytes > this.plain.length) this.plain = Buffer.allocUnsafe(bytes * 2);
-    return this.plain;
-  }
-
-  /**
    * Reads a page, giving each record to `emit` as its row arrives; answers how many there were and the
-   * page's next cursor. A record's payload is valid only during its `emit` (the next record reuses its
-   * buffer).
+   * page's next cursor.
    */
   private async page(
     scope: RecordScope,
@@ -155,13 +142,7 @@ export class RecordsReader {
         count++;
         lastCursor = Cursor.encode(lastModified, id);
         emit({
-          payload: payload
-            ? this.cipher.decryptBytes(
-                this.scratchCopy(payload),
-                payloadAad(id),
-                this.plainScratch(payload.length),
-              )
-            : null,
+          payload: payload ? this.cipher.decryptBytes(this.scratchCopy(payload), payloadAad(id)) : null,
           externalId,
           // In the API's key order.
           metadata: {
