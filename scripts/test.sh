@@ -61,18 +61,16 @@ node scripts/lib/nats-config.mjs --check || die "infra/nats/nats.conf or the Hel
 log "running every test while ESLint (type-aware), the format check (Prettier) and the type check run"
 # The tests leave a core idle for a good part of their run (stacks booting, runs waiting on leases and
 # timeouts): the three checks run beside them, one after the other (ESLint on its own, then the format
-# check and the type check, one tsc at a time), and their verdicts are read after the tests.
+# check and the type check), and their verdicts are read after the tests.
 pnpm lint >"$TEST_DIR/lint.log" 2>&1 &
 LINT_PID=$!
 PIDS+=("$LINT_PID")
-# Each package's build (composite, tsconfig.build.json) has type-checked its src; its typecheck (tsconfig.json,
-# which references the build) checks the tests and whatever the build leaves out, against the build's .d.ts
-# files. setup_all built every package: `--only` runs the checks without restoring the builds' outputs
-# under the running tests.
+# Each package's build (composite, tsconfig.build.json) has type-checked its src; the type check
+# (tsconfig.typecheck.json, one program) checks the tests and whatever the builds leave out against the
+# builds' .d.ts files, which setup_all made.
 (
   pnpm format:check >"$TEST_DIR/format.log" 2>&1 || echo format >>"$TEST_DIR/checks-failed"
-  pnpm turbo run typecheck --only --concurrency=1 --output-logs=errors-only >"$TEST_DIR/typecheck.log" 2>&1 ||
-    echo typecheck >>"$TEST_DIR/checks-failed"
+  pnpm typecheck >"$TEST_DIR/typecheck.log" 2>&1 || echo typecheck >>"$TEST_DIR/checks-failed"
 ) &
 CHECKS_PID=$!
 PIDS+=("$CHECKS_PID")
