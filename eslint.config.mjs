@@ -23,7 +23,11 @@ export default tseslint.config(
     files: ['**/*.ts', '**/*.tsx'],
     languageOptions: {
       parser: tseslint.parser,
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // One program for the workspace (tsconfig.eslint.json), the console's own for its files.
+      parserOptions: {
+        project: ['./tsconfig.eslint.json', './apps/console/tsconfig.json'],
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     plugins: { '@typescript-eslint': tseslint.plugin },
