@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import {
   ScheduleAlreadyRunning,
   ScheduleNotFoundError,
@@ -7,6 +8,7 @@ import {
 } from '@temporalio/client';
 import type { SyncWorkflowInput } from '../activities/sync.activities';
 import { syncTriggerSignal, syncTriggerWorkflowIdOf, syncWorkflow } from '../workflows/sync.workflow';
+import { temporalUnavailable } from './temporal-call';
 
 /** The Temporal schedule of one sync (connection, function, variant), named after the sync row's id. */
 export const scheduleIdOf = (syncId: string) => `sync-${syncId}`;
@@ -16,6 +18,11 @@ export interface ScheduleState {
   paused: boolean;
   nextActionAt: Date | null;
 }
+
+/** How long a schedule's last state read may stand in for one Temporal could not give (`state`). */
+export const KNOWN_STATE_MAX_AGE_MS = 5 * 60_000;
+/** Schedules whose last state is kept (the oldest read is dropped first). */
+const KNOWN_STATES = 10_000;
 
 /**
  * The sync schedules on Temporal, and the runs the API asks for. One schedule per sync row, each starting
@@ -33,11 +40,16 @@ export interface ScheduleState {
  * paused sync runs when triggered and stays paused.
  */
 export class SyncSchedules {
+  private readonly logger = new Logger('SyncSchedules');
+  /** Each schedule's last state read from Temporal in this process, and when (see `state`). */
+  private readonly known = new Map<string, { state: ScheduleState | null; at: number }>();
+
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
     /** How long one operation may take before Temporal counts as unavailable (`TEMPORAL_CALL_DEADLINE_MS`). */
     private readonly deadlineMs: number,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /**
@@ -53,6 +65,7 @@ export class SyncSchedules {
    * unpaused schedule runs at once, as Nango starts a new sync right away when it auto-starts.
    */
   async ensure(syncId: string, everyMs: number, startPaused: boolean): Promise<'created' | 'updated'> {
+    this.known.delete(syncId);
     return this.bounded(async () => {
       const input: SyncWorkflowInput = { syncId };
       try {
@@ -81,6 +94,7 @@ export class SyncSchedules {
   }
 
   async setInterval(syncId: string, everyMs: number): Promise<void> {
+    this.known.delete(syncId);
     return this.bounded(async () => {
       await this.client.schedule.getHandle(scheduleIdOf(syncId)).update((previous) => {
         const current = previous.spec.intervals?.[0]?.every;
@@ -105,6 +119,7 @@ export class SyncSchedules {
   }
 
   async pause(syncId: string): Promise<void> {
+    this.known.delete(syncId);
     return this.bounded(async () => {
       await this.client.schedule.getHandle(scheduleIdOf(syncId)).pause('paused through the API');
     });
@@ -112,6 +127,7 @@ export class SyncSchedules {
 
   /** Unpauses; a schedule that was paused also runs now (Nango: "the sync will execute immediately"). */
   async start(syncId: string): Promise<void> {
+    this.known.delete(syncId);
     return this.bounded(async () => {
       const handle = this.client.schedule.getHandle(scheduleIdOf(syncId));
       const description = await handle.describe();
@@ -122,6 +138,7 @@ export class SyncSchedules {
   }
 
   async delete(syncId: string): Promise<void> {
+    this.known.delete(syncId);
     return this.bounded(async () => {
       try {
         await this.client.schedule.getHandle(scheduleIdOf(syncId)).delete();
@@ -131,19 +148,42 @@ export class SyncSchedules {
     });
   }
 
+  /**
+   * The schedule's state. When Temporal cannot answer in time (a busy server: describing a schedule queries
+   * its scheduler workflow), the state this process last read stands in for it, if it is at most
+   * `KNOWN_STATE_MAX_AGE_MS` old and no change went through this process since: a status read then answers
+   * instead of failing. Only without such a state does the error go on (`service_unavailable`).
+   */
   async state(syncId: string): Promise<ScheduleState | null> {
-    return this.bounded(async () => {
-      let description: ScheduleDescription;
-      try {
-        description = await this.client.schedule.getHandle(scheduleIdOf(syncId)).describe();
-      } catch (error) {
-        if (error instanceof ScheduleNotFoundError) return null;
+    try {
+      const state = await this.bounded(() => this.describe(syncId));
+      this.known.delete(syncId);
+      if (this.known.size >= KNOWN_STATES) this.known.delete(this.known.keys().next().value!);
+      this.known.set(syncId, { state, at: this.now() });
+      return state;
+    } catch (error) {
+      const known = this.known.get(syncId);
+      if (!known || this.now() - known.at > KNOWN_STATE_MAX_AGE_MS || !temporalUnavailable(error))
         throw error;
-      }
-      return {
-        paused: description.state.paused,
-        nextActionAt: description.state.paused ? null : (description.info.nextActionTimes[0] ?? null),
-      };
-    });
+      this.logger.warn(
+        `Temporal did not describe schedule ${scheduleIdOf(syncId)} in time; answering its state read ` +
+          `${Math.round((this.now() - known.at) / 1000)} s ago`,
+      );
+      return known.state;
+    }
+  }
+
+  private async describe(syncId: string): Promise<ScheduleState | null> {
+    let description: ScheduleDescription;
+    try {
+      description = await this.client.schedule.getHandle(scheduleIdOf(syncId)).describe();
+    } catch (error) {
+      if (error instanceof ScheduleNotFoundError) return null;
+      throw error;
+    }
+    return {
+      paused: description.state.paused,
+      nextActionAt: description.state.paused ? null : (description.info.nextActionTimes[0] ?? null),
+    };
   }
 }

@@ -10,13 +10,15 @@ export async function withTemporal<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (
-      error instanceof ServiceError ||
-      error instanceof NamespaceNotFoundError ||
-      isGrpcServiceError(error)
-    ) {
+    if (temporalUnavailable(error))
       throw new OrchestratorError('service_unavailable', 'Temporal is not reachable');
-    }
     throw error;
   }
+}
+
+/** Whether `error` says Temporal could not answer (unreachable, past the deadline, namespace missing). */
+export function temporalUnavailable(error: unknown): boolean {
+  return (
+    error instanceof ServiceError || error instanceof NamespaceNotFoundError || isGrpcServiceError(error)
+  );
 }
