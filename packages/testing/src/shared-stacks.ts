@@ -65,10 +65,17 @@ function createSharedStacks(): SharedStacks {
         if (!exitHook) {
           exitHook = true;
           // A worker that ends without the global teardown (several workers) must not leave services behind.
-          process.once('exit', () => {
+          // jest ends a worker by letting it exit on its own, and SIGTERMs it when it does not (the services'
+          // pipes keep it alive): Node then dies without an 'exit' event, so SIGTERM is handled here too.
+          const killAll = () => {
             for (const s of started)
               for (const r of [...Object.values(s.replicas).flat(), ...s.workers])
                 if (r.process.exitCode === null && r.process.signalCode === null) r.process.kill('SIGKILL');
+          };
+          process.once('exit', killAll);
+          process.once('SIGTERM', () => {
+            killAll();
+            process.exit(143);
           });
         }
       }
