@@ -59,18 +59,20 @@ node infra/validate-compose.mjs >/dev/null || die "infra/validate-compose.mjs fa
 node scripts/lib/nats-config.mjs --check || die "infra/nats/nats.conf or the Helm chart's copy is out of date (pnpm nats:config)"
 
 log "running every test while ESLint (type-aware), the format check (Prettier) and the type check run"
-# The tests leave a core idle for a good part of their run (stacks booting, runs waiting on leases and
-# timeouts): the three checks run beside them, one after the other (ESLint on its own, then the format
-# check and the type check), and their verdicts are read after the tests.
-pnpm lint >"$TEST_DIR/lint.log" 2>&1 &
+# The end-to-end files are the run's critical path, and they leave a core idle for a good part of it
+# (stacks booting, runs waiting on leases and timeouts). Everything else runs beside them at a lower
+# priority, taking that idle time rather than theirs: the three checks (ESLint on its own, then the format
+# check and the type check), whose verdicts are read after the tests, and the other packages' tests.
+SIDE_NICE=5
+nice -n "$SIDE_NICE" pnpm lint >"$TEST_DIR/lint.log" 2>&1 &
 LINT_PID=$!
 PIDS+=("$LINT_PID")
 # Each package's build (composite, tsconfig.build.json) has type-checked its src; the type check
 # (tsconfig.typecheck.json, one program) checks the tests and whatever the builds leave out against the
 # builds' .d.ts files, which setup_all made.
 (
-  pnpm format:check >"$TEST_DIR/format.log" 2>&1 || echo format >>"$TEST_DIR/checks-failed"
-  pnpm typecheck >"$TEST_DIR/typecheck.log" 2>&1 || echo typecheck >>"$TEST_DIR/checks-failed"
+  nice -n "$SIDE_NICE" pnpm format:check >"$TEST_DIR/format.log" 2>&1 || echo format >>"$TEST_DIR/checks-failed"
+  nice -n "$SIDE_NICE" pnpm typecheck >"$TEST_DIR/typecheck.log" 2>&1 || echo typecheck >>"$TEST_DIR/checks-failed"
 ) &
 CHECKS_PID=$!
 PIDS+=("$CHECKS_PID")
@@ -91,7 +93,8 @@ else
   pnpm turbo run test --only --continue --filter=@switchboard/e2e &
   E2E_PID=$!
   PIDS+=("$E2E_PID")
-  pnpm turbo run test --only --concurrency=1 --continue --filter='!@switchboard/e2e' || status=$?
+  nice -n "$SIDE_NICE" pnpm turbo run test --only --concurrency=1 --continue --filter='!@switchboard/e2e' ||
+    status=$?
   wait "$E2E_PID" || status=$?
 fi
 wait "$CHECKS_PID" || true
