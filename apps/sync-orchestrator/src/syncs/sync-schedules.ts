@@ -166,8 +166,8 @@ export class SyncSchedules {
       if (!known || this.now() - known.at > KNOWN_STATE_MAX_AGE_MS || !temporalUnavailable(error))
         throw error;
       this.logger.warn(
-        `Temporal did not describe schedule ${scheduleIdOf(syncId)} in time; answering its state read ` +
-          `${Math.round((this.now() - known.at) / 1000)} s ago`,
+        `Temporal could not describe schedule ${scheduleIdOf(syncId)} (${(error as Error).message}); ` +
+          `answering its state as read ${Math.round((this.now() - known.at) / 1000)} s ago`,
       );
       return known.state;
     }
