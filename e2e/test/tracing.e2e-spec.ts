@@ -21,6 +21,12 @@ jest.setTimeout(180_000);
 /** The CLI compiles and typechecks the fixture project before it deploys (slow on a busy 2-core machine). */
 const DEPLOY_TIMEOUT_MS = 120_000;
 
+/** A W3C traceparent of a new trace, as a caller that traces its own requests sends it. */
+const newTrace = () => {
+  const traceId = randomBytes(16).toString('hex');
+  return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+};
+
 // Both describes share one stack and one loopback OTLP collector: each test follows a trace of its own
 // (a traceparent it sent), and the secret checks read every span the stack exported.
 let stack: Stack;
@@ -78,13 +84,13 @@ describe('tracing across services', () => {
   async function tracedProxyCall(
     gatewayUrl: string,
   ): Promise<{ chain: CollectedSpan[]; spans: CollectedSpan[] }> {
-    const traceId = randomBytes(16).toString('hex');
+    const { traceId, traceparent } = newTrace();
     const res = await fetch(`${gatewayUrl}/proxy/echo?page=2`, {
       headers: {
         Authorization: `Bearer ${stack.secretKey}`,
         'provider-config-key': 'traced',
         'connection-id': 'c1',
-        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+        traceparent,
       },
     });
     expect(res.status).toBe(200);
@@ -133,11 +139,11 @@ describe('tracing across services', () => {
 
   /** Lists the integrations through the gateway under a new trace, and waits for the spans of the listing. */
   const tracedListing = async () => {
-    const traceId = randomBytes(16).toString('hex');
+    const { traceId, traceparent } = newTrace();
     const res = await fetch(`${stack.gatewayUrl}/integrations`, {
       headers: {
         Authorization: `Bearer ${stack.secretKey}`,
-        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+        traceparent,
       },
     });
     expect(res.status).toBe(200);
@@ -171,10 +177,10 @@ describe('tracing across services', () => {
 
   it('OTEL_SDK_DISABLED=true turns tracing off in a service: it still serves, and nothing of its requests is exported', async () => {
     const untraced = await stack.startReplica('gateway', { OTEL_SDK_DISABLED: 'true' });
-    const traceId = randomBytes(16).toString('hex');
+    const { traceId, traceparent } = newTrace();
     const headers = {
       Authorization: `Bearer ${stack.secretKey}`,
-      traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+      traceparent,
     };
     const listed = await fetch(`http://127.0.0.1:${untraced.port}/integrations`, { headers });
     expect(listed.status).toBe(200);
@@ -193,11 +199,11 @@ describe('tracing across services', () => {
   it('never records the secret key or a query string in a span', async () => {
     // Connect flows carry session tokens in the query; a sentinel stands in for one.
     const sentinel = `sentinel${randomBytes(8).toString('hex')}`;
-    const traceId = randomBytes(16).toString('hex');
+    const { traceId, traceparent } = newTrace();
     await fetch(`${stack.gatewayUrl}/providers?search=${sentinel}`, {
       headers: {
         Authorization: `Bearer ${stack.secretKey}`,
-        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+        traceparent,
       },
     });
     // Not a fixed wait: the span of this very request, the one the sentinel would be in, has been exported.
@@ -231,12 +237,6 @@ describe('tracing through Temporal', () => {
 
   const api = (method: string, path: string, body?: unknown) =>
     call(stack.gatewayUrl, method, path, { key: stack.secretKey, ...(body !== undefined ? { body } : {}) });
-
-  /** A W3C traceparent of a new trace, as a caller that traces its own requests sends it. */
-  const newTrace = () => {
-    const traceId = randomBytes(16).toString('hex');
-    return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
-  };
 
   /**
    * The trace's provider call to `/v2/account` and its ancestry (innermost first), once it reaches up to the
